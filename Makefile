@@ -1,0 +1,45 @@
+# The README's two commands: `make serve` and `make test`. Everything else is for developers.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+DEV_STAMP := $(VENV)/.dev-installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+HOST ?= 127.0.0.1
+PORT ?= 8080
+
+.PHONY: serve test lint typecheck bench clean install dev
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEV_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(STAMP)
+dev: $(DEV_STAMP)
+
+## Run the server on the embedded SQLite database under ./data/ (127.0.0.1:8080).
+serve: $(STAMP)
+	$(BIN)/dutyline serve --host $(HOST) --port $(PORT)
+
+## Install the dev dependencies and run the whole test suite.
+test: $(DEV_STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+
+lint: $(DEV_STAMP)
+	$(BIN)/ruff check src tests bench
+
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy
+
+bench: $(DEV_STAMP)
+	$(BIN)/python -m bench.run_all
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

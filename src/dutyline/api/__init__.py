@@ -1,0 +1,1 @@
+"""The operation layer: envelope, errors, i18n, auth, permissions, limits, OpenAPI."""

@@ -1,0 +1,207 @@
+"""The request pipeline every operation runs through.
+
+Order matters and is fixed: body size and type (cheap, before any lookup) -> app_key (401)
+-> rate limit (429) -> permission (403) -> request schema (400) -> one transaction around the
+handler and its audit row -> envelope. Any failure becomes the error envelope; a failed
+audited write is still recorded, in a transaction of its own, since its own rolled back."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import structlog
+from starlette.requests import Request
+from starlette.responses import Response
+
+from dutyline.api import errors
+from dutyline.api.auth import Caller
+from dutyline.api.envelope import REQUEST_ID_HEADER, error_body, success_body
+from dutyline.api.i18n import negotiate
+from dutyline.api.operation import Context, Operation
+from dutyline.api.runtime import Runtime
+from dutyline.kit.ids import request_id as new_request_id
+
+log = structlog.get_logger("dutyline.api")
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+_JSON = "application/json"
+# A JSON escape that could smuggle a NUL or a lone surrogate into a string; rare in real
+# traffic, so the slow check below runs only when this matches.
+_SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+_AT_PATH = re.compile(r"^(?P<reason>.*?) - at `\$\.?(?P<path>[^`]*)`$")
+_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`")
+
+
+def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
+    decoder = msgspec.json.Decoder(op.request_type)
+    empty_data: Any = None if op.empty == "null" else {}
+    metrics = runtime.metrics
+    latency = metrics.latency.labels(op.path)
+
+    async def endpoint(request: Request) -> Response:
+        started = time.perf_counter()
+        rid = new_request_id()
+        locale = negotiate(request.headers.get("accept-language"))
+        caller: Caller | None = None
+        body = b""
+        headers: dict[str, str] = {REQUEST_ID_HEADER: rid}
+        client_ip = request.client.host if request.client else ""
+        try:
+            body = await read_body(request, runtime.settings.max_body_bytes)
+            caller = await _authenticate(runtime, request)
+            if op.rate_scope != "none":
+                key = (
+                    f"k:{caller.key_id}" if op.rate_scope == "app_key" else f"a:{caller.account_id}"
+                )
+                decision = await runtime.limiter.hit(key)
+                headers.update(decision.headers())
+                if not decision.allowed:
+                    raise errors.RequestTooFrequently(
+                        retry_after=headers["Retry-After"]
+                    )
+            if op.permissions and not caller.has_any(op.permissions):
+                raise errors.AccessDenied()
+            req = _decode(op, decoder, request, body)
+            async with runtime.db.transaction(write=op.write) as conn:
+                ctx = Context(conn, caller, runtime, rid, locale, client_ip)
+                result = await op.handler(ctx, req)
+                if op.audited:
+                    await runtime.audit.record(
+                        conn, caller=caller, operation=op.operation_name, request_id=rid,
+                        client_ip=client_ip, body=body, targets=ctx.audit_targets,
+                        outcome="OK", is_write=op.write, is_dangerous=op.dangerous,
+                    )
+            content = success_body(rid, empty_data if result is None else result)
+            status, code = 200, "OK"
+        except errors.ApiError as exc:
+            status, code = exc.status, exc.code
+            message = runtime.translator.render(locale, exc.message, exc.fields)
+            content = error_body(rid, code, message)
+            if op.audited and caller is not None and code != "RequestTooFrequently":
+                await _audit_failure(runtime, op, caller, rid, client_ip, body, code)
+        except Exception:
+            log.exception("unhandled error", request_id=rid, operation=op.path)
+            status, code = 500, "InternalError"
+            message = runtime.translator.render(locale, errors.InternalError.default_message, {})
+            content = error_body(rid, code, message)
+            if op.audited and caller is not None:
+                await _audit_failure(runtime, op, caller, rid, client_ip, body, code)
+        metrics.requests.labels(op.path, code).inc()
+        latency.observe(time.perf_counter() - started)
+        return Response(content, status, headers, media_type=_JSON)
+
+    return endpoint
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                raise errors.EntityTooLarge(limit=limit)
+        except ValueError:
+            raise errors.BadRequest("Invalid Content-Length header") from None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise errors.EntityTooLarge(limit=limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _authenticate(runtime: Runtime, request: Request) -> Caller:
+    app_key = request.query_params.get("app_key")
+    if not app_key or len(app_key) > 256:
+        raise errors.Unauthorized()
+    caller = await runtime.authenticator.authenticate(app_key)
+    if caller is None:
+        raise errors.Unauthorized()
+    return caller
+
+
+def _decode(op: Operation, decoder: msgspec.json.Decoder[Any], request: Request, body: bytes) -> Any:
+    if request.method == "GET":
+        params = {k: v for k, v in request.query_params.items() if k != "app_key"}
+        try:
+            return msgspec.convert(params, op.request_type, strict=False)
+        except msgspec.ValidationError as exc:
+            raise _invalid_parameter(str(exc)) from None
+    if not body.strip():
+        body = b"{}"
+    else:
+        content_type = request.headers.get("content-type", "")
+        if content_type.split(";", 1)[0].strip().lower() != _JSON:
+            raise errors.InvalidContentType()
+    try:
+        value = decoder.decode(body)
+    except msgspec.ValidationError as exc:
+        raise _invalid_parameter(str(exc)) from None
+    except msgspec.DecodeError:
+        raise errors.InvalidContentType("The request body is not valid JSON") from None
+    if _SUSPECT_ESCAPE.search(body):
+        _reject_unstorable_strings(body)
+    return value
+
+
+def _invalid_parameter(detail: str) -> errors.InvalidParameter:
+    """Turn msgspec's message into ours, naming the field."""
+    field, reason = "body", detail
+    if m := _AT_PATH.match(detail):
+        reason, field = m["reason"], m["path"] or "body"
+    if m := _MISSING.match(reason):
+        missing = m["field"]
+        field = f"{field}.{missing}" if field != "body" else missing
+        reason = "is required"
+    elif reason.startswith("p × limit"):
+        field = "p"
+    return errors.invalid(field, reason)
+
+
+def _reject_unstorable_strings(body: bytes) -> None:
+    """PostgreSQL text cannot hold NUL, and UTF-8 cannot hold a lone surrogate: refuse both
+    as a 400 instead of failing at the database with a 500."""
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, str):
+            if "\x00" in value or not _is_utf8_encodable(value):
+                raise errors.invalid(
+                    path or "body", "must not contain NUL characters or unpaired surrogates"
+                )
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                walk(k, path)
+                walk(v, f"{path}.{k}" if path else str(k))
+        elif isinstance(value, list):
+            for i, v in enumerate(value):
+                walk(v, f"{path}[{i}]")
+
+    walk(msgspec.json.decode(body), "")
+
+
+def _is_utf8_encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+async def _audit_failure(
+    runtime: Runtime, op: Operation, caller: Caller, rid: str, ip: str, body: bytes, code: str
+) -> None:
+    try:
+        async with runtime.db.transaction(write=True) as conn:
+            await runtime.audit.record(
+                conn, caller=caller, operation=op.operation_name, request_id=rid, client_ip=ip,
+                body=body, targets=[], outcome=code, is_write=op.write,
+                is_dangerous=op.dangerous,
+            )
+    except Exception:
+        log.exception("could not record failed call in the audit log", request_id=rid)

@@ -1,0 +1,124 @@
+"""Operations: the one shape every endpoint has (POST, app_key, JSON in, envelope out).
+
+A domain declares its operations on a `Router`; the app turns each into a Starlette route
+through api/handler.py. The same declarations feed the OpenAPI document."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+import msgspec
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    from dutyline.api.auth import Caller
+    from dutyline.api.runtime import Runtime
+
+RateScope = Literal["account", "app_key", "none"]
+
+
+class Empty(msgspec.Struct):
+    """A request with no fields."""
+
+
+@dataclass(slots=True)
+class Context:
+    """What a handler gets: its transaction, who calls, and the process's runtime."""
+
+    conn: AsyncConnection
+    caller: Caller
+    runtime: Runtime
+    request_id: str
+    locale: str
+    client_ip: str = ""
+    # Ids the operation touched; handlers add to it and the audit log records it.
+    audit_targets: list[Any] = field(default_factory=list)
+
+    @property
+    def now(self) -> float:
+        return self.runtime.clock.now()
+
+    @property
+    def now_s(self) -> int:
+        return int(self.runtime.clock.now())
+
+    @property
+    def now_ms(self) -> int:
+        return int(self.runtime.clock.now() * 1000)
+
+
+Handler = Callable[[Context, Any], Awaitable[Any]]
+H = TypeVar("H", bound=Handler)
+
+
+@dataclass(frozen=True)
+class Operation:
+    path: str
+    handler: Handler
+    request_type: type[Any]
+    response_type: Any
+    # Any one of these permission names admits the caller; empty: any valid key.
+    permissions: tuple[str, ...] = ()
+    rate_scope: RateScope = "account"
+    write: bool = False
+    # Writes are audited by default; reads only when they say so.
+    audited: bool = False
+    dangerous: bool = False
+    methods: tuple[str, ...] = ("POST",)
+    summary: str = ""
+    tag: str = ""
+    # What a success with no payload answers: {} for most, null for /safari/* toggles.
+    empty: Literal["object", "null"] = "object"
+
+    @property
+    def operation_name(self) -> str:
+        """A stable audit name: `/team/upsert` -> `team.upsert`."""
+        return self.path.strip("/").replace("/", ".")
+
+
+class Router:
+    """Collects one domain's operations."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+        self.operations: list[Operation] = []
+
+    def post(
+        self,
+        path: str,
+        *,
+        request: type[Any] = Empty,
+        response: Any = None,
+        permissions: tuple[str, ...] = (),
+        rate_scope: RateScope = "account",
+        write: bool = False,
+        audited: bool | None = None,
+        dangerous: bool = False,
+        also_get: bool = False,
+        summary: str = "",
+        empty: Literal["object", "null"] = "object",
+    ) -> Callable[[H], H]:
+        def register(handler: H) -> H:
+            self.operations.append(
+                Operation(
+                    path=path,
+                    handler=handler,
+                    request_type=request,
+                    response_type=response,
+                    permissions=permissions,
+                    rate_scope=rate_scope,
+                    write=write,
+                    audited=write if audited is None else audited,
+                    dangerous=dangerous,
+                    methods=("POST", "GET") if also_get else ("POST",),
+                    summary=summary or (handler.__doc__ or "").strip().split("\n")[0],
+                    tag=self.tag,
+                    empty=empty,
+                )
+            )
+            return handler
+
+        return register

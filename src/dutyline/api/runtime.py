@@ -1,0 +1,49 @@
+"""The process's shared services, built once by create_app and passed to every request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from dutyline.api.i18n import Translator
+from dutyline.api.observe import Metrics
+from dutyline.config import Settings
+from dutyline.db.engine import Database
+from dutyline.kit.clock import Clock
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
+
+    from dutyline.api.auth import Authenticator, Caller
+    from dutyline.api.ratelimit import RateLimiter
+
+
+class AuditSink(Protocol):
+    """Where the operation layer reports audited calls (the platform domain writes them)."""
+
+    async def record(
+        self,
+        conn: AsyncConnection,
+        *,
+        caller: Caller,
+        operation: str,
+        request_id: str,
+        client_ip: str,
+        body: bytes,
+        targets: list[Any],
+        outcome: str,
+        is_write: bool,
+        is_dangerous: bool,
+    ) -> None: ...
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    db: Database
+    clock: Clock
+    translator: Translator
+    limiter: RateLimiter
+    authenticator: Authenticator
+    audit: AuditSink
+    metrics: Metrics

@@ -1,0 +1,34 @@
+"""Constrained field types shared by request schemas."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+MAX_INT64 = 2**63 - 1
+
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=MAX_INT64)]
+# Ids of accounts, persons, teams, ...: positive int64. 0 is allowed where a field says
+# "0 means none" and is typed NonNegInt64 there.
+Id = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT64)]
+NonNegInt64 = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT64)]
+PageNumber = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
+PageSize = Annotated[int, msgspec.Meta(ge=1, le=100)]
+MAX_PAGE_WINDOW = 10_000
+
+
+class PageRequest(msgspec.Struct, kw_only=True):
+    """`p` and `limit` with the house bounds (decisions.md §1)."""
+
+    p: PageNumber = 1
+    limit: PageSize = 20
+
+    def __post_init__(self) -> None:
+        if self.p * self.limit > MAX_PAGE_WINDOW:
+            # msgspec turns this into a ValidationError; the handler names field `p`.
+            raise ValueError(f"p × limit must not exceed {MAX_PAGE_WINDOW}")
+
+    @property
+    def offset(self) -> int:
+        return (self.p - 1) * self.limit

@@ -1,0 +1,162 @@
+"""create_app(settings): routes, error handlers, and the lifespan that starts the workers."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from dutyline.api import docs, errors, openapi
+from dutyline.api.envelope import REQUEST_ID_HEADER, encode, error_body
+from dutyline.api.handler import make_endpoint
+from dutyline.api.i18n import Translator, negotiate
+from dutyline.api.observe import Metrics, configure_logging
+from dutyline.api.ratelimit import MemoryRateLimiter, NoRateLimiter, RateLimiter, default_windows
+from dutyline.api.runtime import Runtime
+from dutyline.config import Settings
+from dutyline.db.engine import Database
+from dutyline.kit.clock import Clock, SystemClock
+from dutyline.kit.ids import request_id as new_request_id
+from dutyline.platform.audit.sink import DatabaseAuditSink
+from dutyline.platform.auth import DatabaseAuthenticator
+from dutyline.routes import all_routers
+
+log = structlog.get_logger("dutyline.app")
+
+# Background loops started with the app (durable-work workers, flushers); each receives the
+# runtime and runs until cancelled.
+BackgroundTask = Callable[[Runtime], Awaitable[None]]
+
+
+def build_limiter(settings: Settings, clock: Clock) -> RateLimiter:
+    if settings.rate_limit_per_second <= 0 and settings.rate_limit_per_minute <= 0:
+        return NoRateLimiter()
+    windows = default_windows(settings.rate_limit_per_second, settings.rate_limit_per_minute)
+    if settings.redis_url:
+        from dutyline.api.ratelimit_redis import RedisRateLimiter
+
+        return RedisRateLimiter(settings.redis_url, windows)
+    return MemoryRateLimiter(windows, clock)
+
+
+def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
+    clock = clock or SystemClock()
+    db = Database(settings.database_url)
+    return Runtime(
+        settings=settings,
+        db=db,
+        clock=clock,
+        translator=Translator(),
+        limiter=build_limiter(settings, clock),
+        authenticator=DatabaseAuthenticator(db),
+        audit=DatabaseAuditSink(clock),
+        metrics=Metrics(),
+    )
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    background: list[BackgroundTask] | None = None,
+) -> Starlette:
+    settings = settings or Settings.from_env()
+    runtime = build_runtime(settings, clock)
+    operations = [op for router in all_routers() for op in router.operations]
+    routes = [Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations]
+    spec = openapi.build(operations)
+    spec_bytes = encode(spec)
+    docs_html = docs.render(spec)
+
+    async def openapi_json(_: Request) -> Response:
+        return Response(spec_bytes, media_type="application/json")
+
+    async def docs_page(_: Request) -> Response:
+        return HTMLResponse(docs_html)
+
+    async def healthz(_: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(_: Request) -> Response:
+        try:
+            async with runtime.db.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except Exception as exc:  # any failure means not ready
+            log.warning("readiness check failed", error=str(exc))
+            return JSONResponse({"status": "unavailable"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics(_: Request) -> Response:
+        return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    routes += [
+        Route("/openapi.json", openapi_json, methods=["GET"]),
+        Route("/docs", docs_page, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+
+    def http_error(request: Request, exc: Exception) -> Response:
+        rid = new_request_id()
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        error: errors.ApiError
+        if status == 404:
+            error = errors.RouteNotFound(path=request.url.path)
+        elif status == 405:
+            error = errors.MethodNotAllowed(method=request.method, path=request.url.path)
+        else:
+            log.error("unhandled error outside an operation", request_id=rid, error=repr(exc))
+            error = errors.InternalError()
+        locale = negotiate(request.headers.get("accept-language"))
+        message = runtime.translator.render(locale, error.message, error.fields)
+        return Response(
+            error_body(rid, error.code, message),
+            error.status,
+            {REQUEST_ID_HEADER: rid},
+            media_type="application/json",
+        )
+
+    tasks = list(background or [])
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        import asyncio
+
+        running = [asyncio.create_task(task(runtime)) for task in tasks]
+        try:
+            yield
+        finally:
+            for t in running:
+                t.cancel()
+            for t in running:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+            await runtime.limiter.close()
+            await runtime.db.dispose()
+
+    app = Starlette(
+        routes=routes,
+        exception_handlers={404: http_error, 405: http_error, Exception: http_error},
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    app.state.operations = operations
+    configure_logging(settings.log_level, settings.log_json)
+    return app
+
+
+def create_app_from_env() -> Starlette:
+    """Factory for `uvicorn --factory` (serve --workers N): each worker builds its own app."""
+    from dutyline.work.startup import default_background
+
+    settings = Settings.from_env()
+    return create_app(settings, background=default_background(settings))
+

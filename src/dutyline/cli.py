@@ -1,0 +1,182 @@
+"""The operator's commands: serve, worker, migrate, init, app-key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+import click
+
+from dutyline.config import Settings
+
+
+def _settings() -> Settings:
+    return Settings.from_env()
+
+
+@click.group()
+@click.version_option(package_name="dutyline")
+def main() -> None:
+    """dutyline: on-call, incident response and AI SRE."""
+
+
+@main.command()
+def migrate() -> None:
+    """Apply pending database migrations."""
+    from dutyline.db.migrate import upgrade
+
+    settings = _settings()
+    upgrade(settings.database_url)
+    click.echo("database is up to date", err=True)
+
+
+@main.command()
+@click.option("--account-name", default="My team", show_default=True)
+@click.option("--owner-name", default="Owner", show_default=True)
+@click.option("--owner-email", default="", show_default=False)
+def init(account_name: str, owner_name: str, owner_email: str) -> None:
+    """Create an account, its Owner and one app key; print them as JSON."""
+    from dutyline.db.migrate import upgrade
+
+    settings = _settings()
+    upgrade(settings.database_url)
+    created = asyncio.run(_create_account(settings, account_name, owner_name, owner_email))
+    click.echo(json.dumps(created))
+
+
+async def _create_account(
+    settings: Settings, account_name: str, owner_name: str, owner_email: str
+) -> dict[str, Any]:
+    from dutyline.db.engine import Database
+    from dutyline.kit.clock import SystemClock
+    from dutyline.platform.account.service import create_account
+
+    db = Database(settings.database_url)
+    try:
+        async with db.transaction() as conn:
+            new = await create_account(
+                conn, account_name=account_name, owner_name=owner_name,
+                owner_email=owner_email, now_s=int(SystemClock().now()),
+            )
+    finally:
+        await db.dispose()
+    return {"account_id": new.account_id, "person_id": new.person_id, "app_key": new.app_key}
+
+
+async def _bootstrap_if_empty(settings: Settings) -> dict[str, Any] | None:
+    from dutyline.db.engine import Database
+    from dutyline.platform.account.service import has_any_account
+
+    db = Database(settings.database_url)
+    try:
+        async with db.connect() as conn:
+            if await has_any_account(conn):
+                return None
+    finally:
+        await db.dispose()
+    return await _create_account(settings, "My team", "Owner", "")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--workers", default=1, show_default=True, type=int,
+              help="Server processes; use PostgreSQL and Redis when more than one.")
+def serve(host: str, port: int, workers: int) -> None:
+    """Apply migrations and serve the API (durable-work loops run inside)."""
+    import uvicorn
+
+    from dutyline.db.migrate import upgrade
+
+    settings = _settings()
+    upgrade(settings.database_url)
+    created = asyncio.run(_bootstrap_if_empty(settings))
+    if created:
+        base = f"http://{host}:{port}"
+        click.echo(
+            "\nFirst start: created an account and its Owner. This app key is shown once:\n\n"
+            f"  {created['app_key']}\n\n"
+            "Try it:\n\n"
+            f"  curl -s -X POST '{base}/team/list?app_key={created['app_key']}' "
+            "-H 'Content-Type: application/json' -d '{}'\n",
+            err=True,
+        )
+    if workers > 1 and settings.is_sqlite:
+        click.echo("note: several processes on SQLite share one writer; rate limits are "
+                   "per process unless DUTYLINE_REDIS_URL is set", err=True)
+    uvicorn.run(
+        "dutyline.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,
+    )
+
+
+@main.command()
+def worker() -> None:
+    """Run only the durable-work loops (no HTTP)."""
+    from dutyline.db.migrate import upgrade
+    from dutyline.work.worker import run_standalone
+
+    settings = _settings()
+    upgrade(settings.database_url)
+    asyncio.run(run_standalone(settings))
+
+
+@main.group("app-key")
+def app_key_group() -> None:
+    """Issue, list and revoke app keys from the server's shell."""
+
+
+@app_key_group.command("create")
+@click.option("--person-id", type=int, required=True)
+@click.option("--name", "key_name", default="cli", show_default=True)
+def app_key_create(person_id: int, key_name: str) -> None:
+    """Issue a key for a member; the key is printed once."""
+    result = asyncio.run(_key_op("create", person_id=person_id, key_name=key_name))
+    click.echo(json.dumps(result))
+
+
+@app_key_group.command("list")
+@click.option("--account-id", type=int, default=None)
+def app_key_list(account_id: int | None) -> None:
+    """List keys (never the secrets)."""
+    click.echo(json.dumps(asyncio.run(_key_op("list", account_id=account_id)), indent=2))
+
+
+@app_key_group.command("revoke")
+@click.argument("key_id", type=int)
+def app_key_revoke(key_id: int) -> None:
+    """Revoke a key: it stops working at once."""
+    result = asyncio.run(_key_op("revoke", key_id=key_id))
+    if not result["revoked"]:
+        click.echo(f"no key {key_id}", err=True)
+        sys.exit(1)
+    click.echo(json.dumps(result))
+
+
+async def _key_op(action: str, **kwargs: Any) -> Any:
+    from dutyline.db.engine import Database
+    from dutyline.db.migrate import upgrade
+    from dutyline.platform.app_key import admin
+
+    settings = _settings()
+    await asyncio.to_thread(upgrade, settings.database_url)
+    db = Database(settings.database_url)
+    try:
+        async with db.transaction() as conn:
+            return await getattr(admin, action)(conn, **kwargs)
+    finally:
+        await db.dispose()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    main()

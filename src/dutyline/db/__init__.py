@@ -1,0 +1,1 @@
+"""Engine, transactions and table definitions (SQLAlchemy Core)."""

@@ -1,0 +1,88 @@
+"""One engine per process and the transaction helpers every request and job uses.
+
+SQLite needs two things SQLAlchemy does not do by default: the driver must not open
+transactions on its own (so `BEGIN IMMEDIATE` can be sent for writes, which takes the write
+lock up front instead of failing with SQLITE_BUSY when a read upgrades to a write), and each
+connection needs WAL, a busy timeout and foreign keys switched on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+SQLITE_BUSY_TIMEOUT_MS = 10_000
+
+
+class Database:
+    def __init__(self, url: str, *, pool_size: int = 10, echo: bool = False) -> None:
+        self.url = url
+        parsed = make_url(url)
+        self.dialect = parsed.get_backend_name()
+        kwargs: dict[str, Any] = {"echo": echo}
+        if self.is_sqlite:
+            db = parsed.database
+            if db and db != ":memory:":
+                Path(db).parent.mkdir(parents=True, exist_ok=True)
+            kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+        else:
+            kwargs["pool_size"] = pool_size
+            kwargs["max_overflow"] = pool_size * 2
+            kwargs["pool_pre_ping"] = True
+        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        if self.is_sqlite:
+            _install_sqlite_hooks(self.engine)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.dialect == "sqlite"
+
+    @property
+    def is_postgres(self) -> bool:
+        return self.dialect == "postgresql"
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.connect() as conn:
+            yield conn
+
+    @asynccontextmanager
+    async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncConnection]:
+        """A connection inside one transaction: committed on success, rolled back on error."""
+        async with self.engine.connect() as conn, self.begin(conn, write=write):
+            yield conn
+
+    @asynccontextmanager
+    async def begin(self, conn: AsyncConnection, *, write: bool = True) -> AsyncIterator[None]:
+        if self.is_sqlite:
+            await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE" if write else "BEGIN")
+        async with conn.begin():
+            yield
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+def _install_sqlite_hooks(engine: AsyncEngine) -> None:
+    sync_engine = engine.sync_engine
+
+    @event.listens_for(sync_engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Hand transaction control to SQLAlchemy (see the "begin" hook below).
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))

@@ -1,0 +1,47 @@
+"""Apply Alembic migrations from code (serve, migrate, worker and the tests all call this).
+
+Several processes may start at once against one database, so the upgrade runs under a lock:
+a PostgreSQL advisory lock (taken in migrations/env.py) or, for a SQLite file, an exclusive
+file lock beside it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from contextlib import contextmanager
+from collections.abc import Iterator
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import make_url
+
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.attributes["database_url"] = url
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    with _sqlite_file_lock(url):
+        command.upgrade(alembic_config(url), revision)
+
+
+@contextmanager
+def _sqlite_file_lock(url: str) -> Iterator[None]:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+        yield
+        return
+    db_path = Path(parsed.database)
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(db_path.with_name(db_path.name + ".migrate.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

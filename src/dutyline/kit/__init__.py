@@ -1,0 +1,1 @@
+"""Domain-free helpers: ids, clock, and the like."""

@@ -1,0 +1,1 @@
+"""Accounts, members, roles, permissions, app keys, teams and the audit log."""

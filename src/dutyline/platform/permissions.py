@@ -1,0 +1,84 @@
+"""The permission catalog (decisions.md §2). Ids are stable: clients store them in roles."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Permission:
+    id: int
+    name: str
+    scope: str
+    permission_class: str
+    permission_type: str  # "read" or "manage"
+    description: str
+
+
+ACCOUNT_MANAGE = "account_manage"
+MCP_MANAGE = "mcp_manage"
+AGENT_MANAGE = "agent_manage"
+STATUS_PAGE_MANAGE = "status_page_manage"
+STATUS_PAGE_EVENT_MANAGE = "status_page_event_manage"
+INCIDENT_MANAGE = "incident_manage"
+CHANNEL_VIEW = "channel_view"
+CHANNEL_MANAGE = "channel_manage"
+TEMPLATE_VIEW = "template_view"
+TEMPLATE_MANAGE = "template_manage"
+INTEGRATION_VIEW = "integration_view"
+INTEGRATION_MANAGE = "integration_manage"
+MAPPING_DATA_VIEW = "mapping_data_view"
+MAPPING_DATA_MANAGE = "mapping_data_manage"
+ALERT_RULE_MANAGE = "alert_rule_manage"
+
+CATALOG: tuple[Permission, ...] = (
+    Permission(1, ACCOUNT_MANAGE, "organization", "Organization", "manage",
+               "Manage members, roles, teams, app keys and read the audit log"),
+    Permission(101, MCP_MANAGE, "ai-sre", "AI SRE", "manage", "Manage MCP servers"),
+    Permission(102, AGENT_MANAGE, "ai-sre", "AI SRE", "manage", "Manage A2A agents"),
+    Permission(201, STATUS_PAGE_MANAGE, "on-call", "On-call", "manage", "Manage status pages"),
+    Permission(202, STATUS_PAGE_EVENT_MANAGE, "on-call", "On-call", "manage",
+               "Manage status page events"),
+    Permission(203, INCIDENT_MANAGE, "on-call", "On-call", "manage", "Manage incidents"),
+    Permission(204, CHANNEL_VIEW, "on-call", "On-call", "read", "View channels"),
+    Permission(205, CHANNEL_MANAGE, "on-call", "On-call", "manage", "Manage channels"),
+    Permission(206, TEMPLATE_VIEW, "on-call", "On-call", "read", "View notification templates"),
+    Permission(207, TEMPLATE_MANAGE, "on-call", "On-call", "manage",
+               "Manage notification templates"),
+    Permission(208, INTEGRATION_VIEW, "on-call", "On-call", "read", "View the integration center"),
+    Permission(209, INTEGRATION_MANAGE, "on-call", "On-call", "manage",
+               "Manage the integration center"),
+    Permission(210, MAPPING_DATA_VIEW, "on-call", "On-call", "read", "View mapping data"),
+    Permission(211, MAPPING_DATA_MANAGE, "on-call", "On-call", "manage", "Manage mapping data"),
+    Permission(301, ALERT_RULE_MANAGE, "monit", "Monitors", "manage", "Manage alert rules"),
+)
+
+BY_ID: dict[int, Permission] = {p.id: p for p in CATALOG}
+BY_NAME: dict[str, Permission] = {p.name: p for p in CATALOG}
+ALL_IDS: frozenset[int] = frozenset(BY_ID)
+
+# "Manage" implies "view" (decisions.md §2).
+IMPLIES: dict[str, str] = {
+    CHANNEL_MANAGE: CHANNEL_VIEW,
+    TEMPLATE_MANAGE: TEMPLATE_VIEW,
+    INTEGRATION_MANAGE: INTEGRATION_VIEW,
+    MAPPING_DATA_MANAGE: MAPPING_DATA_VIEW,
+}
+
+# Built-in roles: (builtin kind, display name, permission ids). Owner and Admin hold all.
+MEMBER_DEFAULT = frozenset(
+    BY_NAME[n].id for n in (CHANNEL_VIEW, TEMPLATE_VIEW, MAPPING_DATA_VIEW, INTEGRATION_VIEW)
+)
+BUILTIN_ROLES: tuple[tuple[str, str, str, frozenset[int]], ...] = (
+    ("owner", "Owner", "The account owner: every permission", ALL_IDS),
+    ("admin", "Admin", "Administrators: every permission", ALL_IDS),
+    ("member", "Member", "Read-only access to channels, templates and integrations",
+     MEMBER_DEFAULT),
+)
+
+
+def expand(permission_ids: set[int] | frozenset[int]) -> frozenset[str]:
+    """Permission names a set of ids grants, with the implied view permissions."""
+    names = {BY_ID[i].name for i in permission_ids if i in BY_ID}
+    names.update(IMPLIES[n] for n in list(names) if n in IMPLIES)
+    return frozenset(names)

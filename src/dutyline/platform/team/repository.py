@@ -1,0 +1,165 @@
+"""Every team query. Each one is scoped by account_id: that is the visibility rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.platform import member, team, team_member
+
+_ORDER_COLUMNS = {
+    "created_at": team.c.created_at,
+    "updated_at": team.c.updated_at,
+    "team_name": team.c.name_key,
+}
+
+
+async def list_page(
+    conn: AsyncConnection,
+    account_id: int,
+    *,
+    person_id: int | None,
+    query: str,
+    orderby: str,
+    asc: bool,
+    offset: int,
+    limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    conditions = [team.c.account_id == account_id]
+    if person_id is not None:
+        conditions.append(
+            team.c.team_id.in_(
+                select(team_member.c.team_id).where(
+                    team_member.c.account_id == account_id, team_member.c.person_id == person_id
+                )
+            )
+        )
+    if query:
+        conditions.append(team.c.name_key.contains(query.lower(), autoescape=True))
+    where = and_(*conditions)
+    column = _ORDER_COLUMNS[orderby]
+    order = (column.asc(), team.c.team_id.asc()) if asc else (column.desc(), team.c.team_id.desc())
+    # The window count saves a second round trip; it is only missing past the last page.
+    rows = (
+        await conn.execute(
+            select(team, func.count().over().label("total"))
+            .where(where)
+            .order_by(*order)
+            .offset(offset)
+            .limit(limit)
+        )
+    ).all()
+    if rows:
+        return rows[0].total, list(rows)
+    total = (await conn.execute(select(func.count()).select_from(team).where(where))).scalar_one()
+    return total, []
+
+
+async def person_ids_by_team(conn: AsyncConnection, team_ids: list[int]) -> dict[int, list[int]]:
+    result: dict[int, list[int]] = defaultdict(list)
+    if not team_ids:
+        return result
+    rows = await conn.execute(
+        select(team_member.c.team_id, team_member.c.person_id)
+        .where(team_member.c.team_id.in_(team_ids))
+        .order_by(team_member.c.team_id, team_member.c.person_id)
+    )
+    for team_id, person_id in rows:
+        result[team_id].append(person_id)
+    return result
+
+
+async def member_names(conn: AsyncConnection, account_id: int, ids: Iterable[int]) -> dict[int, str]:
+    wanted = {i for i in ids if i}
+    if not wanted:
+        return {}
+    rows = await conn.execute(
+        select(member.c.member_id, member.c.member_name).where(
+            member.c.account_id == account_id, member.c.member_id.in_(wanted)
+        )
+    )
+    return {r.member_id: r.member_name for r in rows}
+
+
+async def find(
+    conn: AsyncConnection, account_id: int, *, team_id: int = 0, team_name: str = "",
+    ref_id: str = "",
+) -> Row[Any] | None:
+    stmt = select(team).where(team.c.account_id == account_id)
+    if team_id:
+        stmt = stmt.where(team.c.team_id == team_id)
+    elif team_name:
+        stmt = stmt.where(team.c.name_key == team_name.lower())
+    elif ref_id:
+        stmt = stmt.where(team.c.ref_id == ref_id)
+    else:
+        return None
+    return (await conn.execute(stmt.limit(1))).first()
+
+
+async def find_many(conn: AsyncConnection, account_id: int, team_ids: list[int]) -> list[Row[Any]]:
+    rows = await conn.execute(
+        select(team.c.team_id, team.c.team_name)
+        .where(team.c.account_id == account_id, team.c.team_id.in_(team_ids))
+        .order_by(team.c.team_id)
+    )
+    return list(rows)
+
+
+async def existing_member_ids(conn: AsyncConnection, account_id: int, ids: set[int]) -> set[int]:
+    if not ids:
+        return set()
+    rows = await conn.execute(
+        select(member.c.member_id).where(
+            member.c.account_id == account_id,
+            member.c.member_id.in_(ids),
+            member.c.status != "deleted",
+        )
+    )
+    return set(rows.scalars())
+
+
+async def member_ids_by_contact(
+    conn: AsyncConnection, account_id: int, *, emails: set[str], phones: set[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    by_email: dict[str, int] = {}
+    by_phone: dict[str, int] = {}
+    base = select(member.c.member_id, member.c.email, member.c.phone).where(
+        member.c.account_id == account_id, member.c.status != "deleted"
+    )
+    if emails:
+        for r in await conn.execute(base.where(member.c.email.in_(emails))):
+            by_email[r.email] = r.member_id
+    if phones:
+        for r in await conn.execute(base.where(member.c.phone.in_(phones))):
+            by_phone[r.phone] = r.member_id
+    return by_email, by_phone
+
+
+async def insert_team(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(team).values(**values))
+
+
+async def update_team(conn: AsyncConnection, team_id: int, values: dict[str, Any]) -> None:
+    await conn.execute(update(team).where(team.c.team_id == team_id).values(**values))
+
+
+async def replace_members(
+    conn: AsyncConnection, account_id: int, team_id: int, person_ids: list[int]
+) -> None:
+    await conn.execute(delete(team_member).where(team_member.c.team_id == team_id))
+    if person_ids:
+        await conn.execute(
+            insert(team_member),
+            [{"team_id": team_id, "person_id": p, "account_id": account_id} for p in person_ids],
+        )
+
+
+async def delete_team(conn: AsyncConnection, team_id: int) -> None:
+    await conn.execute(delete(team_member).where(team_member.c.team_id == team_id))
+    await conn.execute(delete(team).where(team.c.team_id == team_id))

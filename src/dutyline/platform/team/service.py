@@ -1,0 +1,164 @@
+"""Rules of teams: names unique per account (any case), members must belong to the account."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from dutyline.api import errors
+from dutyline.api.operation import Context
+from dutyline.kit.ids import numeric_id
+from dutyline.platform.team import repository as repo
+from dutyline.platform.team.schemas import (
+    TeamBriefItem,
+    TeamInfosRequest,
+    TeamInfosResponse,
+    TeamItem,
+    TeamListRequest,
+    TeamListResponse,
+    TeamLookup,
+    TeamUpsertRequest,
+    TeamUpsertResponse,
+)
+
+
+async def list_teams(ctx: Context, req: TeamListRequest) -> TeamListResponse:
+    account_id = ctx.caller.account_id
+    total, rows = await repo.list_page(
+        ctx.conn, account_id, person_id=req.person_id, query=req.query.strip(),
+        orderby=req.orderby, asc=req.asc, offset=req.offset, limit=req.limit,
+    )
+    items = await _items(ctx, rows)
+    return TeamListResponse(p=req.p, limit=req.limit, total=total, items=items)
+
+
+async def team_info(ctx: Context, req: TeamLookup) -> TeamItem:
+    row = await _require(ctx, req)
+    return (await _items(ctx, [row]))[0]
+
+
+async def team_infos(ctx: Context, req: TeamInfosRequest) -> TeamInfosResponse:
+    ids = list(dict.fromkeys(req.team_ids))
+    rows = await repo.find_many(ctx.conn, ctx.caller.account_id, ids)
+    members = await repo.person_ids_by_team(ctx.conn, [r.team_id for r in rows])
+    return TeamInfosResponse(
+        items=[
+            TeamBriefItem(team_id=r.team_id, team_name=r.team_name, person_ids=members[r.team_id])
+            for r in rows
+        ]
+    )
+
+
+async def upsert_team(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertResponse:
+    account_id = ctx.caller.account_id
+    name = req.team_name.strip()
+    if not name:
+        raise errors.invalid("team_name", "is required")
+    same_name = await repo.find(ctx.conn, account_id, team_name=name)
+    if req.team_id:
+        existing = await repo.find(ctx.conn, account_id, team_id=req.team_id)
+        if existing is None:
+            raise errors.not_found("team", req.team_id)
+    elif same_name is not None and req.reset_if_name_exist:
+        existing = same_name
+    else:
+        existing = None
+    if same_name is not None and (existing is None or same_name.team_id != existing.team_id):
+        raise errors.invalid("team_name", "already exists")
+
+    person_ids = await _resolve_people(ctx, req)
+    now = ctx.now_s
+    values: dict[str, Any] = {"team_name": name, "name_key": name.lower(), "updated_at": now,
+                              "updated_by": ctx.caller.person_id}
+    if req.description is not None:
+        values["description"] = req.description
+    if req.ref_id is not None:
+        values["ref_id"] = req.ref_id
+    try:
+        if existing is None:
+            team_id = numeric_id()
+            await repo.insert_team(
+                ctx.conn,
+                {**values, "team_id": team_id, "account_id": account_id, "status": "enabled",
+                 "creator_id": ctx.caller.person_id, "created_at": now},
+            )
+        else:
+            team_id = existing.team_id
+            await repo.update_team(ctx.conn, team_id, values)
+    except IntegrityError:
+        # Lost a race with a concurrent upsert of the same name.
+        raise errors.invalid("team_name", "already exists") from None
+    if person_ids is not None:
+        await repo.replace_members(ctx.conn, account_id, team_id, person_ids)
+    ctx.audit_targets.append(team_id)
+    return TeamUpsertResponse(team_id=team_id, team_name=name)
+
+
+async def delete_team(ctx: Context, req: TeamLookup) -> None:
+    row = await _require(ctx, req)
+    await repo.delete_team(ctx.conn, row.team_id)
+    ctx.audit_targets.append(row.team_id)
+
+
+async def _require(ctx: Context, req: TeamLookup) -> Any:
+    if not (req.team_id or req.team_name or req.ref_id):
+        raise errors.invalid("team_id", "is required")
+    row = await repo.find(
+        ctx.conn, ctx.caller.account_id, team_id=req.team_id, team_name=req.team_name,
+        ref_id=req.ref_id,
+    )
+    if row is None:
+        raise errors.not_found("team", req.team_id or req.team_name or req.ref_id)
+    return row
+
+
+async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | None:
+    """The new member list, or None to leave it unchanged. Everyone named must already be
+    a member of the account; unknown ids, emails or phones are refused by name."""
+    if req.person_ids is None and req.emails is None and req.phones is None:
+        return None
+    account_id = ctx.caller.account_id
+    wanted = list(dict.fromkeys(req.person_ids or []))
+    found = await repo.existing_member_ids(ctx.conn, account_id, set(wanted))
+    missing = [p for p in wanted if p not in found]
+    if missing:
+        raise errors.invalid("person_ids", f"unknown members {missing}")
+    emails = {e.strip().lower() for e in req.emails or [] if e.strip()}
+    phones = {p.strip() for p in req.phones or [] if p.strip()}
+    by_email, by_phone = await repo.member_ids_by_contact(
+        ctx.conn, account_id, emails=emails, phones=phones
+    )
+    if unknown := sorted(emails - by_email.keys()):
+        raise errors.invalid("emails", f"no member with {unknown}")
+    if unknown := sorted(phones - by_phone.keys()):
+        raise errors.invalid("phones", f"no member with {unknown}")
+    return list(dict.fromkeys([*wanted, *by_email.values(), *by_phone.values()]))
+
+
+async def _items(ctx: Context, rows: list[Any]) -> list[TeamItem]:
+    if not rows:
+        return []
+    members = await repo.person_ids_by_team(ctx.conn, [r.team_id for r in rows])
+    names = await repo.member_names(
+        ctx.conn, ctx.caller.account_id,
+        {r.creator_id for r in rows} | {r.updated_by for r in rows},
+    )
+    return [
+        TeamItem(
+            account_id=r.account_id,
+            team_id=r.team_id,
+            team_name=r.team_name,
+            description=r.description,
+            status=r.status,
+            creator_id=r.creator_id,
+            creator_name=names.get(r.creator_id, ""),
+            created_at=r.created_at,
+            updated_at=r.updated_at,
+            updated_by=r.updated_by,
+            updated_by_name=names.get(r.updated_by, ""),
+            person_ids=members[r.team_id],
+            ref_id=r.ref_id,
+        )
+        for r in rows
+    ]

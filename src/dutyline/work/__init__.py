@@ -1,0 +1,1 @@
+"""Durable work: jobs in the database, claimed, leased, retried, reaped."""
