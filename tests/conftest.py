@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -45,16 +46,15 @@ def sqlite_url(sqlite_template: Path, tmp_path: Path) -> str:
 
 
 @pytest.fixture(params=_backends())
-async def database_url(
-    request: pytest.FixtureRequest, sqlite_template: Path, tmp_path: Path
-) -> AsyncIterator[str]:
-    """A migrated, empty database: SQLite always, PostgreSQL too when configured."""
+def database_url(request: pytest.FixtureRequest, sqlite_template: Path, tmp_path: Path) -> str:
+    """A migrated, empty database: SQLite always, PostgreSQL too when configured.
+
+    Sync on purpose: it runs outside the test's event loop, so it may use asyncio.run."""
     if request.param == "sqlite":
-        yield dbs.fresh_sqlite(sqlite_template, tmp_path)
-        return
-    url = request.getfixturevalue("postgres_database")
-    await dbs.truncate_all(url)
-    yield url
+        return dbs.fresh_sqlite(sqlite_template, tmp_path)
+    url: str = request.getfixturevalue("postgres_database")
+    asyncio.run(dbs.truncate_all(url))
+    return url
 
 
 @pytest.fixture
