@@ -46,6 +46,10 @@ class Settings:
     run_workers: bool = True
     worker_concurrency: int = 4
     job_lease_seconds: int = 30
+    # Done jobs older than this are pruned by the workers (dead ones are kept for inspection).
+    job_retention_days: int = 7
+    # Extra importable modules whose job handlers register on import (comma-separated env).
+    job_modules: tuple[str, ...] = ()
     log_level: str = "info"
     log_json: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
@@ -72,6 +76,10 @@ class Settings:
             run_workers=_bool(get("DUTYLINE_RUN_WORKERS"), True),
             worker_concurrency=_int(e, "DUTYLINE_WORKER_CONCURRENCY", 4),
             job_lease_seconds=_int(e, "DUTYLINE_JOB_LEASE_SECONDS", 30),
+            job_retention_days=_int(e, "DUTYLINE_JOB_RETENTION_DAYS", 7),
+            job_modules=tuple(
+                m.strip() for m in (get("DUTYLINE_JOB_MODULES") or "").split(",") if m.strip()
+            ),
             log_level=(get("DUTYLINE_LOG_LEVEL") or "info").lower(),
             log_json=_bool(get("DUTYLINE_LOG_JSON"), True),
         )
