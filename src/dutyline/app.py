@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
+
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
@@ -55,7 +56,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         clock=clock,
         translator=Translator(),
         limiter=build_limiter(settings, clock),
-        authenticator=DatabaseAuthenticator(db),
+        authenticator=DatabaseAuthenticator(),
         audit=DatabaseAuditSink(clock),
         metrics=Metrics(),
     )
@@ -70,7 +71,9 @@ def create_app(
     settings = settings or Settings.from_env()
     runtime = build_runtime(settings, clock)
     operations = [op for router in all_routers() for op in router.operations]
-    routes = [Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations]
+    routes = [
+        Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations
+    ]
     spec = openapi.build(operations)
     spec_bytes = encode(spec)
     docs_html = docs.render(spec)

@@ -5,8 +5,11 @@ The api layer knows nothing of tables: the platform domain implements `Authentic
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncConnection
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +23,6 @@ class Caller:
     permissions: frozenset[str]
     # "owner", "admin" or "" — owners and admins see and manage everything in the account.
     builtin_role: str = ""
-    team_ids: frozenset[int] = field(default_factory=frozenset)
 
     @property
     def is_admin(self) -> bool:
@@ -34,7 +36,13 @@ class Caller:
 
 
 class Authenticator(Protocol):
-    async def authenticate(self, app_key: str) -> Caller | None: ...
+    async def authenticate(self, conn: AsyncConnection, app_key: str) -> Caller | None:
+        """Runs on the request's own connection, inside its transaction."""
+        ...
+
+    async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:
+        """The teams the caller belongs to (loaded only by operations that need them)."""
+        ...
 
 
 def hash_app_key(app_key: str) -> str:

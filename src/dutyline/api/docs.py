@@ -9,8 +9,10 @@ from typing import Any
 
 _STYLE = """
 body{font:15px/1.5 system-ui,sans-serif;margin:0;color:#1d2430;background:#f7f8fa}
-header{background:#1d2430;color:#fff;padding:1rem 2rem}main{max-width:60rem;margin:auto;padding:1rem 2rem}
-nav a{display:inline-block;margin:.1rem .6rem .1rem 0}section{background:#fff;border:1px solid #dde1e7;
+header{background:#1d2430;color:#fff;padding:1rem 2rem}
+main{max-width:60rem;margin:auto;padding:1rem 2rem}
+nav a{display:inline-block;margin:.1rem .6rem .1rem 0}
+section{background:#fff;border:1px solid #dde1e7;
 border-radius:6px;margin:1rem 0;padding:.5rem 1.2rem}h3 code{font-size:1rem}.perm{color:#8a4b00}
 pre{background:#f1f3f6;padding:.6rem;overflow:auto;font-size:13px}table{border-collapse:collapse}
 td,th{border-bottom:1px solid #e5e8ec;padding:.2rem .6rem;text-align:left;vertical-align:top}

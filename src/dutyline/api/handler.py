@@ -53,21 +53,28 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
         client_ip = request.client.host if request.client else ""
         try:
             body = await read_body(request, runtime.settings.max_body_bytes)
-            caller = await _authenticate(runtime, request)
-            if op.rate_scope != "none":
-                key = (
-                    f"k:{caller.key_id}" if op.rate_scope == "app_key" else f"a:{caller.account_id}"
-                )
-                decision = await runtime.limiter.hit(key)
-                headers.update(decision.headers())
-                if not decision.allowed:
-                    raise errors.RequestTooFrequently(
-                        retry_after=headers["Retry-After"]
-                    )
-            if op.permissions and not caller.has_any(op.permissions):
-                raise errors.AccessDenied()
-            req = _decode(op, decoder, request, body)
+            app_key = request.query_params.get("app_key")
+            if not app_key or len(app_key) > 256:
+                raise errors.Unauthorized()
+            # Authentication runs on the request's own connection, inside its transaction:
+            # one round trip, and nothing cached that a revoked key could outlive.
             async with runtime.db.transaction(write=op.write) as conn:
+                caller = await runtime.authenticator.authenticate(conn, app_key)
+                if caller is None:
+                    raise errors.Unauthorized()
+                if op.rate_scope != "none":
+                    key = (
+                        f"k:{caller.key_id}"
+                        if op.rate_scope == "app_key"
+                        else f"a:{caller.account_id}"
+                    )
+                    decision = await runtime.limiter.hit(key)
+                    headers.update(decision.headers())
+                    if not decision.allowed:
+                        raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
+                if op.permissions and not caller.has_any(op.permissions):
+                    raise errors.AccessDenied()
+                req = _decode(op, decoder, request, body)
                 ctx = Context(conn, caller, runtime, rid, locale, client_ip)
                 result = await op.handler(ctx, req)
                 if op.audited:
@@ -116,17 +123,9 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _authenticate(runtime: Runtime, request: Request) -> Caller:
-    app_key = request.query_params.get("app_key")
-    if not app_key or len(app_key) > 256:
-        raise errors.Unauthorized()
-    caller = await runtime.authenticator.authenticate(app_key)
-    if caller is None:
-        raise errors.Unauthorized()
-    return caller
-
-
-def _decode(op: Operation, decoder: msgspec.json.Decoder[Any], request: Request, body: bytes) -> Any:
+def _decode(
+    op: Operation, decoder: msgspec.json.Decoder[Any], request: Request, body: bytes
+) -> Any:
     if request.method == "GET":
         params = {k: v for k, v in request.query_params.items() if k != "app_key"}
         try:

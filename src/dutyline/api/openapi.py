@@ -44,7 +44,9 @@ def build(operations: list[Operation]) -> dict[str, Any]:
             data_schema = schema_of[id(op.response_type)]
         error_response = {
             "description": "Error envelope",
-            "content": {"application/json": {"schema": {"$ref": _REF.format(name="ErrorEnvelope")}}},
+            "content": {
+                "application/json": {"schema": {"$ref": _REF.format(name="ErrorEnvelope")}}
+            },
         }
         responses: dict[str, Any] = {
             "200": {

@@ -36,6 +36,13 @@ class Context:
     client_ip: str = ""
     # Ids the operation touched; handlers add to it and the audit log records it.
     audit_targets: list[Any] = field(default_factory=list)
+    _team_ids: frozenset[int] | None = None
+
+    async def caller_team_ids(self) -> frozenset[int]:
+        """The caller's teams, loaded once per request and only when an operation asks."""
+        if self._team_ids is None:
+            self._team_ids = await self.runtime.authenticator.team_ids(self.conn, self.caller)
+        return self._team_ids
 
     @property
     def now(self) -> float:

@@ -101,7 +101,12 @@ class MemoryRateLimiter:
         return RateDecision(True, binding[1], binding[0] - 1, binding[2])
 
     def _sweep(self, now: float) -> None:
-        stale = [k for k, logs in self._logs.items() if all(not log or log[-1] <= now - self._longest for log in logs)]
+        horizon = now - self._longest
+        stale = [
+            key
+            for key, logs in self._logs.items()
+            if all(not log or log[-1] <= horizon for log in logs)
+        ]
         for key in stale:
             del self._logs[key]
 

@@ -8,8 +8,8 @@ file lock beside it.
 from __future__ import annotations
 
 import fcntl
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic import command
@@ -34,7 +34,8 @@ def upgrade(url: str, revision: str = "head") -> None:
 @contextmanager
 def _sqlite_file_lock(url: str) -> Iterator[None]:
     parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite" or not parsed.database or parsed.database == ":memory:":
+    in_memory = not parsed.database or parsed.database == ":memory:"
+    if parsed.get_backend_name() != "sqlite" or in_memory:
         yield
         return
     db_path = Path(parsed.database)

@@ -1,70 +1,84 @@
-"""Resolve an app_key to a Caller: the key's member, their enabled roles and teams."""
+"""Resolve an app_key to a Caller: the key's member and the permissions of their enabled roles.
+
+One query, on the request's own connection and inside its transaction: authentication is on
+every request's path, so it costs a single round trip and nothing is cached. A revoked key or
+a changed role therefore takes effect on the very next call, in every process."""
 
 from __future__ import annotations
 
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.auth import Caller, hash_app_key
-from dutyline.db.engine import Database
-from dutyline.db.tables.platform import app_key, member, member_role, role, role_permission, team_member
+from dutyline.db.tables.platform import (
+    app_key,
+    member,
+    member_role,
+    role,
+    role_permission,
+    team_member,
+)
 from dutyline.platform import permissions
 
 _BUILTIN_RANK = {"owner": 2, "admin": 1}
 
-class DatabaseAuthenticator:
-    def __init__(self, db: Database) -> None:
-        self.db = db
+_enabled_role = role.c.status == "enabled"
 
-    async def authenticate(self, key: str) -> Caller | None:
-        key_hash = hash_app_key(key)
-        async with self.db.connect() as conn:
-            row = (
-                await conn.execute(
-                    select(
-                        app_key.c.key_id,
-                        app_key.c.suffix,
-                        member.c.member_id,
-                        member.c.member_name,
-                        member.c.account_id,
-                    )
-                    .join(member, member.c.member_id == app_key.c.person_id)
-                    .where(app_key.c.key_hash == key_hash, member.c.status == "enabled")
-                )
-            ).first()
-            if row is None:
-                return None
-            grants = (
-                await conn.execute(
-                    select(role.c.builtin, role_permission.c.permission_id)
-                    .select_from(member_role)
-                    .join(role, role.c.role_id == member_role.c.role_id)
-                    .outerjoin(role_permission, role_permission.c.role_id == role.c.role_id)
-                    .where(member_role.c.member_id == row.member_id, role.c.status == "enabled")
-                )
-            ).all()
-            team_ids = (
-                await conn.execute(
-                    select(team_member.c.team_id).where(team_member.c.person_id == row.member_id)
-                )
-            ).scalars().all()
+# One row per granted permission (or one row with NULLs for a member without roles).
+_CALLER_QUERY = (
+    select(
+        app_key.c.key_id,
+        app_key.c.suffix,
+        member.c.member_id,
+        member.c.member_name,
+        member.c.account_id,
+        role.c.builtin,
+        role_permission.c.permission_id,
+    )
+    .select_from(app_key)
+    .join(member, member.c.member_id == app_key.c.person_id)
+    .outerjoin(member_role, member_role.c.member_id == member.c.member_id)
+    .outerjoin(role, (role.c.role_id == member_role.c.role_id) & _enabled_role)
+    .outerjoin(role_permission, role_permission.c.role_id == role.c.role_id)
+    .where(member.c.status == "enabled")
+)
+
+
+class DatabaseAuthenticator:
+    async def authenticate(self, conn: AsyncConnection, key: str) -> Caller | None:
+        rows = (
+            await conn.execute(_CALLER_QUERY.where(app_key.c.key_hash == hash_app_key(key)))
+        ).all()
+        if not rows:
+            return None
+        first = rows[0]
         builtin = ""
         permission_ids: set[int] = set()
-        for kind, permission_id in grants:
+        for row in rows:
+            kind = row.builtin or ""
             if _BUILTIN_RANK.get(kind, 0) > _BUILTIN_RANK.get(builtin, 0):
                 builtin = kind
-            if permission_id is not None:
-                permission_ids.add(permission_id)
+            if row.permission_id is not None:
+                permission_ids.add(row.permission_id)
         if builtin:
-            # Owners and admins hold every permission, including ones added after their
-            # role rows were written.
+            # Owners and admins hold every permission, including ones added to the catalog
+            # after their role rows were written.
             permission_ids |= permissions.ALL_IDS
         return Caller(
-            account_id=row.account_id,
-            person_id=row.member_id,
-            person_name=row.member_name,
-            key_id=row.key_id,
-            key_suffix=row.suffix,
+            account_id=first.account_id,
+            person_id=first.member_id,
+            person_name=first.member_name,
+            key_id=first.key_id,
+            key_suffix=first.suffix,
             permissions=permissions.expand(permission_ids),
             builtin_role=builtin,
-            team_ids=frozenset(team_ids),
         )
+
+    async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:
+        rows = await conn.execute(
+            select(team_member.c.team_id).where(
+                team_member.c.account_id == caller.account_id,
+                team_member.c.person_id == caller.person_id,
+            )
+        )
+        return frozenset(rows.scalars())

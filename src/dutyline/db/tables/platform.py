@@ -87,7 +87,10 @@ member_role = Table(
     "member_role",
     metadata,
     Column(
-        "member_id", BigInteger, ForeignKey("member.member_id", ondelete="CASCADE"), primary_key=True
+        "member_id",
+        BigInteger,
+        ForeignKey("member.member_id", ondelete="CASCADE"),
+        primary_key=True,
     ),
     Column("role_id", BigInteger, ForeignKey("role.role_id", ondelete="CASCADE"), primary_key=True),
     Column("account_id", BigInteger, nullable=False),

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select, update
+from sqlalchemy import String, and_, cast, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,6 +16,31 @@ _ORDER_COLUMNS = {
     "updated_at": team.c.updated_at,
     "team_name": team.c.name_key,
 }
+
+
+_creator = member.alias("creator")
+_updater = member.alias("updater")
+# Members as one comma-separated string per team, so a page of teams is one round trip.
+_person_ids_csv = (
+    select(func.aggregate_strings(cast(team_member.c.person_id, String), ","))
+    .where(team_member.c.team_id == team.c.team_id)
+    .scalar_subquery()
+)
+_TEAM_ROWS = (
+    select(
+        team,
+        _creator.c.member_name.label("creator_name"),
+        _updater.c.member_name.label("updated_by_name"),
+        _person_ids_csv.label("person_ids_csv"),
+    )
+    .select_from(team)
+    .outerjoin(_creator, _creator.c.member_id == team.c.creator_id)
+    .outerjoin(_updater, _updater.c.member_id == team.c.updated_by)
+)
+
+
+def parse_person_ids(csv: str | None) -> list[int]:
+    return sorted(int(p) for p in csv.split(",")) if csv else []
 
 
 async def list_page(
@@ -30,6 +54,7 @@ async def list_page(
     offset: int,
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
+    """A page of teams with creator/updater names and member ids, plus the total."""
     conditions = [team.c.account_id == account_id]
     if person_id is not None:
         conditions.append(
@@ -47,7 +72,7 @@ async def list_page(
     # The window count saves a second round trip; it is only missing past the last page.
     rows = (
         await conn.execute(
-            select(team, func.count().over().label("total"))
+            _TEAM_ROWS.add_columns(func.count().over().label("total"))
             .where(where)
             .order_by(*order)
             .offset(offset)
@@ -58,6 +83,12 @@ async def list_page(
         return rows[0].total, list(rows)
     total = (await conn.execute(select(func.count()).select_from(team).where(where))).scalar_one()
     return total, []
+
+
+async def get_full(conn: AsyncConnection, account_id: int, team_id: int) -> Row[Any] | None:
+    """One team in the shape list_page returns."""
+    stmt = _TEAM_ROWS.where(team.c.account_id == account_id, team.c.team_id == team_id)
+    return (await conn.execute(stmt)).first()
 
 
 async def person_ids_by_team(conn: AsyncConnection, team_ids: list[int]) -> dict[int, list[int]]:
@@ -72,18 +103,6 @@ async def person_ids_by_team(conn: AsyncConnection, team_ids: list[int]) -> dict
     for team_id, person_id in rows:
         result[team_id].append(person_id)
     return result
-
-
-async def member_names(conn: AsyncConnection, account_id: int, ids: Iterable[int]) -> dict[int, str]:
-    wanted = {i for i in ids if i}
-    if not wanted:
-        return {}
-    rows = await conn.execute(
-        select(member.c.member_id, member.c.member_name).where(
-            member.c.account_id == account_id, member.c.member_id.in_(wanted)
-        )
-    )
-    return {r.member_id: r.member_name for r in rows}
 
 
 async def find(

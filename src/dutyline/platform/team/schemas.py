@@ -72,7 +72,7 @@ class TeamUpsertRequest(msgspec.Struct, kw_only=True):
                       msgspec.Meta(max_length=1000)] | None = None
     phones: Annotated[list[Annotated[str, msgspec.Meta(max_length=32)]],
                       msgspec.Meta(max_length=1000)] | None = None
-    countryCode: Annotated[str, msgspec.Meta(max_length=8)] = ""  # noqa: N815 (wire name)
+    countryCode: Annotated[str, msgspec.Meta(max_length=8)] = ""
     ref_id: Annotated[str, msgspec.Meta(max_length=128)] | None = None
     reset_if_name_exist: bool = False
 

@@ -29,13 +29,14 @@ async def list_teams(ctx: Context, req: TeamListRequest) -> TeamListResponse:
         ctx.conn, account_id, person_id=req.person_id, query=req.query.strip(),
         orderby=req.orderby, asc=req.asc, offset=req.offset, limit=req.limit,
     )
-    items = await _items(ctx, rows)
+    items = _items(rows)
     return TeamListResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 
 async def team_info(ctx: Context, req: TeamLookup) -> TeamItem:
     row = await _require(ctx, req)
-    return (await _items(ctx, [row]))[0]
+    full = await repo.get_full(ctx.conn, ctx.caller.account_id, row.team_id)
+    return _items([full])[0]
 
 
 async def team_infos(ctx: Context, req: TeamInfosRequest) -> TeamInfosResponse:
@@ -136,14 +137,7 @@ async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | N
     return list(dict.fromkeys([*wanted, *by_email.values(), *by_phone.values()]))
 
 
-async def _items(ctx: Context, rows: list[Any]) -> list[TeamItem]:
-    if not rows:
-        return []
-    members = await repo.person_ids_by_team(ctx.conn, [r.team_id for r in rows])
-    names = await repo.member_names(
-        ctx.conn, ctx.caller.account_id,
-        {r.creator_id for r in rows} | {r.updated_by for r in rows},
-    )
+def _items(rows: list[Any]) -> list[TeamItem]:
     return [
         TeamItem(
             account_id=r.account_id,
@@ -152,12 +146,12 @@ async def _items(ctx: Context, rows: list[Any]) -> list[TeamItem]:
             description=r.description,
             status=r.status,
             creator_id=r.creator_id,
-            creator_name=names.get(r.creator_id, ""),
+            creator_name=r.creator_name or "",
             created_at=r.created_at,
             updated_at=r.updated_at,
             updated_by=r.updated_by,
-            updated_by_name=names.get(r.updated_by, ""),
-            person_ids=members[r.team_id],
+            updated_by_name=r.updated_by_name or "",
+            person_ids=repo.parse_person_ids(r.person_ids_csv),
             ref_id=r.ref_id,
         )
         for r in rows
