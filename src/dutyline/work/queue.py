@@ -1,0 +1,300 @@
+"""Durable work: jobs are rows in the `job` table, enqueued, claimed, leased, retried, reaped.
+
+Why rows in the database: a job is enqueued on the caller's connection, inside the request's
+own transaction, so a rolled-back request enqueues nothing and a committed one can never lose
+its job. No queue library covers both SQLite and multi-process PostgreSQL; this is the pattern
+of GoAlert and solid_queue.
+
+States::
+
+    pending --claim--> running --handler ok, fenced--> done      (dedupe_key released)
+                          |--handler failed----------> pending   (run_at = now + backoff)
+                          |--failed, attempts spent--> dead      (dedupe_key released)
+                          '--lease expired (reaper)--> pending | dead
+
+Leases: a claim sets `lease_owner` (the worker's id) and `lease_expires_at`, and counts the
+attempt. A worker whose handler runs long extends its lease (heartbeat). When a worker dies,
+its lease runs out and the reaper puts the job back to pending, so it runs again elsewhere.
+
+Fencing: the handler's own writes and the `status='done'` update share ONE transaction, and
+that update only matches `lease_owner = me AND status = 'running'`. A worker that was presumed
+dead (lease reaped, job re-claimed by someone else) matches nothing, raises `LeaseLost`, and
+its transaction rolls back, so the effects of a job are committed at most once. Together with
+the reaper, every job's effects are committed exactly once, as long as its handler's effects
+live in this database; outbound side effects (webhooks, mail) are at-least-once and should
+carry an idempotency key.
+
+Claims use `FOR UPDATE SKIP LOCKED` on PostgreSQL, so concurrent claimers never take the same
+row and never wait on each other; SQLite has one writer, so the claim runs in a
+`BEGIN IMMEDIATE` transaction instead.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, case, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.engine import Database
+from dutyline.db.tables.work import job
+
+PENDING = "pending"
+RUNNING = "running"
+DONE = "done"
+DEAD = "dead"
+
+LAST_ERROR_MAX = 2000
+LEASE_EXPIRED = "lease expired"
+RETRY_BASE_MS = 1_000
+RETRY_CAP_MS = 3_600_000
+
+
+class LeaseLost(Exception):
+    """This worker no longer owns the job: its effects must not be committed."""
+
+
+@dataclass(frozen=True)
+class ClaimedJob:
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    attempts: int  # including this one
+    max_attempts: int
+    lease_owner: str
+    lease_expires_at: int
+
+
+async def enqueue(
+    conn: AsyncConnection,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    now_ms: int,
+    run_at_ms: int | None = None,
+    dedupe_key: str | None = None,
+    max_attempts: int = 10,
+) -> int | None:
+    """Add a job on the caller's connection (and so in its transaction).
+
+    Returns the new job's id, or None when `dedupe_key` is held by an unfinished job."""
+    values = {
+        "kind": kind,
+        "payload": json.dumps(payload, separators=(",", ":")),
+        "status": PENDING,
+        "dedupe_key": dedupe_key,
+        "run_at": now_ms if run_at_ms is None else run_at_ms,
+        "attempts": 0,
+        "max_attempts": max_attempts,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+    }
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    stmt = insert(job).values(**values)
+    if dedupe_key is not None:
+        stmt = stmt.on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
+    row = (await conn.execute(stmt.returning(job.c.id))).first()
+    return None if row is None else int(row[0])
+
+
+async def claim(
+    db: Database, worker_id: str, *, now_ms: int, lease_ms: int, limit: int
+) -> list[ClaimedJob]:
+    """Take up to `limit` due pending jobs, oldest due first, and lease them to `worker_id`."""
+    if limit <= 0:
+        return []
+    due = (
+        select(job.c.id)
+        .where(job.c.status == PENDING, job.c.run_at <= now_ms)
+        .order_by(job.c.run_at, job.c.id)
+        .limit(limit)
+    )
+    if db.is_postgres:
+        due = due.with_for_update(skip_locked=True)
+    expires = now_ms + lease_ms
+    stmt = (
+        update(job)
+        # status is checked again here: harmless on SQLite, and on PostgreSQL it guards the
+        # row that a concurrent transaction changed between the sub-select and the lock.
+        .where(job.c.id.in_(due.scalar_subquery()), job.c.status == PENDING)
+        .values(
+            status=RUNNING,
+            lease_owner=worker_id,
+            lease_expires_at=expires,
+            attempts=job.c.attempts + 1,
+            updated_at=now_ms,
+        )
+        .returning(job.c.id, job.c.kind, job.c.payload, job.c.attempts, job.c.max_attempts)
+    )
+    async with db.transaction(write=True) as conn:
+        rows = (await conn.execute(stmt)).all()
+    claimed = [
+        ClaimedJob(
+            id=int(r.id),
+            kind=r.kind,
+            payload=_decode(r.payload),
+            attempts=int(r.attempts),
+            max_attempts=int(r.max_attempts),
+            lease_owner=worker_id,
+            lease_expires_at=expires,
+        )
+        for r in rows
+    ]
+    claimed.sort(key=lambda j: j.id)
+    return claimed
+
+
+def _decode(raw: str) -> dict[str, Any]:
+    value = json.loads(raw or "{}")
+    return value if isinstance(value, dict) else {"value": value}
+
+
+def _owned(job_id: int, worker_id: str) -> Any:
+    return and_(job.c.id == job_id, job.c.lease_owner == worker_id, job.c.status == RUNNING)
+
+
+async def mark_done(conn: AsyncConnection, job_id: int, worker_id: str, *, now_ms: int) -> None:
+    """Finish the job inside the handler's transaction; raise LeaseLost if we no longer own it,
+    so the caller's transaction (with the handler's effects) rolls back."""
+    result = await conn.execute(
+        update(job)
+        .where(_owned(job_id, worker_id))
+        .values(
+            status=DONE,
+            dedupe_key=None,
+            lease_owner=None,
+            lease_expires_at=None,
+            last_error=None,
+            updated_at=now_ms,
+        )
+    )
+    if result.rowcount != 1:
+        raise LeaseLost(f"job {job_id} is no longer leased to {worker_id}")
+
+
+def retry_delay_ms(
+    attempts: int,
+    *,
+    base_ms: int = RETRY_BASE_MS,
+    cap_ms: int = RETRY_CAP_MS,
+    rng: random.Random | None = None,
+) -> int:
+    """Exponential backoff with jitter: a delay in [d/2, d], d = min(base * 2^attempts, cap).
+
+    The jitter spreads the retries of jobs that failed together (a peer went down)."""
+    ceiling = min(base_ms * (2 ** min(attempts, 40)), cap_ms)
+    return int(ceiling * (rng or random).uniform(0.5, 1.0))
+
+
+def truncate_error(error: str) -> str:
+    return error if len(error) <= LAST_ERROR_MAX else error[: LAST_ERROR_MAX - 3] + "..."
+
+
+async def mark_failed(
+    db: Database,
+    claimed: ClaimedJob,
+    error: str,
+    *,
+    now_ms: int,
+    rng: random.Random | None = None,
+) -> str | None:
+    """Record a failed attempt in its own transaction (the handler's has rolled back).
+
+    Returns the new status (pending or dead), or None when the lease was already lost."""
+    dead = claimed.attempts >= claimed.max_attempts
+    values: dict[str, Any] = {
+        "status": DEAD if dead else PENDING,
+        "lease_owner": None,
+        "lease_expires_at": None,
+        "last_error": truncate_error(error),
+        "updated_at": now_ms,
+    }
+    if dead:
+        values["dedupe_key"] = None
+    else:
+        values["run_at"] = now_ms + retry_delay_ms(claimed.attempts, rng=rng)
+    async with db.transaction(write=True) as conn:
+        result = await conn.execute(
+            update(job).where(_owned(claimed.id, claimed.lease_owner)).values(**values)
+        )
+    if result.rowcount != 1:
+        return None
+    return DEAD if dead else PENDING
+
+
+async def release(db: Database, claimed: ClaimedJob, *, now_ms: int) -> bool:
+    """Hand an unfinished job back at shutdown without spending the attempt."""
+    async with db.transaction(write=True) as conn:
+        result = await conn.execute(
+            update(job)
+            .where(_owned(claimed.id, claimed.lease_owner))
+            .values(
+                status=PENDING,
+                lease_owner=None,
+                lease_expires_at=None,
+                attempts=job.c.attempts - 1,
+                run_at=now_ms,
+                updated_at=now_ms,
+            )
+        )
+    return bool(result.rowcount == 1)
+
+
+async def extend_lease(
+    db: Database, job_id: int, worker_id: str, *, now_ms: int, lease_ms: int
+) -> bool:
+    """Heartbeat: push the lease out; False when the job is no longer ours."""
+    async with db.transaction(write=True) as conn:
+        result = await conn.execute(
+            update(job)
+            .where(_owned(job_id, worker_id))
+            .values(lease_expires_at=now_ms + lease_ms, updated_at=now_ms)
+        )
+    return bool(result.rowcount == 1)
+
+
+async def reap_expired(db: Database, *, now_ms: int) -> tuple[int, int]:
+    """Return expired running leases to pending (or dead when attempts are spent).
+
+    Returns (requeued, dead). The attempt that was running is counted already, at claim."""
+    spent = job.c.attempts >= job.c.max_attempts
+    stmt = (
+        update(job)
+        .where(job.c.status == RUNNING, job.c.lease_expires_at < now_ms)
+        .values(
+            status=case((spent, DEAD), else_=PENDING),
+            dedupe_key=case((spent, None), else_=job.c.dedupe_key),
+            lease_owner=None,
+            lease_expires_at=None,
+            last_error=LEASE_EXPIRED,
+            run_at=now_ms,
+            updated_at=now_ms,
+        )
+        .returning(job.c.status)
+    )
+    async with db.transaction(write=True) as conn:
+        statuses = (await conn.execute(stmt)).scalars().all()
+    dead = sum(1 for s in statuses if s == DEAD)
+    return len(statuses) - dead, dead
+
+
+async def prune_done(db: Database, *, older_than_ms: int, batch: int = 1000) -> int:
+    """Delete done jobs last touched before `older_than_ms`, in batches so no single
+    transaction holds the writer (SQLite) or many row locks (PostgreSQL) for long."""
+    total = 0
+    while True:
+        victims = (
+            select(job.c.id)
+            .where(job.c.status == DONE, job.c.updated_at < older_than_ms)
+            .limit(batch)
+            .scalar_subquery()
+        )
+        async with db.transaction(write=True) as conn:
+            result = await conn.execute(delete(job).where(job.c.id.in_(victims)))
+        total += result.rowcount
+        if result.rowcount < batch:
+            return total

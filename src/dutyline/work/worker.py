@@ -1,0 +1,293 @@
+"""The worker loop: claim due jobs, run them concurrently, heartbeat, reap, prune.
+
+It runs inside `serve` (as a background task of the app) or alone as `dutyline worker`. Any
+number of loops in any number of processes may share one database: claims never overlap, and
+fencing (see queue.py) keeps a job that was presumed dead from committing twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import random
+import secrets
+import signal
+import socket
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.engine import Database
+from dutyline.kit.clock import millis
+from dutyline.work import queue
+from dutyline.work.registry import JobContext, Registry, load_handler_modules
+from dutyline.work.registry import registry as default_registry
+
+if TYPE_CHECKING:
+    from dutyline.api.runtime import Runtime
+    from dutyline.config import Settings
+
+log = structlog.get_logger("dutyline.work")
+
+DAY_MS = 86_400_000
+PRUNE_INTERVAL_S = 3600.0
+SHUTDOWN_GRACE_S = 10.0
+
+
+def new_worker_id() -> str:
+    """Unique per loop; host and pid make a lease's owner findable in the table."""
+    return f"{socket.gethostname()[:32]}:{os.getpid()}:{secrets.token_hex(4)}"
+
+
+@contextlib.asynccontextmanager
+async def job_transaction(db: Database) -> AsyncIterator[AsyncConnection]:
+    """The job's transaction, begun lazily by its first statement.
+
+    Lazily, because on SQLite a write transaction holds the only writer lock: a handler that
+    does slow outbound work before touching the database must not block every other writer
+    (and this job's own heartbeat) meanwhile. Committed on success, rolled back on error."""
+    async with db.engine.connect() as conn:
+        if db.is_sqlite:
+            await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            await conn.rollback()
+            raise
+        await conn.commit()
+
+
+class UnknownJobKind(Exception):
+    pass
+
+
+class Worker:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        registry: Registry | None = None,
+        worker_id: str | None = None,
+        concurrency: int | None = None,
+        lease_ms: int | None = None,
+        idle_min_s: float = 0.05,
+        idle_max_s: float = 1.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        settings = runtime.settings
+        self.runtime = runtime
+        self.db = runtime.db
+        self.clock = runtime.clock
+        self.registry = registry or default_registry
+        self.worker_id = worker_id or new_worker_id()
+        self.concurrency = max(1, concurrency or settings.worker_concurrency)
+        self.lease_ms = lease_ms or settings.job_lease_seconds * 1000
+        self.heartbeat_s = self.lease_ms / 3000
+        # Often enough that a dead worker's jobs wait about one lease, rarely enough to be free.
+        self.reap_interval_s = max(0.2, min(self.lease_ms / 4000, 15.0))
+        self.retention_ms = settings.job_retention_days * DAY_MS
+        self.idle_min_s = idle_min_s
+        self.idle_max_s = idle_max_s
+        self.rng = rng or random.Random()
+        self.log = log.bind(worker_id=self.worker_id)
+
+    def _now(self) -> int:
+        return millis(self.clock)
+
+    def _count(self, kind: str, outcome: str) -> None:
+        self.runtime.metrics.jobs.labels(kind=kind, outcome=outcome).inc()
+
+    async def claim(self, limit: int) -> list[queue.ClaimedJob]:
+        return await queue.claim(
+            self.db, self.worker_id, now_ms=self._now(), lease_ms=self.lease_ms, limit=limit
+        )
+
+    async def execute(self, claimed: queue.ClaimedJob) -> str:
+        """Run one claimed job to an outcome: done, retry, dead, lease_lost or released."""
+        jlog = self.log.bind(job_id=claimed.id, kind=claimed.kind, attempt=claimed.attempts)
+        stop = asyncio.Event()
+        beat = asyncio.create_task(self._heartbeat(claimed, stop, jlog))
+        try:
+            outcome = await self._run_handler(claimed, jlog)
+        except asyncio.CancelledError:
+            beat.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self._release(claimed, jlog))
+            raise
+        finally:
+            stop.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        self._count(claimed.kind, outcome)
+        return outcome
+
+    async def _run_handler(self, claimed: queue.ClaimedJob, jlog: structlog.BoundLogger) -> str:
+        handler = self.registry.get(claimed.kind)
+        try:
+            if handler is None:
+                # Retried, not dropped: a newer worker that knows the kind may be rolling out.
+                raise UnknownJobKind(f"no handler for job kind {claimed.kind!r}")
+            async with job_transaction(self.db) as conn:
+                ctx = JobContext(
+                    conn=conn,
+                    runtime=self.runtime,
+                    job_id=claimed.id,
+                    kind=claimed.kind,
+                    attempt=claimed.attempts,
+                    max_attempts=claimed.max_attempts,
+                    worker_id=self.worker_id,
+                )
+                await handler(ctx, claimed.payload)
+                await queue.mark_done(conn, claimed.id, self.worker_id, now_ms=self._now())
+        except queue.LeaseLost:
+            jlog.warning("job lease lost; its effects were rolled back")
+            return "lease_lost"
+        except Exception as exc:
+            error = queue.truncate_error(f"{type(exc).__name__}: {exc}")
+            try:
+                status = await queue.mark_failed(
+                    self.db, claimed, error, now_ms=self._now(), rng=self.rng
+                )
+            except Exception as record_exc:
+                # The reaper will hand the job back when its lease runs out.
+                jlog.error("could not record job failure", error=error, cause=repr(record_exc))
+                return "error"
+            if status is None:
+                jlog.warning("job failed after its lease was lost", error=error)
+                return "lease_lost"
+            level = jlog.error if status == queue.DEAD else jlog.warning
+            level("job failed", error=error, status=status)
+            return "dead" if status == queue.DEAD else "retry"
+        jlog.debug("job done")
+        return "done"
+
+    async def _release(self, claimed: queue.ClaimedJob, jlog: structlog.BoundLogger) -> None:
+        try:
+            if await queue.release(self.db, claimed, now_ms=self._now()):
+                self._count(claimed.kind, "released")
+                jlog.info("job released at shutdown")
+        except Exception as exc:
+            jlog.warning("could not release job; the reaper will", cause=repr(exc))
+
+    async def _heartbeat(
+        self, claimed: queue.ClaimedJob, stop: asyncio.Event, jlog: structlog.BoundLogger
+    ) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.heartbeat_s)
+            if stop.is_set():
+                return
+            try:
+                ours = await queue.extend_lease(
+                    self.db, claimed.id, self.worker_id, now_ms=self._now(), lease_ms=self.lease_ms
+                )
+            except Exception as exc:
+                jlog.warning("lease heartbeat failed", cause=repr(exc))
+                continue
+            if not ours:
+                # Fencing will refuse the completion; nothing more to extend.
+                jlog.warning("lease lost while the job ran")
+                return
+
+    async def reap(self) -> None:
+        try:
+            requeued, dead = await queue.reap_expired(self.db, now_ms=self._now())
+        except Exception as exc:
+            self.log.warning("lease reaper failed", cause=repr(exc))
+            return
+        if requeued or dead:
+            self.log.warning("expired job leases reaped", requeued=requeued, dead=dead)
+            if dead:
+                self.runtime.metrics.jobs.labels(kind="*", outcome="dead").inc(dead)
+
+    async def prune(self) -> None:
+        try:
+            pruned = await queue.prune_done(self.db, older_than_ms=self._now() - self.retention_ms)
+        except Exception as exc:
+            self.log.warning("job pruning failed", cause=repr(exc))
+            return
+        if pruned:
+            self.log.info("old done jobs pruned", count=pruned)
+
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Loop until `stop` is set (then finish in-flight jobs, within a grace period) or
+        until cancelled (then hand in-flight jobs back)."""
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        in_flight: set[asyncio.Task[str]] = set()
+        stopping = asyncio.create_task(stop.wait())
+        idle = self.idle_min_s
+        next_reap = next_prune = loop.time()
+        self.log.info("worker started", concurrency=self.concurrency, lease_ms=self.lease_ms,
+                      kinds=self.registry.kinds())
+        try:
+            while not stop.is_set():
+                if loop.time() >= next_reap:
+                    await self.reap()
+                    next_reap = loop.time() + self.reap_interval_s
+                if loop.time() >= next_prune:
+                    await self.prune()
+                    next_prune = loop.time() + PRUNE_INTERVAL_S
+                free = self.concurrency - len(in_flight)
+                jobs: list[queue.ClaimedJob] = []
+                if free > 0:
+                    try:
+                        jobs = await self.claim(free)
+                    except Exception as exc:
+                        self.log.warning("claiming jobs failed", cause=repr(exc))
+                for claimed in jobs:
+                    task = asyncio.create_task(self.execute(claimed))
+                    in_flight.add(task)
+                    task.add_done_callback(in_flight.discard)
+                if jobs:
+                    idle = self.idle_min_s
+                    continue
+                if free > 0:
+                    timeout, idle = idle, min(idle * 2, self.idle_max_s)
+                else:
+                    timeout = self.reap_interval_s
+                # Wake on stop, on a free slot, or when the idle sleep is over.
+                await asyncio.wait({stopping, *in_flight}, timeout=timeout,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            if in_flight:
+                await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)
+        finally:
+            stopping.cancel()
+            for task in in_flight:
+                task.cancel()
+            for task in list(in_flight):
+                with contextlib.suppress(BaseException):
+                    await task
+            self.log.info("worker stopped")
+
+
+async def worker_loop(
+    runtime: Runtime, *, stop: asyncio.Event | None = None, registry: Registry | None = None
+) -> None:
+    """The background task `serve` starts; also the body of `dutyline worker`."""
+    load_handler_modules(runtime.settings.job_modules)
+    await Worker(runtime, registry=registry).run(stop)
+
+
+async def run_standalone(settings: Settings) -> None:
+    """`dutyline worker`: run the loop until SIGTERM or SIGINT, then shut down cleanly."""
+    from dutyline.api.observe import configure_logging
+    from dutyline.app import build_runtime
+
+    configure_logging(settings.log_level, settings.log_json)
+    runtime = build_runtime(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for sig in signals:
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await worker_loop(runtime, stop=stop)
+    finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
+        await runtime.limiter.close()
+        await runtime.db.dispose()
