@@ -1,0 +1,1 @@
+"""Members (persons) of an account: profiles, invitations, deletion and role assignment."""

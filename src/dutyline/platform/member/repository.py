@@ -1,0 +1,147 @@
+"""Every member query. Each one is scoped by account_id: that is the visibility rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.platform import account, app_key, member, member_role, role, team_member
+
+_ORDER_COLUMNS = {"created_at": member.c.created_at, "updated_at": member.c.updated_at}
+
+
+async def account_row(conn: AsyncConnection, account_id: int) -> Row[Any]:
+    return (await conn.execute(select(account).where(account.c.account_id == account_id))).one()
+
+
+async def get(conn: AsyncConnection, account_id: int, member_id: int) -> Row[Any] | None:
+    stmt = select(member).where(member.c.account_id == account_id, member.c.member_id == member_id)
+    return (await conn.execute(stmt)).first()
+
+
+async def list_page(
+    conn: AsyncConnection, account_id: int, *, role_id: int | None, query: str, orderby: str,
+    asc: bool, offset: int, limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    # Deleted members stay as rows (their names still label old records, see /person/infos)
+    # but are no longer part of the account's member list.
+    conditions = [member.c.account_id == account_id, member.c.status != "deleted"]
+    if role_id is not None:
+        conditions.append(member.c.member_id.in_(
+            select(member_role.c.member_id).where(
+                member_role.c.account_id == account_id, member_role.c.role_id == role_id)
+        ))
+    if query:
+        needle = query.lower()
+        conditions.append(or_(
+            func.lower(member.c.member_name).contains(needle, autoescape=True),
+            member.c.email.contains(needle, autoescape=True),
+            member.c.phone.contains(query, autoescape=True),
+        ))
+    where = and_(*conditions)
+    column = _ORDER_COLUMNS[orderby]
+    order = (
+        (column.asc(), member.c.member_id.asc()) if asc
+        else (column.desc(), member.c.member_id.desc())
+    )
+    rows = (await conn.execute(
+        select(member, func.count().over().label("total"))
+        .where(where).order_by(*order).offset(offset).limit(limit)
+    )).all()
+    if rows:
+        return rows[0].total, list(rows)
+    total = (await conn.execute(select(func.count()).select_from(member).where(where))).scalar_one()
+    return total, []
+
+
+async def find_one(conn: AsyncConnection, account_id: int, **match: str | int) -> list[Row[Any]]:
+    """Non-deleted members matching every given column; at most two, to detect ambiguity."""
+    stmt = select(member).where(member.c.account_id == account_id, member.c.status != "deleted")
+    for name, value in match.items():
+        stmt = stmt.where(member.c[name] == value)
+    return list(await conn.execute(stmt.limit(2)))
+
+
+async def find_many(conn: AsyncConnection, account_id: int, ids: list[int]) -> list[Row[Any]]:
+    if not ids:
+        return []
+    stmt = (select(member)
+            .where(member.c.account_id == account_id, member.c.member_id.in_(ids))
+            .order_by(member.c.member_id))
+    return list(await conn.execute(stmt))
+
+
+async def taken_contacts(
+    conn: AsyncConnection, account_id: int, *, emails: set[str], phones: set[str]
+) -> tuple[set[str], set[str]]:
+    base = select(member.c.email, member.c.phone).where(
+        member.c.account_id == account_id, member.c.status != "deleted"
+    )
+    taken_emails: set[str] = set()
+    taken_phones: set[str] = set()
+    if emails:
+        taken_emails = {r.email for r in await conn.execute(base.where(member.c.email.in_(emails)))}
+    if phones:
+        taken_phones = {r.phone for r in await conn.execute(base.where(member.c.phone.in_(phones)))}
+    return taken_emails, taken_phones
+
+
+async def role_ids_by_member(conn: AsyncConnection, member_ids: list[int]) -> dict[int, list[int]]:
+    result: dict[int, list[int]] = defaultdict(list)
+    if not member_ids:
+        return result
+    rows = await conn.execute(
+        select(member_role.c.member_id, member_role.c.role_id)
+        .where(member_role.c.member_id.in_(member_ids))
+        .order_by(member_role.c.member_id, member_role.c.role_id)
+    )
+    for member_id, role_id in rows:
+        result[member_id].append(role_id)
+    return result
+
+
+async def owner_ids(conn: AsyncConnection, account_id: int, member_ids: list[int]) -> set[int]:
+    if not member_ids:
+        return set()
+    rows = await conn.execute(
+        select(member_role.c.member_id)
+        .join(role, role.c.role_id == member_role.c.role_id)
+        .where(member_role.c.account_id == account_id, role.c.builtin == "owner",
+               member_role.c.member_id.in_(member_ids))
+    )
+    return set(rows.scalars())
+
+
+async def insert_members(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    await conn.execute(insert(member), rows)
+
+
+async def add_roles(
+    conn: AsyncConnection, account_id: int, member_id: int, role_ids: list[int]
+) -> None:
+    if role_ids:
+        await conn.execute(insert(member_role), [
+            {"member_id": member_id, "role_id": r, "account_id": account_id} for r in role_ids
+        ])
+
+
+async def remove_roles(conn: AsyncConnection, member_id: int, role_ids: list[int]) -> None:
+    if role_ids:
+        await conn.execute(delete(member_role).where(
+            member_role.c.member_id == member_id, member_role.c.role_id.in_(role_ids)))
+
+
+async def touch(conn: AsyncConnection, member_id: int, values: dict[str, Any]) -> None:
+    await conn.execute(update(member).where(member.c.member_id == member_id).values(**values))
+
+
+async def soft_delete(conn: AsyncConnection, member_id: int, now_s: int) -> None:
+    """Mark deleted and cut every tie: roles, teams and keys (so their keys fail at once)."""
+    await conn.execute(delete(member_role).where(member_role.c.member_id == member_id))
+    await conn.execute(delete(team_member).where(team_member.c.person_id == member_id))
+    await conn.execute(delete(app_key).where(app_key.c.person_id == member_id))
+    await touch(conn, member_id, {"status": "deleted", "updated_at": now_s})

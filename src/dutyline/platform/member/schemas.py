@@ -1,0 +1,144 @@
+"""Member and person requests and records (reference: MemberItem, MemberInviteRequest,
+MemberRoleGrantRequest, PersonItem...)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from dutyline.api.types import Id, NonNegInt64, PageRequest
+
+MemberStatus = Literal["enabled", "pending", "deleted"]
+Email = Annotated[str, msgspec.Meta(max_length=255)]
+Phone = Annotated[str, msgspec.Meta(max_length=32)]
+CountryCode = Annotated[str, msgspec.Meta(max_length=8)]
+RefId = Annotated[str, msgspec.Meta(max_length=128)]
+
+
+class MemberInfoResponse(msgspec.Struct, kw_only=True):
+    account_id: int
+    account_name: str
+    account_avatar: str
+    account_email: str
+    account_role_ids: list[int]
+    account_locale: str
+    account_time_zone: str
+    domain: str
+    member_id: int
+    member_name: str
+    phone: str
+    phone_verified: bool
+    email: str
+    email_verified: bool
+    country_code: str
+    avatar: str
+    locale: str
+    time_zone: str
+    is_external: bool
+    status: str
+
+
+class MemberListRequest(PageRequest, kw_only=True):
+    role_id: Id | None = None
+    orderby: Literal["created_at", "updated_at"] = "created_at"
+    asc: bool = False
+    query: Annotated[str, msgspec.Meta(max_length=255)] = ""
+
+
+class MemberItem(msgspec.Struct, kw_only=True):
+    account_id: int
+    member_id: int
+    member_name: str
+    country_code: str
+    phone: str
+    email: str
+    locale: str
+    time_zone: str
+    phone_verified: bool
+    email_verified: bool
+    avatar: str
+    status: str
+    account_role_ids: list[int]
+    is_external: bool
+    ref_id: str
+    created_at: int
+    updated_at: int
+
+
+class MemberListResponse(msgspec.Struct, kw_only=True):
+    p: int
+    limit: int
+    total: int
+    items: list[MemberItem]
+
+
+class InviteMemberItem(msgspec.Struct, kw_only=True):
+    member_name: Annotated[str, msgspec.Meta(min_length=2, max_length=39)]
+    email: Email = ""
+    phone: Phone = ""
+    country_code: CountryCode = ""
+    role_ids: Annotated[list[Id], msgspec.Meta(max_length=100)] | None = None
+    locale: Literal["zh-CN", "en-US", ""] = ""
+    time_zone: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    ref_id: RefId = ""
+
+
+class MemberInviteRequest(msgspec.Struct, kw_only=True):
+    members: Annotated[list[InviteMemberItem], msgspec.Meta(min_length=1, max_length=20)]
+
+
+class NewMemberItem(msgspec.Struct, kw_only=True):
+    member_id: int
+    member_name: str
+
+
+class MemberInviteResponse(msgspec.Struct, kw_only=True):
+    items: list[NewMemberItem]
+
+
+class MemberDeleteRequest(msgspec.Struct, kw_only=True):
+    """Identify one member by id, name, email, phone (with country code) or external ref."""
+
+    member_id: NonNegInt64 = 0
+    member_name: Annotated[str, msgspec.Meta(max_length=39)] = ""
+    email: Email = ""
+    phone: Phone = ""
+    country_code: CountryCode = ""
+    ref_id: RefId = ""
+
+
+class MemberRoleChangeRequest(msgspec.Struct, kw_only=True):
+    """MemberRoleGrantRequest / MemberRoleRevokeRequest."""
+
+    member_id: Id
+    role_ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=100)]
+
+
+class MemberRoleUpdateRequest(msgspec.Struct, kw_only=True):
+    member_id: Id
+    # May be empty: a member without roles keeps read access to their own profile only.
+    role_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
+
+
+class PersonInfosRequest(msgspec.Struct, kw_only=True):
+    person_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
+
+
+class PersonItem(msgspec.Struct, kw_only=True, rename={"login_as": "as"}):
+    account_id: int
+    person_id: int
+    person_name: str
+    avatar: str
+    locale: str
+    time_zone: str
+    email: str
+    phone: str
+    phone_verified: bool
+    email_verified: bool
+    login_as: str
+    status: str
+
+
+class PersonInfosResponse(msgspec.Struct, kw_only=True):
+    items: list[PersonItem]

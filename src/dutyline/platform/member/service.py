@@ -1,0 +1,254 @@
+"""Rules of members: contacts unique per account, roles only from the account, the Owner
+fixed (never deleted, its role never granted or revoked here), nobody deletes themselves."""
+
+from __future__ import annotations
+
+import re
+import zoneinfo
+from typing import Any
+
+from dutyline.api import errors
+from dutyline.api.operation import Context
+from dutyline.kit.ids import numeric_id
+from dutyline.platform.member import repository as repo
+from dutyline.platform.member.schemas import (
+    MemberDeleteRequest,
+    MemberInfoResponse,
+    MemberInviteRequest,
+    MemberInviteResponse,
+    MemberItem,
+    MemberListRequest,
+    MemberListResponse,
+    MemberRoleChangeRequest,
+    MemberRoleUpdateRequest,
+    NewMemberItem,
+    PersonInfosRequest,
+    PersonInfosResponse,
+    PersonItem,
+)
+from dutyline.platform.role import service as roles
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_PHONE = re.compile(r"^\+?[0-9][0-9 -]{3,30}$")
+# Read once: checking a zone name must not touch the file system inside a request.
+_TIME_ZONES = frozenset(zoneinfo.available_timezones())
+_OWNER_ROLE_FIXED = "the Owner role cannot be granted or revoked"
+
+
+async def member_info(ctx: Context) -> MemberInfoResponse:
+    caller = ctx.caller
+    me = await repo.get(ctx.conn, caller.account_id, caller.person_id)
+    if me is None:  # the key resolved a moment ago, in another transaction
+        raise errors.Unauthorized()
+    acc = await repo.account_row(ctx.conn, caller.account_id)
+    role_ids = await repo.role_ids_by_member(ctx.conn, [me.member_id])
+    return MemberInfoResponse(
+        account_id=acc.account_id, account_name=acc.account_name, account_avatar="",
+        account_email=acc.email, account_role_ids=role_ids[me.member_id],
+        account_locale=acc.locale, account_time_zone=acc.time_zone, domain=acc.domain,
+        member_id=me.member_id, member_name=me.member_name, phone=mask_phone(me.phone),
+        phone_verified=False, email=me.email, email_verified=False,
+        country_code=me.country_code, avatar=me.avatar, locale=me.locale,
+        time_zone=me.time_zone, is_external=me.is_external, status=me.status,
+    )
+
+
+async def list_members(ctx: Context, req: MemberListRequest) -> MemberListResponse:
+    total, rows = await repo.list_page(
+        ctx.conn, ctx.caller.account_id, role_id=req.role_id, query=req.query.strip(),
+        orderby=req.orderby, asc=req.asc, offset=req.offset, limit=req.limit,
+    )
+    role_ids = await repo.role_ids_by_member(ctx.conn, [r.member_id for r in rows])
+    items = [
+        MemberItem(
+            account_id=r.account_id, member_id=r.member_id, member_name=r.member_name,
+            country_code=r.country_code, phone=mask_phone(r.phone), email=r.email,
+            locale=r.locale, time_zone=r.time_zone, phone_verified=False, email_verified=False,
+            avatar=r.avatar, status=r.status, account_role_ids=role_ids[r.member_id],
+            is_external=r.is_external, ref_id=r.ref_id, created_at=r.created_at,
+            updated_at=r.updated_at,
+        )
+        for r in rows
+    ]
+    return MemberListResponse(p=req.p, limit=req.limit, total=total, items=items)
+
+
+async def invite_members(ctx: Context, req: MemberInviteRequest) -> MemberInviteResponse:
+    account_id = ctx.caller.account_id
+    emails: dict[str, int] = {}
+    phones: dict[str, int] = {}
+    for i, item in enumerate(req.members):
+        _validate_invite(i, item.member_name, item.email, item.phone, item.time_zone)
+        if email := item.email.strip().lower():
+            if email in emails:
+                raise errors.invalid(f"members[{i}].email", "is given twice")
+            emails[email] = i
+        if phone := item.phone.strip():
+            if phone in phones:
+                raise errors.invalid(f"members[{i}].phone", "is given twice")
+            phones[phone] = i
+    taken_emails, taken_phones = await repo.taken_contacts(
+        ctx.conn, account_id, emails=set(emails), phones=set(phones)
+    )
+    if taken_emails:
+        first = min(emails[e] for e in taken_emails)
+        raise errors.invalid(f"members[{first}].email", "already belongs to a member")
+    if taken_phones:
+        first = min(phones[p] for p in taken_phones)
+        raise errors.invalid(f"members[{first}].phone", "already belongs to a member")
+
+    default_role = await roles.builtin_role_id(ctx, "member")
+    owner_role = await roles.builtin_role_id(ctx, "owner")
+    now = ctx.now_s
+    rows: list[dict[str, Any]] = []
+    grants: list[tuple[int, list[int]]] = []
+    for i, item in enumerate(req.members):
+        role_ids = list(dict.fromkeys(item.role_ids)) if item.role_ids else [default_role]
+        await roles.require_roles(ctx, role_ids)
+        if owner_role in role_ids:
+            raise errors.invalid(f"members[{i}].role_ids", _OWNER_ROLE_FIXED)
+        member_id = numeric_id()
+        # `enabled` at once, not `pending`: no invitation email is sent yet, so there is
+        # nothing for the person to accept; the admin hands out an app key instead.
+        rows.append({
+            "member_id": member_id, "account_id": account_id,
+            "member_name": item.member_name.strip(), "email": item.email.strip().lower(),
+            "phone": item.phone.strip(), "country_code": item.country_code.strip(),
+            "locale": item.locale, "time_zone": item.time_zone.strip(), "ref_id": item.ref_id,
+            "status": "enabled", "created_at": now, "updated_at": now,
+        })
+        grants.append((member_id, role_ids))
+    await repo.insert_members(ctx.conn, rows)
+    for member_id, role_ids in grants:
+        await repo.add_roles(ctx.conn, account_id, member_id, role_ids)
+    ctx.audit_targets.extend(r["member_id"] for r in rows)
+    return MemberInviteResponse(
+        items=[NewMemberItem(member_id=r["member_id"], member_name=r["member_name"]) for r in rows]
+    )
+
+
+async def delete_member(ctx: Context, req: MemberDeleteRequest) -> None:
+    target = await _find_for_delete(ctx, req)
+    if target.member_id == ctx.caller.person_id:
+        raise errors.BadRequest("You cannot delete yourself")
+    if await repo.owner_ids(ctx.conn, ctx.caller.account_id, [target.member_id]):
+        raise errors.BadRequest("The account Owner cannot be deleted")
+    await repo.soft_delete(ctx.conn, target.member_id, ctx.now_s)
+    ctx.audit_targets.append(target.member_id)
+
+
+async def grant_roles(ctx: Context, req: MemberRoleChangeRequest) -> None:
+    target, wanted = await _role_change(ctx, req.member_id, req.role_ids)
+    current = await _current_roles(ctx, target.member_id)
+    await repo.add_roles(ctx.conn, ctx.caller.account_id, target.member_id,
+                         [r for r in wanted if r not in current])
+    await repo.touch(ctx.conn, target.member_id, {"updated_at": ctx.now_s})
+
+
+async def revoke_roles(ctx: Context, req: MemberRoleChangeRequest) -> None:
+    target, wanted = await _role_change(ctx, req.member_id, req.role_ids)
+    await repo.remove_roles(ctx.conn, target.member_id, wanted)
+    await repo.touch(ctx.conn, target.member_id, {"updated_at": ctx.now_s})
+
+
+async def update_roles(ctx: Context, req: MemberRoleUpdateRequest) -> None:
+    target = await _require_member(ctx, req.member_id)
+    wanted = list(dict.fromkeys(req.role_ids))
+    await roles.require_roles(ctx, wanted)
+    owner_role = await roles.builtin_role_id(ctx, "owner")
+    current = await _current_roles(ctx, target.member_id)
+    # The Owner role must come out exactly as it went in: the set may name it only for the
+    # member who already holds it, and must name it for them.
+    if (owner_role in wanted) != (owner_role in current):
+        raise errors.invalid("role_ids", _OWNER_ROLE_FIXED)
+    await repo.remove_roles(ctx.conn, target.member_id, [r for r in current if r not in wanted])
+    await repo.add_roles(ctx.conn, ctx.caller.account_id, target.member_id,
+                         [r for r in wanted if r not in current])
+    await repo.touch(ctx.conn, target.member_id, {"updated_at": ctx.now_s})
+    ctx.audit_targets.append(target.member_id)
+
+
+async def person_infos(ctx: Context, req: PersonInfosRequest) -> PersonInfosResponse:
+    account_id = ctx.caller.account_id
+    rows = await repo.find_many(ctx.conn, account_id, list(dict.fromkeys(req.person_ids)))
+    owners = await repo.owner_ids(ctx.conn, account_id, [r.member_id for r in rows])
+    return PersonInfosResponse(items=[
+        PersonItem(
+            account_id=r.account_id, person_id=r.member_id, person_name=r.member_name,
+            avatar=r.avatar, locale=r.locale, time_zone=r.time_zone, email=r.email,
+            phone=r.phone, phone_verified=False, email_verified=False,
+            login_as="account" if r.member_id in owners else "member", status=r.status,
+        )
+        for r in rows
+    ])
+
+
+def mask_phone(phone: str) -> str:
+    """Member records show a masked phone (reference MemberItem); /person/infos does not."""
+    if len(phone) <= 4:
+        return "*" * len(phone)
+    keep = 3 if len(phone) >= 10 else 0
+    return phone[:keep] + "*" * (len(phone) - keep - 4) + phone[-4:]
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def _validate_invite(i: int, name: str, email: str, phone: str, time_zone: str) -> None:
+    if len(name.strip()) < 2:
+        raise errors.invalid(f"members[{i}].member_name", "must be 2 to 39 characters")
+    email, phone, time_zone = email.strip(), phone.strip(), time_zone.strip()
+    if not email and not phone:
+        raise errors.invalid(f"members[{i}].email", "email or phone is required")
+    if email and not _EMAIL.match(email):
+        raise errors.invalid(f"members[{i}].email", "is invalid")
+    if phone and not _PHONE.match(phone):
+        raise errors.invalid(f"members[{i}].phone", "is invalid")
+    if time_zone and time_zone not in _TIME_ZONES:
+        raise errors.invalid(f"members[{i}].time_zone", "is not a known time zone")
+
+
+async def _require_member(ctx: Context, member_id: int) -> Any:
+    row = await repo.get(ctx.conn, ctx.caller.account_id, member_id)
+    if row is None or row.status == "deleted":
+        raise errors.not_found("member", member_id)
+    return row
+
+
+async def _current_roles(ctx: Context, member_id: int) -> list[int]:
+    return (await repo.role_ids_by_member(ctx.conn, [member_id]))[member_id]
+
+
+async def _role_change(ctx: Context, member_id: int, role_ids: list[int]) -> tuple[Any, list[int]]:
+    target = await _require_member(ctx, member_id)
+    wanted = list(dict.fromkeys(role_ids))
+    await roles.require_roles(ctx, wanted)
+    if await roles.builtin_role_id(ctx, "owner") in wanted:
+        raise errors.invalid("role_ids", _OWNER_ROLE_FIXED)
+    ctx.audit_targets.append(target.member_id)
+    return target, wanted
+
+
+async def _find_for_delete(ctx: Context, req: MemberDeleteRequest) -> Any:
+    account_id = ctx.caller.account_id
+    if req.member_id:
+        return await _require_member(ctx, req.member_id)
+    match: dict[str, str | int]
+    if req.member_name.strip():
+        field, match = "member_name", {"member_name": req.member_name.strip()}
+    elif req.email.strip():
+        field, match = "email", {"email": req.email.strip().lower()}
+    elif req.phone.strip():
+        field, match = "phone", {"phone": req.phone.strip()}
+        if req.country_code.strip():
+            match["country_code"] = req.country_code.strip()
+    elif req.ref_id:
+        field, match = "ref_id", {"ref_id": req.ref_id}
+    else:
+        raise errors.invalid("member_id", "is required")
+    rows = await repo.find_one(ctx.conn, account_id, **match)
+    if not rows:
+        raise errors.not_found("member", match[field])
+    if len(rows) > 1:
+        raise errors.invalid(field, "matches more than one member; use member_id")
+    return rows[0]

@@ -1,0 +1,1 @@
+"""Roles: the built-in Owner, Admin and Member, and custom roles (decisions.md §2)."""
