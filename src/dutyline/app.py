@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -31,6 +32,8 @@ from dutyline.routes import all_routers
 
 log = structlog.get_logger("dutyline.app")
 
+KEY_USE_FLUSH_SECONDS = 15.0
+
 # Background loops started with the app (durable-work workers, flushers); each receives the
 # runtime and runs until cancelled.
 BackgroundTask = Callable[[Runtime], Awaitable[None]]
@@ -56,7 +59,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         clock=clock,
         translator=Translator(),
         limiter=build_limiter(settings, clock),
-        authenticator=DatabaseAuthenticator(),
+        authenticator=DatabaseAuthenticator(clock),
         audit=DatabaseAuditSink(clock),
         metrics=Metrics(),
     )
@@ -127,12 +130,21 @@ def create_app(
             media_type="application/json",
         )
 
-    tasks = list(background or [])
+    authenticator = runtime.authenticator
+    assert isinstance(authenticator, DatabaseAuthenticator)
+
+    async def flush_key_use(runtime: Runtime) -> None:
+        while True:
+            await asyncio.sleep(KEY_USE_FLUSH_SECONDS)
+            try:
+                await authenticator.flush_last_used(runtime.db)
+            except Exception as exc:  # keep flushing; a missed flush only delays a timestamp
+                log.warning("could not record app key use", error=repr(exc))
+
+    tasks = [flush_key_use, *(background or [])]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        import asyncio
-
         running = [asyncio.create_task(task(runtime)) for task in tasks]
         try:
             yield
@@ -142,6 +154,8 @@ def create_app(
             for t in running:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
+            with contextlib.suppress(Exception):
+                await authenticator.flush_last_used(runtime.db)
             await runtime.limiter.close()
             await runtime.db.dispose()
 

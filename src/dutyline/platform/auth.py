@@ -6,10 +6,11 @@ a changed role therefore takes effect on the very next call, in every process.""
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.auth import Caller, hash_app_key
+from dutyline.db.engine import Database
 from dutyline.db.tables.platform import (
     app_key,
     member,
@@ -18,6 +19,7 @@ from dutyline.db.tables.platform import (
     role_permission,
     team_member,
 )
+from dutyline.kit.clock import Clock
 from dutyline.platform import permissions
 
 _BUILTIN_RANK = {"owner": 2, "admin": 1}
@@ -45,6 +47,12 @@ _CALLER_QUERY = (
 
 
 class DatabaseAuthenticator:
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        # key_id -> last use (Unix seconds), written out in batches by flush_last_used():
+        # a write per request would turn every read into a write.
+        self._last_used: dict[int, int] = {}
+
     async def authenticate(self, conn: AsyncConnection, key: str) -> Caller | None:
         rows = (
             await conn.execute(_CALLER_QUERY.where(app_key.c.key_hash == hash_app_key(key)))
@@ -52,6 +60,7 @@ class DatabaseAuthenticator:
         if not rows:
             return None
         first = rows[0]
+        self._last_used[first.key_id] = int(self.clock.now())
         builtin = ""
         permission_ids: set[int] = set()
         for row in rows:
@@ -73,6 +82,20 @@ class DatabaseAuthenticator:
             permissions=permissions.expand(permission_ids),
             builtin_role=builtin,
         )
+
+    async def flush_last_used(self, db: Database) -> int:
+        """Write the buffered last-use times; returns how many keys were updated."""
+        if not self._last_used:
+            return 0
+        pending, self._last_used = self._last_used, {}
+        async with db.transaction(write=True) as conn:
+            await conn.execute(
+                update(app_key)
+                .where(app_key.c.key_id == bindparam("k"), app_key.c.last_used_at < bindparam("t"))
+                .values(last_used_at=bindparam("t")),
+                [{"k": k, "t": t} for k, t in pending.items()],
+            )
+        return len(pending)
 
     async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:
         rows = await conn.execute(
