@@ -129,9 +129,9 @@ class RedisRateLimiter:
         return [f"{base}:seq"] + [f"{base}:{round(w.seconds * 1000)}ms" for w in self.windows]
 
     async def hit(self, key: str) -> RateDecision:
-        if self._down_since is not None:
-            if self._monotonic() - self._down_since < self.RETRY_REDIS_AFTER:
-                return self._local(key)
+        down_since = self._down_since
+        if down_since is not None and self._monotonic() - down_since < self.RETRY_REDIS_AFTER:
+            return self._local(key)
         try:
             allowed, limit, remaining, reset_us, retry_us = await self._script(
                 keys=self.keys_for(key), args=self._argv
