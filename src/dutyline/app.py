@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -36,7 +37,7 @@ KEY_USE_FLUSH_SECONDS = 15.0
 
 # Background loops started with the app (durable-work workers, flushers); each receives the
 # runtime and runs until cancelled.
-BackgroundTask = Callable[[Runtime], Awaitable[None]]
+BackgroundTask = Callable[[Runtime], Coroutine[Any, Any, None]]
 
 
 def build_limiter(settings: Settings, clock: Clock) -> RateLimiter:

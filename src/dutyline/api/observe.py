@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import MutableMapping
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -18,7 +20,7 @@ SECRET_KEYS = frozenset(
 )
 
 
-def _redact(_logger: object, _name: str, event: dict[str, object]) -> dict[str, object]:
+def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     for key in list(event):
         if key.lower() in SECRET_KEYS:
             event[key] = "***"

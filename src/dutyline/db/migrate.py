@@ -34,11 +34,11 @@ def upgrade(url: str, revision: str = "head") -> None:
 @contextmanager
 def _sqlite_file_lock(url: str) -> Iterator[None]:
     parsed = make_url(url)
-    in_memory = not parsed.database or parsed.database == ":memory:"
-    if parsed.get_backend_name() != "sqlite" or in_memory:
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
         yield
         return
-    db_path = Path(parsed.database)
+    db_path = Path(database)
     db_path.parent.mkdir(parents=True, exist_ok=True)
     with open(db_path.with_name(db_path.name + ".migrate.lock"), "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)

@@ -121,13 +121,13 @@ async def find(
     return (await conn.execute(stmt.limit(1))).first()
 
 
-async def find_many(conn: AsyncConnection, account_id: int, team_ids: list[int]) -> list[Row[Any]]:
+async def find_many(conn: AsyncConnection, account_id: int, team_ids: list[int]) -> list[Any]:
     rows = await conn.execute(
         select(team.c.team_id, team.c.team_name)
         .where(team.c.account_id == account_id, team.c.team_id.in_(team_ids))
         .order_by(team.c.team_id)
     )
-    return list(rows)
+    return list(rows.all())
 
 
 async def existing_member_ids(conn: AsyncConnection, account_id: int, ids: set[int]) -> set[int]:
