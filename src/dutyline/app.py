@@ -171,10 +171,17 @@ def create_app(
     return app
 
 
-def create_app_from_env() -> Starlette:
+def create_app_from_env() -> Any:
     """Factory for `uvicorn --factory` (serve --workers N): each worker builds its own app."""
     from dutyline.work.startup import default_background
 
     settings = Settings.from_env()
-    return create_app(settings, background=default_background(settings))
+    app = create_app(settings, background=default_background(settings))
+    if settings.otel:
+        # Opt-in: the middleware costs 160-280 µs a request (DESIGN.md). Exporters are
+        # configured the standard way (OTEL_* variables, or `opentelemetry-instrument`).
+        from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+
+        return OpenTelemetryMiddleware(app)
+    return app
 

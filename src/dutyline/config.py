@@ -52,6 +52,8 @@ class Settings:
     job_modules: tuple[str, ...] = ()
     log_level: str = "info"
     log_json: bool = True
+    # Wrap the app in OpenTelemetry's ASGI middleware (needs the `otel` extra).
+    otel: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -82,6 +84,7 @@ class Settings:
             ),
             log_level=(get("DUTYLINE_LOG_LEVEL") or "info").lower(),
             log_json=_bool(get("DUTYLINE_LOG_JSON"), True),
+            otel=_bool(get("DUTYLINE_OTEL"), False),
         )
 
     def with_(self, **changes: Any) -> Settings:
