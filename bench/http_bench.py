@@ -1,0 +1,556 @@
+"""HTTP throughput and latency of dutyline against a bare ASGI baseline, measured with wrk.
+
+    python -m bench.http_bench [--seconds 5] [--rounds 5] [--connections 32] [--postgres]
+                               [--default-limits] [--profile] [--no-pin]
+
+Starts every server itself on free loopback ports and tears everything down at the end:
+
+* the bare ASGI app (bench/bare_asgi.py), the baseline;
+* `dutyline serve` on a fresh SQLite file in a temp dir (accounts made with `dutyline init`);
+* with --postgres, `dutyline serve` on a fresh PostgreSQL database, created and dropped here;
+* with --default-limits, one more SQLite server with the default rate limits (50/s, 1000/min).
+
+Two accounts per database: one holds exactly 25 seeded teams and serves /team/list (20 items
+a page); the other takes the /team/upsert load (every request creates a new team), so the list
+account does not grow between rounds.
+
+Measurements are interleaved in pairs, bare then target, for every target in every round, and
+each target's ratio is taken against the bare run right before it; the table shows medians over
+the rounds. The machine is shared and noisy: only the ratios are meant to be compared.
+With --profile, py-spy records the SQLite server under /team/list load and a summary of where
+the time goes is printed (raw collapsed stacks are kept with --keep-profile PATH).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+WRK_DIR = BENCH_DIR / "wrk"
+PG_BASE = os.environ.get("DUTYLINE_BENCH_PG", "postgresql+asyncpg://postgres@127.0.0.1:5432")
+SEED_TEAMS = 25
+LIST_GOAL = 0.20  # /team/list on SQLite at >= 20 % of the bare app's throughput
+PG_GOAL = 0.70  # PostgreSQL within 30 % of SQLite
+
+
+# ---------------------------------------------------------------------------- processes
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _venv_bin(name: str) -> str:
+    local = Path(sys.executable).parent / name
+    return str(local) if local.exists() else name
+
+
+@dataclass
+class Server:
+    name: str
+    port: int
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)  # role -> app key
+
+    def url(self, path: str, role: str | None = None) -> str:
+        base = f"http://127.0.0.1:{self.port}{path}"
+        return f"{base}?app_key={self.keys[role]}" if role else base
+
+    def log_tail(self, n: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.tmp = Path(tempfile.mkdtemp(prefix="dutyline-bench-"))
+        self.servers: list[Server] = []
+        self.pg_dbs: list[str] = []
+        pin = args.pin and shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+        self.server_prefix = ["taskset", "-c", args.server_cpus] if pin else []
+        self.wrk_prefix = ["taskset", "-c", args.wrk_cpus] if pin else []
+        self.pinned = pin
+
+    # -- setup
+
+    def dutyline_env(self, database_url: str, *, limits: bool = False) -> dict[str, str]:
+        env = dict(os.environ)
+        env.pop("DUTYLINE_REDIS_URL", None)  # one process: the in-memory limiter
+        env.update(
+            DUTYLINE_DATABASE_URL=database_url,
+            DUTYLINE_RUN_WORKERS="0",
+            DUTYLINE_LOG_LEVEL="warning",
+            PYTHONUNBUFFERED="1",
+        )
+        if limits:
+            env.pop("DUTYLINE_RATE_LIMIT_PER_SECOND", None)
+            env.pop("DUTYLINE_RATE_LIMIT_PER_MINUTE", None)
+        else:
+            env.update(DUTYLINE_RATE_LIMIT_PER_SECOND="0", DUTYLINE_RATE_LIMIT_PER_MINUTE="0")
+        return env
+
+    def init_account(self, env: dict[str, str], name: str) -> dict[str, Any]:
+        out = subprocess.run(
+            [_venv_bin("dutyline"), "init", "--account-name", name],
+            env=env, capture_output=True, check=False, timeout=120,
+        )
+        if out.returncode != 0:
+            raise RuntimeError(f"dutyline init failed:\n{out.stderr.decode(errors='replace')}")
+        return json.loads(out.stdout.decode().strip().splitlines()[-1])
+
+    def start(self, name: str, cmd: list[str], env: dict[str, str]) -> Server:
+        port = free_port()
+        log_path = self.tmp / f"{name}.log"
+        log = log_path.open("wb")
+        proc = subprocess.Popen(
+            [*self.server_prefix, *cmd, "--host", "127.0.0.1", "--port", str(port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp,
+            start_new_session=True,
+        )
+        log.close()
+        server = Server(name, port, proc, log_path, env)
+        self.servers.append(server)
+        self.wait_ready(server)
+        return server
+
+    def wait_ready(self, server: Server, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if server.proc.poll() is not None:
+                raise RuntimeError(f"{server.name} exited:\n{server.log_tail()}")
+            try:
+                with socket.create_connection(("127.0.0.1", server.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise RuntimeError(f"{server.name} did not start in {timeout}s:\n{server.log_tail()}")
+
+    def start_bare(self) -> Server:
+        return self.start("bare", [sys.executable, "-m", "bench.bare_asgi"],
+                          {**os.environ, "PYTHONPATH": str(BENCH_DIR.parent)})
+
+    def start_dutyline(self, name: str, database_url: str, *, limits: bool = False,
+                       seed: bool = True, keys: dict[str, str] | None = None) -> Server:
+        env = self.dutyline_env(database_url, limits=limits)
+        if keys is None:
+            keys = {
+                "list": self.init_account(env, "bench-list")["app_key"],
+                "write": self.init_account(env, "bench-write")["app_key"],
+            }
+        server = self.start(name, [_venv_bin("dutyline"), "serve"], env)
+        server.keys = dict(keys)
+        if seed:
+            for i in range(SEED_TEAMS):
+                post(server.url("/team/upsert", "list"),
+                     {"team_name": f"seed-team-{i:02d}", "description": f"seeded team {i}"})
+        listed = post(server.url("/team/list", "list"), {})["data"]
+        if len(listed["items"]) != 20:
+            raise RuntimeError(f"{name}: /team/list gave {len(listed['items'])} items, not 20")
+        post(server.url("/team/upsert", "write"), {"team_name": f"probe-{secrets.token_hex(4)}"})
+        return server
+
+    def create_pg_database(self) -> str:
+        name = f"dutyline_bench_{os.getpid()}_{secrets.token_hex(3)}"
+        asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
+        self.pg_dbs.append(name)
+        return f"{PG_BASE}/{name}"
+
+    # -- teardown
+
+    def close(self) -> None:
+        for server in reversed(self.servers):
+            stop_process(server.proc)
+        self.servers.clear()
+        for name in self.pg_dbs:
+            try:
+                asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            except Exception as exc:  # report, keep tearing down
+                print(f"warning: could not drop PostgreSQL database {name}: {exc}",
+                      file=sys.stderr)
+        self.pg_dbs.clear()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- load
+
+    def wrk(self, url: str, script: str, seconds: float, *, body: str = "{}",
+            tag: str = "") -> dict[str, Any]:
+        cmd = [
+            *self.wrk_prefix, "wrk", f"-t{self.args.threads}", f"-c{self.args.connections}",
+            f"-d{max(1, round(seconds))}s", "--timeout", "10s", "--latency", "-s", str(WRK_DIR / script), url,
+        ]
+        env = {**os.environ, "WRK_BODY": body, "WRK_RUN_TAG": tag or secrets.token_hex(3)}
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False,
+                             timeout=seconds + 60)
+        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("WRKJSON ")), None)
+        if out.returncode != 0 or line is None:
+            raise RuntimeError(f"wrk failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        result: dict[str, Any] = json.loads(line[len("WRKJSON "):])
+        result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
+        result["socket_errors"] = sum(
+            result[k] for k in ("connect_errors", "read_errors", "write_errors", "timeouts"))
+        return result
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait(5)
+
+
+async def _pg_exec(sql: str) -> None:
+    import asyncpg  # the `postgres` extra
+
+    dsn = PG_BASE.replace("postgresql+asyncpg://", "postgresql://") + "/postgres"
+    conn = await asyncpg.connect(dsn)
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    req = urllib.request.Request(
+        url, data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return json.loads(resp.read())  # type: ignore[no-any-return]
+    except urllib.error.HTTPError as exc:
+        raise RuntimeError(f"POST {url.split('?')[0]} -> {exc.code}: {exc.read()!r}") from None
+
+
+# ---------------------------------------------------------------------------- targets
+
+@dataclass
+class Target:
+    label: str
+    server: Server
+    path: str
+    script: str
+    role: str | None
+    expect_non2xx: bool = False
+    runs: list[dict[str, Any]] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+    bare_runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def url(self) -> str:
+        return self.server.url(self.path, self.role)
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def run_rounds(bench: Bench, bare: Server, targets: list[Target]) -> None:
+    args = bench.args
+    bare_url = bare.url("/bare")
+    print(f"warm-up: {args.warmup}s on each server", file=sys.stderr)
+    bench.wrk(bare_url, "post.lua", args.warmup)
+    for t in targets:
+        bench.wrk(t.url(), t.script, args.warmup)
+    for r in range(1, args.rounds + 1):
+        for t in targets:
+            b = bench.wrk(bare_url, "post.lua", args.seconds)
+            m = bench.wrk(t.url(), t.script, args.seconds, tag=f"r{r}{secrets.token_hex(2)}")
+            t.bare_runs.append(b)
+            t.runs.append(m)
+            t.ratios.append(m["rps"] / b["rps"])
+            print(f"round {r}/{args.rounds}  bare {b['rps']:8.0f} req/s | {t.label:<28} "
+                  f"{m['rps']:8.0f} req/s  ratio {t.ratios[-1]:.3f}  "
+                  f"non-2xx {m['status_errors']}", file=sys.stderr)
+
+
+def report(bench: Bench, targets: list[Target]) -> str:
+    args = bench.args
+    bare_runs = [b for t in targets for b in t.bare_runs]
+    lines = [
+        f"Run {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs, "
+        f"{args.rounds} rounds x {args.seconds}s per measurement, wrk {args.threads} threads "
+        f"{args.connections} connections, "
+        + (f"server pinned to CPU {args.server_cpus}, wrk to CPU {args.wrk_cpus}"
+           if bench.pinned else "no CPU pinning")
+        + ". Ratios: median over rounds of (target / bare run just before it).",
+        "",
+        "| target | req/s (median) | ratio to bare | p50 ms | p99 ms | non-2xx | socket errors "
+        "| per-round ratios |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+        f"| bare ASGI (baseline) | {med([b['rps'] for b in bare_runs]):.0f} | 1.000 | "
+        f"{med([b['p50_us'] for b in bare_runs]) / 1000:.2f} | "
+        f"{med([b['p99_us'] for b in bare_runs]) / 1000:.2f} | "
+        f"{sum(b['status_errors'] for b in bare_runs)} | "
+        f"{sum(b['socket_errors'] for b in bare_runs)} | |",
+    ]
+    for t in targets:
+        lines.append(
+            f"| {t.label} | {med([m['rps'] for m in t.runs]):.0f} | {med(t.ratios):.3f} | "
+            f"{med([m['p50_us'] for m in t.runs]) / 1000:.2f} | "
+            f"{med([m['p99_us'] for m in t.runs]) / 1000:.2f} | "
+            f"{sum(m['status_errors'] for m in t.runs)} | "
+            f"{sum(m['socket_errors'] for m in t.runs)} | "
+            + " ".join(f"{x:.3f}" for x in t.ratios) + " |"
+        )
+    by_label = {t.label: t for t in targets}
+    verdicts: list[str] = []
+    pairs = [("/team/list", "SQLite /team/list", "PostgreSQL /team/list"),
+             ("/team/upsert", "SQLite /team/upsert", "PostgreSQL /team/upsert")]
+    pg_lines = []
+    for what, s_label, p_label in pairs:
+        s, p = by_label.get(s_label), by_label.get(p_label)
+        if not s or not p:
+            continue
+        # Per round: PG ratio / SQLite ratio, both normalised by their own bare run.
+        per_round = [pr / sr for pr, sr in zip(p.ratios, s.ratios, strict=True)]
+        pg_lines.append(f"| {what} | {med(per_round):.3f} | "
+                        + " ".join(f"{x:.3f}" for x in per_round) + " |")
+        if what == "/team/list":
+            ok = med(per_round) >= PG_GOAL
+            verdicts.append(
+                f"- PostgreSQL within 30 % of SQLite on /team/list (PG/SQLite >= {PG_GOAL:.2f}): "
+                f"**{'met' if ok else 'NOT met'}** ({med(per_round):.3f})")
+    if pg_lines:
+        lines += ["", "| PostgreSQL vs SQLite | throughput ratio PG/SQLite (median) | per round |",
+                  "|---|---:|---|", *pg_lines]
+    if (s := by_label.get("SQLite /team/list")) is not None:
+        ok = med(s.ratios) >= LIST_GOAL
+        verdicts.insert(0, f"- /team/list on SQLite >= {LIST_GOAL:.0%} of bare: "
+                        f"**{'met' if ok else 'NOT met'}** ({med(s.ratios):.1%})")
+    unexpected = [t.label for t in targets
+                  if not t.expect_non2xx and sum(m["status_errors"] for m in t.runs)]
+    unexpected += ["bare ASGI"] if sum(b["status_errors"] for b in bare_runs) else []
+    verdicts.append("- non-2xx responses: " + (
+        "none outside the rate-limited run" if not unexpected
+        else "**present** in " + ", ".join(unexpected)))
+    for t in targets:
+        if t.expect_non2xx:
+            total = sum(m["requests"] for m in t.runs)
+            bad = sum(m["status_errors"] for m in t.runs)
+            verdicts.append(f"- {t.label}: {bad} of {total} responses non-2xx (429 expected: "
+                            f"limits are 50/s and 1000/min per key)")
+    return "\n".join([*lines, "", "Goals:", *verdicts])
+
+
+# ---------------------------------------------------------------------------- profile
+
+PROFILE_COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
+    # label, substrings matched against "function (file:line)" frames (inclusive time)
+    ("auth: DatabaseAuthenticator.authenticate (3 queries)", ("authenticate (dutyline/platform/auth.py",)),
+    ("handler: team list service + repository", ("dutyline/platform/team/",)),
+    ("db.transaction enter/exit (BEGIN/COMMIT, pool)", ("transaction (dutyline/db/engine.py",
+                                                        "begin (dutyline/db/engine.py")),
+    ("SQLAlchemy (compile, execute, results, pool)", ("sqlalchemy/",)),
+    ("aiosqlite (thread hops, futures)", ("aiosqlite/",)),
+    ("asyncpg", ("asyncpg/",)),
+    ("msgspec envelope encode", ("dutyline/api/envelope.py",)),
+    ("Starlette (routing, Request, Response)", ("starlette/",)),
+    ("uvicorn + httptools protocol", ("uvicorn/",)),
+    ("prometheus_client (metrics)", ("prometheus_client/",)),
+    ("structlog", ("structlog/",)),
+    ("i18n negotiate", ("dutyline/api/i18n.py",)),
+    ("request id", ("dutyline/kit/ids.py",)),
+]
+
+
+def _package(frame: str) -> str:
+    # frame: "func (path/to/file.py:123)"
+    loc = frame.rsplit("(", 1)[-1].rstrip(")")
+    path = loc.rsplit(":", 1)[0]
+    for marker in ("site-packages/", "lib/python3"):
+        if marker in path:
+            rest = path.split(marker, 1)[1]
+            if marker == "lib/python3":
+                rest = "stdlib:" + rest.split("/", 1)[-1]
+            return rest.split("/", 1)[0].removesuffix(".py")
+    if "/dutyline/" in path:
+        return "dutyline." + path.split("/dutyline/", 1)[1].removesuffix(".py").replace("/", ".")
+    return path
+
+
+def summarise_profile(raw: Path, top: int = 15) -> str:
+    samples: list[tuple[list[str], int]] = []
+    for line in raw.read_text(errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if stack and count.isdigit():
+            samples.append((stack.split(";"), int(count)))
+    total = sum(c for _, c in samples)
+    if not total:
+        return "no samples"
+    by_thread: collections.Counter[str] = collections.Counter()
+    leaf_pkg: collections.Counter[str] = collections.Counter()
+    leaf_fn: collections.Counter[str] = collections.Counter()
+    inclusive: collections.Counter[str] = collections.Counter()
+    dutyline_fn: collections.Counter[str] = collections.Counter()
+    for frames, count in samples:
+        code = [f for f in frames if "(" in f and not f.startswith(("process", "thread"))]
+        by_thread["event loop (main thread)" if _is_main(frames) else "other threads "
+                  "(aiosqlite workers)"] += count
+        if not code:
+            continue
+        leaf = code[-1]
+        leaf_pkg[_package(leaf)] += count
+        leaf_fn[leaf] += count
+        joined = ";".join(code)
+        for label, needles in PROFILE_COMPONENTS:
+            if any(n in joined for n in needles):
+                inclusive[label] += count
+        for fn in {f.split(" (", 1)[0] + " (" + _package(f) + ")" for f in code
+                   if "/dutyline/" in f}:
+            dutyline_fn[fn] += count
+
+    def pct(n: int) -> str:
+        return f"{100 * n / total:5.1f} %"
+
+    out = [f"{total} samples (all active threads; idle time excluded)", "",
+           "By thread:"]
+    out += [f"  {pct(n)}  {k}" for k, n in by_thread.most_common()]
+    out += ["", "Inclusive time by component (a sample counts once per component):"]
+    out += [f"  {pct(n)}  {k}" for k, n in inclusive.most_common()]
+    out += ["", "Self time by package (leaf frame):"]
+    out += [f"  {pct(n)}  {k}" for k, n in leaf_pkg.most_common(top)]
+    out += ["", "Self time by function (leaf frame):"]
+    out += [f"  {pct(n)}  {k}" for k, n in leaf_fn.most_common(top)]
+    out += ["", "Inclusive time of dutyline functions:"]
+    out += [f"  {pct(n)}  {k}" for k, n in dutyline_fn.most_common(top)]
+    return "\n".join(out)
+
+
+def _is_main(frames: list[str]) -> bool:
+    # py-spy --threads puts "thread (0x...)" second; the event loop thread runs uvicorn's
+    # main() / asyncio's run_forever, worker threads run threading's _bootstrap.
+    joined = ";".join(frames)
+    return "_bootstrap (" not in joined
+
+
+def profile(bench: Bench, server: Server) -> str:
+    args = bench.args
+    py_spy = _venv_bin("py-spy")
+    if shutil.which(py_spy) is None and not Path(py_spy).exists():
+        return "py-spy is not installed (pip install py-spy into the venv); no profile taken"
+    raw = bench.tmp / "profile.txt"
+    rec = subprocess.Popen(
+        [*bench.wrk_prefix, py_spy, "record", "--pid", str(server.proc.pid), "--duration",
+         str(int(args.profile_seconds)), "--rate", "200", "--format", "raw", "--threads",
+         "--nonblocking", "--output", str(raw)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    time.sleep(1.0)
+    load = bench.wrk(server.url("/team/list", "list"), "post.lua", args.profile_seconds)
+    out, _ = rec.communicate(timeout=args.profile_seconds + 60)
+    if rec.returncode != 0 or not raw.exists():
+        return f"py-spy failed ({rec.returncode}): {out.decode(errors='replace')[-2000:]}"
+    if args.keep_profile:
+        shutil.copy(raw, args.keep_profile)
+    head = (f"Profile: py-spy (200 Hz, --nonblocking) on {server.name} under /team/list, "
+            f"{args.connections} connections, {args.profile_seconds}s; load during the profile "
+            f"{load['rps']:.0f} req/s (sampling costs some).")
+    return head + "\n\n" + summarise_profile(raw)
+
+
+# ---------------------------------------------------------------------------- main
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.http_bench",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--seconds", type=int, default=5, help="per measurement")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--connections", type=int, default=32)
+    p.add_argument("--threads", type=int, default=2, help="wrk threads")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--postgres", action="store_true", help="also run on PostgreSQL")
+    p.add_argument("--default-limits", action="store_true",
+                   help="also measure /team/list with the default rate limits on")
+    p.add_argument("--no-upsert", action="store_true", help="skip the /team/upsert targets")
+    p.add_argument("--profile", action="store_true",
+                   help="after the rounds, py-spy the SQLite server under /team/list load")
+    p.add_argument("--profile-only", action="store_true", help="skip the rounds")
+    p.add_argument("--profile-seconds", type=int, default=10)
+    p.add_argument("--keep-profile", type=Path, default=None,
+                   help="copy py-spy's raw collapsed stacks here")
+    p.add_argument("--no-pin", dest="pin", action="store_false",
+                   help="do not pin server and wrk to different CPUs with taskset")
+    p.add_argument("--server-cpus", default="0")
+    p.add_argument("--wrk-cpus", default="1")
+    p.add_argument("--json-out", type=Path, default=None, help="write raw results as JSON")
+    args = p.parse_args(argv)
+    if args.seconds > 30 or args.rounds > 20:
+        p.error("keep runs short on the shared machine: --seconds <= 30, --rounds <= 20")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if shutil.which("wrk") is None:
+        print("wrk not found: apt-get install -y wrk", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    bench = Bench(args)
+    try:
+        bare = bench.start_bare()
+        sqlite_url = f"sqlite+aiosqlite:///{bench.tmp / 'sqlite' / 'dutyline.db'}"
+        sq = bench.start_dutyline("dutyline-sqlite", sqlite_url)
+        targets = [Target("SQLite /team/list", sq, "/team/list", "post.lua", "list")]
+        if not args.no_upsert:
+            targets.append(Target("SQLite /team/upsert", sq, "/team/upsert", "upsert.lua",
+                                  "write"))
+        if args.postgres:
+            pg = bench.start_dutyline("dutyline-postgres", bench.create_pg_database())
+            targets.insert(1, Target("PostgreSQL /team/list", pg, "/team/list", "post.lua",
+                                     "list"))
+            if not args.no_upsert:
+                targets.append(Target("PostgreSQL /team/upsert", pg, "/team/upsert",
+                                      "upsert.lua", "write"))
+        if args.default_limits:
+            lim = bench.start_dutyline("dutyline-sqlite-limits", sqlite_url, limits=True,
+                                       seed=False, keys=sq.keys)
+            targets.append(Target("SQLite /team/list, default limits", lim, "/team/list",
+                                  "post.lua", "list", expect_non2xx=True))
+        output = []
+        if not args.profile_only:
+            run_rounds(bench, bare, targets)
+            output.append(report(bench, targets))
+        if args.profile or args.profile_only:
+            output.append(profile(bench, sq))
+        print("\n\n".join(output))
+        if args.json_out:
+            args.json_out.write_text(json.dumps(
+                [{"label": t.label, "runs": t.runs, "bare_runs": t.bare_runs,
+                  "ratios": t.ratios} for t in targets], indent=1))
+    finally:
+        bench.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
