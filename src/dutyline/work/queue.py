@@ -113,14 +113,19 @@ async def claim(
         .order_by(job.c.run_at, job.c.id)
         .limit(limit)
     )
+    due_cte = due.cte("due")
     if db.is_postgres:
-        due = due.with_for_update(skip_locked=True)
+        # MATERIALIZED: as a plain `IN (sub-select)` PostgreSQL may run the locking sub-select
+        # more than once per statement and so claim more than `limit` rows (seen in tests).
+        due_cte = (
+            due.with_for_update(skip_locked=True).cte("due").prefix_with("MATERIALIZED")
+        )
     expires = now_ms + lease_ms
     stmt = (
         update(job)
         # status is checked again here: harmless on SQLite, and on PostgreSQL it guards the
         # row that a concurrent transaction changed between the sub-select and the lock.
-        .where(job.c.id.in_(due.scalar_subquery()), job.c.status == PENDING)
+        .where(job.c.id.in_(select(due_cte.c.id)), job.c.status == PENDING)
         .values(
             status=RUNNING,
             lease_owner=worker_id,
