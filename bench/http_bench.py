@@ -198,22 +198,34 @@ class Bench:
     # -- load
 
     def wrk(self, url: str, script: str, seconds: float, *, body: str = "{}",
-            tag: str = "") -> dict[str, Any]:
+            tag: str = "", pid: int | None = None) -> dict[str, Any]:
         cmd = [
             *self.wrk_prefix, "wrk", f"-t{self.args.threads}", f"-c{self.args.connections}",
-            f"-d{max(1, round(seconds))}s", "--timeout", "10s", "--latency", "-s", str(WRK_DIR / script), url,
+            f"-d{max(1, round(seconds))}s", "--timeout", "10s", "--latency",
+            "-s", str(WRK_DIR / script), url,
         ]
         env = {**os.environ, "WRK_BODY": body, "WRK_RUN_TAG": tag or secrets.token_hex(3)}
+        cpu_before = process_cpu_seconds(pid) if pid else 0.0
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False,
                              timeout=seconds + 60)
+        cpu_after = process_cpu_seconds(pid) if pid else 0.0
         line = next((ln for ln in out.stdout.splitlines() if ln.startswith("WRKJSON ")), None)
         if out.returncode != 0 or line is None:
             raise RuntimeError(f"wrk failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
         result: dict[str, Any] = json.loads(line[len("WRKJSON "):])
         result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
+        # Server CPU time (all its threads) per request: unlike req/s it barely depends on how
+        # much of the shared CPU the server got, so it is the steadier figure on a busy machine.
+        if pid and result["requests"]:
+            result["cpu_us_per_req"] = (cpu_after - cpu_before) * 1e6 / result["requests"]
         result["socket_errors"] = sum(
             result[k] for k in ("connect_errors", "read_errors", "write_errors", "timeouts"))
         return result
+
+
+def process_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
@@ -264,6 +276,7 @@ class Target:
     expect_non2xx: bool = False
     runs: list[dict[str, Any]] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
+    cpu_ratios: list[float] = field(default_factory=list)
     bare_runs: list[dict[str, Any]] = field(default_factory=list)
 
     def url(self) -> str:
@@ -283,14 +296,16 @@ def run_rounds(bench: Bench, bare: Server, targets: list[Target]) -> None:
         bench.wrk(t.url(), t.script, args.warmup)
     for r in range(1, args.rounds + 1):
         for t in targets:
-            b = bench.wrk(bare_url, "post.lua", args.seconds)
-            m = bench.wrk(t.url(), t.script, args.seconds, tag=f"r{r}{secrets.token_hex(2)}")
+            b = bench.wrk(bare_url, "post.lua", args.seconds, pid=bare.proc.pid)
+            m = bench.wrk(t.url(), t.script, args.seconds, tag=f"r{r}{secrets.token_hex(2)}",
+                          pid=t.server.proc.pid)
             t.bare_runs.append(b)
             t.runs.append(m)
             t.ratios.append(m["rps"] / b["rps"])
-            print(f"round {r}/{args.rounds}  bare {b['rps']:8.0f} req/s | {t.label:<28} "
-                  f"{m['rps']:8.0f} req/s  ratio {t.ratios[-1]:.3f}  "
-                  f"non-2xx {m['status_errors']}", file=sys.stderr)
+            t.cpu_ratios.append(b.get("cpu_us_per_req", 0) / m.get("cpu_us_per_req", 1) or 1)
+            print(f"round {r}/{args.rounds}  bare {b['rps']:8.0f} req/s | {t.label:<34} "
+                  f"{m['rps']:8.0f} req/s  ratio {t.ratios[-1]:.3f}  cpu-ratio "
+                  f"{t.cpu_ratios[-1]:.3f}  non-2xx {m['status_errors']}", file=sys.stderr)
 
 
 def report(bench: Bench, targets: list[Target]) -> str:
@@ -302,14 +317,17 @@ def report(bench: Bench, targets: list[Target]) -> str:
         f"{args.connections} connections, "
         + (f"server pinned to CPU {args.server_cpus}, wrk to CPU {args.wrk_cpus}"
            if bench.pinned else "no CPU pinning")
-        + ". Ratios: median over rounds of (target / bare run just before it).",
+        + ". Ratios: median over rounds of (target / bare run just before it). CPU ratio: "
+        "bare's server CPU time per request / the target's (the throughput ratio both would "
+        "have if CPU-bound on a core of their own).",
         "",
-        "| target | req/s (median) | ratio to bare | p50 ms | p99 ms | non-2xx | socket errors "
-        "| per-round ratios |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| target | req/s (median) | ratio to bare | p50 ms | p99 ms | server CPU µs/req "
+        "| CPU ratio | non-2xx | socket errors | per-round ratios |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         f"| bare ASGI (baseline) | {med([b['rps'] for b in bare_runs]):.0f} | 1.000 | "
         f"{med([b['p50_us'] for b in bare_runs]) / 1000:.2f} | "
         f"{med([b['p99_us'] for b in bare_runs]) / 1000:.2f} | "
+        f"{med([b.get('cpu_us_per_req', 0) for b in bare_runs]):.0f} | 1.000 | "
         f"{sum(b['status_errors'] for b in bare_runs)} | "
         f"{sum(b['socket_errors'] for b in bare_runs)} | |",
     ]
@@ -318,6 +336,8 @@ def report(bench: Bench, targets: list[Target]) -> str:
             f"| {t.label} | {med([m['rps'] for m in t.runs]):.0f} | {med(t.ratios):.3f} | "
             f"{med([m['p50_us'] for m in t.runs]) / 1000:.2f} | "
             f"{med([m['p99_us'] for m in t.runs]) / 1000:.2f} | "
+            f"{med([m.get('cpu_us_per_req', 0) for m in t.runs]):.0f} | "
+            f"{med(t.cpu_ratios):.3f} | "
             f"{sum(m['status_errors'] for m in t.runs)} | "
             f"{sum(m['socket_errors'] for m in t.runs)} | "
             + " ".join(f"{x:.3f}" for x in t.ratios) + " |"
@@ -333,7 +353,8 @@ def report(bench: Bench, targets: list[Target]) -> str:
             continue
         # Per round: PG ratio / SQLite ratio, both normalised by their own bare run.
         per_round = [pr / sr for pr, sr in zip(p.ratios, s.ratios, strict=True)]
-        pg_lines.append(f"| {what} | {med(per_round):.3f} | "
+        cpu_round = [pr / sr for pr, sr in zip(p.cpu_ratios, s.cpu_ratios, strict=True)]
+        pg_lines.append(f"| {what} | {med(per_round):.3f} | {med(cpu_round):.3f} | "
                         + " ".join(f"{x:.3f}" for x in per_round) + " |")
         if what == "/team/list":
             ok = med(per_round) >= PG_GOAL
@@ -341,8 +362,9 @@ def report(bench: Bench, targets: list[Target]) -> str:
                 f"- PostgreSQL within 30 % of SQLite on /team/list (PG/SQLite >= {PG_GOAL:.2f}): "
                 f"**{'met' if ok else 'NOT met'}** ({med(per_round):.3f})")
     if pg_lines:
-        lines += ["", "| PostgreSQL vs SQLite | throughput ratio PG/SQLite (median) | per round |",
-                  "|---|---:|---|", *pg_lines]
+        lines += ["", "| PostgreSQL vs SQLite | throughput ratio PG/SQLite (median) "
+                  "| CPU ratio PG/SQLite | per round (throughput) |",
+                  "|---|---:|---:|---|", *pg_lines]
     if (s := by_label.get("SQLite /team/list")) is not None:
         ok = med(s.ratios) >= LIST_GOAL
         verdicts.insert(0, f"- /team/list on SQLite >= {LIST_GOAL:.0%} of bare: "
@@ -366,7 +388,8 @@ def report(bench: Bench, targets: list[Target]) -> str:
 
 PROFILE_COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
     # label, substrings matched against "function (file:line)" frames (inclusive time)
-    ("auth: DatabaseAuthenticator.authenticate (3 queries)", ("authenticate (dutyline/platform/auth.py",)),
+    ("auth: DatabaseAuthenticator.authenticate (3 queries)",
+     ("authenticate (dutyline/platform/auth.py",)),
     ("handler: team list service + repository", ("dutyline/platform/team/",)),
     ("db.transaction enter/exit (BEGIN/COMMIT, pool)", ("transaction (dutyline/db/engine.py",
                                                         "begin (dutyline/db/engine.py")),
@@ -384,18 +407,13 @@ PROFILE_COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
 
 
 def _package(frame: str) -> str:
-    # frame: "func (path/to/file.py:123)"
-    loc = frame.rsplit("(", 1)[-1].rstrip(")")
-    path = loc.rsplit(":", 1)[0]
-    for marker in ("site-packages/", "lib/python3"):
-        if marker in path:
-            rest = path.split(marker, 1)[1]
-            if marker == "lib/python3":
-                rest = "stdlib:" + rest.split("/", 1)[-1]
-            return rest.split("/", 1)[0].removesuffix(".py")
-    if "/dutyline/" in path:
-        return "dutyline." + path.split("/dutyline/", 1)[1].removesuffix(".py").replace("/", ".")
-    return path
+    # frame: "func (path/to/file.py:123)"; py-spy shortens paths to be relative to sys.path
+    path = frame.rsplit("(", 1)[-1].rstrip(")").rsplit(":", 1)[0]
+    for marker in ("site-packages/", "/lib/python3.11/", "/lib/python3.12/", "/lib/python3.13/"):
+        path = path.split(marker, 1)[-1]
+    if path.startswith("dutyline/") or "/dutyline/" in path:
+        return path[path.index("dutyline/"):].removesuffix(".py").replace("/", ".")
+    return path.split("/", 1)[0].removesuffix(".py")
 
 
 def summarise_profile(raw: Path, top: int = 15) -> str:
@@ -413,7 +431,7 @@ def summarise_profile(raw: Path, top: int = 15) -> str:
     inclusive: collections.Counter[str] = collections.Counter()
     dutyline_fn: collections.Counter[str] = collections.Counter()
     for frames, count in samples:
-        code = [f for f in frames if "(" in f and not f.startswith(("process", "thread"))]
+        code = [f for f in frames[1:] if "(" in f]
         by_thread["event loop (main thread)" if _is_main(frames) else "other threads "
                   "(aiosqlite workers)"] += count
         if not code:
@@ -426,13 +444,13 @@ def summarise_profile(raw: Path, top: int = 15) -> str:
             if any(n in joined for n in needles):
                 inclusive[label] += count
         for fn in {f.split(" (", 1)[0] + " (" + _package(f) + ")" for f in code
-                   if "/dutyline/" in f}:
+                   if "dutyline/" in f}:
             dutyline_fn[fn] += count
 
     def pct(n: int) -> str:
         return f"{100 * n / total:5.1f} %"
 
-    out = [f"{total} samples (all active threads; idle time excluded)", "",
+    out = [f"{total} samples of the thread holding the GIL (py-spy --gil)", "",
            "By thread:"]
     out += [f"  {pct(n)}  {k}" for k, n in by_thread.most_common()]
     out += ["", "Inclusive time by component (a sample counts once per component):"]
@@ -447,10 +465,9 @@ def summarise_profile(raw: Path, top: int = 15) -> str:
 
 
 def _is_main(frames: list[str]) -> bool:
-    # py-spy --threads puts "thread (0x...)" second; the event loop thread runs uvicorn's
-    # main() / asyncio's run_forever, worker threads run threading's _bootstrap.
-    joined = ";".join(frames)
-    return "_bootstrap (" not in joined
+    # py-spy --threads starts each stack with "thread (<tid>): <name>"; the event loop runs
+    # in MainThread, aiosqlite's connection threads have their own names.
+    return "MainThread" in frames[0]
 
 
 def profile(bench: Bench, server: Server) -> str:
@@ -462,7 +479,7 @@ def profile(bench: Bench, server: Server) -> str:
     rec = subprocess.Popen(
         [*bench.wrk_prefix, py_spy, "record", "--pid", str(server.proc.pid), "--duration",
          str(int(args.profile_seconds)), "--rate", "200", "--format", "raw", "--threads",
-         "--nonblocking", "--output", str(raw)],
+         "--gil", "--nonblocking", "--output", str(raw)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
     time.sleep(1.0)
@@ -472,7 +489,7 @@ def profile(bench: Bench, server: Server) -> str:
         return f"py-spy failed ({rec.returncode}): {out.decode(errors='replace')[-2000:]}"
     if args.keep_profile:
         shutil.copy(raw, args.keep_profile)
-    head = (f"Profile: py-spy (200 Hz, --nonblocking) on {server.name} under /team/list, "
+    head = (f"Profile: py-spy (200 Hz, --gil --nonblocking) on {server.name} under /team/list, "
             f"{args.connections} connections, {args.profile_seconds}s; load during the profile "
             f"{load['rps']:.0f} req/s (sampling costs some).")
     return head + "\n\n" + summarise_profile(raw)
@@ -495,6 +512,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--profile", action="store_true",
                    help="after the rounds, py-spy the SQLite server under /team/list load")
     p.add_argument("--profile-only", action="store_true", help="skip the rounds")
+    p.add_argument("--profile-db", choices=("sqlite", "postgres"), default="sqlite",
+                   help="which dutyline server to profile")
     p.add_argument("--profile-seconds", type=int, default=10)
     p.add_argument("--keep-profile", type=Path, default=None,
                    help="copy py-spy's raw collapsed stacks here")
@@ -541,7 +560,9 @@ def main(argv: list[str] | None = None) -> int:
             run_rounds(bench, bare, targets)
             output.append(report(bench, targets))
         if args.profile or args.profile_only:
-            output.append(profile(bench, sq))
+            if args.profile_db == "postgres" and not args.postgres:
+                raise SystemExit("--profile-db postgres needs --postgres")
+            output.append(profile(bench, pg if args.profile_db == "postgres" else sq))
         print("\n\n".join(output))
         if args.json_out:
             args.json_out.write_text(json.dumps(
