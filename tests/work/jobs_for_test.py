@@ -8,8 +8,10 @@ job's effects would be impossible to miss."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -38,6 +40,16 @@ async def effect_rows(conn: AsyncConnection) -> list[tuple[int, str, int]]:
         text(f"SELECT job_id, worker_id, attempt FROM {EFFECT_TABLE} ORDER BY job_id")
     )
     return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 30.0) -> None:
+    """Poll until `check` holds; the limit only stops a broken run from hanging, it is not
+    an assertion about speed."""
+    with anyio.fail_after(within):
+        while True:
+            if await check():
+                return
+            await asyncio.sleep(0.02)
 
 
 @job_handler(EFFECT_KIND)

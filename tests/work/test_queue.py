@@ -39,10 +39,14 @@ async def add(db: Database, now_ms: int, kind: str = "k", **kw: Any) -> int | No
 
 async def test_enqueue_in_rolled_back_transaction_leaves_nothing(runtime: Runtime) -> None:
     db, now = runtime.db, millis(runtime.clock)
-    with pytest.raises(RuntimeError, match="request failed"):
+
+    async def failing_request() -> None:
         async with db.transaction() as conn:
             assert await queue.enqueue(conn, "k", {"a": 1}, now_ms=now) is not None
             raise RuntimeError("request failed")
+
+    with pytest.raises(RuntimeError, match="request failed"):
+        await failing_request()
     assert await job_count(db) == 0
 
     job_id = await add(db, now, payload={"a": 1})
