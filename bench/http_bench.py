@@ -388,7 +388,7 @@ def report(bench: Bench, targets: list[Target]) -> str:
 
 PROFILE_COMPONENTS: list[tuple[str, tuple[str, ...]]] = [
     # label, substrings matched against "function (file:line)" frames (inclusive time)
-    ("auth: DatabaseAuthenticator.authenticate (3 queries)",
+    ("auth: DatabaseAuthenticator.authenticate",
      ("authenticate (dutyline/platform/auth.py",)),
     ("handler: team list service + repository", ("dutyline/platform/team/",)),
     ("db.transaction enter/exit (BEGIN/COMMIT, pool)", ("transaction (dutyline/db/engine.py",
