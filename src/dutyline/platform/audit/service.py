@@ -1,0 +1,154 @@
+"""Reading the audit log: search with an opaque, signed cursor, and the audited operations."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import struct
+from functools import cache
+
+import msgspec
+
+from dutyline.api import errors
+from dutyline.api.i18n import Translator
+from dutyline.api.operation import Context, Operation
+from dutyline.config import Settings
+from dutyline.platform.audit import repository as repo
+from dutyline.platform.audit.schemas import (
+    DEFAULT_LIMIT,
+    MAX_SPAN_SECONDS,
+    AuditLog,
+    AuditOperationListResponse,
+    AuditOperationTypeItem,
+    AuditSearchRequest,
+    AuditSearchResponse,
+)
+
+CURSOR_FIELD = "search_after_ctx"
+_CURSOR = struct.Struct(">qqq")  # account_id, created_at ms, row id
+_MAC_BYTES = 16
+_CATALOG_LOCALE_CN = "zh_CN"
+
+
+def _cursor_key(settings: Settings) -> bytes:
+    """The MAC key: derived from the server's secret key, shared by every process.
+
+    Without one (PostgreSQL and no DUTYLINE_SECRET_KEY) the database URL stands in: then the
+    MAC still rejects edited or corrupt cursors but is forgeable by someone who knows the URL.
+    That is acceptable because a cursor only ever pages through the caller's own account's
+    rows: the query is scoped by account whatever the cursor says."""
+    try:
+        secret = settings.resolved_secret_key()
+    except RuntimeError:
+        secret = settings.database_url
+    return hmac.new(secret.encode(), b"dutyline audit cursor v1", hashlib.sha256).digest()
+
+
+def encode_cursor(settings: Settings, account_id: int, created_at: int, row_id: int) -> str:
+    payload = _CURSOR.pack(account_id, created_at, row_id)
+    mac = hmac.new(_cursor_key(settings), payload, hashlib.sha256).digest()[:_MAC_BYTES]
+    return base64.urlsafe_b64encode(payload + mac).rstrip(b"=").decode()
+
+
+def decode_cursor(settings: Settings, account_id: int, cursor: str) -> tuple[int, int]:
+    """(created_at, id) of the last row seen; 400 naming the field for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    except (binascii.Error, ValueError):
+        raise errors.invalid(CURSOR_FIELD) from None
+    if len(raw) != _CURSOR.size + _MAC_BYTES:
+        raise errors.invalid(CURSOR_FIELD)
+    payload, mac = raw[: _CURSOR.size], raw[_CURSOR.size:]
+    expected = hmac.new(_cursor_key(settings), payload, hashlib.sha256).digest()[:_MAC_BYTES]
+    if not hmac.compare_digest(mac, expected):
+        raise errors.invalid(CURSOR_FIELD)
+    owner, created_at, row_id = _CURSOR.unpack(payload)
+    if owner != account_id:  # another account's cursor: as invalid as a forged one
+        raise errors.invalid(CURSOR_FIELD)
+    return created_at, row_id
+
+
+def _validate(req: AuditSearchRequest) -> None:
+    if req.end_time <= req.start_time:
+        raise errors.invalid("end_time", "must be after start_time")
+    if req.end_time - req.start_time > MAX_SPAN_SECONDS:
+        raise errors.invalid("end_time", "must be at most 90 days after start_time")
+
+
+async def search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
+    _validate(req)
+    account_id = ctx.caller.account_id
+    settings = ctx.runtime.settings
+    after = decode_cursor(settings, account_id, req.search_after_ctx) if req.search_after_ctx \
+        else None
+    limit = req.limit or DEFAULT_LIMIT
+    f = repo.AuditFilter(
+        account_id=account_id,
+        from_ms=req.start_time * 1000,
+        to_ms=req.end_time * 1000 + 999,  # end_time is a whole second, included
+        request_id=req.request_id,
+        operations=tuple(req.operations) if req.operations else None,
+        member_id=req.person_id,
+        only_dangerous=bool(req.is_dangerous),
+        is_write=req.is_write,
+    )
+    total = await repo.count(ctx.conn, f)
+    # One row more than asked tells whether a next page exists, so the last page's cursor is
+    # "" as the reference says, and not a cursor to an empty page.
+    rows = await repo.page(ctx.conn, f, after=after, limit=limit + 1)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    labels = _labels(ctx.runtime.translator, ctx.locale)
+    docs = [
+        AuditLog(
+            created_at=r.created_at, account_id=r.account_id, member_id=r.member_id,
+            member_name=r.member_name, request_id=r.request_id, ip=r.ip,
+            operation=r.operation, operation_name=labels.get(r.operation, r.operation),
+            body=r.body, params=[], is_dangerous=bool(r.is_dangerous),
+            is_write=bool(r.is_write), outcome=r.outcome, key_suffix=r.key_suffix,
+            target_ids=_target_ids(r.target_ids),
+        )
+        for r in rows
+    ]
+    cursor = ""
+    if more and rows:
+        cursor = encode_cursor(settings, account_id, rows[-1].created_at, rows[-1].id)
+    return AuditSearchResponse(total=total, search_after_ctx=cursor, docs=docs)
+
+
+def _target_ids(text: str) -> list[str]:
+    try:
+        value = msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+@cache
+def audited_operations() -> tuple[Operation, ...]:
+    """The operations the audit log records, from the same registry the app serves (the
+    routers are fixed at import, so this is computed once).
+
+    Imported here, not at module level: routes.py imports this domain's endpoints."""
+    from dutyline.routes import all_routers
+
+    ops = {op.operation_name: op for r in all_routers() for op in r.operations if op.audited}
+    return tuple(ops[name] for name in sorted(ops))
+
+
+def _labels(translator: Translator, locale: str) -> dict[str, str]:
+    return {op.operation_name: translator.gettext(locale, op.summary or op.operation_name)
+            for op in audited_operations()}
+
+
+async def operation_list(ctx: Context) -> AuditOperationListResponse:
+    translator = ctx.runtime.translator
+    return AuditOperationListResponse(items=[
+        AuditOperationTypeItem(
+            name=op.operation_name,
+            name_cn=translator.gettext(_CATALOG_LOCALE_CN, op.summary or op.operation_name),
+        )
+        for op in audited_operations()
+    ])
