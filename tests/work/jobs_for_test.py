@@ -42,14 +42,16 @@ async def effect_rows(conn: AsyncConnection) -> list[tuple[int, str, int]]:
     return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
 
 
-async def eventually(check: Callable[[], Awaitable[bool]], *, within: float = 30.0) -> None:
+async def eventually(
+    check: Callable[[], Awaitable[bool]], *, within: float = 30.0, every: float = 0.02
+) -> None:
     """Poll until `check` holds; the limit only stops a broken run from hanging, it is not
     an assertion about speed."""
     with anyio.fail_after(within):
         while True:
             if await check():
                 return
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(every)
 
 
 @job_handler(EFFECT_KIND)

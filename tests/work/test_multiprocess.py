@@ -157,7 +157,7 @@ async def test_two_worker_processes_run_each_job_exactly_once(
             return await _done_count(db) == JOBS
 
         try:
-            await eventually(all_done, within=120)
+            await eventually(all_done, within=120, every=0.1)
         except TimeoutError:
             pytest.fail(f"jobs not done; worker logs:\n{_report(worker_logs)}")
         codes = [await _stop(p) for p in procs]
@@ -204,7 +204,7 @@ async def test_job_of_a_killed_worker_runs_again_after_its_lease_expires(
             return await _done_count(db) == JOBS
 
         try:
-            await eventually(all_done, within=120)
+            await eventually(all_done, within=120, every=0.1)
         except TimeoutError:
             pytest.fail(f"jobs not done; worker logs:\n{_report(worker_logs)}")
         assert await _stop(survivor) == 0, _report(worker_logs)
