@@ -40,29 +40,31 @@ KEY_USE_FLUSH_SECONDS = 15.0
 BackgroundTask = Callable[[Runtime], Coroutine[Any, Any, None]]
 
 
-def build_limiter(settings: Settings, clock: Clock) -> RateLimiter:
+def build_limiter(settings: Settings, clock: Clock, metrics: Metrics | None = None) -> RateLimiter:
     if settings.rate_limit_per_second <= 0 and settings.rate_limit_per_minute <= 0:
         return NoRateLimiter()
     windows = default_windows(settings.rate_limit_per_second, settings.rate_limit_per_minute)
     if settings.redis_url:
         from dutyline.api.ratelimit_redis import RedisRateLimiter
 
-        return RedisRateLimiter(settings.redis_url, windows)
+        return RedisRateLimiter(settings.redis_url, windows, clock=clock,
+                                registry=metrics.registry if metrics else None)
     return MemoryRateLimiter(windows, clock)
 
 
 def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
     clock = clock or SystemClock()
     db = Database(settings.database_url)
+    metrics = Metrics()
     return Runtime(
         settings=settings,
         db=db,
         clock=clock,
         translator=Translator(),
-        limiter=build_limiter(settings, clock),
+        limiter=build_limiter(settings, clock, metrics),
         authenticator=DatabaseAuthenticator(clock),
         audit=DatabaseAuditSink(clock),
-        metrics=Metrics(),
+        metrics=metrics,
     )
 
 

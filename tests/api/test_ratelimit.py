@@ -315,3 +315,16 @@ async def test_unreachable_redis_falls_back_to_exact_local_limits() -> None:
         assert limiter.degraded
     finally:
         await limiter.close()
+
+
+async def test_http_with_redis_down_still_limits_and_counts_the_fallback(
+    limited_settings: Settings,
+) -> None:
+    settings = limited_settings.with_(redis_url="redis://127.0.0.1:1/0")
+    async with make_api(settings, clock=FakeClock()) as api:
+        assert isinstance(api.runtime.limiter, RedisRateLimiter)
+        acme = await new_account(api, "Acme")
+        replies = [await api.call("/team/list", {}, key=acme.key) for _ in range(51)]
+        assert [r.status for r in replies] == [200] * 50 + [429]
+        metrics = (await api.raw("GET", "/metrics")).text
+        assert "dutyline_ratelimit_fallback_total 51.0" in metrics
