@@ -35,8 +35,8 @@ def make_accounts(env: dict[str, str]) -> dict[str, str]:
     return keys
 
 
-async def trace(env: dict[str, str], keys: dict[str, str],
-                requests: int) -> dict[str, dict[str, float]]:
+async def trace(env: dict[str, str], keys: dict[str, str], requests: int,
+                concurrency: int) -> dict[str, dict[str, float]]:
     import aiosqlite.core
     import httpx
     from sqlalchemy import event
@@ -60,6 +60,14 @@ async def trace(env: dict[str, str], keys: dict[str, str],
     @event.listens_for(engine.sync_engine.pool, "checkout")
     def _checkout(*_: Any) -> None:
         counts["pool checkouts"] += 1
+
+    @event.listens_for(engine.sync_engine.pool, "connect")
+    def _connect(*_: Any) -> None:
+        counts["new DB connections opened (pool churn)"] += 1
+
+    @event.listens_for(engine.sync_engine.pool, "close")
+    def _close(*_: Any) -> None:
+        counts["DB connections closed (pool churn)"] += 1
 
     @event.listens_for(engine.sync_engine.pool, "reset")
     def _reset(*_: Any) -> None:
@@ -94,13 +102,16 @@ async def trace(env: dict[str, str], keys: dict[str, str],
                                   json={"team_name": f"w-{secrets.token_hex(6)}"})
             counts.clear()
             statements.clear()
-            for _ in range(requests):
+            async def one(path: str = path, role: str = role) -> None:
                 body = {} if role == "list" else {"team_name": f"t-{secrets.token_hex(8)}"}
                 r = await client.post(f"{path}?app_key={keys[role]}", json=body)
                 r.raise_for_status()
-            results[label] = {k: v / requests for k, v in sorted(counts.items())}
-            results[label + " statements"] = {k: v / requests
-                                              for k, v in statements.most_common()}
+
+            for _ in range(requests // concurrency):
+                await asyncio.gather(*(one() for _ in range(concurrency)))
+            done = requests // concurrency * concurrency
+            results[label] = {k: v / done for k, v in sorted(counts.items())}
+            results[label + " statements"] = {k: v / done for k, v in statements.most_common()}
     await app.state.runtime.db.dispose()
     aiosqlite.core.Connection._execute = original_execute  # type: ignore[method-assign]
     return results
@@ -109,7 +120,9 @@ async def trace(env: dict[str, str], keys: dict[str, str],
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.trace_requests")
     p.add_argument("--postgres", action="store_true")
-    p.add_argument("--requests", type=int, default=200)
+    p.add_argument("--requests", type=int, default=320)
+    p.add_argument("--concurrency", type=int, default=1,
+                   help="requests in flight at once (32 shows the pool churn wrk sees)")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dutyline-trace-"))
     db_name = None
@@ -121,13 +134,15 @@ def main() -> int:
         else:
             url = f"sqlite+aiosqlite:///{tmp / 'trace.db'}"
         env = {**os.environ, "DUTYLINE_DATABASE_URL": url, "DUTYLINE_RUN_WORKERS": "0"}
-        results = asyncio.run(trace(env, make_accounts(env), args.requests))
+        results = asyncio.run(trace(env, make_accounts(env), args.requests,
+                                    args.concurrency))
     finally:
         if db_name:
             asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
         shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
-    print(f"per request, averaged over {args.requests} ({backend}):")
+    print(f"per request, averaged over {args.requests} ({backend}, "
+          f"{args.concurrency} in flight):")
     for label, values in results.items():
         print(f"\n{label}")
         for k, v in values.items():
