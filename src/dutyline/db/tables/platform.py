@@ -13,6 +13,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 from dutyline.db.tables.meta import AutoBigInt, metadata
@@ -54,6 +55,16 @@ member = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     Index("ix_member_account_status", "account_id", "status"),
+    # An email names one live member per account; deleted members free theirs for reuse.
+    # The service checks first for a clear message; this index settles concurrent invites.
+    Index(
+        "uq_member_account_email",
+        "account_id",
+        "email",
+        unique=True,
+        sqlite_where=text("email != '' AND status != 'deleted'"),
+        postgresql_where=text("email != '' AND status != 'deleted'"),
+    ),
 )
 
 role = Table(

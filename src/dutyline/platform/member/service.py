@@ -7,6 +7,8 @@ import re
 import zoneinfo
 from typing import Any
 
+from sqlalchemy.exc import IntegrityError
+
 from dutyline.api import errors
 from dutyline.api.operation import Context
 from dutyline.kit.ids import numeric_id
@@ -118,7 +120,11 @@ async def invite_members(ctx: Context, req: MemberInviteRequest) -> MemberInvite
             "status": "enabled", "created_at": now, "updated_at": now,
         })
         grants.append((member_id, role_ids))
-    await repo.insert_members(ctx.conn, rows)
+    try:
+        await repo.insert_members(ctx.conn, rows)
+    except IntegrityError:
+        # A concurrent invite took one of these emails between our check and the insert.
+        raise errors.invalid("members.email", "already belongs to a member") from None
     for member_id, role_ids in grants:
         await repo.add_roles(ctx.conn, account_id, member_id, role_ids)
     ctx.audit_targets.extend(r["member_id"] for r in rows)

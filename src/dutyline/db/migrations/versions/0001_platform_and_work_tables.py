@@ -92,6 +92,11 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('member', schema=None) as batch_op:
         batch_op.create_index('ix_member_account_status', ['account_id', 'status'], unique=False)
+        batch_op.create_index(
+            'uq_member_account_email', ['account_id', 'email'], unique=True,
+            sqlite_where=sa.text("email != '' AND status != 'deleted'"),
+            postgresql_where=sa.text("email != '' AND status != 'deleted'"),
+        )
 
     op.create_table('role',
     sa.Column('role_id', sa.BigInteger(), autoincrement=False, nullable=False),
@@ -194,6 +199,7 @@ def downgrade() -> None:
     op.drop_table('team')
     op.drop_table('role')
     with op.batch_alter_table('member', schema=None) as batch_op:
+        batch_op.drop_index('uq_member_account_email')
         batch_op.drop_index('ix_member_account_status')
 
     op.drop_table('member')
