@@ -186,6 +186,7 @@ async def test_search_validation_names_the_field(api: Api, owner: Person) -> Non
         ({"start_time": now, "end_time": now - 10}, "end_time"),
         ({"start_time": now - 91 * DAY, "end_time": now}, "end_time"),
         ({"start_time": "yesterday", "end_time": now}, "start_time"),
+        ({"start_time": 0, "end_time": 2**63 - 1}, "end_time"),
         (window(limit=100), "limit"),
         (window(limit=-1), "limit"),
         (window(person_id=0), "person_id"),

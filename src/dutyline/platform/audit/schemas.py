@@ -7,17 +7,20 @@ from typing import Annotated
 
 import msgspec
 
-from dutyline.api.types import Id, NonNegInt64
+from dutyline.api.types import Id
 
 MAX_SPAN_SECONDS = 90 * 24 * 3600
 DEFAULT_LIMIT = 20
 
 OperationName = Annotated[str, msgspec.Meta(max_length=128)]
+# Unix seconds up to the year 9999: in milliseconds they still fit the int64 column, so a huge
+# value is a 400 here and not an overflow at the database.
+Seconds = Annotated[int, msgspec.Meta(ge=0, le=253_402_300_799)]
 
 
 class AuditSearchRequest(msgspec.Struct, kw_only=True):
-    start_time: NonNegInt64
-    end_time: NonNegInt64
+    start_time: Seconds
+    end_time: Seconds
     # 0 means the default page size (the reference: minimum 0, maximum 99, default 20).
     limit: Annotated[int, msgspec.Meta(ge=0, le=99)] = 0
     request_id: Annotated[str, msgspec.Meta(max_length=64)] = ""
