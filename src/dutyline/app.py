@@ -41,9 +41,9 @@ BackgroundTask = Callable[[Runtime], Coroutine[Any, Any, None]]
 
 
 def build_limiter(settings: Settings, clock: Clock, metrics: Metrics | None = None) -> RateLimiter:
-    if settings.rate_limit_per_second <= 0 and settings.rate_limit_per_minute <= 0:
-        return NoRateLimiter()
     windows = default_windows(settings.rate_limit_per_second, settings.rate_limit_per_minute)
+    if not windows:
+        return NoRateLimiter()
     if settings.redis_url:
         from dutyline.api.ratelimit_redis import RedisRateLimiter
 

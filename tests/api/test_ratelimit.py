@@ -328,3 +328,9 @@ async def test_http_with_redis_down_still_limits_and_counts_the_fallback(
         assert [r.status for r in replies] == [200] * 50 + [429]
         metrics = (await api.raw("GET", "/metrics")).text
         assert "dutyline_ratelimit_fallback_total 51.0" in metrics
+
+
+def test_a_zero_limit_turns_only_that_window_off() -> None:
+    assert default_windows(0, 1000) == (Window(1000, 60.0),)
+    assert default_windows(50, 0) == (Window(50, 1.0),)
+    assert default_windows(0, 0) == ()

@@ -52,7 +52,9 @@ class RateLimiter(Protocol):
 
 
 def default_windows(per_second: int, per_minute: int) -> tuple[Window, ...]:
-    return (Window(per_second, 1.0), Window(per_minute, 60.0))
+    """The contract's two windows; a limit of 0 (or less) turns that window off."""
+    windows = (Window(per_second, 1.0), Window(per_minute, 60.0))
+    return tuple(w for w in windows if w.limit > 0)
 
 
 class MemoryRateLimiter:
