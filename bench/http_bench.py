@@ -155,14 +155,19 @@ class Bench:
                           {**os.environ, "PYTHONPATH": str(BENCH_DIR.parent)})
 
     def start_dutyline(self, name: str, database_url: str, *, limits: bool = False,
-                       seed: bool = True, keys: dict[str, str] | None = None) -> Server:
+                       seed: bool = True, keys: dict[str, str] | None = None,
+                       pool_size: int = 0) -> Server:
         env = self.dutyline_env(database_url, limits=limits)
+        cmd = [_venv_bin("dutyline"), "serve"]
+        if pool_size:
+            env.update(DUTYLINE_BENCH_POOL_SIZE=str(pool_size), PYTHONPATH=str(BENCH_DIR.parent))
+            cmd = [sys.executable, "-m", "bench.serve_tuned", "serve"]
         if keys is None:
             keys = {
                 "list": self.init_account(env, "bench-list")["app_key"],
                 "write": self.init_account(env, "bench-write")["app_key"],
             }
-        server = self.start(name, [_venv_bin("dutyline"), "serve"], env)
+        server = self.start(name, cmd, env)
         server.keys = dict(keys)
         if seed:
             for i in range(SEED_TEAMS):
@@ -509,6 +514,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--default-limits", action="store_true",
                    help="also measure /team/list with the default rate limits on")
     p.add_argument("--no-upsert", action="store_true", help="skip the /team/upsert targets")
+    p.add_argument("--pool-size", type=int, default=0,
+                   help="what-if: also measure /team/list on servers whose DB pool holds N "
+                        "connections and never overflows (bench/serve_tuned.py)")
     p.add_argument("--profile", action="store_true",
                    help="after the rounds, py-spy the SQLite server under /team/list load")
     p.add_argument("--profile-only", action="store_true", help="skip the rounds")
@@ -544,7 +552,8 @@ def main(argv: list[str] | None = None) -> int:
             targets.append(Target("SQLite /team/upsert", sq, "/team/upsert", "upsert.lua",
                                   "write"))
         if args.postgres:
-            pg = bench.start_dutyline("dutyline-postgres", bench.create_pg_database())
+            pg_url = bench.create_pg_database()
+            pg = bench.start_dutyline("dutyline-postgres", pg_url)
             targets.insert(1, Target("PostgreSQL /team/list", pg, "/team/list", "post.lua",
                                      "list"))
             if not args.no_upsert:
@@ -555,6 +564,18 @@ def main(argv: list[str] | None = None) -> int:
                                        seed=False, keys=sq.keys)
             targets.append(Target("SQLite /team/list, default limits", lim, "/team/list",
                                   "post.lua", "list", expect_non2xx=True))
+        if args.pool_size:
+            # What-if: the same databases, served with a pool that never churns.
+            n = args.pool_size
+            sqp = bench.start_dutyline(f"dutyline-sqlite-pool{n}", sqlite_url, seed=False,
+                                       keys=sq.keys, pool_size=n)
+            targets.append(Target(f"SQLite /team/list, pool {n}", sqp, "/team/list",
+                                  "post.lua", "list"))
+            if args.postgres:
+                pgp = bench.start_dutyline(f"dutyline-postgres-pool{n}", pg_url, seed=False,
+                                           keys=pg.keys, pool_size=n)
+                targets.append(Target(f"PostgreSQL /team/list, pool {n}", pgp, "/team/list",
+                                      "post.lua", "list"))
         output = []
         if not args.profile_only:
             run_rounds(bench, bare, targets)
