@@ -82,7 +82,6 @@ async def test_metrics_count_requests_by_operation_and_code(api: Api, owner: Per
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("multiprocess")
-@pytest.mark.anyio(False)
 def test_a_real_server_logs_a_500_as_json_with_request_id_and_never_the_key(
     tmp_path: Path,
 ) -> None:
