@@ -124,16 +124,16 @@ async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | N
     found = await repo.existing_member_ids(ctx.conn, account_id, set(wanted))
     missing = [p for p in wanted if p not in found]
     if missing:
-        raise errors.invalid("person_ids", f"unknown members {missing}")
+        raise errors.invalid("person_ids", "unknown members: " + ", ".join(map(str, missing)))
     emails = {e.strip().lower() for e in req.emails or [] if e.strip()}
     phones = {p.strip() for p in req.phones or [] if p.strip()}
     by_email, by_phone = await repo.member_ids_by_contact(
         ctx.conn, account_id, emails=emails, phones=phones
     )
     if unknown := sorted(emails - by_email.keys()):
-        raise errors.invalid("emails", f"no member with {unknown}")
+        raise errors.invalid("emails", "no member has " + ", ".join(unknown))
     if unknown := sorted(phones - by_phone.keys()):
-        raise errors.invalid("phones", f"no member with {unknown}")
+        raise errors.invalid("phones", "no member has " + ", ".join(unknown))
     return list(dict.fromkeys([*wanted, *by_email.values(), *by_phone.values()]))
 
 
