@@ -514,6 +514,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--default-limits", action="store_true",
                    help="also measure /team/list with the default rate limits on")
     p.add_argument("--no-upsert", action="store_true", help="skip the /team/upsert targets")
+    p.add_argument("--healthz", action="store_true",
+                   help="also measure GET /healthz (no auth, no database)")
     p.add_argument("--pool-size", type=int, default=0,
                    help="what-if: also measure /team/list on servers whose DB pool holds N "
                         "connections and never overflows (bench/serve_tuned.py)")
@@ -564,6 +566,11 @@ def main(argv: list[str] | None = None) -> int:
                                        seed=False, keys=sq.keys)
             targets.append(Target("SQLite /team/list, default limits", lim, "/team/list",
                                   "post.lua", "list", expect_non2xx=True))
+        if args.healthz:
+            # GET /healthz: Starlette + uvicorn + a JSONResponse, no auth, no database; splits
+            # the framework's share of a request from the database layer's.
+            targets.insert(0, Target("dutyline GET /healthz (no DB)", sq, "/healthz", "get.lua",
+                                     None))
         if args.pool_size:
             # What-if: the same databases, served with a pool that never churns.
             n = args.pool_size
