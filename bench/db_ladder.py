@@ -10,6 +10,8 @@ Each rung adds one piece of what the endpoint does, using dutyline's own code:
   2 + auth       ... plus DatabaseAuthenticator.authenticate (one query)
   3 + page       ... plus team repository list_page (one query, 20 rows)
   4 + encode     ... plus building the 20 TeamItem structs and the msgspec envelope
+  5 floor        (SQLite only) the SQL of rungs 2-3, run on the stdlib sqlite3 driver in this
+                 thread: BEGIN, the two SELECTs with rows fetched, COMMIT; no SQLAlchemy
 
 Rungs are interleaved in every round (0,1,2,3,4, 0,1,2,...) and the median over rounds is
 reported as process CPU µs per iteration (all threads, so aiosqlite's worker threads count),
@@ -31,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from bench.http_bench import PG_BASE, _pg_exec
 from bench.trace_requests import make_accounts
@@ -96,6 +99,9 @@ async def ladder(env: dict[str, str], keys: dict[str, str], iterations: int,
         ("3 + team page query (20 rows)", with_page),
         ("4 + TeamItem structs + msgspec envelope", with_encode),
     ]
+    if db.is_sqlite:
+        rungs.append(("5 floor: same SQL on stdlib sqlite3, sync, no SQLAlchemy",
+                      await _raw_sqlite_rung(db, with_page)))
     results: dict[str, list[float]] = {name: [] for name, _ in rungs}
     for _, fn in rungs:  # warm caches and the pool
         for _ in range(20):
@@ -108,6 +114,35 @@ async def ladder(env: dict[str, str], keys: dict[str, str], iterations: int,
             results[name].append((time.process_time() - c0) * 1e6 / iterations)
     await db.dispose()
     return results
+
+
+async def _raw_sqlite_rung(db: Any, with_page: Callable[[], Awaitable[None]]
+                           ) -> Callable[[], Awaitable[None]]:
+    """The floor: the statements rung 3 sends (captured from SQLAlchemy), run with the stdlib
+    driver on this thread, in a transaction, rows fetched; nothing else."""
+    import sqlite3
+
+    from sqlalchemy import event
+
+    captured: list[tuple[str, Any]] = []
+
+    def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
+        captured.append((statement, parameters))
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", capture)
+    await with_page()
+    event.remove(db.engine.sync_engine, "before_cursor_execute", capture)
+    statements = [(sql, params) for sql, params in captured if sql.lstrip().upper()
+                  .startswith("SELECT")]
+    conn = sqlite3.connect(db.engine.url.database, isolation_level=None)
+
+    async def raw() -> None:
+        conn.execute("BEGIN")
+        for sql, params in statements:
+            conn.execute(sql, params).fetchall()
+        conn.execute("COMMIT")
+
+    return raw
 
 
 def main() -> int:
