@@ -42,7 +42,9 @@ _CALLER_QUERY = (
     .outerjoin(member_role, member_role.c.member_id == member.c.member_id)
     .outerjoin(role, (role.c.role_id == member_role.c.role_id) & _enabled_role)
     .outerjoin(role_permission, role_permission.c.role_id == role.c.role_id)
-    .where(member.c.status == "enabled")
+    # Built once with a bound parameter: SQLAlchemy then reuses the compiled statement
+    # instead of recomputing its cache key on every request.
+    .where(member.c.status == "enabled", app_key.c.key_hash == bindparam("key_hash"))
 )
 
 
@@ -54,9 +56,7 @@ class DatabaseAuthenticator:
         self._last_used: dict[int, int] = {}
 
     async def authenticate(self, conn: AsyncConnection, key: str) -> Caller | None:
-        rows = (
-            await conn.execute(_CALLER_QUERY.where(app_key.c.key_hash == hash_app_key(key)))
-        ).all()
+        rows = (await conn.execute(_CALLER_QUERY, {"key_hash": hash_app_key(key)})).all()
         if not rows:
             return None
         first = rows[0]
