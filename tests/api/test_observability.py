@@ -114,9 +114,11 @@ def test_a_real_server_logs_a_500_as_json_with_request_id_and_never_the_key(
     for line in log.splitlines():
         if line.startswith("{"):
             events.append(json.loads(line))
-    logged = [e for e in events if e.get("request_id") == rid]
+    logged = [e for e in events if e.get("request_id") == rid and e["level"] == "error"]
     assert len(logged) == 1, log
-    assert logged[0]["level"] == "error"
     assert logged[0]["operation"] == "/team/list"
     assert "no such table" in logged[0].get("exception", "")
+    # The access line of the same call says what the client got.
+    access = [e for e in events if e.get("request_id") == rid and e["event"] == "request"]
+    assert [(e["status"], e["code"]) for e in access] == [(500, "InternalError")]
     assert key not in log

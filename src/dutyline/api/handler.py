@@ -98,8 +98,16 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
             content = error_body(rid, code, message)
             if op.audited and caller is not None:
                 await _audit_failure(runtime, op, caller, rid, client_ip, body, code)
+        elapsed = time.perf_counter() - started
         metrics.requests.labels(op.path, code).inc()
-        latency.observe(time.perf_counter() - started)
+        latency.observe(elapsed)
+        # One structured line per call; never the query string (it holds the app_key) or body.
+        log.info(
+            "request", request_id=rid, operation=op.path, status=status, code=code,
+            account_id=caller.account_id if caller else None,
+            person_id=caller.person_id if caller else None,
+            ms=round(elapsed * 1000, 2),
+        )
         return Response(content, status, headers, media_type=_JSON)
 
     return endpoint
