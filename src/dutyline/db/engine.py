@@ -17,6 +17,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from dutyline.db.sqlite_driver import OneHopConnection  # also registers `sqlite+dutyline`
+
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 
 
@@ -25,17 +27,24 @@ class Database:
         self.url = url
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
+        if parsed.drivername == "sqlite+aiosqlite":
+            # Same driver, one thread hop per statement (see db/sqlite_driver.py).
+            parsed = parsed.set(drivername="sqlite+dutyline")
         kwargs: dict[str, Any] = {"echo": echo}
         if self.is_sqlite:
             db = parsed.database
             if db and db != ":memory:":
                 Path(db).parent.mkdir(parents=True, exist_ok=True)
             kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+            # Every connection leaves through a context manager that already ended its
+            # transaction (SQLAlchemy rolls back an open one on close), so the pool's own
+            # reset ROLLBACK would only add a thread hop per request.
+            kwargs["pool_reset_on_return"] = None
         else:
             kwargs["pool_size"] = pool_size
             kwargs["max_overflow"] = pool_size * 2
             kwargs["pool_pre_ping"] = True
-        self.engine: AsyncEngine = create_async_engine(url, **kwargs)
+        self.engine: AsyncEngine = create_async_engine(parsed, **kwargs)
         if self.is_sqlite:
             _install_sqlite_hooks(self.engine)
 
@@ -85,4 +94,9 @@ def _install_sqlite_hooks(engine: AsyncEngine) -> None:
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(conn.get_execution_options().get("sqlite_begin", "BEGIN"))
+        statement = conn.get_execution_options().get("sqlite_begin", "BEGIN")
+        dbapi_conn = conn.connection.dbapi_connection
+        if isinstance(dbapi_conn, OneHopConnection):
+            dbapi_conn.defer_begin(statement)
+        else:
+            conn.exec_driver_sql(statement)

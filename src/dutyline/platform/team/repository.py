@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import String, and_, cast, delete, func, insert, select, update
+from sqlalchemy import Select, String, bindparam, cast, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -43,6 +44,40 @@ def parse_person_ids(csv: str | None) -> list[int]:
     return sorted(int(p) for p in csv.split(",")) if csv else []
 
 
+def _like_pattern(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, with its own % and _ taken literally."""
+    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    return f"%{escaped}%"
+
+
+@functools.cache
+def _page_statement(by_person: bool, by_name: bool, orderby: str, asc: bool) -> Select[Any]:
+    """The page query for one combination of filters, built once: values are bound
+    parameters, so SQLAlchemy reuses its compiled form instead of rebuilding it per call."""
+    conditions = [team.c.account_id == bindparam("account_id")]
+    if by_person:
+        conditions.append(
+            team.c.team_id.in_(
+                select(team_member.c.team_id).where(
+                    team_member.c.account_id == bindparam("account_id"),
+                    team_member.c.person_id == bindparam("person_id"),
+                )
+            )
+        )
+    if by_name:
+        conditions.append(team.c.name_key.like(bindparam("name_pattern"), escape="/"))
+    column = _ORDER_COLUMNS[orderby]
+    order = (column.asc(), team.c.team_id.asc()) if asc else (column.desc(), team.c.team_id.desc())
+    # The window count saves a second round trip; it is only missing past the last page.
+    return (
+        _TEAM_ROWS.add_columns(func.count().over().label("total"))
+        .where(*conditions)
+        .order_by(*order)
+        .offset(bindparam("offset"))
+        .limit(bindparam("limit"))
+    )
+
+
 async def list_page(
     conn: AsyncConnection,
     account_id: int,
@@ -55,33 +90,18 @@ async def list_page(
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
     """A page of teams with creator/updater names and member ids, plus the total."""
-    conditions = [team.c.account_id == account_id]
+    params: dict[str, Any] = {"account_id": account_id, "offset": offset, "limit": limit}
     if person_id is not None:
-        conditions.append(
-            team.c.team_id.in_(
-                select(team_member.c.team_id).where(
-                    team_member.c.account_id == account_id, team_member.c.person_id == person_id
-                )
-            )
-        )
+        params["person_id"] = person_id
     if query:
-        conditions.append(team.c.name_key.contains(query.lower(), autoescape=True))
-    where = and_(*conditions)
-    column = _ORDER_COLUMNS[orderby]
-    order = (column.asc(), team.c.team_id.asc()) if asc else (column.desc(), team.c.team_id.desc())
-    # The window count saves a second round trip; it is only missing past the last page.
-    rows = (
-        await conn.execute(
-            _TEAM_ROWS.add_columns(func.count().over().label("total"))
-            .where(where)
-            .order_by(*order)
-            .offset(offset)
-            .limit(limit)
-        )
-    ).all()
+        params["name_pattern"] = _like_pattern(query.lower())
+    stmt = _page_statement(person_id is not None, bool(query), orderby, asc)
+    rows = (await conn.execute(stmt, params)).all()
     if rows:
         return rows[0].total, list(rows)
-    total = (await conn.execute(select(func.count()).select_from(team).where(where))).scalar_one()
+    count = select(func.count()).select_from(stmt.with_only_columns(team.c.team_id)
+                                              .order_by(None).offset(None).limit(None).subquery())
+    total = (await conn.execute(count, params)).scalar_one()
     return total, []
 
 

@@ -1,0 +1,164 @@
+"""SQLAlchemy's aiosqlite dialect, with one thread hop per statement instead of four.
+
+aiosqlite runs every call on the connection's own thread and waits for it: the stock adapter
+makes one call to open a cursor, one to execute, one to fetch the rows and one to close, so a
+request with a BEGIN, two queries and a COMMIT crossed threads 13 times, and those crossings
+were about a quarter of the CPU a request cost (bench/README.md). This cursor sends a single
+function to the connection thread that executes, fetches every row and closes the cursor, and
+keeps what SQLAlchemy later asks for (description, rowcount, lastrowid) from that one trip.
+
+It uses aiosqlite's `_execute` and `_conn`, which are internal: pyproject pins aiosqlite below
+its next minor release, and tests/db exercise this driver on every run.
+
+The dialect is registered as `sqlite+dutyline`; db/engine.py swaps it in for `sqlite+aiosqlite`
+URLs, so configuration keeps the standard URL.
+"""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+from collections.abc import Sequence
+from threading import Thread
+from typing import Any
+
+from sqlalchemy.dialects import registry
+from sqlalchemy.dialects.sqlite.aiosqlite import (
+    AsyncAdapt_aiosqlite_connection,
+    AsyncAdapt_aiosqlite_cursor,
+    AsyncAdapt_aiosqlite_dbapi,
+    SQLiteDialect_aiosqlite,
+)
+from sqlalchemy.util.concurrency import await_
+
+_Result = tuple[Any, list[Any], int, int | None]
+
+
+def _run(
+    raw: sqlite3.Connection, begin: str | None, operation: str, parameters: Any, many: bool
+) -> _Result:
+    if begin is not None:
+        raw.execute(begin)
+    cursor = raw.cursor()
+    try:
+        if many:
+            cursor.executemany(operation, parameters)
+        else:
+            cursor.execute(operation, () if parameters is None else parameters)
+        description = cursor.description
+        rows = cursor.fetchall() if description else []
+        return description, rows, cursor.rowcount, cursor.lastrowid
+    finally:
+        cursor.close()
+
+
+class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
+    __slots__ = ("_description", "_lastrowid", "_rowcount")
+
+    def __init__(self, adapt_connection: Any) -> None:
+        self._adapt_connection = adapt_connection
+        self._connection = adapt_connection._connection
+        self._cursor = None  # type: ignore[assignment]  # no aiosqlite cursor: see module doc
+        self._soft_closed_memoized = {}  # type: ignore[assignment]
+        self._rows = collections.deque()
+        self._description: Any = None
+        self._rowcount = -1
+        self._lastrowid: int | None = None
+
+    @property
+    def description(self) -> Any:
+        return self._description
+
+    @property
+    def rowcount(self) -> int:
+        return self._rowcount
+
+    @property
+    def lastrowid(self) -> int:
+        return self._lastrowid  # type: ignore[return-value]
+
+    @property
+    def arraysize(self) -> int:
+        return 1
+
+    @arraysize.setter
+    def arraysize(self, value: int) -> None:
+        return None
+
+    async def _one_hop(self, operation: str, parameters: Any, many: bool) -> None:
+        connection: Any = self._connection
+        adapt: Any = self._adapt_connection
+        async with adapt._execute_mutex:
+            begin, adapt._pending_begin = adapt._pending_begin, None
+            # From here on a real rollback/commit is due even if the statement fails: the
+            # BEGIN may have run (and a rollback without a transaction is harmless).
+            result: _Result = await connection._execute(
+                _run, connection._conn, begin, operation, parameters, many
+            )
+        self._description, rows, self._rowcount, self._lastrowid = result
+        self._rows = collections.deque(rows)
+
+    async def _execute_async(self, operation: Any, parameters: Any) -> Any:
+        await self._one_hop(operation, parameters, False)
+
+    async def _executemany_async(self, operation: Any, seq_of_parameters: Any) -> Any:
+        await self._one_hop(operation, seq_of_parameters, True)
+
+    async def _async_soft_close(self) -> None:
+        return None
+
+    def close(self) -> None:
+        self._rows.clear()
+
+    def fetchall(self) -> Sequence[Any]:
+        rows = list(self._rows)
+        self._rows.clear()
+        return rows
+
+
+class OneHopConnection(AsyncAdapt_aiosqlite_connection):
+    """Also defers BEGIN: it travels with the transaction's first statement, saving a hop."""
+
+    __slots__ = ("_pending_begin",)
+    _cursor_cls = OneHopCursor
+
+    def __init__(self, dbapi: Any, connection: Any) -> None:
+        super().__init__(dbapi, connection)
+        self._pending_begin: str | None = None
+
+    def defer_begin(self, statement: str) -> None:
+        self._pending_begin = statement
+
+    def commit(self) -> None:
+        # A transaction that ran no statement never began: nothing to commit.
+        if self._pending_begin is not None:
+            self._pending_begin = None
+            return
+        super().commit()
+
+    def rollback(self) -> None:
+        if self._pending_begin is not None:
+            self._pending_begin = None
+            return
+        super().rollback()
+
+
+class OneHopDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    def connect(self, *arg: Any, **kw: Any) -> OneHopConnection:
+        connection = self.aiosqlite.connect(*arg, **kw)
+        thread = connection if isinstance(connection, Thread) else connection._thread
+        thread.daemon = True
+        return OneHopConnection(self, await_(connection))
+
+
+class DutylineSQLiteDialect(SQLiteDialect_aiosqlite):
+    driver = "dutyline"
+    # Compilation is the parent's; only the cursor differs, so the statement cache applies.
+    supports_statement_cache = True
+
+    @classmethod
+    def import_dbapi(cls) -> OneHopDBAPI:
+        return OneHopDBAPI(__import__("aiosqlite"), __import__("sqlite3"))
+
+
+registry.register("sqlite.dutyline", "dutyline.db.sqlite_driver", "DutylineSQLiteDialect")

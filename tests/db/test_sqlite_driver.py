@@ -1,0 +1,95 @@
+"""The one-hop SQLite driver (db/sqlite_driver.py) keeps the DBAPI's behaviour: results,
+rowcounts, transactions (deferred BEGIN included), errors and write serialisation."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import pytest
+from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+
+from dutyline.db.engine import Database
+from dutyline.db.sqlite_driver import OneHopConnection
+
+pytestmark = pytest.mark.anyio
+
+_meta = MetaData()
+counter = Table(
+    "driver_counter", _meta, Column("id", Integer, primary_key=True),
+    Column("value", Integer, nullable=False), Column("label", String(20), unique=True),
+)
+
+
+@pytest.fixture
+async def db(sqlite_url: str) -> Database:
+    database = Database(sqlite_url)
+    async with database.engine.begin() as conn:
+        await conn.run_sync(_meta.create_all)
+    yield database  # type: ignore[misc]
+    await database.dispose()
+
+
+async def test_uses_the_one_hop_connection(db: Database) -> None:
+    async with db.connect() as conn:
+        raw = await conn.get_raw_connection()
+        assert isinstance(raw.dbapi_connection, OneHopConnection)
+
+
+async def test_results_rowcount_and_lastrowid(db: Database) -> None:
+    async with db.transaction() as conn:
+        result = await conn.execute(insert(counter).values(value=1, label="a"))
+        assert result.inserted_primary_key == (1,)
+        await conn.execute(insert(counter), [{"value": i, "label": f"m{i}"} for i in range(5)])
+        changed = await conn.execute(update(counter).where(counter.c.value < 3).values(value=9))
+        assert changed.rowcount == 4  # a(1) and m0, m1, m2
+    async with db.transaction(write=False) as conn:
+        rows = (await conn.execute(select(counter.c.label).order_by(counter.c.id))).scalars()
+        assert list(rows) == ["a", "m0", "m1", "m2", "m3", "m4"]
+
+
+async def test_failed_first_statement_rolls_back_and_connection_is_reusable(db: Database) -> None:
+    async with db.transaction() as conn:
+        await conn.execute(insert(counter).values(value=1, label="dup"))
+    for _ in range(3):
+        with pytest.raises(IntegrityError):
+            async with db.transaction() as conn:
+                await conn.execute(insert(counter).values(value=2, label="dup"))
+    async with db.transaction() as conn:
+        await conn.execute(insert(counter).values(value=3, label="ok"))
+    async with db.connect() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM driver_counter"))).scalar() == 2
+
+
+async def test_rollback_discards_writes_and_empty_transactions_are_fine(db: Database) -> None:
+    async with db.transaction():
+        pass  # BEGIN deferred and never sent
+    async def write_then_fail() -> None:
+        async with db.transaction() as conn:
+            await conn.execute(insert(counter).values(value=1, label="gone"))
+            raise RuntimeError("abort")
+
+    with pytest.raises(RuntimeError):
+        await write_then_fail()
+    async with db.connect() as conn:
+        assert (await conn.execute(text("SELECT count(*) FROM driver_counter"))).scalar() == 0
+
+
+async def test_concurrent_read_modify_write_transactions_serialise(db: Database) -> None:
+    """BEGIN IMMEDIATE travels with the first statement, so it still takes the write lock
+    before the read: no lost update and no 'database is locked' error."""
+    async with db.transaction() as conn:
+        await conn.execute(insert(counter).values(id=1, value=0, label="c"))
+
+    async def increment() -> None:
+        async with db.transaction(write=True) as conn:
+            value = (await conn.execute(select(counter.c.value).where(counter.c.id == 1))).scalar()
+            await anyio.lowlevel.checkpoint()  # let the other transactions interleave
+            await conn.execute(update(counter).where(counter.c.id == 1).values(value=value + 1))
+
+    async with anyio.create_task_group() as group:
+        for _ in range(25):
+            group.start_soon(increment)
+    async with db.connect() as conn:
+        final = (await conn.execute(select(counter.c.value).where(counter.c.id == 1))).scalar()
+    assert final == 25
