@@ -137,22 +137,35 @@ async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | N
     return list(dict.fromkeys([*wanted, *by_email.values(), *by_phone.values()]))
 
 
+_ITEM_COLUMNS = (
+    "account_id", "team_id", "team_name", "description", "status", "creator_id",
+    "creator_name", "created_at", "updated_at", "updated_by", "updated_by_name",
+    "person_ids_csv", "ref_id",
+)
+
+
 def _items(rows: list[Any]) -> list[TeamItem]:
+    if not rows:
+        return []
+    # Positional access: a Row's attribute lookup by name was the costliest part of a page.
+    position = {name: i for i, name in enumerate(rows[0]._fields)}
+    (acct, tid, name, desc, status, creator, creator_name, created, updated, updater,
+     updater_name, people, ref) = (position[c] for c in _ITEM_COLUMNS)
     return [
         TeamItem(
-            account_id=r.account_id,
-            team_id=r.team_id,
-            team_name=r.team_name,
-            description=r.description,
-            status=r.status,
-            creator_id=r.creator_id,
-            creator_name=r.creator_name or "",
-            created_at=r.created_at,
-            updated_at=r.updated_at,
-            updated_by=r.updated_by,
-            updated_by_name=r.updated_by_name or "",
-            person_ids=repo.parse_person_ids(r.person_ids_csv),
-            ref_id=r.ref_id,
+            account_id=r[acct],
+            team_id=r[tid],
+            team_name=r[name],
+            description=r[desc],
+            status=r[status],
+            creator_id=r[creator],
+            creator_name=r[creator_name] or "",
+            created_at=r[created],
+            updated_at=r[updated],
+            updated_by=r[updater],
+            updated_by_name=r[updater_name] or "",
+            person_ids=repo.parse_person_ids(r[people]),
+            ref_id=r[ref],
         )
         for r in rows
     ]
