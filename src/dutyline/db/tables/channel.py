@@ -1,0 +1,72 @@
+"""Channels (collaboration spaces) and their integrations (where alerts come in)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from dutyline.db.tables.meta import metadata
+
+channel = Table(
+    "channel",
+    metadata,
+    Column("channel_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("team_id", BigInteger, nullable=False, server_default="0"),
+    Column("managing_team_ids", Text, nullable=False, server_default="[]"),  # JSON array
+    Column("creator_id", BigInteger, nullable=False),
+    Column("channel_name", String(64), nullable=False),
+    # channel_name lower-cased: unique per account among channels that are not deleted.
+    Column("name_key", String(64), nullable=False),
+    Column("description", String(512), nullable=False, server_default=""),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("auto_resolve_timeout", Integer, nullable=False, server_default="0"),  # seconds
+    Column("auto_resolve_mode", String(16), nullable=False, server_default="trigger"),
+    Column("is_private", Boolean, nullable=False, server_default="0"),
+    Column("disable_outlier_detection", Boolean, nullable=False, server_default="0"),
+    Column("disable_auto_close", Boolean, nullable=False, server_default="0"),
+    Column("is_external_report_enabled", Boolean, nullable=False, server_default="0"),
+    Column("group_config", Text, nullable=False, server_default="{}"),  # JSON: reference Group
+    Column("flapping", Text, nullable=False, server_default="{}"),  # JSON: reference Flapping
+    Column("last_incident_at", BigInteger, nullable=False, server_default="0"),
+    Column("deleted_at", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_channel_account", "account_id", "status"),
+    Index(
+        "uq_channel_account_name",
+        "account_id",
+        "name_key",
+        unique=True,
+        sqlite_where=Column("deleted_at") == 0,
+        postgresql_where=Column("deleted_at") == 0,
+    ),
+)
+
+integration = Table(
+    "integration",
+    metadata,
+    Column("integration_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("channel_id", BigInteger, nullable=False),
+    Column("integration_name", String(128), nullable=False),
+    Column("integration_type", String(32), nullable=False, server_default="standard"),
+    # SHA-256 of the integration key: shown once at creation, like app keys.
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("key_suffix", String(8), nullable=False),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("creator_id", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_integration_channel", "account_id", "channel_id"),
+    UniqueConstraint("channel_id", "integration_name", name="uq_integration_channel_name"),
+)

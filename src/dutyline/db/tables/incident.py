@@ -1,0 +1,177 @@
+"""Alerts, their events, incidents, the incident feed, custom fields, and the incident event
+stream (an outbox written in the same transaction as the change it records)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+from dutyline.db.tables.meta import AutoBigInt, metadata
+
+# Severities: Critical | Warning | Info | Ok. Times are Unix seconds unless named *_ms.
+
+alert = Table(
+    "alert",
+    metadata,
+    Column("alert_id", String(24), primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("channel_id", BigInteger, nullable=False),
+    Column("integration_id", BigInteger, nullable=False),
+    Column("alert_key", String(255), nullable=False),
+    Column("title", String(512), nullable=False, server_default=""),
+    Column("title_rule", String(512), nullable=False, server_default=""),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("alert_severity", String(16), nullable=False),  # worst severity seen while active
+    Column("alert_status", String(16), nullable=False),  # latest status; Ok once recovered
+    Column("labels", Text, nullable=False, server_default="{}"),  # JSON object
+    Column("images", Text, nullable=False, server_default="[]"),  # JSON array
+    Column("event_cnt", Integer, nullable=False, server_default="1"),
+    Column("start_time", BigInteger, nullable=False),
+    Column("last_time", BigInteger, nullable=False),
+    Column("end_time", BigInteger, nullable=False, server_default="0"),  # 0 while active
+    Column("ever_muted", Boolean, nullable=False, server_default="0"),
+    # Set when an inhibit rule kept the alert from opening an incident.
+    Column("inhibited", Boolean, nullable=False, server_default="0"),
+    Column("acked", Boolean, nullable=False, server_default="0"),
+    Column("incident_id", String(24), nullable=True),
+    Column("deleted_at", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    # One active alert per key and integration: the same alert_key updates it, and
+    # concurrent deliveries of one key cannot create two.
+    Index(
+        "uq_alert_active_key",
+        "integration_id",
+        "alert_key",
+        unique=True,
+        sqlite_where=Column("end_time") == 0,
+        postgresql_where=Column("end_time") == 0,
+    ),
+    Index("ix_alert_incident", "incident_id"),
+    Index("ix_alert_account_time", "account_id", "start_time"),
+    Index("ix_alert_channel_active", "channel_id", "end_time", "last_time"),
+)
+
+alert_event = Table(
+    "alert_event",
+    metadata,
+    Column("event_id", String(24), primary_key=True),
+    Column("alert_id", String(24), nullable=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("channel_id", BigInteger, nullable=False),
+    Column("integration_id", BigInteger, nullable=False),
+    Column("event_status", String(16), nullable=False),
+    Column("event_severity", String(16), nullable=False),
+    Column("title", String(512), nullable=False, server_default=""),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("labels", Text, nullable=False, server_default="{}"),
+    Column("images", Text, nullable=False, server_default="[]"),
+    Column("event_time", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_alert_event_alert", "alert_id", "event_time"),
+)
+
+incident = Table(
+    "incident",
+    metadata,
+    Column("incident_id", String(24), primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("channel_id", BigInteger, nullable=False, server_default="0"),
+    Column("integration_id", BigInteger, nullable=False, server_default="0"),
+    Column("num", String(16), nullable=False),  # short human id, unique per account
+    Column("dedup_key", String(255), nullable=False, server_default=""),
+    # Grouping key: md5 of the channel's grouping fields; alerts with the same key join.
+    Column("equals_md5", String(32), nullable=False, server_default=""),
+    Column("group_method", String(1), nullable=False, server_default="n"),
+    Column("title", String(512), nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("impact", Text, nullable=False, server_default=""),
+    Column("root_cause", Text, nullable=False, server_default=""),
+    Column("resolution", Text, nullable=False, server_default=""),
+    Column("incident_severity", String(16), nullable=False),
+    Column("incident_status", String(16), nullable=False),  # Ok once closed
+    Column("progress", String(16), nullable=False, server_default="Triggered"),
+    Column("start_time", BigInteger, nullable=False),
+    Column("last_time", BigInteger, nullable=False),
+    Column("end_time", BigInteger, nullable=False, server_default="0"),
+    Column("ack_time", BigInteger, nullable=False, server_default="0"),
+    Column("close_time", BigInteger, nullable=False, server_default="0"),
+    Column("snoozed_before", BigInteger, nullable=False, server_default="0"),
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),
+    Column("closer_id", BigInteger, nullable=False, server_default="0"),
+    Column("owner_id", BigInteger, nullable=False, server_default="0"),
+    Column("labels", Text, nullable=False, server_default="{}"),  # JSON object
+    Column("fields", Text, nullable=False, server_default="{}"),  # JSON: custom field values
+    Column("assigned_to", Text, nullable=False, server_default="{}"),  # JSON: AssignedTo
+    Column("responders", Text, nullable=False, server_default="[]"),  # JSON: [Responder]
+    Column("images", Text, nullable=False, server_default="[]"),
+    Column("alert_cnt", Integer, nullable=False, server_default="0"),
+    Column("active_alert_cnt", Integer, nullable=False, server_default="0"),
+    Column("alert_event_cnt", Integer, nullable=False, server_default="0"),
+    Column("ever_muted", Boolean, nullable=False, server_default="0"),
+    Column("merged_into", String(24), nullable=True),
+    Column("deleted_at", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    UniqueConstraint("account_id", "num", name="uq_incident_account_num"),
+    Index("ix_incident_account_start", "account_id", "start_time"),
+    Index("ix_incident_account_progress", "account_id", "progress", "start_time"),
+    Index("ix_incident_channel_group", "channel_id", "equals_md5", "progress"),
+)
+
+incident_feed = Table(
+    "incident_feed",
+    metadata,
+    Column("id", AutoBigInt, primary_key=True, autoincrement=True),
+    Column("incident_id", String(24), nullable=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("type", String(32), nullable=False),  # i_new, i_ack, i_rslv, i_reopen, i_r_field...
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),  # 0: the system
+    Column("detail", Text, nullable=False, server_default="{}"),  # JSON: FeedDetail*
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_incident_feed_incident", "incident_id", "id"),
+)
+
+custom_field = Table(
+    "custom_field",
+    metadata,
+    Column("field_id", String(24), primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("field_name", String(40), nullable=False),
+    Column("display_name", String(128), nullable=False, server_default=""),
+    Column("description", String(512), nullable=False, server_default=""),
+    Column("field_type", String(16), nullable=False),  # text|single_select|multi_select|checkbox
+    Column("options", Text, nullable=False, server_default="[]"),  # JSON array of strings
+    Column("default_value", Text, nullable=False, server_default="null"),  # JSON value
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("creator_id", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    UniqueConstraint("account_id", "field_name", name="uq_custom_field_account_name"),
+)
+
+# The incident event stream: one row per incident change, inserted in the transaction of
+# the change, so a rolled-back write emits nothing. Subscribers (escalation, automation
+# triggers) receive each event through their own durable job, so one failing subscriber
+# retries without holding up the others.
+incident_event = Table(
+    "incident_event",
+    metadata,
+    Column("id", AutoBigInt, primary_key=True, autoincrement=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("incident_id", String(24), nullable=False),
+    Column("kind", String(32), nullable=False),  # created, acked, unacked, resolved, reopened...
+    Column("payload", Text, nullable=False, server_default="{}"),  # JSON
+    Column("person_id", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_incident_event_incident", "incident_id", "id"),
+)

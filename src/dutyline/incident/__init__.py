@@ -1,0 +1,1 @@
+"""Incidents and alerts: ingestion, grouping, lifecycle, custom fields, feed, event stream."""

@@ -1,0 +1,91 @@
+"""Opening an incident: the one path both ingestion (alerts grouped into a new incident) and
+/incident/create take, so every incident starts with its `i_new` feed entry and its
+`created` event."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.incident import incident
+from dutyline.incident import events, feed
+from dutyline.kit.ids import hex_id
+
+_NUM_ALPHABET = "0123456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: read aloud on calls
+_NUM_LENGTH = 6
+
+
+@dataclass
+class NewIncident:
+    account_id: int
+    title: str
+    severity: str  # Critical | Warning | Info
+    channel_id: int = 0
+    integration_id: int = 0
+    description: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    creator_id: int = 0  # 0: opened by the system (alerts)
+    equals_md5: str = ""
+    group_method: str = "n"
+    dedup_key: str = ""
+    assigned_to: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+async def _free_num(conn: AsyncConnection, account_id: int) -> str:
+    """A short id people can say out loud, unique per account (the unique constraint settles
+    the rare race between two new incidents drawing the same one)."""
+    while True:
+        num = "".join(secrets.choice(_NUM_ALPHABET) for _ in range(_NUM_LENGTH))
+        taken = await conn.execute(
+            select(incident.c.incident_id).where(
+                incident.c.account_id == account_id, incident.c.num == num
+            )
+        )
+        if taken.first() is None:
+            return num
+
+
+async def open_incident(conn: AsyncConnection, new: NewIncident, *, now_s: int) -> str:
+    incident_id = hex_id()
+    await conn.execute(
+        insert(incident).values(
+            incident_id=incident_id,
+            account_id=new.account_id,
+            channel_id=new.channel_id,
+            integration_id=new.integration_id,
+            num=await _free_num(conn, new.account_id),
+            dedup_key=new.dedup_key,
+            equals_md5=new.equals_md5,
+            group_method=new.group_method,
+            title=new.title,
+            description=new.description,
+            incident_severity=new.severity,
+            incident_status=new.severity,
+            progress="Triggered",
+            start_time=now_s,
+            last_time=now_s,
+            creator_id=new.creator_id,
+            labels=msgspec.json.encode(new.labels).decode(),
+            fields=msgspec.json.encode(new.fields).decode(),
+            assigned_to=msgspec.json.encode(new.assigned_to).decode(),
+            created_at=now_s,
+            updated_at=now_s,
+        )
+    )
+    await feed.add(
+        conn, incident_id=incident_id, account_id=new.account_id, feed_type=feed.NEW,
+        creator_id=new.creator_id, detail={"severity": new.severity, "title": new.title},
+        now_s=now_s,
+    )
+    await events.emit(
+        conn, account_id=new.account_id, incident_id=incident_id, kind=events.CREATED,
+        now_s=now_s, person_id=new.creator_id,
+        payload={"channel_id": new.channel_id, "severity": new.severity},
+    )
+    return incident_id

@@ -1,0 +1,134 @@
+"""The incident event stream.
+
+Every change to an incident is written as an `incident_event` row in the transaction of the
+change (an outbox), and each subscriber gets its own durable job for that row. So:
+- a rolled-back write emits nothing (the row and the jobs roll back with it);
+- a committed one is never lost (the jobs are in the database);
+- a subscriber that fails retries with backoff, without holding up the others.
+
+Subscribers (the escalation engine, the automation incident trigger, ...) register with
+`@subscriber("name")` in a module listed in SUBSCRIBER_MODULES, which every process imports
+at start, so the API process knows whom to fan out to and the workers can run them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.incident import incident_event
+from dutyline.work.queue import enqueue
+from dutyline.work.registry import JobContext, job_handler
+
+# Event kinds.
+CREATED = "created"
+ACKED = "acked"
+UNACKED = "unacked"
+RESOLVED = "resolved"
+REOPENED = "reopened"
+SNOOZED = "snoozed"
+WOKEN = "woken"
+ASSIGNED = "assigned"
+MERGED = "merged"
+UPDATED = "updated"  # title, severity, fields and other edits
+REMOVED = "removed"
+ALERT_ADDED = "alert_added"
+
+# Modules that define subscribers; imported by every process at start (see load()).
+SUBSCRIBER_MODULES: tuple[str, ...] = ()
+
+JOB_PREFIX = "incident_event."
+
+
+@dataclass(frozen=True)
+class IncidentEvent:
+    id: int
+    account_id: int
+    incident_id: str
+    kind: str
+    payload: dict[str, Any]
+    person_id: int
+    created_at: int
+
+
+Subscriber = Callable[[JobContext, IncidentEvent], Awaitable[None]]
+_subscribers: dict[str, Subscriber] = {}
+
+
+def subscriber(name: str) -> Callable[[Subscriber], Subscriber]:
+    """Register `fn` to receive every incident event, through job kind incident_event.<name>."""
+
+    def register(fn: Subscriber) -> Subscriber:
+        _subscribers[name] = fn
+
+        @job_handler(JOB_PREFIX + name)
+        async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
+            event = await load_event(ctx.conn, int(payload["event_id"]))
+            if event is not None:
+                await fn(ctx, event)
+
+        deliver.__qualname__ = f"deliver[{name}]"
+        return fn
+
+    return register
+
+
+def subscribers() -> list[str]:
+    return sorted(_subscribers)
+
+
+def load(extra: tuple[str, ...] = ()) -> None:
+    for name in (*SUBSCRIBER_MODULES, *extra):
+        importlib.import_module(name)
+
+
+async def emit(
+    conn: AsyncConnection,
+    *,
+    account_id: int,
+    incident_id: str,
+    kind: str,
+    now_s: int,
+    person_id: int = 0,
+    payload: dict[str, Any] | None = None,
+) -> int:
+    """Record an incident change and hand it to every subscriber, in the caller's
+    transaction. Returns the event id."""
+    result = await conn.execute(
+        insert(incident_event)
+        .values(
+            account_id=account_id,
+            incident_id=incident_id,
+            kind=kind,
+            payload=msgspec.json.encode(payload or {}).decode(),
+            person_id=person_id,
+            created_at=now_s,
+        )
+        .returning(incident_event.c.id)
+    )
+    event_id = int(result.scalar_one())
+    for name in subscribers():
+        await enqueue(conn, JOB_PREFIX + name, {"event_id": event_id}, now_ms=now_s * 1000)
+    return event_id
+
+
+async def load_event(conn: AsyncConnection, event_id: int) -> IncidentEvent | None:
+    stmt = select(incident_event).where(incident_event.c.id == event_id)
+    row = (await conn.execute(stmt)).first()
+    if row is None:
+        return None
+    return IncidentEvent(
+        id=row.id,
+        account_id=row.account_id,
+        incident_id=row.incident_id,
+        kind=row.kind,
+        payload=msgspec.json.decode(row.payload),
+        person_id=row.person_id,
+        created_at=row.created_at,
+    )
