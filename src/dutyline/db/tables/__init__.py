@@ -1,5 +1,6 @@
 """Table definitions, one module per domain, all on one MetaData so Alembic sees them."""
 
+from dutyline.db.tables import aisre as aisre
 from dutyline.db.tables import channel as channel
 from dutyline.db.tables import incident as incident
 from dutyline.db.tables import platform as platform
