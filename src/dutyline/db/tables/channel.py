@@ -11,7 +11,6 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    UniqueConstraint,
 )
 
 from dutyline.db.tables.meta import metadata
@@ -68,5 +67,13 @@ integration = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     Index("ix_integration_channel", "account_id", "channel_id"),
-    UniqueConstraint("channel_id", "integration_name", name="uq_integration_channel_name"),
+    # Deleted integrations stay (alerts still name them) but free their name.
+    Index(
+        "uq_integration_channel_name",
+        "channel_id",
+        "integration_name",
+        unique=True,
+        sqlite_where=Column("status") != "deleted",
+        postgresql_where=Column("status") != "deleted",
+    ),
 )
