@@ -27,6 +27,7 @@ from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.kit.clock import Clock, SystemClock
 from dutyline.kit.ids import request_id as new_request_id
+from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.audit.sink import DatabaseAuditSink
 from dutyline.platform.auth import DatabaseAuthenticator
 from dutyline.routes import all_routers
@@ -65,6 +66,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         authenticator=DatabaseAuthenticator(clock),
         audit=DatabaseAuditSink(clock),
         metrics=metrics,
+        secrets=SecretBox(settings.resolved_secret_key),
     )
 
 

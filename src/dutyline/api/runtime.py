@@ -10,6 +10,7 @@ from dutyline.api.observe import Metrics
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.kit.clock import Clock
+from dutyline.kit.secretbox import SecretBox
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -47,3 +48,5 @@ class Runtime:
     authenticator: Authenticator
     audit: AuditSink
     metrics: Metrics
+    # Seals third-party secrets (MCP headers, A2A auth) at rest with the server key.
+    secrets: SecretBox

@@ -1,0 +1,362 @@
+"""The outbound-URL guard: every HTTP request to a user-configured address goes through here.
+
+A URL is refused when its scheme is not http(s) or when its host is, or resolves to, an
+address that is not on the public internet (loopback, link-local with the cloud metadata
+endpoints, private, unspecified, multicast, reserved, and the IPv4-mapped IPv6 forms of all of
+those), unless the operator allows private networks.
+
+The check that matters happens at connect time: the clients built here carry a network backend
+that resolves the host itself, checks *every* address, and then connects to the address it
+checked (TLS SNI and the Host header still name the original host, since httpcore takes those
+from the request URL). A name that resolves to a public address for a pre-flight check and to
+127.0.0.1 a moment later (DNS rebinding) therefore cannot get through. Redirect hops travel
+through the same transport, so each hop is checked again.
+
+Two client flavours share the guard: `guarded_client` (httpx, for our own calls) and
+`guarded_httpx2_client` (httpx2, the httpx fork the official `mcp` package speaks).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+import anyio
+import httpcore
+import httpcore2
+import httpx
+import httpx2
+import structlog
+
+log = structlog.get_logger("dutyline.outbound")
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# The few well-known metadata addresses, named in refusals so an operator sees why.
+_METADATA = {
+    ipaddress.ip_address("169.254.169.254"),
+    ipaddress.ip_address("fd00:ec2::254"),
+    ipaddress.ip_address("100.100.100.200"),
+}
+# NAT64 embeds an IPv4 address in the low 32 bits; a gateway would forward to it.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_MAX_REDIRECTS = 5
+_SECRET_HEADER_WORDS = ("authorization", "token", "secret", "key", "cookie", "password", "auth")
+_SECRET_QUERY_WORDS = ("token", "key", "secret", "password", "sig", "auth", "code")
+
+
+class OutboundBlocked(Exception):
+    """A request the guard refused; `reason` says why in words a user can act on."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+@dataclass(frozen=True)
+class OutboundPolicy:
+    """Who may be called.
+
+    `allow_private` is the operator's switch (DUTYLINE_ALLOW_PRIVATE_NETWORK). `allow_hosts`
+    names exact `host:port` pairs that pass whatever they resolve to; tests use it to allow one
+    loopback peer while everything else stays guarded."""
+
+    allow_private: bool = False
+    allow_hosts: frozenset[str] = field(default_factory=frozenset)
+
+    def host_allowed(self, host: str, port: int) -> bool:
+        return self.allow_private or f"{_bare_host(host).lower()}:{port}" in self.allow_hosts
+
+
+def _bare_host(host: str) -> str:
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def blocked_reason(ip: IPAddress) -> str | None:
+    """Why this address may not be called, or None when it is a public address."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped or ip.sixtofour
+        if mapped is None and ip in _NAT64:
+            mapped = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if mapped is not None:
+            inner = blocked_reason(mapped)
+            return f"{inner} (IPv4-mapped as {ip})" if inner else None
+    if ip in _METADATA:
+        return f"{ip} is a cloud metadata address"
+    checks = (
+        (ip.is_unspecified, "unspecified"),
+        (ip.is_loopback, "loopback"),
+        (ip.is_link_local, "link-local"),
+        (ip.is_multicast, "multicast"),
+        (ip.is_private, "private"),
+        (ip.is_reserved, "reserved"),
+        (not ip.is_global, "not a public"),
+    )
+    for hit, kind in checks:
+        if hit:
+            return f"{ip} is a {kind} address"
+    return None
+
+
+def _split(url: str) -> tuple[SplitResult, str, int]:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise OutboundBlocked(f"the URL is malformed ({exc})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        shown = scheme or "(none)"
+        raise OutboundBlocked(f"the scheme {shown!r} is not allowed; use http or https")
+    host = parts.hostname or ""
+    if not host:
+        raise OutboundBlocked("the URL has no host")
+    return parts, host, port or (443 if scheme == "https" else 80)
+
+
+def _literal_ip(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(_bare_host(host).split("%", 1)[0])
+    except ValueError:
+        return None
+
+
+def _check_static(host: str, port: int, policy: OutboundPolicy) -> bool:
+    """Checks what needs no DNS; True when the host is settled (allowed or a literal IP)."""
+    if policy.host_allowed(host, port):
+        return True
+    ip = _literal_ip(host)
+    if ip is None:
+        if _bare_host(host).lower().rstrip(".") in ("localhost", "localhost.localdomain"):
+            raise OutboundBlocked(f"{host} is a loopback name")
+        return False
+    reason = blocked_reason(ip)
+    if reason:
+        raise OutboundBlocked(reason)
+    return True
+
+
+async def _getaddrinfo(host: str, port: int) -> list[Any]:
+    # One seam for the resolver, so a test can play a rebinding DNS server.
+    return list(await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+
+
+async def resolve_checked(host: str, port: int, policy: OutboundPolicy) -> list[str]:
+    """Resolve `host` and check every address; the addresses to connect to, in order."""
+    if _check_static(host, port, policy):
+        return [_bare_host(host)]
+    try:
+        infos = await _getaddrinfo(host, port)
+    except OSError as exc:
+        raise OutboundBlocked(f"{host} does not resolve ({exc})") from None
+    addresses: list[str] = []
+    for *_, sockaddr in infos:
+        text = str(sockaddr[0])
+        ip = ipaddress.ip_address(text.split("%", 1)[0])
+        # One bad address refuses the name: otherwise a rebinding name could offer a public
+        # and a private address and let the connector pick.
+        reason = blocked_reason(ip)
+        if reason:
+            raise OutboundBlocked(f"{host} resolves to {ip}, which is refused: {reason}")
+        if text not in addresses:
+            addresses.append(text)
+    if not addresses:
+        raise OutboundBlocked(f"{host} does not resolve")
+    return addresses
+
+
+async def check_url(url: str, policy: OutboundPolicy) -> None:
+    """Refuse (raise OutboundBlocked) a URL the policy does not allow; resolves the host.
+
+    Good for validating user input early with a clear reason; the connect-time check in the
+    guarded clients is what actually keeps requests off private addresses."""
+    _, host, port = _split(url)
+    await resolve_checked(host, port, policy)
+
+
+# --- connect-time guard ------------------------------------------------------------------
+
+
+class _GuardedBackend:
+    """A network backend (httpcore or httpcore2 shape) that connects only to checked addresses."""
+
+    def __init__(self, inner: Any, policy: OutboundPolicy, timeout_error: type[Exception]) -> None:
+        self._inner = inner
+        self._policy = policy
+        self._timeout_error = timeout_error
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        # The signature is httpcore's network-backend interface, timeout included.
+        timeout: float | None = None,  # noqa: ASYNC109
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> Any:
+        try:
+            with anyio.fail_after(timeout):
+                addresses = await resolve_checked(host, port, self._policy)
+        except TimeoutError:
+            raise self._timeout_error(f"resolving {host} timed out") from None
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address,
+                    socket_options=socket_options,
+                )
+            except Exception as exc:  # try the next checked address, as a resolver would
+                last = exc
+        assert last is not None
+        raise last
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None,  # noqa: ASYNC109
+        socket_options: Iterable[Any] | None = None,
+    ) -> Any:
+        raise OutboundBlocked("unix sockets are not allowed")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _HttpcoreBackend(_GuardedBackend, httpcore.AsyncNetworkBackend):
+    pass
+
+
+class _Httpcore2Backend(_GuardedBackend, httpcore2.AsyncNetworkBackend):
+    pass
+
+
+class _CheckingTransport:
+    """Checks each request's URL (every redirect hop is a request) before handing it on.
+
+    With the real network below, the DNS part is left to the connect-time backend; with an
+    injected transport (a mock) there is no connect, so the whole check happens here."""
+
+    def __init__(self, inner: Any, policy: OutboundPolicy, resolve_here: bool) -> None:
+        self._inner = inner
+        self._policy = policy
+        self._resolve_here = resolve_here
+
+    async def handle_async_request(self, request: Any) -> Any:
+        url = str(request.url)
+        try:
+            _, host, port = _split(url)
+            if self._resolve_here:
+                await resolve_checked(host, port, self._policy)
+            else:
+                _check_static(host, port, self._policy)
+        except OutboundBlocked as exc:
+            log.warning("outbound_blocked", url=redact_url(url), reason=exc.reason)
+            raise
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _HttpxChecking(_CheckingTransport, httpx.AsyncBaseTransport):
+    pass
+
+
+class _Httpx2Checking(_CheckingTransport, httpx2.AsyncBaseTransport):
+    pass
+
+
+def _httpx_network(policy: OutboundPolicy) -> httpx.AsyncHTTPTransport:
+    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    # httpx does not expose the network backend; the pool it builds is replaced by the same
+    # pool with our backend (the attribute has been `_pool` since httpx 0.18).
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=httpx.create_ssl_context(trust_env=False),
+        network_backend=_HttpcoreBackend(httpcore.AnyIOBackend(), policy, httpcore.ConnectTimeout),
+    )
+    return transport
+
+
+def _httpx2_network(policy: OutboundPolicy) -> httpx2.AsyncHTTPTransport:
+    transport = httpx2.AsyncHTTPTransport(trust_env=False)
+    transport._pool = httpcore2.AsyncConnectionPool(  # same reason as in _httpx_network
+        ssl_context=httpx2.create_ssl_context(trust_env=False),
+        network_backend=_Httpcore2Backend(
+            httpcore2.AnyIOBackend(), policy, httpcore2.ConnectTimeout
+        ),
+    )
+    return transport
+
+
+def guarded_client(
+    policy: OutboundPolicy,
+    *,
+    timeout: httpx.Timeout | float,
+    headers: Mapping[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    follow_redirects: bool = False,
+) -> httpx.AsyncClient:
+    """An httpx client whose every request (and redirect hop) passes the guard.
+
+    `transport` replaces the network (tests, third-party mocks); URLs are still checked."""
+    inner = transport if transport is not None else _httpx_network(policy)
+    return httpx.AsyncClient(
+        transport=_HttpxChecking(inner, policy, resolve_here=transport is not None),
+        timeout=timeout,
+        headers=dict(headers or {}),
+        follow_redirects=follow_redirects,
+        max_redirects=_MAX_REDIRECTS,
+        # Environment proxies would bypass the transport, and with it the guard.
+        trust_env=False,
+    )
+
+
+def guarded_httpx2_client(
+    policy: OutboundPolicy,
+    *,
+    timeout: httpx2.Timeout | float,
+    headers: Mapping[str, str] | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """The same guard for httpx2 clients, which the `mcp` transports take."""
+    inner = transport if transport is not None else _httpx2_network(policy)
+    kwargs: dict[str, Any] = {}
+    if auth is not None:
+        kwargs["auth"] = auth
+    return httpx2.AsyncClient(
+        transport=_Httpx2Checking(inner, policy, resolve_here=transport is not None),
+        timeout=timeout,
+        headers=dict(headers or {}),
+        max_redirects=_MAX_REDIRECTS,
+        trust_env=False,
+        **kwargs,
+    )
+
+
+# --- redaction ---------------------------------------------------------------------------
+
+
+def redact_url(url: str) -> str:
+    """The URL without userinfo and with secret-looking query values masked, for logs."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<malformed url>"
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    query = "&".join(
+        f"{k}=******" if any(w in k.lower() for w in _SECRET_QUERY_WORDS) else f"{k}={v}"
+        for k, _, v in (pair.partition("=") for pair in parts.query.split("&") if pair)
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """Headers for a log line: values of secret-looking names masked."""
+    return {
+        k: "******" if any(w in k.lower() for w in _SECRET_HEADER_WORDS) else v
+        for k, v in headers.items()
+    }

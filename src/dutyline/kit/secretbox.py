@@ -1,0 +1,62 @@
+"""Secrets at rest: third-party credentials sealed with a key derived from the server secret.
+
+Fernet (AES-128-CBC + HMAC-SHA256, from `cryptography`) gives authenticated encryption, so a
+tampered or foreign token is refused rather than decrypted into garbage. The Fernet key is
+derived with HKDF from the operator's secret, so any string works as DUTYLINE_SECRET_KEY and
+the key used here is never the raw secret itself."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable
+
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+_INFO = b"dutyline secretbox v1"
+
+
+class SecretBoxError(Exception):
+    """A sealed value could not be opened: another server key, or the value was altered."""
+
+
+class SecretBox:
+    """`key` is the server secret, or a function returning it: the runtime passes
+    `settings.resolved_secret_key` so a process that never touches a secret (a migration, a
+    PostgreSQL deployment still missing DUTYLINE_SECRET_KEY) starts, and the first use fails
+    with the settings' clear message instead."""
+
+    def __init__(self, key: str | Callable[[], str]) -> None:
+        self._key = key
+        self._cached: Fernet | None = None
+        if isinstance(key, str):
+            self._cached = self._derive(key)
+
+    @staticmethod
+    def _derive(key: str) -> Fernet:
+        if not key:
+            raise ValueError("SecretBox needs a non-empty key")
+        derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_INFO).derive(
+            key.encode("utf-8")
+        )
+        return Fernet(base64.urlsafe_b64encode(derived))
+
+    @property
+    def _fernet(self) -> Fernet:
+        if self._cached is None:
+            key = self._key
+            self._cached = self._derive(key if isinstance(key, str) else key())
+        return self._cached
+
+    def seal(self, plaintext: str) -> str:
+        return self._fernet.encrypt(plaintext.encode("utf-8")).decode("ascii")
+
+    def open(self, token: str) -> str:
+        try:
+            return self._fernet.decrypt(token.encode("ascii")).decode("utf-8")
+        except (InvalidToken, UnicodeError, ValueError):
+            raise SecretBoxError(
+                "cannot open a stored secret: it was sealed with another DUTYLINE_SECRET_KEY "
+                "or has been altered"
+            ) from None
