@@ -2,13 +2,35 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dutyline.api.operation import Router
+from dutyline.channel.endpoints import router as channel_router
+from dutyline.channel.integration.endpoints import router as integration_router
+from dutyline.incident.field.endpoints import router as field_router
+from dutyline.incident.lifecycle.endpoints import router as incident_write_router
+from dutyline.incident.query.endpoints import router as incident_read_router
 from dutyline.platform.app_key.endpoints import router as app_key_router
 from dutyline.platform.audit.endpoints import router as audit_router
 from dutyline.platform.member.endpoints import router as member_router
 from dutyline.platform.role.endpoints import router as role_router
 from dutyline.platform.team.endpoints import router as team_router
 
+if TYPE_CHECKING:
+    from starlette.routing import Route
+
+    from dutyline.api.runtime import Runtime
+
 
 def all_routers() -> list[Router]:
-    return [member_router, role_router, app_key_router, team_router, audit_router]
+    return [member_router, role_router, app_key_router, team_router, audit_router,
+            channel_router, integration_router, field_router, incident_read_router,
+            incident_write_router]
+
+
+def extra_routes(runtime: Runtime) -> list[Route]:
+    """Routes outside the operation layer, with their own authentication (alert ingestion
+    by integration key); they answer with the same envelope and headers."""
+    from dutyline.incident.ingest.endpoint import routes as ingest_routes
+
+    return [*ingest_routes(runtime)]

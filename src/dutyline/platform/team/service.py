@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.operation import Context
@@ -169,3 +170,11 @@ def _items(rows: list[Any]) -> list[TeamItem]:
         )
         for r in rows
     ]
+
+
+async def existing_team_ids(conn: AsyncConnection, account_id: int,
+                            team_ids: list[int]) -> set[int]:
+    """Which of these ids are teams of the account (for other domains that reference teams)."""
+    if not team_ids:
+        return set()
+    return {r.team_id for r in await repo.find_many(conn, account_id, list(team_ids))}

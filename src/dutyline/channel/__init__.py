@@ -1,0 +1,1 @@
+"""Channels: the collaboration spaces alerts and incidents live in."""

@@ -1,0 +1,1 @@
+"""Integrations: the keyed entry points through which alerts reach a channel."""

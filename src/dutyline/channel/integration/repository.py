@@ -1,0 +1,113 @@
+"""Every integration query. Scoped by account_id; the reads a person makes go through the
+channel's visibility (channel.repository.visible_to), so a private channel's integrations
+are as hidden as the channel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.channel.repository import Viewer, visible_to
+from dutyline.db.tables.channel import channel, integration
+
+# Built once: ingestion runs this for every alert.
+_RESOLVE = (
+    select(
+        integration.c.integration_id, integration.c.account_id, integration.c.channel_id,
+        integration.c.integration_name, integration.c.integration_type,
+        channel.c.status.label("channel_status"),
+    )
+    .select_from(integration)
+    .join(channel, channel.c.channel_id == integration.c.channel_id)
+    .where(
+        integration.c.key_hash == bindparam("key_hash"),
+        integration.c.status == "enabled",
+        channel.c.account_id == integration.c.account_id,
+        channel.c.deleted_at == 0,
+    )
+)
+
+_ITEM_ROWS = (
+    select(integration, channel.c.channel_name)
+    .select_from(integration)
+    .join(channel, channel.c.channel_id == integration.c.channel_id)
+)
+
+
+async def resolve(conn: AsyncConnection, key_hash: str) -> Any:
+    return (await conn.execute(_RESOLVE, {"key_hash": key_hash})).first()
+
+
+def _live(account_id: int, viewer: Viewer) -> list[Any]:
+    return [
+        integration.c.account_id == account_id,
+        integration.c.status != "deleted",
+        channel.c.account_id == account_id,
+        channel.c.deleted_at == 0,
+        visible_to(viewer),
+    ]
+
+
+async def get_visible(conn: AsyncConnection, account_id: int, integration_id: int,
+                      viewer: Viewer) -> Row[Any] | None:
+    stmt = _ITEM_ROWS.where(*_live(account_id, viewer),
+                            integration.c.integration_id == integration_id)
+    return (await conn.execute(stmt)).first()
+
+
+async def list_page(conn: AsyncConnection, account_id: int, viewer: Viewer, *,
+                    channel_id: int | None, offset: int,
+                    limit: int) -> tuple[int, list[Row[Any]]]:
+    conditions = _live(account_id, viewer)
+    if channel_id is not None:
+        conditions.append(integration.c.channel_id == channel_id)
+    stmt = (
+        _ITEM_ROWS.add_columns(func.count().over().label("total"))
+        .where(*conditions)
+        .order_by(integration.c.created_at.desc(), integration.c.integration_id.desc())
+        .offset(offset).limit(limit)
+    )
+    rows = list((await conn.execute(stmt)).all())
+    if rows:
+        return rows[0].total, rows
+    count = (select(func.count()).select_from(integration)
+             .join(channel, channel.c.channel_id == integration.c.channel_id)
+             .where(*conditions))
+    return (await conn.execute(count)).scalar_one(), []
+
+
+async def name_taken(conn: AsyncConnection, channel_id: int, name: str) -> bool:
+    stmt = select(integration.c.integration_id).where(
+        integration.c.channel_id == channel_id, integration.c.integration_name == name,
+        integration.c.status != "deleted",
+    ).limit(1)
+    return (await conn.execute(stmt)).first() is not None
+
+
+async def names(conn: AsyncConnection, account_id: int,
+                integration_ids: list[int]) -> dict[int, tuple[str, str]]:
+    if not integration_ids:
+        return {}
+    stmt = select(integration.c.integration_id, integration.c.integration_name,
+                  integration.c.integration_type).where(
+        integration.c.account_id == account_id,
+        integration.c.integration_id.in_(integration_ids))
+    return {r.integration_id: (r.integration_name, r.integration_type)
+            for r in await conn.execute(stmt)}
+
+
+async def insert_integration(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(integration).values(**values))
+
+
+async def mark_deleted(conn: AsyncConnection, account_id: int, integration_id: int,
+                       now_s: int) -> None:
+    await conn.execute(
+        update(integration)
+        .where(integration.c.account_id == account_id,
+               integration.c.integration_id == integration_id)
+        .values(status="deleted", updated_at=now_s)
+    )

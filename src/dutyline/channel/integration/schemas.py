@@ -1,0 +1,53 @@
+"""Integration requests and records (our own endpoints; same conventions as the reference)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from dutyline.api.types import Id, PageRequest
+
+IntegrationName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+
+
+class CreateIntegrationRequest(msgspec.Struct, kw_only=True):
+    channel_id: Id
+    integration_name: IntegrationName
+
+
+class CreateIntegrationResponse(msgspec.Struct, kw_only=True):
+    integration_id: int
+    integration_name: str
+    # The plaintext key: shown in this response only, stored as a SHA-256 hash.
+    integration_key: str
+
+
+class IntegrationIDRequest(msgspec.Struct, kw_only=True):
+    integration_id: Id
+
+
+class ListIntegrationsRequest(PageRequest, kw_only=True):
+    channel_id: Id | None = None
+
+
+class IntegrationItem(msgspec.Struct, kw_only=True):
+    integration_id: int
+    integration_name: str
+    integration_type: str
+    channel_id: int
+    channel_name: str
+    account_id: int
+    status: str
+    # The key's last characters, so a person can tell keys apart; never the key.
+    key_suffix: str
+    creator_id: int
+    created_at: int
+    updated_at: int
+
+
+class ListIntegrationsResponse(msgspec.Struct, kw_only=True):
+    p: int
+    limit: int
+    total: int
+    items: list[IntegrationItem]

@@ -1,0 +1,135 @@
+"""Rules of integrations: one secret key each, shown once and stored hashed; a key stops
+working when its integration is deleted or its channel is deleted."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.auth import hash_app_key
+from dutyline.api.operation import Context
+from dutyline.channel import service as channels
+from dutyline.channel.integration import repository as repo
+from dutyline.channel.integration.schemas import (
+    CreateIntegrationRequest,
+    CreateIntegrationResponse,
+    IntegrationIDRequest,
+    IntegrationItem,
+    ListIntegrationsRequest,
+    ListIntegrationsResponse,
+)
+from dutyline.kit.ids import numeric_id
+
+KEY_PREFIX = "ik_"
+SUFFIX_LENGTH = 6
+STANDARD = "standard"
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedIntegration:
+    integration_id: int
+    account_id: int
+    channel_id: int
+    integration_name: str
+    integration_type: str
+    channel_status: str  # enabled | disabled (a deleted channel's keys do not resolve)
+
+
+def hash_key(integration_key: str) -> str:
+    """Same SHA-256 as app keys: a key is 256 random bits, so no salt or slow hash is needed."""
+    return hash_app_key(integration_key)
+
+
+async def resolve_key(conn: AsyncConnection, integration_key: str) -> ResolvedIntegration | None:
+    """The integration an alert's key names; None for an unknown or deleted key, or one
+    whose channel is deleted. A disabled channel still resolves: the caller decides."""
+    if not integration_key.startswith(KEY_PREFIX) or len(integration_key) > 128:
+        return None
+    row = await repo.resolve(conn, hash_key(integration_key))
+    if row is None:
+        return None
+    return ResolvedIntegration(
+        integration_id=row.integration_id, account_id=row.account_id,
+        channel_id=row.channel_id, integration_name=row.integration_name,
+        integration_type=row.integration_type, channel_status=row.channel_status,
+    )
+
+
+async def integration_names(conn: AsyncConnection, account_id: int,
+                            integration_ids: list[int]) -> dict[int, tuple[str, str]]:
+    """{integration_id: (integration_name, integration_type)}, deleted ones included, for
+    records (alerts, incidents) that name the integration they came through."""
+    return await repo.names(conn, account_id, integration_ids)
+
+
+async def create_integration(ctx: Context,
+                             req: CreateIntegrationRequest) -> CreateIntegrationResponse:
+    account_id = ctx.caller.account_id
+    row = await channels.require_visible(ctx, req.channel_id)
+    name = req.integration_name.strip()
+    if not name:
+        raise errors.invalid("integration_name", "is required")
+    if await repo.name_taken(ctx.conn, row.channel_id, name):
+        raise errors.invalid("integration_name", "already exists")
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
+    integration_id = numeric_id()
+    now = ctx.now_s
+    try:
+        await repo.insert_integration(ctx.conn, {
+            "integration_id": integration_id, "account_id": account_id,
+            "channel_id": row.channel_id, "integration_name": name,
+            "integration_type": STANDARD, "key_hash": hash_key(plaintext),
+            "key_suffix": plaintext[-SUFFIX_LENGTH:], "status": "enabled",
+            "creator_id": ctx.caller.person_id, "created_at": now, "updated_at": now,
+        })
+    except IntegrityError:
+        # Lost a race with a concurrent create of the same name in this channel.
+        raise errors.invalid("integration_name", "already exists") from None
+    ctx.audit_targets.append(integration_id)
+    return CreateIntegrationResponse(integration_id=integration_id, integration_name=name,
+                                     integration_key=plaintext)
+
+
+async def integration_info(ctx: Context, req: IntegrationIDRequest) -> IntegrationItem:
+    return _item(await _require(ctx, req.integration_id))
+
+
+async def list_integrations(ctx: Context,
+                            req: ListIntegrationsRequest) -> ListIntegrationsResponse:
+    if req.channel_id is not None:
+        await channels.require_visible(ctx, req.channel_id)
+    total, rows = await repo.list_page(
+        ctx.conn, ctx.caller.account_id, await channels.viewer(ctx),
+        channel_id=req.channel_id, offset=req.offset, limit=req.limit,
+    )
+    return ListIntegrationsResponse(p=req.p, limit=req.limit, total=total,
+                                    items=[_item(r) for r in rows])
+
+
+async def delete_integration(ctx: Context, req: IntegrationIDRequest) -> None:
+    row = await _require(ctx, req.integration_id)
+    await repo.mark_deleted(ctx.conn, ctx.caller.account_id, row.integration_id, ctx.now_s)
+    ctx.audit_targets.append(row.integration_id)
+
+
+async def _require(ctx: Context, integration_id: int) -> Any:
+    row = await repo.get_visible(ctx.conn, ctx.caller.account_id, integration_id,
+                                 await channels.viewer(ctx))
+    if row is None:
+        raise errors.not_found("integration", integration_id)
+    return row
+
+
+def _item(row: Any) -> IntegrationItem:
+    return IntegrationItem(
+        integration_id=row.integration_id, integration_name=row.integration_name,
+        integration_type=row.integration_type, channel_id=row.channel_id,
+        channel_name=row.channel_name, account_id=row.account_id, status=row.status,
+        key_suffix=row.key_suffix, creator_id=row.creator_id, created_at=row.created_at,
+        updated_at=row.updated_at,
+    )

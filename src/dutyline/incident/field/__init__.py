@@ -1,0 +1,1 @@
+"""Custom incident fields: definitions per account and validation of their values."""

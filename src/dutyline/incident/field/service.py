@@ -1,0 +1,226 @@
+"""Rules of custom fields (decisions.md §3): names `^[a-zA-Z_][a-zA-Z0-9_]{0,39}$`, unique
+per account (any case); types text, single_select, multi_select, checkbox; selects carry a
+non-empty list of distinct options; a default fits its own definition; a field some
+incident holds a value for cannot be deleted (ReferenceExist)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.operation import Context
+from dutyline.incident.field import repository as repo
+from dutyline.incident.field.schemas import (
+    CreateFieldRequest,
+    CreateFieldResponse,
+    FieldItem,
+    FieldLookup,
+    ListFieldsResponse,
+    UpdateFieldRequest,
+)
+from dutyline.kit.ids import hex_id
+
+NAME_RULE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,39}")
+SELECTS = ("single_select", "multi_select")
+MAX_FIELDS_PER_ACCOUNT = 100
+MAX_TEXT_LENGTH = 4096
+_TRUE = frozenset({"true", "1", "yes", "on"})
+_FALSE = frozenset({"false", "0", "no", "off", ""})
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDefinition:
+    field_id: str
+    field_name: str
+    display_name: str
+    field_type: str  # text | single_select | multi_select | checkbox
+    options: tuple[str, ...]
+    default_value: Any
+
+
+def _definition(row: Any) -> FieldDefinition:
+    return FieldDefinition(
+        field_id=row.field_id, field_name=row.field_name, display_name=row.display_name,
+        field_type=row.field_type, options=tuple(msgspec.json.decode(row.options)),
+        default_value=msgspec.json.decode(row.default_value),
+    )
+
+
+async def list_definitions(conn: AsyncConnection, account_id: int) -> list[FieldDefinition]:
+    return [_definition(r) for r in await repo.list_all(conn, account_id)]
+
+
+async def validate_value(conn: AsyncConnection, account_id: int, field_name: str,
+                         value: Any) -> tuple[FieldDefinition, Any]:
+    """The account's definition of `field_name` and `value` normalized to its type: text and
+    single_select a string, multi_select a list of distinct options, checkbox a bool; None
+    (JSON null) clears the value. Since the contract carries `field_value` as a string, a
+    string works for every type: `"true"`/`"false"` for a checkbox; for a multi_select one
+    option, options separated by commas, or a JSON array. InvalidParameter names
+    `field_name` for an unknown field and `field_value` for a value that does not fit."""
+    row = await repo.get_by_name(conn, account_id, field_name) if field_name else None
+    if row is None:
+        raise errors.invalid("field_name", "is not a custom field of this account")
+    definition = _definition(row)
+    return definition, normalize(definition.field_type, definition.options, value,
+                                 "field_value")
+
+
+def normalize(field_type: str, options: tuple[str, ...], value: Any, field: str) -> Any:
+    if value is None:
+        return None
+    if field_type == "text":
+        if not isinstance(value, str):
+            raise errors.invalid(field, "must be a string")
+        if len(value) > MAX_TEXT_LENGTH:
+            raise errors.invalid(field, "must be at most 4096 characters")
+        return value
+    if field_type == "single_select":
+        if not isinstance(value, str) or value not in options:
+            raise errors.invalid(field, "must be one of the field's options")
+        return value
+    if field_type == "multi_select":
+        chosen = _as_list(value, options, field)
+        if not all(isinstance(v, str) and v in options for v in chosen):
+            raise errors.invalid(field, "must be one of the field's options")
+        return list(dict.fromkeys(chosen))
+    # checkbox
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    raise errors.invalid(field, "must be true or false")
+
+
+def _as_list(value: Any, options: tuple[str, ...], field: str) -> list[Any]:
+    if isinstance(value, list):
+        return value
+    if not isinstance(value, str):
+        raise errors.invalid(field, "must be a list of the field's options")
+    text = value.strip()
+    if text.startswith("["):
+        try:
+            decoded = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            raise errors.invalid(field, "must be a list of the field's options") from None
+        if isinstance(decoded, list):
+            return decoded
+    if value in options or not text:
+        return [value] if text else []
+    return [part.strip() for part in value.split(",")]
+
+
+async def create_field(ctx: Context, req: CreateFieldRequest) -> CreateFieldResponse:
+    account_id = ctx.caller.account_id
+    name = req.field_name
+    if not NAME_RULE.fullmatch(name):
+        raise errors.invalid("field_name", "must match ^[a-zA-Z_][a-zA-Z0-9_]{0,39}$")
+    options = _checked_options(req.field_type, req.options)
+    default = normalize(req.field_type, options, req.default_value, "default_value")
+    if await repo.name_taken(ctx.conn, account_id, name):
+        raise errors.invalid("field_name", "already exists")
+    if await repo.count(ctx.conn, account_id) >= MAX_FIELDS_PER_ACCOUNT:
+        raise errors.invalid("field_name", "the account already has 100 custom fields")
+    field_id = hex_id()
+    now = ctx.now_s
+    try:
+        await repo.insert_field(ctx.conn, {
+            "field_id": field_id, "account_id": account_id, "field_name": name,
+            "display_name": req.display_name.strip() or name,
+            "description": req.description, "field_type": req.field_type,
+            "options": msgspec.json.encode(list(options)).decode(),
+            "default_value": msgspec.json.encode(default).decode(), "status": "enabled",
+            "creator_id": ctx.caller.person_id, "created_at": now, "updated_at": now,
+        })
+    except IntegrityError:
+        raise errors.invalid("field_name", "already exists") from None
+    ctx.audit_targets.append(field_id)
+    return CreateFieldResponse(field_id=field_id, field_name=name)
+
+
+async def field_info(ctx: Context, req: FieldLookup) -> FieldItem:
+    return _item(await _require(ctx, req))
+
+
+async def list_fields(ctx: Context) -> ListFieldsResponse:
+    rows = await repo.list_all(ctx.conn, ctx.caller.account_id)
+    return ListFieldsResponse(total=len(rows), items=[_item(r) for r in rows])
+
+
+async def update_field(ctx: Context, req: UpdateFieldRequest) -> None:
+    row = await _require(ctx, FieldLookup(field_id=req.field_id))
+    current = _definition(row)
+    values: dict[str, Any] = {"updated_at": ctx.now_s}
+    options = current.options
+    if req.options is not None:
+        options = _checked_options(current.field_type, req.options)
+        values["options"] = msgspec.json.encode(list(options)).decode()
+    if req.default_value is not msgspec.UNSET:
+        default = normalize(current.field_type, options, req.default_value, "default_value")
+    else:
+        # New options must still admit the kept default.
+        default = normalize(current.field_type, options, current.default_value, "options")
+    values["default_value"] = msgspec.json.encode(default).decode()
+    if req.display_name is not None:
+        values["display_name"] = req.display_name.strip() or current.field_name
+    if req.description is not None:
+        values["description"] = req.description
+    await repo.update_field(ctx.conn, ctx.caller.account_id, row.field_id, values)
+    ctx.audit_targets.append(row.field_id)
+
+
+async def delete_field(ctx: Context, req: FieldLookup) -> None:
+    row = await _require(ctx, req)
+    if await repo.in_use(ctx.conn, ctx.caller.account_id, row.field_name):
+        raise errors.ReferenceExist(
+            "Field {field_name} is set on incidents and cannot be deleted",
+            field_name=row.field_name,
+        )
+    await repo.delete_field(ctx.conn, ctx.caller.account_id, row.field_id)
+    ctx.audit_targets.append(row.field_id)
+
+
+def _checked_options(field_type: str, raw: list[str]) -> tuple[str, ...]:
+    if field_type not in SELECTS:
+        if raw:
+            raise errors.invalid("options", "are only for single_select and multi_select")
+        return ()
+    options = [o.strip() for o in raw]
+    if not options:
+        raise errors.invalid("options", "is required for single_select and multi_select")
+    if not all(options):
+        raise errors.invalid("options", "must not be blank")
+    if len(set(options)) != len(options):
+        raise errors.invalid("options", "must be distinct")
+    return tuple(options)
+
+
+async def _require(ctx: Context, req: FieldLookup) -> Any:
+    account_id = ctx.caller.account_id
+    if req.field_id:
+        row = await repo.get_by_id(ctx.conn, account_id, req.field_id)
+        ident = req.field_id
+    elif req.field_name:
+        row = await repo.get_by_name(ctx.conn, account_id, req.field_name)
+        ident = req.field_name
+    else:
+        raise errors.invalid("field_id", "is required")
+    if row is None:
+        raise errors.not_found("field", ident)
+    return row
+
+
+def _item(row: Any) -> FieldItem:
+    d = _definition(row)
+    return FieldItem(
+        field_id=d.field_id, field_name=d.field_name, display_name=d.display_name,
+        description=row.description, field_type=d.field_type, options=list(d.options),
+        default_value=d.default_value, status=row.status, creator_id=row.creator_id,
+        created_at=row.created_at, updated_at=row.updated_at,
+    )
