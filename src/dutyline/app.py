@@ -30,7 +30,7 @@ from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.audit.sink import DatabaseAuditSink
 from dutyline.platform.auth import DatabaseAuthenticator
-from dutyline.routes import all_routers
+from dutyline.routes import all_routers, extra_routes
 
 log = structlog.get_logger("dutyline.app")
 
@@ -82,6 +82,7 @@ def create_app(
     routes = [
         Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations
     ]
+    routes += extra_routes(runtime)
     spec = openapi.build(operations)
     spec_bytes = encode(spec)
     docs_html = docs.render(spec)

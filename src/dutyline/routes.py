@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from dutyline.api.operation import Router
 from dutyline.channel.endpoints import router as channel_router
 from dutyline.channel.integration.endpoints import router as integration_router
+from dutyline.incident.alert.endpoints import router as alert_router
 from dutyline.incident.field.endpoints import router as field_router
 from dutyline.incident.lifecycle.endpoints import router as incident_write_router
 from dutyline.incident.query.endpoints import router as incident_read_router
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 def all_routers() -> list[Router]:
     return [member_router, role_router, app_key_router, team_router, audit_router,
             channel_router, integration_router, field_router, incident_read_router,
-            incident_write_router]
+            incident_write_router, alert_router]
 
 
 def extra_routes(runtime: Runtime) -> list[Route]:

@@ -140,6 +140,12 @@ def _decode(
             return msgspec.convert(params, op.request_type, strict=False)
         except msgspec.ValidationError as exc:
             raise _invalid_parameter(str(exc)) from None
+    return decode_json_body(decoder, request, body)
+
+
+def decode_json_body(decoder: msgspec.json.Decoder[Any], request: Request, body: bytes) -> Any:
+    """A POST body under the house rules (also used by routes outside the operation layer,
+    like alert ingestion): JSON content type, 400 naming the field, no unstorable strings."""
     if not body.strip():
         body = b"{}"
     else:

@@ -101,6 +101,46 @@ async def enqueue(
     return None if row is None else int(row[0])
 
 
+async def schedule(
+    conn: AsyncConnection,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    now_ms: int,
+    run_at_ms: int,
+    dedupe_key: str,
+    max_attempts: int = 10,
+) -> None:
+    """A timer each call pushes out: enqueue, or move the pending job holding `dedupe_key`
+    to `run_at_ms`. A running holder is left alone; its handler must re-check what it acts
+    on and hand over to a successor (`drop_dedupe_key`, then `schedule`) when not yet due."""
+    values = {
+        "kind": kind,
+        "payload": json.dumps(payload, separators=(",", ":")),
+        "status": PENDING,
+        "dedupe_key": dedupe_key,
+        "run_at": run_at_ms,
+        "attempts": 0,
+        "max_attempts": max_attempts,
+        "created_at": now_ms,
+        "updated_at": now_ms,
+    }
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    stmt = insert(job).values(**values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[job.c.dedupe_key],
+        set_={"run_at": stmt.excluded.run_at, "updated_at": stmt.excluded.updated_at},
+        where=job.c.status == PENDING,
+    )
+    await conn.execute(stmt)
+
+
+async def drop_dedupe_key(conn: AsyncConnection, job_id: int) -> None:
+    """Let a running job give up its dedupe key (in its own transaction) so it can schedule
+    its successor under the same key."""
+    await conn.execute(update(job).where(job.c.id == job_id).values(dedupe_key=None))
+
+
 async def claim(
     db: Database, worker_id: str, *, now_ms: int, lease_ms: int, limit: int
 ) -> list[ClaimedJob]:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
 
 # Modules of the domains that define job handlers; each registers on import.
-BUILTIN_JOB_MODULES: tuple[str, ...] = ()
+BUILTIN_JOB_MODULES: tuple[str, ...] = ("dutyline.incident.ingest.tasks",)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""/alert/list, /alert/info, /alert/event/list: reading alerts and their raw events."""

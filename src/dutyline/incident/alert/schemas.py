@@ -1,0 +1,135 @@
+"""Alert requests and records (reference: AlertListRequest, AlertItem, AlertInfoRequest,
+AlertEventListRequest, AlertEventItem, AlertListResponse, AlertEventListResponse)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+from dutyline.api.types import Id, PageRequest
+
+AlertId = Annotated[str, msgspec.Meta(max_length=64)]
+MAX_SPAN_S = 31 * 86_400
+# Seconds up to the year 9999: bounds that keep every comparison inside int64.
+TimeS = Annotated[int, msgspec.Meta(ge=0, le=253_402_300_799)]
+
+
+class AlertListRequest(PageRequest, kw_only=True):
+    start_time: TimeS
+    end_time: TimeS
+    search_after_ctx: Annotated[str, msgspec.Meta(max_length=256)] = ""
+    is_active: bool | None = None
+    ever_muted: bool | None = None
+    alert_severity: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    channel_ids: Annotated[list[Id], msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=list)
+    integration_ids: Annotated[list[Id], msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=list)
+    alert_ids: Annotated[list[AlertId], msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=list)
+    alert_keys: Annotated[list[Annotated[str, msgspec.Meta(max_length=255)]],
+                          msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
+    orderby: Literal["created_at", "updated_at"] = "created_at"
+    asc: bool = False
+    by_updated_at: bool = False
+
+
+class AlertLookup(msgspec.Struct, kw_only=True):
+    alert_id: AlertId
+
+
+class AlertEventListRequest(PageRequest, kw_only=True):
+    alert_id: AlertId
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 100
+
+
+class IncidentShort(msgspec.Struct, kw_only=True):
+    incident_id: str
+    title: str
+    progress: str
+
+
+class AlertImage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    src: str
+    href: str = ""
+    alt: str = ""
+
+
+class AlertItem(msgspec.Struct, kw_only=True, omit_defaults=True):
+    alert_id: str
+    integration_id: int
+    data_source_id: int
+    channel_id: int
+    account_id: int
+    title: str
+    title_rule: str
+    description: str
+    alert_severity: str
+    alert_status: str
+    alert_key: str
+    start_time: int
+    last_time: int
+    end_time: int
+    labels: dict[str, str]
+    ever_muted: bool
+    deleted_at: int
+    created_at: int
+    updated_at: int
+    integration_name: str
+    integration_type: str
+    integration_ref_id: str
+    channel_name: str
+    channel_status: str
+    responder_name: str
+    responder_email: str
+    event_cnt: int
+    images: list[AlertImage]
+    data_source_name: str
+    data_source_type: str
+    data_source_ref_id: str
+    # Absent (not null) when the alert is in no incident: the reference types it an object.
+    incident: IncidentShort | None = None
+
+
+class AlertListResponse(msgspec.Struct, kw_only=True):
+    total: int
+    has_next_page: bool
+    search_after_ctx: str
+    items: list[AlertItem]
+
+
+class AlertEventItem(msgspec.Struct, kw_only=True):
+    event_id: str
+    alert_id: str
+    account_id: int
+    channel_id: int
+    integration_id: int
+    integration_type: str
+    data_source_id: int
+    title: str
+    title_rule: str
+    description: str
+    alert_key: str
+    event_severity: str
+    event_status: str
+    event_time: int
+    labels: dict[str, str]
+    images: list[AlertImage]
+    created_at: int
+    updated_at: int
+    deleted_at: int
+
+
+class AlertEventListResponse(msgspec.Struct, kw_only=True):
+    total: int
+    has_next_page: bool
+    items: list[AlertEventItem]
+
+
+def images_of(raw: str) -> list[AlertImage]:
+    return msgspec.json.decode(raw or "[]", type=list[AlertImage])
+
+
+def labels_of(raw: str) -> dict[str, str]:
+    return msgspec.json.decode(raw or "{}", type=dict[str, str])

@@ -1,0 +1,146 @@
+"""Reading alerts: filters checked here, rows turned into reference records."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from dutyline.api import errors
+from dutyline.api.operation import Context
+from dutyline.api.types import MAX_PAGE_WINDOW
+from dutyline.incident.alert import repository as repo
+from dutyline.incident.alert.schemas import (
+    MAX_SPAN_S,
+    AlertEventItem,
+    AlertEventListRequest,
+    AlertEventListResponse,
+    AlertItem,
+    AlertListRequest,
+    AlertListResponse,
+    AlertLookup,
+    IncidentShort,
+    images_of,
+    labels_of,
+)
+from dutyline.incident.ingest.channels import names
+
+SEVERITIES = ("Critical", "Warning", "Info", "Ok")
+
+
+def _severities(value: str) -> list[str]:
+    wanted = [s.strip() for s in value.split(",") if s.strip()]
+    for s in wanted:
+        if s not in SEVERITIES:
+            raise errors.invalid("alert_severity", "must be Critical, Warning, Info or Ok")
+    return wanted
+
+
+def _page_from_cursor(cursor: str) -> int:
+    """search_after_ctx is opaque to clients; ours names the next page."""
+    try:
+        p = int(base64.urlsafe_b64decode(cursor.encode()).decode().removeprefix("p:"))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise errors.invalid("search_after_ctx") from None
+    if p < 1:
+        raise errors.invalid("search_after_ctx")
+    return p
+
+
+def _cursor(p: int) -> str:
+    return base64.urlsafe_b64encode(f"p:{p}".encode()).decode()
+
+
+async def list_alerts(ctx: Context, req: AlertListRequest) -> AlertListResponse:
+    if req.end_time < req.start_time:
+        raise errors.invalid("end_time", "must be after start_time")
+    if req.end_time - req.start_time > MAX_SPAN_S:
+        raise errors.invalid("end_time", "must be at most 31 days after start_time")
+    p = _page_from_cursor(req.search_after_ctx) if req.search_after_ctx else req.p
+    if p * req.limit > MAX_PAGE_WINDOW:
+        raise errors.invalid("p", f"p × limit must not exceed {MAX_PAGE_WINDOW}")
+    filters: dict[str, Any] = {
+        "start_time": req.start_time, "end_time": req.end_time,
+        "by_updated_at": req.by_updated_at, "channel_ids": req.channel_ids,
+        "integration_ids": req.integration_ids, "alert_ids": req.alert_ids,
+        "alert_keys": req.alert_keys, "severities": _severities(req.alert_severity),
+        "is_active": req.is_active, "ever_muted": req.ever_muted,
+    }
+    offset = (p - 1) * req.limit
+    total, rows = await repo.list_alerts(
+        ctx.conn, ctx.caller.account_id, filters, offset=offset, limit=req.limit,
+        orderby=req.orderby, asc=req.asc,
+    )
+    has_next = offset + len(rows) < total
+    return AlertListResponse(
+        total=total, has_next_page=has_next,
+        search_after_ctx=_cursor(p + 1) if has_next else "",
+        items=await _items(ctx, rows),
+    )
+
+
+async def alert_info(ctx: Context, req: AlertLookup) -> AlertItem:
+    row = await repo.get_alert(ctx.conn, ctx.caller.account_id, req.alert_id)
+    if row is None:
+        raise errors.not_found("alert", req.alert_id)
+    return (await _items(ctx, [row]))[0]
+
+
+async def list_events(ctx: Context, req: AlertEventListRequest) -> AlertEventListResponse:
+    account_id = ctx.caller.account_id
+    parent = await repo.get_alert(ctx.conn, account_id, req.alert_id)
+    if parent is None:
+        raise errors.not_found("alert", req.alert_id)
+    total, rows = await repo.list_events(
+        ctx.conn, account_id, req.alert_id, offset=req.offset, limit=req.limit
+    )
+    found = await names(ctx.conn, account_id, (), [parent.integration_id])
+    integration_type = found.integrations.get(parent.integration_id, ("", ""))[1]
+    items = [
+        AlertEventItem(
+            event_id=r.event_id, alert_id=r.alert_id, account_id=r.account_id,
+            channel_id=r.channel_id, integration_id=r.integration_id,
+            integration_type=integration_type, data_source_id=r.integration_id,
+            title=r.title, title_rule=parent.title_rule, description=r.description,
+            alert_key=parent.alert_key, event_severity=r.event_severity,
+            event_status=r.event_status, event_time=r.event_time, labels=labels_of(r.labels),
+            images=images_of(r.images), created_at=r.created_at, updated_at=r.created_at,
+            deleted_at=0,
+        )
+        for r in rows
+    ]
+    return AlertEventListResponse(
+        total=total, has_next_page=req.offset + len(rows) < total, items=items
+    )
+
+
+async def _items(ctx: Context, rows: Any) -> list[AlertItem]:
+    account_id = ctx.caller.account_id
+    found = await names(
+        ctx.conn, account_id, (r.channel_id for r in rows), (r.integration_id for r in rows)
+    )
+    briefs = await repo.incidents_brief(
+        ctx.conn, account_id, sorted({r.incident_id for r in rows if r.incident_id})
+    )
+    items = []
+    for r in rows:
+        channel_name, channel_status = found.channels.get(r.channel_id, ("", ""))
+        integration_name, integration_type = found.integrations.get(r.integration_id, ("", ""))
+        brief = briefs.get(r.incident_id) if r.incident_id else None
+        items.append(AlertItem(
+            alert_id=r.alert_id, integration_id=r.integration_id,
+            data_source_id=r.integration_id, channel_id=r.channel_id, account_id=r.account_id,
+            title=r.title, title_rule=r.title_rule, description=r.description,
+            alert_severity=r.alert_severity, alert_status=r.alert_status,
+            alert_key=r.alert_key, start_time=r.start_time, last_time=r.last_time,
+            end_time=r.end_time, labels=labels_of(r.labels), ever_muted=bool(r.ever_muted),
+            deleted_at=r.deleted_at, created_at=r.created_at, updated_at=r.updated_at,
+            integration_name=integration_name, integration_type=integration_type,
+            integration_ref_id="", channel_name=channel_name, channel_status=channel_status,
+            responder_name="", responder_email="", event_cnt=r.event_cnt,
+            images=images_of(r.images), data_source_name=integration_name,
+            data_source_type=integration_type, data_source_ref_id="",
+            incident=(IncidentShort(incident_id=r.incident_id, title=brief[0],
+                                    progress=brief[1]) if brief else None),
+        ))
+    return items

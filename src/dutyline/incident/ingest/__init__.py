@@ -1,0 +1,1 @@
+"""Alert ingestion: the standard push endpoint, alert upsert, grouping into incidents."""

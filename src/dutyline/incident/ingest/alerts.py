@@ -1,0 +1,166 @@
+"""Alert rows: find the active alert of a key, update or recover it, start a new one, and
+record every push as an alert_event."""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.incident import alert, alert_event, incident
+from dutyline.incident.ingest.schemas import PushRequest
+from dutyline.kit.ids import hex_id
+
+SEVERITY_RANK = {"Ok": 0, "Info": 1, "Warning": 2, "Critical": 3}
+OK = "Ok"
+
+_decode_labels = msgspec.json.Decoder(dict[str, str])
+
+# Event ids are shaped like MongoDB ObjectIds (seconds, a random process part, a counter),
+# so events of one alert sort in arrival order even within one second.
+_PROCESS_PART = secrets.token_hex(5)
+_event_counter = itertools.count(secrets.randbelow(1 << 20))
+
+
+def new_event_id(now_s: int) -> str:
+    return f"{now_s & 0xFFFFFFFF:08x}{_PROCESS_PART}{next(_event_counter) & 0xFFFFFF:06x}"
+
+
+def worst(a: str, b: str) -> str:
+    return a if SEVERITY_RANK.get(a, 0) >= SEVERITY_RANK.get(b, 0) else b
+
+
+def encode(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _insert(conn: AsyncConnection) -> Any:
+    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveAlert:
+    alert_id: str
+    incident_id: str | None
+    severity: str  # worst seen while active
+    labels: dict[str, str]
+    incident_progress: str | None
+
+
+async def find_active(
+    conn: AsyncConnection, integration_id: int, alert_key: str
+) -> ActiveAlert | None:
+    """The active alert of a key, with its incident's progress. On PostgreSQL the alert row
+    is locked, so concurrent pushes of one key queue here and no count or worst severity is
+    lost; SQLite writers are serialized already."""
+    stmt = (
+        select(
+            alert.c.alert_id, alert.c.incident_id, alert.c.alert_severity, alert.c.labels,
+            incident.c.progress,
+        )
+        .select_from(alert.outerjoin(incident, incident.c.incident_id == alert.c.incident_id))
+        .where(
+            alert.c.integration_id == integration_id,
+            alert.c.alert_key == alert_key,
+            alert.c.end_time == 0,
+        )
+        .with_for_update(of=alert)
+    )
+    row = (await conn.execute(stmt)).first()
+    if row is None:
+        return None
+    return ActiveAlert(row[0], row[1], row[2], _decode_labels.decode(row[3]), row[4])
+
+
+async def update_active(
+    conn: AsyncConnection, active: ActiveAlert, req: PushRequest, *, title: str, now_s: int
+) -> str:
+    """Count the event on the alert (recovering it on Ok); returns its new worst severity.
+
+    Labels merge (the event's values win, keys it leaves out stay); title and status follow
+    the latest event; description and images only when the event carries them."""
+    recovered = req.event_status == OK
+    severity = active.severity if recovered else worst(active.severity, req.event_status)
+    values: dict[str, Any] = {
+        "event_cnt": alert.c.event_cnt + 1,
+        "last_time": now_s,
+        "updated_at": now_s,
+        "title": title,
+        "title_rule": req.title_rule,
+        "alert_status": req.event_status,
+        "alert_severity": severity,
+    }
+    if req.labels and any(active.labels.get(k) != v for k, v in req.labels.items()):
+        values["labels"] = encode({**active.labels, **req.labels})
+    if req.description:
+        values["description"] = req.description
+    if req.images:
+        values["images"] = encode(req.images)
+    if recovered:
+        values["end_time"] = now_s
+    await conn.execute(update(alert).where(alert.c.alert_id == active.alert_id).values(values))
+    return severity
+
+
+async def insert_new(
+    conn: AsyncConnection, *, account_id: int, channel_id: int, integration_id: int,
+    alert_key: str, req: PushRequest, title: str, now_s: int,
+) -> str | None:
+    """Start an alert for the key; None when a concurrent push already holds the key's
+    active slot (the partial unique index), and the caller updates that alert instead."""
+    alert_id = hex_id()
+    stmt = (
+        _insert(conn)(alert)
+        .values(
+            alert_id=alert_id, account_id=account_id, channel_id=channel_id,
+            integration_id=integration_id, alert_key=alert_key, title=title,
+            title_rule=req.title_rule, description=req.description,
+            alert_severity=req.event_status, alert_status=req.event_status,
+            labels=encode(req.labels), images=encode(req.images), event_cnt=1,
+            start_time=now_s, last_time=now_s, end_time=0, created_at=now_s, updated_at=now_s,
+        )
+        .on_conflict_do_nothing(
+            index_elements=[alert.c.integration_id, alert.c.alert_key],
+            index_where=alert.c.end_time == 0,
+        )
+        .returning(alert.c.alert_id)
+    )
+    row = (await conn.execute(stmt)).first()
+    return None if row is None else str(row[0])
+
+
+async def end_silently(conn: AsyncConnection, alert_id: str, *, now_s: int) -> None:
+    """End an alert without an Ok event (its incident was closed while it still fired)."""
+    await conn.execute(
+        update(alert)
+        .where(alert.c.alert_id == alert_id, alert.c.end_time == 0)
+        .values(end_time=now_s, updated_at=now_s)
+    )
+
+
+async def set_incident(conn: AsyncConnection, alert_id: str, incident_id: str) -> None:
+    await conn.execute(
+        update(alert).where(alert.c.alert_id == alert_id).values(incident_id=incident_id)
+    )
+
+
+async def add_event(
+    conn: AsyncConnection, *, alert_id: str, account_id: int, channel_id: int,
+    integration_id: int, req: PushRequest, title: str, now_s: int,
+) -> None:
+    # Events of an unknown key's Ok have no alert: alert_id "" records them all the same.
+    await conn.execute(
+        alert_event.insert().values(
+            event_id=new_event_id(now_s), alert_id=alert_id, account_id=account_id,
+            channel_id=channel_id, integration_id=integration_id,
+            event_status=req.event_status, event_severity=req.event_status, title=title,
+            description=req.description, labels=encode(req.labels),
+            images=encode(req.images), event_time=now_s, created_at=now_s,
+        )
+    )

@@ -1,0 +1,73 @@
+"""The one place ingestion and the alert API learn about channels and integrations, through
+the channel domain's services (never its tables)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.channel import settings as channel_settings
+from dutyline.channel.integration.service import ResolvedIntegration, integration_names
+from dutyline.channel.integration.service import resolve_key as _resolve_key
+from dutyline.channel.service import channel_names
+
+__all__ = ["DEFAULT_SETTINGS", "IngestSettings", "Names", "ResolvedIntegration",
+           "load_settings", "names", "resolve_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class IngestSettings:
+    """What grouping and auto-resolve need from a channel."""
+
+    group_method: str  # i | p | n
+    equals: tuple[tuple[str, ...], ...]
+    all_equals_required: bool
+    time_window: int  # seconds; 0: no window
+    auto_resolve_timeout: int  # seconds; 0: never
+    auto_resolve_mode: str  # trigger | update
+    disable_auto_close: bool
+
+
+DEFAULT_SETTINGS = IngestSettings("n", (), False, 0, 0, "trigger", False)
+
+
+async def resolve_key(conn: AsyncConnection, integration_key: str) -> ResolvedIntegration | None:
+    """The integration of a key; None for an unknown or deleted key or a deleted channel."""
+    return await _resolve_key(conn, integration_key)
+
+
+async def load_settings(
+    conn: AsyncConnection, account_id: int, channel_id: int
+) -> IngestSettings | None:
+    found = await channel_settings.load_settings(conn, account_id, channel_id)
+    if found is None:
+        return None
+    group = found.group
+    return IngestSettings(
+        group_method=group.method,
+        equals=group.equals,
+        all_equals_required=group.all_equals_required,
+        time_window=group.time_window,
+        auto_resolve_timeout=found.auto_resolve_timeout,
+        auto_resolve_mode=found.auto_resolve_mode,
+        disable_auto_close=found.disable_auto_close,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    channels: dict[int, tuple[str, str]]  # channel_id -> (name, status)
+    integrations: dict[int, tuple[str, str]]  # integration_id -> (name, type)
+
+
+async def names(
+    conn: AsyncConnection, account_id: int, channel_ids: Iterable[int],
+    integration_ids: Iterable[int],
+) -> Names:
+    """Display names for alert records (deleted channels and integrations included)."""
+    return Names(
+        await channel_names(conn, account_id, sorted(set(channel_ids))),
+        await integration_names(conn, account_id, sorted(set(integration_ids))),
+    )

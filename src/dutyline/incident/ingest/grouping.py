@@ -1,0 +1,288 @@
+"""Alerts into incidents: the grouping key, finding or opening the incident, its counters
+and severity, closing it when every alert recovered, and the auto-resolve timer.
+
+Grouping methods (the channel's `group.method`):
+- `n`: every new alert opens its own incident.
+- `p`: alerts agreeing on the values at the `equals` paths join the open (not Closed)
+  incident of the channel with the same key, if it started within `time_window` (0: any).
+- `i`: "intelligent" grouping needs similarity scoring we do not have; it behaves as `p`,
+  and with no `equals` configured groups by the alert's `title_rule` (`p` with no `equals`
+  does the same rather than lumping every alert of the channel into one incident).
+
+An `equals` entry is a list of paths (`labels.host`, a bare label name, or one of `title`,
+`title_rule`, `severity`, `description`, `alert_key`). The first entry whose paths all
+resolve is the key; when none does, the first entry is used with empty values, unless
+`all_equals_required`, in which case the alert opens its own incident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from sqlalchemy import case, func, select, text, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.incident import alert, alert_event, incident
+from dutyline.incident import events, feed
+from dutyline.incident.creation import NewIncident, open_incident
+from dutyline.incident.ingest.alerts import OK, SEVERITY_RANK, encode
+from dutyline.incident.ingest.channels import IngestSettings
+from dutyline.work import queue
+
+CLOSED = "Closed"
+AUTO_RESOLVE_JOB = "incident.auto_resolve"
+DEFAULT_EQUALS: tuple[tuple[str, ...], ...] = (("title_rule",),)
+
+_FIELDS = {"title", "title_rule", "severity", "alert_severity", "description", "alert_key"}
+
+
+def _resolve(path: str, fields: dict[str, str], labels: dict[str, str]) -> str | None:
+    if path.startswith("labels."):
+        return labels.get(path[7:])
+    if path in _FIELDS:
+        return fields.get(path)
+    return labels.get(path)
+
+
+def group_key(
+    settings: IngestSettings, *, fields: dict[str, str], labels: dict[str, str]
+) -> str | None:
+    """The incident grouping key (equals_md5) of an alert; None: it opens its own incident."""
+    method = settings.group_method
+    if method not in ("p", "i"):
+        return None
+    candidates = settings.equals or DEFAULT_EQUALS
+    chosen: tuple[tuple[str, ...], list[str]] | None = None
+    for paths in candidates:
+        values = [_resolve(p, fields, labels) for p in paths]
+        if all(v is not None for v in values):
+            chosen = (paths, [v or "" for v in values])
+            break
+    if chosen is None:
+        if settings.all_equals_required:
+            return None
+        paths = candidates[0]
+        chosen = (paths, [_resolve(p, fields, labels) or "" for p in paths])
+    return hashlib.md5(encode([method, *chosen]).encode(), usedforsecurity=False).hexdigest()
+
+
+def _lock_id(channel_id: int, key: str) -> int:
+    digest = hashlib.blake2b(f"{channel_id}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _rank(column: Any) -> Any:
+    return case(
+        {"Critical": 3, "Warning": 2, "Info": 1}, value=column, else_=0
+    )
+
+
+def _raised_severity(severity: str) -> dict[str, Any]:
+    """Values that raise the incident's severity to `severity` if that is worse; the
+    status follows the severity while the incident is open and stays Ok once closed."""
+    raised = case(
+        (_rank(incident.c.incident_severity) < SEVERITY_RANK[severity], severity),
+        else_=incident.c.incident_severity,
+    )
+    return {
+        "incident_severity": raised,
+        "incident_status": case(
+            (incident.c.progress == CLOSED, incident.c.incident_status), else_=raised
+        ),
+    }
+
+
+async def attach(
+    conn: AsyncConnection, settings: IngestSettings, *, account_id: int, channel_id: int,
+    integration_id: int, alert_id: str, title: str, description: str, severity: str,
+    labels: dict[str, str], fields: dict[str, str], now_s: int,
+) -> str:
+    """Put a new alert into an incident (joining one or opening one); returns its id."""
+    key = group_key(settings, fields=fields, labels=labels)
+    if key is not None:
+        if conn.dialect.name == "postgresql":
+            # Two new alerts of one group arriving together must not open two incidents;
+            # SQLite writers are serialized already.
+            await conn.execute(
+                text("SELECT pg_advisory_xact_lock(:k)"), {"k": _lock_id(channel_id, key)}
+            )
+        stmt = (
+            select(incident.c.incident_id)
+            .where(
+                incident.c.channel_id == channel_id,
+                incident.c.equals_md5 == key,
+                incident.c.progress != CLOSED,
+                incident.c.account_id == account_id,
+                incident.c.deleted_at == 0,
+                incident.c.merged_into.is_(None),
+            )
+            .order_by(incident.c.start_time.desc())
+            .limit(1)
+        )
+        if settings.time_window > 0:
+            stmt = stmt.where(incident.c.start_time >= now_s - settings.time_window)
+        found = (await conn.execute(stmt)).scalar_one_or_none()
+        if found is not None:
+            await conn.execute(
+                update(incident)
+                .where(incident.c.incident_id == found)
+                .values(
+                    alert_cnt=incident.c.alert_cnt + 1,
+                    active_alert_cnt=incident.c.active_alert_cnt + 1,
+                    alert_event_cnt=incident.c.alert_event_cnt + 1,
+                    last_time=now_s, updated_at=now_s, **_raised_severity(severity),
+                )
+            )
+            await events.emit(
+                conn, account_id=account_id, incident_id=found, kind=events.ALERT_ADDED,
+                now_s=now_s, payload={"alert_id": alert_id, "severity": severity},
+            )
+            await schedule_auto_resolve(conn, settings, found, severity, now_s=now_s)
+            return str(found)
+    incident_id = await open_incident(
+        conn,
+        NewIncident(
+            account_id=account_id, title=title, severity=severity, channel_id=channel_id,
+            integration_id=integration_id, description=description, labels=labels,
+            equals_md5=key or "", group_method=settings.group_method,
+        ),
+        now_s=now_s,
+    )
+    await conn.execute(
+        update(incident)
+        .where(incident.c.incident_id == incident_id)
+        .values(alert_cnt=1, active_alert_cnt=1, alert_event_cnt=1)
+    )
+    await schedule_auto_resolve(conn, settings, incident_id, severity, now_s=now_s)
+    return incident_id
+
+
+async def count_event(
+    conn: AsyncConnection, settings: IngestSettings, *, incident_id: str, status: str,
+    raised_to: str | None, now_s: int,
+) -> None:
+    """Count one more event of an alert already in the incident. `raised_to`: the alert's
+    new worst severity when this event raised it. An Ok event recovered the alert."""
+    recovered = status == OK
+    values: dict[str, Any] = {
+        "alert_event_cnt": incident.c.alert_event_cnt + 1,
+        "last_time": now_s,
+        "updated_at": now_s,
+    }
+    if raised_to is not None:
+        values.update(_raised_severity(raised_to))
+    if recovered:
+        values["active_alert_cnt"] = case(
+            (incident.c.active_alert_cnt > 0, incident.c.active_alert_cnt - 1), else_=0
+        )
+    # The UPDATE comes first: on PostgreSQL it locks the incident row, so the severity
+    # recomputed below sees every concurrent change to its alerts.
+    row = (
+        await conn.execute(
+            update(incident)
+            .where(incident.c.incident_id == incident_id)
+            .values(values)
+            .returning(incident.c.account_id, incident.c.active_alert_cnt, incident.c.progress)
+        )
+    ).first()
+    if row is None or row[2] == CLOSED:
+        return
+    account_id, active_cnt = int(row[0]), int(row[1])
+    if recovered:
+        if active_cnt <= 0:
+            if not settings.disable_auto_close:
+                await close(conn, incident_id=incident_id, account_id=account_id, now_s=now_s,
+                            reason="all alerts recovered")
+                return
+        else:
+            await _recompute_severity(conn, incident_id)
+    await schedule_auto_resolve(conn, settings, incident_id, status, now_s=now_s)
+
+
+async def _recompute_severity(conn: AsyncConnection, incident_id: str) -> None:
+    """An incident's severity is its worst active alert (after one recovered)."""
+    rows = await conn.execute(
+        select(alert.c.alert_severity).where(
+            alert.c.incident_id == incident_id, alert.c.end_time == 0
+        )
+    )
+    severities = [r[0] for r in rows]
+    if not severities:
+        return
+    worst = max(severities, key=lambda s: SEVERITY_RANK.get(s, 0))
+    await conn.execute(
+        update(incident)
+        .where(incident.c.incident_id == incident_id, incident.c.progress != CLOSED)
+        .values(incident_severity=worst, incident_status=worst)
+    )
+
+
+async def drop_active_alert(conn: AsyncConnection, incident_id: str, *, now_s: int) -> None:
+    """One alert of a closed incident ended without an Ok: keep its counter honest."""
+    await conn.execute(
+        update(incident)
+        .where(incident.c.incident_id == incident_id, incident.c.active_alert_cnt > 0)
+        .values(active_alert_cnt=incident.c.active_alert_cnt - 1, updated_at=now_s)
+    )
+
+
+async def close(
+    conn: AsyncConnection, *, incident_id: str, account_id: int, now_s: int, reason: str,
+    recover_alerts: bool = False, if_last_time_at_most: int | None = None,
+) -> bool:
+    """Close an incident on the system's behalf. `recover_alerts` also ends its active alerts
+    (a timeout: the next event of those keys starts fresh). `if_last_time_at_most` guards
+    against an event that arrived after the caller looked. Returns whether it closed."""
+    conditions = [incident.c.incident_id == incident_id, incident.c.progress != CLOSED]
+    if if_last_time_at_most is not None:
+        conditions.append(incident.c.last_time <= if_last_time_at_most)
+    values: dict[str, Any] = {
+        "progress": CLOSED, "close_time": now_s, "end_time": now_s, "incident_status": OK,
+        "closer_id": 0, "updated_at": now_s,
+    }
+    if recover_alerts:
+        values["active_alert_cnt"] = 0
+    result = await conn.execute(update(incident).where(*conditions).values(values))
+    if result.rowcount != 1:
+        return False
+    if recover_alerts:
+        await conn.execute(
+            update(alert)
+            .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
+            .values(end_time=now_s, alert_status=OK, updated_at=now_s)
+        )
+    await feed.add(
+        conn, incident_id=incident_id, account_id=account_id, feed_type=feed.RESOLVE,
+        creator_id=0, detail={"reason": reason}, now_s=now_s,
+    )
+    await events.emit(
+        conn, account_id=account_id, incident_id=incident_id, kind=events.RESOLVED,
+        now_s=now_s, payload={"reason": reason},
+    )
+    return True
+
+
+async def schedule_auto_resolve(
+    conn: AsyncConnection, settings: IngestSettings, incident_id: str, status: str, *,
+    now_s: int,
+) -> None:
+    """(Re)arm the channel's auto-resolve timer: mode `trigger` counts from the last
+    triggering (non-Ok) event, `update` from the last event of any kind."""
+    timeout = settings.auto_resolve_timeout
+    if timeout <= 0 or (status == OK and settings.auto_resolve_mode != "update"):
+        return
+    await queue.schedule(
+        conn, AUTO_RESOLVE_JOB, {"incident_id": incident_id}, now_ms=now_s * 1000,
+        run_at_ms=(now_s + timeout) * 1000, dedupe_key=f"{AUTO_RESOLVE_JOB}:{incident_id}",
+    )
+
+
+async def last_trigger_time(conn: AsyncConnection, incident_id: str) -> int | None:
+    stmt = (
+        select(func.max(alert_event.c.event_time))
+        .select_from(alert_event.join(alert, alert.c.alert_id == alert_event.c.alert_id))
+        .where(alert.c.incident_id == incident_id, alert_event.c.event_status != OK)
+    )
+    value = (await conn.execute(stmt)).scalar_one_or_none()
+    return None if value is None else int(value)

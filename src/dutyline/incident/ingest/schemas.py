@@ -1,0 +1,36 @@
+"""The standard alert push body (reference fields) and its answer."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+EventStatus = Literal["Critical", "Warning", "Info", "Ok"]
+
+MAX_LABELS = 50
+LabelKey = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+LabelValue = Annotated[str, msgspec.Meta(max_length=2048)]
+Labels = Annotated[dict[LabelKey, LabelValue], msgspec.Meta(max_length=MAX_LABELS)]
+Url = Annotated[str, msgspec.Meta(max_length=2048)]
+
+
+class AlertImage(msgspec.Struct, kw_only=True, omit_defaults=True):
+    src: Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
+    href: Url = ""
+    alt: Annotated[str, msgspec.Meta(max_length=512)] = ""
+
+
+class PushRequest(msgspec.Struct, kw_only=True):
+    title_rule: Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
+    event_status: EventStatus
+    alert_key: Annotated[str, msgspec.Meta(max_length=255)] = ""
+    description: Annotated[str, msgspec.Meta(max_length=16_384)] = ""
+    labels: Labels = msgspec.field(default_factory=dict)
+    images: Annotated[list[AlertImage], msgspec.Meta(max_length=20)] = msgspec.field(
+        default_factory=list
+    )
+
+
+class PushResponse(msgspec.Struct, kw_only=True):
+    alert_key: str

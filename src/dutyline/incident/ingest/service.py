@@ -1,0 +1,124 @@
+"""Ingesting one pushed event: find or start its alert, count it, group the alert into an
+incident. Everything runs in the request's transaction, committed before the 200, so a
+process killed right after answering has lost nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.incident.ingest import alerts, grouping
+from dutyline.incident.ingest.alerts import OK
+from dutyline.incident.ingest.channels import (
+    DEFAULT_SETTINGS,
+    IngestSettings,
+    ResolvedIntegration,
+    load_settings,
+)
+from dutyline.incident.ingest.schemas import PushRequest
+
+_PLACEHOLDER = re.compile(r"\$\{([^}]+)\}|\$([A-Za-z_][A-Za-z0-9_.\-]*)")
+# A key that changes hands more often than this within one push means something is badly
+# wrong; fail the request rather than loop.
+_MAX_ATTEMPTS = 3
+
+
+def derive_alert_key(title_rule: str, labels: dict[str, str]) -> str:
+    """The key of an event that brings none: the same title rule and labels, the same key."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(title_rule.encode())
+    for name in sorted(labels):
+        h.update(b"\x00" + name.encode() + b"\x01" + labels[name].encode())
+    return h.hexdigest()
+
+
+def render_title(title_rule: str, labels: dict[str, str]) -> str:
+    """`$service::${cluster}` -> label values; unknown placeholders stay as written."""
+    if "$" not in title_rule:
+        return title_rule
+
+    def sub(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        value = labels.get(name)
+        return m.group(0) if value is None else value
+
+    return _PLACEHOLDER.sub(sub, title_rule)[:512]
+
+
+async def ingest(
+    conn: AsyncConnection, integration: ResolvedIntegration, req: PushRequest, *, now_s: int
+) -> str:
+    """Store one event; returns its alert_key."""
+    if not req.title_rule.strip():
+        raise errors.invalid("title_rule", "must not be blank")
+    alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
+    title = render_title(req.title_rule, req.labels)
+    settings = (
+        await load_settings(conn, integration.account_id, integration.channel_id)
+        or DEFAULT_SETTINGS
+    )
+    scope = {
+        "account_id": integration.account_id,
+        "channel_id": integration.channel_id,
+        "integration_id": integration.integration_id,
+    }
+    for _ in range(_MAX_ATTEMPTS):
+        active = await alerts.find_active(conn, integration.integration_id, alert_key)
+        if (
+            active is not None
+            and active.incident_progress == grouping.CLOSED
+            and req.event_status != OK
+        ):
+            # Its incident was closed while the alert still fired: end that alert, and let
+            # this trigger start a fresh one that opens or joins a live incident.
+            await alerts.end_silently(conn, active.alert_id, now_s=now_s)
+            if active.incident_id is not None:
+                await grouping.drop_active_alert(conn, active.incident_id, now_s=now_s)
+            active = None
+        if active is not None:
+            severity = await alerts.update_active(conn, active, req, title=title, now_s=now_s)
+            await alerts.add_event(
+                conn, alert_id=active.alert_id, req=req, title=title, now_s=now_s, **scope
+            )
+            if active.incident_id is not None:
+                await grouping.count_event(
+                    conn, settings, incident_id=active.incident_id, status=req.event_status,
+                    raised_to=severity if severity != active.severity else None, now_s=now_s,
+                )
+            return alert_key
+        if req.event_status == OK:
+            # Recovery of nothing we know: kept as an event, opens nothing.
+            await alerts.add_event(conn, alert_id="", req=req, title=title, now_s=now_s, **scope)
+            return alert_key
+        alert_id = await alerts.insert_new(
+            conn, alert_key=alert_key, req=req, title=title, now_s=now_s, **scope
+        )
+        if alert_id is None:
+            continue  # a concurrent push started this key's alert: update that one
+        await alerts.add_event(conn, alert_id=alert_id, req=req, title=title, now_s=now_s,
+                               **scope)
+        incident_id = await _group(conn, settings, alert_id, alert_key, req, title, now_s,
+                                   integration)
+        await alerts.set_incident(conn, alert_id, incident_id)
+        return alert_key
+    raise RuntimeError(f"alert key {alert_key!r} changed hands {_MAX_ATTEMPTS} times")
+
+
+async def _group(
+    conn: AsyncConnection, settings: IngestSettings, alert_id: str, alert_key: str,
+    req: PushRequest, title: str, now_s: int, integration: ResolvedIntegration,
+) -> str:
+    fields = {
+        "title": title, "title_rule": req.title_rule, "severity": req.event_status,
+        "alert_severity": req.event_status, "description": req.description,
+        "alert_key": alert_key,
+    }
+    return await grouping.attach(
+        conn, settings, account_id=integration.account_id, channel_id=integration.channel_id,
+        integration_id=integration.integration_id, alert_id=alert_id, title=title,
+        description=req.description, severity=req.event_status, labels=req.labels,
+        fields=fields, now_s=now_s,
+    )

@@ -1,0 +1,60 @@
+"""The auto-resolve timer: a durable job per incident, pushed out by every counted event
+(grouping.schedule_auto_resolve), that closes the incident once the channel's
+`auto_resolve_timeout` passed without a new event."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from dutyline.db.tables.incident import incident
+from dutyline.incident.ingest import grouping
+from dutyline.incident.ingest.channels import load_settings
+from dutyline.work import queue
+from dutyline.work.registry import JobContext, job_handler
+
+# An incident that changed while this job was deciding is looked at again this much later.
+RECHECK_S = 1
+
+
+@job_handler(grouping.AUTO_RESOLVE_JOB)
+async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
+    incident_id = str(payload["incident_id"])
+    conn = ctx.conn
+    row = (
+        await conn.execute(
+            select(
+                incident.c.account_id, incident.c.channel_id, incident.c.progress,
+                incident.c.last_time, incident.c.start_time,
+            ).where(incident.c.incident_id == incident_id)
+        )
+    ).first()
+    if row is None or row.progress == grouping.CLOSED:
+        return
+    settings = await load_settings(conn, row.account_id, row.channel_id)
+    if settings is None or settings.auto_resolve_timeout <= 0:
+        return  # the channel turned auto-resolve off since
+    if settings.auto_resolve_mode == "update":
+        since = int(row.last_time)
+    else:
+        since = await grouping.last_trigger_time(conn, incident_id) or int(row.start_time)
+    now_s = int(ctx.clock.now())
+    due = since + settings.auto_resolve_timeout
+    if now_s >= due:
+        closed = await grouping.close(
+            conn, incident_id=incident_id, account_id=row.account_id, now_s=now_s,
+            reason="auto_resolve_timeout", recover_alerts=True,
+            if_last_time_at_most=int(row.last_time),
+        )
+        if closed:
+            return
+        due = now_s + RECHECK_S  # an event arrived meanwhile: decide again on fresh state
+    # Not due yet (an event came while this job was already running, so it could not be
+    # pushed out): hand the timer to a successor under the same key.
+    await queue.drop_dedupe_key(conn, ctx.job_id)
+    await queue.schedule(
+        conn, grouping.AUTO_RESOLVE_JOB, {"incident_id": incident_id},
+        now_ms=ctx.now_ms(), run_at_ms=due * 1000,
+        dedupe_key=f"{grouping.AUTO_RESOLVE_JOB}:{incident_id}",
+    )
