@@ -1,0 +1,1 @@
+"""Incident writes: create, progress transitions, edits, assignment, merge, custom fields."""

@@ -1,0 +1,226 @@
+"""Creating and editing incidents: create, reset (title, description, severity...), assign,
+merge, and custom field values. Each change writes its feed entry and event in the
+transaction of the change."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dutyline.api import errors
+from dutyline.api.operation import Context
+from dutyline.incident import events, feed
+from dutyline.incident.creation import NewIncident, open_incident
+from dutyline.incident.lifecycle import fields
+from dutyline.incident.lifecycle import repository as repo
+from dutyline.incident.lifecycle.common import (
+    CLOSED,
+    OPEN,
+    dumps,
+    load_all,
+    loads,
+    record,
+    require_progress,
+    responders_adding,
+    unique_ids,
+)
+from dutyline.incident.lifecycle.schemas import (
+    AssignedTo,
+    AssignIncidentRequest,
+    CreateIncidentRequest,
+    CreateIncidentResponse,
+    MergeIncidentsRequest,
+    ResetIncidentFieldRequest,
+    UpdateIncidentFieldsRequest,
+)
+from dutyline.incident.query import repository as reads
+from dutyline.kit.ids import hex_id
+
+
+async def _assignment(ctx: Context, given: AssignedTo, field: str,
+                      kind: str) -> dict[str, Any]:
+    """The stored AssignedTo: people checked against the account, stamped and given an id."""
+    person_ids = list(dict.fromkeys(given.person_ids or []))
+    if not person_ids and not given.escalate_rule_id:
+        raise errors.invalid(field, "needs person_ids or escalate_rule_id")
+    known = await repo.member_ids(ctx.conn, ctx.caller.account_id, set(person_ids))
+    if unknown := [p for p in person_ids if p not in known]:
+        raise errors.invalid(f"{field}.person_ids",
+                             "unknown members: " + ", ".join(map(str, unknown)))
+    assignment: dict[str, Any] = {"type": kind, "assigned_at": ctx.now_s, "id": hex_id(),
+                                  "layer_idx": given.layer_idx}
+    if person_ids:
+        assignment["person_ids"] = person_ids
+    if given.escalate_rule_id:
+        assignment["escalate_rule_id"] = given.escalate_rule_id.lower()
+    if given.emails:
+        assignment["emails"] = list(dict.fromkeys(e.strip() for e in given.emails))
+    return assignment
+
+
+async def create(ctx: Context, req: CreateIncidentRequest) -> CreateIncidentResponse:
+    title = req.title.strip()
+    if not title:
+        raise errors.invalid("title", "is required")
+    account_id, now = ctx.caller.account_id, ctx.now_s
+    if req.channel_id and not await reads.channel_exists(ctx.conn, account_id, req.channel_id):
+        raise errors.not_found("channel", req.channel_id)
+    assignment = (await _assignment(ctx, req.assigned_to, "assigned_to", "assign")
+                  if req.assigned_to is not None else {})
+    incident_id = await open_incident(ctx.conn, NewIncident(
+        account_id=account_id, title=title, severity=req.incident_severity,
+        channel_id=req.channel_id, description=req.description,
+        creator_id=ctx.caller.person_id, assigned_to=assignment,
+    ), now_s=now)
+    ctx.audit_targets.append(incident_id)
+    rows = await repo.lock(ctx.conn, account_id, [incident_id])
+    row = rows[incident_id]
+    if assignment:
+        await _apply_assignment(ctx, row, assignment)
+    return CreateIncidentResponse(incident_id=incident_id, title=title, num=row.num)
+
+
+async def _apply_assignment(ctx: Context, row: Any, assignment: dict[str, Any]) -> None:
+    responders = responders_adding(row.responders, assignment.get("person_ids", []),
+                                   ctx.now_s)
+    await repo.update_incident(ctx.conn, row.incident_id, {
+        "assigned_to": dumps(assignment), "responders": dumps(responders),
+        "updated_at": ctx.now_s,
+    })
+    await record(ctx, row, feed_type=feed.ASSIGN, detail={"assigned_to": assignment},
+                 kind=events.ASSIGNED, payload={"assignment": assignment})
+
+
+async def assign(ctx: Context, req: AssignIncidentRequest) -> None:
+    ids = req.incident_ids or ([req.incident_id] if req.incident_id else [])
+    if not ids:
+        raise errors.invalid("incident_ids", "is required")
+    rows = await load_all(ctx, unique_ids(ids))
+    require_progress(rows, OPEN, "Closed incidents cannot be assigned")
+    for row in rows:
+        kind = "reassign" if loads(row.assigned_to) else "assign"
+        if req.assigned_to.type in ("escalate", "reopen"):
+            kind = req.assigned_to.type
+        await _apply_assignment(ctx, row, await _assignment(ctx, req.assigned_to,
+                                                            "assigned_to", kind))
+
+
+# Editable text fields: request field -> (column, feed entry type).
+_RESETTABLE = {
+    "title": feed.RESET_TITLE,
+    "description": feed.RESET_DESCRIPTION,
+    "impact": feed.RESET_IMPACT,
+    "root_cause": feed.RESET_ROOT_CAUSE,
+    "resolution": feed.RESET_RESOLUTION,
+    "incident_severity": feed.RESET_SEVERITY,
+}
+
+
+async def reset(ctx: Context, req: UpdateIncidentFieldsRequest) -> None:
+    (row,) = await load_all(ctx, [req.incident_id.lower()], field="incident_id")
+    changes: dict[str, Any] = {}
+    for name, feed_type in _RESETTABLE.items():
+        value = getattr(req, name)
+        if value is None:
+            continue
+        if name == "title":
+            value = value.strip()
+            if len(value) < 3:
+                raise errors.invalid("title", "must be 3 to 200 characters")
+        if value != getattr(row, name):
+            changes[name] = (feed_type, getattr(row, name), value)
+    if not changes:
+        return
+    values: dict[str, Any] = {name: to for name, (_, _, to) in changes.items()}
+    if "incident_severity" in changes and row.progress != CLOSED:
+        # An open incident's status follows its severity; a closed one stays Ok.
+        values["incident_status"] = values["incident_severity"]
+    values["updated_at"] = ctx.now_s
+    await repo.update_incident(ctx.conn, row.incident_id, values)
+    for feed_type, before, after in changes.values():
+        await feed.add(ctx.conn, incident_id=row.incident_id,
+                       account_id=ctx.caller.account_id, feed_type=feed_type,
+                       creator_id=ctx.caller.person_id, detail={"from": before, "to": after},
+                       now_s=ctx.now_s)
+    await record(ctx, row, feed_type=None, detail={}, kind=events.UPDATED,
+                 payload={"fields": sorted(changes)})
+
+
+async def reset_field(ctx: Context, req: ResetIncidentFieldRequest) -> None:
+    (row,) = await load_all(ctx, [req.incident_id.lower()], field="incident_id")
+    name, value = await fields.checked_value(ctx.conn, ctx.caller.account_id, req.field_name,
+                                             req.field_value)
+    current: dict[str, Any] = loads(row.fields)
+    if value is None:
+        current.pop(name, None)
+    else:
+        current[name] = value
+    await repo.update_incident(ctx.conn, row.incident_id,
+                               {"fields": dumps(current), "updated_at": ctx.now_s})
+    await record(ctx, row, feed_type=feed.RESET_FIELD, detail={"field_name": name, "to": value},
+                 kind=events.UPDATED, payload={"fields": [f"fields.{name}"]})
+
+
+def _short(row: Any) -> dict[str, Any]:
+    return {"incident_id": row.incident_id, "title": row.title, "progress": row.progress}
+
+
+async def merge(ctx: Context, req: MergeIncidentsRequest) -> None:
+    """Sources join the target: their alerts move over, the target's counts are recounted,
+    each source is closed (or removed) and marked merged_into the target."""
+    target_id = req.target_incident_id.lower()
+    source_ids = [i for i in unique_ids(req.source_incident_ids) if i != target_id]
+    if not source_ids:
+        raise errors.invalid("source_incident_ids", "must name an incident other than the target")
+    by_id = await repo.lock(ctx.conn, ctx.caller.account_id, [target_id, *source_ids])
+    if target_id not in by_id:
+        raise errors.ResourceNotFound("{field}: incidents not found: {ids}",
+                                      field="target_incident_id", ids=target_id)
+    if missing := [i for i in source_ids if i not in by_id]:
+        raise errors.ResourceNotFound("{field}: incidents not found: {ids}",
+                                      field="source_incident_ids", ids=", ".join(missing))
+    target, sources = by_id[target_id], [by_id[i] for i in source_ids]
+    require_progress([target], OPEN, "the target is Closed", field="target_incident_id")
+    if req.owner_id is not None and not await repo.member_ids(
+            ctx.conn, ctx.caller.account_id, {req.owner_id}):
+        raise errors.invalid("owner_id", "unknown members: " + str(req.owner_id))
+    now, person_id = ctx.now_s, ctx.caller.person_id
+
+    await repo.move_alerts(ctx.conn, source_ids, target_id, now)
+    carried = [r["person_id"] for s in sources for r in loads(s.responders)]
+    alert_cnt, active, event_cnt = await repo.alert_counts(ctx.conn, target_id)
+    values: dict[str, Any] = {
+        "alert_cnt": alert_cnt, "active_alert_cnt": active, "alert_event_cnt": event_cnt,
+        "responders": dumps(responders_adding(target.responders, carried, now)),
+        "last_time": max(target.last_time, *(s.last_time for s in sources)),
+        "updated_at": now,
+    }
+    if req.title is not None and req.title.strip():
+        values["title"] = req.title.strip()
+    if req.owner_id is not None:
+        values["owner_id"] = req.owner_id
+    await repo.update_incident(ctx.conn, target_id, values)
+    for source in sources:
+        was_open = source.progress != CLOSED
+        closing: dict[str, Any] = {
+            "merged_into": target_id, "alert_cnt": 0, "active_alert_cnt": 0,
+            "alert_event_cnt": 0, "snoozed_before": 0, "updated_at": now,
+        }
+        if was_open:
+            closing.update(progress=CLOSED, incident_status="Ok", close_time=now,
+                           end_time=now, closer_id=person_id)
+        if req.remove_source_incidents:
+            closing["deleted_at"] = now
+        await repo.update_incident(ctx.conn, source.incident_id, closing)
+        await record(ctx, source, feed_type=feed.MERGE,
+                     detail={"comment": req.comment, "target_incident": _short(target),
+                             "remove_source_incidents": req.remove_source_incidents},
+                     kind=events.MERGED,
+                     payload={"role": "source", "target_incident_id": target_id,
+                              "closed": was_open})
+    await record(ctx, target, feed_type=feed.MERGE, detail={
+        "comment": req.comment, "source_incidents": [_short(s) for s in sources],
+        "target_incident": _short(target), "owner_id": person_id,
+        "title": values.get("title", target.title),
+        "remove_source_incidents": req.remove_source_incidents,
+        "source_responders": list(dict.fromkeys(carried)),
+    }, kind=events.MERGED, payload={"role": "target", "source_incident_ids": source_ids})

@@ -1,0 +1,79 @@
+"""Every incident write of the lifecycle. Rows are read for update scoped by account_id and
+hiding removed incidents, so a cross-account or removed id is simply not found."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, func, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.incident import alert, custom_field, incident
+from dutyline.db.tables.platform import member
+
+
+async def lock(conn: AsyncConnection, account_id: int, ids: list[str]) -> dict[str, Row[Any]]:
+    """The visible incidents among `ids`, locked for the rest of the transaction (PostgreSQL;
+    SQLite writers are serialized anyway). Locked in id order, so two batches over the same
+    incidents cannot deadlock."""
+    if not ids:
+        return {}
+    stmt = (
+        select(incident)
+        .where(incident.c.incident_id.in_(ids), incident.c.account_id == account_id,
+               incident.c.deleted_at == 0)
+        .order_by(incident.c.incident_id)
+        .with_for_update()
+    )
+    return {r.incident_id: r for r in (await conn.execute(stmt)).all()}
+
+
+async def update_incident(conn: AsyncConnection, incident_id: str, values: dict[str, Any]) -> None:
+    await conn.execute(
+        update(incident).where(incident.c.incident_id == incident_id).values(**values))
+
+
+async def resolve_alerts(conn: AsyncConnection, incident_id: str, now_s: int) -> int:
+    """Recover the incident's active alerts with it; returns how many were active."""
+    result = await conn.execute(
+        update(alert)
+        .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
+        .values(end_time=now_s, alert_status="Ok", updated_at=now_s)
+    )
+    return int(result.rowcount or 0)
+
+
+async def move_alerts(conn: AsyncConnection, source_ids: list[str], target_id: str,
+                      now_s: int) -> None:
+    await conn.execute(
+        update(alert).where(alert.c.incident_id.in_(source_ids))
+        .values(incident_id=target_id, updated_at=now_s)
+    )
+
+
+async def alert_counts(conn: AsyncConnection, incident_id: str) -> tuple[int, int, int]:
+    """(alerts, active alerts, alert events) of an incident, counted from its alerts."""
+    stmt = select(
+        func.count(),
+        func.coalesce(func.sum(case((alert.c.end_time == 0, 1), else_=0)), 0),
+        func.coalesce(func.sum(alert.c.event_cnt), 0),
+    ).where(alert.c.incident_id == incident_id, alert.c.deleted_at == 0)
+    total, active, events = (await conn.execute(stmt)).one()
+    return int(total), int(active), int(events)
+
+
+async def member_ids(conn: AsyncConnection, account_id: int, ids: set[int]) -> set[int]:
+    if not ids:
+        return set()
+    stmt = select(member.c.member_id).where(
+        member.c.account_id == account_id, member.c.member_id.in_(ids),
+        member.c.status == "enabled")
+    return {int(r[0]) for r in (await conn.execute(stmt)).all()}
+
+
+async def field_definition(conn: AsyncConnection, account_id: int,
+                           field_name: str) -> Row[Any] | None:
+    stmt = select(custom_field).where(
+        custom_field.c.account_id == account_id, custom_field.c.field_name == field_name)
+    return (await conn.execute(stmt)).first()

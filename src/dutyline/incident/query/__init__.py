@@ -1,0 +1,1 @@
+"""Incident reads: info, list (offset and cursor paging), list-by-ids, feed, alerts."""

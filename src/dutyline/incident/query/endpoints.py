@@ -1,0 +1,62 @@
+"""/incident/info|list|list-by-ids|feed|alert/list: reads, for any member who may view
+channels (channel_view) or manage incidents (incident_manage)."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Router
+from dutyline.incident.query import service
+from dutyline.incident.query.schemas import (
+    IncidentInfo,
+    IncidentInfoRequest,
+    IncidentListResponse,
+    ListIncidentAlertsRequest,
+    ListIncidentAlertsResponse,
+    ListIncidentFeedRequest,
+    ListIncidentFeedResponse,
+    ListIncidentsByIdsRequest,
+    ListIncidentsRequest,
+)
+from dutyline.platform.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
+
+router = Router("Incidents")
+# Anyone who may manage incidents may also read them, whatever else their role holds.
+_READ = (CHANNEL_VIEW, INCIDENT_MANAGE)
+
+
+@router.post("/incident/info", request=IncidentInfoRequest, response=IncidentInfo,
+             permissions=_READ)
+async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
+    """Get one incident of the account."""
+    return await service.incident_info(ctx, req)
+
+
+@router.post("/incident/list", request=ListIncidentsRequest, response=IncidentListResponse,
+             permissions=_READ)
+async def incident_list(ctx: Context, req: ListIncidentsRequest) -> IncidentListResponse:
+    """List incidents started in a window of at most 31 days, filtered, by page or cursor."""
+    return await service.list_incidents(ctx, req)
+
+
+@router.post("/incident/list-by-ids", request=ListIncidentsByIdsRequest,
+             response=IncidentListResponse, permissions=_READ)
+async def incident_list_by_ids(
+    ctx: Context, req: ListIncidentsByIdsRequest
+) -> IncidentListResponse:
+    """Get up to 100 incidents by id; unknown ids are left out."""
+    return await service.list_by_ids(ctx, req)
+
+
+@router.post("/incident/feed", request=ListIncidentFeedRequest,
+             response=ListIncidentFeedResponse, permissions=_READ)
+async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncidentFeedResponse:
+    """The incident's timeline: who did what, and when."""
+    return await service.incident_feed(ctx, req)
+
+
+@router.post("/incident/alert/list", request=ListIncidentAlertsRequest,
+             response=ListIncidentAlertsResponse, permissions=_READ)
+async def incident_alert_list(
+    ctx: Context, req: ListIncidentAlertsRequest
+) -> ListIncidentAlertsResponse:
+    """The alerts grouped into an incident."""
+    return await service.incident_alerts(ctx, req)

@@ -1,0 +1,262 @@
+"""Every incident read. Each query is scoped by account_id and hides removed incidents: that is
+the visibility rule (a cross-account or removed id reads as not found).
+
+The display names an incident record carries (account, channel, integration, member) are read
+here with plain read-only selects rather than through the other domains' services: a page of
+incidents is then a fixed handful of round trips whatever its size."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.channel import channel, integration
+from dutyline.db.tables.incident import alert, alert_event, incident, incident_feed
+from dutyline.db.tables.platform import account, member
+
+
+@dataclass
+class ListFilter:
+    """The conditions of /incident/list, already validated by the service."""
+
+    start_time: int
+    end_time: int
+    now_s: int
+    progress: list[str] = field(default_factory=list)
+    severities: list[str] = field(default_factory=list)
+    channel_ids: list[int] = field(default_factory=list)
+    channel_scope: Any = None  # a subquery of channel ids (teams, "my channels"), or None
+    creator_ids: list[int] = field(default_factory=list)
+    closer_ids: list[int] = field(default_factory=list)
+    responder_ids: list[int] = field(default_factory=list)
+    incident_ids: list[str] = field(default_factory=list)
+    nums: list[str] = field(default_factory=list)
+    query: str = ""
+    is_snoozed: bool = False
+    ever_muted: bool = False
+
+
+def _like_pattern(text: str) -> str:
+    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    return f"%{escaped}%"
+
+
+def _conditions(account_id: int, f: ListFilter) -> list[ColumnElement[bool]]:
+    c = incident.c
+    conds: list[ColumnElement[bool]] = [
+        c.account_id == account_id,
+        c.deleted_at == 0,
+        c.start_time >= f.start_time,
+        c.start_time < f.end_time,
+    ]
+    if f.progress:
+        conds.append(c.progress.in_(f.progress))
+    if f.severities:
+        conds.append(c.incident_severity.in_(f.severities))
+    if f.channel_ids:
+        conds.append(c.channel_id.in_(f.channel_ids))
+    if f.channel_scope is not None:
+        conds.append(c.channel_id.in_(f.channel_scope))
+    if f.creator_ids:
+        conds.append(c.creator_id.in_(f.creator_ids))
+    if f.closer_ids:
+        conds.append(and_(c.closer_id.in_(f.closer_ids), c.progress == "Closed"))
+    if f.responder_ids:
+        # responders is JSON written only by this package, always encoded by msgspec with
+        # person_id first and no spaces, so a person's entry starts with this exact text.
+        conds.append(or_(*(c.responders.like(_like_pattern(f'{{"person_id":{p},'), escape="/")
+                           for p in f.responder_ids)))
+    if f.incident_ids:
+        conds.append(c.incident_id.in_(f.incident_ids))
+    if f.nums:
+        conds.append(c.num.in_(f.nums))
+    if f.query:
+        pattern = _like_pattern(f.query.lower())
+        conds.append(func.lower(c.title).like(pattern, escape="/"))
+    if f.is_snoozed:
+        conds.append(c.snoozed_before > f.now_s)
+    if f.ever_muted:
+        conds.append(c.ever_muted.is_(True))
+    return conds
+
+
+def team_channel_scope(account_id: int, team_ids: list[int]) -> Any:
+    return select(channel.c.channel_id).where(
+        channel.c.account_id == account_id, channel.c.team_id.in_(team_ids),
+        channel.c.deleted_at == 0,
+    )
+
+
+def creator_channel_scope(account_id: int, person_id: int, within: Any = None) -> Any:
+    """Channels the person created ("my channels"), optionally narrowed to another scope."""
+    stmt = select(channel.c.channel_id).where(
+        channel.c.account_id == account_id, channel.c.creator_id == person_id,
+        channel.c.deleted_at == 0,
+    )
+    return stmt if within is None else stmt.where(channel.c.channel_id.in_(within))
+
+
+async def count(conn: AsyncConnection, account_id: int, f: ListFilter) -> int:
+    stmt = select(func.count()).select_from(incident).where(*_conditions(account_id, f))
+    return int((await conn.execute(stmt)).scalar_one())
+
+
+async def page(
+    conn: AsyncConnection, account_id: int, f: ListFilter, *, asc: bool, offset: int,
+    limit: int, after: tuple[int, str] | None = None,
+) -> list[Row[Any]]:
+    """One page in (start_time, incident_id) order; `after` continues past a cursor."""
+    conds = _conditions(account_id, f)
+    key = tuple_(incident.c.start_time, incident.c.incident_id)
+    if after is not None:
+        conds.append(key > tuple_(*after) if asc else key < tuple_(*after))
+    order = (
+        (incident.c.start_time.asc(), incident.c.incident_id.asc()) if asc
+        else (incident.c.start_time.desc(), incident.c.incident_id.desc())
+    )
+    stmt = select(incident).where(*conds).order_by(*order).offset(offset).limit(limit)
+    return list((await conn.execute(stmt)).all())
+
+
+async def find(conn: AsyncConnection, account_id: int, incident_id: str) -> Row[Any] | None:
+    stmt = select(incident).where(
+        incident.c.incident_id == incident_id, incident.c.account_id == account_id,
+        incident.c.deleted_at == 0,
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def find_many(conn: AsyncConnection, account_id: int, ids: list[str]) -> list[Row[Any]]:
+    if not ids:
+        return []
+    stmt = (
+        select(incident)
+        .where(incident.c.incident_id.in_(ids), incident.c.account_id == account_id,
+               incident.c.deleted_at == 0)
+        .order_by(incident.c.start_time.desc(), incident.c.incident_id.desc())
+    )
+    return list((await conn.execute(stmt)).all())
+
+
+async def account_row(conn: AsyncConnection, account_id: int) -> Any:
+    stmt = select(account.c.account_name, account.c.locale, account.c.time_zone).where(
+        account.c.account_id == account_id)
+    return (await conn.execute(stmt)).first()
+
+
+async def channels(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, Any]:
+    ids.discard(0)
+    if not ids:
+        return {}
+    stmt = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(
+        channel.c.account_id == account_id, channel.c.channel_id.in_(ids))
+    return {r.channel_id: r for r in (await conn.execute(stmt)).all()}
+
+
+async def channel_exists(conn: AsyncConnection, account_id: int, channel_id: int) -> bool:
+    stmt = select(channel.c.channel_id).where(
+        channel.c.account_id == account_id, channel.c.channel_id == channel_id,
+        channel.c.deleted_at == 0)
+    return (await conn.execute(stmt)).first() is not None
+
+
+async def members(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, Any]:
+    ids.discard(0)
+    if not ids:
+        return {}
+    stmt = select(member.c.member_id, member.c.member_name, member.c.email).where(
+        member.c.account_id == account_id, member.c.member_id.in_(ids))
+    return {r.member_id: r for r in (await conn.execute(stmt)).all()}
+
+
+async def integrations_by_incident(
+    conn: AsyncConnection, incident_ids: list[str]
+) -> dict[str, list[tuple[int, str]]]:
+    """(integration_id, integration_type) of every integration with an alert in each
+    incident, in first-seen order."""
+    if not incident_ids:
+        return {}
+    stmt = (
+        select(alert.c.incident_id, alert.c.integration_id, integration.c.integration_type,
+               func.min(alert.c.start_time).label("first"))
+        .select_from(alert)
+        .outerjoin(integration, integration.c.integration_id == alert.c.integration_id)
+        .where(alert.c.incident_id.in_(incident_ids))
+        .group_by(alert.c.incident_id, alert.c.integration_id, integration.c.integration_type)
+        .order_by("first")
+    )
+    found: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for r in (await conn.execute(stmt)).all():
+        found[r.incident_id].append((r.integration_id, r.integration_type or "standard"))
+    return found
+
+
+async def feed_page(
+    conn: AsyncConnection, account_id: int, incident_id: str, *, types: list[str], asc: bool,
+    offset: int, limit: int,
+) -> list[Row[Any]]:
+    conds = [incident_feed.c.incident_id == incident_id,
+             incident_feed.c.account_id == account_id]
+    if types:
+        conds.append(incident_feed.c.type.in_(types))
+    order = incident_feed.c.id.asc() if asc else incident_feed.c.id.desc()
+    stmt = (
+        select(incident_feed, member.c.member_name)
+        .select_from(incident_feed)
+        .outerjoin(member, member.c.member_id == incident_feed.c.creator_id)
+        .where(*conds).order_by(order).offset(offset).limit(limit)
+    )
+    return list((await conn.execute(stmt)).all())
+
+
+def _alert_conditions(account_id: int, incident_id: str,
+                      is_active: bool | None) -> list[ColumnElement[bool]]:
+    conds = [alert.c.incident_id == incident_id, alert.c.account_id == account_id,
+             alert.c.deleted_at == 0]
+    if is_active is not None:
+        conds.append(alert.c.end_time == 0 if is_active else alert.c.end_time != 0)
+    return conds
+
+
+async def alert_count(conn: AsyncConnection, account_id: int, incident_id: str,
+                      is_active: bool | None) -> int:
+    stmt = select(func.count()).select_from(alert).where(
+        *_alert_conditions(account_id, incident_id, is_active))
+    return int((await conn.execute(stmt)).scalar_one())
+
+
+async def alert_page(
+    conn: AsyncConnection, account_id: int, incident_id: str, is_active: bool | None, *,
+    offset: int, limit: int,
+) -> list[Row[Any]]:
+    stmt = (
+        select(alert, integration.c.integration_name, integration.c.integration_type,
+               channel.c.channel_name, channel.c.status.label("channel_status"))
+        .select_from(alert)
+        .outerjoin(integration, integration.c.integration_id == alert.c.integration_id)
+        .outerjoin(channel, channel.c.channel_id == alert.c.channel_id)
+        .where(*_alert_conditions(account_id, incident_id, is_active))
+        .order_by(alert.c.start_time.desc(), alert.c.alert_id.desc())
+        .offset(offset).limit(limit)
+    )
+    return list((await conn.execute(stmt)).all())
+
+
+async def alert_events(conn: AsyncConnection, alert_ids: list[str]) -> dict[str, list[Row[Any]]]:
+    if not alert_ids:
+        return {}
+    stmt = (
+        select(alert_event).where(alert_event.c.alert_id.in_(alert_ids))
+        .order_by(alert_event.c.event_time.desc(), alert_event.c.event_id.desc())
+    )
+    found: dict[str, list[Row[Any]]] = defaultdict(list)
+    for r in (await conn.execute(stmt)).all():
+        # A bounded history per alert: the newest 100 events are what a console shows.
+        if len(found[r.alert_id]) < 100:
+            found[r.alert_id].append(r)
+    return found
