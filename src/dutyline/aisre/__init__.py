@@ -1,0 +1,1 @@
+"""AI SRE: automation, MCP servers and A2A agents."""

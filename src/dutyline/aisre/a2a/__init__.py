@@ -1,0 +1,1 @@
+"""A2A agents: records, card resolution and the gateway the agent loop talks through."""

@@ -1,0 +1,117 @@
+"""Every A2A agent query. Each one is scoped by account_id; list_page also applies the team
+visibility rule, so a caller never sees another team's agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, delete, false, func, insert, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.elements import ColumnElement
+
+from dutyline.db.tables.aisre import a2a_agent
+
+
+def _like_pattern(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, with its own % and _ taken literally."""
+    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    return f"%{escaped}%"
+
+
+async def get(conn: AsyncConnection, account_id: int, agent_id: str) -> Row[Any] | None:
+    stmt = select(a2a_agent).where(
+        a2a_agent.c.account_id == account_id, a2a_agent.c.agent_id == agent_id
+    )
+    return (await conn.execute(stmt)).first()
+
+
+def _visible(
+    *, include_account: bool, team_ids: frozenset[int] | None, only_teams: list[int] | None
+) -> ColumnElement[bool]:
+    """Account-level agents (when asked for) and team agents the caller may see.
+
+    `team_ids` None means every team (owner/admin); `only_teams` narrows the team part."""
+    parts: list[ColumnElement[bool]] = []
+    if include_account:
+        parts.append(a2a_agent.c.team_id == 0)
+    team_part: ColumnElement[bool] = a2a_agent.c.team_id != 0
+    if team_ids is not None:
+        team_part = and_(team_part, a2a_agent.c.team_id.in_(sorted(team_ids)))
+    if only_teams is not None:
+        team_part = and_(team_part, a2a_agent.c.team_id.in_(only_teams))
+    parts.append(team_part)
+    return or_(*parts) if parts else false()
+
+
+async def list_page(
+    conn: AsyncConnection,
+    account_id: int,
+    *,
+    include_account: bool,
+    team_ids: frozenset[int] | None,
+    only_teams: list[int] | None,
+    query: str,
+    offset: int,
+    limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    conditions: list[ColumnElement[bool]] = [
+        a2a_agent.c.account_id == account_id,
+        _visible(include_account=include_account, team_ids=team_ids, only_teams=only_teams),
+    ]
+    if query:
+        conditions.append(
+            func.lower(a2a_agent.c.agent_name).like(_like_pattern(query.lower()), escape="/")
+        )
+    total = (
+        await conn.execute(select(func.count()).select_from(a2a_agent).where(*conditions))
+    ).scalar_one()
+    if total == 0 or offset >= total:
+        return total, []
+    rows = await conn.execute(
+        select(a2a_agent)
+        .where(*conditions)
+        .order_by(a2a_agent.c.created_at.desc(), a2a_agent.c.agent_id.desc())
+        .offset(offset)
+        .limit(limit)
+    )
+    return total, list(rows.all())
+
+
+async def insert_agent(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(a2a_agent).values(**values))
+
+
+async def update_agent(
+    conn: AsyncConnection, account_id: int, agent_id: str, values: dict[str, Any]
+) -> None:
+    await conn.execute(
+        update(a2a_agent)
+        .where(a2a_agent.c.account_id == account_id, a2a_agent.c.agent_id == agent_id)
+        .values(**values)
+    )
+
+
+async def delete_agent(conn: AsyncConnection, account_id: int, agent_id: str) -> None:
+    await conn.execute(
+        delete(a2a_agent).where(
+            a2a_agent.c.account_id == account_id, a2a_agent.c.agent_id == agent_id
+        )
+    )
+
+
+async def enabled_in_scope(
+    conn: AsyncConnection, account_id: int, team_id: int
+) -> list[Row[Any]]:
+    """Enabled agents a run in this scope may call: account-level ones plus the team's own."""
+    teams = [0] if team_id == 0 else [0, team_id]
+    rows = await conn.execute(
+        select(a2a_agent)
+        .where(
+            a2a_agent.c.account_id == account_id,
+            a2a_agent.c.status == "enabled",
+            a2a_agent.c.team_id.in_(teams),
+        )
+        .order_by(a2a_agent.c.created_at, a2a_agent.c.agent_id)
+    )
+    return list(rows.all())

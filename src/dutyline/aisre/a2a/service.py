@@ -1,0 +1,240 @@
+"""Rules of A2A agents: scope and permission, card resolution, write-only credentials.
+
+Scope: an account-level agent (team_id 0) is seen by everyone in the account and managed by
+owners/admins; a team agent is seen and managed by that team's members (and owners/admins).
+Managing also needs agent_manage, which the operation layer checks before we run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.aisre.a2a import repository as repo
+from dutyline.aisre.a2a.auth import AgentAuth, build_auth, open_auth
+from dutyline.aisre.a2a.card import ResolvedCard, resolve_card
+from dutyline.aisre.a2a.schemas import (
+    A2aAgentCreateRequest,
+    A2aAgentIdRequest,
+    A2aAgentListRequest,
+    A2aAgentListResponse,
+    A2aAgentRecord,
+    A2aAgentUpdateRequest,
+    A2aSkill,
+)
+from dutyline.api import errors
+from dutyline.api.operation import Context
+from dutyline.kit.ids import prefixed_id
+from dutyline.kit.outbound import OutboundPolicy
+from dutyline.kit.secretbox import SecretBox
+from dutyline.platform.permissions import AGENT_MANAGE
+from dutyline.platform.team import service as team_service
+
+
+def outbound_policy(ctx: Context) -> OutboundPolicy:
+    return OutboundPolicy(allow_private=ctx.runtime.settings.allow_private_network)
+
+
+async def _can_manage(ctx: Context, team_id: int) -> bool:
+    if not ctx.caller.has(AGENT_MANAGE):
+        return False
+    if ctx.caller.is_admin:
+        return True
+    return team_id != 0 and team_id in await ctx.caller_team_ids()
+
+
+async def _can_see(ctx: Context, team_id: int) -> bool:
+    return team_id == 0 or ctx.caller.is_admin or team_id in await ctx.caller_team_ids()
+
+
+async def _require_manage(ctx: Context, team_id: int) -> None:
+    if not await _can_manage(ctx, team_id):
+        raise errors.AccessDenied()
+
+
+async def _require_for_write(ctx: Context, agent_id: str) -> Any:
+    """The agent, for a write. Another account's id is simply not found; an agent of the
+    caller's account outside the caller's scope is refused."""
+    row = await repo.get(ctx.conn, ctx.caller.account_id, agent_id)
+    if row is None:
+        raise errors.not_found("A2A agent", agent_id)
+    await _require_manage(ctx, row.team_id)
+    return row
+
+
+async def _resolve(ctx: Context, card_url: str, auth: AgentAuth) -> ResolvedCard:
+    return await resolve_card(card_url, policy=outbound_policy(ctx), headers=auth.headers())
+
+
+def _card_values(resolved: ResolvedCard) -> dict[str, Any]:
+    return {
+        "agent_card_name": resolved.name[:255],
+        "agent_card_skills": msgspec.json.encode(resolved.skills).decode(),
+        "agent_card": msgspec.json.encode(resolved.card).decode(),
+    }
+
+
+async def create_agent(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentRecord:
+    account_id = ctx.caller.account_id
+    name = req.agent_name.strip()
+    if not name:
+        raise errors.invalid("agent_name", "is required")
+    await _require_manage(ctx, req.team_id)
+    if req.team_id and not await team_service.existing_team_ids(
+        ctx.conn, account_id, [req.team_id]
+    ):
+        raise errors.invalid("team_id", "no such team")
+    auth = build_auth(req.auth_type, req.auth_config, None)
+    card_url = req.card_url.strip()
+    resolved = await _resolve(ctx, card_url, auth)
+    now = ctx.now_ms
+    agent_id = prefixed_id("a2a")
+    await repo.insert_agent(ctx.conn, {
+        "agent_id": agent_id, "account_id": account_id, "team_id": req.team_id,
+        "agent_name": name, "instructions": req.instructions, "card_url": card_url,
+        **_card_values(resolved),
+        "auth_type": auth.auth_type, "auth_config_encrypted": auth.seal(ctx.runtime.secrets),
+        "streaming": req.streaming, "status": "enabled", "created_by": ctx.caller.person_id,
+        "created_at": now, "updated_at": now,
+    })
+    ctx.audit_targets.append(agent_id)
+    row = await repo.get(ctx.conn, account_id, agent_id)
+    return _record(row, ctx.runtime.secrets, can_edit=True)
+
+
+async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentRecord:
+    row = await _require_for_write(ctx, req.agent_id)
+    values: dict[str, Any] = {}
+    if req.agent_name is not None:
+        name = req.agent_name.strip()
+        if not name:
+            raise errors.invalid("agent_name", "is required")
+        values["agent_name"] = name
+    if req.instructions is not None:
+        values["instructions"] = req.instructions
+    if req.streaming is not None:
+        values["streaming"] = req.streaming
+    box = ctx.runtime.secrets
+    old_auth = open_auth(box, row.auth_type, row.auth_config_encrypted)
+    auth = old_auth
+    if req.auth_type is not None or req.auth_config is not None:
+        auth = build_auth(req.auth_type or row.auth_type, req.auth_config, old_auth)
+        values["auth_type"] = auth.auth_type
+        values["auth_config_encrypted"] = auth.seal(box)
+    if req.card_url is not None and req.card_url.strip() != row.card_url:
+        card_url = req.card_url.strip()
+        values["card_url"] = card_url
+        values.update(_card_values(await _resolve(ctx, card_url, auth)))
+    ctx.audit_targets.append(row.agent_id)
+    if values:
+        values["updated_at"] = ctx.now_ms
+        await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, values)
+        row = await repo.get(ctx.conn, ctx.caller.account_id, row.agent_id)
+    return _record(row, box, can_edit=True)
+
+
+async def delete_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
+    row = await _require_for_write(ctx, req.agent_id)
+    await repo.delete_agent(ctx.conn, ctx.caller.account_id, row.agent_id)
+    ctx.audit_targets.append(row.agent_id)
+
+
+async def enable_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
+    row = await _require_for_write(ctx, req.agent_id)
+    ctx.audit_targets.append(row.agent_id)
+    if row.status == "enabled":
+        raise errors.invalid("agent_id", "is already enabled")
+    # The agent may have changed while it was off: enable only what answers with a valid card.
+    auth = open_auth(ctx.runtime.secrets, row.auth_type, row.auth_config_encrypted)
+    resolved = await _resolve(ctx, row.card_url, auth)
+    await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, {
+        **_card_values(resolved), "status": "enabled", "updated_at": ctx.now_ms,
+    })
+
+
+async def disable_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
+    row = await _require_for_write(ctx, req.agent_id)
+    ctx.audit_targets.append(row.agent_id)
+    if row.status == "disabled":
+        raise errors.invalid("agent_id", "is already disabled")
+    await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, {
+        "status": "disabled", "updated_at": ctx.now_ms,
+    })
+
+
+async def get_agent(ctx: Context, req: A2aAgentIdRequest) -> A2aAgentRecord:
+    row = await repo.get(ctx.conn, ctx.caller.account_id, req.agent_id)
+    if row is None or not await _can_see(ctx, row.team_id):
+        raise errors.not_found("A2A agent", req.agent_id)
+    return _record(row, ctx.runtime.secrets, can_edit=await _can_manage(ctx, row.team_id))
+
+
+async def list_agents(ctx: Context, req: A2aAgentListRequest) -> A2aAgentListResponse:
+    team_ids = None if ctx.caller.is_admin else await ctx.caller_team_ids()
+    total, rows = await repo.list_page(
+        ctx.conn, ctx.caller.account_id, include_account=req.include_account,
+        team_ids=team_ids, only_teams=req.team_ids, query=req.query.strip(),
+        offset=req.offset, limit=req.limit,
+    )
+    box = ctx.runtime.secrets
+    return A2aAgentListResponse(
+        total=total,
+        agents=[_record(r, box, can_edit=await _can_manage(ctx, r.team_id)) for r in rows],
+    )
+
+
+def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:
+    auth = open_auth(box, row.auth_type, row.auth_config_encrypted)
+    return A2aAgentRecord(
+        agent_id=row.agent_id,
+        account_id=row.account_id,
+        team_id=row.team_id,
+        agent_name=row.agent_name,
+        instructions=row.instructions,
+        card_url=row.card_url,
+        agent_card_name=row.agent_card_name,
+        agent_card_skills=msgspec.json.decode(row.agent_card_skills, type=list[A2aSkill]),
+        agent_card=msgspec.json.decode(row.agent_card, type=dict[str, Any]),
+        auth_type=row.auth_type,
+        auth_config=auth.masked(),
+        streaming=bool(row.streaming),
+        status=row.status,
+        can_edit=can_edit,
+        created_by=row.created_by,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+    )
+
+
+# --- for the agent loop -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class A2aTarget:
+    """What the gateway needs to call one agent, credentials already opened."""
+
+    agent_id: str
+    agent_name: str
+    instructions: str
+    card: dict[str, Any]
+    skills: list[dict[str, Any]]
+    auth: AgentAuth
+    streaming: bool
+
+
+async def enabled_targets(
+    conn: AsyncConnection, box: SecretBox, account_id: int, team_id: int = 0
+) -> list[A2aTarget]:
+    """The enabled agents a run in this scope may call (account-level plus the team's)."""
+    return [
+        A2aTarget(
+            agent_id=r.agent_id, agent_name=r.agent_name, instructions=r.instructions,
+            card=msgspec.json.decode(r.agent_card), skills=msgspec.json.decode(
+                r.agent_card_skills),
+            auth=open_auth(box, r.auth_type, r.auth_config_encrypted),
+            streaming=bool(r.streaming),
+        )
+        for r in await repo.enabled_in_scope(conn, account_id, team_id)
+    ]
