@@ -9,7 +9,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.incident import alert, custom_field, incident
+from dutyline.db.tables.incident import alert, incident
 from dutyline.db.tables.platform import member
 
 
@@ -71,9 +71,3 @@ async def member_ids(conn: AsyncConnection, account_id: int, ids: set[int]) -> s
         member.c.status == "enabled")
     return {int(r[0]) for r in (await conn.execute(stmt)).all()}
 
-
-async def field_definition(conn: AsyncConnection, account_id: int,
-                           field_name: str) -> Row[Any] | None:
-    stmt = select(custom_field).where(
-        custom_field.c.account_id == account_id, custom_field.c.field_name == field_name)
-    return (await conn.execute(stmt)).first()
