@@ -32,7 +32,7 @@ async def field_info(ctx: Context, req: FieldLookup) -> FieldItem:
 
 @router.post("/field/list", response=ListFieldsResponse)
 async def field_list(ctx: Context, req: Empty) -> ListFieldsResponse:
-    """List the account's custom fields (at most 100, so no paging)."""
+    """List the account's custom fields by name (at most 100, so no paging)."""
     return await service.list_fields(ctx)
 
 

@@ -44,7 +44,7 @@ async def count(conn: AsyncConnection, account_id: int) -> int:
 
 async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
     stmt = (select(custom_field).where(custom_field.c.account_id == account_id)
-            .order_by(custom_field.c.created_at, custom_field.c.field_id))
+            .order_by(func.lower(custom_field.c.field_name), custom_field.c.field_name))
     return list((await conn.execute(stmt)).all())
 
 
