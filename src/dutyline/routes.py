@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from dutyline.aisre.a2a.endpoints import router as a2a_router
+from dutyline.aisre.mcp.endpoints import router as mcp_router
 from dutyline.api.operation import Router
 from dutyline.channel.endpoints import router as channel_router
 from dutyline.channel.integration.endpoints import router as integration_router
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 def all_routers() -> list[Router]:
     return [member_router, role_router, app_key_router, team_router, audit_router,
             channel_router, integration_router, field_router, incident_read_router,
-            incident_write_router, alert_router, a2a_router]
+            incident_write_router, alert_router, a2a_router, mcp_router]
 
 
 def extra_routes(runtime: Runtime) -> list[Route]:

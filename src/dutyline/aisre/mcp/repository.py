@@ -1,0 +1,141 @@
+"""Every MCP server query. Each is scoped by account_id, and reads that answer a caller take the
+caller's visible teams: that is the visibility rule, kept in this one place."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, delete, false, func, insert, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.aisre import mcp_server
+
+# Everything a record shows; the sealed header values stay in the table unless asked for.
+_RECORD_COLUMNS = [c for c in mcp_server.c if c.name != "headers_encrypted"]
+
+
+def _like_pattern(text: str) -> str:
+    """A LIKE pattern matching `text` anywhere, with its own % and _ taken literally."""
+    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
+    return f"%{escaped}%"
+
+
+def visible(
+    account_id: int, *, all_teams: bool, team_ids: Collection[int]
+) -> ColumnElement[bool]:
+    """Servers a caller may see: account-level ones and those of the caller's teams; every
+    server of the account for owners and admins (`all_teams`)."""
+    in_account = mcp_server.c.account_id == account_id
+    if all_teams:
+        return in_account
+    return and_(
+        in_account,
+        or_(mcp_server.c.team_id == 0, mcp_server.c.team_id.in_(list(team_ids))),
+    )
+
+
+async def find_visible(
+    conn: AsyncConnection, server_id: str, *, account_id: int, all_teams: bool,
+    team_ids: Collection[int], with_secrets: bool = False,
+) -> Row[Any] | None:
+    columns = [*_RECORD_COLUMNS, mcp_server.c.headers_encrypted] if with_secrets else (
+        _RECORD_COLUMNS)
+    stmt = select(*columns).where(
+        mcp_server.c.server_id == server_id,
+        visible(account_id, all_teams=all_teams, team_ids=team_ids),
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def list_page(
+    conn: AsyncConnection, *, account_id: int, all_teams: bool, team_ids: Collection[int],
+    include_account: bool, include_team: bool, only_team_ids: Collection[int] | None,
+    query: str, status: str | None, offset: int, limit: int,
+) -> tuple[int, list[Any]]:
+    conditions: list[ColumnElement[bool]] = [
+        visible(account_id, all_teams=all_teams, team_ids=team_ids)
+    ]
+    kinds: list[ColumnElement[bool]] = []
+    if include_account:
+        kinds.append(mcp_server.c.team_id == 0)
+    if include_team:
+        team_filter = mcp_server.c.team_id != 0
+        if only_team_ids is not None:
+            team_filter = mcp_server.c.team_id.in_(list(only_team_ids))
+        kinds.append(team_filter)
+    conditions.append(or_(*kinds) if kinds else false())
+    if query:
+        pattern = _like_pattern(query.lower())
+        conditions.append(
+            or_(
+                mcp_server.c.name_key.like(pattern, escape="/"),
+                func.lower(mcp_server.c.description).like(pattern, escape="/"),
+            )
+        )
+    if status is not None:
+        conditions.append(mcp_server.c.status == status)
+    # The window count saves a second round trip; it is only missing past the last page.
+    stmt = (
+        select(*_RECORD_COLUMNS, func.count().over().label("total"))
+        .where(*conditions)
+        .order_by(mcp_server.c.created_at.desc(), mcp_server.c.server_id.desc())
+        .offset(offset)
+        .limit(limit)
+    )
+    rows: list[Any] = list((await conn.execute(stmt)).all())
+    if rows:
+        return int(rows[0].total), rows
+    if offset == 0:
+        return 0, []
+    total = (await conn.execute(select(func.count()).where(*conditions))).scalar_one()
+    return int(total), []
+
+
+async def name_taken(
+    conn: AsyncConnection, account_id: int, name_key: str, *, except_id: str = ""
+) -> bool:
+    stmt = select(mcp_server.c.server_id).where(
+        mcp_server.c.account_id == account_id,
+        mcp_server.c.name_key == name_key,
+        mcp_server.c.server_id != except_id,
+    )
+    return (await conn.execute(stmt)).first() is not None
+
+
+async def insert_server(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(mcp_server).values(**values))
+
+
+async def update_server(
+    conn: AsyncConnection, account_id: int, server_id: str, values: dict[str, Any],
+    *, only_status: str | None = None,
+) -> int:
+    """Returns the rows changed; `only_status` makes a status flip atomic (compare and set)."""
+    stmt = update(mcp_server).where(
+        mcp_server.c.account_id == account_id, mcp_server.c.server_id == server_id
+    )
+    if only_status is not None:
+        stmt = stmt.where(mcp_server.c.status == only_status)
+    result = await conn.execute(stmt.values(**values))
+    return int(result.rowcount)
+
+
+async def delete_server(conn: AsyncConnection, account_id: int, server_id: str) -> None:
+    await conn.execute(
+        delete(mcp_server).where(
+            mcp_server.c.account_id == account_id, mcp_server.c.server_id == server_id
+        )
+    )
+
+
+async def enabled_in_scope(
+    conn: AsyncConnection, account_id: int, team_ids: Collection[int]
+) -> list[Any]:
+    """Enabled servers an automation run may use: account-level plus the given teams'."""
+    stmt = select(*_RECORD_COLUMNS, mcp_server.c.headers_encrypted).where(
+        visible(account_id, all_teams=False, team_ids=team_ids),
+        mcp_server.c.status == "enabled",
+    ).order_by(mcp_server.c.created_at, mcp_server.c.server_id)
+    return list((await conn.execute(stmt)).all())
