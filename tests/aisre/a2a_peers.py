@@ -216,7 +216,7 @@ async def a2a_peer(
 async def bad_card_server() -> AsyncIterator[str]:
     """Broken cards: /not-json/card.json, /wrong-type/card.json (name is a number),
     /no-interface/card.json (parses, but nothing to talk to), /array/card.json, and 500s at
-    /broken/.well-known/agent-card.json."""
+    /broken/.well-known/agent-card.json; /hang/card.json answers only when the server stops."""
 
     async def not_json(_: Request) -> Response:
         return PlainTextResponse("this is not a card")
@@ -234,6 +234,12 @@ async def bad_card_server() -> AsyncIterator[str]:
     async def broken(_: Request) -> Response:
         return PlainTextResponse("boom", status_code=500)
 
+    release = asyncio.Event()
+
+    async def hang(_: Request) -> Response:
+        await release.wait()
+        return PlainTextResponse("too late")
+
     async def build(_: str) -> ASGIApp:
         return Starlette(routes=[
             Route("/not-json/card.json", not_json),
@@ -241,7 +247,11 @@ async def bad_card_server() -> AsyncIterator[str]:
             Route("/no-interface/card.json", no_interface),
             Route("/array/card.json", array),
             Route("/broken/.well-known/agent-card.json", broken),
+            Route("/hang/card.json", hang),
         ])
 
     async with _serve(build) as (base_url, _port):
-        yield base_url
+        try:
+            yield base_url
+        finally:
+            release.set()
