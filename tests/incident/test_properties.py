@@ -1,0 +1,271 @@
+"""Property test of the incident lifecycle: hypothesis drives random sequences of create, ack,
+unack, resolve, reopen, snooze, wake, merge, alert pushes (ingestion) and clock ticks through
+the HTTP API, and after every step checks:
+
+- the call succeeded exactly when every named incident was in a state the transition accepts,
+  and a refused call changed nothing at all (incidents, feed, events);
+- progress is valid; close fields are set only, and always, when Closed; a merged or snoozed
+  incident is consistent with its progress;
+- alert counts equal what the incident's alerts say;
+- every change left a feed entry and an event.
+
+SQLite only (the transitions' SQL is covered on both backends by the other tests); bounded
+and derandomized so CI runs are stable."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+import msgspec
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+from sqlalchemy import case, func, select
+
+from dutyline.config import Settings
+from dutyline.db.tables.incident import alert, incident, incident_event, incident_feed
+from dutyline.kit.clock import FakeClock
+from tests.fixtures.accounts import Person, new_account
+from tests.fixtures.api import Api, make_api
+
+T = TypeVar("T")
+PUSH_PATH = "/event/push/alert/standard"
+RUN = settings(max_examples=20, stateful_step_count=25, deadline=None, derandomize=True,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+_indexes = st.lists(st.integers(0, 1000), min_size=1, max_size=3)
+
+
+class _World:
+    """The app on its own event loop, shared by every example; each example gets an account
+    of its own, so examples never see each other's incidents."""
+
+    def __init__(self, app_settings: Settings) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.clock = FakeClock(1_700_000_000)
+        self._cm = make_api(app_settings, clock=self.clock)
+        self.api: Api = self.run(self._cm.__aenter__())
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coro)
+
+    def close(self) -> None:
+        self.run(self._cm.__aexit__(None, None, None))
+        self.loop.close()
+
+
+def _machine(world: _World) -> type[RuleBasedStateMachine]:
+    api = world.api
+
+    class IncidentLifecycle(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.owner: Person = world.run(new_account(api, "Prop"))
+            channel = world.run(api.call("/channel/create", {"channel_name": "Prop"},
+                                         key=self.owner.key))
+            assert channel.status == 200, channel.body
+            integ = world.run(api.call("/integration/create", {
+                "channel_id": channel.data["channel_id"], "integration_name": "std"},
+                key=self.owner.key))
+            assert integ.status == 200, integ.body
+            self.integration_key: str = integ.data["integration_key"]
+
+        # -- reading the account's state straight from the database ----------------------
+        def snapshot(self) -> dict[str, dict[str, Any]]:
+            async def read() -> dict[str, dict[str, Any]]:
+                async with api.runtime.db.transaction(write=False) as conn:
+                    rows = await conn.execute(select(incident).where(
+                        incident.c.account_id == self.owner.account_id,
+                        incident.c.deleted_at == 0).order_by(incident.c.created_at,
+                                                             incident.c.incident_id))
+                    return {r.incident_id: dict(r._mapping) for r in rows}
+            return world.run(read())
+
+        def totals(self) -> tuple[dict[str, int], dict[str, int]]:
+            async def read() -> tuple[dict[str, int], dict[str, int]]:
+                async with api.runtime.db.transaction(write=False) as conn:
+                    feeds = await conn.execute(
+                        select(incident_feed.c.incident_id, func.count())
+                        .where(incident_feed.c.account_id == self.owner.account_id)
+                        .group_by(incident_feed.c.incident_id))
+                    evs = await conn.execute(
+                        select(incident_event.c.incident_id, func.count())
+                        .where(incident_event.c.account_id == self.owner.account_id)
+                        .group_by(incident_event.c.incident_id))
+                    return ({r[0]: int(r[1]) for r in feeds}, {r[0]: int(r[1]) for r in evs})
+            return world.run(read())
+
+        def pick(self, indexes: list[int]) -> list[str]:
+            ids = list(self.snapshot())
+            return list(dict.fromkeys(ids[i % len(ids)] for i in indexes)) if ids else []
+
+        def transition(self, path: str, body: dict[str, Any], ids: list[str],
+                       accepted: bool, changed: list[str]) -> None:
+            """Call; check it succeeded exactly when `accepted`, and that a success left a
+            feed entry and an event on every changed incident and a refusal changed
+            nothing."""
+            before, (feeds, evs) = self.snapshot(), self.totals()
+            reply = world.run(api.call(path, body, key=self.owner.key))
+            if not accepted:
+                assert reply.status == 400, (path, body, reply.body)
+                assert reply.code == "InvalidParameter"
+                assert self.snapshot() == before
+                assert self.totals() == (feeds, evs)
+                return
+            assert reply.status == 200, (path, body, reply.body)
+            after_feeds, after_evs = self.totals()
+            for incident_id in changed:
+                assert after_evs.get(incident_id, 0) > evs.get(incident_id, 0), (path, body)
+                if path != "/incident/remove":
+                    assert after_feeds.get(incident_id, 0) > feeds.get(incident_id, 0)
+
+        # -- rules ----------------------------------------------------------------------
+        @rule(severity=st.sampled_from(["Critical", "Warning", "Info"]))
+        def create(self, severity: str) -> None:
+            reply = world.run(api.call("/incident/create", {
+                "incident_severity": severity, "title": f"{severity} thing"},
+                key=self.owner.key))
+            assert reply.status == 200, reply.body
+            incident_id = reply.data["incident_id"]
+            got = self.snapshot()[incident_id]
+            assert (got["progress"], got["incident_severity"]) == ("Triggered", severity)
+
+        @rule(key=st.sampled_from(["k1", "k2", "k3"]),
+              status=st.sampled_from(["Critical", "Warning", "Info", "Ok"]))
+        def push(self, key: str, status: str) -> None:
+            response = world.run(api.client.post(
+                PUSH_PATH, params={"integration_key": self.integration_key},
+                json={"title_rule": f"alert {key}", "event_status": status,
+                      "alert_key": key}))
+            assert response.status_code == 200, response.text
+
+        @rule(indexes=_indexes)
+        def ack(self, indexes: list[int]) -> None:
+            ids, state = self.pick(indexes), self.snapshot()
+            if ids:
+                ok = all(state[i]["progress"] == "Triggered" for i in ids)
+                self.transition("/incident/ack", {"incident_ids": ids}, ids, ok, ids)
+                if ok:
+                    assert all(self.snapshot()[i]["progress"] == "Processing" for i in ids)
+
+        @rule(indexes=_indexes)
+        def unack(self, indexes: list[int]) -> None:
+            ids, state = self.pick(indexes), self.snapshot()
+            if ids:
+                ok = all(state[i]["progress"] == "Processing" for i in ids)
+                self.transition("/incident/unack", {"incident_ids": ids}, ids, ok, ids)
+                if ok:
+                    assert all(self.snapshot()[i]["progress"] == "Triggered" for i in ids)
+
+        @rule(indexes=_indexes)
+        def resolve(self, indexes: list[int]) -> None:
+            ids, state = self.pick(indexes), self.snapshot()
+            if ids:
+                ok = all(state[i]["progress"] != "Closed" for i in ids)
+                self.transition("/incident/resolve", {"incident_ids": ids}, ids, ok, ids)
+                if ok:
+                    after = self.snapshot()
+                    assert all(after[i]["progress"] == "Closed" for i in ids)
+                    assert all(after[i]["closer_id"] == self.owner.person_id for i in ids)
+
+        @rule(indexes=_indexes, reason=st.text(max_size=20))
+        def reopen(self, indexes: list[int], reason: str) -> None:
+            ids, state = self.pick(indexes), self.snapshot()
+            if ids:
+                ok = all(state[i]["progress"] == "Closed" for i in ids)
+                self.transition("/incident/reopen", {"incident_ids": ids, "reason": reason},
+                                ids, ok, ids)
+                if ok:
+                    assert all(self.snapshot()[i]["progress"] == "Triggered" for i in ids)
+
+        @rule(indexes=_indexes, minutes=st.integers(1, 1440))
+        def snooze(self, indexes: list[int], minutes: int) -> None:
+            ids, state = self.pick(indexes), self.snapshot()
+            if ids:
+                ok = all(state[i]["progress"] != "Closed" for i in ids)
+                self.transition("/incident/snooze", {"incident_ids": ids, "minutes": minutes},
+                                ids, ok, ids)
+
+        @rule(indexes=_indexes)
+        def wake(self, indexes: list[int]) -> None:
+            ids, state = self.pick(indexes), self.snapshot()
+            if ids:
+                now = int(world.clock.now())
+                ok = all(state[i]["snoozed_before"] > now for i in ids)
+                self.transition("/incident/wake", {"incident_ids": ids}, ids, ok, ids)
+
+        @rule(into=st.integers(0, 1000), sources=_indexes)
+        def merge(self, into: int, sources: list[int]) -> None:
+            (target_id,) = self.pick([into]) or [None]
+            if target_id is None:
+                return
+            source_ids = [i for i in self.pick(sources) if i != target_id]
+            if not source_ids:
+                return
+            ok = self.snapshot()[target_id]["progress"] != "Closed"
+            self.transition("/incident/merge", {"target_incident_id": target_id,
+                                                "source_incident_ids": source_ids},
+                            [target_id, *source_ids], ok, [target_id, *source_ids])
+            if ok:
+                after = self.snapshot()
+                for s in source_ids:
+                    assert after[s]["merged_into"] == target_id
+                    assert after[s]["progress"] == "Closed"
+
+        @rule(seconds=st.sampled_from([1, 60, 3600, 90_000]))
+        def tick(self, seconds: int) -> None:
+            world.clock.advance(seconds)
+
+        # -- invariants -----------------------------------------------------------------
+        @invariant()
+        def incidents_are_consistent(self) -> None:
+            state = self.snapshot()
+            feeds, evs = self.totals()
+
+            async def alert_facts() -> dict[str, tuple[int, int, int]]:
+                async with api.runtime.db.transaction(write=False) as conn:
+                    rows = await conn.execute(
+                        select(alert.c.incident_id, func.count(),
+                               func.sum(case((alert.c.end_time == 0, 1), else_=0)),
+                               func.sum(alert.c.event_cnt))
+                        .where(alert.c.account_id == self.owner.account_id,
+                               alert.c.deleted_at == 0, alert.c.incident_id.is_not(None))
+                        .group_by(alert.c.incident_id))
+                    return {r[0]: (int(r[1]), int(r[2]), int(r[3])) for r in rows}
+            facts = world.run(alert_facts())
+            for incident_id, r in state.items():
+                closed = r["progress"] == "Closed"
+                assert r["progress"] in ("Triggered", "Processing", "Closed")
+                if closed:
+                    assert r["close_time"] > 0 and r["end_time"] > 0, r
+                    assert r["incident_status"] == "Ok", r
+                    assert r["snoozed_before"] == 0, r
+                else:
+                    assert (r["close_time"], r["end_time"], r["closer_id"]) == (0, 0, 0), r
+                    assert r["incident_status"] == r["incident_severity"], r
+                    assert r["merged_into"] is None, r
+                if r["progress"] == "Processing":
+                    assert r["ack_time"] > 0, r
+                counted = (r["alert_cnt"], r["active_alert_cnt"], r["alert_event_cnt"])
+                assert counted == facts.get(incident_id, (0, 0, 0)), (r, facts)
+                assert feeds.get(incident_id, 0) >= 1 and evs.get(incident_id, 0) >= 1
+                responders = msgspec.json.decode(r["responders"])
+                assert len({p["person_id"] for p in responders}) == len(responders)
+
+    return IncidentLifecycle
+
+
+def test_incident_lifecycle_properties(sqlite_url: str) -> None:
+    app_settings = Settings(
+        database_url=sqlite_url, secret_key="test-secret-key", allow_private_network=True,
+        rate_limit_per_second=1_000_000, rate_limit_per_minute=10_000_000,
+        run_workers=False, log_level="warning",
+    )
+    world = _World(app_settings)
+    try:
+        run_state_machine_as_test(_machine(world), settings=RUN)
+    finally:
+        world.close()
+
