@@ -7,10 +7,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from dutyline.db.tables.aisre import a2a_agent
 from dutyline.db.tables.platform import audit_log
+from dutyline.kit.secretbox import SecretBox
 from tests.aisre.a2a_peers import Peer, a2a_peer, bad_card_server
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api, Reply
@@ -315,3 +316,29 @@ async def test_zh_cn_messages(api: Api, owner: Person) -> None:
                                key=owner.key, headers={"Accept-Language": "zh-CN"})
     assert reply.status == 400 and "card_url" in reply.message
     assert "无法获取" in reply.message
+
+
+async def test_secret_sealed_under_another_key(api: Api, owner: Person, peer: Peer) -> None:
+    """After DUTYLINE_SECRET_KEY changes, reads still work, enable asks for the secret again
+    and a fresh secret replaces it."""
+    made = await create(api, owner, card_url=peer.base_url, auth_type="bearer",
+                        auth_config={"token": "t1"})
+    agent_id = made.data["agent_id"]
+    foreign = SecretBox("another-server-key").seal('{"header_name": "", "secret": "x"}')
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(a2a_agent).where(a2a_agent.c.agent_id == agent_id)
+                           .values(auth_config_encrypted=foreign, status="disabled"))
+    got = await api.call("/safari/a2a-agent/get", {"agent_id": agent_id}, key=owner.key)
+    assert got.status == 200 and got.data["auth_config"] == {"token": MASK}
+    listed = await api.call("/safari/a2a-agent/list", {}, key=owner.key)
+    assert listed.status == 200 and listed.data["total"] == 1
+    on = await api.call("/safari/a2a-agent/enable", {"agent_id": agent_id}, key=owner.key)
+    assert on.status == 400 and "auth_config" in on.message
+    kept = await api.call("/safari/a2a-agent/update",
+                          {"agent_id": agent_id, "auth_config": {"token": MASK}}, key=owner.key)
+    assert kept.status == 400 and "auth_config.token" in kept.message
+    fresh = await api.call("/safari/a2a-agent/update",
+                           {"agent_id": agent_id, "auth_config": {"token": "t2"}}, key=owner.key)
+    assert fresh.status == 200
+    assert (await api.call("/safari/a2a-agent/enable", {"agent_id": agent_id},
+                           key=owner.key)).status == 200

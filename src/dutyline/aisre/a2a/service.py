@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.a2a import repository as repo
@@ -28,9 +29,11 @@ from dutyline.api import errors
 from dutyline.api.operation import Context
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.outbound import OutboundPolicy
-from dutyline.kit.secretbox import SecretBox
+from dutyline.kit.secretbox import SecretBox, SecretBoxError
 from dutyline.platform.permissions import AGENT_MANAGE
 from dutyline.platform.team import service as team_service
+
+log = structlog.get_logger("dutyline.a2a")
 
 
 def outbound_policy(ctx: Context) -> OutboundPolicy:
@@ -62,6 +65,16 @@ async def _require_for_write(ctx: Context, agent_id: str) -> Any:
         raise errors.not_found("A2A agent", agent_id)
     await _require_manage(ctx, row.team_id)
     return row
+
+
+def _stored_auth(box: SecretBox, row: Any) -> AgentAuth:
+    """The stored credentials; a secret sealed under another server key must be set again."""
+    try:
+        return open_auth(box, row.auth_type, row.auth_config_encrypted)
+    except SecretBoxError:
+        raise errors.invalid(
+            "auth_config", "the stored secret cannot be opened with this server's key; set it again"
+        ) from None
 
 
 async def _resolve(ctx: Context, card_url: str, auth: AgentAuth) -> ResolvedCard:
@@ -117,13 +130,20 @@ async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentReco
     if req.streaming is not None:
         values["streaming"] = req.streaming
     box = ctx.runtime.secrets
-    old_auth = open_auth(box, row.auth_type, row.auth_config_encrypted)
+    changes_auth = req.auth_type is not None or req.auth_config is not None
+    try:
+        old_auth: AgentAuth | None = open_auth(box, row.auth_type, row.auth_config_encrypted)
+    except SecretBoxError:
+        # Unreadable (another server key): only a fresh secret can replace it.
+        old_auth = None
     auth = old_auth
-    if req.auth_type is not None or req.auth_config is not None:
+    if changes_auth:
         auth = build_auth(req.auth_type or row.auth_type, req.auth_config, old_auth)
         values["auth_type"] = auth.auth_type
         values["auth_config_encrypted"] = auth.seal(box)
     if req.card_url is not None and req.card_url.strip() != row.card_url:
+        if auth is None:
+            auth = _stored_auth(box, row)
         card_url = req.card_url.strip()
         values["card_url"] = card_url
         values.update(_card_values(await _resolve(ctx, card_url, auth)))
@@ -147,7 +167,7 @@ async def enable_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
     if row.status == "enabled":
         raise errors.invalid("agent_id", "is already enabled")
     # The agent may have changed while it was off: enable only what answers with a valid card.
-    auth = open_auth(ctx.runtime.secrets, row.auth_type, row.auth_config_encrypted)
+    auth = _stored_auth(ctx.runtime.secrets, row)
     resolved = await _resolve(ctx, row.card_url, auth)
     await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, {
         **_card_values(resolved), "status": "enabled", "updated_at": ctx.now_ms,
@@ -186,7 +206,11 @@ async def list_agents(ctx: Context, req: A2aAgentListRequest) -> A2aAgentListRes
 
 
 def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:
-    auth = open_auth(box, row.auth_type, row.auth_config_encrypted)
+    try:
+        masked = open_auth(box, row.auth_type, row.auth_config_encrypted).masked()
+    except SecretBoxError:
+        # Reads must not fail on a secret sealed under another key; the mask says "set".
+        masked = AgentAuth(row.auth_type, header_name="").masked()
     return A2aAgentRecord(
         agent_id=row.agent_id,
         account_id=row.account_id,
@@ -198,7 +222,7 @@ def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:
         agent_card_skills=msgspec.json.decode(row.agent_card_skills, type=list[A2aSkill]),
         agent_card=msgspec.json.decode(row.agent_card, type=dict[str, Any]),
         auth_type=row.auth_type,
-        auth_config=auth.masked(),
+        auth_config=masked,
         streaming=bool(row.streaming),
         status=row.status,
         can_edit=can_edit,
@@ -227,14 +251,21 @@ class A2aTarget:
 async def enabled_targets(
     conn: AsyncConnection, box: SecretBox, account_id: int, team_id: int = 0
 ) -> list[A2aTarget]:
-    """The enabled agents a run in this scope may call (account-level plus the team's)."""
-    return [
-        A2aTarget(
+    """The enabled agents a run in this scope may call (account-level plus the team's).
+
+    An agent whose secret cannot be opened (sealed under another server key) is left out
+    and logged, rather than failing the whole run."""
+    targets: list[A2aTarget] = []
+    for r in await repo.enabled_in_scope(conn, account_id, team_id):
+        try:
+            auth = open_auth(box, r.auth_type, r.auth_config_encrypted)
+        except SecretBoxError:
+            log.warning("a2a_secret_unreadable", agent_id=r.agent_id, account_id=account_id)
+            continue
+        targets.append(A2aTarget(
             agent_id=r.agent_id, agent_name=r.agent_name, instructions=r.instructions,
-            card=msgspec.json.decode(r.agent_card), skills=msgspec.json.decode(
-                r.agent_card_skills),
-            auth=open_auth(box, r.auth_type, r.auth_config_encrypted),
+            card=msgspec.json.decode(r.agent_card),
+            skills=msgspec.json.decode(r.agent_card_skills), auth=auth,
             streaming=bool(r.streaming),
-        )
-        for r in await repo.enabled_in_scope(conn, account_id, team_id)
-    ]
+        ))
+    return targets
