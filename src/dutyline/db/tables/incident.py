@@ -123,8 +123,10 @@ incident = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     UniqueConstraint("account_id", "num", name="uq_incident_account_num"),
-    Index("ix_incident_account_start", "account_id", "start_time"),
-    Index("ix_incident_account_progress", "account_id", "progress", "start_time"),
+    # /incident/list: one index for every page and its total. It covers the usual filters,
+    # so counting a 31-day window reads only the index (bench/README.md: 100,000 incidents).
+    Index("ix_incident_list", "account_id", "deleted_at", "start_time", "progress",
+          "incident_severity", "channel_id"),
     Index("ix_incident_channel_group", "channel_id", "equals_md5", "progress"),
 )
 

@@ -158,8 +158,7 @@ def upgrade() -> None:
     sa.UniqueConstraint('account_id', 'num', name='uq_incident_account_num')
     )
     with op.batch_alter_table('incident', schema=None) as batch_op:
-        batch_op.create_index('ix_incident_account_progress', ['account_id', 'progress', 'start_time'], unique=False)
-        batch_op.create_index('ix_incident_account_start', ['account_id', 'start_time'], unique=False)
+        batch_op.create_index('ix_incident_list', ['account_id', 'deleted_at', 'start_time', 'progress', 'incident_severity', 'channel_id'], unique=False)
         batch_op.create_index('ix_incident_channel_group', ['channel_id', 'equals_md5', 'progress'], unique=False)
 
     op.create_table('incident_event',
@@ -227,8 +226,7 @@ def downgrade() -> None:
     op.drop_table('incident_event')
     with op.batch_alter_table('incident', schema=None) as batch_op:
         batch_op.drop_index('ix_incident_channel_group')
-        batch_op.drop_index('ix_incident_account_start')
-        batch_op.drop_index('ix_incident_account_progress')
+        batch_op.drop_index('ix_incident_list')
 
     op.drop_table('incident')
     op.drop_table('custom_field')

@@ -1,0 +1,182 @@
+"""/incident/list with 100,000 incidents stored: p50/p99 of filtered pages, in-process over
+httpx's ASGI transport (the whole operation layer: auth, rate limiter, decode, SQL, encode).
+
+    .venv/bin/python -m bench.incident_list [--postgres] [--incidents 100000] [--requests 300]
+
+The incidents are bulk-inserted straight into the table (one account, 10 channels, spread
+over 60 days, the three severities and progresses, a few other accounts' rows mixed in), so
+the figures are about reading, not about creating. Requests run one at a time: this measures
+a page's latency, not throughput."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.http_bench import PG_BASE, _pg_exec
+
+DAY = 86_400
+NOW = 1_700_000_000
+SPAN_DAYS = 60
+
+
+async def seed(url: str, incidents: int) -> tuple[str, list[int]]:
+    from sqlalchemy import insert
+
+    from dutyline.db.engine import Database
+    from dutyline.db.migrate import upgrade
+    from dutyline.db.tables.channel import channel
+    from dutyline.db.tables.incident import incident
+    from dutyline.kit.ids import numeric_id
+    from dutyline.platform.account.service import create_account
+
+    await asyncio.to_thread(upgrade, url)
+    db = Database(url)
+    rng = random.Random(7)
+    try:
+        async with db.transaction() as conn:
+            created = await create_account(conn, account_name="Bench", owner_name="Owner",
+                                           owner_email="o@bench.example", now_s=NOW)
+            channel_ids = [numeric_id() for _ in range(10)]
+            await conn.execute(insert(channel), [
+                {"channel_id": c, "account_id": created.account_id, "creator_id": 1,
+                 "channel_name": f"ch{i}", "name_key": f"ch{i}", "created_at": NOW,
+                 "updated_at": NOW} for i, c in enumerate(channel_ids)])
+        batch: list[dict[str, Any]] = []
+        for n in range(incidents):
+            # One row in ten belongs to other accounts: the account filter has work to do.
+            account_id = created.account_id if n % 10 else 1 + n % 7
+            start = NOW - rng.randrange(SPAN_DAYS * DAY)
+            progress = rng.choices(["Triggered", "Processing", "Closed"], [1, 1, 8])[0]
+            severity = rng.choice(["Critical", "Warning", "Info"])
+            closed = progress == "Closed"
+            batch.append({
+                "incident_id": secrets.token_hex(12), "account_id": account_id,
+                "channel_id": rng.choice(channel_ids), "num": f"{n:08X}",
+                "title": f"{rng.choice(['db', 'api', 'disk', 'cpu'])} alert {n}",
+                "incident_severity": severity, "incident_status": "Ok" if closed else severity,
+                "progress": progress, "start_time": start, "last_time": start,
+                "end_time": start + 600 if closed else 0,
+                "close_time": start + 600 if closed else 0,
+                "created_at": start, "updated_at": start,
+            })
+            if len(batch) == 5000:
+                async with db.transaction() as conn:
+                    await conn.execute(insert(incident), batch)
+                batch = []
+        if batch:
+            async with db.transaction() as conn:
+                await conn.execute(insert(incident), batch)
+    finally:
+        await db.dispose()
+    return created.app_key, channel_ids
+
+
+async def measure(url: str, key: str, channel_ids: list[int],
+                  requests: int) -> dict[str, list[float]]:
+    from dutyline.app import create_app
+    from dutyline.config import Settings
+
+    settings = Settings(database_url=url, secret_key="bench", rate_limit_per_second=0,
+                        rate_limit_per_minute=0, run_workers=False, log_level="warning")
+    app = create_app(settings)
+    window = {"start_time": NOW - 31 * DAY + 1, "end_time": NOW + 1}
+    bodies: dict[str, dict[str, Any]] = {
+        "window only, newest 20": {**window},
+        "Triggered+Processing, Critical": {**window, "progress": "Triggered,Processing",
+                                           "incident_severity": "Critical"},
+        "one channel, Closed, page 5": {**window, "channel_ids": [channel_ids[3]],
+                                        "progress": "Closed", "p": 5},
+        "title contains 'disk'": {**window, "query": "disk", "limit": 50},
+    }
+    timings: dict[str, list[float]] = {name: [] for name in [*bodies, "cursor: next page"]}
+    # CPU ms of the whole process (event loop + database driver threads) per request: on a
+    # shared, noisy machine a steadier figure than wall time.
+    cpu_ms: list[list[float]] = [[]]
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            async def call(body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+                started, cpu = time.perf_counter(), time.process_time()
+                r = await client.post("/incident/list", params={"app_key": key}, json=body)
+                elapsed = time.perf_counter() - started
+                cpu_ms[-1].append((time.process_time() - cpu) * 1000)
+                assert r.status_code == 200, r.text
+                return elapsed * 1000, r.json()["data"]
+
+            for body in bodies.values():  # warm-up, and a check that pages are not empty
+                _, data = await call(body)
+                assert data["items"], body
+            cursor_name = "Triggered+Processing, Critical"
+            for _ in range(requests):
+                cursor = ""
+                for name, body in bodies.items():
+                    cpu_ms.append([])
+                    ms, data = await call(body)
+                    timings[name].append(ms)
+                    timings[f"{name} (CPU)"] = [*timings.get(f"{name} (CPU)", []), *cpu_ms[-1]]
+                    if name == cursor_name:
+                        cursor = data["search_after_ctx"]
+                cpu_ms.append([])
+                ms, _ = await call({**bodies[cursor_name], "search_after_ctx": cursor})
+                timings["cursor: next page"].append(ms)
+                timings["cursor: next page (CPU)"] = [*timings.get("cursor: next page (CPU)", []),
+                                                      *cpu_ms[-1]]
+    return timings
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.incident_list")
+    p.add_argument("--postgres", action="store_true")
+    p.add_argument("--incidents", type=int, default=100_000)
+    p.add_argument("--requests", type=int, default=300)
+    args = p.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="dutyline-incidents-"))
+    db_name = None
+    try:
+        if args.postgres:
+            db_name = f"dutyline_incidents_{os.getpid()}_{secrets.token_hex(3)}"
+            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
+            url = f"{PG_BASE}/{db_name}"
+        else:
+            url = f"sqlite+aiosqlite:///{tmp / 'incidents.db'}"
+        started = time.perf_counter()
+        key, channel_ids = asyncio.run(seed(url, args.incidents))
+        seeded = time.perf_counter() - started
+        timings = asyncio.run(measure(url, key, channel_ids, args.requests))
+    finally:
+        if db_name:
+            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
+        shutil.rmtree(tmp, ignore_errors=True)
+    backend = "PostgreSQL" if args.postgres else "SQLite"
+    print(f"{backend}: {args.incidents} incidents (seeded in {seeded:.0f} s), "
+          f"{args.requests} requests per page kind, one at a time\n")
+    print("| page | wall p50 ms | wall p99 ms | CPU p50 ms | CPU p99 ms |\n"
+          "|---|---:|---:|---:|---:|")
+    for name, values in timings.items():
+        if name.endswith("(CPU)"):
+            continue
+        cpu = timings[f"{name} (CPU)"]
+        print(f"| {name} | {_p(values, 0.5):.1f} | {_p(values, 0.99):.1f} | "
+              f"{_p(cpu, 0.5):.1f} | {_p(cpu, 0.99):.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
