@@ -18,8 +18,10 @@ Two client flavours share the guard: `guarded_client` (httpx, for our own calls)
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
+import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -269,21 +271,33 @@ class _Httpx2Checking(_CheckingTransport, httpx2.AsyncBaseTransport):
     pass
 
 
+# Loading the CA bundle takes ~90 ms of CPU: done once per process, not per client (it would
+# also block the event loop each time).
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    return httpx.create_ssl_context(trust_env=False)
+
+
+@functools.cache
+def _ssl_context2() -> ssl.SSLContext:
+    return httpx2.create_ssl_context(trust_env=False)
+
+
 def _httpx_network(policy: OutboundPolicy) -> httpx.AsyncHTTPTransport:
-    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    transport = httpx.AsyncHTTPTransport(verify=_ssl_context(), trust_env=False)
     # httpx does not expose the network backend; the pool it builds is replaced by the same
     # pool with our backend (the attribute has been `_pool` since httpx 0.18).
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(trust_env=False),
+        ssl_context=_ssl_context(),
         network_backend=_HttpcoreBackend(httpcore.AnyIOBackend(), policy, httpcore.ConnectTimeout),
     )
     return transport
 
 
 def _httpx2_network(policy: OutboundPolicy) -> httpx2.AsyncHTTPTransport:
-    transport = httpx2.AsyncHTTPTransport(trust_env=False)
+    transport = httpx2.AsyncHTTPTransport(verify=_ssl_context2(), trust_env=False)
     transport._pool = httpcore2.AsyncConnectionPool(  # same reason as in _httpx_network
-        ssl_context=httpx2.create_ssl_context(trust_env=False),
+        ssl_context=_ssl_context2(),
         network_backend=_Httpcore2Backend(
             httpcore2.AnyIOBackend(), policy, httpcore2.ConnectTimeout
         ),
