@@ -89,6 +89,9 @@ status_change = Table(
     Column("linked_change_ids", Text, nullable=False, server_default="[]"),  # JSON
     Column("start_at_seconds", BigInteger, nullable=False),
     Column("close_at_seconds", BigInteger, nullable=False, server_default="0"),
+    # The close time the caller set (maintenance window end, retrospective close); 0: none.
+    # close_at_seconds is derived from it and the timeline, so a deleted entry can undo a close.
+    Column("scheduled_close_at_seconds", BigInteger, nullable=False, server_default="0"),
     Column("is_retrospective", Boolean, nullable=False, server_default="0"),
     Column("notify_subscribers", Boolean, nullable=False, server_default="0"),
     Column("auto_update_by_schedule", Boolean, nullable=False, server_default="0"),
@@ -108,6 +111,8 @@ status_change_update = Table(
     Column("status", String(16), nullable=False),
     Column("description", Text, nullable=False, server_default=""),
     Column("component_changes", Text, nullable=False, server_default="[]"),  # JSON
+    # Insertion order within the change: breaks ties between entries of the same second.
+    Column("seq", Integer, nullable=False, server_default="0"),
     Column("created_at", BigInteger, nullable=False),
     Index("ix_status_change_update_change", "change_id", "at_seconds"),
 )
@@ -124,6 +129,9 @@ status_subscriber = Table(
     Column("confirm_token_hash", String(64), nullable=False, server_default=""),
     Column("unsubscribe_token_hash", String(64), nullable=False, server_default=""),
     Column("source", String(16), nullable=False, server_default="web"),  # web|import|migration
+    Column("locale", String(16), nullable=False, server_default=""),
+    # JSON list of component ids the subscriber follows; empty: every component.
+    Column("component_ids", Text, nullable=False, server_default="[]"),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     UniqueConstraint("page_id", "email", name="uq_status_subscriber_page_email"),

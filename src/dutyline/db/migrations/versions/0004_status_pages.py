@@ -33,6 +33,7 @@ def upgrade() -> None:
     sa.Column('linked_change_ids', sa.Text(), server_default='[]', nullable=False),
     sa.Column('start_at_seconds', sa.BigInteger(), nullable=False),
     sa.Column('close_at_seconds', sa.BigInteger(), server_default='0', nullable=False),
+    sa.Column('scheduled_close_at_seconds', sa.BigInteger(), server_default='0', nullable=False),
     sa.Column('is_retrospective', sa.Boolean(), server_default='0', nullable=False),
     sa.Column('notify_subscribers', sa.Boolean(), server_default='0', nullable=False),
     sa.Column('auto_update_by_schedule', sa.Boolean(), server_default='0', nullable=False),
@@ -52,6 +53,7 @@ def upgrade() -> None:
     sa.Column('status', sa.String(length=16), nullable=False),
     sa.Column('description', sa.Text(), server_default='', nullable=False),
     sa.Column('component_changes', sa.Text(), server_default='[]', nullable=False),
+    sa.Column('seq', sa.Integer(), server_default='0', nullable=False),
     sa.Column('created_at', sa.BigInteger(), nullable=False),
     sa.PrimaryKeyConstraint('update_id', name=op.f('pk_status_change_update'))
     )
@@ -146,6 +148,8 @@ def upgrade() -> None:
     sa.Column('confirm_token_hash', sa.String(length=64), server_default='', nullable=False),
     sa.Column('unsubscribe_token_hash', sa.String(length=64), server_default='', nullable=False),
     sa.Column('source', sa.String(length=16), server_default='web', nullable=False),
+    sa.Column('locale', sa.String(length=16), server_default='', nullable=False),
+    sa.Column('component_ids', sa.Text(), server_default='[]', nullable=False),
     sa.Column('created_at', sa.BigInteger(), nullable=False),
     sa.Column('updated_at', sa.BigInteger(), nullable=False),
     sa.PrimaryKeyConstraint('subscriber_id', name=op.f('pk_status_subscriber')),
