@@ -12,7 +12,7 @@ from dutyline.config import Settings
 from tests.fixtures import databases as dbs
 from tests.fixtures.api import Api, make_api
 
-pytest_plugins = ["tests.fixtures.accounts", "tests.fixtures.redis"]
+pytest_plugins = ["tests.fixtures.accounts", "tests.fixtures.redis", "tests.fixtures.smtp"]
 
 
 @pytest.fixture(scope="session")
