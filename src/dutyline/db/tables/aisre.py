@@ -37,6 +37,8 @@ mcp_server = Table(
     Column("updated_at", BigInteger, nullable=False),
     Index("uq_mcp_server_account_name", "account_id", "name_key", unique=True),
     Index("ix_mcp_server_account_team", "account_id", "team_id"),
+    # Covers the list page (visibility by team, newest first) so it is read from the index.
+    Index("ix_mcp_server_account_created", "account_id", "created_at", "server_id", "team_id"),
 )
 
 a2a_agent = Table(

@@ -69,6 +69,7 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('server_id', name=op.f('pk_mcp_server'))
     )
     with op.batch_alter_table('mcp_server', schema=None) as batch_op:
+        batch_op.create_index('ix_mcp_server_account_created', ['account_id', 'created_at', 'server_id', 'team_id'], unique=False)
         batch_op.create_index('ix_mcp_server_account_team', ['account_id', 'team_id'], unique=False)
         batch_op.create_index('uq_mcp_server_account_name', ['account_id', 'name_key'], unique=True)
 
@@ -80,6 +81,7 @@ def downgrade() -> None:
     with op.batch_alter_table('mcp_server', schema=None) as batch_op:
         batch_op.drop_index('uq_mcp_server_account_name')
         batch_op.drop_index('ix_mcp_server_account_team')
+        batch_op.drop_index('ix_mcp_server_account_created')
 
     op.drop_table('mcp_server')
     with op.batch_alter_table('a2a_agent', schema=None) as batch_op:
