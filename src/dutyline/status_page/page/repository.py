@@ -1,0 +1,187 @@
+"""Every query of pages, sections and components. Each is scoped by account_id (and by
+page_id below a page): that is the visibility rule."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.status_page import (
+    status_change,
+    status_change_update,
+    status_component,
+    status_import_ref,
+    status_page,
+    status_section,
+    status_subscriber,
+    status_template,
+)
+
+
+async def get_page(conn: AsyncConnection, account_id: int, page_id: int) -> Row[Any] | None:
+    stmt = select(status_page).where(
+        status_page.c.account_id == account_id, status_page.c.page_id == page_id
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def page_by_url_name(conn: AsyncConnection, url_name: str) -> Row[Any] | None:
+    """Any account's page by its public address (url_name is unique across the server)."""
+    stmt = select(status_page).where(status_page.c.url_name == url_name)
+    return (await conn.execute(stmt)).first()
+
+
+async def list_pages(
+    conn: AsyncConnection, account_id: int, *, offset: int, limit: int
+) -> tuple[int, list[Row[Any]]]:
+    total = (await conn.execute(
+        select(func.count()).select_from(status_page)
+        .where(status_page.c.account_id == account_id)
+    )).scalar_one()
+    rows = await conn.execute(
+        select(status_page)
+        .where(status_page.c.account_id == account_id)
+        .order_by(status_page.c.created_at.desc(), status_page.c.page_id.desc())
+        .offset(offset).limit(limit)
+    )
+    return int(total), list(rows.all())
+
+
+async def insert_page(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(status_page).values(**values))
+
+
+async def update_page(conn: AsyncConnection, page_id: int, values: dict[str, Any]) -> None:
+    await conn.execute(update(status_page).where(status_page.c.page_id == page_id).values(**values))
+
+
+async def touch_page(conn: AsyncConnection, page_id: int, now_s: int) -> None:
+    """Bump updated_at so every process sees the page's public rendering is stale. Never
+    backwards: a write stamped with an older clock must not hide a newer one."""
+    await conn.execute(
+        update(status_page)
+        .where(status_page.c.page_id == page_id, status_page.c.updated_at < now_s)
+        .values(updated_at=now_s)
+    )
+
+
+async def delete_page(conn: AsyncConnection, page_id: int) -> None:
+    for table in (status_change_update, status_change, status_component, status_section,
+                  status_subscriber, status_template, status_import_ref):
+        await conn.execute(delete(table).where(table.c.page_id == page_id))
+    await conn.execute(delete(status_page).where(status_page.c.page_id == page_id))
+
+
+async def sections(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
+    rows = await conn.execute(
+        select(status_section)
+        .where(status_section.c.page_id == page_id)
+        .order_by(status_section.c.order_id, status_section.c.created_at,
+                  status_section.c.section_id)
+    )
+    return list(rows.all())
+
+
+async def components(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
+    rows = await conn.execute(
+        select(status_component)
+        .where(status_component.c.page_id == page_id)
+        .order_by(status_component.c.order_id, status_component.c.created_at,
+                  status_component.c.component_id)
+    )
+    return list(rows.all())
+
+
+async def get_section(conn: AsyncConnection, page_id: int, section_id: str) -> Row[Any] | None:
+    stmt = select(status_section).where(
+        status_section.c.page_id == page_id, status_section.c.section_id == section_id
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def next_order(conn: AsyncConnection, table: Any, page_id: int) -> int:
+    top = (await conn.execute(
+        select(func.max(table.c.order_id)).where(table.c.page_id == page_id)
+    )).scalar_one()
+    return 1 if top is None else int(top) + 1
+
+
+async def insert_section(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(status_section).values(**values))
+
+
+async def update_section(conn: AsyncConnection, section_id: str, values: dict[str, Any]) -> None:
+    await conn.execute(
+        update(status_section).where(status_section.c.section_id == section_id).values(**values)
+    )
+
+
+async def count_components_in(conn: AsyncConnection, page_id: int, section_id: str) -> int:
+    return int((await conn.execute(
+        select(func.count()).select_from(status_component).where(
+            status_component.c.page_id == page_id, status_component.c.section_id == section_id)
+    )).scalar_one())
+
+
+async def delete_section(conn: AsyncConnection, section_id: str) -> None:
+    await conn.execute(delete(status_section).where(status_section.c.section_id == section_id))
+
+
+async def get_component(
+    conn: AsyncConnection, page_id: int, component_id: str
+) -> Row[Any] | None:
+    stmt = select(status_component).where(
+        status_component.c.page_id == page_id, status_component.c.component_id == component_id
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def components_by_id(
+    conn: AsyncConnection, page_id: int, component_ids: set[str]
+) -> dict[str, Row[Any]]:
+    if not component_ids:
+        return {}
+    rows = await conn.execute(
+        select(status_component).where(
+            status_component.c.page_id == page_id,
+            status_component.c.component_id.in_(sorted(component_ids)),
+        )
+    )
+    return {r.component_id: r for r in rows}
+
+
+async def insert_component(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(status_component).values(**values))
+
+
+async def update_component(
+    conn: AsyncConnection, component_id: str, values: dict[str, Any]
+) -> None:
+    await conn.execute(
+        update(status_component)
+        .where(status_component.c.component_id == component_id)
+        .values(**values)
+    )
+
+
+async def set_component_statuses(
+    conn: AsyncConnection, page_id: int, statuses: dict[str, str], now_s: int
+) -> None:
+    """Write recomputed statuses; rows already right are left alone."""
+    for component_id, status in statuses.items():
+        await conn.execute(
+            update(status_component)
+            .where(status_component.c.page_id == page_id,
+                   status_component.c.component_id == component_id,
+                   status_component.c.status != status)
+            .values(status=status, updated_at=now_s)
+        )
+
+
+async def delete_component(conn: AsyncConnection, component_id: str) -> None:
+    await conn.execute(
+        delete(status_component).where(status_component.c.component_id == component_id)
+    )
