@@ -135,6 +135,9 @@ status_subscriber = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     UniqueConstraint("page_id", "email", name="uq_status_subscriber_page_email"),
+    # The public page finds a subscriber from the token in a confirm or unsubscribe link.
+    Index("ix_status_subscriber_confirm", "confirm_token_hash"),
+    Index("ix_status_subscriber_unsubscribe", "unsubscribe_token_hash"),
 )
 
 status_template = Table(

@@ -155,6 +155,9 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('subscriber_id', name=op.f('pk_status_subscriber')),
     sa.UniqueConstraint('page_id', 'email', name='uq_status_subscriber_page_email')
     )
+    with op.batch_alter_table('status_subscriber', schema=None) as batch_op:
+        batch_op.create_index('ix_status_subscriber_confirm', ['confirm_token_hash'], unique=False)
+        batch_op.create_index('ix_status_subscriber_unsubscribe', ['unsubscribe_token_hash'], unique=False)
     op.create_table('status_template',
     sa.Column('template_id', sa.String(length=24), nullable=False),
     sa.Column('page_id', sa.BigInteger(), nullable=False),
@@ -179,6 +182,10 @@ def downgrade() -> None:
         batch_op.drop_index('ix_status_template_page')
 
     op.drop_table('status_template')
+    with op.batch_alter_table('status_subscriber', schema=None) as batch_op:
+        batch_op.drop_index('ix_status_subscriber_unsubscribe')
+        batch_op.drop_index('ix_status_subscriber_confirm')
+
     op.drop_table('status_subscriber')
     with op.batch_alter_table('status_section', schema=None) as batch_op:
         batch_op.drop_index('ix_status_section_page')
