@@ -18,6 +18,7 @@ from dutyline.platform.audit.endpoints import router as audit_router
 from dutyline.platform.member.endpoints import router as member_router
 from dutyline.platform.role.endpoints import router as role_router
 from dutyline.platform.team.endpoints import router as team_router
+from dutyline.status_page.migration.endpoints import router as status_migration_router
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
 def all_routers() -> list[Router]:
     return [member_router, role_router, app_key_router, team_router, audit_router,
             channel_router, integration_router, field_router, incident_read_router,
-            incident_write_router, alert_router, a2a_router, mcp_router]
+            incident_write_router, alert_router, a2a_router, mcp_router,
+            status_migration_router]
 
 
 def extra_routes(runtime: Runtime) -> list[Route]:

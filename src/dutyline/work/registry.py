@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
 
 # Modules of the domains that define job handlers; each registers on import.
-BUILTIN_JOB_MODULES: tuple[str, ...] = ("dutyline.incident.ingest.tasks",)
+BUILTIN_JOB_MODULES: tuple[str, ...] = (
+    "dutyline.incident.ingest.tasks",
+    "dutyline.status_page.migration.tasks",
+)
 
 
 @dataclass(frozen=True)

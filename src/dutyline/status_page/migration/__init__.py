@@ -1,0 +1,1 @@
+"""Migration from Atlassian Statuspage: client, importer, job steps and operations."""

@@ -1,0 +1,54 @@
+"""/status-page/migrate-structure, /migrate-email-subscribers, /migration/status|cancel."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Router
+from dutyline.platform.permissions import STATUS_PAGE_MANAGE
+from dutyline.status_page.migration import service
+from dutyline.status_page.migration.schemas import (
+    MigrateStructureRequest,
+    MigrateSubscribersRequest,
+    MigrationJob,
+    MigrationJobLookup,
+    MigrationStartResponse,
+)
+
+router = Router("Status page migration")
+
+
+@router.post(
+    "/status-page/migrate-structure", request=MigrateStructureRequest,
+    response=MigrationStartResponse, permissions=(STATUS_PAGE_MANAGE,), write=True,
+)
+async def migrate_structure(ctx: Context, req: MigrateStructureRequest) -> MigrationStartResponse:
+    """Start importing a Statuspage page's structure and history into a new status page."""
+    return await service.start_structure(ctx, req)
+
+
+@router.post(
+    "/status-page/migrate-email-subscribers", request=MigrateSubscribersRequest,
+    response=MigrationStartResponse, permissions=(STATUS_PAGE_MANAGE,), write=True,
+)
+async def migrate_email_subscribers(
+    ctx: Context, req: MigrateSubscribersRequest
+) -> MigrationStartResponse:
+    """Start importing a Statuspage page's email subscribers into an existing status page."""
+    return await service.start_subscribers(ctx, req)
+
+
+@router.post(
+    "/status-page/migration/status", request=MigrationJobLookup, response=MigrationJob,
+    also_get=True,
+)
+async def migration_status(ctx: Context, req: MigrationJobLookup) -> MigrationJob:
+    """The state and progress of one of the account's migration jobs."""
+    return await service.get_status(ctx, req)
+
+
+@router.post(
+    "/status-page/migration/cancel", request=MigrationJobLookup,
+    permissions=(STATUS_PAGE_MANAGE,), write=True,
+)
+async def migration_cancel(ctx: Context, req: MigrationJobLookup) -> None:
+    """Cancel a pending or running migration job; it stops at its next step."""
+    await service.cancel(ctx, req)

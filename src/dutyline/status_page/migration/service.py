@@ -1,0 +1,115 @@
+"""Starting, reading and cancelling migration jobs. The work itself runs in tasks.py."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import msgspec
+
+from dutyline.api.errors import InvalidParameter, invalid, not_found
+from dutyline.api.operation import Context
+from dutyline.status_page.migration import repository as repo
+from dutyline.status_page.migration.schemas import (
+    MigrateStructureRequest,
+    MigrateSubscribersRequest,
+    MigrationJob,
+    MigrationJobLookup,
+    MigrationProgress,
+    MigrationStartResponse,
+)
+from dutyline.status_page.migration.target import page_of_account
+from dutyline.work import queue
+
+TASK_KIND = "status_page.migrate"
+STRUCTURE_STEPS = ("page", "groups", "components", "templates", "incidents")
+SUBSCRIBER_STEPS = ("subscribers",)
+API_KEY_MIN = 8
+# A key is sent as an HTTP header value: visible ASCII only, so it can neither break the
+# header nor carry a line break into a log or a request.
+_API_KEY = re.compile(r"^[\x21-\x7e]+$")
+# The page id becomes a path segment of the source URL.
+_SOURCE_PAGE_ID = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def dedupe_key(job_id: str) -> str:
+    """One queued step per migration at a time; each step hands the key to its successor."""
+    return f"{TASK_KIND}:{job_id}"
+
+
+def _validate(api_key: str, source_page_id: str) -> None:
+    if not _API_KEY.match(api_key):
+        raise invalid("api_key", "must be printable ASCII without spaces")
+    if len(api_key) < API_KEY_MIN:
+        raise invalid("api_key", "is too short to be an API key")
+    if not _SOURCE_PAGE_ID.match(source_page_id):
+        raise invalid("source_page_id", "must use only letters, digits, _ and -")
+
+
+async def _start(ctx: Context, *, kind: str, api_key: str, source_page_id: str,
+                 target_page_id: int) -> MigrationStartResponse:
+    now = ctx.now_s
+    job_id = repo.new_job_id(ctx.now_ms)
+    steps = STRUCTURE_STEPS if kind == "structure" else SUBSCRIBER_STEPS
+    progress = MigrationProgress(total_steps=len(steps))
+    await repo.insert_job(
+        ctx.conn, job_id=job_id, account_id=ctx.caller.account_id,
+        person_id=ctx.caller.person_id, kind=kind, source_page_id=source_page_id,
+        target_page_id=target_page_id, phase="structure" if kind == "structure" else kind,
+        status=repo.PENDING, progress=msgspec.json.encode(progress).decode(),
+        checkpoint=json.dumps({"step": steps[0], "page": 0 if kind == "subscribers" else 1}),
+        error="", api_key_sealed=ctx.runtime.secrets.seal(api_key),
+        created_at=now, updated_at=now,
+    )
+    # In the request's transaction: the job exists exactly when the response says so.
+    await queue.enqueue(ctx.conn, TASK_KIND, {"job_id": job_id}, now_ms=ctx.now_ms,
+                        dedupe_key=dedupe_key(job_id))
+    ctx.audit_targets.append(job_id)
+    return MigrationStartResponse(job_id=job_id)
+
+
+async def start_structure(ctx: Context, req: MigrateStructureRequest) -> MigrationStartResponse:
+    _validate(req.api_key, req.source_page_id)
+    # A rerun of the same source continues into the page the earlier run made.
+    target = await repo.previous_target(ctx.conn, ctx.caller.account_id, req.source_page_id)
+    return await _start(ctx, kind="structure", api_key=req.api_key,
+                        source_page_id=req.source_page_id, target_page_id=target or 0)
+
+
+async def start_subscribers(ctx: Context, req: MigrateSubscribersRequest
+                            ) -> MigrationStartResponse:
+    _validate(req.api_key, req.source_page_id)
+    if await page_of_account(ctx.conn, ctx.caller.account_id, req.target_page_id) is None:
+        raise invalid("target_page_id", "is not a status page of this account")
+    return await _start(ctx, kind="subscribers", api_key=req.api_key,
+                        source_page_id=req.source_page_id, target_page_id=req.target_page_id)
+
+
+def job_record(row: object) -> MigrationJob:
+    r = row._mapping  # type: ignore[attr-defined]
+    return MigrationJob(
+        job_id=r["job_id"], account_id=r["account_id"], source_page_id=r["source_page_id"],
+        target_page_id=r["target_page_id"], phase=r["phase"], status=r["status"],
+        progress=msgspec.json.decode(r["progress"] or "{}", type=MigrationProgress),
+        created_at=r["created_at"], updated_at=r["updated_at"],
+        error=r["error"] if r["status"] == repo.FAILED else "",
+    )
+
+
+async def get_status(ctx: Context, req: MigrationJobLookup) -> MigrationJob:
+    row = await repo.get_job(ctx.conn, req.job_id, ctx.caller.account_id)
+    if row is None:
+        raise not_found("migration job", req.job_id)
+    return job_record(row)
+
+
+async def cancel(ctx: Context, req: MigrationJobLookup) -> None:
+    row = await repo.get_job(ctx.conn, req.job_id, ctx.caller.account_id)
+    if row is None:
+        raise not_found("migration job", req.job_id)
+    ctx.audit_targets.append(req.job_id)
+    # The running step sees the cancel when it next locks the row, and stops there.
+    if not await repo.cancel_job(ctx.conn, req.job_id, ctx.caller.account_id, ctx.now_s):
+        raise InvalidParameter(
+            "Invalid parameter {field}: the job has already ended ({status})",
+            field="job_id", status=row.status)
