@@ -32,6 +32,21 @@ async def test_sends_text_and_html(smtp_sink: SmtpSink) -> None:
     assert msg.message["Message-ID"] and msg.message["Date"]
 
 
+async def test_extra_headers(smtp_sink: SmtpSink) -> None:
+    link = "https://status.example.com/status/acme/unsubscribe?token=abc"
+    await send_mail(
+        Settings(smtp_url=smtp_sink.url), to="d@example.com", subject="s", text="t",
+        headers={"List-Unsubscribe": f"<{link}>",
+                 "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
+    )
+    [msg] = await smtp_sink.wait_for(1)
+    assert str(msg.message["List-Unsubscribe"]).strip() == f"<{link}>"
+    assert msg.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    with pytest.raises(MailError):
+        await send_mail(Settings(smtp_url=smtp_sink.url), to="d@example.com", subject="s",
+                        text="t", headers={"X-Evil": "a\r\nBcc: x@evil.test"})
+
+
 async def test_text_only(smtp_sink: SmtpSink) -> None:
     await send_mail(Settings(smtp_url=smtp_sink.url), to="b@example.com", subject="s", text="t")
     [msg] = await smtp_sink.wait_for(1)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Mapping
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -110,7 +111,8 @@ async def _tls() -> ssl.SSLContext:
 
 
 def build_message(
-    sender: str, *, to: str, subject: str, text: str, html: str | None
+    sender: str, *, to: str, subject: str, text: str, html: str | None,
+    headers: Mapping[str, str] | None = None,
 ) -> EmailMessage:
     msg = EmailMessage()
     msg["From"] = sender
@@ -119,6 +121,8 @@ def build_message(
     msg["Date"] = formatdate(localtime=False, usegmt=True)
     domain = sender.rpartition("@")[2] or "localhost"
     msg["Message-ID"] = make_msgid(domain=domain)
+    for name, value in (headers or {}).items():
+        msg[name] = value
     msg.set_content(text)
     if html is not None:
         msg.add_alternative(html, subtype="html")
@@ -126,18 +130,28 @@ def build_message(
 
 
 async def send_mail(
-    settings: Settings, *, to: str, subject: str, text: str, html: str | None = None
+    settings: Settings,
+    *,
+    to: str,
+    subject: str,
+    text: str,
+    html: str | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> None:
-    """Send one message (plain text, plus an HTML alternative when given).
+    """Send one message (plain text, plus an HTML alternative when given). `headers` adds
+    extra ones, such as `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058).
 
     Raises MailNotConfigured when DUTYLINE_SMTP_URL is unset and MailError on any failure
     (connection, timeout, refusal), so a durable job can retry it."""
     if not settings.smtp_url:
         raise MailNotConfigured()
     target = parse_smtp_url(settings.smtp_url, base_url=settings.base_url)
-    if "\n" in to or "\r" in to or "\n" in subject or "\r" in subject:
-        raise MailError("recipient and subject must be one line")
-    message = build_message(target.sender, to=to, subject=subject, text=text, html=html)
+    one_line = [to, subject, *(headers or {}).keys(), *(headers or {}).values()]
+    if any("\n" in v or "\r" in v for v in one_line):
+        raise MailError("recipient, subject and headers must be one line each")
+    message = build_message(
+        target.sender, to=to, subject=subject, text=text, html=html, headers=headers
+    )
     tls_context = None if target.starttls == "off" and not target.implicit_tls else await _tls()
     start_tls: bool | None
     if target.implicit_tls:
