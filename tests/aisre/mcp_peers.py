@@ -9,6 +9,7 @@ loopback (each in its own thread, see tests/fixtures/loopback.py).
         peers.hang      # accepts connections and never answers (initialize times out)
         peers.html      # a web page, not an MCP server (protocol error)
         peers.closed    # a loopback port nothing listens on (connection refused)
+        peers.counted   # like http, counting the requests it gets (peers.counter.count)
 """
 
 from __future__ import annotations
@@ -100,6 +101,19 @@ class RequireBearer:
         await self.app(scope, receive, send)
 
 
+class CountRequests:
+    """Counts the HTTP requests that reach the wrapped app (to prove nobody called it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.count = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.count += 1
+        await self.app(scope, receive, send)
+
+
 def hanging_app() -> Starlette:
     async def hang(_: Request) -> Response:
         await anyio.sleep(3600)
@@ -124,6 +138,8 @@ class Peers:
     hang: str
     html: str
     closed: str
+    counted: str
+    counter: CountRequests
 
 
 @contextlib.contextmanager
@@ -135,9 +151,11 @@ def mcp_peers() -> Iterator[Peers]:
         serve_asgi(paged_server().streamable_http_app()) as paged,
         serve_asgi(hanging_app()) as hang,
         serve_asgi(html_app()) as html,
+        serve_asgi(counter := CountRequests(ops_server().streamable_http_app())) as counted,
     ):
         yield Peers(
             http=f"{http}/mcp", sse=f"{sse}/sse", bearer=f"{bearer}/mcp",
             paged=f"{paged}/mcp", hang=f"{hang}/mcp", html=f"{html}/mcp",
             closed=f"http://127.0.0.1:{free_port()}/mcp",
+            counted=f"{counted}/mcp", counter=counter,
         )

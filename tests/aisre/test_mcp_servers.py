@@ -310,3 +310,17 @@ async def test_list_is_rate_limited_per_app_key(settings: Any) -> None:
         assert codes == [200, 200, 200, 429]
         # Another key of the same account has its own window.
         assert (await api.call("/safari/mcp/server/list", {}, key=colleague.key)).status == 200
+
+
+async def test_list_never_contacts_a_server(api: Api, owner: Person, peers: Peers) -> None:
+    made = await create(api, owner, server_name="counted", url=peers.counted)
+    await create(api, owner, server_name="dead", url=peers.closed)
+    before = peers.counter.count
+    for body in ({}, {"query": "counted"}, {"limit": 100}):
+        listed = await api.call("/safari/mcp/server/list", body, key=owner.key)
+        assert listed.status == 200 and listed.data["total"] >= 1
+    assert peers.counter.count == before
+    got = await api.call("/safari/mcp/server/get", {"server_id": made.data["server_id"]},
+                         key=owner.key)
+    assert got.data["tool_count"] == 5
+    assert peers.counter.count > before  # the probe does reach it
