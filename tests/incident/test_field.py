@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -323,3 +324,21 @@ async def test_lookup_needs_an_id_or_name(api: Api, owner: Person) -> None:
     assert "field_id" in reply.message
     reply = await api.call("/field/info", {"field_name": "ghost"}, key=owner.key)
     assert reply.code == "ResourceNotFound"
+
+
+async def test_delete_waits_for_a_value_being_set(api: Api, owner: Person) -> None:
+    """A delete that starts while another transaction is setting the field's value sees
+    that value once it commits, whichever reaches the database first."""
+    await _field(api, owner, "region", "text")
+    incident_id = await _incident_with_fields(api, owner, "{}")
+    async with api.runtime.db.transaction() as conn:
+        _, value = await validate_value(conn, owner.account_id, "region", "eu")
+        deleting = asyncio.create_task(
+            api.call("/field/delete", {"field_name": "region"}, key=owner.key))
+        await asyncio.sleep(0.2)  # let the delete reach the database; not asserted on
+        await conn.execute(update(incident).where(incident.c.incident_id == incident_id)
+                           .values(fields=f'{{"region":"{value}"}}'))
+    refused = await deleting
+    assert (refused.status, refused.code) == (400, "ReferenceExist")
+    assert (await api.call("/field/info", {"field_name": "region"}, key=owner.key)).status \
+        == 200

@@ -14,17 +14,31 @@ _BY_NAME = select(custom_field).where(
     custom_field.c.account_id == bindparam("account_id"),
     custom_field.c.field_name == bindparam("field_name"),
 )
+# Setting a value holds a share lock on the definition until its transaction ends, and a
+# delete takes the row lock before it looks for values in use: on PostgreSQL the two
+# serialize, so a delete never misses a value being set concurrently (SQLite writers
+# are serialized anyway, and it ignores FOR UPDATE).
+_BY_NAME_SHARED = _BY_NAME.with_for_update(read=True)
 
 
-async def get_by_name(conn: AsyncConnection, account_id: int, name: str) -> Row[Any] | None:
+async def get_by_name(conn: AsyncConnection, account_id: int, name: str, *,
+                      shared_lock: bool = False) -> Row[Any] | None:
     params = {"account_id": account_id, "field_name": name}
-    return (await conn.execute(_BY_NAME, params)).first()
+    return (await conn.execute(_BY_NAME_SHARED if shared_lock else _BY_NAME, params)).first()
 
 
 async def get_by_id(conn: AsyncConnection, account_id: int, field_id: str) -> Row[Any] | None:
     stmt = select(custom_field).where(custom_field.c.account_id == account_id,
                                       custom_field.c.field_id == field_id)
     return (await conn.execute(stmt)).first()
+
+
+async def lock(conn: AsyncConnection, account_id: int, field_id: str) -> bool:
+    """Take the definition's row lock; False when it is gone meanwhile."""
+    stmt = select(custom_field.c.field_id).where(
+        custom_field.c.account_id == account_id, custom_field.c.field_id == field_id,
+    ).with_for_update()
+    return (await conn.execute(stmt)).first() is not None
 
 
 async def name_taken(conn: AsyncConnection, account_id: int, name: str) -> bool:

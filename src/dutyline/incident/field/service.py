@@ -64,7 +64,8 @@ async def validate_value(conn: AsyncConnection, account_id: int, field_name: str
     string works for every type: `"true"`/`"false"` for a checkbox; for a multi_select one
     option, options separated by commas, or a JSON array. InvalidParameter names
     `field_name` for an unknown field and `field_value` for a value that does not fit."""
-    row = await repo.get_by_name(conn, account_id, field_name) if field_name else None
+    row = (await repo.get_by_name(conn, account_id, field_name, shared_lock=True)
+           if field_name else None)
     if row is None:
         raise errors.invalid("field_name", "is not a custom field of this account")
     definition = _definition(row)
@@ -177,6 +178,8 @@ async def update_field(ctx: Context, req: UpdateFieldRequest) -> None:
 
 async def delete_field(ctx: Context, req: FieldLookup) -> None:
     row = await _require(ctx, req)
+    if not await repo.lock(ctx.conn, ctx.caller.account_id, row.field_id):
+        raise errors.not_found("field", row.field_id)
     if await repo.in_use(ctx.conn, ctx.caller.account_id, row.field_name):
         raise errors.ReferenceExist(
             "Field {field_name} is set on incidents and cannot be deleted",
