@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dutyline.channel.service import load_settings
+from dutyline.channel.service import load_settings, touch_last_incident
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
@@ -389,3 +389,16 @@ async def test_load_settings(api: Api, owner: Person, other_owner: Person) -> No
     assert (defaults.group.method, defaults.group.equals, defaults.group.time_window) == (
         "n", (), 0)
     assert defaults.flapping.is_disabled is True
+
+
+async def test_last_incident_at_drives_ranking(api: Api, owner: Person) -> None:
+    quiet = await _create(api, owner, "Quiet")
+    busy = await _create(api, owner, "Busy")
+    other = await _create(api, owner, "Other")
+    async with api.runtime.db.transaction() as conn:
+        await touch_last_incident(conn, owner.account_id, quiet, 1_700_000_100)
+        await touch_last_incident(conn, owner.account_id, busy, 1_700_000_200)
+    ranked = await api.call("/channel/list", {}, key=owner.key)
+    assert [c["channel_id"] for c in ranked.data["items"]][:2] == [busy, quiet]
+    assert ranked.data["items"][2]["channel_id"] == other
+    assert (await _info(api, owner, busy))["last_incident_at"] == 1_700_000_200

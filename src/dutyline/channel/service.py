@@ -49,6 +49,7 @@ __all__ = [
     "channel_names",
     "load_settings",
     "require_visible",
+    "touch_last_incident",
     "viewer",
 ]
 
@@ -74,6 +75,13 @@ async def channel_names(conn: AsyncConnection, account_id: int,
     """{channel_id: (channel_name, status)}, deleted channels included, for records (alerts,
     incidents) that name their channel."""
     return await repo.names(conn, account_id, list(dict.fromkeys(channel_ids)))
+
+
+async def touch_last_incident(conn: AsyncConnection, account_id: int, channel_id: int,
+                              now_s: int) -> None:
+    """Record that the channel just opened an incident (ChannelItem.last_incident_at, and the
+    `ranking` order of /channel/list). For incident creation to call."""
+    await repo.update_channel(conn, account_id, channel_id, {"last_incident_at": now_s})
 
 
 async def create_channel(ctx: Context, req: CreateChannelRequest) -> ChannelCreateResponse:
