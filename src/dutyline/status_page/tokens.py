@@ -8,11 +8,14 @@ that hash with `unsubscribe_token_hash(secret_key, subscriber_id)`."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import secrets
 from urllib.parse import quote
+
+from dutyline.config import Settings
 
 
 def new_token() -> str:
@@ -43,3 +46,11 @@ def unsubscribe_token_hash(secret_key: str, subscriber_id: str) -> str:
 def unsubscribe_url(base_url: str, url_name: str, token: str) -> str:
     """The one-click unsubscribe link every email carries (served by status_page/public)."""
     return f"{base_url.rstrip('/')}/status/{url_name}/unsubscribe?token={quote(token, safe='')}"
+
+
+async def server_key(settings: Settings) -> str:
+    """The server's secret key. Only the embedded default reads (or creates) a key file,
+    so that happens off the event loop."""
+    if settings.secret_key:
+        return settings.secret_key
+    return await asyncio.to_thread(settings.resolved_secret_key)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 BUILTIN_JOB_MODULES: tuple[str, ...] = (
     "dutyline.incident.ingest.tasks",
     "dutyline.status_page.migration.tasks",
+    "dutyline.status_page.notify",
+    "dutyline.status_page.public.subscribe",
 )
 
 

@@ -8,6 +8,7 @@ import zoneinfo
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.operation import Context
@@ -258,3 +259,11 @@ async def _find_for_delete(ctx: Context, req: MemberDeleteRequest) -> Any:
     if len(rows) > 1:
         raise errors.invalid(field, "matches more than one member; use member_id")
     return rows[0]
+
+
+async def existing_member_ids(conn: AsyncConnection, account_id: int,
+                              member_ids: list[int]) -> set[int]:
+    """Which of these ids are live members of the account (for other domains that reference
+    members, e.g. status page event responders)."""
+    rows = await repo.find_many(conn, account_id, sorted(set(member_ids)))
+    return {r.member_id for r in rows if r.status != "deleted"}

@@ -21,10 +21,16 @@ from dutyline.db.tables.status_page import (
 )
 
 
-async def get_page(conn: AsyncConnection, account_id: int, page_id: int) -> Row[Any] | None:
+async def get_page(
+    conn: AsyncConnection, account_id: int, page_id: int, *, for_update: bool = False
+) -> Row[Any] | None:
     stmt = select(status_page).where(
         status_page.c.account_id == account_id, status_page.c.page_id == page_id
     )
+    if for_update:
+        # PostgreSQL: writes under one page queue here, so each recomputes statuses from
+        # what the one before it committed. SQLite has one writer already (no FOR UPDATE).
+        stmt = stmt.with_for_update()
     return (await conn.execute(stmt)).first()
 
 

@@ -64,9 +64,12 @@ def public_url(base_url: str, url_name: str) -> str:
     return f"{base_url.rstrip('/')}/status/{url_name}"
 
 
-async def require_page(conn: AsyncConnection, account_id: int, page_id: int) -> Any:
-    """The account's page, or 400 ResourceNotFound (another account's page included)."""
-    row = await repo.get_page(conn, account_id, page_id)
+async def require_page(
+    conn: AsyncConnection, account_id: int, page_id: int, *, lock: bool = False
+) -> Any:
+    """The account's page, or 400 ResourceNotFound (another account's page included).
+    `lock`: hold the page row until commit (writes that recompute statuses)."""
+    row = await repo.get_page(conn, account_id, page_id, for_update=lock)
     if row is None:
         raise errors.not_found(PAGE, page_id)
     return row
@@ -179,7 +182,7 @@ async def upsert_section(
     name: str, description: str = "", order_id: int | None = None, now_s: int,
 ) -> str:
     """Create a section (empty `section_id`) or update one of this page. Returns its id."""
-    await require_page(conn, account_id, page_id)
+    await require_page(conn, account_id, page_id, lock=True)
     clean = _clean_name("name", name)
     if section_id:
         if await repo.get_section(conn, page_id, section_id) is None:
@@ -205,7 +208,7 @@ async def upsert_section(
 async def delete_section(
     conn: AsyncConnection, account_id: int, page_id: int, section_id: str, *, now_s: int
 ) -> None:
-    await require_page(conn, account_id, page_id)
+    await require_page(conn, account_id, page_id, lock=True)
     if await repo.get_section(conn, page_id, section_id) is None:
         raise errors.not_found(SECTION, section_id)
     if held := await repo.count_components_in(conn, page_id, section_id):
@@ -226,7 +229,7 @@ async def upsert_component(
 ) -> str:
     """Create a component (empty `component_id`) or update one of this page; None leaves a
     field unchanged (or takes its default on create). Returns the component's id."""
-    await require_page(conn, account_id, page_id)
+    await require_page(conn, account_id, page_id, lock=True)
     clean = _clean_name("name", name)
     if section_id and await repo.get_section(conn, page_id, section_id) is None:
         raise errors.invalid("section_id", "is not a section of this page")
@@ -261,7 +264,7 @@ async def delete_component(
 ) -> None:
     """Delete a component. Timeline entries that mention it keep their history; reads skip
     components that no longer exist."""
-    await require_page(conn, account_id, page_id)
+    await require_page(conn, account_id, page_id, lock=True)
     if await repo.get_component(conn, page_id, component_id) is None:
         raise errors.not_found(COMPONENT, component_id)
     await repo.delete_component(conn, component_id)

@@ -1,0 +1,122 @@
+"""/status-page/change/* and /status-page/change/timeline/*: writes need status page event
+management; reads are open to either status page permission (GET and POST)."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Router
+from dutyline.platform.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
+from dutyline.status_page.change import service, timeline
+from dutyline.status_page.change.schemas import (
+    ChangeCreateRequest,
+    ChangeCreateResponse,
+    ChangeItem,
+    ChangeListRequest,
+    ChangeListResponse,
+    ChangeLookup,
+    ChangeUpdateRequest,
+    TimelineCreateRequest,
+    TimelineCreateResponse,
+    TimelineDeleteRequest,
+    TimelineUpdateRequest,
+)
+
+router = Router("Status page events")
+EVENTS = (STATUS_PAGE_EVENT_MANAGE,)
+READ = (STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
+
+
+@router.post("/status-page/change/create", request=ChangeCreateRequest,
+             response=ChangeCreateResponse, permissions=EVENTS, write=True)
+async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateResponse:
+    """Create an incident or maintenance with its first timeline entries."""
+    created = await service.create_change(
+        ctx.conn, ctx.caller.account_id, req.page_id, change_type=req.type, title=req.title,
+        status=req.status, description=req.description,
+        updates=[service.EntryIn(status=u.status, description=u.description,
+                                 at_seconds=u.at_seconds,
+                                 component_changes=[(c.component_id, c.status)
+                                                    for c in u.component_changes])
+                 for u in req.updates],
+        start_at_seconds=req.start_at_seconds, close_at_seconds=req.close_at_seconds,
+        responders=req.responders, linked_changes=req.linked_changes,
+        notify_subscribers=req.notify_subscribers,
+        auto_update_by_schedule=req.auto_update_by_schedule,
+        is_retrospective=req.is_retrospective, now_s=ctx.now_s,
+    )
+    ctx.audit_targets.extend([req.page_id, created.change_id])
+    return ChangeCreateResponse(change_id=created.change_id, change_name=created.title)
+
+
+@router.post("/status-page/change/update", request=ChangeUpdateRequest, permissions=EVENTS,
+             write=True)
+async def change_update(ctx: Context, req: ChangeUpdateRequest) -> None:
+    """Update an event's own fields; omitted fields are left unchanged."""
+    await service.update_change(
+        ctx.conn, ctx.caller.account_id, req.page_id, req.change_id, title=req.title,
+        description=req.description, responders=req.responders,
+        linked_changes=req.linked_changes, start_at_seconds=req.start_at_seconds,
+        close_at_seconds=req.close_at_seconds, notify_subscribers=req.notify_subscribers,
+        auto_update_by_schedule=req.auto_update_by_schedule, now_s=ctx.now_s,
+    )
+    ctx.audit_targets.extend([req.page_id, req.change_id])
+
+
+@router.post("/status-page/change/delete", request=ChangeLookup, permissions=EVENTS,
+             write=True)
+async def change_delete(ctx: Context, req: ChangeLookup) -> None:
+    """Delete an event and its timeline."""
+    await service.delete_change(ctx.conn, ctx.caller.account_id, req.page_id, req.change_id,
+                                now_s=ctx.now_s)
+    ctx.audit_targets.extend([req.page_id, req.change_id])
+
+
+@router.post("/status-page/change/list", request=ChangeListRequest,
+             response=ChangeListResponse, permissions=READ, also_get=True)
+async def change_list(ctx: Context, req: ChangeListRequest) -> ChangeListResponse:
+    """List a page's events of one type, newest start first."""
+    return await service.list_changes(ctx.conn, ctx.caller.account_id, req)
+
+
+@router.post("/status-page/change/info", request=ChangeLookup, response=ChangeItem,
+             permissions=READ, also_get=True)
+async def change_info(ctx: Context, req: ChangeLookup) -> ChangeItem:
+    """Get one event with its timeline."""
+    return await service.change_info(ctx.conn, ctx.caller.account_id, req.page_id,
+                                     req.change_id)
+
+
+@router.post("/status-page/change/timeline/create", request=TimelineCreateRequest,
+             response=TimelineCreateResponse, permissions=EVENTS, write=True)
+async def timeline_create(ctx: Context, req: TimelineCreateRequest) -> TimelineCreateResponse:
+    """Add a timeline entry to an event."""
+    update_id = await timeline.add_update(
+        ctx.conn, ctx.caller.account_id, req.page_id, req.change_id, status=req.status,
+        description=req.description, at_seconds=req.at_seconds,
+        component_changes=[(c.component_id, c.status) for c in req.component_changes],
+        notify_subscribers=req.notify_subscribers, now_s=ctx.now_s,
+    )
+    ctx.audit_targets.extend([req.page_id, req.change_id, update_id])
+    return TimelineCreateResponse(update_id=update_id)
+
+
+@router.post("/status-page/change/timeline/update", request=TimelineUpdateRequest,
+             permissions=EVENTS, write=True)
+async def timeline_update(ctx: Context, req: TimelineUpdateRequest) -> None:
+    """Edit a timeline entry; statuses are recomputed."""
+    await timeline.edit_update(
+        ctx.conn, ctx.caller.account_id, req.page_id, req.change_id, req.update_id,
+        at_seconds=req.at_seconds, description=req.description, status=req.status,
+        component_changes=None if req.component_changes is None else [
+            (c.component_id, c.status) for c in req.component_changes],
+        notify_subscribers=req.notify_subscribers, now_s=ctx.now_s,
+    )
+    ctx.audit_targets.extend([req.page_id, req.change_id, req.update_id])
+
+
+@router.post("/status-page/change/timeline/delete", request=TimelineDeleteRequest,
+             permissions=EVENTS, write=True)
+async def timeline_delete(ctx: Context, req: TimelineDeleteRequest) -> None:
+    """Delete a timeline entry; the event keeps at least one."""
+    await timeline.delete_update(ctx.conn, ctx.caller.account_id, req.page_id, req.change_id,
+                                 req.update_id, now_s=ctx.now_s)
+    ctx.audit_targets.extend([req.page_id, req.change_id, req.update_id])

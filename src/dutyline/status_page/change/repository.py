@@ -1,0 +1,147 @@
+"""Every query of changes and their timeline entries. Each is scoped by account and page:
+that is the visibility rule."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.status_page import status_change, status_change_update
+
+CLOSED_STATUSES = ("resolved", "completed")
+_ENTRY_ORDER = (status_change_update.c.at_seconds, status_change_update.c.seq,
+                status_change_update.c.update_id)
+
+
+async def get_change(
+    conn: AsyncConnection, account_id: int, page_id: int, change_id: int
+) -> Row[Any] | None:
+    stmt = select(status_change).where(
+        status_change.c.account_id == account_id,
+        status_change.c.page_id == page_id,
+        status_change.c.change_id == change_id,
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def list_changes(
+    conn: AsyncConnection, account_id: int, page_id: int, *, change_type: str,
+    status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    conditions = [status_change.c.account_id == account_id, status_change.c.page_id == page_id,
+                  status_change.c.type == change_type]
+    if status is not None:
+        conditions.append(status_change.c.status == status)
+    if start_from is not None:
+        conditions.append(status_change.c.start_at_seconds >= start_from)
+    if start_to is not None:
+        conditions.append(status_change.c.start_at_seconds <= start_to)
+    total = (await conn.execute(
+        select(func.count()).select_from(status_change).where(*conditions))).scalar_one()
+    rows = await conn.execute(
+        select(status_change).where(*conditions)
+        .order_by(status_change.c.start_at_seconds.desc(), status_change.c.change_id.desc())
+        .offset(offset).limit(limit)
+    )
+    return int(total), list(rows.all())
+
+
+async def insert_change(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(status_change).values(**values))
+
+
+async def update_change(conn: AsyncConnection, change_id: int, values: dict[str, Any]) -> None:
+    await conn.execute(
+        update(status_change).where(status_change.c.change_id == change_id).values(**values)
+    )
+
+
+async def delete_change(conn: AsyncConnection, change_id: int) -> None:
+    await conn.execute(
+        delete(status_change_update).where(status_change_update.c.change_id == change_id)
+    )
+    await conn.execute(delete(status_change).where(status_change.c.change_id == change_id))
+
+
+async def entries(conn: AsyncConnection, change_ids: list[int]) -> dict[int, list[Row[Any]]]:
+    """Timeline entries per change, oldest first (ties: the order they were added)."""
+    result: dict[int, list[Row[Any]]] = defaultdict(list)
+    if not change_ids:
+        return result
+    rows = await conn.execute(
+        select(status_change_update)
+        .where(status_change_update.c.change_id.in_(change_ids))
+        .order_by(status_change_update.c.change_id, *_ENTRY_ORDER)
+    )
+    for r in rows:
+        result[r.change_id].append(r)
+    return result
+
+
+async def get_entry(
+    conn: AsyncConnection, account_id: int, page_id: int, change_id: int, update_id: str
+) -> Row[Any] | None:
+    stmt = select(status_change_update).where(
+        status_change_update.c.account_id == account_id,
+        status_change_update.c.page_id == page_id,
+        status_change_update.c.change_id == change_id,
+        status_change_update.c.update_id == update_id,
+    )
+    return (await conn.execute(stmt)).first()
+
+
+async def next_seq(conn: AsyncConnection, change_id: int) -> int:
+    top = (await conn.execute(
+        select(func.max(status_change_update.c.seq))
+        .where(status_change_update.c.change_id == change_id)
+    )).scalar_one()
+    return 1 if top is None else int(top) + 1
+
+
+async def insert_entries(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(insert(status_change_update), rows)
+
+
+async def update_entry(conn: AsyncConnection, update_id: str, values: dict[str, Any]) -> None:
+    await conn.execute(
+        update(status_change_update)
+        .where(status_change_update.c.update_id == update_id)
+        .values(**values)
+    )
+
+
+async def delete_entry(conn: AsyncConnection, update_id: str) -> None:
+    await conn.execute(
+        delete(status_change_update).where(status_change_update.c.update_id == update_id)
+    )
+
+
+async def count_entries(conn: AsyncConnection, change_id: int) -> int:
+    return int((await conn.execute(
+        select(func.count()).select_from(status_change_update)
+        .where(status_change_update.c.change_id == change_id)
+    )).scalar_one())
+
+
+async def open_change_entries(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
+    """Every timeline entry of the page's open changes, oldest first across changes. Open
+    changes are few (the rest are resolved or completed), so this stays small."""
+    open_ids = (
+        select(status_change.c.change_id)
+        .where(status_change.c.page_id == page_id,
+               status_change.c.status.not_in(CLOSED_STATUSES))
+        .scalar_subquery()
+    )
+    rows = await conn.execute(
+        select(status_change_update.c.component_changes)
+        .where(status_change_update.c.page_id == page_id,
+               status_change_update.c.change_id.in_(open_ids))
+        .order_by(status_change_update.c.at_seconds, status_change_update.c.created_at,
+                  status_change_update.c.change_id, status_change_update.c.seq)
+    )
+    return list(rows.all())

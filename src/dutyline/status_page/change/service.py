@@ -1,0 +1,283 @@
+"""Rules of status page events (changes): create, update, delete, list, info.
+
+The plain functions take a connection and values, raise ApiErrors and never commit; the
+endpoints and the Statuspage migration both call them. Timeline entries live in
+`timeline.py`; how statuses follow from the timeline, in `rules.py`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.kit.ids import hex_id, numeric_id
+from dutyline.platform.member import service as members
+from dutyline.status_page import notify
+from dutyline.status_page.change import repository as repo
+from dutyline.status_page.change import rules
+from dutyline.status_page.change.schemas import (
+    AffectedComponentItem,
+    ChangeItem,
+    ChangeListRequest,
+    ChangeListResponse,
+    ChangeUpdateItem,
+    ComponentChangeItem,
+)
+from dutyline.status_page.page import repository as page_repo
+from dutyline.status_page.page import service as pages
+
+CHANGE = "status page event"
+
+
+@dataclass(frozen=True)
+class EntryIn:
+    """One timeline entry to create. `status` None: the status in force before it."""
+
+    status: str | None = None
+    description: str = ""
+    at_seconds: int | None = None
+    component_changes: Sequence[tuple[str, str]] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class CreatedChange:
+    change_id: int
+    title: str
+    # The entries' ids in the order they were given.
+    update_ids: list[str]
+
+
+async def require_change(
+    conn: AsyncConnection, account_id: int, page_id: int, change_id: int, *,
+    lock: bool = False,
+) -> Any:
+    """The account's change on that page, or 400 ResourceNotFound. The page is checked first
+    so an unknown page is named as such; `lock` holds it (see pages.require_page)."""
+    await pages.require_page(conn, account_id, page_id, lock=lock)
+    row = await repo.get_change(conn, account_id, page_id, change_id)
+    if row is None:
+        raise errors.not_found(CHANGE, change_id)
+    return row
+
+
+async def _check_responders(conn: AsyncConnection, account_id: int, field_name: str,
+                            responders: Sequence[int]) -> list[int]:
+    wanted = list(dict.fromkeys(responders))
+    if wanted:
+        found = await members.existing_member_ids(conn, account_id, wanted)
+        if missing := [p for p in wanted if p not in found]:
+            raise errors.invalid(field_name, "unknown members: " + ", ".join(map(str, missing)))
+    return wanted
+
+
+async def create_change(
+    conn: AsyncConnection, account_id: int, page_id: int, *, change_type: str, title: str,
+    status: str, updates: Sequence[EntryIn], description: str = "",
+    start_at_seconds: int | None = None, close_at_seconds: int | None = None,
+    responders: Sequence[int] = (), linked_changes: Sequence[str] = (),
+    notify_subscribers: bool = False, auto_update_by_schedule: bool = False,
+    is_retrospective: bool = False, now_s: int,
+) -> CreatedChange:
+    """Create an incident or maintenance with its first timeline entries (at least one).
+    With `notify_subscribers`, the page's subscribers are emailed (a job enqueued here)."""
+    await pages.require_page(conn, account_id, page_id, lock=True)
+    if change_type not in rules.COMPONENT_STATUSES_BY_TYPE:
+        raise errors.invalid("type", "must be incident or maintenance")
+    clean_title = title.strip()
+    if not clean_title:
+        raise errors.invalid("title", "is required")
+    rules.check_status("status", change_type, status)
+    if not updates:
+        raise errors.invalid("updates", "needs at least one entry")
+    if is_retrospective and len(updates) < 2:
+        raise errors.invalid("updates", "a retrospective event needs at least two entries")
+    start_at = now_s if start_at_seconds is None else start_at_seconds
+    if close_at_seconds and close_at_seconds <= start_at:
+        raise errors.invalid("close_at_seconds", "must be after start_at_seconds")
+    responder_ids = await _check_responders(conn, account_id, "responders", responders)
+
+    # Entries in time order (ties: as given); a missing status carries the previous one on.
+    order = sorted(range(len(updates)), key=lambda i: (
+        start_at if updates[i].at_seconds is None else updates[i].at_seconds, i))
+    all_ids = [cid for u in updates for cid, _ in u.component_changes]
+    known = await page_repo.components_by_id(conn, page_id, set(all_ids))
+    change_id = numeric_id()
+    update_ids = [hex_id() for _ in updates]
+    running = status
+    rows: list[dict[str, Any]] = []
+    affected: dict[str, str] = {}
+    for seq, i in enumerate(order, start=1):
+        entry = updates[i]
+        where = f"updates[{i}]"
+        if entry.status is not None:
+            rules.check_status(f"{where}.status", change_type, entry.status)
+            running = entry.status
+        changes = list(entry.component_changes)
+        if any(cid not in known for cid, _ in changes):
+            raise errors.invalid(f"{where}.component_changes",
+                                 "names a component that is not on this page")
+        rules.check_entry_changes(f"{where}.component_changes", change_type, running, changes)
+        affected.update(changes)
+        rows.append({
+            "update_id": update_ids[i], "change_id": change_id, "page_id": page_id,
+            "account_id": account_id,
+            "at_seconds": start_at if entry.at_seconds is None else entry.at_seconds,
+            "status": running, "description": entry.description,
+            "component_changes": rules.encode_component_changes(changes), "seq": seq,
+            "created_at": now_s,
+        })
+    latest = rows[-1]
+    closed = latest["status"] in rules.CLOSED
+    if closed:
+        affected = dict.fromkeys(affected, rules.OPERATIONAL)
+    await repo.insert_change(conn, {
+        "change_id": change_id, "page_id": page_id, "account_id": account_id,
+        "type": change_type, "title": clean_title, "description": description,
+        "status": latest["status"],
+        "affected_components": json.dumps(
+            [{"component_id": c, "status": s} for c, s in affected.items()],
+            separators=(",", ":")),
+        "responder_ids": json.dumps(responder_ids),
+        "linked_change_ids": json.dumps(list(linked_changes)),
+        "start_at_seconds": start_at,
+        "close_at_seconds": close_at_seconds or (latest["at_seconds"] if closed else 0),
+        "scheduled_close_at_seconds": close_at_seconds or 0,
+        "is_retrospective": is_retrospective, "notify_subscribers": notify_subscribers,
+        "auto_update_by_schedule": auto_update_by_schedule,
+        "created_at": now_s, "updated_at": now_s,
+    })
+    await repo.insert_entries(conn, rows)
+    if not closed:
+        # A closed event never moves a component; an open one may.
+        await rules.recompute_components(conn, page_id, set(affected), now_s)
+    await pages.mark_page_changed(conn, page_id, now_s)
+    if notify_subscribers:
+        await notify.enqueue(conn, page_id=page_id, change_id=change_id,
+                             update_id=latest["update_id"], event="created", now_s=now_s)
+    return CreatedChange(change_id, clean_title, update_ids)
+
+
+async def update_change(
+    conn: AsyncConnection, account_id: int, page_id: int, change_id: int, *,
+    title: str | None = None, description: str | None = None,
+    responders: Sequence[int] | None = None, linked_changes: Sequence[str] | None = None,
+    start_at_seconds: int | None = None, close_at_seconds: int | None = None,
+    notify_subscribers: bool | None = None, auto_update_by_schedule: bool | None = None,
+    now_s: int,
+) -> None:
+    """Change an event's own fields (None leaves one unchanged). Its status comes from the
+    timeline and is changed there."""
+    change = await require_change(conn, account_id, page_id, change_id, lock=True)
+    values: dict[str, Any] = {"updated_at": max(now_s, change.updated_at)}
+    if title is not None:
+        if not title.strip():
+            raise errors.invalid("title", "is required")
+        values["title"] = title.strip()
+    if description is not None:
+        values["description"] = description
+    if responders is not None:
+        values["responder_ids"] = json.dumps(
+            await _check_responders(conn, account_id, "responders", responders))
+    if linked_changes is not None:
+        values["linked_change_ids"] = json.dumps(list(linked_changes))
+    start_at = change.start_at_seconds if start_at_seconds is None else start_at_seconds
+    scheduled = (change.scheduled_close_at_seconds if close_at_seconds is None
+                 else close_at_seconds)
+    if scheduled and scheduled <= start_at:
+        raise errors.invalid("close_at_seconds", "must be after start_at_seconds")
+    values["start_at_seconds"] = start_at
+    values["scheduled_close_at_seconds"] = scheduled
+    if notify_subscribers is not None:
+        values["notify_subscribers"] = notify_subscribers
+    if auto_update_by_schedule is not None:
+        values["auto_update_by_schedule"] = auto_update_by_schedule
+    await repo.update_change(conn, change_id, values)
+    fresh = await repo.get_change(conn, account_id, page_id, change_id)
+    await rules.recompute_change(conn, fresh, now_s)  # the close time may follow the schedule
+    await pages.mark_page_changed(conn, page_id, now_s)
+
+
+async def delete_change(
+    conn: AsyncConnection, account_id: int, page_id: int, change_id: int, *, now_s: int
+) -> None:
+    """Delete an event with its timeline; the components it affected are recomputed."""
+    change = await require_change(conn, account_id, page_id, change_id, lock=True)
+    await repo.delete_change(conn, change_id)
+    touched = set(rules.affected_of(change.affected_components))
+    await rules.recompute_components(conn, page_id, touched, now_s)
+    await pages.mark_page_changed(conn, page_id, now_s)
+
+
+async def list_changes(
+    conn: AsyncConnection, account_id: int, req: ChangeListRequest
+) -> ChangeListResponse:
+    await pages.require_page(conn, account_id, req.page_id)
+    if req.status is not None:
+        rules.check_status("status", req.type, req.status)
+    total, rows = await repo.list_changes(
+        conn, account_id, req.page_id, change_type=req.type, status=req.status,
+        start_from=req.start_at_seconds, start_to=req.end_at_seconds, offset=req.offset,
+        limit=req.limit,
+    )
+    return ChangeListResponse(
+        p=req.p, limit=req.limit, total=total, has_next_page=req.offset + len(rows) < total,
+        items=await change_items(conn, req.page_id, rows),
+    )
+
+
+async def change_info(
+    conn: AsyncConnection, account_id: int, page_id: int, change_id: int
+) -> ChangeItem:
+    row = await require_change(conn, account_id, page_id, change_id)
+    return (await change_items(conn, page_id, [row]))[0]
+
+
+async def change_items(conn: AsyncConnection, page_id: int, rows: list[Any]) -> list[ChangeItem]:
+    """Records for changes of one page: two queries however many changes."""
+    entries = await repo.entries(conn, [r.change_id for r in rows])
+    decoded = {e.update_id: rules.decode_component_changes(e.component_changes)
+               for es in entries.values() for e in es}
+    affected = {r.change_id: rules.affected_of(r.affected_components) for r in rows}
+    wanted = {cid for changes in decoded.values() for cid, _ in changes}
+    wanted.update(cid for a in affected.values() for cid in a)
+    components = await page_repo.components_by_id(conn, page_id, wanted)
+    items = []
+    for r in rows:
+        items.append(ChangeItem(
+            change_id=r.change_id, page_id=r.page_id, type=r.type, title=r.title,
+            description=r.description, status=r.status,
+            affected_components=[
+                AffectedComponentItem(
+                    component_id=c.component_id, section_id=c.section_id, name=c.name,
+                    description=c.description,
+                    available_since_seconds=c.available_since_seconds, order_id=c.order_id,
+                    hide_uptime=bool(c.hide_uptime), hide_all=bool(c.hide_all), status=status,
+                )
+                for cid, status in affected[r.change_id].items()
+                if (c := components.get(cid)) is not None
+            ],
+            responder_ids=json.loads(r.responder_ids),
+            linked_change_ids=json.loads(r.linked_change_ids),
+            start_at_seconds=r.start_at_seconds, close_at_seconds=r.close_at_seconds,
+            is_retrospective=bool(r.is_retrospective),
+            updates=[
+                ChangeUpdateItem(
+                    update_id=e.update_id, at_seconds=e.at_seconds, status=e.status,
+                    description=e.description,
+                    component_changes=[
+                        ComponentChangeItem(
+                            component_id=cid, status=status,
+                            component_name=c.name if (c := components.get(cid)) else "")
+                        for cid, status in decoded[e.update_id]
+                    ],
+                )
+                for e in entries[r.change_id]
+            ],
+            notify_subscribers=bool(r.notify_subscribers),
+            auto_update_by_schedule=bool(r.auto_update_by_schedule),
+        ))
+    return items

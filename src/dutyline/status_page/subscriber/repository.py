@@ -1,0 +1,74 @@
+"""Every query of subscribers, scoped by page (whose account the caller already proved)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.status_page import status_subscriber
+
+CONFIRMED = "confirmed"
+
+
+def _component_filter(component_ids: list[str]) -> Any:
+    """Follows every component, or one of these (ids are [0-9a-f] so LIKE needs no escape)."""
+    return or_(
+        status_subscriber.c.component_ids == "[]",
+        *(status_subscriber.c.component_ids.like(f'%"{cid}"%') for cid in component_ids),
+    )
+
+
+async def confirmed_page(
+    conn: AsyncConnection, page_id: int, *, component_ids: list[str], offset: int, limit: int
+) -> tuple[int, list[Row[Any]]]:
+    conditions = [status_subscriber.c.page_id == page_id,
+                  status_subscriber.c.status == CONFIRMED]
+    if component_ids:
+        conditions.append(_component_filter(component_ids))
+    total = (await conn.execute(
+        select(func.count()).select_from(status_subscriber).where(*conditions))).scalar_one()
+    rows = await conn.execute(
+        select(status_subscriber).where(*conditions)
+        .order_by(status_subscriber.c.email).offset(offset).limit(limit)
+    )
+    return int(total), list(rows.all())
+
+
+async def confirmed_after(
+    conn: AsyncConnection, page_id: int, after: str, limit: int
+) -> list[Row[Any]]:
+    """The next batch of confirmed subscribers by id (keyset: stable while rows change)."""
+    rows = await conn.execute(
+        select(status_subscriber)
+        .where(status_subscriber.c.page_id == page_id,
+               status_subscriber.c.status == CONFIRMED,
+               status_subscriber.c.subscriber_id > after)
+        .order_by(status_subscriber.c.subscriber_id).limit(limit)
+    )
+    return list(rows.all())
+
+
+async def existing_emails(conn: AsyncConnection, page_id: int, emails: list[str]) -> set[str]:
+    if not emails:
+        return set()
+    rows = await conn.execute(
+        select(status_subscriber.c.email).where(
+            status_subscriber.c.page_id == page_id, status_subscriber.c.email.in_(emails))
+    )
+    return set(rows.scalars())
+
+
+async def insert_subscribers(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(insert(status_subscriber), rows)
+
+
+async def set_unsubscribe_hash(conn: AsyncConnection, subscriber_id: str, value: str) -> None:
+    await conn.execute(
+        update(status_subscriber)
+        .where(status_subscriber.c.subscriber_id == subscriber_id)
+        .values(unsubscribe_token_hash=value)
+    )
