@@ -52,12 +52,12 @@ class TokenBucket:
         self._lock = asyncio.Lock()
 
     async def take(self) -> None:
-        if self.rate <= 0:
-            return
         async with self._lock:
             now = time.monotonic()
             wait = self._next_at - now
-            self._next_at = max(now, self._next_at) + 1.0 / self.rate
+            # Without a rate, only a Retry-After the source gave holds requests back.
+            spacing = 1.0 / self.rate if self.rate > 0 else 0.0
+            self._next_at = max(now, self._next_at) + spacing
         if wait > 0:
             await asyncio.sleep(wait)
 
