@@ -1,0 +1,1 @@
+"""Public status pages: the page, its feeds and email subscription (no app_key)."""

@@ -1,0 +1,325 @@
+"""The public web side of status pages: the page, its feeds, and the subscription steps.
+
+    GET  /status/{url_name}                      the page (HTML, no JavaScript)
+    GET  /status/{url_name}/history.rss|.atom    the history feeds
+    POST /status/{url_name}/subscribe            form: email -> confirmation mail
+    GET|POST /status/{url_name}/confirm?token=   button page | confirm
+    GET|POST /status/{url_name}/unsubscribe?token=  button page | unsubscribe (RFC 8058 too)
+
+No app_key here. Internal pages take their login token once (`?token=`), which becomes an
+HttpOnly, SameSite=Lax cookie scoped to the page's path; the address is then cleaned by a
+redirect, so the token stays out of history and Referer headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
+
+import structlog
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+from dutyline.kit.ids import request_id as new_request_id
+from dutyline.status_page import cache as page_cache
+from dutyline.status_page import tokens
+from dutyline.status_page.public import queries, render, subscribe
+from dutyline.status_page.public.queries import PageHead
+from dutyline.status_page.public.rendercache import RenderCache, Rendered
+
+if TYPE_CHECKING:
+    from dutyline.api.runtime import Runtime
+
+log = structlog.get_logger("dutyline.status_page.public")
+
+COOKIE = "dutyline_status_token"
+COOKIE_MAX_AGE_S = 30 * 86_400
+MAX_FORM_BYTES = 4096
+_HTML = "text/html; charset=utf-8"
+_FEED_TYPES = {"rss": "application/rss+xml; charset=utf-8",
+               "atom": "application/atom+xml; charset=utf-8"}
+# Nothing on these pages loads from elsewhere or runs script; forms post only to this server.
+_SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    # Confirm and unsubscribe links carry tokens: never leak them to another site.
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class Reject(Exception):
+    """Answer with a message page instead of the normal response."""
+
+    def __init__(
+        self, status: int, title: str, message: str, *, login: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(title)
+        self.status = status
+        self.title = title
+        self.message = message
+        self.login = login
+        self.headers = headers or {}
+
+
+def _headers(rid: str, **more: str) -> dict[str, str]:
+    return {"Service-Request-Id": rid, **_SECURITY_HEADERS, **more}
+
+
+def _page_path(url_name: str) -> str:
+    return f"/status/{url_name}"
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def routes(runtime: Runtime) -> list[Route]:
+    cache = RenderCache()
+    settings = runtime.settings
+    allowed_origins = {_origin(settings.base_url)}
+
+    def now_s() -> int:
+        return int(runtime.clock.now())
+
+    def page_url(url_name: str) -> str:
+        return f"{settings.base_url}{_page_path(url_name)}"
+
+    def message(
+        rid: str, status: int, title: str, text: str, *, head: PageHead | None = None,
+        page_name: str = "", form: dict[str, str] | None = None, login: str = "",
+        headers: dict[str, str] | None = None,
+    ) -> Response:
+        body = render.render_message(
+            title=title, message=text, status_name=page_name,
+            page_url=_page_path(head.url_name) if head else "", form=form, login=login,
+        )
+        more = {"Cache-Control": "no-store", **(headers or {})}
+        return Response(body, status, _headers(rid, **more), media_type=_HTML)
+
+    async def load_head(url_name: str) -> PageHead:
+        async with runtime.db.connect() as conn:
+            head = await queries.page_head(conn, url_name)
+        if head is None or head.status != "enabled":
+            raise Reject(404, "Page not found", "There is no status page at this address.")
+        return head
+
+    def authorized(request: Request, head: PageHead) -> bool:
+        if head.page_type != "internal":
+            return True
+        token = request.cookies.get(COOKIE, "")
+        return bool(token) and tokens.tokens_match(token, head.access_token_hash)
+
+    def require_access(request: Request, head: PageHead) -> None:
+        if not authorized(request, head):
+            raise Reject(401, "Sign in to see this page",
+                         "This status page is internal. Open it with the link or access token "
+                         "your team shared.", login=_page_path(head.url_name))
+
+    def login_redirect(request: Request, head: PageHead, token: str) -> Response | None:
+        """`?token=` on an internal page: a good token becomes the cookie, a bad one a 401."""
+        if head.page_type != "internal":
+            return None
+        if not tokens.tokens_match(token, head.access_token_hash):
+            raise Reject(401, "Sign in to see this page",
+                         "That access token is not valid for this page.",
+                         login=_page_path(head.url_name))
+        response = RedirectResponse(request.url.path, status_code=303,
+                                    headers={"Cache-Control": "no-store", **_SECURITY_HEADERS})
+        secure = request.url.scheme == "https" or settings.base_url.startswith("https:")
+        response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE_S,
+                            path=_page_path(head.url_name), httponly=True, samesite="lax",
+                            secure=secure)
+        return response
+
+    def cache_headers(head: PageHead, entry: Rendered) -> dict[str, str]:
+        # Browsers revalidate every view (ETag), so a change shows on the next view there too.
+        scope = "private" if head.page_type == "internal" else "public"
+        more = {"ETag": entry.etag, "Cache-Control": f"{scope}, no-cache"}
+        if head.page_type == "internal":
+            more["X-Robots-Tag"] = "noindex"
+        return more
+
+    async def rendered(head: PageHead, what: str) -> Rendered:
+        now = now_s()
+        entry = cache.get(head.page_id, what, updated_at=head.updated_at, now_s=now)
+        if entry is not None:
+            return entry
+        # Read the version before the data: a write landing in between makes this entry stale
+        # at once instead of hiding behind a version it does not show.
+        version = page_cache.version(head.page_id)
+        async with runtime.db.transaction(write=False) as conn:
+            if what == "html":
+                snap = await queries.snapshot(conn, head.page_id, now_s=now)
+                body = render.render_page(snap, now_s=now,
+                                          subscribe_enabled=bool(settings.smtp_url))
+            else:
+                page, changes, updates = await queries.feed_items(conn, head.page_id)
+                body = render.render_feed(what, page, changes, updates,
+                                          base_url=settings.base_url)
+        return cache.put(head.page_id, what, body.encode(), version=version,
+                         updated_at=head.updated_at, now_s=now)
+
+    def guarded(
+        fn: Callable[[Request, str], Awaitable[Response]],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            rid = new_request_id()
+            try:
+                return await fn(request, rid)
+            except Reject as exc:
+                return message(rid, exc.status, exc.title, exc.message, login=exc.login,
+                               headers=exc.headers)
+            except Exception:
+                log.exception("public status page failed", request_id=rid,
+                              path=request.url.path)
+                return message(rid, 500, "Something went wrong",
+                               "This page could not be shown. Please try again shortly.")
+        return endpoint
+
+    async def view(request: Request, rid: str, what: str) -> Response:
+        head = await load_head(request.path_params["url_name"])
+        token = request.query_params.get("token")
+        if token is not None and what == "html":
+            redirect = login_redirect(request, head, token)
+            if redirect is not None:
+                redirect.headers["Service-Request-Id"] = rid
+                return redirect
+        elif token is not None and head.page_type == "internal":
+            # Feed readers cannot keep cookies: the token in the feed address is accepted.
+            if not tokens.tokens_match(token, head.access_token_hash):
+                raise Reject(401, "Sign in to see this page", "That access token is not valid.")
+        else:
+            require_access(request, head)
+        entry = await rendered(head, what)
+        headers = _headers(rid, **cache_headers(head, entry))
+        media = _HTML if what == "html" else _FEED_TYPES[what]
+        if request.headers.get("if-none-match") == entry.etag:
+            return Response(b"", 304, headers)
+        return Response(entry.body, 200, headers, media_type=media)
+
+    async def page(request: Request, rid: str) -> Response:
+        return await view(request, rid, "html")
+
+    async def rss(request: Request, rid: str) -> Response:
+        return await view(request, rid, "rss")
+
+    async def atom(request: Request, rid: str) -> Response:
+        return await view(request, rid, "atom")
+
+    def same_origin(request: Request) -> None:
+        """Refuse form posts from other sites (the cookie is SameSite=Lax too)."""
+        if request.headers.get("sec-fetch-site") == "cross-site":
+            raise Reject(403, "Request refused", "This form must be sent from its own page.")
+        origin = request.headers.get("origin")
+        if origin and origin != "null":
+            own = _origin(str(request.base_url))
+            if origin.lower() not in {own, *allowed_origins}:
+                raise Reject(403, "Request refused", "This form must be sent from its own page.")
+
+    async def form_fields(request: Request) -> dict[str, str]:
+        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/x-www-form-urlencoded":
+            raise Reject(400, "Request refused", "Send the form from the page.")
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                raise Reject(413, "Request refused", "The form is too large.")
+        parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+        return {k: v[-1] for k, v in parsed.items()}
+
+    async def subscribe_post(request: Request, rid: str) -> Response:
+        head = await load_head(request.path_params["url_name"])
+        require_access(request, head)
+        same_origin(request)
+        ip = request.client.host if request.client else ""
+        decision = await runtime.limiter.hit(f"sub:{head.page_id}:{ip}")
+        if not decision.allowed:
+            raise Reject(429, "Too many requests", "Please wait a moment and try again.",
+                         headers=decision.headers())
+        if not settings.smtp_url:
+            raise Reject(503, "Email updates unavailable",
+                         "This server does not send email, so it cannot take subscriptions.")
+        fields = await form_fields(request)
+        email = subscribe.normalize_email(fields.get("email", ""))
+        if email is None:
+            raise Reject(400, "Check the address", "Enter a valid email address.")
+        async with runtime.db.transaction() as conn:
+            await subscribe.subscribe(conn, settings, head, email, now_s=now_s())
+        return message(rid, 200, "Check your inbox",
+                       f"If {email} can receive mail, a message with a confirmation link is "
+                       "on its way. Open it to start getting updates.", head=head)
+
+    async def token_of(request: Request) -> str:
+        if request.method == "POST":
+            token = (await form_fields(request)).get("token") if request.headers.get(
+                "content-type", "").startswith("application/x-www-form-urlencoded") else None
+            return token or request.query_params.get("token", "")
+        return request.query_params.get("token", "")
+
+    async def confirm(request: Request, rid: str) -> Response:
+        head = await load_head(request.path_params["url_name"])
+        if request.method == "POST":
+            same_origin(request)
+        token = await token_of(request)
+        gone = Reject(404, "Link not valid",
+                      "This confirmation link is not valid any more. It may have been used "
+                      "already; subscribe again from the status page if you need to.")
+        if request.method == "GET":
+            async with runtime.db.connect() as conn:
+                found = await subscribe.find_by_confirm_token(conn, head, token)
+            if found is None or found.status != "pending":
+                raise gone
+            return message(rid, 200, "Confirm your subscription",
+                           f"Press the button to get email updates about this page at "
+                           f"{found.email}.", head=head,
+                           form={"action": f"{_page_path(head.url_name)}/confirm",
+                                 "token": token, "button": "Confirm subscription"})
+        async with runtime.db.transaction() as conn:
+            found = await subscribe.find_by_confirm_token(conn, head, token)
+            if found is None or found.status != "pending":
+                raise gone
+            await subscribe.confirm(conn, found, now_s=now_s())
+        return message(rid, 200, "You are subscribed",
+                       f"{found.email} will get email about incidents and maintenance. Every "
+                       "email has a link to unsubscribe.", head=head)
+
+    async def unsubscribe(request: Request, rid: str) -> Response:
+        head = await load_head(request.path_params["url_name"])
+        token = await token_of(request)
+        gone = Reject(404, "Link not valid", "This unsubscribe link is not valid.")
+        if request.method == "GET":
+            async with runtime.db.connect() as conn:
+                found = await subscribe.find_by_unsubscribe_token(conn, head, token)
+            if found is None:
+                raise gone
+            if found.status == "unsubscribed":
+                return message(rid, 200, "You are unsubscribed",
+                               f"{found.email} gets no more email from this page.", head=head)
+            return message(rid, 200, "Unsubscribe",
+                           f"Press the button to stop email updates to {found.email}.",
+                           head=head,
+                           form={"action": f"{_page_path(head.url_name)}/unsubscribe",
+                                 "token": token, "button": "Unsubscribe"})
+        async with runtime.db.transaction() as conn:
+            found = await subscribe.find_by_unsubscribe_token(conn, head, token)
+            if found is None:
+                raise gone
+            await subscribe.unsubscribe(conn, found, now_s=now_s())
+        return message(rid, 200, "You are unsubscribed",
+                       f"{found.email} gets no more email from this page.", head=head)
+
+    base = "/status/{url_name}"
+    return [
+        Route(base, guarded(page), methods=["GET"]),
+        Route(base + "/history.rss", guarded(rss), methods=["GET"]),
+        Route(base + "/history.atom", guarded(atom), methods=["GET"]),
+        Route(base + "/subscribe", guarded(subscribe_post), methods=["POST"]),
+        Route(base + "/confirm", guarded(confirm), methods=["GET", "POST"]),
+        Route(base + "/unsubscribe", guarded(unsubscribe), methods=["GET", "POST"]),
+    ]

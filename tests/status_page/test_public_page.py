@@ -1,0 +1,270 @@
+"""The public status page: what a visitor sees, the feeds, internal pages, 404, caching."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+
+import pytest
+from sqlalchemy import update
+
+from dutyline.db.tables.status_page import status_page
+from dutyline.status_page import cache as page_cache
+from tests.fixtures.api import Api
+from tests.status_page.public_seed import (
+    DAY,
+    Seeded,
+    parse_html,
+    seed_page,
+    set_component_status,
+)
+
+pytestmark = pytest.mark.anyio
+
+ATOM = "{http://www.w3.org/2005/Atom}"
+
+
+def now_of(api: Api) -> int:
+    return int(api.runtime.clock.now())
+
+
+@pytest.fixture
+async def page(api: Api) -> Seeded:
+    return await seed_page(api.runtime.db, now_s=now_of(api))
+
+
+async def test_page_shows_status_components_changes_and_history(api: Api, page: Seeded) -> None:
+    r = await api.raw("GET", "/status/acme")
+    assert r.status_code == 200
+    assert r.headers["content-type"] == "text/html; charset=utf-8"
+    assert r.headers["Service-Request-Id"]
+    assert "default-src 'none'" in r.headers["content-security-policy"]
+    assert "<script" not in r.text.lower().replace("&lt;script", "")
+    doc = parse_html(r.text)
+    assert doc.find("html").attrs["lang"] == "en"
+    for landmark in ("header", "main", "footer"):
+        assert doc.find_all(landmark), landmark
+    assert doc.find("h1").text() == "Acme Cloud"
+    # Worst component: Public API is degraded (maintenance ranks below degradation).
+    overall = doc.find(id="overall-status")
+    assert overall.text() == "Degraded performance" and overall.has_class("degraded")
+    assert doc.find("title").text() == "Acme Cloud status: Degraded performance"
+
+    cards = {card.find("h3").text(): card for card in doc.find_all("div", class_="card")
+             if card.find_all("h3") and card.find_all("ul")}
+    assert set(cards) == {"Core API", "Web <apps> & more"}  # escaped in, read back as text
+    rows = {li.find("span", class_="name").text(): li for li in doc.find_all("li")
+            if li.find_all("span", class_="name")}
+    assert set(rows) == {"Public API", "Webhooks", "Dashboard", "Login", "Status emails"}
+    assert "Degraded performance" in rows["Public API"].text()
+    assert "Under maintenance" in rows["Login"].text()
+    core = [li.find("span", class_="name").text() for li in cards["Core API"].find_all("li")]
+    assert core == ["Public API", "Webhooks"]
+
+    incidents = doc.find("section", **{"aria-labelledby": "incidents-heading"})
+    assert "Elevated API error rates" in incidents.text()
+    timeline = incidents.find("ol", class_="timeline")
+    entries = [li.text() for li in timeline.find_all("li")]
+    assert entries[0].startswith("Identified") and entries[1].startswith("Investigating")
+    assert "Bad deploy <script>x</script>; rolling back" in entries[0]  # text, not markup
+    assert "Affected: Public API (Degraded performance)" in incidents.text()
+    maint = doc.find("section", **{"aria-labelledby": "maintenance-heading"})
+    assert "Login provider upgrade" in maint.text() and "In progress" in maint.text()
+    assert "Resolved" not in incidents.text()
+
+    history = doc.find("section", **{"aria-labelledby": "history-heading"})
+    days = history.find("ol", class_="days").find_all("li")
+    assert len(days) == 90
+    assert "2 incidents and 2 maintenances in the past 90 days" in history.text()
+    labelled = {d.text().split(":")[0] for d in days if "No incidents" not in d.text()}
+    now = now_of(api)
+    starts = (now - 3600, now - 600, now - 3 * DAY, now - 10 * DAY)
+    assert labelled == {datetime.fromtimestamp(t, UTC).date().isoformat() for t in starts}
+    assert "Webhook delivery delays" in history.text()
+    assert "Database failover test" in history.text()
+    assert "Ancient outage" not in r.text
+    # No subscription form without SMTP.
+    assert not doc.find_all("form")
+
+
+async def test_page_headings_are_in_order(api: Api, page: Seeded) -> None:
+    doc = parse_html((await api.raw("GET", "/status/acme")).text)
+    levels = [int(n.tag[1]) for n in doc.iter() if n.tag in {"h1", "h2", "h3", "h4"}]
+    assert levels[0] == 1 and levels.count(1) == 1
+    assert all(b - a <= 1 for a, b in zip(levels, levels[1:], strict=False))
+
+
+async def test_unknown_page_is_a_404_page(api: Api) -> None:
+    r = await api.raw("GET", "/status/nope")
+    assert r.status_code == 404
+    assert r.headers["content-type"].startswith("text/html")
+    doc = parse_html(r.text)
+    assert doc.find("h1").text() == "Page not found"
+    for path in ("/status/nope/history.rss", "/status/nope/history.atom"):
+        assert (await api.raw("GET", path)).status_code == 404
+    assert (await api.raw("POST", "/status/nope/subscribe", data={"email": "a@b.co"})
+            ).status_code == 404
+
+
+async def test_rss_feed(api: Api, page: Seeded) -> None:
+    r = await api.raw("GET", "/status/acme/history.rss")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/rss+xml")
+    root = ET.fromstring(r.content)
+    assert root.tag == "rss" and root.attrib["version"] == "2.0"
+    channel = root.find("channel")
+    assert channel is not None
+    for tag in ("title", "link", "description", "lastBuildDate"):
+        assert channel.findtext(tag), tag
+    items = channel.findall("item")
+    titles = [i.findtext("title") for i in items]
+    assert titles == [
+        "Login provider upgrade (In progress)", "Elevated API error rates (Identified)",
+        "Webhook delivery delays (Resolved)", "Database failover test (Completed)",
+        "Ancient outage (Resolved)",
+    ]
+    dates = [parsedate_to_datetime(i.findtext("pubDate") or "") for i in items]
+    assert dates == sorted(dates, reverse=True)
+    first_incident = items[1]
+    assert first_incident.findtext("link", "").endswith(
+        f"/status/acme#change-{page.changes['Elevated API error rates']}")
+    assert first_incident.find("guid") is not None
+    body = first_incident.findtext("description") or ""
+    # HTML carried as text; its own text escaped once more inside it.
+    assert body.index("Identified") < body.index("Investigating")
+    assert "&lt;script&gt;" in body and "<script>" not in body
+
+
+async def test_atom_feed(api: Api, page: Seeded) -> None:
+    r = await api.raw("GET", "/status/acme/history.atom")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/atom+xml")
+    root = ET.fromstring(r.content)
+    assert root.tag == f"{ATOM}feed"
+    for tag in ("title", "id", "updated"):
+        assert root.findtext(f"{ATOM}{tag}"), tag
+    assert root.find(f"{ATOM}link[@rel='self']") is not None
+    entries = root.findall(f"{ATOM}entry")
+    assert len(entries) == 5
+    for entry in entries:
+        for tag in ("title", "id", "updated", "published"):
+            assert entry.findtext(f"{ATOM}{tag}"), tag
+        assert entry.find(f"{ATOM}content").attrib["type"] == "html"  # type: ignore[union-attr]
+    published = [e.findtext(f"{ATOM}published") for e in entries]
+    assert published == sorted(published, reverse=True)  # type: ignore[type-var]
+    assert entries[0].findtext(f"{ATOM}title") == "Login provider upgrade (In progress)"
+
+
+async def test_internal_page_needs_the_token(api: Api) -> None:
+    seeded = await seed_page(api.runtime.db, now_s=now_of(api), url_name="ops",
+                             page_type="internal")
+    r = await api.raw("GET", "/status/ops")
+    assert r.status_code == 401 and "Acme" not in r.text
+    doc = parse_html(r.text)
+    assert doc.find("h1").text() == "Sign in to see this page"
+    assert doc.find("form").attrs["action"] == "/status/ops"
+    for path in ("/status/ops/history.rss", "/status/ops/history.atom"):
+        assert (await api.raw("GET", path)).status_code == 401
+    assert (await api.raw("GET", "/status/ops", params={"token": "wrong"})).status_code == 401
+
+    r = await api.raw("GET", "/status/ops", params={"token": seeded.access_token})
+    assert r.status_code == 303 and r.headers["location"] == "/status/ops"
+    cookie = r.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "Path=/status/ops" in cookie
+    assert seeded.access_token not in r.headers["location"]
+    # httpx keeps the cookie for the page's path only.
+    r = await api.raw("GET", "/status/ops")
+    assert r.status_code == 200 and "Acme Cloud" in r.text
+    assert r.headers["cache-control"].startswith("private")
+    assert r.headers["x-robots-tag"] == "noindex"
+    assert (await api.raw("GET", "/status/ops/history.rss")).status_code == 200
+    # A feed reader without cookies may put the token in the feed's address.
+    api.client.cookies.clear()
+    assert (await api.raw("GET", "/status/ops")).status_code == 401
+    r = await api.raw("GET", "/status/ops/history.atom", params={"token": seeded.access_token})
+    assert r.status_code == 200
+    # A cookie of another page does not open this one.
+    api.client.cookies.set("dutyline_status_token", "x", path="/status/ops")
+    assert (await api.raw("GET", "/status/ops")).status_code == 401
+
+
+async def test_public_page_ignores_token_and_has_no_cookie(api: Api, page: Seeded) -> None:
+    r = await api.raw("GET", "/status/acme", params={"token": "anything"})
+    assert r.status_code == 200 and "set-cookie" not in r.headers
+    assert r.headers["cache-control"] == "public, no-cache"
+
+
+async def test_disabled_page_is_not_found(api: Api, page: Seeded) -> None:
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(status_page).where(status_page.c.page_id == page.page_id)
+                           .values(status="disabled"))
+    assert (await api.raw("GET", "/status/acme")).status_code == 404
+
+
+async def test_change_shows_on_next_view_after_updated_at_bump(api: Api, page: Seeded) -> None:
+    first = await api.raw("GET", "/status/acme")
+    assert "Degraded performance" in parse_html(first.text).find(id="overall-status").text()
+    now = now_of(api)
+    # Written without touching updated_at and without invalidate(): the cache still holds.
+    await set_component_status(api.runtime.db, page.components["Public API"], "full_outage",
+                               page_id=page.page_id, bump_to=None)
+    cached = await api.raw("GET", "/status/acme")
+    assert cached.text == first.text
+    # As another process writes: updated_at moves, so the next view re-renders.
+    await set_component_status(api.runtime.db, page.components["Webhooks"], "operational",
+                               page_id=page.page_id, bump_to=now - 50)
+    fresh = await api.raw("GET", "/status/acme")
+    assert parse_html(fresh.text).find(id="overall-status").text() == "Major outage"
+    feed = await api.raw("GET", "/status/acme/history.rss")
+    assert feed.status_code == 200
+
+
+async def test_change_shows_on_next_view_after_invalidate(api: Api, page: Seeded) -> None:
+    await api.raw("GET", "/status/acme")
+    await api.raw("GET", "/status/acme/history.atom")
+    await set_component_status(api.runtime.db, page.components["Public API"], "operational",
+                               page_id=page.page_id, bump_to=None)
+    page_cache.invalidate(page.page_id)
+    r = await api.raw("GET", "/status/acme")
+    # Public API back to operational; Login still under maintenance is now the worst.
+    assert parse_html(r.text).find(id="overall-status").text() == "Maintenance in progress"
+
+
+async def test_page_updated_this_second_is_not_served_from_cache(api: Api, page: Seeded) -> None:
+    # A second write in the same second as the last one cannot move updated_at: an entry
+    # rendered in that second must not hide it.
+    now = now_of(api) + 5
+    await set_component_status(api.runtime.db, page.components["Webhooks"], "operational",
+                               page_id=page.page_id, bump_to=now)
+    await api.raw("GET", "/status/acme")
+    await set_component_status(api.runtime.db, page.components["Public API"], "partial_outage",
+                               page_id=page.page_id, bump_to=None)
+    r = await api.raw("GET", "/status/acme")
+    assert parse_html(r.text).find(id="overall-status").text() == "Partial outage"
+
+
+async def test_etag_revalidation(api: Api, page: Seeded) -> None:
+    r = await api.raw("GET", "/status/acme")
+    etag = r.headers["etag"]
+    again = await api.raw("GET", "/status/acme", headers={"If-None-Match": etag})
+    assert again.status_code == 304 and again.content == b""
+    page_cache.invalidate(page.page_id)
+    await set_component_status(api.runtime.db, page.components["Login"], "operational",
+                               page_id=page.page_id, bump_to=None)
+    changed = await api.raw("GET", "/status/acme", headers={"If-None-Match": etag})
+    assert changed.status_code == 200 and changed.headers["etag"] != etag
+
+
+async def test_empty_page(api: Api) -> None:
+    seeded = Seeded(page_id=0, url_name="empty", access_token="")
+    now = now_of(api)
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(status_page.insert().values(
+            page_id=4242, account_id=1, page_name="Empty", url_name=seeded.url_name,
+            created_at=now - DAY, updated_at=now - DAY,
+        ))
+    r = await api.raw("GET", "/status/empty")
+    doc = parse_html(r.text)
+    assert doc.find(id="overall-status").text() == "All systems operational"
+    assert "No components yet." in r.text
+    feed = ET.fromstring((await api.raw("GET", "/status/empty/history.rss")).content)
+    assert feed.find("channel/item") is None
