@@ -72,3 +72,29 @@ async def member_with(api: Api, owner: Person, permission_id: int, name: str) ->
                                               "permission_ids": [permission_id]},
                         owner.key))["role_id"]
     return await new_member(api, owner, name=name, builtin=None, role_ids=[role_id])
+
+
+def check_reference_schema(name: str, value: Any) -> None:
+    """`value` validates against the reference's components/schemas/<name>."""
+    from jsonschema import Draft202012Validator
+
+    from tests.api.test_reference_schemas import reference
+
+    root = {"components": reference()["components"],
+            "$ref": f"#/components/schemas/{name}"}
+    problems = sorted(Draft202012Validator(root).iter_errors(value), key=str)
+    assert not problems, [f"{list(e.absolute_path)}: {e.message}" for e in problems]
+
+
+async def jobs_of(api: Api, kind: str) -> list[dict[str, Any]]:
+    """Payloads of the jobs of one kind, oldest first."""
+    import json
+
+    from sqlalchemy import select
+
+    from dutyline.db.tables.work import job
+
+    async with api.runtime.db.transaction() as conn:
+        rows = (await conn.execute(select(job.c.payload).where(job.c.kind == kind)
+                                   .order_by(job.c.id))).all()
+    return [json.loads(r.payload) for r in rows]
