@@ -5,6 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from itertools import pairwise
 
 import pytest
 from sqlalchemy import update
@@ -92,7 +93,7 @@ async def test_page_headings_are_in_order(api: Api, page: Seeded) -> None:
     doc = parse_html((await api.raw("GET", "/status/acme")).text)
     levels = [int(n.tag[1]) for n in doc.iter() if n.tag in {"h1", "h2", "h3", "h4"}]
     assert levels[0] == 1 and levels.count(1) == 1
-    assert all(b - a <= 1 for a, b in zip(levels, levels[1:], strict=False))
+    assert all(b - a <= 1 for a, b in pairwise(levels))
 
 
 async def test_unknown_page_is_a_404_page(api: Api) -> None:
