@@ -23,6 +23,7 @@ from dutyline.api.envelope import REQUEST_ID_HEADER, error_body, success_body
 from dutyline.api.i18n import negotiate
 from dutyline.api.operation import Context, Operation
 from dutyline.api.runtime import Runtime
+from dutyline.api.transaction import RequestTransaction
 from dutyline.kit.ids import request_id as new_request_id
 
 log = structlog.get_logger("dutyline.api")
@@ -58,7 +59,9 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
                 raise errors.Unauthorized()
             # Authentication runs on the request's own connection, inside its transaction:
             # one round trip, and nothing cached that a revoked key could outlive.
-            async with runtime.db.transaction(write=op.write) as conn:
+            write_now = op.write and not op.outbound
+            async with RequestTransaction(runtime.db, write=write_now) as transaction:
+                conn = transaction.conn
                 caller = await runtime.authenticator.authenticate(conn, app_key)
                 if caller is None:
                     raise errors.Unauthorized()
@@ -75,12 +78,13 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
                 if op.permissions and not caller.has_any(op.permissions):
                     raise errors.AccessDenied()
                 req = _decode(op, decoder, request, body)
-                ctx = Context(conn, caller, runtime, rid, locale, client_ip)
+                ctx = Context(transaction, caller, runtime, rid, locale, client_ip)
                 result = await op.handler(ctx, req)
                 if op.audited:
+                    await transaction.begin_writes()  # no-op unless still reading
                     await runtime.audit.record(
-                        conn, caller=caller, operation=op.operation_name, request_id=rid,
-                        client_ip=client_ip, body=body, targets=ctx.audit_targets,
+                        transaction.conn, caller=caller, operation=op.operation_name,
+                        request_id=rid, client_ip=client_ip, body=body, targets=ctx.audit_targets,
                         outcome="OK", is_write=op.write, is_dangerous=op.dangerous,
                     )
             content = success_body(rid, empty_data if result is None else result)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from dutyline.api.auth import Caller
     from dutyline.api.runtime import Runtime
+    from dutyline.api.transaction import RequestTransaction
 
 RateScope = Literal["account", "app_key", "none"]
 
@@ -28,7 +29,7 @@ class Empty(msgspec.Struct):
 class Context:
     """What a handler gets: its transaction, who calls, and the process's runtime."""
 
-    conn: AsyncConnection
+    transaction: RequestTransaction
     caller: Caller
     runtime: Runtime
     request_id: str
@@ -37,6 +38,16 @@ class Context:
     # Ids the operation touched; handlers add to it and the audit log records it.
     audit_targets: list[Any] = field(default_factory=list)
     _team_ids: frozenset[int] | None = None
+
+    @property
+    def conn(self) -> AsyncConnection:
+        """The request's connection, inside its transaction (never commit it)."""
+        return self.transaction.conn
+
+    async def begin_writes(self) -> None:
+        """For `outbound=True` operations: end the read phase, start writing (see
+        api/transaction.py). Re-check what was read before, it may have changed."""
+        await self.transaction.begin_writes()
 
     async def caller_team_ids(self) -> frozenset[int]:
         """The caller's teams, loaded once per request and only when an operation asks."""
@@ -79,6 +90,9 @@ class Operation:
     tag: str = ""
     # What a success with no payload answers: {} for most, null for /safari/* toggles.
     empty: Literal["object", "null"] = "object"
+    # A write that first talks to a remote server: it runs in a read transaction until the
+    # handler calls ctx.begin_writes() (api/transaction.py).
+    outbound: bool = False
 
     @property
     def operation_name(self) -> str:
@@ -107,6 +121,7 @@ class Router:
         also_get: bool = False,
         summary: str = "",
         empty: Literal["object", "null"] = "object",
+        outbound: bool = False,
     ) -> Callable[[H], H]:
         def register(handler: H) -> H:
             self.operations.append(
@@ -124,6 +139,7 @@ class Router:
                     summary=summary or (handler.__doc__ or "").strip().split("\n")[0],
                     tag=self.tag,
                     empty=empty,
+                    outbound=outbound,
                 )
             )
             return handler

@@ -19,7 +19,7 @@ router = Router("A2A agents")
 
 @router.post(
     "/safari/a2a-agent/create", request=A2aAgentCreateRequest, response=A2aAgentRecord,
-    permissions=(AGENT_MANAGE,), write=True,
+    permissions=(AGENT_MANAGE,), write=True, outbound=True,
 )
 async def a2a_agent_create(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentRecord:
     """Register an A2A agent; its card is fetched and validated first."""
@@ -43,7 +43,7 @@ async def a2a_agent_list(ctx: Context, req: A2aAgentListRequest) -> A2aAgentList
 
 @router.post(
     "/safari/a2a-agent/update", request=A2aAgentUpdateRequest, response=A2aAgentRecord,
-    permissions=(AGENT_MANAGE,), write=True,
+    permissions=(AGENT_MANAGE,), write=True, outbound=True,
 )
 async def a2a_agent_update(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentRecord:
     """Change an agent; a new card_url is resolved again, a masked secret keeps the old one."""
@@ -61,7 +61,7 @@ async def a2a_agent_delete(ctx: Context, req: A2aAgentIdRequest) -> None:
 
 @router.post(
     "/safari/a2a-agent/enable", request=A2aAgentIdRequest, permissions=(AGENT_MANAGE,),
-    write=True, rate_scope="app_key", empty="null",
+    write=True, rate_scope="app_key", empty="null", outbound=True,
 )
 async def a2a_agent_enable(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Enable a disabled agent after resolving its card again."""

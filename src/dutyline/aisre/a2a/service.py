@@ -102,6 +102,13 @@ async def create_agent(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentReco
     auth = build_auth(req.auth_type, req.auth_config, None)
     card_url = req.card_url.strip()
     resolved = await _resolve(ctx, card_url, auth)
+    # The card is fetched in the read phase, so a slow agent holds no write lock (see
+    # api/transaction.py); the team may have gone meanwhile, so check it again.
+    await ctx.begin_writes()
+    if req.team_id and not await team_service.existing_team_ids(
+        ctx.conn, account_id, [req.team_id]
+    ):
+        raise errors.invalid("team_id", "no such team")
     now = ctx.now_ms
     agent_id = prefixed_id("a2a")
     await repo.insert_agent(ctx.conn, {
@@ -148,6 +155,9 @@ async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentReco
         values["card_url"] = card_url
         values.update(_card_values(await _resolve(ctx, card_url, auth)))
     ctx.audit_targets.append(row.agent_id)
+    # Past any remote fetch: write, after checking the agent is still there for this caller.
+    await ctx.begin_writes()
+    row = await _require_for_write(ctx, req.agent_id)
     if values:
         values["updated_at"] = ctx.now_ms
         await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, values)
@@ -169,6 +179,12 @@ async def enable_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
     # The agent may have changed while it was off: enable only what answers with a valid card.
     auth = _stored_auth(ctx.runtime.secrets, row)
     resolved = await _resolve(ctx, row.card_url, auth)
+    await ctx.begin_writes()
+    fresh = await _require_for_write(ctx, req.agent_id)
+    if fresh.status == "enabled":  # enabled by someone else while the card was fetched
+        raise errors.invalid("agent_id", "is already enabled")
+    if fresh.card_url != row.card_url:
+        raise errors.invalid("card_url", "changed while the agent was being enabled; retry")
     await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, {
         **_card_values(resolved), "status": "enabled", "updated_at": ctx.now_ms,
     })
