@@ -67,13 +67,16 @@ def subscriber(name: str) -> Callable[[Subscriber], Subscriber]:
     def register(fn: Subscriber) -> Subscriber:
         _subscribers[name] = fn
 
-        @job_handler(JOB_PREFIX + name)
         async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
             event = await load_event(ctx.conn, int(payload["event_id"]))
             if event is not None:
                 await fn(ctx, event)
 
-        deliver.__qualname__ = f"deliver[{name}]"
+        # Named after the subscriber's own function, so re-importing its module registers
+        # "the same" handler again while a second subscriber under one name is refused.
+        deliver.__module__ = fn.__module__
+        deliver.__qualname__ = f"deliver[{name}:{fn.__qualname__}]"
+        job_handler(JOB_PREFIX + name)(deliver)
         return fn
 
     return register
