@@ -1,0 +1,193 @@
+"""The public page of a status page with 100 components (10 sections) and 1,000 past
+incidents (3 updates each, over 180 days), next to a bare ASGI baseline, in-process over
+httpx's ASGI transport, one request at a time.
+
+    .venv/bin/python -m bench.status_public [--postgres] [--requests 1000] [--cold 200]
+
+- cached: the same page again (the head-row lookup, the cache check, the response);
+- cold: `status_page.cache.invalidate(page_id)` before every request, so each one reads the
+  page from the database and renders it (what the first view after every change costs);
+- baseline: a bare Starlette route answering a same-sized constant HTML body through the same
+  transport, interleaved with the others so all see the same machine.
+Feeds (RSS, cached and cold) are measured the same way."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from bench.http_bench import PG_BASE, _pg_exec
+
+DAY = 86_400
+COMPONENTS = 100
+SECTIONS = 10
+STATUSES = ("operational",) * 8 + ("degraded", "under_maintenance")
+
+
+async def seed(url: str, incidents: int, now_s: int) -> int:
+    from sqlalchemy import insert
+
+    from dutyline.db.engine import Database
+    from dutyline.db.migrate import upgrade
+    from dutyline.db.tables.status_page import (
+        status_change,
+        status_change_update,
+        status_component,
+        status_page,
+        status_section,
+    )
+    from dutyline.kit.ids import hex_id, numeric_id
+
+    await asyncio.to_thread(upgrade, url)
+    db = Database(url)
+    page_id = numeric_id()
+    try:
+        async with db.transaction() as conn:
+            await conn.execute(insert(status_page).values(
+                page_id=page_id, account_id=1, page_name="Bench Cloud", url_name="bench",
+                description="A large status page", created_at=now_s - 400 * DAY,
+                updated_at=now_s - 3600))
+            sections = [hex_id() for _ in range(SECTIONS)]
+            await conn.execute(insert(status_section), [
+                {"section_id": s, "page_id": page_id, "account_id": 1, "name": f"Region {i}",
+                 "order_id": i, "created_at": now_s, "updated_at": now_s}
+                for i, s in enumerate(sections)])
+            components = [hex_id() for _ in range(COMPONENTS)]
+            await conn.execute(insert(status_component), [
+                {"component_id": c, "page_id": page_id, "section_id": sections[i % SECTIONS],
+                 "account_id": 1, "name": f"Service {i}", "description": f"Service number {i}",
+                 "status": STATUSES[i % len(STATUSES)], "order_id": i, "created_at": now_s,
+                 "updated_at": now_s} for i, c in enumerate(components)])
+            changes, updates = [], []
+            for n in range(incidents):
+                start = now_s - 2 * DAY - n * (180 * DAY // incidents)
+                change_id = numeric_id()
+                active = n < 2
+                changes.append({
+                    "change_id": change_id, "page_id": page_id, "account_id": 1,
+                    "type": "maintenance" if n % 10 == 9 else "incident",
+                    "title": f"Incident {n}: elevated errors on service {n % COMPONENTS}",
+                    "description": "Requests failed for some customers.",
+                    "status": ("identified" if active else
+                               "completed" if n % 10 == 9 else "resolved"),
+                    "affected_components": json.dumps([
+                        {"component_id": components[n % COMPONENTS], "status": "degraded"}]),
+                    "start_at_seconds": start, "close_at_seconds": 0 if active else start + 3600,
+                    "created_at": start, "updated_at": start + 3600})
+                for k, status in enumerate(("investigating", "identified", "resolved")):
+                    if active and status == "resolved":
+                        continue
+                    updates.append({
+                        "update_id": hex_id(), "change_id": change_id, "page_id": page_id,
+                        "account_id": 1, "at_seconds": start + k * 1200, "status": status,
+                        "description": f"Update {k} on incident {n}.", "component_changes": "[]",
+                        "seq": k, "created_at": start + k * 1200})
+            await conn.execute(insert(status_change), changes)
+            await conn.execute(insert(status_change_update), updates)
+    finally:
+        await db.dispose()
+    return page_id
+
+
+def bare_app(body: bytes) -> object:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    async def bare(_: Request) -> Response:
+        return Response(body, media_type="text/html; charset=utf-8")
+
+    return Starlette(routes=[Route("/bare", bare)])
+
+
+async def measure(url: str, page_id: int, requests: int, cold: int) -> dict[str, list[float]]:
+    from dutyline.app import create_app
+    from dutyline.config import Settings
+    from dutyline.status_page import cache as page_cache
+
+    settings = Settings(database_url=url, secret_key="bench", rate_limit_per_second=0,
+                        rate_limit_per_minute=0, run_workers=False, log_level="warning",
+                        smtp_url="smtp://127.0.0.1:25")
+    app = create_app(settings)
+    names = ["page, cached", "page, cold (invalidated before each)", "rss, cached",
+             "rss, cold", "bare ASGI baseline (same body size)"]
+    timings: dict[str, list[float]] = {n: [] for n in names}
+    async with app.router.lifespan_context(app):
+        client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://b")
+        first = await client.get("/status/bench")
+        assert first.status_code == 200, first.text[:500]
+        assert first.text.count('class="st ') == COMPONENTS
+        body = first.content
+        bare = httpx.AsyncClient(transport=httpx.ASGITransport(app=bare_app(body)),  # type: ignore[arg-type]
+                                 base_url="http://b")
+
+        async def timed(c: httpx.AsyncClient, path: str, name: str) -> None:
+            started = time.perf_counter()
+            r = await c.get(path)
+            timings[name].append((time.perf_counter() - started) * 1000)
+            assert r.status_code == 200
+
+        for i in range(requests):
+            await timed(client, "/status/bench", names[0])
+            await timed(bare, "/bare", names[4])
+            await timed(client, "/status/bench/history.rss", names[2])
+            if i < cold:
+                page_cache.invalidate(page_id)
+                await timed(client, "/status/bench", names[1])
+                page_cache.invalidate(page_id)
+                await timed(client, "/status/bench/history.rss", names[3])
+        await client.aclose()
+        await bare.aclose()
+    print(f"page body {len(body) / 1024:.0f} KiB")
+    return timings
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.status_public")
+    p.add_argument("--postgres", action="store_true")
+    p.add_argument("--incidents", type=int, default=1000)
+    p.add_argument("--requests", type=int, default=1000)
+    p.add_argument("--cold", type=int, default=200)
+    args = p.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="dutyline-status-"))
+    db_name = None
+    now_s = int(time.time())
+    try:
+        if args.postgres:
+            db_name = f"dutyline_status_{os.getpid()}_{secrets.token_hex(3)}"
+            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
+            url = f"{PG_BASE}/{db_name}"
+        else:
+            url = f"sqlite+aiosqlite:///{tmp / 'status.db'}"
+        page_id = asyncio.run(seed(url, args.incidents, now_s))
+        timings = asyncio.run(measure(url, page_id, args.requests, args.cold))
+    finally:
+        if db_name:
+            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
+        shutil.rmtree(tmp, ignore_errors=True)
+    backend = "PostgreSQL" if args.postgres else "SQLite"
+    print(f"{backend}: {COMPONENTS} components in {SECTIONS} sections, {args.incidents} past "
+          f"incidents with 3 updates each; {args.requests} cached and {args.cold} cold "
+          "requests, one at a time\n")
+    print("| request | p50 ms | p99 ms | max ms |\n|---|---:|---:|---:|")
+    for name, values in timings.items():
+        values.sort()
+        p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+        print(f"| {name} | {statistics.median(values):.2f} | {p99:.2f} | {values[-1]:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
