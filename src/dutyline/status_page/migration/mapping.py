@@ -58,13 +58,21 @@ def is_maintenance(incident: dict[str, Any]) -> bool:
     return bool(incident.get("scheduled_for")) or incident.get("impact") == "maintenance"
 
 
+# What an entry of each type may set a component to (the timeline rules of status_page/change).
+_ENTRY_COMPONENT_STATUS = {
+    "incident": frozenset({"operational", "degraded", "partial_outage", "full_outage"}),
+    "maintenance": frozenset({"operational", "under_maintenance"}),
+}
+CLOSED = frozenset({"resolved", "completed"})
+
+
 @dataclass
 class MappedUpdate:
     source_id: str
     at_seconds: int
     status: str
     description: str
-    component_changes: list[dict[str, str]]
+    component_changes: list[tuple[str, str]]  # (our component id, status)
 
 
 @dataclass
@@ -75,6 +83,7 @@ class MappedChange:
     status: str
     start_at_seconds: int
     close_at_seconds: int
+    scheduled_close_at_seconds: int
     is_retrospective: bool
     auto_update_by_schedule: bool
     affected_components: list[dict[str, str]]
@@ -83,74 +92,82 @@ class MappedChange:
 
 
 def map_change(
-    incident: dict[str, Any], components: dict[str, tuple[str, str]], warnings: list[str]
+    incident: dict[str, Any], components: dict[str, str], warnings: list[str]
 ) -> MappedChange | None:
     """One source incident (or maintenance) with its updates, oldest update first.
 
-    `components` maps a source component id to (our component id, name). The change's status
-    is its latest update's, as our timeline rules derive it. None when nothing of it can be
-    imported faithfully (every update had an unknown status)."""
+    `components` maps a source component id to ours. Status, close time and affected
+    components follow the timeline rules of status_page/change/rules.py (the latest entry
+    decides; a closed event leaves its components operational). None when nothing of it can
+    be imported faithfully (every update had an unknown status)."""
     source_id = str(incident.get("id") or "")
     name = text(incident.get("name"), 512) or "(untitled)"
     maintenance = is_maintenance(incident)
     statuses = MAINTENANCE_STATUS if maintenance else INCIDENT_STATUS
     kind = "maintenance" if maintenance else "incident"
+    allowed = _ENTRY_COMPONENT_STATUS[kind]
+    label = f"{kind} {source_id} ({name})"
+    raw_updates = incident.get("incident_updates")
+    # The API lists updates newest first: reversed, a stable sort by time keeps entries of
+    # the same second in the order they were posted.
+    raw_list = [u for u in reversed(raw_updates) if isinstance(u, dict)] if isinstance(
+        raw_updates, list) else []
     updates: list[MappedUpdate] = []
-    raw_updates = incident.get("incident_updates") or []
-    for raw in raw_updates if isinstance(raw_updates, list) else []:
-        if not isinstance(raw, dict):
-            continue
+    for raw in raw_list:
         status = statuses.get(str(raw.get("status")))
         if status is None:
-            warn(warnings, f"{kind} {source_id} ({name}): update {raw.get('id')} has unknown "
-                           f"status {raw.get('status')!r}; that update was not imported")
+            warn(warnings, f"{label}: update {raw.get('id')} has unknown status "
+                           f"{raw.get('status')!r}; that update was not imported")
             continue
-        changes = []
+        changes: list[tuple[str, str]] = []
         for affected in raw.get("affected_components") or []:
             if not isinstance(affected, dict):
                 continue
             target = components.get(str(affected.get("code")))
-            new_status = COMPONENT_STATUS.get(str(affected.get("new_status")))
-            if target is None or new_status is None:
-                if target is not None:
-                    warn(warnings, f"{kind} {source_id} ({name}): component status "
-                                   f"{affected.get('new_status')!r} is unknown; left out")
+            if target is None or any(c == target for c, _ in changes):
                 continue
-            changes.append({"component_id": target[0], "component_name": target[1],
-                            "status": new_status})
+            raw_new = affected.get("new_status")
+            new_status = COMPONENT_STATUS.get(str(raw_new))
+            if new_status is None:
+                warn(warnings, f"{label}: component status {raw_new!r} is unknown; left out")
+            elif new_status not in allowed or (status in CLOSED and new_status != "operational"):
+                warn(warnings, f"{label}: an update with status {status} cannot set a "
+                               f"component to {new_status} here; that component change was "
+                               "left out")
+            else:
+                changes.append((target, new_status))
         at = to_seconds(raw.get("display_at")) or to_seconds(raw.get("created_at"))
         updates.append(MappedUpdate(str(raw.get("id") or ""), at, status,
                                     text(raw.get("body"), 65_536), changes))
     if not updates:
-        warn(warnings, f"{kind} {source_id} ({name}) has no update with a known status; "
-                       "not imported")
+        warn(warnings, f"{label} has no update with a known status; not imported")
         return None
-    # Oldest first, ties kept in the source's order: the latest entry decides the status.
     updates.sort(key=lambda u: u.at_seconds)
-    affected = []
-    for comp in incident.get("components") or []:
-        if isinstance(comp, dict) and (target := components.get(str(comp.get("id")))):
-            comp_status = COMPONENT_STATUS.get(str(comp.get("status")))
-            if comp_status is not None:
-                affected.append({"component_id": target[0], "name": target[1],
-                                 "status": comp_status})
+    latest = updates[-1]
+    affected_now: dict[str, str] = {}
+    for u in updates:
+        for component_id, component_status in u.component_changes:
+            affected_now[component_id] = component_status
+    if latest.status in CLOSED:
+        affected_now = dict.fromkeys(affected_now, "operational")
     created = to_seconds(incident.get("created_at"))
     if maintenance:
         start = to_seconds(incident.get("scheduled_for")) or created
-        close = to_seconds(incident.get("scheduled_until")) or to_seconds(
-            incident.get("resolved_at"))
+        scheduled_close = to_seconds(incident.get("scheduled_until"))
         auto = bool(incident.get("scheduled_auto_in_progress")) and bool(
             incident.get("scheduled_auto_completed"))
     else:
         start = to_seconds(incident.get("started_at")) or created
-        close = to_seconds(incident.get("resolved_at"))
-        auto = False
+        scheduled_close, auto = 0, False
     return MappedChange(
-        source_id=source_id, type=kind, title=name, status=updates[-1].status,
-        start_at_seconds=start or updates[0].at_seconds, close_at_seconds=close,
+        source_id=source_id, type=kind, title=name, status=latest.status,
+        start_at_seconds=start or updates[0].at_seconds,
+        close_at_seconds=scheduled_close or (latest.at_seconds if latest.status in CLOSED
+                                             else 0),
+        scheduled_close_at_seconds=scheduled_close,
         is_retrospective=bool(incident.get("backfilled")), auto_update_by_schedule=auto,
-        affected_components=affected, created_at=created or updates[0].at_seconds,
-        updates=updates,
+        affected_components=[{"component_id": c, "status": s} for c, s in affected_now.items()],
+        created_at=created or updates[0].at_seconds, updates=updates,
     )
 
 

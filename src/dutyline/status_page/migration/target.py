@@ -1,19 +1,21 @@
 """Writing what the source holds into the target page, one chunk at a time.
 
-Why a bulk path and not one service call per row: a page's history is thousands of changes
-with several timeline entries each, and the timeline service recomputes a change's status
-(and its components') after every entry, one round trip each. An import writes a finished
-history instead, so this module writes each chunk with a handful of multi-row statements and
-keeps the same invariants itself:
+The page, its sections and components, and the subscribers go through the status page
+services (their validation, ordering and cache invalidation apply; the subscriber import is
+itself a bulk path). The history does not: a page's history is thousands of events with
+several timeline entries each, and the timeline service recomputes an event (and its
+components) after every entry, one round trip each. An import writes a finished history, so
+each chunk of events is written with three multi-row INSERTs, and the timeline rules of
+status_page/change/rules.py are applied by the mapping instead (mapping.map_change):
 
-- a change's `status` is its latest timeline entry's (entries sorted by time, `seq` breaking
-  ties in source order), and `close_at_seconds` follows from it;
-- components take the source's *current* status; history never changes a component's status
-  (the source's current statuses already reflect its open incidents);
-- subscribers are unique per (page, e-mail), lower-cased; an existing row, whatever its state
-  (an unsubscribed address included), is left alone and counted as skipped;
-- every write bumps the page's `updated_at` and its in-process cache version, as the status
-  page services do, so public pages re-render.
+- an event's status is its latest entry's (entries by time, `seq` keeping the posting order
+  of entries of the same second); its close time is the scheduled close, else the latest
+  entry's time once resolved or completed, else 0;
+- its affected components: every component an entry mentions, latest status, operational
+  once closed; entries only set statuses their event type allows (a closing entry sets
+  operational), anything else is left out with a warning;
+- components mentioned by imported events that are still open are recomputed with the rules'
+  own function, as any timeline write would.
 
 `status_import_ref` maps each imported source object to ours, per target page, so a resumed
 chunk or a rerun skips what exists instead of duplicating it.
@@ -27,7 +29,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.status_page import (
@@ -36,13 +38,12 @@ from dutyline.db.tables.status_page import (
     status_component,
     status_import_ref,
     status_page,
-    status_section,
-    status_subscriber,
     status_template,
 )
 from dutyline.kit.ids import hex_id, numeric_id
-from dutyline.status_page import cache
+from dutyline.status_page.change import rules
 from dutyline.status_page.migration.mapping import (
+    CLOSED,
     COMPONENT_STATUS,
     INCIDENT_STATUS,
     MAINTENANCE_STATUS,
@@ -52,12 +53,11 @@ from dutyline.status_page.migration.mapping import (
     to_seconds,
     warn,
 )
-from dutyline.status_page.tokens import unsubscribe_token_hash
+from dutyline.status_page.page import service as pages
+from dutyline.status_page.subscriber import service as subscribers_service
 
 Row = dict[str, Any]
-_URL_NAME_CHARS = re.compile(r"[^a-z0-9-]+")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_TERMINAL = {"resolved", "completed"}
+_URL_NAME_CHARS = re.compile(r"[^a-z0-9]+")
 
 
 def _dumps(value: Any) -> str:
@@ -73,34 +73,32 @@ async def page_of_account(conn: AsyncConnection, account_id: int, page_id: int) 
     return None if row is None else dict(row._mapping)
 
 
-async def create_page(conn: AsyncConnection, *, account_id: int, source: Row, now: int) -> int:
-    """A new page named after the source, its address from the source's subdomain."""
+async def create_page(conn: AsyncConnection, *, account_id: int, source: Row, now: int,
+                      warnings: list[str]) -> int:
+    """A new page named after the source, its address from the source's subdomain (with a
+    random suffix when that address is taken)."""
     base = _URL_NAME_CHARS.sub("-", str(source.get("subdomain") or source.get("name") or "")
-                               .lower()).strip("-")[:48]
-    if not base or not base[0].isalpha():
-        base = f"page-{base}".rstrip("-")[:48]
+                               .lower()).strip("-")[:48].strip("-") or "imported"
     url_name = base
     taken = (await conn.execute(
         select(status_page.c.url_name).where(status_page.c.url_name == url_name)
     )).first()
     if taken is not None:
         url_name = f"{base}-{secrets.token_hex(3)}"
-    page_id = numeric_id()
     time_zone = text(source.get("time_zone"), 64) or "UTC"
-    await conn.execute(insert(status_page).values(
-        page_id=page_id, account_id=account_id,
-        page_name=text(source.get("name"), 128) or "Imported status page",
-        url_name=url_name, page_type="public",
-        description=text(source.get("page_description"), 1024), time_zone=time_zone,
-        created_at=now, updated_at=now,
-    ))
-    return page_id
+    if not pages.valid_time_zone(time_zone):
+        warn(warnings, f"page time zone {time_zone!r} is not a known IANA time zone; UTC used")
+        time_zone = "UTC"
+    created = await pages.create_page(
+        conn, account_id, page_name=text(source.get("name"), 128).strip() or "Imported page",
+        url_name=url_name, description=text(source.get("page_description"), 1024),
+        time_zone=time_zone, now_s=now,
+    )
+    return int(created.page_id)
 
 
 async def touch_page(conn: AsyncConnection, page_id: int, now: int) -> None:
-    await conn.execute(update(status_page).where(status_page.c.page_id == page_id)
-                       .values(updated_at=now))
-    cache.invalidate(page_id)
+    await pages.mark_page_changed(conn, page_id, now)
 
 
 async def known_refs(
@@ -142,17 +140,15 @@ async def import_sections(conn: AsyncConnection, page_id: int, account_id: int,
                           groups: list[Row], now: int) -> int:
     fresh = _new_items(groups, await known_refs(conn, page_id, "section",
                                                 (str(g.get("id")) for g in groups)))
-    rows: list[Row] = [{
-        "section_id": hex_id(), "page_id": page_id, "account_id": account_id,
-        "name": text(g.get("name"), 255) or "(unnamed)",
-        "description": text(g.get("description"), 1024),
-        "order_id": _int(g.get("position")), "created_at": now, "updated_at": now,
-    } for g in fresh]
-    if rows:
-        await conn.execute(insert(status_section), rows)
-        await _remember(conn, page_id, "section",
-                        [(str(g["id"]), r["section_id"]) for g, r in zip(fresh, rows, strict=True)])
-    return len(rows)
+    refs = []
+    for g in fresh:
+        section_id = await pages.upsert_section(
+            conn, account_id, page_id, name=text(g.get("name"), 255).strip() or "(unnamed)",
+            description=text(g.get("description"), 1024), order_id=_int(g.get("position")),
+            now_s=now)
+        refs.append((str(g["id"]), section_id))
+    await _remember(conn, page_id, "section", refs)
+    return len(refs)
 
 
 async def import_components(conn: AsyncConnection, page_id: int, account_id: int,
@@ -163,7 +159,6 @@ async def import_components(conn: AsyncConnection, page_id: int, account_id: int
                                                (str(c.get("id")) for c in items)))
     sections = await known_refs(conn, page_id, "section",
                                 {str(c.get("group_id")) for c in fresh if c.get("group_id")})
-    rows: list[Row] = []
     refs: list[tuple[str, str]] = []
     for c in fresh:
         status = COMPONENT_STATUS.get(str(c.get("status")))
@@ -171,23 +166,16 @@ async def import_components(conn: AsyncConnection, page_id: int, account_id: int
             warn(warnings, f"component {c.get('id')} ({text(c.get('name'), 255)}) has unknown "
                            f"status {c.get('status')!r}; not imported")
             continue
-        component_id = hex_id()
-        row = {
-            "component_id": component_id, "page_id": page_id, "account_id": account_id,
-            "section_id": sections.get(str(c.get("group_id") or ""), ""),
-            "name": text(c.get("name"), 255) or "(unnamed)",
-            "description": text(c.get("description"), 1024), "status": status,
-            "order_id": _int(c.get("position")),
-            "available_since_seconds": to_seconds(c.get("start_date")),
-            "hide_uptime": c.get("showcase") is False, "hide_all": False,
-            "created_at": now, "updated_at": now,
-        }
-        rows.append(row)
+        component_id = await pages.upsert_component(
+            conn, account_id, page_id, name=text(c.get("name"), 255).strip() or "(unnamed)",
+            section_id=sections.get(str(c.get("group_id") or ""), ""),
+            description=text(c.get("description"), 1024),
+            available_since_seconds=to_seconds(c.get("start_date")),
+            order_id=_int(c.get("position")), hide_uptime=c.get("showcase") is False,
+            hide_all=False, status=status, now_s=now)
         refs.append((str(c["id"]), component_id))
-    if rows:
-        await conn.execute(insert(status_component), rows)
-        await _remember(conn, page_id, "component", refs)
-    return len(rows)
+    await _remember(conn, page_id, "component", refs)
+    return len(refs)
 
 
 async def import_templates(conn: AsyncConnection, page_id: int, account_id: int,
@@ -217,15 +205,15 @@ async def import_templates(conn: AsyncConnection, page_id: int, account_id: int,
     return len(rows)
 
 
-async def _component_index(conn: AsyncConnection, page_id: int) -> dict[str, tuple[str, str]]:
-    """source component id -> (our component id, name), for the page's imported components."""
+async def _component_index(conn: AsyncConnection, page_id: int) -> dict[str, str]:
+    """source component id -> our component id, for the page's imported components that
+    still exist."""
     query = (
-        select(status_import_ref.c.source_id, status_component.c.component_id,
-               status_component.c.name)
+        select(status_import_ref.c.source_id, status_component.c.component_id)
         .join(status_component, status_component.c.component_id == status_import_ref.c.target_id)
         .where(status_import_ref.c.page_id == page_id, status_import_ref.c.kind == "component")
     )
-    return {r.source_id: (r.component_id, r.name) for r in await conn.execute(query)}
+    return {r.source_id: r.component_id for r in await conn.execute(query)}
 
 
 async def import_changes(conn: AsyncConnection, page_id: int, account_id: int,
@@ -246,31 +234,31 @@ async def import_changes(conn: AsyncConnection, page_id: int, account_id: int,
             updates.append({
                 "update_id": hex_id(), "change_id": change_id, "page_id": page_id,
                 "account_id": account_id, "at_seconds": u.at_seconds, "status": u.status,
-                "description": u.description, "component_changes": _dumps(u.component_changes),
+                "description": u.description,
+                "component_changes": rules.encode_component_changes(u.component_changes),
                 "seq": seq, "created_at": now,
             })
     if changes:
         await conn.execute(insert(status_change), changes)
         await conn.execute(insert(status_change_update), updates)
         await _remember(conn, page_id, "change", refs)
+    # Open events decide their components' statuses, as after any timeline write.
+    moved = {a["component_id"] for m in mapped if m.status not in CLOSED
+             for a in m.affected_components}
+    await rules.recompute_components(conn, page_id, moved, now)
     maintenances = sum(1 for m in mapped if m.type == "maintenance")
     return len(mapped) - maintenances, maintenances
 
 
 def _change_row(m: MappedChange, change_id: int, page_id: int, account_id: int,
                 now: int) -> Row:
-    scheduled_close = m.close_at_seconds if m.type == "maintenance" else 0
-    if m.status in _TERMINAL:
-        close = m.close_at_seconds if m.type == "incident" and m.close_at_seconds else (
-            m.updates[-1].at_seconds)
-    else:
-        close = scheduled_close
     return {
         "change_id": change_id, "page_id": page_id, "account_id": account_id, "type": m.type,
         "title": m.title, "description": "", "status": m.status,
         "affected_components": _dumps(m.affected_components), "responder_ids": "[]",
         "linked_change_ids": "[]", "start_at_seconds": m.start_at_seconds,
-        "close_at_seconds": close, "scheduled_close_at_seconds": scheduled_close,
+        "close_at_seconds": m.close_at_seconds,
+        "scheduled_close_at_seconds": m.scheduled_close_at_seconds,
         "is_retrospective": m.is_retrospective,
         # History is imported silently: subscribers were told when it happened.
         "notify_subscribers": False, "auto_update_by_schedule": m.auto_update_by_schedule,
@@ -281,41 +269,20 @@ def _change_row(m: MappedChange, change_id: int, page_id: int, account_id: int,
 async def import_subscribers(conn: AsyncConnection, page_id: int, account_id: int,
                              subscribers: list[Row], now: int, secret_key: str,
                              warnings: list[str]) -> tuple[int, int]:
-    """E-mail subscribers only, confirmed (they confirmed at the source) -> (added, skipped)."""
-    emails: list[str] = []
-    skipped = 0
-    for s in subscribers:
-        if s.get("mode") != "email":
-            continue  # sms, webhook, slack...: not ours to import, neither added nor skipped
-        email = str(s.get("email") or "").strip().lower()
-        if not _EMAIL.match(email) or len(email) > 255:
-            warn(warnings, f"subscriber {s.get('id')}: e-mail address is not valid; skipped")
-            skipped += 1
-            continue
-        emails.append(email)
-    unique = list(dict.fromkeys(emails))
-    skipped += len(emails) - len(unique)
-    existing = set()
-    if unique:
-        existing = set((await conn.execute(
-            select(status_subscriber.c.email).where(status_subscriber.c.page_id == page_id,
-                                                    status_subscriber.c.email.in_(unique))
-        )).scalars())
-    rows = []
-    for email in unique:
-        if email in existing:
-            skipped += 1
-            continue
-        sid = hex_id()
-        rows.append({
-            "subscriber_id": sid, "page_id": page_id, "account_id": account_id, "email": email,
-            "status": "confirmed", "confirm_token_hash": "",
-            "unsubscribe_token_hash": unsubscribe_token_hash(secret_key, sid),
-            "source": "migration", "created_at": now, "updated_at": now,
-        })
-    if rows:
-        await conn.execute(insert(status_subscriber), rows)
-    return len(rows), skipped
+    """E-mail subscribers only, confirmed (they confirmed at the source) -> (added, skipped).
+    An address already on the page, whatever its state (an unsubscribed one included), is
+    left alone and counted as skipped, as the subscriber import does."""
+    wanted = [subscribers_service.SubscriberIn(email=str(s.get("email") or ""))
+              for s in subscribers if s.get("mode") == "email"]
+    # sms, webhook, slack...: not ours to import, neither added nor skipped.
+    if not wanted:
+        return 0, 0
+    result = await subscribers_service.import_subscribers(
+        conn, account_id, page_id, wanted, secret_key=secret_key, source="migration",
+        now_s=now)
+    for email, reason in result.invalid:
+        warn(warnings, f"subscriber {email!r} skipped: {reason}")
+    return result.imported, result.duplicates + len(result.invalid)
 
 
 def _int(value: Any) -> int:

@@ -99,7 +99,7 @@ async def _apply(ctx: JobContext, seen: Row[Any], checkpoint: dict[str, Any],
     if step == "page":
         if not page_id or await target.page_of_account(conn, account_id, page_id) is None:
             page_id = await target.create_page(conn, account_id=account_id, source=fetched,
-                                               now=now)
+                                               now=now, warnings=progress.warnings)
         list_done = True
     else:
         if await target.page_of_account(conn, account_id, page_id) is None:
