@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
+from dutyline.config import Settings
 from dutyline.db.tables.status_page import (
     status_change,
     status_change_update,
@@ -20,8 +21,8 @@ from dutyline.db.tables.status_page import (
     status_subscriber,
     status_template,
 )
-from tests.fixtures.accounts import Person
-from tests.fixtures.api import Api
+from tests.fixtures.accounts import Person, new_account
+from tests.fixtures.api import Api, make_api
 from tests.fixtures.fake_statuspage import FakeStatuspage
 from tests.status_page.migration_support import (
     SMALL,
@@ -254,3 +255,20 @@ async def test_cancel_stops_a_running_job_at_its_next_step(
     assert await count(api, status_component,
                        status_component.c.page_id == job["target_page_id"]) == 0
     assert (await job_row(api, job_id)).api_key_sealed == ""
+
+
+@pytest.mark.parametrize("fake", [SMALL], indirect=True)
+async def test_the_source_address_goes_through_the_outbound_guard(
+    settings: Settings, fake: FakeStatuspage
+) -> None:
+    """Without the operator's allow_private_network, a loopback source is refused before any
+    request leaves: the job fails, saying why, and its key is erased."""
+    async with make_api(settings.with_(allow_private_network=False)) as guarded:
+        person = await new_account(guarded, "Guarded")
+        job_id = await start_structure(guarded, person.key)
+        assert await run_jobs(guarded) == ["done"]
+        job = (await status(guarded, person.key, job_id)).data
+        assert job["status"] == "failed"
+        assert "refused" in job["error"] and "loopback" in job["error"]
+        assert (await job_row(guarded, job_id)).api_key_sealed == ""
+    assert fake.requests == 0
