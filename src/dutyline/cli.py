@@ -172,7 +172,11 @@ async def _key_op(action: str, **kwargs: Any) -> Any:
     db = Database(settings.database_url)
     try:
         async with db.transaction() as conn:
-            return await getattr(admin, action)(conn, **kwargs)
+            if action == "create":
+                return await admin.create(conn, **kwargs)
+            if action == "list":
+                return await admin.list_keys(conn, **kwargs)
+            return await admin.revoke(conn, **kwargs)
     finally:
         await db.dispose()
 

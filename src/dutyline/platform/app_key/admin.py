@@ -30,7 +30,7 @@ async def create(conn: AsyncConnection, *, person_id: int, key_name: str) -> dic
             "app_key": issued.app_key}
 
 
-async def list(conn: AsyncConnection, *, account_id: int | None) -> list[dict[str, Any]]:
+async def list_keys(conn: AsyncConnection, *, account_id: int | None) -> list[dict[str, Any]]:
     stmt = select(app_key.c.key_id, app_key.c.account_id, app_key.c.person_id,
                   app_key.c.key_name, app_key.c.suffix, app_key.c.created_at,
                   app_key.c.last_used_at).order_by(app_key.c.created_at)
