@@ -8,7 +8,7 @@ import json
 from collections import Counter
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from dutyline.config import Settings
 from dutyline.db.tables.status_page import (
@@ -272,3 +272,26 @@ async def test_the_source_address_goes_through_the_outbound_guard(
         assert "refused" in job["error"] and "loopback" in job["error"]
         assert (await job_row(guarded, job_id)).api_key_sealed == ""
     assert fake.requests == 0
+
+
+@pytest.mark.parametrize("fake", [SMALL], indirect=True)
+async def test_a_step_failing_on_its_last_attempt_ends_the_migration_as_failed(
+    api: Api, owner: Person, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dutyline.db.tables.work import job
+    from dutyline.status_page.migration import target
+
+    async def broken(*args: object, **kwargs: object) -> int:
+        raise RuntimeError("disk on fire")
+
+    job_id = await start_structure(api, owner.key)
+    assert await run_jobs(api, limit=1) == ["done"]  # the page step
+    monkeypatch.setattr(target, "import_sections", broken)
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(job).where(job.c.status == "pending").values(max_attempts=1))
+    assert await run_jobs(api) == ["done"]  # ended, not left for the reaper
+    record = (await status(api, owner.key, job_id)).data
+    assert record["status"] == "failed"
+    assert "RuntimeError: disk on fire" in record["error"]
+    assert record["progress"]["sections_imported"] == 0
+    assert (await job_row(api, job_id)).api_key_sealed == ""

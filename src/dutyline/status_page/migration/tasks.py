@@ -47,7 +47,21 @@ _PHASE = {"page": "structure", "groups": "structure", "components": "structure",
 
 @job_handler(TASK_KIND)
 async def migrate_step(ctx: JobContext, payload: dict[str, Any]) -> None:
-    job_id = str(payload.get("job_id", ""))
+    try:
+        await _step(ctx, str(payload.get("job_id", "")))
+    except Exception as exc:
+        if ctx.attempt < ctx.max_attempts:
+            raise  # retried later with backoff, from the same checkpoint
+        # The last attempt: end the migration as failed (and erase its key) rather than leave
+        # it running forever behind a dead job. The step's own writes are dropped first.
+        await ctx.conn.rollback()
+        row = await repo.lock_job(ctx.conn, str(payload.get("job_id", "")))
+        if row is not None:
+            await _finish(ctx, row, repo.FAILED, f"the migration stopped after "
+                          f"{ctx.attempt} attempts: {type(exc).__name__}: {str(exc)[:300]}")
+
+
+async def _step(ctx: JobContext, job_id: str) -> None:
     runtime = ctx.runtime
     async with runtime.db.transaction(write=False) as conn:
         row = await repo.get_job(conn, job_id)
