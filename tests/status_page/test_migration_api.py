@@ -16,6 +16,7 @@ from dutyline.db.tables.work import job
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 from tests.fixtures.fake_statuspage import FakeStatuspage
+from tests.status_page.admin_helpers import check_reference_schema
 from tests.status_page.migration_support import (
     KEY,
     PAGE,
@@ -115,6 +116,7 @@ async def test_start_answers_at_once_with_a_pending_job(api: Api, owner: Person)
     job_id = await start_structure(api, owner.key)
     assert ULID.match(job_id)
     record = (await status(api, owner.key, job_id)).data
+    check_reference_schema("StatusPageMigrationJob", record)
     assert record == {
         "job_id": job_id, "account_id": owner.account_id, "source_page_id": PAGE,
         "target_page_id": 0, "phase": "structure", "status": "pending",

@@ -24,6 +24,7 @@ from dutyline.db.tables.status_page import (
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.fake_statuspage import FakeStatuspage
+from tests.status_page.admin_helpers import check_reference_schema
 from tests.status_page.migration_support import (
     SMALL,
     count,
@@ -48,6 +49,8 @@ async def test_the_realistic_page_imports_completely_and_correctly(
     job_id = await start_structure(api, owner.key)
     assert set(await run_jobs(api)) == {"done"}
     job = (await status(api, owner.key, job_id)).data
+    check_reference_schema("StatusPageMigrationJob", job)
+    check_reference_schema("StatusPageMigrationStartResponse", {"job_id": job_id})
     assert (job["status"], job["phase"], job["source_page_id"]) == (
         "completed", "history", fake.config.page_id)
     assert "error" not in job
@@ -114,6 +117,7 @@ async def test_the_realistic_page_imports_completely_and_correctly(
     sub_job = await start_subscribers(api, owner.key, page_id)
     assert set(await run_jobs(api)) == {"done"}
     sub = (await status(api, owner.key, sub_job)).data
+    check_reference_schema("StatusPageMigrationJob", sub)
     assert (sub["status"], sub["phase"], sub["target_page_id"]) == (
         "completed", "subscribers", page_id)
     assert (sub["progress"]["subscribers_imported"], sub["progress"]["subscribers_skipped"]) == (
@@ -165,6 +169,7 @@ async def test_a_refused_key_fails_the_job_clearly_and_erases_the_key(
     job_id = await start_structure(api, owner.key, api_key="not-the-right-key")
     assert await run_jobs(api) == ["done"]  # a permanent refusal is not retried
     job = (await status(api, owner.key, job_id)).data
+    check_reference_schema("StatusPageMigrationJob", job)
     assert job["status"] == "failed"
     assert "401" in job["error"] and "api_key" in job["error"]
     assert (await job_row(api, job_id)).api_key_sealed == ""
