@@ -95,17 +95,21 @@ class RedisRateLimiter:
         prefix: str = DEFAULT_PREFIX,
         clock: Clock | None = None,
         registry: CollectorRegistry | None = None,
-        timeout: float = 0.5,
+        timeout: float = 2.0,
+        pool_wait: float = 10.0,
         max_connections: int = 32,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.windows = windows
         self.prefix = prefix
-        # A blocking pool makes a burst wait briefly for a connection; the default pool
-        # raises when it runs out, which would look like an outage and fall back.
+        # A blocking pool makes a burst wait for a connection; the default pool raises when
+        # it runs out, which would look like an outage and fall back. Waiting for a pooled
+        # connection is not an outage either, so it gets a longer bound than a socket
+        # operation: on a busy machine a burst of 200 queues behind 32 connections for a
+        # while, and falling back then would let each process accept its own 50.
         pool = aioredis.BlockingConnectionPool.from_url(
             url, socket_timeout=timeout, socket_connect_timeout=timeout,
-            health_check_interval=30, max_connections=max_connections, timeout=timeout,
+            health_check_interval=30, max_connections=max_connections, timeout=pool_wait,
         )
         # from_pool: the client owns the pool, so close() releases its connections.
         self._redis = aioredis.Redis.from_pool(pool)
