@@ -37,6 +37,7 @@ class PageHead:
     status: str
     access_token_hash: str
     updated_at: int
+    row: Row[Any]
 
 
 @dataclass
@@ -52,21 +53,15 @@ class Snapshot:
     history: list[tuple[int, str]]
 
 
-_HEAD_COLUMNS = (
-    status_page.c.page_id, status_page.c.account_id, status_page.c.url_name,
-    status_page.c.page_type, status_page.c.status, status_page.c.access_token_hash,
-    status_page.c.updated_at,
-)
-
-
 async def page_head(conn: AsyncConnection, url_name: str) -> PageHead | None:
+    # The whole row (a few hundred bytes): a cold render then needs no second look at it.
     row = (await conn.execute(
-        select(*_HEAD_COLUMNS).where(status_page.c.url_name == url_name)
+        select(status_page).where(status_page.c.url_name == url_name)
     )).first()
     if row is None:
         return None
     return PageHead(int(row.page_id), int(row.account_id), row.url_name, row.page_type,
-                    row.status, row.access_token_hash, int(row.updated_at))
+                    row.status, row.access_token_hash, int(row.updated_at), row)
 
 
 async def _updates_of(conn: AsyncConnection, change_ids: list[int]) -> dict[int, list[Row[Any]]]:
@@ -84,11 +79,15 @@ async def _updates_of(conn: AsyncConnection, change_ids: list[int]) -> dict[int,
     return by_change
 
 
-async def snapshot(conn: AsyncConnection, page_id: int, *, now_s: int) -> Snapshot:
-    """Everything the page shows, in six indexed queries whatever the page's size."""
-    page = (await conn.execute(
-        select(status_page).where(status_page.c.page_id == page_id)
-    )).one()
+async def snapshot(
+    conn: AsyncConnection, page_id: int, *, now_s: int, page: Row[Any] | None = None
+) -> Snapshot:
+    """Everything the page shows, in six indexed queries whatever the page's size (five when
+    the caller already holds the page's row)."""
+    if page is None:
+        page = (await conn.execute(
+            select(status_page).where(status_page.c.page_id == page_id)
+        )).one()
     sections = list((await conn.execute(
         select(status_section).where(status_section.c.page_id == page_id)
         .order_by(status_section.c.order_id, status_section.c.created_at)

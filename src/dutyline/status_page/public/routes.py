@@ -154,7 +154,7 @@ def routes(runtime: Runtime) -> list[Route]:
         version = page_cache.version(head.page_id)
         async with runtime.db.transaction(write=False) as conn:
             if what == "html":
-                snap = await queries.snapshot(conn, head.page_id, now_s=now)
+                snap = await queries.snapshot(conn, head.page_id, now_s=now, page=head.row)
                 body = render.render_page(snap, now_s=now,
                                           subscribe_enabled=bool(settings.smtp_url))
             else:
