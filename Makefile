@@ -38,8 +38,9 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
+## The main HTTP benchmark (needs wrk); the others are listed in bench/README.md.
 bench: $(DEV_STAMP)
-	$(BIN)/python -m bench.run_all
+	$(BIN)/python -m bench.http_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
