@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -127,7 +127,11 @@ async def insert_new(
         )
         .on_conflict_do_nothing(
             index_elements=[alert.c.integration_id, alert.c.alert_key],
-            index_where=alert.c.end_time == 0,
+            # A literal, not a bound parameter: PostgreSQL infers the partial index from this
+            # predicate, and once asyncpg's prepared statement switches to a generic plan a
+            # `$1` no longer implies `end_time = 0` ("no unique or exclusion constraint
+            # matching the ON CONFLICT specification" from the sixth new alert on).
+            index_where=text("end_time = 0"),
         )
         .returning(alert.c.alert_id)
     )
