@@ -22,6 +22,7 @@ from dutyline.api.handler import make_endpoint
 from dutyline.api.i18n import Translator, negotiate
 from dutyline.api.observe import Metrics, configure_logging
 from dutyline.api.ratelimit import MemoryRateLimiter, NoRateLimiter, RateLimiter, default_windows
+from dutyline.api.routing import ExactPathRouter
 from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 from dutyline.db.engine import Database
@@ -166,10 +167,10 @@ def create_app(
             await runtime.db.dispose()
 
     app = Starlette(
-        routes=routes,
         exception_handlers={404: http_error, 405: http_error, Exception: http_error},
-        lifespan=lifespan,
     )
+    # Set before the first request builds the middleware stack around it.
+    app.router = ExactPathRouter(routes=routes, lifespan=lifespan)
     app.state.runtime = runtime
     app.state.operations = operations
     configure_logging(settings.log_level, settings.log_json)
