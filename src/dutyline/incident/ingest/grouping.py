@@ -17,10 +17,11 @@ resolve is the key; when none does, the first entry is used with empty values, u
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import Any
 
-from sqlalchemy import case, func, select, text, update
+from sqlalchemy import bindparam, case, func, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import alert, alert_event, incident
@@ -158,17 +159,14 @@ async def attach(
     return incident_id
 
 
-async def count_event(
-    conn: AsyncConnection, settings: IngestSettings, *, incident_id: str, status: str,
-    raised_to: str | None, now_s: int,
-) -> None:
-    """Count one more event of an alert already in the incident. `raised_to`: the alert's
-    new worst severity when this event raised it. An Ok event recovered the alert."""
-    recovered = status == OK
+@functools.cache
+def _count_statement(raised_to: str | None, recovered: bool) -> Any:
+    """The incident UPDATE of count_event, built once per (raised severity, recovered):
+    it runs on nearly every push, and building it per call cost more than running it."""
     values: dict[str, Any] = {
         "alert_event_cnt": incident.c.alert_event_cnt + 1,
-        "last_time": now_s,
-        "updated_at": now_s,
+        "last_time": bindparam("v_now"),
+        "updated_at": bindparam("v_now"),
     }
     if raised_to is not None:
         values.update(_raised_severity(raised_to))
@@ -176,14 +174,27 @@ async def count_event(
         values["active_alert_cnt"] = case(
             (incident.c.active_alert_cnt > 0, incident.c.active_alert_cnt - 1), else_=0
         )
+    return (
+        update(incident)
+        .where(incident.c.incident_id == bindparam("v_incident_id"))
+        .values(values)
+        .returning(incident.c.account_id, incident.c.active_alert_cnt, incident.c.progress)
+    )
+
+
+async def count_event(
+    conn: AsyncConnection, settings: IngestSettings, *, incident_id: str, status: str,
+    raised_to: str | None, now_s: int,
+) -> None:
+    """Count one more event of an alert already in the incident. `raised_to`: the alert's
+    new worst severity when this event raised it. An Ok event recovered the alert."""
+    recovered = status == OK
     # The UPDATE comes first: on PostgreSQL it locks the incident row, so the severity
     # recomputed below sees every concurrent change to its alerts.
     row = (
         await conn.execute(
-            update(incident)
-            .where(incident.c.incident_id == incident_id)
-            .values(values)
-            .returning(incident.c.account_id, incident.c.active_alert_cnt, incident.c.progress)
+            _count_statement(raised_to, recovered),
+            {"v_now": now_s, "v_incident_id": incident_id},
         )
     ).first()
     if row is None or row[2] == CLOSED:
