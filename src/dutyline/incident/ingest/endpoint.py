@@ -13,6 +13,7 @@ import time
 
 import msgspec
 import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -23,6 +24,7 @@ from dutyline.api.handler import decode_json_body, read_body
 from dutyline.api.i18n import negotiate
 from dutyline.api.runtime import Runtime
 from dutyline.incident.ingest import service
+from dutyline.incident.ingest.batch import IngestBatcher
 from dutyline.incident.ingest.channels import resolve_key
 from dutyline.incident.ingest.schemas import PushRequest, PushResponse
 from dutyline.kit.ids import request_id as new_request_id
@@ -37,6 +39,7 @@ CHANNEL_OFF = "Channel {channel_id} is {status} and does not accept alerts"
 
 def routes(runtime: Runtime) -> list[Route]:
     decoder = msgspec.json.Decoder(PushRequest)
+    batcher = IngestBatcher(runtime.db)
     metrics = runtime.metrics
     latency = metrics.latency.labels(PUSH_PATH)
 
@@ -51,7 +54,9 @@ def routes(runtime: Runtime) -> list[Route]:
             key = request.query_params.get("integration_key")
             if not key or len(key) > 256:
                 raise errors.Unauthorized(BAD_KEY)
-            async with runtime.db.transaction(write=True) as conn:
+
+            async def work(conn: AsyncConnection) -> str:
+                nonlocal account_id
                 integration = await resolve_key(conn, key)
                 if integration is None:
                     raise errors.Unauthorized(BAD_KEY)
@@ -66,9 +71,11 @@ def routes(runtime: Runtime) -> list[Route]:
                         status=integration.channel_status,
                     )
                 req = decode_json_body(decoder, request, body)
-                alert_key = await service.ingest(
-                    conn, integration, req, now_s=int(runtime.clock.now())
-                )
+                return await service.ingest(conn, integration, req, now_s=int(runtime.clock.now()))
+
+            # One write transaction per push, or on SQLite one per batch of pushes that
+            # arrive together, each in its own savepoint (incident/ingest/batch.py).
+            alert_key = await batcher.run(work)
             content = success_body(rid, PushResponse(alert_key=alert_key))
             status, code = 200, "OK"
         except errors.ApiError as exc:
