@@ -26,6 +26,7 @@ from dutyline.api.routing import ExactPathRouter
 from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 from dutyline.db.engine import Database
+from dutyline.incident import events as incident_events
 from dutyline.kit.clock import Clock, SystemClock
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.secretbox import SecretBox
@@ -55,6 +56,9 @@ def build_limiter(settings: Settings, clock: Clock, metrics: Metrics | None = No
 
 
 def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
+    # Every process (API and worker) must know the incident-event subscribers: the API to
+    # fan each event out to them, the workers to run their jobs.
+    incident_events.load()
     clock = clock or SystemClock()
     db = Database(settings.database_url)
     metrics = Metrics()

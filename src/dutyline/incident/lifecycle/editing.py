@@ -34,6 +34,7 @@ from dutyline.incident.lifecycle.schemas import (
 )
 from dutyline.incident.query import repository as reads
 from dutyline.kit.ids import hex_id
+from dutyline.platform.member import service as member_service
 
 
 async def _assignment(ctx: Context, given: AssignedTo, field: str,
@@ -42,7 +43,9 @@ async def _assignment(ctx: Context, given: AssignedTo, field: str,
     person_ids = list(dict.fromkeys(given.person_ids or []))
     if not person_ids and not given.escalate_rule_id:
         raise errors.invalid(field, "needs person_ids or escalate_rule_id")
-    known = await repo.member_ids(ctx.conn, ctx.caller.account_id, set(person_ids))
+    known = await member_service.existing_member_ids(
+        ctx.conn, ctx.caller.account_id, list(person_ids)
+    )
     if unknown := [p for p in person_ids if p not in known]:
         raise errors.invalid(f"{field}.person_ids",
                              "unknown members: " + ", ".join(map(str, unknown)))
@@ -180,8 +183,8 @@ async def merge(ctx: Context, req: MergeIncidentsRequest) -> None:
                                       field="source_incident_ids", ids=", ".join(missing))
     target, sources = by_id[target_id], [by_id[i] for i in source_ids]
     require_progress([target], OPEN, "the target is Closed", field="target_incident_id")
-    if req.owner_id is not None and not await repo.member_ids(
-            ctx.conn, ctx.caller.account_id, {req.owner_id}):
+    if req.owner_id is not None and not await member_service.existing_member_ids(
+            ctx.conn, ctx.caller.account_id, [req.owner_id]):
         raise errors.invalid("owner_id", "unknown members: " + str(req.owner_id))
     now, person_id = ctx.now_s, ctx.caller.person_id
 

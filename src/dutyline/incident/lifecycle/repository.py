@@ -10,7 +10,6 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import alert, incident
-from dutyline.db.tables.platform import member
 
 
 async def lock(conn: AsyncConnection, account_id: int, ids: list[str]) -> dict[str, Row[Any]]:
@@ -62,12 +61,4 @@ async def alert_counts(conn: AsyncConnection, incident_id: str) -> tuple[int, in
     total, active, events = (await conn.execute(stmt)).one()
     return int(total), int(active), int(events)
 
-
-async def member_ids(conn: AsyncConnection, account_id: int, ids: set[int]) -> set[int]:
-    if not ids:
-        return set()
-    stmt = select(member.c.member_id).where(
-        member.c.account_id == account_id, member.c.member_id.in_(ids),
-        member.c.status == "enabled")
-    return {int(r[0]) for r in (await conn.execute(stmt)).all()}
 

@@ -150,19 +150,6 @@ async def find_many(conn: AsyncConnection, account_id: int, team_ids: list[int])
     return list(rows.all())
 
 
-async def existing_member_ids(conn: AsyncConnection, account_id: int, ids: set[int]) -> set[int]:
-    if not ids:
-        return set()
-    rows = await conn.execute(
-        select(member.c.member_id).where(
-            member.c.account_id == account_id,
-            member.c.member_id.in_(ids),
-            member.c.status != "deleted",
-        )
-    )
-    return set(rows.scalars())
-
-
 async def member_ids_by_contact(
     conn: AsyncConnection, account_id: int, *, emails: set[str], phones: set[str]
 ) -> tuple[dict[str, int], dict[str, int]]:

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.operation import Context
 from dutyline.kit.ids import numeric_id
+from dutyline.platform.member import service as member_service
 from dutyline.platform.team import repository as repo
 from dutyline.platform.team.schemas import (
     TeamBriefItem,
@@ -122,7 +123,7 @@ async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | N
         return None
     account_id = ctx.caller.account_id
     wanted = list(dict.fromkeys(req.person_ids or []))
-    found = await repo.existing_member_ids(ctx.conn, account_id, set(wanted))
+    found = await member_service.existing_member_ids(ctx.conn, account_id, wanted)
     missing = [p for p in wanted if p not in found]
     if missing:
         raise errors.invalid("person_ids", "unknown members: " + ", ".join(map(str, missing)))
