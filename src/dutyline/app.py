@@ -183,10 +183,12 @@ def create_app(
 
 def create_app_from_env() -> Any:
     """Factory for `uvicorn --factory` (serve --workers N): each worker builds its own app."""
+    from dutyline.kit import heap
     from dutyline.work.startup import default_background
 
     settings = Settings.from_env()
     app = create_app(settings, background=default_background(settings))
+    heap.settle()
     if settings.otel:
         # Opt-in: the middleware costs 160-280 µs a request (DESIGN.md). Exporters are
         # configured the standard way (OTEL_* variables, or `opentelemetry-instrument`).

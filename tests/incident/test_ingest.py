@@ -84,6 +84,40 @@ async def test_disabled_channel_is_a_clear_400(
     assert await count(capi, alert_event) == 0
 
 
+async def test_a_remembered_key_of_a_disabled_channel_stores_nothing(
+    capi: Api, channel_with_integration: Make, acme: Person
+) -> None:
+    """The process remembers a key that pushed; the channel's state is still read with
+    every push, in the transaction that would store it."""
+    w = await channel_with_integration()
+    assert (await push(capi, w.key, event(key="a"))).status == 200
+    off = await capi.call("/channel/disable", {"channel_id": w.channel_id}, key=acme.key)
+    assert off.status == 200, off.body
+    before = await count(capi, alert_event)
+    r = await push(capi, w.key, event(key="b"))
+    assert (r.status, r.code) == (400, "BadRequest")
+    assert f"Channel {w.channel_id} is disabled" in r.message
+    assert await count(capi, alert_event) == before
+    on = await capi.call("/channel/enable", {"channel_id": w.channel_id}, key=acme.key)
+    assert on.status == 200, on.body
+    assert (await push(capi, w.key, event(key="b"))).status == 200
+
+
+async def test_a_remembered_key_revoked_answers_401_before_judging_the_body(
+    capi: Api, channel_with_integration: Make, acme: Person
+) -> None:
+    w = await channel_with_integration()
+    assert (await push(capi, w.key, event())).status == 200
+    deleted = await capi.call("/integration/delete", {"integration_id": w.integration_id},
+                              key=acme.key)
+    assert deleted.status == 200, deleted.body
+    before = await count(capi, alert_event)
+    for body in ({"title_rule": "x"}, event(key="late"), event(key="later")):
+        r = await push(capi, w.key, body)
+        assert (r.status, r.code) == (401, "Unauthorized"), r.body
+    assert await count(capi, alert_event) == before
+
+
 async def test_deleted_channel_keys_stop_working(
     capi: Api, channel_with_integration: Make, acme: Person
 ) -> None:

@@ -101,3 +101,30 @@ async def test_an_answered_push_survives_a_sigkill(
     assert await count(api, alert, alert.c.alert_key == "durable") == 1
     assert [i["alert_key"] for i in listed["data"]["items"]] == ["durable"]
     assert listed["data"]["items"][0]["incident"]["progress"] == "Triggered"
+
+
+def _post_each(base_url: str, key: str, bodies: list[dict[str, Any]]) -> list[int]:
+    with httpx.Client(base_url=base_url, timeout=30.0, trust_env=False) as client:
+        return [client.post(PUSH_PATH, params={"integration_key": key}, json=b).status_code
+                for b in bodies]
+
+
+async def test_a_key_revoked_in_one_process_stops_at_once_in_another(
+    api: Api, owner: Person, database_url: str
+) -> None:
+    """Each process remembers the keys that pushed through it; a key deleted through any
+    process stores nothing from its next push on, in every process."""
+    w = await wire(api, owner)
+    env = {"DUTYLINE_DATABASE_URL": database_url}
+    with running_server(env) as one, running_server(env) as two:
+        assert await asyncio.to_thread(_post_each, one.base_url, w.key,
+                                       [event(key="a"), event(key="b")]) == [200, 200]
+        with two.client() as client:
+            deleted = client.post("/integration/delete",
+                                  params={"app_key": owner.key},
+                                  json={"integration_id": w.integration_id})
+        assert deleted.status_code == 200, deleted.text
+        before = await count(api, alert_event)
+        assert await asyncio.to_thread(_post_each, one.base_url, w.key,
+                                       [event(key="c"), event(key="a")]) == [401, 401]
+    assert await count(api, alert_event) == before

@@ -170,8 +170,9 @@ async def test_a_trigger_for_an_alert_of_a_closed_incident_starts_over(
     from dutyline.incident.ingest import grouping
 
     async with capi.runtime.db.transaction() as conn:
-        await grouping.close(conn, incident_id=inc.incident_id, account_id=inc.account_id,
-                             now_s=int(capi.runtime.clock.now()), reason="test")
+        await conn.run_sync(grouping.close, incident_id=inc.incident_id,
+                            account_id=inc.account_id, now_s=int(capi.runtime.clock.now()),
+                            reason="test")
     capi.runtime.clock.advance(1)
     await push(capi, w.key, event())
     old, new = await alerts_of(capi, w.integration_id)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from sqlalchemy import insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import incident
@@ -37,12 +37,12 @@ class NewIncident:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-async def _free_num(conn: AsyncConnection, account_id: int) -> str:
+def _free_num(conn: Connection, account_id: int) -> str:
     """A short id people can say out loud, unique per account (the unique constraint settles
     the rare race between two new incidents drawing the same one)."""
     while True:
         num = "".join(secrets.choice(_NUM_ALPHABET) for _ in range(_NUM_LENGTH))
-        taken = await conn.execute(
+        taken = conn.execute(
             select(incident.c.incident_id).where(
                 incident.c.account_id == account_id, incident.c.num == num
             )
@@ -51,15 +51,15 @@ async def _free_num(conn: AsyncConnection, account_id: int) -> str:
             return num
 
 
-async def open_incident(conn: AsyncConnection, new: NewIncident, *, now_s: int) -> str:
+def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str:
     incident_id = hex_id()
-    await conn.execute(
+    conn.execute(
         insert(incident).values(
             incident_id=incident_id,
             account_id=new.account_id,
             channel_id=new.channel_id,
             integration_id=new.integration_id,
-            num=await _free_num(conn, new.account_id),
+            num=_free_num(conn, new.account_id),
             dedup_key=new.dedup_key,
             equals_md5=new.equals_md5,
             group_method=new.group_method,
@@ -78,14 +78,18 @@ async def open_incident(conn: AsyncConnection, new: NewIncident, *, now_s: int) 
             updated_at=now_s,
         )
     )
-    await feed.add(
+    feed.add_sync(
         conn, incident_id=incident_id, account_id=new.account_id, feed_type=feed.NEW,
         creator_id=new.creator_id, detail={"severity": new.severity, "title": new.title},
         now_s=now_s,
     )
-    await events.emit(
+    events.emit_sync(
         conn, account_id=new.account_id, incident_id=incident_id, kind=events.CREATED,
         now_s=now_s, person_id=new.creator_id,
         payload={"channel_id": new.channel_id, "severity": new.severity},
     )
     return incident_id
+
+
+async def open_incident(conn: AsyncConnection, new: NewIncident, *, now_s: int) -> str:
+    return await conn.run_sync(open_incident_sync, new, now_s=now_s)

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import incident_event
-from dutyline.work.queue import enqueue
+from dutyline.work.queue import enqueue_sync
 from dutyline.work.registry import JobContext, job_handler
 
 # Event kinds.
@@ -91,8 +91,8 @@ def load(extra: tuple[str, ...] = ()) -> None:
         importlib.import_module(name)
 
 
-async def emit(
-    conn: AsyncConnection,
+def emit_sync(
+    conn: Connection,
     *,
     account_id: int,
     incident_id: str,
@@ -103,7 +103,7 @@ async def emit(
 ) -> int:
     """Record an incident change and hand it to every subscriber, in the caller's
     transaction. Returns the event id."""
-    result = await conn.execute(
+    result = conn.execute(
         insert(incident_event)
         .values(
             account_id=account_id,
@@ -117,8 +117,25 @@ async def emit(
     )
     event_id = int(result.scalar_one())
     for name in subscribers():
-        await enqueue(conn, JOB_PREFIX + name, {"event_id": event_id}, now_ms=now_s * 1000)
+        enqueue_sync(conn, JOB_PREFIX + name, {"event_id": event_id}, now_ms=now_s * 1000)
     return event_id
+
+
+async def emit(
+    conn: AsyncConnection,
+    *,
+    account_id: int,
+    incident_id: str,
+    kind: str,
+    now_s: int,
+    person_id: int = 0,
+    payload: dict[str, Any] | None = None,
+) -> int:
+    """emit_sync on an async connection."""
+    return await conn.run_sync(
+        emit_sync, account_id=account_id, incident_id=incident_id, kind=kind, now_s=now_s,
+        person_id=person_id, payload=payload,
+    )
 
 
 async def load_event(conn: AsyncConnection, event_id: int) -> IncidentEvent | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy import insert
+from sqlalchemy import Connection, insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import incident_feed
@@ -30,6 +30,28 @@ RESET_ROOT_CAUSE = "i_r_rc"
 RESET_RESOLUTION = "i_r_rsltn"
 
 
+def add_sync(
+    conn: Connection,
+    *,
+    incident_id: str,
+    account_id: int,
+    feed_type: str,
+    creator_id: int,
+    detail: dict[str, Any] | None = None,
+    now_s: int,
+) -> None:
+    conn.execute(
+        insert(incident_feed).values(
+            incident_id=incident_id,
+            account_id=account_id,
+            type=feed_type,
+            creator_id=creator_id,
+            detail=msgspec.json.encode(detail or {}).decode(),
+            created_at=now_s,
+        )
+    )
+
+
 async def add(
     conn: AsyncConnection,
     *,
@@ -40,13 +62,7 @@ async def add(
     detail: dict[str, Any] | None = None,
     now_s: int,
 ) -> None:
-    await conn.execute(
-        insert(incident_feed).values(
-            incident_id=incident_id,
-            account_id=account_id,
-            type=feed_type,
-            creator_id=creator_id,
-            detail=msgspec.json.encode(detail or {}).decode(),
-            created_at=now_s,
-        )
+    await conn.run_sync(
+        add_sync, incident_id=incident_id, account_id=account_id, feed_type=feed_type,
+        creator_id=creator_id, detail=detail, now_s=now_s,
     )

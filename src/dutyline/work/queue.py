@@ -36,7 +36,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, case, delete, select, update
+from sqlalchemy import Connection, and_, case, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -69,8 +69,8 @@ class ClaimedJob:
     lease_expires_at: int
 
 
-async def enqueue(
-    conn: AsyncConnection,
+def enqueue_sync(
+    conn: Connection,
     kind: str,
     payload: dict[str, Any],
     *,
@@ -97,12 +97,29 @@ async def enqueue(
     stmt = insert(job).values(**values)
     if dedupe_key is not None:
         stmt = stmt.on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
-    row = (await conn.execute(stmt.returning(job.c.id))).first()
+    row = conn.execute(stmt.returning(job.c.id)).first()
     return None if row is None else int(row[0])
 
 
-async def schedule(
+async def enqueue(
     conn: AsyncConnection,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    now_ms: int,
+    run_at_ms: int | None = None,
+    dedupe_key: str | None = None,
+    max_attempts: int = 10,
+) -> int | None:
+    """enqueue_sync on an async connection."""
+    return await conn.run_sync(
+        enqueue_sync, kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
+        dedupe_key=dedupe_key, max_attempts=max_attempts,
+    )
+
+
+def schedule_sync(
+    conn: Connection,
     kind: str,
     payload: dict[str, Any],
     *,
@@ -132,7 +149,24 @@ async def schedule(
         set_={"run_at": stmt.excluded.run_at, "updated_at": stmt.excluded.updated_at},
         where=job.c.status == PENDING,
     )
-    await conn.execute(stmt)
+    conn.execute(stmt)
+
+
+async def schedule(
+    conn: AsyncConnection,
+    kind: str,
+    payload: dict[str, Any],
+    *,
+    now_ms: int,
+    run_at_ms: int,
+    dedupe_key: str,
+    max_attempts: int = 10,
+) -> None:
+    """schedule_sync on an async connection."""
+    await conn.run_sync(
+        schedule_sync, kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
+        dedupe_key=dedupe_key, max_attempts=max_attempts,
+    )
 
 
 async def drop_dedupe_key(conn: AsyncConnection, job_id: int) -> None:

@@ -276,9 +276,11 @@ async def run_standalone(settings: Settings) -> None:
     """`dutyline worker`: run the loop until SIGTERM or SIGINT, then shut down cleanly."""
     from dutyline.api.observe import configure_logging
     from dutyline.app import build_runtime
+    from dutyline.kit import heap
 
     configure_logging(settings.log_level, settings.log_json)
     runtime = build_runtime(settings)
+    heap.settle()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = (signal.SIGTERM, signal.SIGINT)

@@ -6,19 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel.repository import Viewer, visible_to
 from dutyline.db.tables.channel import channel, integration
 
-# Built once: ingestion runs this for every alert.
+# Built once: ingestion runs this for every alert. The whole channel row comes along, so
+# ingestion gets the key's integration and its channel's settings in one query.
 _RESOLVE = (
     select(
-        integration.c.integration_id, integration.c.account_id, integration.c.channel_id,
-        integration.c.integration_name, integration.c.integration_type,
-        channel.c.status.label("channel_status"),
+        channel, integration.c.integration_id, integration.c.integration_name,
+        integration.c.integration_type,
     )
     .select_from(integration)
     .join(channel, channel.c.channel_id == integration.c.channel_id)
@@ -37,8 +37,9 @@ _ITEM_ROWS = (
 )
 
 
-async def resolve(conn: AsyncConnection, key_hash: str) -> Any:
-    return (await conn.execute(_RESOLVE, {"key_hash": key_hash})).first()
+def resolve_sync(conn: Connection, key_hash: str) -> Any:
+    """The live integration of a key hash joined with its (not deleted) channel's row."""
+    return conn.execute(_RESOLVE, {"key_hash": key_hash}).first()
 
 
 def _live(account_id: int, viewer: Viewer) -> list[Any]:

@@ -7,6 +7,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -23,6 +24,7 @@ from dutyline.channel.integration.schemas import (
     ListIntegrationsRequest,
     ListIntegrationsResponse,
 )
+from dutyline.channel.settings import ChannelSettings, settings_from_row
 from dutyline.kit.ids import numeric_id
 
 KEY_PREFIX = "ik_"
@@ -45,19 +47,39 @@ def hash_key(integration_key: str) -> str:
     return hash_app_key(integration_key)
 
 
-async def resolve_key(conn: AsyncConnection, integration_key: str) -> ResolvedIntegration | None:
-    """The integration an alert's key names; None for an unknown or deleted key, or one
-    whose channel is deleted. A disabled channel still resolves: the caller decides."""
-    if not integration_key.startswith(KEY_PREFIX) or len(integration_key) > 128:
-        return None
-    row = await repo.resolve(conn, hash_key(integration_key))
+@dataclass(frozen=True, slots=True)
+class KeyLookup:
+    integration: ResolvedIntegration
+    channel: ChannelSettings
+
+
+def is_well_formed(integration_key: str) -> bool:
+    return integration_key.startswith(KEY_PREFIX) and len(integration_key) <= 128
+
+
+def lookup_key_sync(conn: Connection, key_hash: str) -> KeyLookup | None:
+    """The integration of a key's hash and its channel's settings, in one query; None for an
+    unknown or deleted key, or one whose channel is deleted. A disabled channel still
+    resolves: the caller decides."""
+    row = repo.resolve_sync(conn, key_hash)
     if row is None:
         return None
-    return ResolvedIntegration(
-        integration_id=row.integration_id, account_id=row.account_id,
-        channel_id=row.channel_id, integration_name=row.integration_name,
-        integration_type=row.integration_type, channel_status=row.channel_status,
+    return KeyLookup(
+        ResolvedIntegration(
+            integration_id=row.integration_id, account_id=row.account_id,
+            channel_id=row.channel_id, integration_name=row.integration_name,
+            integration_type=row.integration_type, channel_status=row.status,
+        ),
+        settings_from_row(row),
     )
+
+
+async def resolve_key(conn: AsyncConnection, integration_key: str) -> ResolvedIntegration | None:
+    """The integration an alert's key names (see lookup_key_sync)."""
+    if not is_well_formed(integration_key):
+        return None
+    found = await conn.run_sync(lookup_key_sync, hash_key(integration_key))
+    return None if found is None else found.integration
 
 
 async def integration_names(conn: AsyncConnection, account_id: int,

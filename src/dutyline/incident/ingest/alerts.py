@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import Connection, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import alert, alert_event, incident
 from dutyline.incident.ingest.schemas import PushRequest
@@ -41,7 +40,7 @@ def encode(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _insert(conn: AsyncConnection) -> Any:
+def _insert(conn: Connection) -> Any:
     return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
 
 
@@ -81,21 +80,21 @@ def _update_statement(columns: frozenset[str]) -> Any:
     return update(alert).where(alert.c.alert_id == bindparam("v_alert_id")).values(values)
 
 
-async def find_active(
-    conn: AsyncConnection, integration_id: int, alert_key: str
+def find_active(
+    conn: Connection, integration_id: int, alert_key: str
 ) -> ActiveAlert | None:
     """The active alert of a key, with its incident's progress. On PostgreSQL the alert row
     is locked, so concurrent pushes of one key queue here and no count or worst severity is
     lost; SQLite writers are serialized already."""
     params = {"integration_id": integration_id, "alert_key": alert_key}
-    row = (await conn.execute(_FIND_ACTIVE, params)).first()
+    row = conn.execute(_FIND_ACTIVE, params).first()
     if row is None:
         return None
     return ActiveAlert(row[0], row[1], row[2], _decode_labels.decode(row[3]), row[4])
 
 
-async def update_active(
-    conn: AsyncConnection, active: ActiveAlert, req: PushRequest, *, title: str, now_s: int
+def update_active(
+    conn: Connection, active: ActiveAlert, req: PushRequest, *, title: str, now_s: int
 ) -> str:
     """Count the event on the alert (recovering it on Ok); returns its new worst severity.
 
@@ -121,12 +120,12 @@ async def update_active(
         values["end_time"] = now_s
     params = {f"v_{name}": value for name, value in values.items()}
     params["v_alert_id"] = active.alert_id
-    await conn.execute(_update_statement(frozenset(values)), params)
+    conn.execute(_update_statement(frozenset(values)), params)
     return severity
 
 
-async def insert_new(
-    conn: AsyncConnection, *, account_id: int, channel_id: int, integration_id: int,
+def insert_new(
+    conn: Connection, *, account_id: int, channel_id: int, integration_id: int,
     alert_key: str, req: PushRequest, title: str, now_s: int,
 ) -> str | None:
     """Start an alert for the key; None when a concurrent push already holds the key's
@@ -152,31 +151,31 @@ async def insert_new(
         )
         .returning(alert.c.alert_id)
     )
-    row = (await conn.execute(stmt)).first()
+    row = conn.execute(stmt).first()
     return None if row is None else str(row[0])
 
 
-async def end_silently(conn: AsyncConnection, alert_id: str, *, now_s: int) -> None:
+def end_silently(conn: Connection, alert_id: str, *, now_s: int) -> None:
     """End an alert without an Ok event (its incident was closed while it still fired)."""
-    await conn.execute(
+    conn.execute(
         update(alert)
         .where(alert.c.alert_id == alert_id, alert.c.end_time == 0)
         .values(end_time=now_s, updated_at=now_s)
     )
 
 
-async def set_incident(conn: AsyncConnection, alert_id: str, incident_id: str) -> None:
-    await conn.execute(
+def set_incident(conn: Connection, alert_id: str, incident_id: str) -> None:
+    conn.execute(
         update(alert).where(alert.c.alert_id == alert_id).values(incident_id=incident_id)
     )
 
 
-async def add_event(
-    conn: AsyncConnection, *, alert_id: str, account_id: int, channel_id: int,
+def add_event(
+    conn: Connection, *, alert_id: str, account_id: int, channel_id: int,
     integration_id: int, req: PushRequest, title: str, now_s: int,
 ) -> None:
     # Events of an unknown key's Ok have no alert: alert_id "" records them all the same.
-    await conn.execute(_INSERT_EVENT, {
+    conn.execute(_INSERT_EVENT, {
         "event_id": new_event_id(now_s), "alert_id": alert_id, "account_id": account_id,
         "channel_id": channel_id, "integration_id": integration_id,
         "event_status": req.event_status, "event_severity": req.event_status, "title": title,

@@ -5,6 +5,8 @@ as in its own statements. Pushes that arrive while a transaction is being writte
 the next one, and the next one carries them all: each push runs inside its own SAVEPOINT, so a
 failing push rolls back alone and answers its own error, and every push in the batch is
 answered only after the batch's COMMIT, so an answered push is durable exactly as before.
+A push's work is a sync function of the connection, so the whole batch runs on the database
+thread in one hop (Database.run_sync).
 
 PostgreSQL has concurrent writers: there each push keeps its own transaction.
 """
@@ -12,15 +14,17 @@ PostgreSQL has concurrent writers: there each push keeps its own transaction.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import functools
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection
 
 from dutyline.db.engine import Database
 
 T = TypeVar("T")
-Work = Callable[[AsyncConnection], Awaitable[Any]]
+Work = Callable[[Connection], Any]
+Outcome = tuple[Any, Exception | None]
 
 MAX_BATCH = 64
 
@@ -33,10 +37,9 @@ class IngestBatcher:
         self._drainer: asyncio.Task[None] | None = None
         self.commits = 0  # transactions written, for tests and curiosity
 
-    async def run(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+    async def run(self, work: Callable[[Connection], T]) -> T:
         if not self._db.is_sqlite:
-            async with self._db.transaction(write=True) as conn:
-                return await work(conn)
+            return await self._db.run_sync(work)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending.append((work, future))
         if self._drainer is None or self._drainer.done():
@@ -65,22 +68,36 @@ class IngestBatcher:
                     raise
 
     async def _commit(self, batch: list[tuple[Work, asyncio.Future[Any]]]) -> None:
-        outcomes: list[tuple[asyncio.Future[Any], Any, Exception | None]] = []
         self.commits += 1
-        async with self._db.transaction(write=True) as conn:
-            for work, future in batch:
-                try:
-                    async with conn.begin_nested():
-                        result = await work(conn)
-                except Exception as exc:  # this push alone rolls back and answers its error
-                    outcomes.append((future, None, exc))
-                else:
-                    outcomes.append((future, result, None))
+        if len(batch) == 1:
+            # Alone: its own transaction, no savepoint; an error rolls it back in _drain.
+            work, future = batch[0]
+            result = await self._db.run_sync(work)
+            if not future.done():
+                future.set_result(result)
+            return
+        outcomes = await self._db.run_sync(
+            functools.partial(_run_each, [work for work, _ in batch])
+        )
         # Answer only after COMMIT: an answered push is on disk.
-        for future, result, error in outcomes:
+        for (_, future), (result, error) in zip(batch, outcomes, strict=True):
             if future.done():
                 continue
             if error is not None:
                 future.set_exception(error)
             else:
                 future.set_result(result)
+
+
+def _run_each(works: list[Work], conn: Connection) -> list[Outcome]:
+    """Every push of a batch in its own savepoint: a failing one rolls back alone."""
+    outcomes: list[Outcome] = []
+    for work in works:
+        try:
+            with conn.begin_nested():
+                result = work(conn)
+        except Exception as exc:
+            outcomes.append((None, exc))
+        else:
+            outcomes.append((result, None))
+    return outcomes

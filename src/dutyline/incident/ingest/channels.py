@@ -6,15 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel import settings as channel_settings
-from dutyline.channel.integration.service import ResolvedIntegration, integration_names
-from dutyline.channel.integration.service import resolve_key as _resolve_key
+from dutyline.channel.integration.service import (
+    ResolvedIntegration,
+    hash_key,
+    integration_names,
+    is_well_formed,
+    lookup_key_sync,
+)
 from dutyline.channel.service import channel_names
 
-__all__ = ["DEFAULT_SETTINGS", "IngestSettings", "Names", "ResolvedIntegration",
-           "load_settings", "names", "resolve_key"]
+__all__ = ["DEFAULT_SETTINGS", "IngestSettings", "Lookup", "Names", "ResolvedIntegration",
+           "hash_key", "is_well_formed", "load_settings", "lookup", "names"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,17 +39,29 @@ class IngestSettings:
 DEFAULT_SETTINGS = IngestSettings("n", (), False, 0, 0, "trigger", False)
 
 
-async def resolve_key(conn: AsyncConnection, integration_key: str) -> ResolvedIntegration | None:
-    """The integration of a key; None for an unknown or deleted key or a deleted channel."""
-    return await _resolve_key(conn, integration_key)
+@dataclass(frozen=True, slots=True)
+class Lookup:
+    integration: ResolvedIntegration
+    settings: IngestSettings
+
+
+def lookup(conn: Connection, key_hash: str) -> Lookup | None:
+    """The integration of a key's hash and its channel's grouping settings, in one query;
+    None for an unknown or deleted key or a deleted channel."""
+    found = lookup_key_sync(conn, key_hash)
+    if found is None:
+        return None
+    return Lookup(found.integration, _ingest_settings(found.channel))
 
 
 async def load_settings(
     conn: AsyncConnection, account_id: int, channel_id: int
 ) -> IngestSettings | None:
     found = await channel_settings.load_settings(conn, account_id, channel_id)
-    if found is None:
-        return None
+    return None if found is None else _ingest_settings(found)
+
+
+def _ingest_settings(found: channel_settings.ChannelSettings) -> IngestSettings:
     group = found.group
     return IngestSettings(
         group_method=group.method,

@@ -5,15 +5,22 @@ like one: the same envelope, Service-Request-Id, body limit, content type and JS
 localized errors, rate-limit headers, metrics and access line (api/handler.py).
 
 Order: body size -> integration key (401, nothing stored) -> rate limit per integration
-(429) -> channel state (400) -> body schema (400) -> one write transaction -> 200."""
+(429) -> channel state (400) -> body schema (400) -> one write transaction -> 200.
+
+A key seen recently skips its lookup before the rate limit: which integration a key names
+never changes, so the process remembers it (KnownKeys). Whether the key is still live and its
+channel still takes alerts is checked again inside the transaction that stores the event
+(service.ingest), so a revoked key stores nothing from its very next push on; only the
+lookup's query before the rate limit is saved."""
 
 from __future__ import annotations
 
+import functools
 import time
+from collections import OrderedDict
 
 import msgspec
 import structlog
-from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -25,23 +32,67 @@ from dutyline.api.i18n import negotiate
 from dutyline.api.runtime import Runtime
 from dutyline.incident.ingest import service
 from dutyline.incident.ingest.batch import IngestBatcher
-from dutyline.incident.ingest.channels import resolve_key
+from dutyline.incident.ingest.channels import Lookup, hash_key, is_well_formed, lookup
 from dutyline.incident.ingest.schemas import PushRequest, PushResponse
+from dutyline.incident.ingest.service import BAD_KEY, CHANNEL_OFF
 from dutyline.kit.ids import request_id as new_request_id
 
 log = structlog.get_logger("dutyline.api")
 
 PUSH_PATH = "/event/push/alert/standard"
 _JSON = "application/json"
-BAD_KEY = "Missing or invalid integration_key"
-CHANNEL_OFF = "Channel {channel_id} is {status} and does not accept alerts"
+KNOWN_KEYS = 10_000
+
+
+class KnownKeys:
+    """Key hash -> (integration_id, account_id) of keys that resolved lately, least recently
+    used first out. Only facts that never change for a key are kept."""
+
+    def __init__(self, size: int = KNOWN_KEYS) -> None:
+        self._size = size
+        self._entries: OrderedDict[str, tuple[int, int]] = OrderedDict()
+
+    def get(self, key_hash: str) -> tuple[int, int] | None:
+        found = self._entries.get(key_hash)
+        if found is not None:
+            self._entries.move_to_end(key_hash)
+        return found
+
+    def put(self, key_hash: str, integration_id: int, account_id: int) -> None:
+        self._entries[key_hash] = (integration_id, account_id)
+        self._entries.move_to_end(key_hash)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def forget(self, key_hash: str) -> None:
+        self._entries.pop(key_hash, None)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def routes(runtime: Runtime) -> list[Route]:
     decoder = msgspec.json.Decoder(PushRequest)
     batcher = IngestBatcher(runtime.db)
+    known = KnownKeys()
     metrics = runtime.metrics
     latency = metrics.latency.labels(PUSH_PATH)
+
+    async def check(key_hash: str) -> Lookup:
+        """The key's integration, read now: 401 when it is not live."""
+        found = await runtime.db.run_sync(functools.partial(lookup, key_hash=key_hash),
+                                          write=False)
+        if found is None:
+            known.forget(key_hash)
+            raise errors.Unauthorized(BAD_KEY)
+        known.put(key_hash, found.integration.integration_id, found.integration.account_id)
+        return found
+
+    def refuse_if_off(found: Lookup) -> None:
+        integration = found.integration
+        if integration.channel_status != "enabled":
+            raise errors.BadRequest(CHANNEL_OFF, channel_id=integration.channel_id,
+                                    status=integration.channel_status)
 
     async def push(request: Request) -> Response:
         started = time.perf_counter()
@@ -52,30 +103,38 @@ def routes(runtime: Runtime) -> list[Route]:
         try:
             body = await read_body(request, runtime.settings.max_body_bytes)
             key = request.query_params.get("integration_key")
-            if not key or len(key) > 256:
+            if not key or not is_well_formed(key):
                 raise errors.Unauthorized(BAD_KEY)
-
-            async def work(conn: AsyncConnection) -> str:
-                nonlocal account_id
-                integration = await resolve_key(conn, key)
-                if integration is None:
-                    raise errors.Unauthorized(BAD_KEY)
-                account_id = integration.account_id
-                decision = await runtime.limiter.hit(f"i:{integration.integration_id}")
-                headers.update(decision.headers())
-                if not decision.allowed:
-                    raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
-                if integration.channel_status != "enabled":
-                    raise errors.BadRequest(
-                        CHANNEL_OFF, channel_id=integration.channel_id,
-                        status=integration.channel_status,
-                    )
+            key_hash = hash_key(key)
+            fresh: Lookup | None = None
+            remembered = known.get(key_hash)
+            if remembered is None:
+                fresh = await check(key_hash)
+                remembered = (fresh.integration.integration_id, fresh.integration.account_id)
+            integration_id, account_id = remembered
+            decision = await runtime.limiter.hit(f"i:{integration_id}")
+            headers.update(decision.headers())
+            if not decision.allowed:
+                raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
+            if fresh is not None:
+                refuse_if_off(fresh)
+            try:
                 req = decode_json_body(decoder, request, body)
-                return await service.ingest(conn, integration, req, now_s=int(runtime.clock.now()))
-
+            except errors.ApiError:
+                if fresh is None:
+                    refuse_if_off(await check(key_hash))  # a dead key answers 401 first
+                raise
             # One write transaction per push, or on SQLite one per batch of pushes that
-            # arrive together, each in its own savepoint (incident/ingest/batch.py).
-            alert_key = await batcher.run(work)
+            # arrive together, each in its own savepoint (incident/ingest/batch.py). The key
+            # and channel are checked again in it.
+            now_s = int(runtime.clock.now())
+            try:
+                alert_key = await batcher.run(
+                    functools.partial(service.ingest, key_hash=key_hash, req=req, now_s=now_s)
+                )
+            except errors.Unauthorized:
+                known.forget(key_hash)
+                raise
             content = success_body(rid, PushResponse(alert_key=alert_key))
             status, code = 200, "OK"
         except errors.ApiError as exc:

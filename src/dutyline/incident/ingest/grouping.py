@@ -21,12 +21,11 @@ import functools
 import hashlib
 from typing import Any
 
-from sqlalchemy import bindparam, case, func, select, text, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, bindparam, case, func, select, text, update
 
 from dutyline.db.tables.incident import alert, alert_event, incident
 from dutyline.incident import events, feed
-from dutyline.incident.creation import NewIncident, open_incident
+from dutyline.incident.creation import NewIncident, open_incident_sync
 from dutyline.incident.ingest.alerts import OK, SEVERITY_RANK, encode
 from dutyline.incident.ingest.channels import IngestSettings
 from dutyline.work import queue
@@ -94,8 +93,8 @@ def _raised_severity(severity: str) -> dict[str, Any]:
     }
 
 
-async def attach(
-    conn: AsyncConnection, settings: IngestSettings, *, account_id: int, channel_id: int,
+def attach(
+    conn: Connection, settings: IngestSettings, *, account_id: int, channel_id: int,
     integration_id: int, alert_id: str, title: str, description: str, severity: str,
     labels: dict[str, str], fields: dict[str, str], now_s: int,
 ) -> str:
@@ -105,7 +104,7 @@ async def attach(
         if conn.dialect.name == "postgresql":
             # Two new alerts of one group arriving together must not open two incidents;
             # SQLite writers are serialized already.
-            await conn.execute(
+            conn.execute(
                 text("SELECT pg_advisory_xact_lock(:k)"), {"k": _lock_id(channel_id, key)}
             )
         stmt = (
@@ -123,9 +122,9 @@ async def attach(
         )
         if settings.time_window > 0:
             stmt = stmt.where(incident.c.start_time >= now_s - settings.time_window)
-        found = (await conn.execute(stmt)).scalar_one_or_none()
+        found = conn.execute(stmt).scalar_one_or_none()
         if found is not None:
-            await conn.execute(
+            conn.execute(
                 update(incident)
                 .where(incident.c.incident_id == found)
                 .values(
@@ -135,13 +134,13 @@ async def attach(
                     last_time=now_s, updated_at=now_s, **_raised_severity(severity),
                 )
             )
-            await events.emit(
+            events.emit_sync(
                 conn, account_id=account_id, incident_id=found, kind=events.ALERT_ADDED,
                 now_s=now_s, payload={"alert_id": alert_id, "severity": severity},
             )
-            await schedule_auto_resolve(conn, settings, found, severity, now_s=now_s)
+            schedule_auto_resolve(conn, settings, found, severity, now_s=now_s)
             return str(found)
-    incident_id = await open_incident(
+    incident_id = open_incident_sync(
         conn,
         NewIncident(
             account_id=account_id, title=title, severity=severity, channel_id=channel_id,
@@ -150,12 +149,12 @@ async def attach(
         ),
         now_s=now_s,
     )
-    await conn.execute(
+    conn.execute(
         update(incident)
         .where(incident.c.incident_id == incident_id)
         .values(alert_cnt=1, active_alert_cnt=1, alert_event_cnt=1)
     )
-    await schedule_auto_resolve(conn, settings, incident_id, severity, now_s=now_s)
+    schedule_auto_resolve(conn, settings, incident_id, severity, now_s=now_s)
     return incident_id
 
 
@@ -182,8 +181,8 @@ def _count_statement(raised_to: str | None, recovered: bool) -> Any:
     )
 
 
-async def count_event(
-    conn: AsyncConnection, settings: IngestSettings, *, incident_id: str, status: str,
+def count_event(
+    conn: Connection, settings: IngestSettings, *, incident_id: str, status: str,
     raised_to: str | None, now_s: int,
 ) -> None:
     """Count one more event of an alert already in the incident. `raised_to`: the alert's
@@ -192,7 +191,7 @@ async def count_event(
     # The UPDATE comes first: on PostgreSQL it locks the incident row, so the severity
     # recomputed below sees every concurrent change to its alerts.
     row = (
-        await conn.execute(
+        conn.execute(
             _count_statement(raised_to, recovered),
             {"v_now": now_s, "v_incident_id": incident_id},
         )
@@ -203,17 +202,17 @@ async def count_event(
     if recovered:
         if active_cnt <= 0:
             if not settings.disable_auto_close:
-                await close(conn, incident_id=incident_id, account_id=account_id, now_s=now_s,
+                close(conn, incident_id=incident_id, account_id=account_id, now_s=now_s,
                             reason="all alerts recovered")
                 return
         else:
-            await _recompute_severity(conn, incident_id)
-    await schedule_auto_resolve(conn, settings, incident_id, status, now_s=now_s)
+            _recompute_severity(conn, incident_id)
+    schedule_auto_resolve(conn, settings, incident_id, status, now_s=now_s)
 
 
-async def _recompute_severity(conn: AsyncConnection, incident_id: str) -> None:
+def _recompute_severity(conn: Connection, incident_id: str) -> None:
     """An incident's severity is its worst active alert (after one recovered)."""
-    rows = await conn.execute(
+    rows = conn.execute(
         select(alert.c.alert_severity).where(
             alert.c.incident_id == incident_id, alert.c.end_time == 0
         )
@@ -222,24 +221,24 @@ async def _recompute_severity(conn: AsyncConnection, incident_id: str) -> None:
     if not severities:
         return
     worst = max(severities, key=lambda s: SEVERITY_RANK.get(s, 0))
-    await conn.execute(
+    conn.execute(
         update(incident)
         .where(incident.c.incident_id == incident_id, incident.c.progress != CLOSED)
         .values(incident_severity=worst, incident_status=worst)
     )
 
 
-async def drop_active_alert(conn: AsyncConnection, incident_id: str, *, now_s: int) -> None:
+def drop_active_alert(conn: Connection, incident_id: str, *, now_s: int) -> None:
     """One alert of a closed incident ended without an Ok: keep its counter honest."""
-    await conn.execute(
+    conn.execute(
         update(incident)
         .where(incident.c.incident_id == incident_id, incident.c.active_alert_cnt > 0)
         .values(active_alert_cnt=incident.c.active_alert_cnt - 1, updated_at=now_s)
     )
 
 
-async def close(
-    conn: AsyncConnection, *, incident_id: str, account_id: int, now_s: int, reason: str,
+def close(
+    conn: Connection, *, incident_id: str, account_id: int, now_s: int, reason: str,
     recover_alerts: bool = False, if_last_time_at_most: int | None = None,
 ) -> bool:
     """Close an incident on the system's behalf. `recover_alerts` also ends its active alerts
@@ -254,28 +253,28 @@ async def close(
     }
     if recover_alerts:
         values["active_alert_cnt"] = 0
-    result = await conn.execute(update(incident).where(*conditions).values(values))
+    result = conn.execute(update(incident).where(*conditions).values(values))
     if result.rowcount != 1:
         return False
     if recover_alerts:
-        await conn.execute(
+        conn.execute(
             update(alert)
             .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
             .values(end_time=now_s, alert_status=OK, updated_at=now_s)
         )
-    await feed.add(
+    feed.add_sync(
         conn, incident_id=incident_id, account_id=account_id, feed_type=feed.RESOLVE,
         creator_id=0, detail={"reason": reason}, now_s=now_s,
     )
-    await events.emit(
+    events.emit_sync(
         conn, account_id=account_id, incident_id=incident_id, kind=events.RESOLVED,
         now_s=now_s, payload={"reason": reason},
     )
     return True
 
 
-async def schedule_auto_resolve(
-    conn: AsyncConnection, settings: IngestSettings, incident_id: str, status: str, *,
+def schedule_auto_resolve(
+    conn: Connection, settings: IngestSettings, incident_id: str, status: str, *,
     now_s: int,
 ) -> None:
     """(Re)arm the channel's auto-resolve timer: mode `trigger` counts from the last
@@ -283,17 +282,17 @@ async def schedule_auto_resolve(
     timeout = settings.auto_resolve_timeout
     if timeout <= 0 or (status == OK and settings.auto_resolve_mode != "update"):
         return
-    await queue.schedule(
+    queue.schedule_sync(
         conn, AUTO_RESOLVE_JOB, {"incident_id": incident_id}, now_ms=now_s * 1000,
         run_at_ms=(now_s + timeout) * 1000, dedupe_key=f"{AUTO_RESOLVE_JOB}:{incident_id}",
     )
 
 
-async def last_trigger_time(conn: AsyncConnection, incident_id: str) -> int | None:
+def last_trigger_time(conn: Connection, incident_id: str) -> int | None:
     stmt = (
         select(func.max(alert_event.c.event_time))
         .select_from(alert_event.join(alert, alert.c.alert_id == alert_event.c.alert_id))
         .where(alert.c.incident_id == incident_id, alert_event.c.event_status != OK)
     )
-    value = (await conn.execute(stmt)).scalar_one_or_none()
+    value = conn.execute(stmt).scalar_one_or_none()
     return None if value is None else int(value)

@@ -1,24 +1,25 @@
-"""Ingesting one pushed event: find or start its alert, count it, group the alert into an
-incident. Everything runs in the request's transaction, committed before the 200, so a
-process killed right after answering has lost nothing."""
+"""Ingesting one pushed event: check its key, find or start its alert, count it, group the
+alert into an incident. Everything runs in one transaction, committed before the 200, so a
+process killed right after answering has lost nothing.
+
+This is plain code of a sync connection (see Database.run_sync): on SQLite a whole batch of
+pushes runs on the database thread in one hop."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection
 
 from dutyline.api import errors
 from dutyline.incident.ingest import alerts, grouping
 from dutyline.incident.ingest.alerts import OK
-from dutyline.incident.ingest.channels import (
-    DEFAULT_SETTINGS,
-    IngestSettings,
-    ResolvedIntegration,
-    load_settings,
-)
+from dutyline.incident.ingest.channels import IngestSettings, ResolvedIntegration, lookup
 from dutyline.incident.ingest.schemas import PushRequest
+
+BAD_KEY = "Missing or invalid integration_key"
+CHANNEL_OFF = "Channel {channel_id} is {status} and does not accept alerts"
 
 _PLACEHOLDER = re.compile(r"\$\{([^}]+)\}|\$([A-Za-z_][A-Za-z0-9_.\-]*)")
 # A key that changes hands more often than this within one push means something is badly
@@ -48,25 +49,36 @@ def render_title(title_rule: str, labels: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(sub, title_rule)[:512]
 
 
-async def ingest(
-    conn: AsyncConnection, integration: ResolvedIntegration, req: PushRequest, *, now_s: int
-) -> str:
-    """Store one event; returns its alert_key."""
+def check_integration(conn: Connection, key_hash: str) -> tuple[ResolvedIntegration,
+                                                                 IngestSettings]:
+    """The key's live integration and its channel's settings: 401 for an unknown, deleted
+    or revoked key, 400 when the channel does not take alerts."""
+    found = lookup(conn, key_hash)
+    if found is None:
+        raise errors.Unauthorized(BAD_KEY)
+    integration = found.integration
+    if integration.channel_status != "enabled":
+        raise errors.BadRequest(CHANNEL_OFF, channel_id=integration.channel_id,
+                                status=integration.channel_status)
+    return integration, found.settings
+
+
+def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> str:
+    """Store one event pushed with the key of `key_hash`; returns its alert_key. The key and
+    channel are checked here, in the transaction that stores the event, so a key revoked a
+    moment ago stores nothing."""
+    integration, settings = check_integration(conn, key_hash)
     if not req.title_rule.strip():
         raise errors.invalid("title_rule", "must not be blank")
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
     title = render_title(req.title_rule, req.labels)
-    settings = (
-        await load_settings(conn, integration.account_id, integration.channel_id)
-        or DEFAULT_SETTINGS
-    )
     scope = {
         "account_id": integration.account_id,
         "channel_id": integration.channel_id,
         "integration_id": integration.integration_id,
     }
     for _ in range(_MAX_ATTEMPTS):
-        active = await alerts.find_active(conn, integration.integration_id, alert_key)
+        active = alerts.find_active(conn, integration.integration_id, alert_key)
         if (
             active is not None
             and active.incident_progress == grouping.CLOSED
@@ -74,41 +86,41 @@ async def ingest(
         ):
             # Its incident was closed while the alert still fired: end that alert, and let
             # this trigger start a fresh one that opens or joins a live incident.
-            await alerts.end_silently(conn, active.alert_id, now_s=now_s)
+            alerts.end_silently(conn, active.alert_id, now_s=now_s)
             if active.incident_id is not None:
-                await grouping.drop_active_alert(conn, active.incident_id, now_s=now_s)
+                grouping.drop_active_alert(conn, active.incident_id, now_s=now_s)
             active = None
         if active is not None:
-            severity = await alerts.update_active(conn, active, req, title=title, now_s=now_s)
-            await alerts.add_event(
+            severity = alerts.update_active(conn, active, req, title=title, now_s=now_s)
+            alerts.add_event(
                 conn, alert_id=active.alert_id, req=req, title=title, now_s=now_s, **scope
             )
             if active.incident_id is not None:
-                await grouping.count_event(
+                grouping.count_event(
                     conn, settings, incident_id=active.incident_id, status=req.event_status,
                     raised_to=severity if severity != active.severity else None, now_s=now_s,
                 )
             return alert_key
         if req.event_status == OK:
             # Recovery of nothing we know: kept as an event, opens nothing.
-            await alerts.add_event(conn, alert_id="", req=req, title=title, now_s=now_s, **scope)
+            alerts.add_event(conn, alert_id="", req=req, title=title, now_s=now_s, **scope)
             return alert_key
-        alert_id = await alerts.insert_new(
+        alert_id = alerts.insert_new(
             conn, alert_key=alert_key, req=req, title=title, now_s=now_s, **scope
         )
         if alert_id is None:
             continue  # a concurrent push started this key's alert: update that one
-        await alerts.add_event(conn, alert_id=alert_id, req=req, title=title, now_s=now_s,
+        alerts.add_event(conn, alert_id=alert_id, req=req, title=title, now_s=now_s,
                                **scope)
-        incident_id = await _group(conn, settings, alert_id, alert_key, req, title, now_s,
+        incident_id = _group(conn, settings, alert_id, alert_key, req, title, now_s,
                                    integration)
-        await alerts.set_incident(conn, alert_id, incident_id)
+        alerts.set_incident(conn, alert_id, incident_id)
         return alert_key
     raise RuntimeError(f"alert key {alert_key!r} changed hands {_MAX_ATTEMPTS} times")
 
 
-async def _group(
-    conn: AsyncConnection, settings: IngestSettings, alert_id: str, alert_key: str,
+def _group(
+    conn: Connection, settings: IngestSettings, alert_id: str, alert_key: str,
     req: PushRequest, title: str, now_s: int, integration: ResolvedIntegration,
 ) -> str:
     fields = {
@@ -116,7 +128,7 @@ async def _group(
         "alert_severity": req.event_status, "description": req.description,
         "alert_key": alert_key,
     }
-    return await grouping.attach(
+    return grouping.attach(
         conn, settings, account_id=integration.account_id, channel_id=integration.channel_id,
         integration_id=integration.integration_id, alert_id=alert_id, title=title,
         description=req.description, severity=req.event_status, labels=req.labels,

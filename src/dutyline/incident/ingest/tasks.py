@@ -38,12 +38,13 @@ async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
     if settings.auto_resolve_mode == "update":
         since = int(row.last_time)
     else:
-        since = await grouping.last_trigger_time(conn, incident_id) or int(row.start_time)
+        last_trigger = await conn.run_sync(grouping.last_trigger_time, incident_id)
+        since = int(row.start_time) if last_trigger is None else last_trigger
     now_s = int(ctx.clock.now())
     due = since + settings.auto_resolve_timeout
     if now_s >= due:
-        closed = await grouping.close(
-            conn, incident_id=incident_id, account_id=row.account_id, now_s=now_s,
+        closed = await conn.run_sync(
+            grouping.close, incident_id=incident_id, account_id=row.account_id, now_s=now_s,
             reason="auto_resolve_timeout", recover_alerts=True,
             if_last_time_at_most=int(row.last_time),
         )
