@@ -19,7 +19,7 @@ from dutyline.channel.integration.service import (
 )
 from dutyline.channel.service import channel_names
 
-__all__ = ["DEFAULT_SETTINGS", "IngestSettings", "Lookup", "Names", "ResolvedIntegration",
+__all__ = ["IngestSettings", "Lookup", "Names", "ResolvedIntegration",
            "hash_key", "is_well_formed", "load_settings", "lookup", "names"]
 
 
@@ -34,9 +34,6 @@ class IngestSettings:
     auto_resolve_timeout: int  # seconds; 0: never
     auto_resolve_mode: str  # trigger | update
     disable_auto_close: bool
-
-
-DEFAULT_SETTINGS = IngestSettings("n", (), False, 0, 0, "trigger", False)
 
 
 @dataclass(frozen=True, slots=True)
