@@ -2,11 +2,16 @@
 httpx's ASGI transport (the whole operation layer: auth, rate limiter, decode, SQL, encode).
 
     .venv/bin/python -m bench.incident_list [--postgres] [--incidents 100000] [--requests 300]
+                                            [--member]
 
 The incidents are bulk-inserted straight into the table (one account, 10 channels, spread
 over 60 days, the three severities and progresses, a few other accounts' rows mixed in), so
 the figures are about reading, not about creating. Requests run one at a time: this measures
-a page's latency, not throughput."""
+a page's latency, not throughput.
+
+--member reads as a plain member instead of the owner: three of the ten channels are
+private and the member's team owns one of them, so every page also filters out the incidents
+of the two private channels the member cannot see (incident/visibility.py)."""
 
 from __future__ import annotations
 
@@ -31,7 +36,36 @@ NOW = 1_700_000_000
 SPAN_DAYS = 60
 
 
-async def seed(url: str, incidents: int) -> tuple[str, list[int]]:
+async def _member_key(conn: Any, account_id: int, team_channel: int) -> str:
+    """A plain member in a team that owns `team_channel`, and their app key."""
+    from sqlalchemy import insert, select, update
+
+    from dutyline.db.tables.channel import channel
+    from dutyline.db.tables.platform import member, member_role, role, team, team_member
+    from dutyline.kit.ids import numeric_id
+    from dutyline.platform.app_key import keys
+
+    person_id, team_id = numeric_id(), numeric_id()
+    await conn.execute(insert(member).values(
+        member_id=person_id, account_id=account_id, member_name="Reader",
+        email="reader@bench.example", status="enabled", created_at=NOW, updated_at=NOW))
+    role_id = (await conn.execute(select(role.c.role_id).where(
+        role.c.account_id == account_id, role.c.builtin == "member"))).scalar_one()
+    await conn.execute(insert(member_role).values(member_id=person_id, role_id=role_id,
+                                                  account_id=account_id))
+    await conn.execute(insert(team).values(
+        team_id=team_id, account_id=account_id, team_name="Readers", name_key="readers",
+        creator_id=person_id, created_at=NOW, updated_at=NOW))
+    await conn.execute(insert(team_member).values(team_id=team_id, person_id=person_id,
+                                                  account_id=account_id))
+    await conn.execute(update(channel).where(channel.c.channel_id == team_channel)
+                       .values(team_id=team_id))
+    issued = await keys.issue(conn, account_id=account_id, person_id=person_id,
+                              key_name="bench", now_s=NOW)
+    return str(issued.app_key)
+
+
+async def seed(url: str, incidents: int, as_member: bool = False) -> tuple[str, list[int]]:
     from sqlalchemy import insert
 
     from dutyline.db.engine import Database
@@ -52,7 +86,10 @@ async def seed(url: str, incidents: int) -> tuple[str, list[int]]:
             await conn.execute(insert(channel), [
                 {"channel_id": c, "account_id": created.account_id, "creator_id": 1,
                  "channel_name": f"ch{i}", "name_key": f"ch{i}", "created_at": NOW,
-                 "updated_at": NOW} for i, c in enumerate(channel_ids)])
+                 "updated_at": NOW, "is_private": as_member and i < 3}
+                for i, c in enumerate(channel_ids)])
+            key = (await _member_key(conn, created.account_id, channel_ids[0]) if as_member
+                   else created.app_key)
         batch: list[dict[str, Any]] = []
         for n in range(incidents):
             # One row in ten belongs to other accounts: the account filter has work to do.
@@ -87,7 +124,7 @@ async def seed(url: str, incidents: int) -> tuple[str, list[int]]:
                 await auto.exec_driver_sql("VACUUM ANALYZE incident")
     finally:
         await db.dispose()
-    return created.app_key, channel_ids
+    return key, channel_ids
 
 
 async def measure(url: str, key: str, channel_ids: list[int],
@@ -153,6 +190,8 @@ def main() -> int:
     p.add_argument("--postgres", action="store_true")
     p.add_argument("--incidents", type=int, default=100_000)
     p.add_argument("--requests", type=int, default=300)
+    p.add_argument("--member", action="store_true",
+                   help="read as a member who cannot see 2 of the 10 channels (private)")
     args = p.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="dutyline-incidents-"))
     db_name = None
@@ -164,7 +203,7 @@ def main() -> int:
         else:
             url = f"sqlite+aiosqlite:///{tmp / 'incidents.db'}"
         started = time.perf_counter()
-        key, channel_ids = asyncio.run(seed(url, args.incidents))
+        key, channel_ids = asyncio.run(seed(url, args.incidents, args.member))
         seeded = time.perf_counter() - started
         timings = asyncio.run(measure(url, key, channel_ids, args.requests))
     finally:
@@ -172,8 +211,9 @@ def main() -> int:
             asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
         shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
+    reader = "a member who cannot see 2 private channels" if args.member else "the owner"
     print(f"{backend}: {args.incidents} incidents (seeded in {seeded:.0f} s), "
-          f"{args.requests} requests per page kind, one at a time\n")
+          f"{args.requests} requests per page kind, one at a time, as {reader}\n")
     print("| page | wall p50 ms | wall p99 ms | CPU p50 ms | CPU p99 ms |\n"
           "|---|---:|---:|---:|---:|")
     for name, values in timings.items():

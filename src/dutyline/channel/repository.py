@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
     false,
     func,
     insert,
@@ -61,6 +62,13 @@ def visible_to(viewer: Viewer) -> ColumnElement[bool]:
     if viewer.is_admin:
         return true()
     return or_(channel.c.is_private == false(), of_teams(viewer.team_ids))
+
+
+def visible_ids(account_id: int, viewer: Viewer) -> Select[tuple[int]]:
+    """Ids of the account's channels the viewer sees, deleted ones included (their incidents
+    and alerts stay readable), as a subquery for other domains' reads to filter by."""
+    return select(channel.c.channel_id).where(channel.c.account_id == account_id,
+                                              visible_to(viewer))
 
 
 def _like_pattern(text: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from sqlalchemy import Select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -51,6 +52,7 @@ __all__ = [
     "require_visible",
     "touch_last_incident",
     "viewer",
+    "visible_channel_ids",
 ]
 
 _encode = msgspec.json.encode
@@ -60,6 +62,13 @@ async def viewer(ctx: Context) -> Viewer:
     if ctx.caller.is_admin:
         return Viewer(is_admin=True, team_ids=frozenset())
     return Viewer(is_admin=False, team_ids=await ctx.caller_team_ids())
+
+
+def visible_channel_ids(account_id: int, viewer: Viewer) -> Select[tuple[int]] | None:
+    """The ids of the channels `viewer` sees, as a subquery, for the records that belong to a
+    channel (incidents, alerts) to be hidden with it; None when every channel is visible
+    (owners and admins), so their reads carry no extra condition."""
+    return None if viewer.is_admin else repo.visible_ids(account_id, viewer)
 
 
 async def require_visible(ctx: Context, channel_id: int) -> Any:

@@ -1,4 +1,5 @@
-"""Every alert query, scoped by account: an alert of another account is not found."""
+"""Every alert query, scoped by `visibility.Scope`: an alert of another account, or of a private
+channel the caller cannot see, is not found."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import alert, alert_event, incident
+from dutyline.incident import visibility
+from dutyline.incident.visibility import Scope
 
 
-def _filters(account_id: int, f: dict[str, Any]) -> list[Any]:
+def _filters(scope: Scope, f: dict[str, Any]) -> list[Any]:
     time_col = alert.c.updated_at if f["by_updated_at"] else alert.c.start_time
     where = [
-        alert.c.account_id == account_id,
-        alert.c.deleted_at == 0,
+        *visibility.alerts(scope),
         time_col >= f["start_time"],
         time_col <= f["end_time"],
     ]
@@ -37,10 +39,10 @@ def _filters(account_id: int, f: dict[str, Any]) -> list[Any]:
 
 
 async def list_alerts(
-    conn: AsyncConnection, account_id: int, f: dict[str, Any], *, offset: int, limit: int,
+    conn: AsyncConnection, scope: Scope, f: dict[str, Any], *, offset: int, limit: int,
     orderby: str, asc: bool,
 ) -> tuple[int, Sequence[Row[Any]]]:
-    where = _filters(account_id, f)
+    where = _filters(scope, f)
     total = int((await conn.execute(select(func.count()).select_from(alert).where(*where)))
                 .scalar_one())
     if total == 0 or offset >= total:
@@ -54,22 +56,23 @@ async def list_alerts(
     return total, rows
 
 
-async def get_alert(conn: AsyncConnection, account_id: int, alert_id: str) -> Row[Any] | None:
-    stmt = select(alert).where(
-        alert.c.alert_id == alert_id, alert.c.account_id == account_id, alert.c.deleted_at == 0
-    )
+async def get_alert(conn: AsyncConnection, scope: Scope, alert_id: str) -> Row[Any] | None:
+    stmt = select(alert).where(alert.c.alert_id == alert_id, *visibility.alerts(scope))
     return (await conn.execute(stmt)).first()
 
 
 async def incidents_brief(
-    conn: AsyncConnection, account_id: int, incident_ids: Sequence[str]
+    conn: AsyncConnection, scope: Scope, incident_ids: Sequence[str]
 ) -> dict[str, tuple[str, str]]:
-    """incident_id -> (title, progress)."""
+    """incident_id -> (title, progress), removed incidents included; an incident of a channel
+    the caller cannot see (its alert was merged from a visible one) is left out."""
     if not incident_ids:
         return {}
     rows = await conn.execute(
         select(incident.c.incident_id, incident.c.title, incident.c.progress).where(
-            incident.c.account_id == account_id, incident.c.incident_id.in_(incident_ids)
+            incident.c.account_id == scope.account_id,
+            incident.c.incident_id.in_(incident_ids),
+            *visibility.channel_visible(incident.c.channel_id, scope),
         )
     )
     return {r[0]: (r[1], r[2]) for r in rows}

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Row
 
 from dutyline.api import errors
 from dutyline.api.operation import Context
-from dutyline.incident import events, feed
+from dutyline.incident import events, feed, visibility
 from dutyline.incident.lifecycle import repository as repo
 
 TRIGGERED, PROCESSING, CLOSED = "Triggered", "Processing", "Closed"
@@ -35,8 +35,9 @@ def unique_ids(ids: Iterable[str]) -> list[str]:
 
 async def load_all(ctx: Context, ids: list[str], field: str = "incident_ids") -> list[Row[Any]]:
     """Every id, locked, in request order; any id that is not a visible incident of the
-    caller's account fails the whole call by name, before anything changed."""
-    found = await repo.lock(ctx.conn, ctx.caller.account_id, ids)
+    caller's account (removed, or of a private channel they cannot see) fails the whole call
+    by name, before anything changed."""
+    found = await repo.lock(ctx.conn, await visibility.scope(ctx), ids)
     missing = [i for i in ids if i not in found]
     if missing:
         raise errors.ResourceNotFound(

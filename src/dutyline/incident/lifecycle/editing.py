@@ -8,7 +8,8 @@ from typing import Any
 
 from dutyline.api import errors
 from dutyline.api.operation import Context
-from dutyline.incident import events, feed
+from dutyline.channel import service as channels
+from dutyline.incident import events, feed, visibility
 from dutyline.incident.creation import NewIncident, open_incident
 from dutyline.incident.lifecycle import fields
 from dutyline.incident.lifecycle import repository as repo
@@ -32,7 +33,6 @@ from dutyline.incident.lifecycle.schemas import (
     ResetIncidentFieldRequest,
     UpdateIncidentFieldsRequest,
 )
-from dutyline.incident.query import repository as reads
 from dutyline.kit.ids import hex_id
 from dutyline.platform.member import service as member_service
 
@@ -65,8 +65,9 @@ async def create(ctx: Context, req: CreateIncidentRequest) -> CreateIncidentResp
     if not title:
         raise errors.invalid("title", "is required")
     account_id, now = ctx.caller.account_id, ctx.now_s
-    if req.channel_id and not await reads.channel_exists(ctx.conn, account_id, req.channel_id):
-        raise errors.not_found("channel", req.channel_id)
+    if req.channel_id:
+        # A live channel the caller sees: a private one of other teams is not found.
+        await channels.require_visible(ctx, req.channel_id)
     assignment = (await _assignment(ctx, req.assigned_to, "assigned_to", "assign")
                   if req.assigned_to is not None else {})
     incident_id = await open_incident(ctx.conn, NewIncident(
@@ -75,7 +76,7 @@ async def create(ctx: Context, req: CreateIncidentRequest) -> CreateIncidentResp
         creator_id=ctx.caller.person_id, assigned_to=assignment,
     ), now_s=now)
     ctx.audit_targets.append(incident_id)
-    rows = await repo.lock(ctx.conn, account_id, [incident_id])
+    rows = await repo.lock(ctx.conn, await visibility.scope(ctx), [incident_id])
     row = rows[incident_id]
     if assignment:
         await _apply_assignment(ctx, row, assignment)
@@ -174,7 +175,7 @@ async def merge(ctx: Context, req: MergeIncidentsRequest) -> None:
     source_ids = [i for i in unique_ids(req.source_incident_ids) if i != target_id]
     if not source_ids:
         raise errors.invalid("source_incident_ids", "must name an incident other than the target")
-    by_id = await repo.lock(ctx.conn, ctx.caller.account_id, [target_id, *source_ids])
+    by_id = await repo.lock(ctx.conn, await visibility.scope(ctx), [target_id, *source_ids])
     if target_id not in by_id:
         raise errors.ResourceNotFound("{field}: incidents not found: {ids}",
                                       field="target_incident_id", ids=target_id)

@@ -1,5 +1,6 @@
-"""Every incident write of the lifecycle. Rows are read for update scoped by account_id and
-hiding removed incidents, so a cross-account or removed id is simply not found."""
+"""Every incident write of the lifecycle. Rows are read for update scoped by
+`visibility.Scope` (the account, removed incidents and private channels the caller cannot see
+hidden), so a cross-account, removed or hidden id is simply not found."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import alert, incident
+from dutyline.incident import visibility
+from dutyline.incident.visibility import Scope
 
 
-async def lock(conn: AsyncConnection, account_id: int, ids: list[str]) -> dict[str, Row[Any]]:
+async def lock(conn: AsyncConnection, scope: Scope, ids: list[str]) -> dict[str, Row[Any]]:
     """The visible incidents among `ids`, locked for the rest of the transaction (PostgreSQL;
     SQLite writers are serialized anyway). Locked in id order, so two batches over the same
     incidents cannot deadlock."""
@@ -20,8 +23,7 @@ async def lock(conn: AsyncConnection, account_id: int, ids: list[str]) -> dict[s
         return {}
     stmt = (
         select(incident)
-        .where(incident.c.incident_id.in_(ids), incident.c.account_id == account_id,
-               incident.c.deleted_at == 0)
+        .where(incident.c.incident_id.in_(ids), *visibility.incidents(scope))
         .order_by(incident.c.incident_id)
         .with_for_update()
     )

@@ -1,5 +1,6 @@
-"""Every incident read. Each query is scoped by account_id and hides removed incidents: that is
-the visibility rule (a cross-account or removed id reads as not found).
+"""Every incident read. Each query of incidents or alerts is scoped by `visibility.Scope`: the
+account, removed incidents hidden, private channels the caller cannot see hidden (a
+cross-account, removed or hidden id reads as not found).
 
 The display names an incident record carries (account, channel, integration, member) are read
 here with plain read-only selects rather than through the other domains' services: a page of
@@ -18,6 +19,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.tables.channel import channel, integration
 from dutyline.db.tables.incident import alert, alert_event, incident, incident_feed
 from dutyline.db.tables.platform import account, member
+from dutyline.incident import visibility
+from dutyline.incident.visibility import Scope
 
 
 @dataclass
@@ -46,11 +49,10 @@ def _like_pattern(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _conditions(account_id: int, f: ListFilter) -> list[ColumnElement[bool]]:
+def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     c = incident.c
     conds: list[ColumnElement[bool]] = [
-        c.account_id == account_id,
-        c.deleted_at == 0,
+        *visibility.incidents(scope),
         c.start_time >= f.start_time,
         c.start_time < f.end_time,
     ]
@@ -101,17 +103,17 @@ def creator_channel_scope(account_id: int, person_id: int, within: Any = None) -
     return stmt if within is None else stmt.where(channel.c.channel_id.in_(within))
 
 
-async def count(conn: AsyncConnection, account_id: int, f: ListFilter) -> int:
-    stmt = select(func.count()).select_from(incident).where(*_conditions(account_id, f))
+async def count(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
+    stmt = select(func.count()).select_from(incident).where(*_conditions(scope, f))
     return int((await conn.execute(stmt)).scalar_one())
 
 
 async def page(
-    conn: AsyncConnection, account_id: int, f: ListFilter, *, asc: bool, offset: int,
+    conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
     limit: int, after: tuple[int, str] | None = None,
 ) -> list[Row[Any]]:
     """One page in (start_time, incident_id) order; `after` continues past a cursor."""
-    conds = _conditions(account_id, f)
+    conds = _conditions(scope, f)
     key = tuple_(incident.c.start_time, incident.c.incident_id)
     if after is not None:
         conds.append(key > tuple_(*after) if asc else key < tuple_(*after))
@@ -123,21 +125,18 @@ async def page(
     return list((await conn.execute(stmt)).all())
 
 
-async def find(conn: AsyncConnection, account_id: int, incident_id: str) -> Row[Any] | None:
-    stmt = select(incident).where(
-        incident.c.incident_id == incident_id, incident.c.account_id == account_id,
-        incident.c.deleted_at == 0,
-    )
+async def find(conn: AsyncConnection, scope: Scope, incident_id: str) -> Row[Any] | None:
+    stmt = select(incident).where(incident.c.incident_id == incident_id,
+                                  *visibility.incidents(scope))
     return (await conn.execute(stmt)).first()
 
 
-async def find_many(conn: AsyncConnection, account_id: int, ids: list[str]) -> list[Row[Any]]:
+async def find_many(conn: AsyncConnection, scope: Scope, ids: list[str]) -> list[Row[Any]]:
     if not ids:
         return []
     stmt = (
         select(incident)
-        .where(incident.c.incident_id.in_(ids), incident.c.account_id == account_id,
-               incident.c.deleted_at == 0)
+        .where(incident.c.incident_id.in_(ids), *visibility.incidents(scope))
         .order_by(incident.c.start_time.desc(), incident.c.incident_id.desc())
     )
     return list((await conn.execute(stmt)).all())
@@ -156,13 +155,6 @@ async def channels(conn: AsyncConnection, account_id: int, ids: set[int]) -> dic
     stmt = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(
         channel.c.account_id == account_id, channel.c.channel_id.in_(ids))
     return {r.channel_id: r for r in (await conn.execute(stmt)).all()}
-
-
-async def channel_exists(conn: AsyncConnection, account_id: int, channel_id: int) -> bool:
-    stmt = select(channel.c.channel_id).where(
-        channel.c.account_id == account_id, channel.c.channel_id == channel_id,
-        channel.c.deleted_at == 0)
-    return (await conn.execute(stmt)).first() is not None
 
 
 async def members(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, Any]:
@@ -214,24 +206,23 @@ async def feed_page(
     return list((await conn.execute(stmt)).all())
 
 
-def _alert_conditions(account_id: int, incident_id: str,
+def _alert_conditions(scope: Scope, incident_id: str,
                       is_active: bool | None) -> list[ColumnElement[bool]]:
-    conds = [alert.c.incident_id == incident_id, alert.c.account_id == account_id,
-             alert.c.deleted_at == 0]
+    conds = [alert.c.incident_id == incident_id, *visibility.alerts(scope)]
     if is_active is not None:
         conds.append(alert.c.end_time == 0 if is_active else alert.c.end_time != 0)
     return conds
 
 
-async def alert_count(conn: AsyncConnection, account_id: int, incident_id: str,
+async def alert_count(conn: AsyncConnection, scope: Scope, incident_id: str,
                       is_active: bool | None) -> int:
     stmt = select(func.count()).select_from(alert).where(
-        *_alert_conditions(account_id, incident_id, is_active))
+        *_alert_conditions(scope, incident_id, is_active))
     return int((await conn.execute(stmt)).scalar_one())
 
 
 async def alert_page(
-    conn: AsyncConnection, account_id: int, incident_id: str, is_active: bool | None, *,
+    conn: AsyncConnection, scope: Scope, incident_id: str, is_active: bool | None, *,
     offset: int, limit: int,
 ) -> list[Row[Any]]:
     stmt = (
@@ -240,7 +231,7 @@ async def alert_page(
         .select_from(alert)
         .outerjoin(integration, integration.c.integration_id == alert.c.integration_id)
         .outerjoin(channel, channel.c.channel_id == alert.c.channel_id)
-        .where(*_alert_conditions(account_id, incident_id, is_active))
+        .where(*_alert_conditions(scope, incident_id, is_active))
         .order_by(alert.c.start_time.desc(), alert.c.alert_id.desc())
         .offset(offset).limit(limit)
     )

@@ -1,7 +1,9 @@
 """Reading incidents: one record, a filtered page (offset or cursor), a feed page, its alerts.
 
 Reads need `channel_view` (Member holds it): whoever may see the channels may see their
-incidents. Writes need `incident_manage` (see incident/lifecycle)."""
+incidents, and only those: incidents and alerts of a private channel the caller cannot see
+are left out of every read (incident/visibility.py). Writes need `incident_manage` (see
+incident/lifecycle)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from sqlalchemy.engine import Row
 
 from dutyline.api import errors
 from dutyline.api.operation import Context
+from dutyline.incident import visibility
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import (
     AlertEventItem,
@@ -56,7 +59,7 @@ def _images(text: str) -> list[Image]:
 
 
 async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
-    row = await repo.find(ctx.conn, ctx.caller.account_id, req.incident_id.lower())
+    row = await repo.find(ctx.conn, await visibility.scope(ctx), req.incident_id.lower())
     if row is None:
         raise errors.not_found("incident", req.incident_id)
     return (await records(ctx, [row]))[0]
@@ -64,7 +67,7 @@ async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
 
 async def list_by_ids(ctx: Context, req: ListIncidentsByIdsRequest) -> IncidentListResponse:
     ids = list(dict.fromkeys(i.lower() for i in req.incident_ids))
-    rows = await repo.find_many(ctx.conn, ctx.caller.account_id, ids)
+    rows = await repo.find_many(ctx.conn, await visibility.scope(ctx), ids)
     items = await records(ctx, rows)
     return IncidentListResponse(items=items, total=len(items), has_next_page=False)
 
@@ -113,8 +116,9 @@ async def list_incidents(ctx: Context, req: ListIncidentsRequest) -> IncidentLis
     if req.search_after_ctx:
         after = _read_cursor(ctx, req.search_after_ctx, req.asc)
         offset = 0  # a cursor replaces p: it already says where the page starts
-    total = await repo.count(ctx.conn, account_id, f)
-    rows = await repo.page(ctx.conn, account_id, f, asc=req.asc, offset=offset,
+    scope = await visibility.scope(ctx)
+    total = await repo.count(ctx.conn, scope, f)
+    rows = await repo.page(ctx.conn, scope, f, asc=req.asc, offset=offset,
                            limit=req.limit + 1, after=after)
     has_next = len(rows) > req.limit
     rows = rows[: req.limit]
@@ -210,11 +214,10 @@ async def records(ctx: Context, rows: list[Row[Any]]) -> list[IncidentInfo]:
 
 
 async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncidentFeedResponse:
-    account_id = ctx.caller.account_id
     incident_id = req.incident_id.lower()
-    if await repo.find(ctx.conn, account_id, incident_id) is None:
+    if await repo.find(ctx.conn, await visibility.scope(ctx), incident_id) is None:
         raise errors.not_found("incident", req.incident_id)
-    rows = await repo.feed_page(ctx.conn, account_id, incident_id,
+    rows = await repo.feed_page(ctx.conn, ctx.caller.account_id, incident_id,
                                 types=list(dict.fromkeys(req.types)), asc=req.asc,
                                 offset=req.offset, limit=req.limit + 1)
     items = [
@@ -232,12 +235,12 @@ async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncid
 async def incident_alerts(
     ctx: Context, req: ListIncidentAlertsRequest
 ) -> ListIncidentAlertsResponse:
-    account_id = ctx.caller.account_id
-    inc = await repo.find(ctx.conn, account_id, req.incident_id.lower())
+    scope = await visibility.scope(ctx)
+    inc = await repo.find(ctx.conn, scope, req.incident_id.lower())
     if inc is None:
         raise errors.not_found("incident", req.incident_id)
-    total = await repo.alert_count(ctx.conn, account_id, inc.incident_id, req.is_active)
-    rows = await repo.alert_page(ctx.conn, account_id, inc.incident_id, req.is_active,
+    total = await repo.alert_count(ctx.conn, scope, inc.incident_id, req.is_active)
+    rows = await repo.alert_page(ctx.conn, scope, inc.incident_id, req.is_active,
                                  offset=(req.p - 1) * req.limit, limit=req.limit)
     history = (await repo.alert_events(ctx.conn, [r.alert_id for r in rows])
                if req.include_events else {})
