@@ -70,3 +70,12 @@ class Metrics:
             ["kind", "outcome"],
             registry=self.registry,
         )
+        self.outbound_retries = Counter(
+            "dutyline_outbound_retries",
+            "Outbound HTTP requests sent again, by reason (connect_error, http_503...)",
+            ["reason"],
+            registry=self.registry,
+        )
+
+    def count_outbound_retry(self, reason: str) -> None:
+        self.outbound_retries.labels(reason=reason).inc()

@@ -10,6 +10,7 @@ from dutyline.api.observe import Metrics
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.kit.clock import Clock
+from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 
 if TYPE_CHECKING:
@@ -50,3 +51,11 @@ class Runtime:
     metrics: Metrics
     # Seals third-party secrets (MCP headers, A2A auth) at rest with the server key.
     secrets: SecretBox
+
+    def outbound_policy(self) -> OutboundPolicy:
+        """Who outbound calls may reach (the operator's private-network switch), with the
+        default retries, each counted in the metrics."""
+        return OutboundPolicy(
+            allow_private=self.settings.allow_private_network,
+            on_retry=self.metrics.count_outbound_retry,
+        )

@@ -13,7 +13,9 @@ from the request URL). A name that resolves to a public address for a pre-flight
 through the same transport, so each hop is checked again.
 
 Two client flavours share the guard: `guarded_client` (httpx, for our own calls) and
-`guarded_httpx2_client` (httpx2, the httpx fork the official `mcp` package speaks).
+`guarded_httpx2_client` (httpx2, the httpx fork the official `mcp` package speaks). Both retry
+what is safe to retry (GET/HEAD and requests marked `IDEMPOTENT`, on connect failures and
+429/502/503/504) per the policy's `retry`; the rules are in `kit/outbound_retry`.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import functools
 import ipaddress
 import socket
 import ssl
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -33,6 +35,9 @@ import httpcore2
 import httpx
 import httpx2
 import structlog
+
+from dutyline.kit.outbound_retry import IDEMPOTENT as IDEMPOTENT
+from dutyline.kit.outbound_retry import Flavour, RetryingTransport, RetryPolicy
 
 log = structlog.get_logger("dutyline.outbound")
 
@@ -61,17 +66,31 @@ class OutboundBlocked(Exception):
 
 @dataclass(frozen=True)
 class OutboundPolicy:
-    """Who may be called.
+    """Who may be called, and how failed calls are retried.
 
     `allow_private` is the operator's switch (DUTYLINE_ALLOW_PRIVATE_NETWORK). `allow_hosts`
     names exact `host:port` pairs that pass whatever they resolve to; tests use it to allow one
-    loopback peer while everything else stays guarded."""
+    loopback peer while everything else stays guarded. `retry` (None: never) is what the
+    guarded clients do with a failed idempotent request; `on_retry` hears each retry's reason
+    (the app counts them in its metrics)."""
 
     allow_private: bool = False
     allow_hosts: frozenset[str] = field(default_factory=frozenset)
+    retry: RetryPolicy | None = field(default_factory=RetryPolicy)
+    on_retry: Callable[[str], None] | None = field(default=None, compare=False, repr=False)
 
     def host_allowed(self, host: str, port: int) -> bool:
         return self.allow_private or f"{_bare_host(host).lower()}:{port}" in self.allow_hosts
+
+    def retry_within(self, seconds: float) -> OutboundPolicy:
+        """The same policy with retries confined to an operation's own time budget."""
+        if self.retry is None:
+            return self
+        return replace(self, retry=self.retry.within(seconds))
+
+    def without_retries(self) -> OutboundPolicy:
+        """For a client that runs its own retry loop (a second one would multiply attempts)."""
+        return replace(self, retry=None)
 
 
 def _bare_host(host: str) -> str:
@@ -271,6 +290,44 @@ class _Httpx2Checking(_CheckingTransport, httpx2.AsyncBaseTransport):
     pass
 
 
+class _HttpxRetrying(RetryingTransport, httpx.AsyncBaseTransport):
+    pass
+
+
+class _Httpx2Retrying(RetryingTransport, httpx2.AsyncBaseTransport):
+    pass
+
+
+_HTTPX = Flavour(
+    connect_errors=(httpx.ConnectError, httpx.ConnectTimeout),
+    connect_timeout=httpx.ConnectTimeout,
+    byte_stream=httpx.ByteStream,
+)
+_HTTPX2 = Flavour(
+    connect_errors=(httpx2.ConnectError, httpx2.ConnectTimeout),
+    connect_timeout=httpx2.ConnectTimeout,
+    byte_stream=httpx2.ByteStream,
+)
+
+
+def _httpx_stack(
+    inner: httpx.AsyncBaseTransport, policy: OutboundPolicy, resolve_here: bool
+) -> httpx.AsyncBaseTransport:
+    checked = _HttpxChecking(inner, policy, resolve_here)
+    if policy.retry is None:
+        return checked
+    return _HttpxRetrying(checked, policy.retry, _HTTPX, policy.on_retry)
+
+
+def _httpx2_stack(
+    inner: httpx2.AsyncBaseTransport, policy: OutboundPolicy, resolve_here: bool
+) -> httpx2.AsyncBaseTransport:
+    checked = _Httpx2Checking(inner, policy, resolve_here)
+    if policy.retry is None:
+        return checked
+    return _Httpx2Retrying(checked, policy.retry, _HTTPX2, policy.on_retry)
+
+
 # Loading the CA bundle takes ~90 ms of CPU: done once per process, not per client (it would
 # also block the event loop each time).
 @functools.cache
@@ -313,12 +370,13 @@ def guarded_client(
     transport: httpx.AsyncBaseTransport | None = None,
     follow_redirects: bool = False,
 ) -> httpx.AsyncClient:
-    """An httpx client whose every request (and redirect hop) passes the guard.
+    """An httpx client whose every request (and redirect hop) passes the guard, retried per
+    `policy.retry`.
 
     `transport` replaces the network (tests, third-party mocks); URLs are still checked."""
     inner = transport if transport is not None else _httpx_network(policy)
     return httpx.AsyncClient(
-        transport=_HttpxChecking(inner, policy, resolve_here=transport is not None),
+        transport=_httpx_stack(inner, policy, resolve_here=transport is not None),
         timeout=timeout,
         headers=dict(headers or {}),
         follow_redirects=follow_redirects,
@@ -342,7 +400,7 @@ def guarded_httpx2_client(
     if auth is not None:
         kwargs["auth"] = auth
     return httpx2.AsyncClient(
-        transport=_Httpx2Checking(inner, policy, resolve_here=transport is not None),
+        transport=_httpx2_stack(inner, policy, resolve_here=transport is not None),
         timeout=timeout,
         headers=dict(headers or {}),
         max_redirects=_MAX_REDIRECTS,

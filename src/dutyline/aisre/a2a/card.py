@@ -152,8 +152,10 @@ async def resolve_card(
         attempts = [(url, "")]
     else:
         attempts = [(url, AGENT_CARD_WELL_KNOWN_PATH), (url, LEGACY_CARD_PATH)]
+    # Card fetches are GETs: a 503 or a refused connect is retried, within the fetch timeout.
     async with guarded_client(
-        policy, timeout=fetch_timeout_s, headers=headers, transport=transport
+        policy.retry_within(fetch_timeout_s), timeout=fetch_timeout_s, headers=headers,
+        transport=transport,
     ) as client:
         last: errors.InvalidParameter | None = None
         for base, path in attempts:

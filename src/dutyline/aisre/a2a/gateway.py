@@ -150,6 +150,8 @@ class A2aGateway:
         self, agent: A2aTarget, text: str, context_id: str | None, limit: float
     ) -> _Collected:
         card = card_from_json(agent.card)
+        # The message send is a POST and is never retried (kit/outbound_retry): an agent that
+        # got it before failing would start the task a second time.
         async with guarded_client(
             self.policy, timeout=limit, headers=agent.auth.headers(), transport=self._transport
         ) as http:

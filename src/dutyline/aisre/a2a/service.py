@@ -37,7 +37,7 @@ log = structlog.get_logger("dutyline.a2a")
 
 
 def outbound_policy(ctx: Context) -> OutboundPolicy:
-    return OutboundPolicy(allow_private=ctx.runtime.settings.allow_private_network)
+    return ctx.runtime.outbound_policy()
 
 
 async def _can_manage(ctx: Context, team_id: int) -> bool:

@@ -180,9 +180,14 @@ class McpGateway:
             if response.status_code >= 400:
                 statuses.append(response.status_code)
 
+        # Only the SDK's GETs (the SSE stream) are ever retried, and within connect_timeout,
+        # so a probe still gives up when the handshake's budget is spent. Its JSON-RPC POSTs
+        # are not: a repeated tools/call would run the tool twice.
+        policy = self._policy.retry_within(server.connect_timeout)
+
         def client(headers: Mapping[str, str] | None = None) -> httpx2.AsyncClient:
             made = guarded_httpx2_client(
-                self._policy,
+                policy,
                 timeout=httpx2.Timeout(
                     server.call_timeout, connect=server.connect_timeout,
                     read=server.call_timeout + server.connect_timeout,

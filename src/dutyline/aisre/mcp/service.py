@@ -48,7 +48,7 @@ _MAX_STORED_DESCRIPTION = 1024
 
 
 def policy_of(runtime: Runtime) -> OutboundPolicy:
-    return OutboundPolicy(allow_private=runtime.settings.allow_private_network)
+    return runtime.outbound_policy()
 
 
 def gateway_of(runtime: Runtime) -> McpGateway:

@@ -5,13 +5,19 @@ per source key (the API allows 1 request per second and answers 420 or 429 beyon
 retried on 420/429 (honouring Retry-After) and on 5xx and network errors with exponential
 backoff. The key travels only in the Authorization header; nothing here logs it, and the
 errors raised carry the path and status, never the header.
+
+This client keeps its own retry loop instead of the shared one in kit/outbound_retry (whose
+retries it switches off, so attempts do not multiply): a migration is a background job that
+should wait out the source's rate limit (up to 30 answers, none counted as failures), pace
+every retry through the shared token bucket, and retry any 5xx and read errors of its GETs;
+the shared policy is for interactive calls with a short deadline. It shares the Retry-After
+parsing and reports its retries to the same metrics.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +28,7 @@ import msgspec
 import structlog
 
 from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, guarded_client
+from dutyline.kit.outbound_retry import retry_after_seconds
 
 log = structlog.get_logger("dutyline.status_page.migration")
 
@@ -103,10 +110,11 @@ class StatuspageClient:
         self.base_url = base_url.rstrip("/")
         self._bucket = bucket_for(self.base_url, api_key, rate_per_second)
         self._http = guarded_client(
-            policy, timeout=TIMEOUT_S, transport=transport,
+            policy.without_retries(), timeout=TIMEOUT_S, transport=transport,
             headers={"Authorization": f"OAuth {api_key}", "Accept": "application/json"},
         )
         self.stats = RequestStats()
+        self._on_retry = policy.on_retry
 
     async def __aenter__(self) -> StatuspageClient:
         return self
@@ -131,7 +139,7 @@ class StatuspageClient:
             except httpx.HTTPError as exc:
                 attempt += 1
                 last = f"{type(exc).__name__} on GET {path}"
-                await self._backoff(attempt, last)
+                await self._backoff(attempt, last, "network_error")
                 continue
             status = response.status_code
             self.stats.by_status[status] = self.stats.by_status.get(status, 0) + 1
@@ -149,12 +157,13 @@ class StatuspageClient:
                 self._bucket.hold_off(wait)
                 last = f"HTTP {status} (rate limited) on GET {path}"
                 self.stats.retries += 1
+                self._count_retry(f"http_{status}")
                 log.info("statuspage rate limited", path=path, status=status, wait_s=wait)
                 continue
             if status >= 500:
                 attempt += 1
                 last = f"HTTP {status} on GET {path}"
-                await self._backoff(attempt, last)
+                await self._backoff(attempt, last, f"http_{status}")
                 continue
             raise SourceError(_refusal(status, path), permanent=True)
         raise SourceError(
@@ -162,13 +171,18 @@ class StatuspageClient:
             permanent=False,
         )
 
-    async def _backoff(self, attempt: int, reason: str) -> None:
+    async def _backoff(self, attempt: int, reason: str, label: str) -> None:
         self.stats.retries += 1
         if attempt >= MAX_ATTEMPTS:
             return
+        self._count_retry(label)
         delay = min(BACKOFF_BASE_S * 2 ** (attempt - 1), BACKOFF_CAP_S)
         log.info("statuspage request failed; retrying", reason=reason, wait_s=delay)
         await asyncio.sleep(delay)
+
+    def _count_retry(self, label: str) -> None:
+        if self._on_retry is not None:
+            self._on_retry(label)
 
     # --- the resources the migration reads ------------------------------------------------
 
@@ -194,13 +208,9 @@ class StatuspageClient:
 
 
 def _retry_after(raw: str | None, attempt: int) -> float:
-    if raw:
-        try:
-            value = float(raw)
-        except ValueError:
-            value = math.nan
-        if value == value and value >= 0:  # not NaN
-            return min(value, RETRY_AFTER_CAP_S)
+    asked = retry_after_seconds(raw)
+    if asked is not None:
+        return min(asked, RETRY_AFTER_CAP_S)
     return float(min(BACKOFF_BASE_S * 2 ** (attempt - 1), BACKOFF_CAP_S))
 
 

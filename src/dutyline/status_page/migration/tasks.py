@@ -22,7 +22,6 @@ import structlog
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBoxError
 from dutyline.status_page.migration import repository as repo
 from dutyline.status_page.migration import target
@@ -78,7 +77,7 @@ async def _step(ctx: JobContext, job_id: str) -> None:
     try:
         async with StatuspageClient(
             settings.statuspage_api_url, api_key,
-            policy=OutboundPolicy(allow_private=settings.allow_private_network),
+            policy=runtime.outbound_policy(),
             rate_per_second=settings.statuspage_rate_per_second,
         ) as client:
             fetched = await _fetch(client, row, checkpoint)
