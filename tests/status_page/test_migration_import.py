@@ -294,7 +294,7 @@ async def test_a_step_failing_on_its_last_attempt_ends_the_migration_as_failed(
     monkeypatch.setattr(target, "import_sections", broken)
     async with api.runtime.db.transaction() as conn:
         await conn.execute(update(job).where(job.c.status == "pending").values(max_attempts=1))
-    assert await run_jobs(api) == ["done"]  # ended, not left for the reaper
+    assert await run_jobs(api) == ["dead"]  # the step's job died; its on_dead hook ended it
     record = (await status(api, owner.key, job_id)).data
     assert record["status"] == "failed"
     assert "RuntimeError: disk on fire" in record["error"]

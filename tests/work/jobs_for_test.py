@@ -8,6 +8,7 @@ job's effects would be impossible to miss."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -15,7 +16,7 @@ import anyio
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.work.registry import JobContext, job_handler
+from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
 
 EFFECT_KIND = "test.effect"
 EFFECT_TABLE = "work_test_effect"
@@ -26,6 +27,12 @@ CREATE_EFFECT_TABLE = (
     " attempt INTEGER NOT NULL)"
 )
 DROP_EFFECT_TABLE = f"DROP TABLE IF EXISTS {EFFECT_TABLE}"
+# Where the kind's on_dead hook notes each burial, and by which process: no key, so a job
+# buried twice would show twice.
+DEAD_TABLE = "work_test_dead"
+CREATE_DEAD_TABLE = (
+    f"CREATE TABLE IF NOT EXISTS {DEAD_TABLE} (job_id BIGINT NOT NULL, pid INTEGER NOT NULL)"
+)
 
 
 async def write_effect(ctx: JobContext) -> None:
@@ -61,3 +68,11 @@ async def record_effect(ctx: JobContext, payload: dict[str, Any]) -> None:
     if ctx.attempt == 1 and payload.get("hang_first_attempt"):
         await asyncio.sleep(float(payload["hang_first_attempt"]))
     await write_effect(ctx)
+
+
+@job_on_dead(EFFECT_KIND)
+async def record_death(ctx: DeadJobContext, payload: dict[str, Any]) -> None:
+    await ctx.conn.execute(
+        text(f"INSERT INTO {DEAD_TABLE} (job_id, pid) VALUES (:j, :p)"),
+        {"j": ctx.job_id, "p": os.getpid()},
+    )

@@ -1,5 +1,6 @@
 """Two real `dutyline worker` processes on one database run every job exactly once, also when
-one of them is SIGKILLed in the middle of a job.
+one of them is SIGKILLed in the middle of a job, and bury each dead job (running its on_dead
+hook) exactly once when both reap the same expired leases.
 
 Each run gets a database of its own (a new PostgreSQL database, or a new SQLite file): the
 workers are other processes and must not see other tests' rows."""
@@ -14,8 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import anyio
 import pytest
-from sqlalchemy import func, select, text
+from sqlalchemy import func, select, text, update
 
 from dutyline.db.engine import Database
 from dutyline.db.migrate import upgrade
@@ -24,7 +26,9 @@ from dutyline.kit.clock import SystemClock, millis
 from dutyline.work import queue
 from tests.fixtures import databases as dbs
 from tests.work.jobs_for_test import (
+    CREATE_DEAD_TABLE,
     CREATE_EFFECT_TABLE,
+    DEAD_TABLE,
     EFFECT_KIND,
     EFFECT_TABLE,
     effect_rows,
@@ -88,7 +92,9 @@ async def _setup(db: Database, hang_first: bool) -> list[int]:
     return [i for i in ids if i is not None]
 
 
-async def _start(url: str, log: IO[bytes]) -> asyncio.subprocess.Process:
+async def _start(
+    url: str, log: IO[bytes], log_level: str = "warning"
+) -> asyncio.subprocess.Process:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -96,7 +102,7 @@ async def _start(url: str, log: IO[bytes]) -> asyncio.subprocess.Process:
         "DUTYLINE_JOB_MODULES": "tests.work.jobs_for_test",
         "DUTYLINE_JOB_LEASE_SECONDS": str(LEASE_SECONDS),
         "DUTYLINE_WORKER_CONCURRENCY": "4",
-        "DUTYLINE_LOG_LEVEL": "warning",
+        "DUTYLINE_LOG_LEVEL": log_level,
         "DUTYLINE_SECRET_KEY": "multiprocess-test",
     }
     return await asyncio.create_subprocess_exec(
@@ -219,6 +225,63 @@ async def test_job_of_a_killed_worker_runs_again_after_its_lease_expires(
             attempts = (await conn.execute(
                 select(job.c.attempts).where(job.c.id == hung))).scalar_one()
         assert attempts == 2
+    finally:
+        for p in procs:
+            if p.returncode is None:
+                p.kill()
+                await p.wait()
+        await db.dispose()
+
+
+DEAD_JOBS = 300
+
+
+async def test_two_reaping_processes_run_each_on_dead_hook_once(
+    own_database: str, worker_logs: list[IO[bytes]]
+) -> None:
+    """Once both workers run, jobs appear whose worker vanished on their last attempt, their
+    leases long expired; both workers reap every half second: each job is buried, and its
+    hook run, by exactly one of them."""
+    db = Database(own_database)
+    procs: list[asyncio.subprocess.Process] = []
+    try:
+        async with db.transaction() as conn:
+            await conn.execute(text(CREATE_DEAD_TABLE))
+        procs = [await _start(own_database, log, "info") for log in worker_logs]
+
+        async def both_running() -> bool:
+            logs = [await anyio.Path(f.name).read_bytes() for f in worker_logs]
+            return all(b"worker started" in log for log in logs)
+
+        await eventually(both_running, within=60, every=0.1)
+        now = millis(SystemClock())
+        async with db.transaction() as conn:
+            ids = [await queue.enqueue(conn, EFFECT_KIND, {"n": n}, now_ms=now,
+                                       max_attempts=1) for n in range(DEAD_JOBS)]
+            # In the same transaction, so neither worker can claim them first: each one is
+            # on its only attempt, leased to a worker that is gone.
+            await conn.execute(update(job).where(job.c.id.in_(ids)).values(
+                status=queue.RUNNING, attempts=1, lease_owner="gone:1:0",
+                lease_expires_at=now - 60_000))
+
+        async def all_buried() -> bool:
+            async with db.connect() as conn:
+                q = select(func.count()).select_from(job).where(job.c.status == queue.DEAD)
+                return int((await conn.execute(q)).scalar_one()) == DEAD_JOBS
+
+        try:
+            await eventually(all_buried, within=120, every=0.1)
+        except TimeoutError:
+            pytest.fail(f"jobs not buried; worker logs:\n{_report(worker_logs)}")
+        codes = [await _stop(p) for p in procs]
+        assert codes == [0, 0], _report(worker_logs)
+        async with db.connect() as conn:
+            buried = (await conn.execute(text(
+                f"SELECT job_id, pid FROM {DEAD_TABLE} ORDER BY job_id"))).all()
+            errors = set((await conn.execute(select(job.c.last_error))).scalars())
+        assert [int(r[0]) for r in buried] == ids
+        assert {int(r[1]) for r in buried} <= {p.pid for p in procs}
+        assert errors == {queue.LEASE_EXPIRED}  # no hook failed
     finally:
         for p in procs:
             if p.returncode is None:

@@ -12,6 +12,13 @@ States::
                           |--failed, attempts spent--> dead      (dedupe_key released)
                           '--lease expired (reaper)--> pending | dead
 
+Dying: whichever way a job becomes dead (its last attempt failed, or the reaper found its
+last attempt's lease expired, so its handler never finished), the kind's on_dead hook runs
+in the transaction that marks it dead (`mark_failed` and `reap_expired` take an `on_dead`
+callback; the worker supplies one that runs the registered hooks). It runs exactly once:
+only for rows whose UPDATE this transaction made, so of two reapers racing for the same
+expired lease only the one that changed the row runs the hook.
+
 Leases: a claim sets `lease_owner` (the worker's id) and `lease_expires_at`, and counts the
 attempt. A worker whose handler runs long extends its lease (heartbeat). When a worker dies,
 its lease runs out and the reaper puts the job back to pending, so it runs again elsewhere.
@@ -33,6 +40,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +75,22 @@ class ClaimedJob:
     max_attempts: int
     lease_owner: str
     lease_expires_at: int
+
+
+@dataclass(frozen=True)
+class DeadJob:
+    """A job that has just been marked dead, handed to the on_dead callback."""
+
+    id: int
+    kind: str
+    payload: dict[str, Any]
+    attempts: int
+    error: str  # what its last_error says
+    lease_expired: bool  # buried by the reaper: its last attempt never finished
+
+
+# Called inside the transaction that marks the job dead, once per job that died there.
+OnDead = Callable[[AsyncConnection, DeadJob], Awaitable[None]]
 
 
 def enqueue_sync(
@@ -280,8 +304,10 @@ async def mark_failed(
     *,
     now_ms: int,
     rng: random.Random | None = None,
+    on_dead: OnDead | None = None,
 ) -> str | None:
-    """Record a failed attempt in its own transaction (the handler's has rolled back).
+    """Record a failed attempt in its own transaction (the handler's has rolled back); when
+    its attempts are spent the job dies and `on_dead` runs in that same transaction.
 
     Returns the new status (pending or dead), or None when the lease was already lost."""
     dead = claimed.attempts >= claimed.max_attempts
@@ -300,8 +326,13 @@ async def mark_failed(
         result = await conn.execute(
             update(job).where(_owned(claimed.id, claimed.lease_owner)).values(**values)
         )
-    if result.rowcount != 1:
-        return None
+        if result.rowcount != 1:
+            return None
+        if dead and on_dead is not None:
+            await on_dead(conn, DeadJob(
+                id=claimed.id, kind=claimed.kind, payload=claimed.payload,
+                attempts=claimed.attempts, error=values["last_error"], lease_expired=False,
+            ))
     return DEAD if dead else PENDING
 
 
@@ -336,14 +367,35 @@ async def extend_lease(
     return bool(result.rowcount == 1)
 
 
-async def reap_expired(db: Database, *, now_ms: int) -> tuple[int, int]:
-    """Return expired running leases to pending (or dead when attempts are spent).
+async def reap_expired(
+    db: Database, *, now_ms: int, on_dead: OnDead | None = None
+) -> tuple[int, int]:
+    """Return expired running leases to pending (or dead when attempts are spent); for each
+    job buried here, `on_dead` runs in the same transaction.
 
     Returns (requeued, dead). The attempt that was running is counted already, at claim."""
+    expired = (
+        select(job.c.id)
+        .where(job.c.status == RUNNING, job.c.lease_expires_at < now_ms)
+        .order_by(job.c.id)
+    )
+    expired_cte = expired.cte("expired")
+    if db.is_postgres:
+        # As in `claim`: a reaper in another process skips the rows this one holds instead
+        # of queueing behind them (or deadlocking on rows locked in another order), and so
+        # never sees, nor buries a second time, a job whose burial is not committed yet.
+        expired_cte = (
+            expired.with_for_update(skip_locked=True).cte("expired").prefix_with("MATERIALIZED")
+        )
     spent = job.c.attempts >= job.c.max_attempts
     stmt = (
         update(job)
-        .where(job.c.status == RUNNING, job.c.lease_expires_at < now_ms)
+        # The lease is checked again: a row changed between the sub-select and its lock.
+        .where(
+            job.c.id.in_(select(expired_cte.c.id)),
+            job.c.status == RUNNING,
+            job.c.lease_expires_at < now_ms,
+        )
         .values(
             status=case((spent, DEAD), else_=PENDING),
             dedupe_key=case((spent, None), else_=job.c.dedupe_key),
@@ -353,12 +405,30 @@ async def reap_expired(db: Database, *, now_ms: int) -> tuple[int, int]:
             run_at=now_ms,
             updated_at=now_ms,
         )
-        .returning(job.c.status)
+        .returning(job.c.id, job.c.kind, job.c.payload, job.c.attempts, job.c.status)
     )
     async with db.transaction(write=True) as conn:
-        statuses = (await conn.execute(stmt)).scalars().all()
-    dead = sum(1 for s in statuses if s == DEAD)
-    return len(statuses) - dead, dead
+        # RETURNING names exactly the rows this statement changed: a concurrent reaper that
+        # got there first has already moved them out of `running`, so they are not here.
+        reaped = (await conn.execute(stmt)).all()
+        buried = sorted((r for r in reaped if r.status == DEAD), key=lambda r: int(r.id))
+        if on_dead is not None:
+            for r in buried:
+                await on_dead(conn, DeadJob(
+                    id=int(r.id), kind=r.kind, payload=_decode(r.payload),
+                    attempts=int(r.attempts), error=LEASE_EXPIRED, lease_expired=True,
+                ))
+    return len(reaped) - len(buried), len(buried)
+
+
+async def note_on_dead_failure(conn: AsyncConnection, dead: DeadJob, error: str) -> None:
+    """Say in a dead job's last_error that its on_dead hook failed (and did nothing), so the
+    row tells an operator why the domain was not told."""
+    await conn.execute(
+        update(job)
+        .where(job.c.id == dead.id)
+        .values(last_error=truncate_error(f"{dead.error}; on_dead failed: {error}"))
+    )
 
 
 async def prune_done(db: Database, *, older_than_ms: int, batch: int = 1000) -> int:

@@ -1,9 +1,11 @@
-"""Which coroutine runs a job of a given kind.
+"""Which coroutine runs a job of a given kind, and what happens when one dies.
 
 Domains register their handlers on import, with `@job_handler("incident.notify")` in their
-`tasks.py`; the worker imports the built-in handler modules plus any named in
-`DUTYLINE_JOB_MODULES` before it claims anything, so a worker never claims a kind it could
-not have known about only because a module was not imported yet.
+`tasks.py`, and, where a dead job would leave the domain's own state hanging (a migration
+"running" forever), an `@job_on_dead("incident.notify")` hook next to it. The worker imports
+the built-in handler modules plus any named in `DUTYLINE_JOB_MODULES` before it claims
+anything, so a worker never claims (or buries) a kind it could not have known about only
+because a module was not imported yet.
 """
 
 from __future__ import annotations
@@ -55,6 +57,37 @@ class JobContext:
 JobHandler = Callable[[JobContext, dict[str, Any]], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class DeadJobContext:
+    """What an on_dead hook gets besides the job's payload.
+
+    The hook runs once per dead job, whatever killed it: its last attempt failed, or its
+    lease ran out on the last attempt (the worker stopped or stalled) and the reaper buried
+    it. Either way nothing of that attempt committed. `conn` is the transaction that marks
+    the job dead: the hook's writes commit together with the burial, or not at all (a hook
+    that raises has its writes rolled back to a savepoint; the job is dead regardless). On
+    SQLite that transaction holds the only writer lock, so a hook only writes rows: no
+    outbound calls, nothing slow. Never commit it."""
+
+    conn: AsyncConnection
+    runtime: Runtime
+    job_id: int
+    kind: str
+    attempts: int
+    error: str  # the job's last_error: the last attempt's failure, or "lease expired"
+    lease_expired: bool
+
+    @property
+    def clock(self) -> Clock:
+        return self.runtime.clock
+
+    def now_ms(self) -> int:
+        return millis(self.runtime.clock)
+
+
+DeadJobHook = Callable[[DeadJobContext, dict[str, Any]], Awaitable[None]]
+
+
 class DuplicateHandler(Exception):
     pass
 
@@ -62,13 +95,13 @@ class DuplicateHandler(Exception):
 class Registry:
     def __init__(self) -> None:
         self._handlers: dict[str, JobHandler] = {}
+        self._dead_hooks: dict[str, DeadJobHook] = {}
 
     def register(self, kind: str, handler: JobHandler) -> None:
-        existing = self._handlers.get(kind)
-        # Re-importing the same module (tests, reloads) registers the same function again.
-        if existing is not None and _qualname(existing) != _qualname(handler):
-            raise DuplicateHandler(f"job kind {kind!r} already handled by {_qualname(existing)}")
-        self._handlers[kind] = handler
+        _add(self._handlers, kind, handler, "handled")
+
+    def register_on_dead(self, kind: str, hook: DeadJobHook) -> None:
+        _add(self._dead_hooks, kind, hook, "given an on_dead hook")
 
     def handler(self, kind: str) -> Callable[[JobHandler], JobHandler]:
         def decorate(fn: JobHandler) -> JobHandler:
@@ -77,11 +110,29 @@ class Registry:
 
         return decorate
 
+    def on_dead(self, kind: str) -> Callable[[DeadJobHook], DeadJobHook]:
+        def decorate(fn: DeadJobHook) -> DeadJobHook:
+            self.register_on_dead(kind, fn)
+            return fn
+
+        return decorate
+
     def get(self, kind: str) -> JobHandler | None:
         return self._handlers.get(kind)
 
+    def dead_hook(self, kind: str) -> DeadJobHook | None:
+        return self._dead_hooks.get(kind)
+
     def kinds(self) -> list[str]:
         return sorted(self._handlers)
+
+
+def _add(table: dict[str, Any], kind: str, fn: Callable[..., Any], what: str) -> None:
+    existing = table.get(kind)
+    # Re-importing the same module (tests, reloads) registers the same function again.
+    if existing is not None and _qualname(existing) != _qualname(fn):
+        raise DuplicateHandler(f"job kind {kind!r} already {what} by {_qualname(existing)}")
+    table[kind] = fn
 
 
 def _qualname(fn: Callable[..., Any]) -> str:
@@ -92,6 +143,7 @@ def _qualname(fn: Callable[..., Any]) -> str:
 # Registry and hand it to the worker instead.
 registry = Registry()
 job_handler = registry.handler
+job_on_dead = registry.on_dead
 
 
 def load_handler_modules(extra: Iterable[str] = ()) -> list[str]:

@@ -1,4 +1,5 @@
-"""The worker loop: claim due jobs, run them concurrently, heartbeat, reap, prune.
+"""The worker loop: claim due jobs, run them concurrently, heartbeat, reap (running the
+on_dead hooks of the jobs it buries), prune.
 
 It runs inside `serve` (as a background task of the app) or alone as `dutyline worker`. Any
 number of loops in any number of processes may share one database: claims never overlap, and
@@ -23,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.engine import Database
 from dutyline.kit.clock import millis
 from dutyline.work import queue
-from dutyline.work.registry import JobContext, Registry, load_handler_modules
+from dutyline.work.registry import DeadJobContext, JobContext, Registry, load_handler_modules
 from dutyline.work.registry import registry as default_registry
 
 if TYPE_CHECKING:
@@ -149,7 +150,8 @@ class Worker:
             error = queue.truncate_error(f"{type(exc).__name__}: {exc}")
             try:
                 status = await queue.mark_failed(
-                    self.db, claimed, error, now_ms=self._now(), rng=self.rng
+                    self.db, claimed, error, now_ms=self._now(), rng=self.rng,
+                    on_dead=self._on_dead,
                 )
             except Exception as record_exc:
                 # The reaper will hand the job back when its lease runs out.
@@ -192,9 +194,38 @@ class Worker:
                 jlog.warning("lease lost while the job ran")
                 return
 
+    async def _on_dead(self, conn: AsyncConnection, dead: queue.DeadJob) -> None:
+        """Run the kind's on_dead hook inside the transaction that buries the job."""
+        hook = self.registry.dead_hook(dead.kind)
+        if hook is None:
+            return
+        ctx = DeadJobContext(
+            conn=conn,
+            runtime=self.runtime,
+            job_id=dead.id,
+            kind=dead.kind,
+            attempts=dead.attempts,
+            error=dead.error,
+            lease_expired=dead.lease_expired,
+        )
+        try:
+            # In a savepoint: a hook that fails (every time, perhaps) loses only its own
+            # writes, and must not keep this job, or the other leases of the same reap,
+            # from being buried or handed back.
+            async with conn.begin_nested():
+                await hook(ctx, dead.payload)
+        except Exception as exc:
+            error = queue.truncate_error(f"{type(exc).__name__}: {exc}")
+            self.log.error("on_dead hook failed; the job is dead without it",
+                           job_id=dead.id, kind=dead.kind, error=error)
+            self._count(dead.kind, "on_dead_failed")
+            await queue.note_on_dead_failure(conn, dead, error)
+
     async def reap(self) -> None:
         try:
-            requeued, dead = await queue.reap_expired(self.db, now_ms=self._now())
+            requeued, dead = await queue.reap_expired(
+                self.db, now_ms=self._now(), on_dead=self._on_dead
+            )
         except Exception as exc:
             self.log.warning("lease reaper failed", cause=repr(exc))
             return

@@ -6,7 +6,8 @@ transaction, writes what it got, moves the checkpoint on and enqueues its succes
 effects of a step, its checkpoint and its successor therefore commit together or not at all
 (the queue fences a step whose lease was lost): a process killed mid-step leaves the previous
 checkpoint, the lease runs out, and the step runs again elsewhere; `status_import_ref` makes a
-step that is re-run, or a whole migration that is rerun, skip what exists.
+step that is re-run, or a whole migration that is rerun, skip what exists. A step whose last
+attempt fails or never finishes dies, and its on_dead hook ends the migration as failed.
 
 The source request happens before the job's transaction begins (it begins lazily), so on
 SQLite a step waiting out the source's 1 request/second does not hold the only writer lock.
@@ -34,7 +35,7 @@ from dutyline.status_page.migration.service import (
     dedupe_key,
 )
 from dutyline.work import queue
-from dutyline.work.registry import JobContext, job_handler
+from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
 
 log = structlog.get_logger("dutyline.status_page.migration")
 
@@ -46,18 +47,24 @@ _PHASE = {"page": "structure", "groups": "structure", "components": "structure",
 
 @job_handler(TASK_KIND)
 async def migrate_step(ctx: JobContext, payload: dict[str, Any]) -> None:
-    try:
-        await _step(ctx, str(payload.get("job_id", "")))
-    except Exception as exc:
-        if ctx.attempt < ctx.max_attempts:
-            raise  # retried later with backoff, from the same checkpoint
-        # The last attempt: end the migration as failed (and erase its key) rather than leave
-        # it running forever behind a dead job. The step's own writes are dropped first.
-        await ctx.conn.rollback()
-        row = await repo.lock_job(ctx.conn, str(payload.get("job_id", "")))
-        if row is not None:
-            await _finish(ctx, row, repo.FAILED, f"the migration stopped after "
-                          f"{ctx.attempt} attempts: {type(exc).__name__}: {str(exc)[:300]}")
+    # A failure propagates: the queue retries the step later, with backoff, from the same
+    # checkpoint, and on the last attempt the job dies and `migration_step_died` ends it.
+    await _step(ctx, str(payload.get("job_id", "")))
+
+
+@job_on_dead(TASK_KIND)
+async def migration_step_died(ctx: DeadJobContext, payload: dict[str, Any]) -> None:
+    """The step's job died: its last attempt failed, or never finished (its worker stopped
+    or stalled, and the reaper buried it once its lease ran out). No successor will carry
+    the migration on, so end it as failed, saying why, and erase its key, in the transaction
+    that buries the job; rather than leave it "running" forever with its key sealed."""
+    row = await repo.lock_job(ctx.conn, str(payload.get("job_id", "")))
+    if row is None:
+        return
+    why = ("its last attempt did not finish in time (the worker running it stopped or "
+           "stalled)" if ctx.lease_expired else ctx.error[:300])
+    attempts = f"{ctx.attempts} attempt{'' if ctx.attempts == 1 else 's'}"
+    await _finish(ctx, row, repo.FAILED, f"the migration stopped after {attempts}: {why}")
 
 
 async def _step(ctx: JobContext, job_id: str) -> None:
@@ -173,7 +180,8 @@ async def _write(conn: AsyncConnection, ctx: JobContext, row: Row[Any], step: st
         progress.subscribers_skipped += skipped
 
 
-async def _finish(ctx: JobContext, seen: Row[Any], status: str, error: str) -> None:
+async def _finish(ctx: JobContext | DeadJobContext, seen: Row[Any], status: str,
+                  error: str) -> None:
     """End the migration (failed): the key is erased with the same write."""
     row = await repo.lock_job(ctx.conn, seen.job_id)
     if row is None or row.status not in repo.ACTIVE:
