@@ -3,11 +3,14 @@ rowcounts, transactions (deferred BEGIN included), errors and write serialisatio
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import anyio
 import anyio.lowlevel
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, insert, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from dutyline.db.engine import Database
 from dutyline.db.sqlite_driver import OneHopConnection
@@ -93,3 +96,26 @@ async def test_concurrent_read_modify_write_transactions_serialise(db: Database)
     async with db.connect() as conn:
         final = (await conn.execute(select(counter.c.value).where(counter.c.id == 1))).scalar()
     assert final == 25
+
+
+def _connection_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if "_connection_worker_thread" in t.name]
+
+
+async def test_a_connection_that_cannot_open_leaves_no_thread_behind(tmp_path: Path) -> None:
+    """Each aiosqlite connection has a thread; one that could not open the file must be gone
+    when the failure is raised, or it may outlive the event loop and fail there."""
+    directory = tmp_path / "data"
+    database = Database(f"sqlite+aiosqlite:///{directory / 'd.db'}")
+    # A file where the database's directory should be: no connection can open.
+    directory.rmdir()
+    directory.write_text("not a directory")
+    before = set(_connection_threads())
+    try:
+        for _ in range(3):
+            with pytest.raises(DBAPIError, match="unable to open database file"):
+                async with database.connect() as conn:
+                    await conn.execute(text("SELECT 1"))
+            assert set(_connection_threads()) - before == set()
+    finally:
+        await database.dispose()

@@ -16,6 +16,7 @@ URLs, so configuration keeps the standard URL.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import sqlite3
 from collections.abc import Sequence
@@ -148,7 +149,17 @@ class OneHopDBAPI(AsyncAdapt_aiosqlite_dbapi):
         connection = self.aiosqlite.connect(*arg, **kw)
         thread = connection if isinstance(connection, Thread) else connection._thread
         thread.daemon = True
-        return OneHopConnection(self, await_(connection))
+        try:
+            opened = await_(connection)
+        except BaseException:
+            # aiosqlite tells the thread of a connection it could not open to stop, but does
+            # not wait for it. Left alone, that thread may call back into the event loop after
+            # the loop has closed (a server shutting down, a test ending) and die there with
+            # "Event loop is closed"; so it is waited for here, off the loop.
+            if thread.is_alive():
+                await_(asyncio.get_running_loop().run_in_executor(None, thread.join))
+            raise
+        return OneHopConnection(self, opened)
 
 
 class DutylineSQLiteDialect(SQLiteDialect_aiosqlite):
