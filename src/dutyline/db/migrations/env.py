@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from dutyline.config import Settings
 from dutyline.db.tables import metadata
+from dutyline.db.tables.meta import include_name
 
 # Any constant works; it only has to be the same in every dutyline process.
 MIGRATION_LOCK_ID = 0x6475747931
@@ -29,6 +30,7 @@ def _run(connection: Any) -> None:
         target_metadata=metadata,
         render_as_batch=True,
         compare_type=True,
+        include_name=include_name,  # the hand-made FTS tables and trigram index
     )
     with context.begin_transaction():
         context.run_migrations()

@@ -13,6 +13,8 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    column,
+    table,
 )
 
 from dutyline.db.tables.meta import AutoBigInt, metadata
@@ -129,6 +131,12 @@ incident = Table(
           "incident_severity", "channel_id"),
     Index("ix_incident_channel_group", "channel_id", "equals_md5", "progress"),
 )
+
+# SQLite's index for the title search of /incident/list (migration 0005): a contentless FTS5
+# trigram table holding lower(title), keyed by the incident's rowid and filled by triggers.
+# Not in the MetaData (a Table cannot describe it: see meta.HAND_MADE_TABLES); this handle only
+# names it in queries. PostgreSQL has a trigram index on lower(title) instead.
+incident_title_fts = table("incident_title_fts", column("rowid"), column("incident_title_fts"))
 
 incident_feed = Table(
     "incident_feed",

@@ -20,6 +20,7 @@ from dutyline.db.tables.channel import channel, integration
 from dutyline.db.tables.incident import alert, alert_event, incident, incident_feed
 from dutyline.db.tables.platform import account, member
 from dutyline.incident import visibility
+from dutyline.incident.query.title_search import plan_for_the_query, title_contains
 from dutyline.incident.visibility import Scope
 
 
@@ -78,8 +79,7 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     if f.nums:
         conds.append(c.num.in_(f.nums))
     if f.query:
-        pattern = _like_pattern(f.query.lower())
-        conds.append(func.lower(c.title).like(pattern, escape="/"))
+        conds.append(title_contains(f.query))
     if f.is_snoozed:
         conds.append(c.snoozed_before > f.now_s)
     if f.ever_muted:
@@ -104,6 +104,7 @@ def creator_channel_scope(account_id: int, person_id: int, within: Any = None) -
 
 
 async def count(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
+    await plan_for_the_query(conn, f.query)
     stmt = select(func.count()).select_from(incident).where(*_conditions(scope, f))
     return int((await conn.execute(stmt)).scalar_one())
 
@@ -113,6 +114,7 @@ async def page(
     limit: int, after: tuple[int, str] | None = None,
 ) -> list[Row[Any]]:
     """One page in (start_time, incident_id) order; `after` continues past a cursor."""
+    await plan_for_the_query(conn, f.query)
     conds = _conditions(scope, f)
     key = tuple_(incident.c.start_time, incident.c.incident_id)
     if after is not None:
