@@ -21,6 +21,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.like import contains_pattern
 from dutyline.db.tables.channel import channel
 
 _ORDER_COLUMNS = {
@@ -69,11 +70,6 @@ def visible_ids(account_id: int, viewer: Viewer) -> Select[tuple[int]]:
     and alerts stay readable), as a subquery for other domains' reads to filter by."""
     return select(channel.c.channel_id).where(channel.c.account_id == account_id,
                                               visible_to(viewer))
-
-
-def _like_pattern(text: str) -> str:
-    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
-    return f"%{escaped}%"
 
 
 async def get(conn: AsyncConnection, account_id: int, channel_id: int) -> Row[Any] | None:
@@ -126,7 +122,7 @@ async def list_page(
     if channel_name:
         conditions.append(channel.c.name_key == channel_name.lower())
     elif query:
-        pattern = _like_pattern(query.lower())
+        pattern = contains_pattern(query.lower())
         conditions.append(or_(channel.c.name_key.like(pattern, escape="/"),
                               func.lower(channel.c.description).like(pattern, escape="/")))
     column = _ORDER_COLUMNS[orderby]

@@ -10,13 +10,8 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
+from dutyline.db.like import contains_pattern
 from dutyline.db.tables.aisre import a2a_agent
-
-
-def _like_pattern(text: str) -> str:
-    """A LIKE pattern matching `text` anywhere, with its own % and _ taken literally."""
-    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
-    return f"%{escaped}%"
 
 
 async def get(conn: AsyncConnection, account_id: int, agent_id: str) -> Row[Any] | None:
@@ -61,7 +56,7 @@ async def list_page(
     ]
     if query:
         conditions.append(
-            func.lower(a2a_agent.c.agent_name).like(_like_pattern(query.lower()), escape="/")
+            func.lower(a2a_agent.c.agent_name).like(contains_pattern(query.lower()), escape="/")
         )
     total = (
         await conn.execute(select(func.count()).select_from(a2a_agent).where(*conditions))

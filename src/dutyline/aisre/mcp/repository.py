@@ -10,16 +10,11 @@ from sqlalchemy import ColumnElement, and_, delete, false, func, insert, or_, se
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.like import contains_pattern
 from dutyline.db.tables.aisre import mcp_server
 
 # Everything a record shows; the sealed header values stay in the table unless asked for.
 _RECORD_COLUMNS = [c for c in mcp_server.c if c.name != "headers_encrypted"]
-
-
-def _like_pattern(text: str) -> str:
-    """A LIKE pattern matching `text` anywhere, with its own % and _ taken literally."""
-    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
-    return f"%{escaped}%"
 
 
 def visible(
@@ -67,7 +62,7 @@ async def list_page(
         kinds.append(team_filter)
     conditions.append(or_(*kinds) if kinds else false())
     if query:
-        pattern = _like_pattern(query.lower())
+        pattern = contains_pattern(query.lower())
         conditions.append(
             or_(
                 mcp_server.c.name_key.like(pattern, escape="/"),

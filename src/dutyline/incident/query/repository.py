@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.like import contains_pattern
 from dutyline.db.tables.channel import channel, integration
 from dutyline.db.tables.incident import alert, alert_event, incident, incident_feed
 from dutyline.db.tables.platform import account, member
@@ -45,11 +46,6 @@ class ListFilter:
     ever_muted: bool = False
 
 
-def _like_pattern(text: str) -> str:
-    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
-    return f"%{escaped}%"
-
-
 def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     c = incident.c
     conds: list[ColumnElement[bool]] = [
@@ -72,7 +68,7 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     if f.responder_ids:
         # responders is JSON written only by this package, always encoded by msgspec with
         # person_id first and no spaces, so a person's entry starts with this exact text.
-        conds.append(or_(*(c.responders.like(_like_pattern(f'{{"person_id":{p},'), escape="/")
+        conds.append(or_(*(c.responders.like(contains_pattern(f'{{"person_id":{p},'), escape="/")
                            for p in f.responder_ids)))
     if f.incident_ids:
         conds.append(c.incident_id.in_(f.incident_ids))
@@ -103,8 +99,17 @@ def creator_channel_scope(account_id: int, person_id: int, within: Any = None) -
     return stmt if within is None else stmt.where(channel.c.channel_id.in_(within))
 
 
-async def count(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
+async def window(
+    conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
+    limit: int, after: tuple[int, str] | None = None,
+) -> tuple[int, list[Row[Any]]]:
+    """The total and one page of a list, both planned for the actual title query."""
     await plan_for_the_query(conn, f.query)
+    total = await count(conn, scope, f)
+    return total, await page(conn, scope, f, asc=asc, offset=offset, limit=limit, after=after)
+
+
+async def count(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
     stmt = select(func.count()).select_from(incident).where(*_conditions(scope, f))
     return int((await conn.execute(stmt)).scalar_one())
 
@@ -114,7 +119,6 @@ async def page(
     limit: int, after: tuple[int, str] | None = None,
 ) -> list[Row[Any]]:
     """One page in (start_time, incident_id) order; `after` continues past a cursor."""
-    await plan_for_the_query(conn, f.query)
     conds = _conditions(scope, f)
     key = tuple_(incident.c.start_time, incident.c.incident_id)
     if after is not None:

@@ -117,9 +117,8 @@ async def list_incidents(ctx: Context, req: ListIncidentsRequest) -> IncidentLis
         after = _read_cursor(ctx, req.search_after_ctx, req.asc)
         offset = 0  # a cursor replaces p: it already says where the page starts
     scope = await visibility.scope(ctx)
-    total = await repo.count(ctx.conn, scope, f)
-    rows = await repo.page(ctx.conn, scope, f, asc=req.asc, offset=offset,
-                           limit=req.limit + 1, after=after)
+    total, rows = await repo.window(ctx.conn, scope, f, asc=req.asc, offset=offset,
+                                    limit=req.limit + 1, after=after)
     has_next = len(rows) > req.limit
     rows = rows[: req.limit]
     cursor = ""

@@ -19,6 +19,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
 
+from dutyline.db.like import contains_pattern
 from dutyline.db.tables.incident import incident, incident_title_fts
 
 TRIGRAM = 3
@@ -28,7 +29,7 @@ def title_contains(query: str) -> ColumnElement[bool]:
     """incident.title contains `query`, ignoring case as the database's lower() does (on
     SQLite only ASCII letters; on PostgreSQL by the database's locale)."""
     needle = query.lower()
-    like = func.lower(incident.c.title).like(_like_pattern(needle), escape="/")
+    like = func.lower(incident.c.title).like(contains_pattern(needle), escape="/")
     # (No NUL can get here, which FTS5 would take for the end of its query: the request layer
     # refuses strings holding one, api/handler.py.)
     if len(needle) < TRIGRAM:
@@ -47,11 +48,6 @@ async def plan_for_the_query(conn: AsyncConnection, query: str) -> None:
     cheaper. One SET per title search; nothing for other lists or on SQLite."""
     if query and conn.dialect.name == "postgresql":
         await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
-
-
-def _like_pattern(text: str) -> str:
-    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
-    return f"%{escaped}%"
 
 
 def _fts_match(needle: str) -> ColumnElement[bool]:

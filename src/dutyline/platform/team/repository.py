@@ -10,6 +10,7 @@ from sqlalchemy import Select, String, bindparam, cast, delete, func, insert, se
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.like import contains_pattern
 from dutyline.db.tables.platform import member, team, team_member
 
 _ORDER_COLUMNS = {
@@ -42,12 +43,6 @@ _TEAM_ROWS = (
 
 def parse_person_ids(csv: str | None) -> list[int]:
     return sorted(int(p) for p in csv.split(",")) if csv else []
-
-
-def _like_pattern(text: str) -> str:
-    """A LIKE pattern matching `text` anywhere, with its own % and _ taken literally."""
-    escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
-    return f"%{escaped}%"
 
 
 @functools.cache
@@ -94,7 +89,7 @@ async def list_page(
     if person_id is not None:
         params["person_id"] = person_id
     if query:
-        params["name_pattern"] = _like_pattern(query.lower())
+        params["name_pattern"] = contains_pattern(query.lower())
     stmt = _page_statement(person_id is not None, bool(query), orderby, asc)
     rows = (await conn.execute(stmt, params)).all()
     if rows:
