@@ -6,7 +6,12 @@ from typing import Any
 
 import pytest
 
-from dutyline.channel.integration.service import ResolvedIntegration, resolve_key
+from dutyline.channel.integration.service import (
+    ResolvedIntegration,
+    hash_key,
+    is_well_formed,
+    lookup_key_sync,
+)
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 
@@ -30,8 +35,12 @@ async def _integration(api: Api, who: Person, channel_id: int,
 
 
 async def _resolve(api: Api, key: str) -> ResolvedIntegration | None:
-    async with api.runtime.db.transaction() as conn:
-        return await resolve_key(conn, key)
+    """What ingestion does with a pushed key: refuse a malformed one, look up its hash."""
+    if not is_well_formed(key):
+        return None
+    found = await api.runtime.db.run_sync(
+        lambda conn: lookup_key_sync(conn, hash_key(key)), write=False)
+    return None if found is None else found.integration
 
 
 async def test_create_shows_the_key_once_and_resolves_it(api: Api, owner: Person) -> None:

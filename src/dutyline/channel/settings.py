@@ -1,7 +1,7 @@
 """What alert ingestion needs to know about a channel, read in one query.
 
 Ingestion runs in its own transaction, without a Caller: it finds the channel through an
-integration key (channel.integration.service.resolve_key), so this read is scoped by
+integration key (channel.integration.service.lookup_key_sync), so this read is scoped by
 account and channel id only, never by a person's visibility."""
 
 from __future__ import annotations

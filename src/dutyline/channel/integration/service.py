@@ -74,14 +74,6 @@ def lookup_key_sync(conn: Connection, key_hash: str) -> KeyLookup | None:
     )
 
 
-async def resolve_key(conn: AsyncConnection, integration_key: str) -> ResolvedIntegration | None:
-    """The integration an alert's key names (see lookup_key_sync)."""
-    if not is_well_formed(integration_key):
-        return None
-    found = await conn.run_sync(lookup_key_sync, hash_key(integration_key))
-    return None if found is None else found.integration
-
-
 async def integration_names(conn: AsyncConnection, account_id: int,
                             integration_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{integration_id: (integration_name, integration_type)}, deleted ones included, for
