@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator
 from typing import Any
 
 import structlog
@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from dutyline.api import docs, errors, openapi
-from dutyline.api.envelope import REQUEST_ID_HEADER, encode, error_body
+from dutyline.api.envelope import encode, error_body, request_id_headers
 from dutyline.api.handler import make_endpoint
 from dutyline.api.i18n import Translator, negotiate
 from dutyline.api.observe import Metrics, configure_logging
@@ -26,21 +26,17 @@ from dutyline.api.routing import ExactPathRouter
 from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 from dutyline.db.engine import Database
-from dutyline.incident import events as incident_events
+from dutyline.domains import all_routers, extra_routes, load_tasks
 from dutyline.kit.clock import Clock, SystemClock
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.audit.sink import DatabaseAuditSink
 from dutyline.platform.auth import DatabaseAuthenticator
-from dutyline.routes import all_routers, extra_routes
+from dutyline.work.startup import BackgroundTask, default_background
 
 log = structlog.get_logger("dutyline.app")
 
 KEY_USE_FLUSH_SECONDS = 15.0
-
-# Background loops started with the app (durable-work workers, flushers); each receives the
-# runtime and runs until cancelled.
-BackgroundTask = Callable[[Runtime], Coroutine[Any, Any, None]]
 
 
 def build_limiter(settings: Settings, clock: Clock, metrics: Metrics | None = None) -> RateLimiter:
@@ -58,7 +54,7 @@ def build_limiter(settings: Settings, clock: Clock, metrics: Metrics | None = No
 def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
     # Every process (API and worker) must know the incident-event subscribers: the API to
     # fan each event out to them, the workers to run their jobs.
-    incident_events.load()
+    load_tasks()
     clock = clock or SystemClock()
     db = Database(settings.database_url)
     metrics = Metrics()
@@ -72,6 +68,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         audit=DatabaseAuditSink(clock),
         metrics=metrics,
         secrets=SecretBox(settings.resolved_secret_key),
+        operations=tuple(op for router in all_routers() for op in router.operations),
     )
 
 
@@ -83,7 +80,7 @@ def create_app(
 ) -> Starlette:
     settings = settings or Settings.from_env()
     runtime = build_runtime(settings, clock)
-    operations = [op for router in all_routers() for op in router.operations]
+    operations = list(runtime.operations)
     routes = [
         Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations
     ]
@@ -134,10 +131,14 @@ def create_app(
             error = errors.InternalError()
         locale = negotiate(request.headers.get("accept-language"))
         message = runtime.translator.render(locale, error.message, error.fields)
+        headers = request_id_headers(rid)
+        if status == 405 and isinstance(exc, HTTPException) and exc.headers:
+            # Starlette names the methods the route takes; RFC 9110 wants them on a 405.
+            allow = exc.headers.get("Allow") or exc.headers.get("allow")
+            if allow:
+                headers["Allow"] = allow
         return Response(
-            error_body(rid, error.code, message),
-            error.status,
-            {REQUEST_ID_HEADER: rid},
+            error_body(rid, error.code, message), error.status, headers,
             media_type="application/json",
         )
 
@@ -184,7 +185,6 @@ def create_app(
 def create_app_from_env() -> Any:
     """Factory for `uvicorn --factory` (serve --workers N): each worker builds its own app."""
     from dutyline.kit import heap
-    from dutyline.work.startup import default_background
 
     settings = Settings.from_env()
     app = create_app(settings, background=default_background(settings))

@@ -122,12 +122,18 @@ def serve(host: str, port: int, workers: int) -> None:
 @main.command()
 def worker() -> None:
     """Run only the durable-work loops (no HTTP)."""
+    from dutyline.api.observe import configure_logging
+    from dutyline.app import build_runtime
     from dutyline.db.migrate import upgrade
+    from dutyline.kit import heap
     from dutyline.work.worker import run_standalone
 
     settings = _settings()
     upgrade(settings.database_url)
-    asyncio.run(run_standalone(settings))
+    configure_logging(settings.log_level, settings.log_json)
+    runtime = build_runtime(settings)
+    heap.settle()
+    asyncio.run(run_standalone(runtime))
 
 
 @main.group("app-key")

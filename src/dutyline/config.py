@@ -8,6 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from dutyline.kit.private_files import private_dir
+
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/dutyline.db"
 
 
@@ -120,7 +122,7 @@ class Settings:
         key_file = db_path.parent / "secret.key"
         if key_file.exists():
             return key_file.read_text().strip()
-        key_file.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(key_file.parent)
         key = secrets.token_urlsafe(32)
         fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w") as fh:

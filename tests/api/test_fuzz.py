@@ -31,8 +31,8 @@ from dutyline.api.errors import STATUS_BY_CODE
 from dutyline.app import create_app
 from dutyline.config import Settings
 from dutyline.db.engine import Database
+from dutyline.domains import all_routers
 from dutyline.platform.account.service import create_account
-from dutyline.routes import all_routers
 
 OPERATIONS = [op.path for router in all_routers() for op in router.operations]
 MAX_EXAMPLES = 30
@@ -117,3 +117,46 @@ def test_fuzz_operation(fuzz_target: tuple[Any, str], path: str) -> None:
     assert sum(seen.values()) >= MAX_EXAMPLES // 2
     assert 401 not in seen, seen
     assert 400 in seen, seen
+
+
+# Two shapes the generators above never produce: bytes that are not UTF-8 inside a JSON
+# string, and nesting past the decoder's recursion limit. Each is sent to every operation and
+# to alert ingestion, with every field name of the operation's request (so the bad string
+# lands in a field the decoder reads), and must be the envelope's 400.
+MALFORMED_BODIES = {
+    "invalid-utf8": b'{"query":"\xff\xfe"}',
+    "too-deep": b'{"a":' * 999 + b"1" + b"}" * 999,
+}
+
+
+def _request_fields(path: str) -> list[str]:
+    import msgspec
+
+    (op,) = [op for router in all_routers() for op in router.operations if op.path == path]
+    fields = getattr(op.request_type, "__struct_fields__", ())
+    info = msgspec.inspect.type_info(op.request_type)
+    strings = [f.name for f in getattr(info, "fields", ())
+               if isinstance(f.type, msgspec.inspect.StrType)]
+    return strings or list(fields) or ["query"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("shape", sorted(MALFORMED_BODIES))
+async def test_malformed_bodies_are_400_on_every_operation(api: Any, owner: Any,
+                                                           shape: str) -> None:
+    from tests.incident.conftest import wire
+
+    bodies: list[tuple[str, dict[str, str], bytes]] = []
+    for path in OPERATIONS:
+        body = MALFORMED_BODIES[shape]
+        for name in _request_fields(path)[:1]:
+            bodies.append((path, {"app_key": owner.key},
+                           body.replace(b'"query"', json.dumps(name).encode())))
+    wired = await wire(api, owner)
+    bodies.append(("/event/push/alert/standard", {"integration_key": wired.key},
+                   MALFORMED_BODIES[shape].replace(b'"query"', b'"title_rule"')))
+    for path, params, body in bodies:
+        response = await api.raw("POST", path, params=params, content=body,
+                                 headers={"content-type": "application/json"})
+        assert response.status_code == 400, (path, response.text)
+        envelope_check(response)

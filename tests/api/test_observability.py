@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -35,9 +36,10 @@ async def test_readyz_is_503_when_the_database_is_unreachable(
         url = "postgresql+asyncpg://postgres@127.0.0.1:1/nothing"
     async with make_api(settings.with_(database_url=url)) as api:
         if where == "removed-directory":
-            # The engine creates its directory when built; take it away under the running
-            # app (and put a file in its place, so nothing can quietly recreate it).
-            directory.rmdir()
+            # The engine creates its directory and an empty 0600 database file when built;
+            # take them away under the running app (and put a file in the directory's place,
+            # so nothing can quietly recreate it).
+            shutil.rmtree(directory)
             directory.write_text("not a directory")
         health = await api.raw("GET", "/healthz")
         assert health.status_code == 200  # the process is up

@@ -40,6 +40,15 @@ async def _post(api: Api, path: str, body: dict[str, Any], key: str) -> Any:
     return await api.raw("POST", path, params={"app_key": key}, json=body)
 
 
+async def test_pattern_grouping_without_equals_is_accepted(api: Api, owner: Person) -> None:
+    """The reference's own example: `group {method: "p"}` and no `equals`."""
+    created = check("/channel/create", await _post(api, "/channel/create", {
+        "channel_name": "All together", "group": {"method": "p", "time_window": 5}},
+        owner.key))
+    info = await _info(api, owner, created["data"]["channel_id"])
+    assert info["group"]["method"] == "p" and info["group"].get("equals", []) == []
+
+
 async def test_create_and_info_match_the_reference(api: Api, owner: Person) -> None:
     team_id = await _team(api, owner, "SRE")
     helper = await _team(api, owner, "DBA")
@@ -84,8 +93,10 @@ async def test_create_and_info_match_the_reference(api: Api, owner: Person) -> N
     assert listed["data"]["total"] == 1
     infos = check("/channel/infos", await _post(api, "/channel/infos",
                                                 {"channel_ids": [channel_id]}, owner.key))
+    # team_id and creator_id too: clients of the live service read them (issue 9).
     assert infos["data"]["items"] == [{"channel_id": channel_id, "channel_name": "Payments",
-                                       "status": "enabled"}]
+                                       "status": "enabled", "team_id": team_id,
+                                       "creator_id": owner.person_id}]
     updated = check("/channel/update", await _post(api, "/channel/update",
                                                    {"channel_id": channel_id}, owner.key))
     assert updated["data"] == {}
@@ -119,7 +130,6 @@ async def test_defaults(api: Api, owner: Person) -> None:
     ({"channel_name": "c", "description": "d" * 501}, "description"),
     ({"channel_name": "c", "group": {}}, "group.method"),
     ({"channel_name": "c", "group": {"method": "x"}}, "group.method"),
-    ({"channel_name": "c", "group": {"method": "p"}}, "group.equals"),
     ({"channel_name": "c", "group": {"method": "p", "equals": [[]]}}, "group.equals"),
     ({"channel_name": "c", "group": {"method": "p", "equals": [["a", " "]]}}, "group.equals"),
     ({"channel_name": "c", "group": {"method": "p", "equals": [["a"]] * 6}}, "group.equals"),
@@ -206,7 +216,8 @@ async def test_update_changes_only_given_fields(api: Api, owner: Person) -> None
         assert after[kept] == before[kept], kept
     assert after["updated_at"] >= before["updated_at"]
     bad = await api.call("/channel/update", {"channel_id": channel_id,
-                                             "group": {"method": "p"}}, key=owner.key)
+                                             "group": {"method": "p", "equals": [[]]}},
+                        key=owner.key)
     assert bad.code == "InvalidParameter" and "group.equals" in bad.message
     assert (await _info(api, owner, channel_id))["group"]["method"] == "i"
     unset_team = await api.call("/channel/update", {"channel_id": channel_id, "team_id": 0},

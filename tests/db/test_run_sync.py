@@ -135,11 +135,16 @@ async def test_a_cancelled_caller_keeps_the_writer_lock_until_the_thread_is_done
         task = asyncio.create_task(database.run_sync(slow))
         await asyncio.to_thread(started.wait, 10)
         task.cancel()
-        await asyncio.sleep(0.05)
-        assert not task.done()  # still waiting for its thread, holding the lock
+        # Let the cancellation be delivered: the task is now waiting for its thread.
+        for _ in range(5):
+            await asyncio.sleep(0)
+        lock = database._sqlite_writer
+        assert lock is not None
+        assert not task.done()  # still waiting for its thread...
+        assert lock.locked()  # ...and holding the writer lock meanwhile
         follower = asyncio.create_task(database.run_sync(add("next")))
-        await asyncio.sleep(0.05)
-        assert not follower.done()
+        await _until(lambda: bool(getattr(lock, "_waiters", None)))
+        assert not follower.done()  # queued behind the lock, not running beside the thread
         release.set()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -148,3 +153,12 @@ async def test_a_cancelled_caller_keeps_the_writer_lock_until_the_thread_is_done
     finally:
         release.set()
         await database.dispose()
+
+
+async def _until(condition: Callable[[], bool], *, turns: int = 1000) -> None:
+    """Yield to the event loop until `condition` holds (no wall-clock sleeps)."""
+    for _ in range(turns):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("condition never held")

@@ -64,6 +64,7 @@ async def test_create_info_list_round_trip(api: Api, owner: Person) -> None:
         "description": "How bad", "field_type": "single_select", "options": OPTIONS,
         "default_value": "low", "status": "enabled", "creator_id": owner.person_id,
         "created_at": info.data["created_at"], "updated_at": info.data["created_at"],
+        "value_type": "string",
     }
     by_name = await api.call("/field/info", {"field_name": "impact_level"}, key=owner.key)
     assert by_name.data == info.data
@@ -76,6 +77,12 @@ async def test_create_info_list_round_trip(api: Api, owner: Person) -> None:
     text = listed.data["items"][0]
     assert (text["display_name"], text["options"], text["default_value"]) == ("customer", [],
                                                                               None)
+    # value_type beside field_type (issue 9): the type of each value.
+    await _field(api, owner, "is_vip", "checkbox")
+    await _field(api, owner, "regions", "multi_select", options=["eu", "us"])
+    listed = await api.call("/field/list", {}, key=owner.key)
+    assert {f["field_name"]: f["value_type"] for f in listed.data["items"]} == {
+        "customer": "string", "impact_level": "string", "is_vip": "bool", "regions": "string"}
 
 
 @pytest.mark.parametrize("name", ["a", "_", "_x9", "Z" * 40, "snake_Case_1"])
@@ -276,6 +283,8 @@ async def test_like_wildcards_in_names_are_literal(api: Api, owner: Person) -> N
     fid = await _field(api, owner, "a_b", "text")
     await _incident_with_fields(api, owner, '{"aXb":"v"}')
     assert (await api.call("/field/delete", {"field_id": fid}, key=owner.key)).status == 200
+    assert (await api.call("/field/info", {"field_id": fid}, key=owner.key)).code \
+        == "ResourceNotFound"
 
 
 async def test_other_accounts_incidents_do_not_block_delete(api: Api, owner: Person,
@@ -283,6 +292,8 @@ async def test_other_accounts_incidents_do_not_block_delete(api: Api, owner: Per
     fid = await _field(api, owner, "region", "text")
     await _incident_with_fields(api, other_owner, '{"region":"eu"}')
     assert (await api.call("/field/delete", {"field_id": fid}, key=owner.key)).status == 200
+    assert (await api.call("/field/info", {"field_id": fid}, key=owner.key)).code \
+        == "ResourceNotFound"
 
 
 async def test_other_account_fields_are_not_found(api: Api, owner: Person,

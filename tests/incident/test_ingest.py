@@ -3,6 +3,7 @@ semantics (update, new, recovery, events)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -161,8 +162,11 @@ async def test_bad_bodies_are_400_naming_the_field(
 
 async def test_fifty_labels_are_fine(capi: Api, channel_with_integration: Make) -> None:
     w = await channel_with_integration()
-    labels = {f"l{i}": "v" * 2048 for i in range(50)}
+    labels = {f"l{i}": f"{i:02d}" + "v" * 2046 for i in range(50)}
     assert (await push(capi, w.key, event(labels=labels))).status == 200
+    stored = await alerts_of(capi, w.integration_id)
+    assert len(stored) == 1
+    assert json.loads(stored[0].labels) == labels  # every label kept, whole
 
 
 async def test_content_type_json_and_size_rules_match_the_operation_layer(

@@ -3,10 +3,11 @@ all alerts recovered, and the auto-resolve timer."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
+from dutyline.incident import events
 from dutyline.kit.clock import FakeClock
 from dutyline.work.registry import registry
 from dutyline.work.worker import Worker
@@ -22,6 +23,18 @@ from tests.incident.ingest_support import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def no_event_subscribers() -> Iterator[None]:
+    """These tests count and claim the timer jobs they expect; the domains' incident-event
+    subscribers (automation, escalation...) would add jobs of their own to each change."""
+    saved = dict(events._subscribers)
+    events._subscribers.clear()
+    try:
+        yield
+    finally:
+        events._subscribers.update(saved)
 
 Make = Callable[..., Awaitable[Wired]]
 AUTO_RESOLVE = "incident.auto_resolve"
@@ -103,6 +116,24 @@ async def test_method_i_without_equals_groups_by_title_rule(
     incs = await incidents_of(capi, w.channel_id)
     assert sorted(i.alert_cnt for i in incs) == [1, 2]
     assert {i.group_method for i in incs} == {"i"}
+
+
+async def test_method_p_without_equals_puts_every_alert_of_the_window_together(
+    capi: Api, clock: FakeClock, channel_with_integration: Make
+) -> None:
+    """`equals` empty: every alert agrees, whatever its title or labels (issue 9)."""
+    w = await channel_with_integration(group={"method": "p", "time_window": 10})
+    await push(capi, w.key, event("$host down", key="1", labels={"host": "a"}))
+    await push(capi, w.key, event("disk full", key="2", labels={"host": "b"}))
+    await push(capi, w.key, event("other", key="3", status="Info"))
+    (inc,) = await incidents_of(capi, w.channel_id)
+    assert inc.alert_cnt == 3 and inc.group_method == "p"
+    # Past the window a new incident starts, and again holds everything after it.
+    clock.advance(11 * 60)
+    await push(capi, w.key, event("late", key="4"))
+    await push(capi, w.key, event("later", key="5"))
+    incs = await incidents_of(capi, w.channel_id)
+    assert sorted(i.alert_cnt for i in incs) == [2, 3]
 
 
 async def test_incident_severity_is_its_worst_active_alert(

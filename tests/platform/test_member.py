@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 
@@ -39,6 +40,10 @@ async def test_member_info_is_the_callers_profile(api: Api, owner: Person) -> No
     assert data["member_id"] == owner.person_id and data["member_name"] == "Acme Owner"
     assert data["account_role_ids"] == [roles["Owner"]]
     assert data["status"] == "enabled" and data["is_external"] is False
+    # created_at too (issue 9): when the owner's membership was made.
+    assert data["created_at"] > 1_600_000_000
+    check("/member/info", await api.raw("POST", "/member/info",
+                                        params={"app_key": owner.key}, json={}))
     assert {"account_locale", "account_time_zone", "domain", "phone", "email_verified",
             "phone_verified", "country_code", "avatar", "locale", "time_zone"} <= set(data)
     member = await new_member(api, owner, name="Ann")

@@ -18,6 +18,8 @@ DECIDED_SCOPES = {
     "template_view": "on-call", "template_manage": "on-call", "integration_view": "on-call",
     "integration_manage": "on-call", "mapping_data_view": "on-call",
     "mapping_data_manage": "on-call", "alert_rule_manage": "monit",
+    # the reference's "Schedules Read" / "Schedules Manage"
+    "schedule_view": "on-call", "schedule_manage": "on-call",
 }
 
 
@@ -34,7 +36,7 @@ async def test_role_list_shows_builtins_not_editable(api: Api, owner: Person) ->
     assert set(by_name) == {"Owner", "Admin", "Member"}
     assert all(r["editable"] is False and r["status"] == "enabled" for r in by_name.values())
     assert by_name["Owner"]["permission_ids"] == sorted(permissions.ALL_IDS)
-    assert set(by_name["Member"]["permission_ids"]) == {204, 206, 208, 210}
+    assert set(by_name["Member"]["permission_ids"]) == {204, 501, 208, 210}
     member = await new_member(api, owner)
     assert (await api.call("/role/list", {}, key=member.key)).data["total"] == 3
 

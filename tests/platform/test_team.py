@@ -104,6 +104,24 @@ async def test_team_members_must_belong_to_account(api: Api, owner: Person,
     assert (await api.call("/team/list", {}, key=owner.key)).data["total"] == 0
 
 
+async def test_unknown_emails_and_phones_are_ignored(api: Api, owner: Person,
+                                                    other_owner: Person) -> None:
+    """As the reference describes: contacts that match no member of the account add no one
+    (another account's member with that email included) and do not refuse the call."""
+    from tests.fixtures.accounts import new_member
+
+    mate = await new_member(api, owner, name="Mate", email="mate@acme.example")
+    stranger = await new_member(api, other_owner, name="Stranger", email="s@globex.example")
+    reply = await api.call("/team/upsert", {
+        "team_name": "Mixed", "emails": ["MATE@acme.example", "nobody@acme.example",
+                                         "s@globex.example"],
+        "phones": ["+15550000000"]}, key=owner.key)
+    assert reply.status == 200, reply.body
+    info = await api.call("/team/info", {"team_id": reply.data["team_id"]}, key=owner.key)
+    assert info.data["person_ids"] == [mate.person_id]
+    assert stranger.person_id not in info.data["person_ids"]
+
+
 async def test_team_write_needs_account_manage(api: Api, owner: Person) -> None:
     member = await new_member(api, owner)
     denied = await api.call("/team/upsert", {"team_name": "Nope"}, key=member.key)

@@ -48,8 +48,9 @@ def incident_body(page: Page, **extra: Any) -> dict[str, Any]:
 
 async def test_create_incident_and_read_it_back(api: Api, owner: Person) -> None:
     page = await make_page(api, owner)
+    earlier = str(await make_incident(api, owner, page))
     created = await api.call("/status-page/change/create", incident_body(
-        page, responders=[owner.person_id], linked_changes=["ext-1"],
+        page, responders=[owner.person_id], linked_changes=[earlier],
         notify_subscribers=True), key=owner.key)
     assert created.status == 200
     change_id = created.data["change_id"]
@@ -63,7 +64,7 @@ async def test_create_incident_and_read_it_back(api: Api, owner: Person) -> None
         "incident", "Web Console Degraded", "investigating")
     assert info["description"] == "We are investigating."
     assert (info["start_at_seconds"], info["close_at_seconds"]) == (NOW, 0)
-    assert (info["responder_ids"], info["linked_change_ids"]) == ([owner.person_id], ["ext-1"])
+    assert (info["responder_ids"], info["linked_change_ids"]) == ([owner.person_id], [earlier])
     assert info["notify_subscribers"] is True and info["is_retrospective"] is False
     [entry] = info["updates"]
     assert entry["at_seconds"] == NOW and entry["status"] == "investigating"
@@ -238,17 +239,21 @@ async def test_list_filters_and_paging(api: Api, owner: Person) -> None:
 async def test_update_and_delete(api: Api, owner: Person) -> None:
     page = await make_page(api, owner)
     change_id = await make_incident(api, owner, page)
+    # Linked events may live on another of the account's pages.
+    elsewhere = await make_page(api, owner)
+    a = str(await make_incident(api, owner, elsewhere))
+    b = str(await make_incident(api, owner, elsewhere))
     mate = await new_member(api, owner, name="Mate")
     api.runtime.clock.advance(10)
     version = cache.version(page.page_id)
     updated = await api.call("/status-page/change/update", {
         "page_id": page.page_id, "change_id": change_id, "title": "Renamed",
-        "responders": [mate.person_id], "linked_changes": ["a", "b"]}, key=owner.key)
+        "responders": [mate.person_id], "linked_changes": [a, b]}, key=owner.key)
     assert updated.status == 200 and updated.data == {}
     assert cache.version(page.page_id) > version
     info = await change_info(api, owner, page.page_id, change_id)
     assert (info["title"], info["responder_ids"], info["linked_change_ids"]) == (
-        "Renamed", [mate.person_id], ["a", "b"])
+        "Renamed", [mate.person_id], [a, b])
     assert info["status"] == "investigating" and len(info["updates"]) == 1
     for patch, field in [({"title": " "}, "title"), ({"close_at_seconds": NOW - 5},
                                                      "close_at_seconds"),
@@ -343,3 +348,25 @@ async def test_notify_subscribers_enqueues_in_the_same_transaction(
     await api.call("/status-page/change/create", incident_body(page, notify_subscribers=True,
                                                                title=""), key=owner.key)
     assert len(await jobs_of(api, NOTIFY_JOB)) == 1
+
+
+async def test_linked_changes_are_the_accounts_own(
+    api: Api, owner: Person, other_owner: Person
+) -> None:
+    """Another account's event id, an unknown id and a malformed one are all not found, on
+    create and on update, and nothing is stored."""
+    page = await make_page(api, owner)
+    theirs = str(await make_incident(api, other_owner, await make_page(api, other_owner)))
+    mine = await make_incident(api, owner, page)
+    for linked in ([theirs], ["123456"], ["ext-1"], [str(mine), theirs]):
+        created = await api.call("/status-page/change/create",
+                                 incident_body(page, linked_changes=linked), key=owner.key)
+        assert (created.status, created.code) == (400, "ResourceNotFound"), linked
+        updated = await api.call("/status-page/change/update", {
+            "page_id": page.page_id, "change_id": mine, "linked_changes": linked},
+            key=owner.key)
+        assert (updated.status, updated.code) == (400, "ResourceNotFound"), linked
+    assert (await change_info(api, owner, page.page_id, mine))["linked_change_ids"] == []
+    listed = await api.call("/status-page/change/list",
+                            {"page_id": page.page_id, "type": "incident"}, key=owner.key)
+    assert listed.data["total"] == 1

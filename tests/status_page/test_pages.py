@@ -338,3 +338,22 @@ async def test_structure_writes_invalidate_the_public_cache(api: Api, owner: Per
     assert cache.version(page.page_id) > version
     info = await ok(api, "/status-page/info", {"page_id": page.page_id}, owner.key)
     assert info["updated_at"] == info["created_at"] + 5
+
+
+async def test_list_items_carry_name_type_sections_and_components(
+    api: Api, owner: Person
+) -> None:
+    """Clients of the live service read `name`, `type` and a page's parts from the list
+    (issue 9), beside page_name and page_type."""
+    page = await make_page(api, owner, components=2, page_type="internal")
+    await make_page(api, owner, components=1)
+    listed = await ok(api, "/status-page/list", {}, owner.key)
+    by_id = {i["page_id"]: i for i in listed["items"]}
+    item = by_id[page.page_id]
+    assert (item["name"], item["type"]) == (item["page_name"], item["page_type"])
+    assert item["type"] == "internal"
+    assert [s["section_id"] for s in item["sections"]] == [page.section_id]
+    assert [c["component_id"] for c in item["components"]] == page.components
+    assert sorted(len(i["components"]) for i in listed["items"]) == [1, 2]
+    info = await ok(api, "/status-page/info", {"page_id": page.page_id}, owner.key)
+    assert item == info

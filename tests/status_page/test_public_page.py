@@ -224,6 +224,9 @@ async def test_change_shows_on_next_view_after_invalidate(api: Api, page: Seeded
     await api.raw("GET", "/status/acme/history.atom")
     await set_component_status(api.runtime.db, page.components["Public API"], "operational",
                                page_id=page.page_id, bump_to=None)
+    stale = await api.raw("GET", "/status/acme")
+    # Before invalidate() the cache still answers the old view (Public API down)...
+    assert parse_html(stale.text).find(id="overall-status").text() == "Degraded performance"
     page_cache.invalidate(page.page_id)
     r = await api.raw("GET", "/status/acme")
     # Public API back to operational; Login still under maintenance is now the worst.

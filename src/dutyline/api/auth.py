@@ -36,6 +36,11 @@ class Caller:
 
 
 class Authenticator(Protocol):
+    def recently_failed(self, app_key: str) -> bool:
+        """True when this key failed moments ago: answer 401 without opening a transaction.
+        Never True for a key that may be valid (only remembered failures count)."""
+        ...
+
     async def authenticate(self, conn: AsyncConnection, app_key: str) -> Caller | None:
         """Runs on the request's own connection, inside its transaction."""
         ...

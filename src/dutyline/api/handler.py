@@ -19,9 +19,9 @@ from starlette.responses import Response
 
 from dutyline.api import errors
 from dutyline.api.auth import Caller
-from dutyline.api.envelope import REQUEST_ID_HEADER, error_body, success_body
+from dutyline.api.envelope import error_body, request_id_headers, success_body
 from dutyline.api.i18n import negotiate
-from dutyline.api.operation import Context, Operation
+from dutyline.api.operation import Context, Download, Operation
 from dutyline.api.runtime import Runtime
 from dutyline.api.transaction import RequestTransaction
 from dutyline.kit.ids import request_id as new_request_id
@@ -49,16 +49,21 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
         rid = new_request_id()
         locale = negotiate(request.headers.get("accept-language"))
         caller: Caller | None = None
+        media_type = _JSON
         body = b""
-        headers: dict[str, str] = {REQUEST_ID_HEADER: rid}
+        headers = request_id_headers(rid)
         client_ip = request.client.host if request.client else ""
         try:
             body = await read_body(request, runtime.settings.max_body_bytes)
             app_key = request.query_params.get("app_key")
             if not app_key or len(app_key) > 256:
                 raise errors.Unauthorized()
+            # A key that failed moments ago fails again without a connection or a query
+            # (platform/app_key/misses.py: only failures are remembered, briefly).
+            if runtime.authenticator.recently_failed(app_key):
+                raise errors.Unauthorized()
             # Authentication runs on the request's own connection, inside its transaction:
-            # one round trip, and nothing cached that a revoked key could outlive.
+            # one round trip, and no success cached that a revoked key could outlive.
             write_now = op.write and not op.outbound
             async with RequestTransaction(runtime.db, write=write_now) as transaction:
                 conn = transaction.conn
@@ -87,8 +92,15 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
                         request_id=rid, client_ip=client_ip, body=body, targets=ctx.audit_targets,
                         outcome="OK", is_write=op.write, is_dangerous=op.dangerous,
                     )
-            content = success_body(rid, empty_data if result is None else result)
             status, code = 200, "OK"
+            if isinstance(result, Download) and not _wants_json(request):
+                media_type = result.media_type
+                content = result.content.encode()
+                headers["Content-Disposition"] = _attachment(result.filename)
+            else:
+                if isinstance(result, Download):
+                    result = result.content
+                content = success_body(rid, empty_data if result is None else result)
         except errors.ApiError as exc:
             status, code = exc.status, exc.code
             message = runtime.translator.render(locale, exc.message, exc.fields)
@@ -112,9 +124,22 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
             person_id=caller.person_id if caller else None,
             ms=round(elapsed * 1000, 2),
         )
-        return Response(content, status, headers, media_type=_JSON)
+        return Response(content, status, headers, media_type=media_type)
 
     return endpoint
+
+
+def _wants_json(request: Request) -> bool:
+    accept = request.headers.get("accept", "")
+    return any(part.split(";", 1)[0].strip().lower() == _JSON for part in accept.split(","))
+
+
+def _attachment(filename: str) -> str:
+    """A Content-Disposition naming the file, with only characters safe in a quoted header
+    value (others become '_')."""
+    safe = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "._- ") else "_"
+                   for ch in filename) or "export"
+    return f'attachment; filename="{safe}"'
 
 
 async def read_body(request: Request, limit: int) -> bytes:
@@ -162,6 +187,18 @@ def decode_json_body(decoder: msgspec.json.Decoder[Any], request: Request, body:
         raise _invalid_parameter(str(exc)) from None
     except msgspec.DecodeError:
         raise errors.InvalidContentType("The request body is not valid JSON") from None
+    except UnicodeDecodeError:
+        # msgspec lets this escape on bytes that are not UTF-8 inside a string.
+        raise errors.invalid("body", "is not valid UTF-8") from None
+    except RecursionError:
+        raise errors.invalid("body", "nests objects or arrays too deeply") from None
+    if not body.isascii():
+        # JSON text is UTF-8 (RFC 8259); msgspec checks only the strings it reads, so a
+        # field it skips could carry anything. One C pass, only for non-ASCII bodies.
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            raise errors.invalid("body", "is not valid UTF-8") from None
     if _SUSPECT_ESCAPE.search(body):
         _reject_unstorable_strings(body)
     return value

@@ -13,7 +13,6 @@ from babel.messages.pofile import read_po
 LOCALES_DIR = Path(__file__).resolve().parent.parent / "locales"
 DEFAULT_LOCALE = "en"
 # Catalog directory name -> the tag we answer with.
-SUPPORTED = {"en": "en", "zh_CN": "zh-CN"}
 
 
 class Translator:

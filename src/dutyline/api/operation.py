@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
+from dutyline.api.actor import Actor
+
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -38,6 +40,7 @@ class Context:
     # Ids the operation touched; handlers add to it and the audit log records it.
     audit_targets: list[Any] = field(default_factory=list)
     _team_ids: frozenset[int] | None = None
+    _actor: Actor | None = None
 
     @property
     def conn(self) -> AsyncConnection:
@@ -56,6 +59,18 @@ class Context:
         return self._team_ids
 
     @property
+    def actor(self) -> Actor:
+        """The caller as services see it (api/actor.py); built once per request."""
+        if self._actor is None:
+            self._actor = Actor(
+                account_id=self.caller.account_id, person_id=self.caller.person_id,
+                clock=self.runtime.clock, is_admin=self.caller.is_admin,
+                permissions=self.caller.permissions, person_name=self.caller.person_name,
+                _load_team_ids=self.caller_team_ids,
+            )
+        return self._actor
+
+    @property
     def now(self) -> float:
         return self.runtime.clock.now()
 
@@ -66,6 +81,17 @@ class Context:
     @property
     def now_ms(self) -> int:
         return int(self.runtime.clock.now() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """A file answer (CSV exports). Sent as the file itself, with `Content-Disposition:
+    attachment`; a client that asks for JSON (`Accept: application/json`) gets the envelope
+    with the text in `data` instead (decisions.md §7)."""
+
+    filename: str
+    content: str
+    media_type: str = "text/csv; charset=utf-8"
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]

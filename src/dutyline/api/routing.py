@@ -3,18 +3,28 @@
 Every operation path is a fixed string, and Starlette's router tries each route's pattern in
 turn: with a few hundred operations that walk cost more than authenticating a request. This
 router finds fixed paths in a dict first and falls back to the patterns (`/status/{url_name}`
-and the like), and to Starlette's own 404/405 handling, for everything else."""
+and the like), and to Starlette's own 404/405 handling, for everything else.
+
+Starlette's own trailing-slash redirect builds an absolute URL from the request's Host
+header, so `GET /status/x/` with `Host: evil.example` would send the browser to evil.example.
+This router turns that redirect off and answers a relative one (`Location: /status/x`)."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
-from starlette.routing import Route, Router
+from starlette.responses import RedirectResponse
+from starlette.routing import Match, Route, Router
 from starlette.types import Receive, Scope, Send
+
+from dutyline.api.envelope import request_id_headers
+from dutyline.kit.ids import request_id as new_request_id
 
 
 class ExactPathRouter(Router):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["redirect_slashes"] = False
         super().__init__(*args, **kwargs)
         self._exact: dict[str, Route] = {
             route.path: route
@@ -30,4 +40,26 @@ class ExactPathRouter(Router):
                 scope["path_params"] = {}
                 await route.app(scope, receive, send)
                 return
+            redirect = self._slash_redirect(scope)
+            if redirect is not None:
+                await redirect(scope, receive, send)
+                return
         await super().app(scope, receive, send)
+
+    def _slash_redirect(self, scope: Scope) -> RedirectResponse | None:
+        """A relative redirect to the same path without its trailing slash, when only that
+        one has a route; never an absolute URL built from request headers."""
+        path: str = scope["path"]
+        if path == "/" or not path.endswith("/"):
+            return None
+        if any(route.matches(scope)[0] is not Match.NONE for route in self.routes):
+            return None
+        stripped = {**scope, "path": path.rstrip("/") or "/"}
+        if not any(route.matches(stripped)[0] is not Match.NONE for route in self.routes):
+            return None
+        location = quote(stripped["path"], safe="/%@:+,;=!$&'()*~-._")
+        query = scope.get("query_string", b"").decode("latin-1")
+        if location.startswith("//"):  # a protocol-relative URL would leave the site
+            location = "/" + location.lstrip("/")
+        return RedirectResponse(f"{location}?{query}" if query else location,
+                                headers=request_id_headers(new_request_id()))

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
     from dutyline.api.auth import Authenticator, Caller
+    from dutyline.api.operation import Operation
     from dutyline.api.ratelimit import RateLimiter
 
 
@@ -51,6 +52,8 @@ class Runtime:
     metrics: Metrics
     # Seals third-party secrets (MCP headers, A2A auth) at rest with the server key.
     secrets: SecretBox
+    # Every operation the process serves, from the composition root (domains.py).
+    operations: tuple[Operation, ...] = ()
 
     def outbound_policy(self) -> OutboundPolicy:
         """Who outbound calls may reach (the operator's private-network switch), with the

@@ -8,7 +8,6 @@ import msgspec
 
 MAX_INT64 = 2**63 - 1
 
-Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=MAX_INT64)]
 # Ids of accounts, persons, teams, ...: positive int64. 0 is allowed where a field says
 # "0 means none" and is typed NonNegInt64 there.
 Id = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT64)]

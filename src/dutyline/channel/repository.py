@@ -141,7 +141,8 @@ async def find_many_visible(
     conn: AsyncConnection, account_id: int, channel_ids: list[int], viewer: Viewer
 ) -> list[Any]:
     stmt = (
-        select(channel.c.channel_id, channel.c.channel_name, channel.c.status)
+        select(channel.c.channel_id, channel.c.channel_name, channel.c.status,
+               channel.c.team_id, channel.c.creator_id)
         .where(channel.c.account_id == account_id, channel.c.channel_id.in_(channel_ids),
                channel.c.deleted_at == 0, visible_to(viewer))
         .order_by(channel.c.channel_id)

@@ -16,7 +16,6 @@ GroupKey = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 ManagingTeamIds = Annotated[list[Id], msgspec.Meta(max_length=3)]
 AutoResolveTimeout = Annotated[int, msgspec.Meta(ge=0, le=2_592_000)]
 AutoResolveMode = Literal["trigger", "update"]
-ChannelStatus = Literal["enabled", "disabled", "deleted"]
 
 # Grouping windows are minutes on the wire (reference Group.time_window); 24 h at most.
 MAX_TIME_WINDOW_MINS = 1440
@@ -109,6 +108,9 @@ class ChannelShort(msgspec.Struct, kw_only=True):
     channel_id: int
     channel_name: str
     status: str
+    # Read by clients of the live service beside the reference's fields.
+    team_id: int = 0
+    creator_id: int = 0
 
 
 class ChannelInfosResponse(msgspec.Struct, kw_only=True):

@@ -13,6 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.api.operation import Context
 from dutyline.channel import repository as repo
 from dutyline.channel.repository import Viewer
@@ -52,6 +53,7 @@ __all__ = [
     "require_visible",
     "touch_last_incident",
     "viewer",
+    "viewer_of",
     "visible_channel_ids",
 ]
 
@@ -62,6 +64,13 @@ async def viewer(ctx: Context) -> Viewer:
     if ctx.caller.is_admin:
         return Viewer(is_admin=True, team_ids=frozenset())
     return Viewer(is_admin=False, team_ids=await ctx.caller_team_ids())
+
+
+async def viewer_of(actor: Actor) -> Viewer:
+    """viewer() for services that take an actor (the shape of api/actor.py)."""
+    if actor.is_admin:
+        return Viewer(is_admin=True, team_ids=frozenset())
+    return Viewer(is_admin=False, team_ids=await actor.team_ids())
 
 
 def visible_channel_ids(account_id: int, viewer: Viewer) -> Select[tuple[int]] | None:
@@ -139,7 +148,8 @@ async def channel_infos(ctx: Context, req: ChannelInfosRequest) -> ChannelInfosR
     ids = list(dict.fromkeys(req.channel_ids))
     rows = await repo.find_many_visible(ctx.conn, ctx.caller.account_id, ids, await viewer(ctx))
     return ChannelInfosResponse(items=[
-        ChannelShort(channel_id=r.channel_id, channel_name=r.channel_name, status=r.status)
+        ChannelShort(channel_id=r.channel_id, channel_name=r.channel_name, status=r.status,
+                     team_id=r.team_id, creator_id=r.creator_id)
         for r in rows
     ])
 
@@ -234,13 +244,13 @@ def _team_list(team_ids: list[int]) -> str:
 
 
 def _checked_group(group: Group) -> Group:
-    """Keys trimmed; pattern grouping needs at least one non-empty set of keys."""
+    """Keys trimmed; every listed set of keys non-empty."""
     equals = [[k.strip() for k in keys] for keys in group.equals]
     for i, keys in enumerate(equals):
         if not keys or not all(keys):
             raise errors.invalid(f"group.equals[{i}]", "must list non-empty keys")
-    if group.method == "p" and not equals:
-        raise errors.invalid("group.equals", "is required when method is p")
+    # `p` without `equals` is accepted (the reference's own example): every alert of the
+    # window then agrees, and they share one incident (incident/ingest/grouping.py).
     i_keys = [k.strip() for k in group.i_keys]
     if not all(i_keys):
         raise errors.invalid("group.i_keys", "must list non-empty keys")

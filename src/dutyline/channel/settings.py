@@ -56,6 +56,8 @@ class ChannelSettings:
     auto_resolve_mode: str  # "trigger": from the first alert | "update": from the last event
     disable_auto_close: bool
     disable_outlier_detection: bool
+    # Moves on every write to the channel's inhibit/silence/drop rules (channel/noise).
+    noise_version: int = 0
 
 
 def decode_group(text: str) -> Group:
@@ -106,6 +108,7 @@ def settings_from_row(row: Any) -> ChannelSettings:
         auto_resolve_mode=row.auto_resolve_mode,
         disable_auto_close=bool(row.disable_auto_close),
         disable_outlier_detection=bool(row.disable_outlier_detection),
+        noise_version=int(row.noise_version),
     )
 
 

@@ -26,6 +26,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from dutyline.db.sqlite_driver import OneHopConnection  # also registers `sqlite+dutyline`
+from dutyline.kit.private_files import private_file
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
 # Threads that run sync reads on SQLite (run_sync(write=False)); writes have their own one.
@@ -49,7 +50,7 @@ class Database:
         if self.is_sqlite:
             db = parsed.database
             if db and db != ":memory:":
-                Path(db).parent.mkdir(parents=True, exist_ok=True)
+                private_file(Path(db))
             kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
             # Every connection leaves through a context manager that already ended its
             # transaction (SQLAlchemy rolls back an open one on close), so the pool's own

@@ -16,6 +16,8 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import make_url
 
+from dutyline.kit.private_files import private_file
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
@@ -39,8 +41,10 @@ def _sqlite_file_lock(url: str) -> Iterator[None]:
         yield
         return
     db_path = Path(database)
-    db_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(db_path.with_name(db_path.name + ".migrate.lock"), "w") as fh:
+    private_file(db_path)
+    lock_path = db_path.with_name(db_path.name + ".migrate.lock")
+    private_file(lock_path)
+    with open(lock_path, "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield

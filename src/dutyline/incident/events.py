@@ -7,13 +7,12 @@ change (an outbox), and each subscriber gets its own durable job for that row. S
 - a subscriber that fails retries with backoff, without holding up the others.
 
 Subscribers (the escalation engine, the automation incident trigger, ...) register with
-`@subscriber("name")` in a module listed in SUBSCRIBER_MODULES, which every process imports
-at start, so the API process knows whom to fan out to and the workers can run them.
+`@subscriber("name")` in a task module of their domain (domains.py), which every process
+imports at start, so the API process knows whom to fan out to and the workers can run them.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -39,9 +38,8 @@ MERGED = "merged"
 UPDATED = "updated"  # title, severity, fields and other edits
 REMOVED = "removed"
 ALERT_ADDED = "alert_added"
-
-# Modules that define subscribers; imported by every process at start (see load()).
-SUBSCRIBER_MODULES: tuple[str, ...] = ()
+RESPONDERS_ADDED = "responders_added"
+ALERTS_MERGED = "alerts_merged"
 
 JOB_PREFIX = "incident_event."
 
@@ -84,11 +82,6 @@ def subscriber(name: str) -> Callable[[Subscriber], Subscriber]:
 
 def subscribers() -> list[str]:
     return sorted(_subscribers)
-
-
-def load(extra: tuple[str, ...] = ()) -> None:
-    for name in (*SUBSCRIBER_MODULES, *extra):
-        importlib.import_module(name)
 
 
 def emit_sync(

@@ -20,6 +20,8 @@ SNOOZE = "i_snooze"
 WAKE = "i_wake"
 COMMENT = "i_comm"
 ASSIGN = "i_assign"
+ADD_RESPONDER = "i_a_rspd"
+ALERT_MERGE = "a_merge"
 MERGE = "i_merge"
 RESET_FIELD = "i_r_field"
 RESET_TITLE = "i_r_title"
@@ -28,6 +30,46 @@ RESET_SEVERITY = "i_r_severity"
 RESET_IMPACT = "i_r_impact"
 RESET_ROOT_CAUSE = "i_r_rc"
 RESET_RESOLUTION = "i_r_rsltn"
+ADD_RESPONDER = "i_a_rspd"
+
+# Reference FeedDetailIncidentResolve.from, per reason an incident closed by itself.
+RESOLVED_BY_RECOVERY = "event"  # its alerts recovered
+RESOLVED_BY_TIMEOUT = "autorslv"  # the channel's auto-resolve timeout
+_RESOLVE_FROM = {"all alerts recovered": RESOLVED_BY_RECOVERY,
+                 "auto_resolve_timeout": RESOLVED_BY_TIMEOUT}
+# Reference types whose detail has no fields (additionalProperties false).
+_NO_FIELDS = {RESET_DESCRIPTION, RESET_IMPACT, RESET_ROOT_CAUSE, RESET_RESOLUTION,
+              "i_m_reply", "i_auto_refresh"}
+
+
+def resolve_detail(reason: str) -> dict[str, Any]:
+    """The detail of an i_rslv an incident wrote itself: the reference's `from`, and our
+    own reason beside it."""
+    return {"from": _RESOLVE_FROM.get(reason, RESOLVED_BY_RECOVERY), "reason": reason}
+
+
+def assign_detail(assignment: dict[str, Any]) -> dict[str, Any]:
+    """Reference FeedDetailIncidentAssign: the AssignedTo fields at the top, and the members
+    who received the assignment under `to`."""
+    return {**assignment, "to": list(assignment.get("person_ids", []))}
+
+
+def reference_detail(feed_type: str, detail: Any) -> dict[str, Any]:
+    """A stored detail in the shape of the reference's FeedDetail* schema of its type.
+    Applied when reading, so entries written before the shapes were aligned read the same."""
+    if not isinstance(detail, dict):
+        return {}
+    if feed_type in _NO_FIELDS:
+        return {}
+    if feed_type == ASSIGN and isinstance(detail.get("assigned_to"), dict):
+        return assign_detail(detail["assigned_to"])
+    if feed_type == ASSIGN and "to" not in detail:
+        return assign_detail(detail)
+    if feed_type == ADD_RESPONDER and "to" not in detail:
+        return {**detail, "to": list(detail.get("person_ids", []))}
+    if feed_type == RESOLVE and "from" not in detail:
+        return {**detail, **resolve_detail(str(detail.get("reason", "")))}
+    return detail
 
 
 def add_sync(

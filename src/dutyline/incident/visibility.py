@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import ColumnElement, Select, or_
 
+from dutyline.api.actor import Actor
 from dutyline.api.operation import Context
 from dutyline.channel import service as channels
 from dutyline.db.tables.incident import alert, incident
@@ -29,6 +30,13 @@ async def scope(ctx: Context) -> Scope:
     account_id = ctx.caller.account_id
     viewer = await channels.viewer(ctx)
     return Scope(account_id, channels.visible_channel_ids(account_id, viewer))
+
+
+async def scope_of(actor: Actor) -> Scope:
+    """scope() for services that take an actor: the same scope, the actor's teams loaded
+    once for its life."""
+    viewer = await channels.viewer_of(actor)
+    return Scope(actor.account_id, channels.visible_channel_ids(actor.account_id, viewer))
 
 
 def channel_visible(column: ColumnElement[int], s: Scope) -> list[ColumnElement[bool]]:

@@ -1,8 +1,10 @@
 """Resolve an app_key to a Caller: the key's member and the permissions of their enabled roles.
 
 One query, on the request's own connection and inside its transaction: authentication is on
-every request's path, so it costs a single round trip and nothing is cached. A revoked key or
-a changed role therefore takes effect on the very next call, in every process."""
+every request's path, so it costs a single round trip and no success is cached. A revoked key
+or a changed role therefore takes effect on the very next call, in every process. Only
+failures are remembered, briefly (platform/app_key/misses.py): a repeated wrong key answers
+401 from memory instead of querying again."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from dutyline.db.tables.platform import (
 )
 from dutyline.kit.clock import Clock
 from dutyline.platform import permissions
+from dutyline.platform.app_key.misses import MISSED, MissedKeys
 
 _BUILTIN_RANK = {"owner": 2, "admin": 1}
 
@@ -49,15 +52,24 @@ _CALLER_QUERY = (
 
 
 class DatabaseAuthenticator:
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, misses: MissedKeys = MISSED) -> None:
         self.clock = clock
+        self.misses = misses
         # key_id -> last use (Unix seconds), written out in batches by flush_last_used():
         # a write per request would turn every read into a write.
         self._last_used: dict[int, int] = {}
 
+    def recently_failed(self, app_key: str) -> bool:
+        return self.misses.recently_missed(hash_app_key(app_key), self.clock.now())
+
     async def authenticate(self, conn: AsyncConnection, key: str) -> Caller | None:
-        rows = (await conn.execute(_CALLER_QUERY, {"key_hash": hash_app_key(key)})).all()
+        key_hash = hash_app_key(key)
+        now = self.clock.now()
+        if self.misses.recently_missed(key_hash, now):
+            return None
+        rows = (await conn.execute(_CALLER_QUERY, {"key_hash": key_hash})).all()
         if not rows:
+            self.misses.remember(key_hash, now)
             return None
         first = rows[0]
         self._last_used[first.key_id] = int(self.clock.now())

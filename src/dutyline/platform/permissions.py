@@ -1,4 +1,9 @@
-"""The permission catalog (decisions.md §2). Ids are stable: clients store them in roles."""
+"""The permission catalog (decisions.md §2). Ids are stable: clients store them in roles.
+
+Where the reference names a permission's id we use it, so a role written by an existing tool
+means the same here: 501 is "Templates Read" (the reference's PermissionItem example) and 502
+its manage pair (granted beside 501 in the reference's role example). Migration 0006
+renumbered the grants stored under the earlier ids (206, 207)."""
 
 from __future__ import annotations
 
@@ -30,6 +35,9 @@ INTEGRATION_MANAGE = "integration_manage"
 MAPPING_DATA_VIEW = "mapping_data_view"
 MAPPING_DATA_MANAGE = "mapping_data_manage"
 ALERT_RULE_MANAGE = "alert_rule_manage"
+# The reference's "Schedules Read" / "Schedules Manage" (on-call).
+SCHEDULE_VIEW = "schedule_view"
+SCHEDULE_MANAGE = "schedule_manage"
 
 CATALOG: tuple[Permission, ...] = (
     Permission(1, ACCOUNT_MANAGE, "organization", "Organization", "manage",
@@ -42,14 +50,16 @@ CATALOG: tuple[Permission, ...] = (
     Permission(203, INCIDENT_MANAGE, "on-call", "On-call", "manage", "Manage incidents"),
     Permission(204, CHANNEL_VIEW, "on-call", "On-call", "read", "View channels"),
     Permission(205, CHANNEL_MANAGE, "on-call", "On-call", "manage", "Manage channels"),
-    Permission(206, TEMPLATE_VIEW, "on-call", "On-call", "read", "View notification templates"),
-    Permission(207, TEMPLATE_MANAGE, "on-call", "On-call", "manage",
+    Permission(501, TEMPLATE_VIEW, "on-call", "On-call", "read", "View notification templates"),
+    Permission(502, TEMPLATE_MANAGE, "on-call", "On-call", "manage",
                "Manage notification templates"),
     Permission(208, INTEGRATION_VIEW, "on-call", "On-call", "read", "View the integration center"),
     Permission(209, INTEGRATION_MANAGE, "on-call", "On-call", "manage",
                "Manage the integration center"),
     Permission(210, MAPPING_DATA_VIEW, "on-call", "On-call", "read", "View mapping data"),
     Permission(211, MAPPING_DATA_MANAGE, "on-call", "On-call", "manage", "Manage mapping data"),
+    Permission(220, SCHEDULE_VIEW, "on-call", "On-call", "read", "View on-call schedules"),
+    Permission(221, SCHEDULE_MANAGE, "on-call", "On-call", "manage", "Manage on-call schedules"),
     Permission(301, ALERT_RULE_MANAGE, "monit", "Monitors", "manage", "Manage alert rules"),
 )
 
@@ -63,6 +73,7 @@ IMPLIES: dict[str, str] = {
     TEMPLATE_MANAGE: TEMPLATE_VIEW,
     INTEGRATION_MANAGE: INTEGRATION_VIEW,
     MAPPING_DATA_MANAGE: MAPPING_DATA_VIEW,
+    SCHEDULE_MANAGE: SCHEDULE_VIEW,
 }
 
 # Built-in roles: (builtin kind, display name, permission ids). Owner and Admin hold all.

@@ -142,6 +142,26 @@ async def enqueue(
     )
 
 
+async def enqueue_many(
+    conn: AsyncConnection,
+    kind: str,
+    payloads: list[dict[str, Any]],
+    *,
+    now_ms: int,
+    max_attempts: int = 10,
+) -> None:
+    """Several jobs of one kind on the caller's connection in one multi-row insert (no dedupe
+    keys): for producers that make many at once, like the scheduler's batch of fires."""
+    if not payloads:
+        return
+    await conn.execute(job.insert(), [
+        {"kind": kind, "payload": json.dumps(p, separators=(",", ":")), "status": PENDING,
+         "dedupe_key": None, "run_at": now_ms, "attempts": 0, "max_attempts": max_attempts,
+         "created_at": now_ms, "updated_at": now_ms}
+        for p in payloads
+    ])
+
+
 def schedule_sync(
     conn: Connection,
     kind: str,

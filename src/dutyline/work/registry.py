@@ -1,11 +1,12 @@
 """Which coroutine runs a job of a given kind, and what happens when one dies.
 
-Domains register their handlers on import, with `@job_handler("incident.notify")` in their
-`tasks.py`, and, where a dead job would leave the domain's own state hanging (a migration
-"running" forever), an `@job_on_dead("incident.notify")` hook next to it. The worker imports
-the built-in handler modules plus any named in `DUTYLINE_JOB_MODULES` before it claims
-anything, so a worker never claims (or buries) a kind it could not have known about only
-because a module was not imported yet.
+Domains register their handlers on import, with `@job_handler("incident.notify")` in the
+task modules they list in the composition root (domains.py), and, where a dead job would
+leave the domain's own state hanging (a migration "running" forever), an
+`@job_on_dead("incident.notify")` hook next to it. Every process imports every domain's task
+modules at start (build_runtime), and the worker also those named in `DUTYLINE_JOB_MODULES`,
+before it claims anything, so a worker never claims (or buries) a kind it could not have
+known about only because a module was not imported yet.
 """
 
 from __future__ import annotations
@@ -21,14 +22,6 @@ from dutyline.kit.clock import Clock, millis
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
-
-# Modules of the domains that define job handlers; each registers on import.
-BUILTIN_JOB_MODULES: tuple[str, ...] = (
-    "dutyline.incident.ingest.tasks",
-    "dutyline.status_page.migration.tasks",
-    "dutyline.status_page.notify",
-    "dutyline.status_page.public.subscribe",
-)
 
 
 @dataclass(frozen=True)
@@ -147,8 +140,9 @@ job_on_dead = registry.on_dead
 
 
 def load_handler_modules(extra: Iterable[str] = ()) -> list[str]:
-    """Import the built-in handler modules and the configured extra ones; return their names."""
-    names = [*BUILTIN_JOB_MODULES, *extra]
+    """Import the configured extra handler modules (the domains' own are imported by the
+    composition root at start); return their names."""
+    names = list(extra)
     for name in names:
         importlib.import_module(name)
     return names

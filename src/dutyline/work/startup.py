@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import Any
 
+from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 
-if TYPE_CHECKING:
-    from dutyline.app import BackgroundTask
+# Background loops started with the app (durable-work workers, flushers); each receives the
+# runtime and runs until cancelled.
+BackgroundTask = Callable[[Runtime], Coroutine[Any, Any, None]]
 
 
 def default_background(settings: Settings) -> list[BackgroundTask]:

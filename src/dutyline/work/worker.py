@@ -23,18 +23,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import Database
 from dutyline.kit.clock import millis
-from dutyline.work import queue
+from dutyline.work import queue, scheduler
 from dutyline.work.registry import DeadJobContext, JobContext, Registry, load_handler_modules
 from dutyline.work.registry import registry as default_registry
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
-    from dutyline.config import Settings
 
 log = structlog.get_logger("dutyline.work")
 
 DAY_MS = 86_400_000
 PRUNE_INTERVAL_S = 3600.0
+# How often the loop fires due schedules (work/scheduler.py): a fire is at most this late.
+SCHEDULE_INTERVAL_S = 0.5
 SHUTDOWN_GRACE_S = 10.0
 
 
@@ -234,6 +235,21 @@ class Worker:
             if dead:
                 self.runtime.metrics.jobs.labels(kind="*", outcome="dead").inc(dead)
 
+    async def fire_schedules(self) -> int:
+        """Fire every due schedule, a batch per transaction; returns how many fired."""
+        fired = 0
+        try:
+            while True:
+                claimed = await scheduler.fire_due(
+                    self.db, now_ms=self._now(), limit=scheduler.BATCH
+                )
+                fired += claimed
+                if claimed < scheduler.BATCH:
+                    return fired
+        except Exception as exc:
+            self.log.warning("firing schedules failed", cause=repr(exc))
+            return fired
+
     async def prune(self) -> None:
         try:
             pruned = await queue.prune_done(self.db, older_than_ms=self._now() - self.retention_ms)
@@ -251,7 +267,7 @@ class Worker:
         in_flight: set[asyncio.Task[str]] = set()
         stopping = asyncio.create_task(stop.wait())
         idle = self.idle_min_s
-        next_reap = next_prune = loop.time()
+        next_reap = next_prune = next_schedule = loop.time()
         self.log.info("worker started", concurrency=self.concurrency, lease_ms=self.lease_ms,
                       kinds=self.registry.kinds())
         try:
@@ -259,6 +275,9 @@ class Worker:
                 if loop.time() >= next_reap:
                     await self.reap()
                     next_reap = loop.time() + self.reap_interval_s
+                if loop.time() >= next_schedule:
+                    await self.fire_schedules()
+                    next_schedule = loop.time() + SCHEDULE_INTERVAL_S
                 if loop.time() >= next_prune:
                     await self.prune()
                     next_prune = loop.time() + PRUNE_INTERVAL_S
@@ -280,6 +299,7 @@ class Worker:
                     timeout, idle = idle, min(idle * 2, self.idle_max_s)
                 else:
                     timeout = self.reap_interval_s
+                timeout = min(timeout, max(0.0, next_schedule - loop.time()))
                 # Wake on stop, on a free slot, or when the idle sleep is over.
                 await asyncio.wait({stopping, *in_flight}, timeout=timeout,
                                    return_when=asyncio.FIRST_COMPLETED)
@@ -303,15 +323,9 @@ async def worker_loop(
     await Worker(runtime, registry=registry).run(stop)
 
 
-async def run_standalone(settings: Settings) -> None:
-    """`dutyline worker`: run the loop until SIGTERM or SIGINT, then shut down cleanly."""
-    from dutyline.api.observe import configure_logging
-    from dutyline.app import build_runtime
-    from dutyline.kit import heap
-
-    configure_logging(settings.log_level, settings.log_json)
-    runtime = build_runtime(settings)
-    heap.settle()
+async def run_standalone(runtime: Runtime) -> None:
+    """`dutyline worker`: run the loop until SIGTERM or SIGINT, then shut down cleanly.
+    The runtime is built by the caller (the CLI, through the composition root)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     signals = (signal.SIGTERM, signal.SIGINT)

@@ -14,7 +14,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.a2a import repository as repo
-from dutyline.aisre.a2a.auth import AgentAuth, build_auth, open_auth
+from dutyline.aisre.a2a.auth import NO_AUTH, AgentAuth, build_auth, open_auth
 from dutyline.aisre.a2a.card import ResolvedCard, resolve_card
 from dutyline.aisre.a2a.schemas import (
     A2aAgentCreateRequest,
@@ -25,9 +25,11 @@ from dutyline.aisre.a2a.schemas import (
     A2aAgentUpdateRequest,
     A2aSkill,
 )
+from dutyline.aisre.scope import in_team_scope
 from dutyline.api import errors
 from dutyline.api.operation import Context
 from dutyline.kit.ids import prefixed_id
+from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox, SecretBoxError
 from dutyline.platform.permissions import AGENT_MANAGE
@@ -41,11 +43,7 @@ def outbound_policy(ctx: Context) -> OutboundPolicy:
 
 
 async def _can_manage(ctx: Context, team_id: int) -> bool:
-    if not ctx.caller.has(AGENT_MANAGE):
-        return False
-    if ctx.caller.is_admin:
-        return True
-    return team_id != 0 and team_id in await ctx.caller_team_ids()
+    return ctx.caller.has(AGENT_MANAGE) and await in_team_scope(ctx.actor, team_id)
 
 
 async def _can_see(ctx: Context, team_id: int) -> bool:
@@ -138,8 +136,13 @@ async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentReco
         values["streaming"] = req.streaming
     box = ctx.runtime.secrets
     changes_auth = req.auth_type is not None or req.auth_config is not None
+    new_card_url = None if req.card_url is None else req.card_url.strip()
+    # The stored secret was entered for the card URL's origin: moving it elsewhere drops the
+    # secret unless this update supplies it anew, and the new card is fetched without it.
+    moved = new_card_url is not None and not same_origin(row.card_url, new_card_url)
     try:
-        old_auth: AgentAuth | None = open_auth(box, row.auth_type, row.auth_config_encrypted)
+        old_auth: AgentAuth | None = (
+            None if moved else open_auth(box, row.auth_type, row.auth_config_encrypted))
     except SecretBoxError:
         # Unreadable (another server key): only a fresh secret can replace it.
         old_auth = None
@@ -148,10 +151,14 @@ async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentReco
         auth = build_auth(req.auth_type or row.auth_type, req.auth_config, old_auth)
         values["auth_type"] = auth.auth_type
         values["auth_config_encrypted"] = auth.seal(box)
-    if req.card_url is not None and req.card_url.strip() != row.card_url:
+    elif moved:
+        auth = NO_AUTH
+        values["auth_type"] = auth.auth_type
+        values["auth_config_encrypted"] = auth.seal(box)
+    if new_card_url is not None and new_card_url != row.card_url:
         if auth is None:
             auth = _stored_auth(box, row)
-        card_url = req.card_url.strip()
+        card_url = new_card_url
         values["card_url"] = card_url
         values.update(_card_values(await _resolve(ctx, card_url, auth)))
     ctx.audit_targets.append(row.agent_id)

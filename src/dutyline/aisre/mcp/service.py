@@ -23,15 +23,16 @@ from dutyline.aisre.mcp.schemas import (
     McpServerUpdateRequest,
     McpTool,
 )
+from dutyline.aisre.scope import in_team_scope
 from dutyline.api import errors
 from dutyline.api.operation import Context
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
+from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.permissions import MCP_MANAGE
 from dutyline.platform.team import service as team_service
-from dutyline.platform.team.schemas import TeamInfosRequest
 
 DEFAULT_CONNECT_TIMEOUT = 10
 DEFAULT_CALL_TIMEOUT = 60
@@ -167,9 +168,17 @@ async def update_server(ctx: Context, req: McpServerUpdateRequest) -> McpServerR
         values["connect_timeout"] = req.connect_timeout or DEFAULT_CONNECT_TIMEOUT
     if req.call_timeout is not None:
         values["call_timeout"] = req.call_timeout or DEFAULT_CALL_TIMEOUT
+    # Stored headers were entered for the old URL's origin: a move elsewhere drops them
+    # unless this update supplies them anew (kit/origin.py).
+    moved = "url" in values and not same_origin(row.url, values["url"])
     if req.headers is not None:
-        old = _open_headers(ctx.runtime.secrets, row.headers_encrypted)
+        old = {} if moved else _open_headers(ctx.runtime.secrets, row.headers_encrypted)
+        if moved and MASK in req.headers.values():
+            raise errors.invalid(
+                "headers", "must be sent in full: the url moved to another origin")
         values.update(_sealed(ctx.runtime.secrets, _validated_headers(req.headers, old)))
+    elif moved and row.headers_encrypted:
+        values.update(_sealed(ctx.runtime.secrets, {}))
     if req.auth_mode is not None:
         values["auth_mode"] = req.auth_mode
     values["updated_at"] = ctx.now_ms
@@ -251,20 +260,14 @@ async def _editable(ctx: Context, server_id: str, *, with_secrets: bool = False)
 async def _can_edit(ctx: Context, team_id: int) -> bool:
     """Account-level servers: owner/admin; team servers: a member of that team (or owner/
     admin). Always with MCP management."""
-    caller = ctx.caller
-    if not caller.has(MCP_MANAGE):
-        return False
-    if caller.is_admin:
-        return True
-    return team_id != 0 and team_id in await ctx.caller_team_ids()
+    return ctx.caller.has(MCP_MANAGE) and await in_team_scope(ctx.actor, team_id)
 
 
 async def _editable_team(ctx: Context, team_id: int) -> int:
     """A team the caller may put a server in (0: account-level)."""
-    if team_id:
-        found = await team_service.team_infos(ctx, TeamInfosRequest(team_ids=[team_id]))
-        if not found.items:
-            raise errors.not_found("team", team_id)
+    teams = [team_id] if team_id else []
+    if teams and not await team_service.existing_team_ids(ctx.conn, ctx.caller.account_id, teams):
+        raise errors.not_found("team", team_id)
     if not await _can_edit(ctx, team_id):
         raise errors.AccessDenied()
     return team_id

@@ -100,6 +100,12 @@ async def names(conn: AsyncConnection, account_id: int,
             for r in await conn.execute(stmt)}
 
 
+async def ids_of_types(conn: AsyncConnection, account_id: int, types: list[str]) -> list[int]:
+    stmt = select(integration.c.integration_id).where(
+        integration.c.account_id == account_id, integration.c.integration_type.in_(types))
+    return [r[0] for r in await conn.execute(stmt)]
+
+
 async def insert_integration(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(integration).values(**values))
 

@@ -81,6 +81,13 @@ async def integration_names(conn: AsyncConnection, account_id: int,
     return await repo.names(conn, account_id, integration_ids)
 
 
+async def integration_ids_of_types(conn: AsyncConnection, account_id: int,
+                                   types: list[str]) -> list[int]:
+    """The account's integrations (deleted ones included) of these types, for filters of
+    records by integration type (/alert-event/list)."""
+    return await repo.ids_of_types(conn, account_id, types) if types else []
+
+
 async def create_integration(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
     account_id = ctx.caller.account_id

@@ -37,6 +37,9 @@ channel = Table(
     Column("group_config", Text, nullable=False, server_default="{}"),  # JSON: reference Group
     Column("flapping", Text, nullable=False, server_default="{}"),  # JSON: reference Flapping
     Column("last_incident_at", BigInteger, nullable=False, server_default="0"),
+    # Bumped by every write to the channel's inhibit/silence/drop rules (channel/noise):
+    # ingestion reads it with the settings and recompiles its cached rules when it moved.
+    Column("noise_version", BigInteger, nullable=False, server_default="0"),
     Column("deleted_at", BigInteger, nullable=False, server_default="0"),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),

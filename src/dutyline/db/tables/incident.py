@@ -43,6 +43,11 @@ alert = Table(
     Column("ever_muted", Boolean, nullable=False, server_default="0"),
     # Set when an inhibit rule kept the alert from opening an incident.
     Column("inhibited", Boolean, nullable=False, server_default="0"),
+    # Which inhibit rule and which source alert inhibited it (channel/noise); "" when none.
+    Column("inhibit_rule_id", String(24), nullable=False, server_default=""),
+    Column("inhibited_by", String(24), nullable=False, server_default=""),
+    # The silence rule that kept it from opening an incident; "" when none.
+    Column("silence_rule_id", String(24), nullable=False, server_default=""),
     Column("acked", Boolean, nullable=False, server_default="0"),
     Column("incident_id", String(24), nullable=True),
     Column("deleted_at", BigInteger, nullable=False, server_default="0"),
@@ -61,6 +66,13 @@ alert = Table(
     Index("ix_alert_incident", "incident_id"),
     Index("ix_alert_account_time", "account_id", "start_time"),
     Index("ix_alert_channel_active", "channel_id", "end_time", "last_time"),
+    # The alerts a source inhibits, to group them again when it recovers.
+    Index(
+        "ix_alert_inhibited_by",
+        "inhibited_by",
+        sqlite_where=Column("inhibited_by") != "",
+        postgresql_where=Column("inhibited_by") != "",
+    ),
 )
 
 alert_event = Table(
@@ -80,6 +92,8 @@ alert_event = Table(
     Column("event_time", BigInteger, nullable=False),
     Column("created_at", BigInteger, nullable=False),
     Index("ix_alert_event_alert", "alert_id", "event_time"),
+    # /alert-event/list: an account's events across alerts in a time window.
+    Index("ix_alert_event_account_time", "account_id", "event_time"),
 )
 
 incident = Table(
@@ -121,6 +135,8 @@ incident = Table(
     Column("alert_event_cnt", Integer, nullable=False, server_default="0"),
     Column("ever_muted", Boolean, nullable=False, server_default="0"),
     Column("merged_into", String(24), nullable=True),
+    # /incident/disable-merge: grouping at ingest no longer adds alerts to this incident.
+    Column("merge_disabled", Boolean, nullable=False, server_default="0"),
     Column("deleted_at", BigInteger, nullable=False, server_default="0"),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
@@ -130,6 +146,8 @@ incident = Table(
     Index("ix_incident_list", "account_id", "deleted_at", "start_time", "progress",
           "incident_severity", "channel_id"),
     Index("ix_incident_channel_group", "channel_id", "equals_md5", "progress"),
+    # /incident/past/list: a channel's most recent incidents, the bounded candidate set.
+    Index("ix_incident_channel_start", "channel_id", "start_time"),
 )
 
 # SQLite's index for the title search of /incident/list (migration 0005): a contentless FTS5

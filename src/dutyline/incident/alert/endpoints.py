@@ -1,18 +1,27 @@
-"""/alert/* read operations (permission: channel view)."""
+"""/alert/* and /alert-event/list: reads need channel view; /alert/merge, which changes
+incidents, needs incident management (the reference lists channel view for it, which the
+read-only built-in Member role holds: decisions.md §2 keeps that role read-only)."""
 
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
 from dutyline.incident.alert import service
 from dutyline.incident.alert.schemas import (
+    AlertEventGlobalListRequest,
+    AlertEventGlobalListResponse,
     AlertEventListRequest,
     AlertEventListResponse,
+    AlertFeedRequest,
+    AlertFeedResponse,
     AlertItem,
+    AlertListByIdsRequest,
     AlertListRequest,
     AlertListResponse,
     AlertLookup,
+    AlertMergeRequest,
 )
-from dutyline.platform.permissions import CHANNEL_VIEW
+from dutyline.incident.lifecycle import alert_merge
+from dutyline.platform.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 
 router = Router("Alerts")
 VIEW = (CHANNEL_VIEW,)
@@ -36,3 +45,40 @@ async def alert_info(ctx: Context, req: AlertLookup) -> AlertItem:
 async def alert_event_list(ctx: Context, req: AlertEventListRequest) -> AlertEventListResponse:
     """List the raw events of one alert in arrival order."""
     return await service.list_events(ctx, req)
+
+
+@router.post("/alert/list-by-ids", request=AlertListByIdsRequest, response=AlertListResponse,
+             permissions=VIEW)
+async def alert_list_by_ids(ctx: Context, req: AlertListByIdsRequest) -> AlertListResponse:
+    """Get up to 100 alerts by id; an unknown id fails the whole call."""
+    return await service.list_by_ids(ctx.conn, ctx.actor, alert_ids=req.alert_ids)
+
+
+@router.post("/alert/feed", request=AlertFeedRequest, response=AlertFeedResponse,
+             permissions=VIEW)
+async def alert_feed(ctx: Context, req: AlertFeedRequest) -> AlertFeedResponse:
+    """The activity of one alert: triggered, closed."""
+    return await service.alert_feed(ctx.conn, ctx.actor, alert_id=req.alert_id, asc=req.asc,
+                                    types=req.types, offset=req.offset, limit=req.limit)
+
+
+@router.post("/alert-event/list", request=AlertEventGlobalListRequest,
+             response=AlertEventGlobalListResponse, permissions=VIEW)
+async def alert_event_global_list(
+    ctx: Context, req: AlertEventGlobalListRequest
+) -> AlertEventGlobalListResponse:
+    """Raw events across the account's alerts in a window, filtered, a page at a time."""
+    return await service.list_account_events(
+        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, p=req.p,
+        limit=req.limit, search_after_ctx=req.search_after_ctx,
+        integration_ids=req.integration_ids, integration_types=req.integration_types,
+        channel_ids=req.channel_ids, severities=req.severities, asc=req.asc)
+
+
+@router.post("/alert/merge", request=AlertMergeRequest, permissions=(INCIDENT_MANAGE,),
+             write=True)
+async def alert_merge_into_incident(ctx: Context, req: AlertMergeRequest) -> None:
+    """Merge alerts into an existing open incident."""
+    ctx.audit_targets.extend(await alert_merge.merge_alerts(
+        ctx.conn, ctx.actor, incident_id=req.incident_id, alert_ids=req.alert_ids,
+        comment=req.comment, title=req.title, owner_id=req.owner_id))

@@ -90,3 +90,60 @@ async def list_events(
         .offset(offset).limit(limit)
     )).all()
     return total, rows
+
+
+async def find_many(conn: AsyncConnection, scope: Scope, alert_ids: Sequence[str],
+                    *, lock: bool = False) -> dict[str, Row[Any]]:
+    """The visible alerts among `alert_ids` (locked, in id order, for a write)."""
+    if not alert_ids:
+        return {}
+    stmt = select(alert).where(alert.c.alert_id.in_(alert_ids), *visibility.alerts(scope))
+    if lock:
+        stmt = stmt.order_by(alert.c.alert_id).with_for_update()
+    return {r.alert_id: r for r in (await conn.execute(stmt)).all()}
+
+
+async def first_event(conn: AsyncConnection, alert_id: str) -> Any:
+    stmt = (select(alert_event.c.event_severity, alert_event.c.event_status)
+            .where(alert_event.c.alert_id == alert_id)
+            .order_by(alert_event.c.event_time, alert_event.c.event_id).limit(1))
+    return (await conn.execute(stmt)).first()
+
+
+EVENT_TOTAL_CAP = 10_000
+
+
+async def list_account_events(
+    conn: AsyncConnection, scope: Scope, f: dict[str, Any], *, offset: int, limit: int,
+    asc: bool,
+) -> tuple[int, Sequence[Row[Any]]]:
+    """Events across the visible alerts of the account in a window (ix_alert_event_account_
+    time), each with its alert's title rule and key."""
+    where = [
+        alert_event.c.account_id == scope.account_id,
+        alert_event.c.event_time >= f["start_time"],
+        alert_event.c.event_time <= f["end_time"],
+        *visibility.alerts(scope),
+    ]
+    if f["channel_ids"]:
+        where.append(alert_event.c.channel_id.in_(f["channel_ids"]))
+    if f["integration_ids"] is not None:
+        where.append(alert_event.c.integration_id.in_(f["integration_ids"]))
+    if f["severities"]:
+        where.append(alert_event.c.event_severity.in_(f["severities"]))
+    joined = alert_event.join(alert, alert.c.alert_id == alert_event.c.alert_id)
+    # The total counts at most EVENT_TOTAL_CAP events, as the reference's search-engine
+    # backed list does: no page lies beyond it (p × limit ≤ 10,000), and counting a month of
+    # a busy account's events in full cost 370 ms on SQLite (bench/alert_events.py).
+    capped = select(alert_event.c.event_id).select_from(joined).where(*where).limit(
+        EVENT_TOTAL_CAP).subquery()
+    total = int((await conn.execute(select(func.count()).select_from(capped))).scalar_one())
+    if total == 0 or offset >= total:
+        return total, []
+    order = ((alert_event.c.event_time.asc(), alert_event.c.event_id.asc()) if asc
+             else (alert_event.c.event_time.desc(), alert_event.c.event_id.desc()))
+    rows = (await conn.execute(
+        select(alert_event, alert.c.title_rule, alert.c.alert_key).select_from(joined)
+        .where(*where).order_by(*order).offset(offset).limit(limit)
+    )).all()
+    return total, rows

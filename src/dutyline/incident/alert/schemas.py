@@ -1,5 +1,7 @@
 """Alert requests and records (reference: AlertListRequest, AlertItem, AlertInfoRequest,
-AlertEventListRequest, AlertEventItem, AlertListResponse, AlertEventListResponse)."""
+AlertEventListRequest, AlertEventItem, AlertListResponse, AlertEventListResponse,
+AlertListByIDsRequest, AlertFeedRequest, FeedItem, AlertFeedResponse,
+AlertEventGlobalListRequest, AlertEventGlobalListResponse, AlertMergeRequest)."""
 
 from __future__ import annotations
 
@@ -90,6 +92,12 @@ class AlertItem(msgspec.Struct, kw_only=True, omit_defaults=True):
     data_source_ref_id: str
     # Absent (not null) when the alert is in no incident: the reference types it an object.
     incident: IncidentShort | None = None
+    # Noise control (channel inhibit / silence rules), absent when nothing held it back: the
+    # rule that inhibited it and the source alert that did, or the silence rule.
+    inhibited: bool = False
+    inhibit_rule_id: str = ""
+    inhibited_by: str = ""
+    silence_rule_id: str = ""
 
 
 class AlertListResponse(msgspec.Struct, kw_only=True):
@@ -133,3 +141,71 @@ def images_of(raw: str) -> list[AlertImage]:
 
 def labels_of(raw: str) -> dict[str, str]:
     return msgspec.json.decode(raw or "{}", type=dict[str, str])
+
+
+# --- /alert/list-by-ids, /alert/feed, /alert-event/list, /alert/merge ---------------------
+
+AlertIds = Annotated[list[AlertId], msgspec.Meta(min_length=1, max_length=100)]
+
+
+class AlertListByIdsRequest(msgspec.Struct, kw_only=True):
+    alert_ids: AlertIds
+
+
+AlertFeedType = Literal["a_new", "a_comm", "a_close"]
+
+
+class AlertFeedRequest(PageRequest, kw_only=True):
+    alert_id: AlertId
+    asc: bool = False
+    types: Annotated[list[AlertFeedType], msgspec.Meta(max_length=3)] = msgspec.field(
+        default_factory=list)
+
+
+class AlertFeedItem(msgspec.Struct, kw_only=True):
+    """Reference FeedItem; times in milliseconds, as it says."""
+
+    ref_id: str
+    type: str
+    detail: dict[str, str]
+    account_id: int
+    creator_id: int
+    created_at: int
+    updated_at: int
+
+
+class AlertFeedResponse(msgspec.Struct, kw_only=True):
+    has_next_page: bool
+    items: list[AlertFeedItem]
+
+
+class AlertEventGlobalListRequest(PageRequest, kw_only=True):
+    # Omitted: the 24 hours before end_time; end_time omitted: now. At most 31 days apart.
+    start_time: TimeS | None = None
+    end_time: TimeS | None = None
+    search_after_ctx: Annotated[str, msgspec.Meta(max_length=256)] = ""
+    integration_ids: Annotated[list[Id], msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=list)
+    integration_types: Annotated[list[Annotated[str, msgspec.Meta(max_length=32)]],
+                                 msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=list)
+    channel_ids: Annotated[list[Id], msgspec.Meta(max_length=100)] = msgspec.field(
+        default_factory=list)
+    severities: Annotated[str, msgspec.Meta(max_length=64)] = ""
+    orderby: Literal["event_time"] = "event_time"
+    asc: bool = False
+
+
+class AlertEventGlobalListResponse(msgspec.Struct, kw_only=True):
+    total: int
+    has_next_page: bool
+    search_after_ctx: str
+    items: list[AlertEventItem]
+
+
+class AlertMergeRequest(msgspec.Struct, kw_only=True):
+    alert_ids: AlertIds
+    incident_id: Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
+    comment: Annotated[str, msgspec.Meta(max_length=1024)] = ""
+    title: Annotated[str, msgspec.Meta(max_length=512)] | None = None
+    owner_id: Id | None = None

@@ -48,6 +48,10 @@ class UpdateFieldRequest(msgspec.Struct, kw_only=True):
     default_value: Any = msgspec.UNSET
 
 
+VALUE_TYPES = {"text": "string", "single_select": "string", "multi_select": "string",
+               "checkbox": "bool"}
+
+
 class FieldItem(msgspec.Struct, kw_only=True):
     field_id: str
     field_name: str
@@ -60,6 +64,12 @@ class FieldItem(msgspec.Struct, kw_only=True):
     creator_id: int
     created_at: int
     updated_at: int
+    # The type of each value: "bool" for checkbox, "string" for the others (a multi_select
+    # holds a list of strings). Clients of the live service read it beside field_type.
+    value_type: str = ""
+
+    def __post_init__(self) -> None:
+        self.value_type = self.value_type or VALUE_TYPES.get(self.field_type, "string")
 
 
 class ListFieldsResponse(msgspec.Struct, kw_only=True):

@@ -51,6 +51,10 @@ class ActiveAlert:
     severity: str  # worst seen while active
     labels: dict[str, str]
     incident_progress: str | None
+    # What holds it back from an incident (incident/ingest/noise.py); "" when nothing.
+    inhibit_rule_id: str = ""
+    inhibited_by: str = ""
+    silence_rule_id: str = ""
 
 
 # Statements on every push are built once with bound parameters: building them per call
@@ -58,7 +62,8 @@ class ActiveAlert:
 _FIND_ACTIVE = (
     select(
         alert.c.alert_id, alert.c.incident_id, alert.c.alert_severity, alert.c.labels,
-        incident.c.progress,
+        incident.c.progress, alert.c.inhibit_rule_id, alert.c.inhibited_by,
+        alert.c.silence_rule_id,
     )
     .select_from(alert.outerjoin(incident, incident.c.incident_id == alert.c.incident_id))
     .where(
@@ -90,7 +95,8 @@ def find_active(
     row = conn.execute(_FIND_ACTIVE, params).first()
     if row is None:
         return None
-    return ActiveAlert(row[0], row[1], row[2], _decode_labels.decode(row[3]), row[4])
+    return ActiveAlert(row[0], row[1], row[2], _decode_labels.decode(row[3]), row[4],
+                       row[5], row[6], row[7])
 
 
 def update_active(
@@ -127,6 +133,7 @@ def update_active(
 def insert_new(
     conn: Connection, *, account_id: int, channel_id: int, integration_id: int,
     alert_key: str, req: PushRequest, title: str, now_s: int,
+    hold: dict[str, Any] | None = None,
 ) -> str | None:
     """Start an alert for the key; None when a concurrent push already holds the key's
     active slot (the partial unique index), and the caller updates that alert instead."""
@@ -140,6 +147,7 @@ def insert_new(
             alert_severity=req.event_status, alert_status=req.event_status,
             labels=encode(req.labels), images=encode(req.images), event_cnt=1,
             start_time=now_s, last_time=now_s, end_time=0, created_at=now_s, updated_at=now_s,
+            **(hold or {}),
         )
         .on_conflict_do_nothing(
             index_elements=[alert.c.integration_id, alert.c.alert_key],

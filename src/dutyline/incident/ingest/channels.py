@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.channel import settings as channel_settings
+from dutyline.channel import service as channel_service
 from dutyline.channel.integration.service import (
     ResolvedIntegration,
     hash_key,
+    integration_ids_of_types,
     integration_names,
     is_well_formed,
     lookup_key_sync,
@@ -34,6 +35,7 @@ class IngestSettings:
     auto_resolve_timeout: int  # seconds; 0: never
     auto_resolve_mode: str  # trigger | update
     disable_auto_close: bool
+    noise_version: int = 0  # the channel's rules version (channel/noise)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +56,11 @@ def lookup(conn: Connection, key_hash: str) -> Lookup | None:
 async def load_settings(
     conn: AsyncConnection, account_id: int, channel_id: int
 ) -> IngestSettings | None:
-    found = await channel_settings.load_settings(conn, account_id, channel_id)
+    found = await channel_service.load_settings(conn, account_id, channel_id)
     return None if found is None else _ingest_settings(found)
 
 
-def _ingest_settings(found: channel_settings.ChannelSettings) -> IngestSettings:
+def _ingest_settings(found: channel_service.ChannelSettings) -> IngestSettings:
     group = found.group
     return IngestSettings(
         group_method=group.method,
@@ -68,6 +70,7 @@ def _ingest_settings(found: channel_settings.ChannelSettings) -> IngestSettings:
         auto_resolve_timeout=found.auto_resolve_timeout,
         auto_resolve_mode=found.auto_resolve_mode,
         disable_auto_close=found.disable_auto_close,
+        noise_version=found.noise_version,
     )
 
 
@@ -86,3 +89,9 @@ async def names(
         await channel_names(conn, account_id, sorted(set(channel_ids))),
         await integration_names(conn, account_id, sorted(set(integration_ids))),
     )
+
+
+async def integrations_of_types(conn: AsyncConnection, account_id: int,
+                                types: Iterable[str]) -> list[int]:
+    """The account's integration ids of these types (for filters by integration type)."""
+    return await integration_ids_of_types(conn, account_id, sorted(set(types)))

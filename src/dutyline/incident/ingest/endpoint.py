@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from dutyline.api import errors
-from dutyline.api.envelope import REQUEST_ID_HEADER, error_body, success_body
+from dutyline.api.envelope import error_body, request_id_headers, success_body
 from dutyline.api.handler import decode_json_body, read_body
 from dutyline.api.i18n import negotiate
 from dutyline.api.runtime import Runtime
@@ -98,7 +98,7 @@ def routes(runtime: Runtime) -> list[Route]:
         started = time.perf_counter()
         rid = new_request_id()
         locale = negotiate(request.headers.get("accept-language"))
-        headers: dict[str, str] = {REQUEST_ID_HEADER: rid}
+        headers = request_id_headers(rid)
         account_id: int | None = None
         try:
             body = await read_body(request, runtime.settings.max_body_bytes)

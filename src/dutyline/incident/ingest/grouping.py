@@ -5,9 +5,10 @@ Grouping methods (the channel's `group.method`):
 - `n`: every new alert opens its own incident.
 - `p`: alerts agreeing on the values at the `equals` paths join the open (not Closed)
   incident of the channel with the same key, if it started within `time_window` (0: any).
+  With no `equals` (the reference accepts `p` without it), every alert agrees: all the
+  alerts of the window share one incident.
 - `i`: "intelligent" grouping needs similarity scoring we do not have; it behaves as `p`,
-  and with no `equals` configured groups by the alert's `title_rule` (`p` with no `equals`
-  does the same rather than lumping every alert of the channel into one incident).
+  and with no `equals` configured groups by the alert's `title_rule`.
 
 An `equals` entry is a list of paths (`labels.host`, a bare label name, or one of `title`,
 `title_rule`, `severity`, `description`, `alert_key`). The first entry whose paths all
@@ -21,9 +22,10 @@ import functools
 import hashlib
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, func, select, text, update
+from sqlalchemy import Connection, bindparam, case, delete, false, func, select, text, update
 
 from dutyline.db.tables.incident import alert, alert_event, incident
+from dutyline.db.tables.incident_noise import inhibit_source
 from dutyline.incident import events, feed
 from dutyline.incident.creation import NewIncident, open_incident_sync
 from dutyline.incident.ingest.alerts import OK, SEVERITY_RANK, encode
@@ -34,6 +36,8 @@ CLOSED = "Closed"
 AUTO_RESOLVE_JOB = "incident.auto_resolve"
 DEFAULT_EQUALS: tuple[tuple[str, ...], ...] = (("title_rule",),)
 
+# `p` with no `equals`: no path to disagree on, so one key for the whole channel.
+_EVERY_ALERT_AGREES = hashlib.md5(b'["p",[],[]]', usedforsecurity=False).hexdigest()
 _FIELDS = {"title", "title_rule", "severity", "alert_severity", "description", "alert_key"}
 
 
@@ -52,6 +56,8 @@ def group_key(
     method = settings.group_method
     if method not in ("p", "i"):
         return None
+    if method == "p" and not settings.equals:
+        return _EVERY_ALERT_AGREES
     candidates = settings.equals or DEFAULT_EQUALS
     chosen: tuple[tuple[str, ...], list[str]] | None = None
     for paths in candidates:
@@ -116,6 +122,9 @@ def attach(
                 incident.c.account_id == account_id,
                 incident.c.deleted_at == 0,
                 incident.c.merged_into.is_(None),
+                # /incident/disable-merge: such an incident takes no more alerts; the alert
+                # opens (or joins) another incident of its group.
+                incident.c.merge_disabled.is_(false()),
             )
             .order_by(incident.c.start_time.desc())
             .limit(1)
@@ -257,6 +266,10 @@ def close(
     if result.rowcount != 1:
         return False
     if recover_alerts:
+        # Ended alerts are nobody's inhibit source any more (incident/ingest/noise.py).
+        conn.execute(delete(inhibit_source).where(inhibit_source.c.alert_id.in_(
+            select(alert.c.alert_id).where(alert.c.incident_id == incident_id,
+                                           alert.c.end_time == 0))))
         conn.execute(
             update(alert)
             .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
@@ -264,7 +277,7 @@ def close(
         )
     feed.add_sync(
         conn, incident_id=incident_id, account_id=account_id, feed_type=feed.RESOLVE,
-        creator_id=0, detail={"reason": reason}, now_s=now_s,
+        creator_id=0, detail=feed.resolve_detail(reason), now_s=now_s,
     )
     events.emit_sync(
         conn, account_id=account_id, incident_id=incident_id, kind=events.RESOLVED,

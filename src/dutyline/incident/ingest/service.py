@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 from sqlalchemy import Connection
 
 from dutyline.api import errors
-from dutyline.incident.ingest import alerts, grouping
+from dutyline.channel.noise import service as noise_rules
+from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
 from dutyline.incident.ingest.channels import IngestSettings, ResolvedIntegration, lookup
 from dutyline.incident.ingest.schemas import PushRequest
@@ -66,12 +68,14 @@ def check_integration(conn: Connection, key_hash: str) -> tuple[ResolvedIntegrat
 def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> str:
     """Store one event pushed with the key of `key_hash`; returns its alert_key. The key and
     channel are checked here, in the transaction that stores the event, so a key revoked a
-    moment ago stores nothing."""
+    moment ago stores nothing. The channel's noise rules (incident/ingest/noise.py) may drop
+    a new alert or hold it back from an incident."""
     integration, settings = check_integration(conn, key_hash)
     if not req.title_rule.strip():
         raise errors.invalid("title_rule", "must not be blank")
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
     title = render_title(req.title_rule, req.labels)
+    rules = noise_rules.rules_for_sync(conn, integration.channel_id, settings.noise_version)
     scope = {
         "account_id": integration.account_id,
         "channel_id": integration.channel_id,
@@ -89,6 +93,7 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
             alerts.end_silently(conn, active.alert_id, now_s=now_s)
             if active.incident_id is not None:
                 grouping.drop_active_alert(conn, active.incident_id, now_s=now_s)
+            noise.recovered(conn, active.alert_id)
             active = None
         if active is not None:
             severity = alerts.update_active(conn, active, req, title=title, now_s=now_s)
@@ -100,23 +105,108 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
                     conn, settings, incident_id=active.incident_id, status=req.event_status,
                     raised_to=severity if severity != active.severity else None, now_s=now_s,
                 )
+            if req.event_status == OK:
+                _release(conn, settings, rules, integration, active.alert_id, now_s)
+            elif active.inhibit_rule_id or active.silence_rule_id or (
+                rules.inhibit and req.labels
+                and any(active.labels.get(k) != v for k, v in req.labels.items())
+            ):
+                _revisit(conn, settings, rules, integration, active, req, title, alert_key,
+                         severity, now_s)
             return alert_key
         if req.event_status == OK:
             # Recovery of nothing we know: kept as an event, opens nothing.
             alerts.add_event(conn, alert_id="", req=req, title=title, now_s=now_s, **scope)
             return alert_key
+        subject = noise.subject(
+            title=title, title_rule=req.title_rule, severity=req.event_status,
+            description=req.description, alert_key=alert_key, labels=req.labels,
+            integration_id=integration.integration_id,
+        )
+        hold = noise.decide_new(conn, rules, subject, now_s)
+        if hold is noise.DROP:
+            return alert_key  # counted on its rule, not stored
         alert_id = alerts.insert_new(
-            conn, alert_key=alert_key, req=req, title=title, now_s=now_s, **scope
+            conn, alert_key=alert_key, req=req, title=title, now_s=now_s,
+            hold=hold.values() if hold.held else None, **scope
         )
         if alert_id is None:
             continue  # a concurrent push started this key's alert: update that one
         alerts.add_event(conn, alert_id=alert_id, req=req, title=title, now_s=now_s,
                                **scope)
-        incident_id = _group(conn, settings, alert_id, alert_key, req, title, now_s,
-                                   integration)
-        alerts.set_incident(conn, alert_id, incident_id)
+        if rules.inhibit:
+            noise.index_source(conn, rules, alert_id=alert_id,
+                               channel_id=integration.channel_id, subject_=subject)
+        if not hold.held:
+            incident_id = _group(conn, settings, alert_id, alert_key, req, title, now_s,
+                                 integration)
+            alerts.set_incident(conn, alert_id, incident_id)
         return alert_key
     raise RuntimeError(f"alert key {alert_key!r} changed hands {_MAX_ATTEMPTS} times")
+
+
+def _revisit(
+    conn: Connection, settings: IngestSettings, rules: noise_rules.ChannelRules,
+    integration: ResolvedIntegration, active: alerts.ActiveAlert, req: PushRequest,
+    title: str, alert_key: str, severity: str, now_s: int,
+) -> None:
+    """A new event of an alert that is held back, or whose labels changed: re-index it as a
+    source, and group it once nothing holds it any more."""
+    labels = {**active.labels, **req.labels}
+    subject = noise.subject(
+        title=title, title_rule=req.title_rule, severity=severity,
+        description=req.description, alert_key=alert_key, labels=labels,
+        integration_id=integration.integration_id,
+    )
+    if rules.inhibit and labels != active.labels:
+        noise.index_source(conn, rules, alert_id=active.alert_id,
+                           channel_id=integration.channel_id, subject_=subject,
+                           relabelled=True)
+    was = noise.Hold(active.inhibit_rule_id, active.inhibited_by, active.silence_rule_id)
+    if active.incident_id is not None or not was.held:
+        return
+    hold = noise.recheck(conn, rules, was, subject, now_s)
+    if hold == was:
+        return
+    noise.set_hold(conn, active.alert_id, hold if hold.held else noise.NOT_HELD, now_s)
+    if not hold.held:
+        _group_stored(conn, settings, integration.account_id, integration.channel_id,
+                      active.alert_id, subject, now_s)
+
+
+def _release(
+    conn: Connection, settings: IngestSettings, rules: noise_rules.ChannelRules,
+    integration: ResolvedIntegration, alert_id: str, now_s: int,
+) -> None:
+    """A recovered alert: the alerts it inhibited that still fire are looked at again."""
+    for row in noise.recovered(conn, alert_id):
+        subject = noise.row_subject(row)
+        was = noise.Hold(inhibit_rule_id="?", inhibited_by=alert_id)
+        hold = noise.recheck(conn, rules, was, subject, now_s)
+        noise.set_hold(conn, row.alert_id, hold, now_s)
+        if not hold.held:
+            _group_stored(conn, settings, integration.account_id, integration.channel_id,
+                          row.alert_id, subject, now_s)
+
+
+def _group_stored(conn: Connection, settings: IngestSettings, account_id: int,
+                  channel_id: int, alert_id: str, subject: dict[str, Any], now_s: int) -> None:
+    """Group an alert stored earlier (held back until now), as a new alert is grouped."""
+    fields = {k: subject[k] for k in ("title", "title_rule", "severity", "alert_severity",
+                                      "description", "alert_key")}
+    incident_id = grouping.attach(
+        conn, settings, account_id=account_id, channel_id=channel_id,
+        integration_id=subject["integration_id"], alert_id=alert_id, title=subject["title"],
+        description=subject["description"], severity=subject["severity"],
+        labels=subject["labels"], fields=fields, now_s=now_s,
+    )
+    alerts.set_incident(conn, alert_id, incident_id)
+
+
+def reindex_inhibit_sources(conn: Connection, *, channel_id: int, rule_id: str,
+                            rule: noise_rules.InhibitRule | None, now_s: int) -> None:
+    """For the channel domain, when an inhibit rule is written: rebuild its source index."""
+    noise.reindex_rule(conn, channel_id=channel_id, rule_id=rule_id, rule=rule, now_s=now_s)
 
 
 def _group(

@@ -9,8 +9,10 @@ from typing import Any
 
 import msgspec
 from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.api.operation import Context
 from dutyline.incident import events, feed, visibility
 from dutyline.incident.lifecycle import repository as repo
@@ -37,7 +39,16 @@ async def load_all(ctx: Context, ids: list[str], field: str = "incident_ids") ->
     """Every id, locked, in request order; any id that is not a visible incident of the
     caller's account (removed, or of a private channel they cannot see) fails the whole call
     by name, before anything changed."""
-    found = await repo.lock(ctx.conn, await visibility.scope(ctx), ids)
+    return _all_found(await repo.lock(ctx.conn, await visibility.scope(ctx), ids), ids, field)
+
+
+async def load_visible(conn: AsyncConnection, actor: Actor, ids: list[str],
+                       field: str = "incident_ids") -> list[Row[Any]]:
+    """load_all for services that take an actor."""
+    return _all_found(await repo.lock(conn, await visibility.scope_of(actor), ids), ids, field)
+
+
+def _all_found(found: dict[str, Row[Any]], ids: list[str], field: str) -> list[Row[Any]]:
     missing = [i for i in ids if i not in found]
     if missing:
         raise errors.ResourceNotFound(
@@ -60,16 +71,25 @@ async def record(
     kind: str, payload: dict[str, Any] | None = None,
 ) -> None:
     """The feed entry (who, when, what) and the event for one change of one incident."""
-    account_id, person_id, now = ctx.caller.account_id, ctx.caller.person_id, ctx.now_s
+    await record_change(ctx.conn, ctx.actor, row, feed_type=feed_type, detail=detail,
+                        kind=kind, payload=payload)
+    ctx.audit_targets.append(row.incident_id)
+
+
+async def record_change(
+    conn: AsyncConnection, actor: Actor, row: Row[Any], *, feed_type: str | None,
+    detail: dict[str, Any], kind: str, payload: dict[str, Any] | None = None,
+) -> None:
+    """record for services that take an actor (their endpoint names the audit targets)."""
+    account_id, person_id, now = actor.account_id, actor.person_id, actor.now_s
     if feed_type is not None:
-        await feed.add(ctx.conn, incident_id=row.incident_id, account_id=account_id,
+        await feed.add(conn, incident_id=row.incident_id, account_id=account_id,
                        feed_type=feed_type, creator_id=person_id, detail=detail, now_s=now)
     await events.emit(
-        ctx.conn, account_id=account_id, incident_id=row.incident_id, kind=kind, now_s=now,
+        conn, account_id=account_id, incident_id=row.incident_id, kind=kind, now_s=now,
         person_id=person_id,
         payload={"channel_id": row.channel_id, **(payload or {})},
     )
-    ctx.audit_targets.append(row.incident_id)
 
 
 def responders_with_ack(text: str, person_id: int, now_s: int) -> list[dict[str, Any]]:

@@ -90,7 +90,7 @@ async def _apply_assignment(ctx: Context, row: Any, assignment: dict[str, Any]) 
         "assigned_to": dumps(assignment), "responders": dumps(responders),
         "updated_at": ctx.now_s,
     })
-    await record(ctx, row, feed_type=feed.ASSIGN, detail={"assigned_to": assignment},
+    await record(ctx, row, feed_type=feed.ASSIGN, detail=feed.assign_detail(assignment),
                  kind=events.ASSIGNED, payload={"assignment": assignment})
 
 

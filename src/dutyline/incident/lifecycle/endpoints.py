@@ -1,15 +1,20 @@
-"""/incident/create|ack|unack|resolve|reopen|snooze|wake|reset|remove|comment|assign|merge and
-/incident/field/reset: writes, for members holding incident_manage."""
+"""/incident/create|ack|unack|resolve|reopen|snooze|wake|reset|remove|comment|assign|merge,
+/incident/responder/add, /incident/disable-merge and /incident/field/reset: writes, for
+members holding incident_manage."""
 
 from __future__ import annotations
 
+import msgspec
+
 from dutyline.api.operation import Context, Router
-from dutyline.incident.lifecycle import editing, service
+from dutyline.incident.lifecycle import editing, responders, service
 from dutyline.incident.lifecycle.schemas import (
+    AddIncidentResponderRequest,
     AssignIncidentRequest,
     CommentIncidentRequest,
     CreateIncidentRequest,
     CreateIncidentResponse,
+    DisableIncidentMergeRequest,
     IncidentIdsRequest,
     MergeIncidentsRequest,
     RemoveIncidentRequest,
@@ -111,3 +116,21 @@ async def incident_merge(ctx: Context, req: MergeIncidentsRequest) -> None:
 async def incident_field_reset(ctx: Context, req: ResetIncidentFieldRequest) -> None:
     """Set the value of a custom field of an incident."""
     await editing.reset_field(ctx, req)
+
+
+@router.post("/incident/responder/add", request=AddIncidentResponderRequest,
+             permissions=_MANAGE, write=True)
+async def incident_responder_add(ctx: Context, req: AddIncidentResponderRequest) -> None:
+    """Add members as responders of an open incident."""
+    await responders.add_responders(
+        ctx.conn, ctx.actor, incident_id=req.incident_id, person_ids=req.person_ids,
+        notify=None if req.notify is None else msgspec.to_builtins(req.notify))
+    ctx.audit_targets.append(req.incident_id.lower())
+
+
+@router.post("/incident/disable-merge", request=DisableIncidentMergeRequest,
+             permissions=_MANAGE, write=True)
+async def incident_disable_merge(ctx: Context, req: DisableIncidentMergeRequest) -> None:
+    """Stop incidents from taking new alerts through grouping; all or nothing."""
+    ctx.audit_targets.extend(await responders.disable_merge(
+        ctx.conn, ctx.actor, incident_ids=req.incident_ids))

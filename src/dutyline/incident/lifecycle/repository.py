@@ -64,3 +64,31 @@ async def alert_counts(conn: AsyncConnection, incident_id: str) -> tuple[int, in
     return int(total), int(active), int(events)
 
 
+
+
+async def lock_in_account(conn: AsyncConnection, account_id: int,
+                          ids: list[str]) -> dict[str, Row[Any]]:
+    """Incidents of the account by id, whatever their channel, locked in id order: the
+    incidents alerts are merged away from, whose counters must follow even when the caller
+    cannot see them (an alert of a visible channel merged earlier into a private one)."""
+    if not ids:
+        return {}
+    stmt = (select(incident)
+            .where(incident.c.incident_id.in_(ids), incident.c.account_id == account_id)
+            .order_by(incident.c.incident_id).with_for_update())
+    return {r.incident_id: r for r in (await conn.execute(stmt)).all()}
+
+
+async def worst_active_severity(conn: AsyncConnection, incident_id: str) -> str | None:
+    """The worst severity among the incident's active alerts; None when none is active."""
+    rows = await conn.execute(select(alert.c.alert_severity).where(
+        alert.c.incident_id == incident_id, alert.c.end_time == 0, alert.c.deleted_at == 0))
+    ranks = {"Critical": 3, "Warning": 2, "Info": 1}
+    severities = [r[0] for r in rows if r[0] in ranks]
+    return max(severities, key=ranks.__getitem__) if severities else None
+
+
+async def move_alerts_by_id(conn: AsyncConnection, alert_ids: list[str], target_id: str,
+                            now_s: int) -> None:
+    await conn.execute(update(alert).where(alert.c.alert_id.in_(alert_ids))
+                       .values(incident_id=target_id, updated_at=now_s))

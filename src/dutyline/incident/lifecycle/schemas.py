@@ -102,3 +102,29 @@ class ResetIncidentFieldRequest(msgspec.Struct, kw_only=True):
     field_name: Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
     # Any JSON value that fits the field's definition; null clears the value.
     field_value: Any = None
+
+
+# Channels a responder may be reached through (the template channels of decisions.md §4).
+PersonalChannel = Literal[
+    "email", "sms", "voice", "dingtalk", "wecom", "feishu", "slack", "telegram", "zoom",
+    "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",
+]
+
+
+class ResponderNotify(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How the added responders are notified; omitted: each person's own preference."""
+
+    follow_preference: bool = True
+    personal_channels: Annotated[list[PersonalChannel], msgspec.Meta(max_length=20)] = \
+        msgspec.field(default_factory=list)
+    template_id: IncidentId | None = None
+
+
+class AddIncidentResponderRequest(msgspec.Struct, kw_only=True):
+    incident_id: IncidentId
+    person_ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=100)]
+    notify: ResponderNotify | None = None
+
+
+class DisableIncidentMergeRequest(msgspec.Struct, kw_only=True):
+    incident_ids: IncidentIds

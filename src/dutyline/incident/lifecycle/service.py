@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.api.operation import Context
-from dutyline.incident import events, feed
+from dutyline.incident import events, feed, visibility
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
     CLOSED,
@@ -25,6 +28,7 @@ from dutyline.incident.lifecycle.common import (
     loads,
     record,
     require_progress,
+    responders_adding,
     responders_unacked,
     responders_with_ack,
     unique_ids,
@@ -163,3 +167,19 @@ async def remove(ctx: Context, req: RemoveIncidentRequest) -> None:
                                    {"deleted_at": now, "updated_at": now})
         await record(ctx, row, feed_type=None, detail={}, kind=events.REMOVED,
                      payload={"progress": row.progress})
+
+
+async def assign_responders(conn: AsyncConnection, actor: Actor, *, incident_id: str,
+                            person_ids: list[int], assignment: dict[str, Any]) -> None:
+    """The escalation engine paged a layer: its persons join the responders and the
+    incident's `assigned_to` names the rule and layer. No feed entry and no event here: the
+    engine writes its own `i_assign`, and an `assigned` event would start dispatch again."""
+    found = await repo.lock(conn, visibility.Scope(actor.account_id, None), [incident_id])
+    row = found.get(incident_id)
+    if row is None or row.progress == CLOSED:
+        return
+    await repo.update_incident(conn, incident_id, {
+        "assigned_to": dumps(assignment),
+        "responders": dumps(responders_adding(row.responders, person_ids, actor.now_s)),
+        "updated_at": actor.now_s,
+    })

@@ -1,10 +1,10 @@
-"""/incident/info|list|list-by-ids|feed|alert/list: reads, for any member who may view
+"""/incident/info|list|list-by-ids|feed|alert/list|past/list: reads, for any member who may view
 channels (channel_view) or manage incidents (incident_manage)."""
 
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.incident.query import service
+from dutyline.incident.query import service, similar
 from dutyline.incident.query.schemas import (
     IncidentInfo,
     IncidentInfoRequest,
@@ -15,6 +15,8 @@ from dutyline.incident.query.schemas import (
     ListIncidentFeedResponse,
     ListIncidentsByIdsRequest,
     ListIncidentsRequest,
+    ListPastIncidentsRequest,
+    ListPastIncidentsResponse,
 )
 from dutyline.platform.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 
@@ -60,3 +62,14 @@ async def incident_alert_list(
 ) -> ListIncidentAlertsResponse:
     """The alerts grouped into an incident."""
     return await service.incident_alerts(ctx, req)
+
+
+@router.post("/incident/past/list", request=ListPastIncidentsRequest,
+             response=ListPastIncidentsResponse, permissions=_READ)
+async def incident_past_list(
+    ctx: Context, req: ListPastIncidentsRequest
+) -> ListPastIncidentsResponse:
+    """Earlier incidents of the same channel, most similar by title and labels first."""
+    return ListPastIncidentsResponse(items=await similar.past_incidents(
+        ctx.conn, ctx.actor, incident_id=req.incident_id, limit=req.limit,
+        base_url=ctx.runtime.settings.base_url))

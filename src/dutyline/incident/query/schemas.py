@@ -38,7 +38,22 @@ class Image(msgspec.Struct, kw_only=True):
     alt: str = ""
 
 
-class IncidentInfo(msgspec.Struct, kw_only=True):
+class PersonShort(msgspec.Struct, kw_only=True):
+    """Reference PersonShort: a member named by an incident (creator, closer, owner)."""
+
+    person_id: int
+    person_name: str
+    email: str
+
+
+class LinkItem(msgspec.Struct, kw_only=True):
+    name: str
+    endpoint: str
+    open_type: str = "tab"
+
+
+class IncidentInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    # Optional reference fields default to None and are then left out of the JSON.
     incident_id: str
     account_id: int
     channel_id: int
@@ -89,10 +104,20 @@ class IncidentInfo(msgspec.Struct, kw_only=True):
     images: list[Image]
     manual_overrides: list[str]
     merged_into: str
+    creator: PersonShort | None = None
+    closer: PersonShort | None = None
+    owner: PersonShort | None = None
+    reporter_email: str | None = None
+    integration_type: str | None = None
+    links: list[LinkItem] | None = None
+    frequency: str | None = None
+    alerts: list[AlertInfo] | None = None
 
 
 class IncidentInfoRequest(msgspec.Struct, kw_only=True):
     incident_id: IncidentId
+    # Embed the incident's alerts (the first MAX_EMBEDDED_ALERTS, oldest first).
+    include_alerts: bool = False
 
 
 class IncidentListResponse(msgspec.Struct, kw_only=True):
@@ -132,6 +157,7 @@ class ListIncidentsRequest(PageRequest, kw_only=True):
 
 class ListIncidentsByIdsRequest(msgspec.Struct, kw_only=True):
     incident_ids: Annotated[list[IncidentId], msgspec.Meta(max_length=100)]
+    include_alerts: bool = False
 
 
 class ListIncidentFeedRequest(PageRequest, kw_only=True):
@@ -192,7 +218,7 @@ class AlertEventItem(msgspec.Struct, kw_only=True):
     created_at: int
 
 
-class AlertInfo(msgspec.Struct, kw_only=True):
+class AlertInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     alert_id: str
     integration_id: int
     data_source_id: int
@@ -224,9 +250,35 @@ class AlertInfo(msgspec.Struct, kw_only=True):
     images: list[Image]
     data_source_name: str
     data_source_ref_id: str
+    # The names clients of the live service read, beside alert_severity, alert_status and
+    # start_time (same values).
+    severity: str = ""
+    status: str = ""
+    trigger_time: int = 0
+    # Only when asked for (include_events); left out otherwise, never null.
     events: list[AlertEventItem] | None = None
+
+    def __post_init__(self) -> None:
+        # Whoever builds an AlertInfo gets the aliases filled from the reference fields.
+        self.severity = self.severity or self.alert_severity
+        self.status = self.status or self.alert_status
+        self.trigger_time = self.trigger_time or self.start_time
 
 
 class ListIncidentAlertsResponse(msgspec.Struct, kw_only=True):
     items: list[AlertInfo]
     total: int
+
+
+class ListPastIncidentsRequest(msgspec.Struct, kw_only=True):
+    incident_id: IncidentId
+    # 0 (a client's unset value) means the default, as in the reference's Go clients.
+    limit: Annotated[int, msgspec.Meta(ge=0, le=100)] = 5
+
+
+class PastIncidentItem(IncidentInfo, kw_only=True):
+    score: float
+
+
+class ListPastIncidentsResponse(msgspec.Struct, kw_only=True):
+    items: list[PastIncidentItem]

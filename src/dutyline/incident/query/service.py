@@ -15,10 +15,11 @@ from typing import Any
 
 import msgspec
 from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.operation import Context
-from dutyline.incident import visibility
+from dutyline.incident import feed, visibility
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import (
     AlertEventItem,
@@ -35,12 +36,14 @@ from dutyline.incident.query.schemas import (
     ListIncidentFeedResponse,
     ListIncidentsByIdsRequest,
     ListIncidentsRequest,
+    PersonShort,
     Responder,
 )
 
 PROGRESSES = ("Triggered", "Processing", "Closed")
 SEVERITIES = ("Critical", "Warning", "Info")
 MAX_WINDOW_S = 31 * 86_400  # reference ListIncidentsRequest: "within 31 days"
+MAX_EMBEDDED_ALERTS = 100  # alerts embedded per incident when asked for (include_alerts)
 
 _json = msgspec.json.Decoder()
 _responders = msgspec.json.Decoder(list[Responder])
@@ -62,13 +65,13 @@ async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
     row = await repo.find(ctx.conn, await visibility.scope(ctx), req.incident_id.lower())
     if row is None:
         raise errors.not_found("incident", req.incident_id)
-    return (await records(ctx, [row]))[0]
+    return (await records(ctx, [row], with_alerts=req.include_alerts))[0]
 
 
 async def list_by_ids(ctx: Context, req: ListIncidentsByIdsRequest) -> IncidentListResponse:
     ids = list(dict.fromkeys(i.lower() for i in req.incident_ids))
     rows = await repo.find_many(ctx.conn, await visibility.scope(ctx), ids)
-    items = await records(ctx, rows)
+    items = await records(ctx, rows, with_alerts=req.include_alerts)
     return IncidentListResponse(items=items, total=len(items), has_next_page=False)
 
 
@@ -161,18 +164,30 @@ def _read_cursor(ctx: Context, cursor: str, asc: bool) -> tuple[int, str]:
     return start_time, incident_id
 
 
-async def records(ctx: Context, rows: list[Row[Any]]) -> list[IncidentInfo]:
-    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads."""
+async def records(
+    ctx: Context, rows: list[Row[Any]], *, with_alerts: bool = False
+) -> list[IncidentInfo]:
+    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads
+    (and one more per incident when its alerts are embedded)."""
+    return await records_of(
+        ctx.conn, ctx.caller.account_id, rows, base_url=ctx.runtime.settings.base_url,
+        alerts_scope=await visibility.scope(ctx) if with_alerts else None)
+
+
+async def records_of(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], *,
+                     base_url: str,
+                     alerts_scope: visibility.Scope | None = None) -> list[IncidentInfo]:
+    """records() for services that take a connection and an actor; with `alerts_scope`,
+    each incident's alerts visible in that scope are embedded."""
     if not rows:
         return []
-    conn, account_id = ctx.conn, ctx.caller.account_id
     acct = await repo.account_row(conn, account_id)
     chans = await repo.channels(conn, account_id, {r.channel_id for r in rows})
     responders = {r.incident_id: _responders.decode(r.responders) for r in rows}
     people = await repo.members(
-        conn, account_id, {p.person_id for rs in responders.values() for p in rs})
+        conn, account_id, {p.person_id for rs in responders.values() for p in rs}
+        | {i for r in rows for i in (r.creator_id, r.closer_id, r.owner_id)})
     integrations = await repo.integrations_by_incident(conn, [r.incident_id for r in rows])
-    base_url = ctx.runtime.settings.base_url
     items: list[IncidentInfo] = []
     for r in rows:
         chan = chans.get(r.channel_id)
@@ -208,8 +223,29 @@ async def records(ctx: Context, rows: list[Row[Any]]) -> list[IncidentInfo]:
             silence_url=f"{base_url}/incident/silence/{r.incident_id}",
             post_mortem_id="", images=_images(r.images), manual_overrides=[],
             merged_into=r.merged_into or "",
+            creator=_person(people, r.creator_id), closer=_person(people, r.closer_id),
+            owner=_person(people, r.owner_id),
+            # A member-created incident was reported by its creator.
+            reporter_email=(people[r.creator_id].email if r.creator_id in people else None),
+            integration_type=sources[0][1] if sources else None,
+            # Channel link integrations do not exist here yet: none to render.
+            links=[],
         ))
+    if alerts_scope is not None:
+        for item in items:
+            rows_of = await repo.alert_page(conn, alerts_scope, item.incident_id, None, offset=0,
+                                            limit=MAX_EMBEDDED_ALERTS)
+            short = IncidentShort(incident_id=item.incident_id, title=item.title,
+                                  progress=item.progress)
+            item.alerts = [_alert_info(a, short, None) for a in rows_of]
     return items
+
+
+def _person(people: dict[int, Any], person_id: int) -> PersonShort | None:
+    found = people.get(person_id) if person_id else None
+    if found is None:
+        return None
+    return PersonShort(person_id=person_id, person_name=found.member_name, email=found.email)
 
 
 async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncidentFeedResponse:
@@ -221,10 +257,12 @@ async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncid
                                 offset=req.offset, limit=req.limit + 1)
     items = [
         IncidentFeedItem(
-            ref_id=r.incident_id, type=r.type, detail=_json.decode(r.detail),
+            ref_id=r.incident_id, type=r.type,
+            detail=feed.reference_detail(r.type, _json.decode(r.detail)),
             account_id=r.account_id, creator_id=r.creator_id,
-            creator_name=r.member_name or "", deleted_at=0, created_at=r.created_at,
-            updated_at=r.created_at,
+            # Stored in seconds; the reference's IncidentFeedItem speaks milliseconds.
+            creator_name=r.member_name or "", deleted_at=0, created_at=r.created_at * 1000,
+            updated_at=r.created_at * 1000,
         )
         for r in rows[: req.limit]
     ]
@@ -245,26 +283,30 @@ async def incident_alerts(
                if req.include_events else {})
     short = IncidentShort(incident_id=inc.incident_id, title=inc.title, progress=inc.progress)
     items = [
-        AlertInfo(
-            alert_id=r.alert_id, integration_id=r.integration_id,
-            data_source_id=r.integration_id, channel_id=r.channel_id, account_id=r.account_id,
-            description=r.description, title=r.title, title_rule=r.title_rule,
-            alert_key=r.alert_key, alert_severity=r.alert_severity,
-            alert_status=r.alert_status, start_time=r.start_time, last_time=r.last_time,
-            end_time=r.end_time, labels=_json.decode(r.labels), ever_muted=bool(r.ever_muted),
-            deleted_at=r.deleted_at, created_at=r.created_at, updated_at=r.updated_at,
-            integration_name=r.integration_name or "",
-            integration_type=r.integration_type or "standard", integration_ref_id="",
-            channel_name=r.channel_name or "", channel_status=r.channel_status or "",
-            responder_name="", responder_email="", incident=short, event_cnt=r.event_cnt,
-            images=_images(r.images), data_source_name=r.integration_name or "",
-            data_source_ref_id="",
-            events=[_event(e) for e in history.get(r.alert_id, [])]
-            if req.include_events else None,
-        )
+        _alert_info(r, short, [_event(e) for e in history.get(r.alert_id, [])]
+                    if req.include_events else None)
         for r in rows
     ]
     return ListIncidentAlertsResponse(items=items, total=total)
+
+
+def _alert_info(r: Row[Any], short: IncidentShort,
+                events: list[AlertEventItem] | None) -> AlertInfo:
+    return AlertInfo(
+        alert_id=r.alert_id, integration_id=r.integration_id,
+        data_source_id=r.integration_id, channel_id=r.channel_id, account_id=r.account_id,
+        description=r.description, title=r.title, title_rule=r.title_rule,
+        alert_key=r.alert_key, alert_severity=r.alert_severity,
+        alert_status=r.alert_status, start_time=r.start_time, last_time=r.last_time,
+        end_time=r.end_time, labels=_json.decode(r.labels), ever_muted=bool(r.ever_muted),
+        deleted_at=r.deleted_at, created_at=r.created_at, updated_at=r.updated_at,
+        integration_name=r.integration_name or "",
+        integration_type=r.integration_type or "standard", integration_ref_id="",
+        channel_name=r.channel_name or "", channel_status=r.channel_status or "",
+        responder_name="", responder_email="", incident=short, event_cnt=r.event_cnt,
+        images=_images(r.images), data_source_name=r.integration_name or "",
+        data_source_ref_id="", events=events,
+    )
 
 
 def _event(e: Row[Any]) -> AlertEventItem:

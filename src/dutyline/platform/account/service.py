@@ -1,4 +1,5 @@
-"""Creating an account: the account row, its built-in roles, its Owner and a first key."""
+"""Creating an account (the account row, its built-in roles, its Owner and a first key), and
+reading its own record."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from dataclasses import dataclass
 from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.db.tables.platform import account, member, member_role, role, role_permission
 from dutyline.kit.ids import numeric_id
 from dutyline.platform import permissions
+from dutyline.platform.account import repository
+from dutyline.platform.account.schemas import AccountItem
 from dutyline.platform.app_key import keys
 
 
@@ -82,3 +87,21 @@ async def create_account(
 
 async def has_any_account(conn: AsyncConnection) -> bool:
     return bool((await conn.execute(select(func.count()).select_from(account))).scalar_one())
+
+
+async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
+    """The caller's own account: any member may read it (their records carry its name,
+    locale and time zone already)."""
+    row = await repository.get_account(conn, actor.account_id)
+    if row is None:  # an account deleted under a live key: as for any unknown id
+        raise errors.not_found("account", actor.account_id)
+    return AccountItem(account_id=row.account_id, account_name=row.account_name,
+                       locale=row.locale, time_zone=row.time_zone, created_at=row.created_at,
+                       updated_at=row.updated_at)
+
+
+async def account_time_zone(conn: AsyncConnection, account_id: int) -> str:
+    """The account's IANA time zone (for other domains' defaults, e.g. schedules)."""
+    found = (await conn.execute(
+        select(account.c.time_zone).where(account.c.account_id == account_id))).scalar()
+    return found or "UTC"

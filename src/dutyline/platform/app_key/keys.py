@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api.auth import hash_app_key
 from dutyline.db.tables.platform import app_key
 from dutyline.kit.ids import numeric_id
+from dutyline.platform.app_key.misses import MISSED
 
 KEY_PREFIX = "dk_"
 
@@ -32,6 +33,8 @@ async def issue(
 ) -> IssuedKey:
     plaintext = generate()
     key_id = numeric_id()
+    # A miss remembered for this value must not outlive the key's creation (misses.py).
+    MISSED.forget(hash_app_key(plaintext))
     await conn.execute(
         insert(app_key).values(
             key_id=key_id,

@@ -7,13 +7,12 @@ import binascii
 import hashlib
 import hmac
 import struct
-from functools import cache
 
 import msgspec
 
 from dutyline.api import errors
-from dutyline.api.i18n import Translator
 from dutyline.api.operation import Context, Operation
+from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 from dutyline.platform.audit import repository as repo
 from dutyline.platform.audit.schemas import (
@@ -100,7 +99,7 @@ async def search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
     rows = await repo.page(ctx.conn, f, after=after, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
-    labels = _labels(ctx.runtime.translator, ctx.locale)
+    labels = _labels(ctx.runtime, ctx.locale)
     docs = [
         AuditLog(
             created_at=r.created_at, account_id=r.account_id, member_id=r.member_id,
@@ -126,21 +125,17 @@ def _target_ids(text: str) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-@cache
-def audited_operations() -> tuple[Operation, ...]:
-    """The operations the audit log records, from the same registry the app serves (the
-    routers are fixed at import, so this is computed once).
-
-    Imported here, not at module level: routes.py imports this domain's endpoints."""
-    from dutyline.routes import all_routers
-
-    ops = {op.operation_name: op for r in all_routers() for op in r.operations if op.audited}
+def audited_operations(runtime: Runtime) -> tuple[Operation, ...]:
+    """The operations the audit log records: those of the process's own registry (the
+    composition root hands it to the runtime) that are audited, by name."""
+    ops = {op.operation_name: op for op in runtime.operations if op.audited}
     return tuple(ops[name] for name in sorted(ops))
 
 
-def _labels(translator: Translator, locale: str) -> dict[str, str]:
+def _labels(runtime: Runtime, locale: str) -> dict[str, str]:
+    translator = runtime.translator
     return {op.operation_name: translator.gettext(locale, op.summary or op.operation_name)
-            for op in audited_operations()}
+            for op in audited_operations(runtime)}
 
 
 async def operation_list(ctx: Context) -> AuditOperationListResponse:
@@ -150,5 +145,5 @@ async def operation_list(ctx: Context) -> AuditOperationListResponse:
             name=op.operation_name,
             name_cn=translator.gettext(_CATALOG_LOCALE_CN, op.summary or op.operation_name),
         )
-        for op in audited_operations()
+        for op in audited_operations(ctx.runtime)
     ])

@@ -38,6 +38,9 @@ def redacted_body(body: bytes) -> str:
         parsed = msgspec.json.decode(body)
     except msgspec.DecodeError:
         return "<not JSON>"
+    except (UnicodeDecodeError, RecursionError):
+        # Refused as 400 by the operation layer; the failure is still audited.
+        return "<not valid JSON text>"
     text = msgspec.json.encode(redact(parsed)).decode()
     return text if len(text) <= MAX_BODY_CHARS else text[:MAX_BODY_CHARS]
 

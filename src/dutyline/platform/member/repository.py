@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import Select
 
 from dutyline.db.tables.platform import account, app_key, member, member_role, role, team_member
 
@@ -145,3 +146,12 @@ async def soft_delete(conn: AsyncConnection, member_id: int, now_s: int) -> None
     await conn.execute(delete(team_member).where(team_member.c.person_id == member_id))
     await conn.execute(delete(app_key).where(app_key.c.person_id == member_id))
     await touch(conn, member_id, {"status": "deleted", "updated_at": now_s})
+
+
+
+def live_ids_statement() -> Select[tuple[int]]:
+    """Live members among `member_ids` (expanding bind parameter) of `account_id`."""
+    return select(member.c.member_id).where(
+        member.c.account_id == bindparam("account_id"),
+        member.c.member_id.in_(bindparam("member_ids", expanding=True)),
+        member.c.status != "deleted")

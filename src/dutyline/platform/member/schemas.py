@@ -9,7 +9,6 @@ import msgspec
 
 from dutyline.api.types import Id, NonNegInt64, PageRequest
 
-MemberStatus = Literal["enabled", "pending", "deleted"]
 Email = Annotated[str, msgspec.Meta(max_length=255)]
 Phone = Annotated[str, msgspec.Meta(max_length=32)]
 CountryCode = Annotated[str, msgspec.Meta(max_length=8)]
@@ -37,6 +36,8 @@ class MemberInfoResponse(msgspec.Struct, kw_only=True):
     time_zone: str
     is_external: bool
     status: str
+    # When the member joined (Unix seconds); clients of the live service read it.
+    created_at: int = 0
 
 
 class MemberListRequest(PageRequest, kw_only=True):

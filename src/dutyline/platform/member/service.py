@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 import zoneinfo
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql import Select
 
 from dutyline.api import errors
 from dutyline.api.operation import Context
@@ -53,6 +55,7 @@ async def member_info(ctx: Context) -> MemberInfoResponse:
         phone_verified=False, email=me.email, email_verified=False,
         country_code=me.country_code, avatar=me.avatar, locale=me.locale,
         time_zone=me.time_zone, is_external=me.is_external, status=me.status,
+        created_at=me.created_at,
     )
 
 
@@ -267,3 +270,36 @@ async def existing_member_ids(conn: AsyncConnection, account_id: int,
     members, e.g. status page event responders)."""
     rows = await repo.find_many(conn, account_id, sorted(set(member_ids)))
     return {r.member_id for r in rows if r.status != "deleted"}
+
+
+
+def live_member_ids_statement() -> Select[tuple[int]]:
+    """The question of `existing_member_ids` as a statement (one column, member_id) with the
+    bind parameters `account_id` and `member_ids` (expanding), for a hot path of another
+    domain to send in one round trip with its own query (UNION ALL) and build only once:
+    "who is on call now" (schedule/repository.py)."""
+    return repo.live_ids_statement()
+
+
+@dataclass(frozen=True)
+class Contact:
+    """What paging needs of a member: how to name and reach them (decisions: e-mail from the
+    member record; notification preferences default to e-mail)."""
+
+    person_id: int
+    person_name: str
+    email: str
+    phone: str
+
+
+async def contacts(conn: AsyncConnection, account_id: int,
+                   member_ids: list[int]) -> dict[int, Contact]:
+    """Live members of the account among these ids, with their contact details; a removed
+    member is left out (the escalation engine skips them)."""
+    if not member_ids:
+        return {}
+    rows = await repo.find_many(conn, account_id, sorted(set(member_ids)))
+    return {
+        r.member_id: Contact(r.member_id, r.member_name, r.email, r.phone)
+        for r in rows if r.status != "deleted"
+    }

@@ -117,8 +117,9 @@ async def _require(ctx: Context, req: TeamLookup) -> Any:
 
 
 async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | None:
-    """The new member list, or None to leave it unchanged. Everyone named must already be
-    a member of the account; unknown ids, emails or phones are refused by name."""
+    """The new member list, or None to leave it unchanged. Unknown person ids are refused
+    by name. Emails and phones add the members who have them; one that matches no member is
+    ignored, as the reference describes (it would invite someone; we have no invitations)."""
     if req.person_ids is None and req.emails is None and req.phones is None:
         return None
     account_id = ctx.caller.account_id
@@ -132,10 +133,6 @@ async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | N
     by_email, by_phone = await repo.member_ids_by_contact(
         ctx.conn, account_id, emails=emails, phones=phones
     )
-    if unknown := sorted(emails - by_email.keys()):
-        raise errors.invalid("emails", "no member has " + ", ".join(unknown))
-    if unknown := sorted(phones - by_phone.keys()):
-        raise errors.invalid("phones", "no member has " + ", ".join(unknown))
     return list(dict.fromkeys([*wanted, *by_email.values(), *by_phone.values()]))
 
 
@@ -179,3 +176,12 @@ async def existing_team_ids(conn: AsyncConnection, account_id: int,
     if not team_ids:
         return set()
     return {r.team_id for r in await repo.find_many(conn, account_id, list(team_ids))}
+
+
+async def person_ids_of_teams(conn: AsyncConnection, account_id: int,
+                              team_ids: list[int]) -> dict[int, list[int]]:
+    """{team_id: member ids} for the account's teams among these ids (paging a team)."""
+    teams = await existing_team_ids(conn, account_id, team_ids)
+    if not teams:
+        return {}
+    return await repo.person_ids_by_team(conn, sorted(teams))

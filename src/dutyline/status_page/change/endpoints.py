@@ -7,6 +7,8 @@ from dutyline.api.operation import Context, Router
 from dutyline.platform.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.status_page.change import service, timeline
 from dutyline.status_page.change.schemas import (
+    ActiveChangeListRequest,
+    ActiveChangeListResponse,
     ChangeCreateRequest,
     ChangeCreateResponse,
     ChangeItem,
@@ -75,6 +77,16 @@ async def change_delete(ctx: Context, req: ChangeLookup) -> None:
 async def change_list(ctx: Context, req: ChangeListRequest) -> ChangeListResponse:
     """List a page's events of one type, newest start first."""
     return await service.list_changes(ctx.conn, ctx.caller.account_id, req)
+
+
+@router.post("/status-page/change/active/list", request=ActiveChangeListRequest,
+             response=ActiveChangeListResponse, permissions=READ, also_get=True)
+async def change_active_list(
+    ctx: Context, req: ActiveChangeListRequest
+) -> ActiveChangeListResponse:
+    """A page's open incidents and maintenances, with their timelines."""
+    return ActiveChangeListResponse(items=await service.active_changes(
+        ctx.conn, ctx.actor, page_id=req.page_id, change_type=req.type))
 
 
 @router.post("/status-page/change/info", request=ChangeLookup, response=ChangeItem,

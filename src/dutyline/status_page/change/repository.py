@@ -28,6 +28,15 @@ async def get_change(
     return (await conn.execute(stmt)).first()
 
 
+async def own_change_ids(conn: AsyncConnection, account_id: int, change_ids: list[int]) -> set[int]:
+    """Which of these change ids are the account's own (on any of its pages)."""
+    if not change_ids:
+        return set()
+    rows = await conn.execute(select(status_change.c.change_id).where(
+        status_change.c.account_id == account_id, status_change.c.change_id.in_(change_ids)))
+    return {int(r[0]) for r in rows}
+
+
 async def list_changes(
     conn: AsyncConnection, account_id: int, page_id: int, *, change_type: str,
     status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
@@ -143,5 +152,26 @@ async def open_change_entries(conn: AsyncConnection, page_id: int) -> list[Row[A
                status_change_update.c.change_id.in_(open_ids))
         .order_by(status_change_update.c.at_seconds, status_change_update.c.created_at,
                   status_change_update.c.change_id, status_change_update.c.seq)
+    )
+    return list(rows.all())
+
+
+# An open change is closed by its timeline sooner or later; a page with more open at once
+# than this is not a status page any more. The active list answers at most this many.
+MAX_ACTIVE = 500
+
+
+async def active_changes(conn: AsyncConnection, account_id: int, page_id: int,
+                         change_type: str | None) -> list[Row[Any]]:
+    """The page's open incidents and maintenances (every status but resolved and
+    completed), of one type or both, newest start first."""
+    conditions = [status_change.c.account_id == account_id, status_change.c.page_id == page_id,
+                  status_change.c.status.not_in(CLOSED_STATUSES)]
+    if change_type is not None:
+        conditions.append(status_change.c.type == change_type)
+    rows = await conn.execute(
+        select(status_change).where(*conditions)
+        .order_by(status_change.c.start_at_seconds.desc(), status_change.c.change_id.desc())
+        .limit(MAX_ACTIVE)
     )
     return list(rows.all())

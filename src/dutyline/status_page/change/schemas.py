@@ -171,3 +171,13 @@ class TimelineDeleteRequest(msgspec.Struct, kw_only=True):
     page_id: Id
     change_id: Id
     update_id: UpdateId
+
+
+class ActiveChangeListRequest(msgspec.Struct, kw_only=True):
+    page_id: Id
+    # Omitted: both incidents and maintenances.
+    type: ChangeType | None = None
+
+
+class ActiveChangeListResponse(msgspec.Struct, kw_only=True):
+    items: list[ChangeItem]

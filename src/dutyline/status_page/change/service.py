@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.kit.ids import hex_id, numeric_id
 from dutyline.platform.member import service as members
 from dutyline.status_page import notify
@@ -74,6 +75,19 @@ async def _check_responders(conn: AsyncConnection, account_id: int, field_name: 
     return wanted
 
 
+async def _check_linked(conn: AsyncConnection, account_id: int,
+                        linked: Sequence[str]) -> list[str]:
+    """Only the account's own events may be linked; any other id is not found, whether it
+    is malformed, unknown or another account's."""
+    wanted = list(dict.fromkeys(linked))
+    numeric = [int(c) for c in wanted if c.isdigit() and len(c) < 19]
+    own = await repo.own_change_ids(conn, account_id, numeric)
+    for cid in wanted:
+        if not (cid.isdigit() and len(cid) < 19 and int(cid) in own):
+            raise errors.not_found(CHANGE, cid)
+    return wanted
+
+
 async def create_change(
     conn: AsyncConnection, account_id: int, page_id: int, *, change_type: str, title: str,
     status: str, updates: Sequence[EntryIn], description: str = "",
@@ -99,6 +113,7 @@ async def create_change(
     if close_at_seconds and close_at_seconds <= start_at:
         raise errors.invalid("close_at_seconds", "must be after start_at_seconds")
     responder_ids = await _check_responders(conn, account_id, "responders", responders)
+    linked_ids = await _check_linked(conn, account_id, linked_changes)
 
     # Entries in time order (ties: as given); a missing status carries the previous one on.
     order = sorted(range(len(updates)), key=lambda i: (
@@ -142,7 +157,7 @@ async def create_change(
             [{"component_id": c, "status": s} for c, s in affected.items()],
             separators=(",", ":")),
         "responder_ids": json.dumps(responder_ids),
-        "linked_change_ids": json.dumps(list(linked_changes)),
+        "linked_change_ids": json.dumps(linked_ids),
         "start_at_seconds": start_at,
         "close_at_seconds": close_at_seconds or (latest["at_seconds"] if closed else 0),
         "scheduled_close_at_seconds": close_at_seconds or 0,
@@ -183,7 +198,8 @@ async def update_change(
         values["responder_ids"] = json.dumps(
             await _check_responders(conn, account_id, "responders", responders))
     if linked_changes is not None:
-        values["linked_change_ids"] = json.dumps(list(linked_changes))
+        values["linked_change_ids"] = json.dumps(
+            await _check_linked(conn, account_id, linked_changes))
     start_at = change.start_at_seconds if start_at_seconds is None else start_at_seconds
     scheduled = (change.scheduled_close_at_seconds if close_at_seconds is None
                  else close_at_seconds)
@@ -227,6 +243,15 @@ async def list_changes(
         p=req.p, limit=req.limit, total=total, has_next_page=req.offset + len(rows) < total,
         items=await change_items(conn, req.page_id, rows),
     )
+
+
+async def active_changes(
+    conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str | None = None
+) -> list[ChangeItem]:
+    """The page's open changes (not resolved or completed), of one type or both."""
+    await pages.require_page(conn, actor.account_id, page_id)
+    rows = await repo.active_changes(conn, actor.account_id, page_id, change_type)
+    return await change_items(conn, page_id, rows)
 
 
 async def change_info(

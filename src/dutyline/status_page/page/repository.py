@@ -101,6 +101,34 @@ async def components(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
     return list(rows.all())
 
 
+async def sections_of(conn: AsyncConnection, page_ids: list[int]) -> dict[int, list[Row[Any]]]:
+    """The sections of several pages (one query), each page's in display order."""
+    found: dict[int, list[Row[Any]]] = {p: [] for p in page_ids}
+    if page_ids:
+        rows = await conn.execute(
+            select(status_section).where(status_section.c.page_id.in_(page_ids))
+            .order_by(status_section.c.order_id, status_section.c.created_at,
+                      status_section.c.section_id))
+        for r in rows.all():
+            found[r.page_id].append(r)
+    return found
+
+
+async def components_of(
+    conn: AsyncConnection, page_ids: list[int]
+) -> dict[int, list[Row[Any]]]:
+    """The components of several pages (one query), each page's in display order."""
+    found: dict[int, list[Row[Any]]] = {p: [] for p in page_ids}
+    if page_ids:
+        rows = await conn.execute(
+            select(status_component).where(status_component.c.page_id.in_(page_ids))
+            .order_by(status_component.c.order_id, status_component.c.created_at,
+                      status_component.c.component_id))
+        for r in rows.all():
+            found[r.page_id].append(r)
+    return found
+
+
 async def get_section(conn: AsyncConnection, page_id: int, section_id: str) -> Row[Any] | None:
     stmt = select(status_section).where(
         status_section.c.page_id == page_id, status_section.c.section_id == section_id

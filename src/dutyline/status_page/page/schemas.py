@@ -98,6 +98,13 @@ class PageItem(msgspec.Struct, kw_only=True):
     public_url: str
     created_at: int
     updated_at: int
+    # The names clients of the live service read, beside page_name and page_type.
+    name: str = ""
+    type: str = ""
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.page_name
+        self.type = self.type or self.page_type
 
 
 class PageInfo(PageItem, kw_only=True):
@@ -110,7 +117,8 @@ class PageListResponse(msgspec.Struct, kw_only=True):
     limit: int
     total: int
     has_next_page: bool
-    items: list[PageItem]
+    # Each page with its sections and components, as /status-page/info has them.
+    items: list[PageInfo]
 
 
 class SectionUpsertRequest(msgspec.Struct, kw_only=True):

@@ -293,23 +293,32 @@ async def list_pages(
     conn: AsyncConnection, account_id: int, req: PageListRequest, base_url: str
 ) -> PageListResponse:
     total, rows = await repo.list_pages(conn, account_id, offset=req.offset, limit=req.limit)
+    page_ids = [r.page_id for r in rows]
+    sections = await repo.sections_of(conn, page_ids)
+    components = await repo.components_of(conn, page_ids)
     return PageListResponse(
         p=req.p, limit=req.limit, total=total, has_next_page=req.offset + len(rows) < total,
-        items=[page_item(r, base_url) for r in rows],
+        items=[_page_info(page_item(r, base_url), sections[r.page_id], components[r.page_id])
+               for r in rows],
     )
+
+
+def _page_info(item: PageItem, sections: list[Any], components: list[Any]) -> PageInfo:
+    return PageInfo(
+        **{f: getattr(item, f) for f in item.__struct_fields__},
+        sections=[section_item(s) for s in sections],
+        components=[component_item(c) for c in components],
+    )
+
+
+def section_item(row: Any) -> SectionItem:
+    return SectionItem(section_id=row.section_id, name=row.name, description=row.description,
+                       order_id=row.order_id)
 
 
 async def page_info(
     conn: AsyncConnection, account_id: int, page_id: int, base_url: str
 ) -> PageInfo:
     row = await require_page(conn, account_id, page_id)
-    item = page_item(row, base_url)
-    return PageInfo(
-        **{f: getattr(item, f) for f in item.__struct_fields__},
-        sections=[
-            SectionItem(section_id=s.section_id, name=s.name, description=s.description,
-                        order_id=s.order_id)
-            for s in await repo.sections(conn, page_id)
-        ],
-        components=[component_item(c) for c in await repo.components(conn, page_id)],
-    )
+    return _page_info(page_item(row, base_url), list(await repo.sections(conn, page_id)),
+                      list(await repo.components(conn, page_id)))

@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
+from dutyline.api.envelope import request_id_headers
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.status_page import cache as page_cache
 from dutyline.status_page import tokens
@@ -66,7 +67,7 @@ class Reject(Exception):
 
 
 def _headers(rid: str, **more: str) -> dict[str, str]:
-    return {"Service-Request-Id": rid, **_SECURITY_HEADERS, **more}
+    return {**request_id_headers(rid), **_SECURITY_HEADERS, **more}
 
 
 def _page_path(url_name: str) -> str:
@@ -187,7 +188,7 @@ def routes(runtime: Runtime) -> list[Route]:
         if token is not None and what == "html":
             redirect = login_redirect(request, head, token)
             if redirect is not None:
-                redirect.headers["Service-Request-Id"] = rid
+                redirect.headers.update(request_id_headers(rid))
                 return redirect
         elif token is not None and head.page_type == "internal":
             # Feed readers cannot keep cookies: the token in the feed address is accepted.

@@ -1,0 +1,203 @@
+"""First pages of a burst of incidents, drained by the escalation engine, next to bare
+webhook posts from one process in the same run (a reduced version of issue 12's figure).
+
+    python -m bench.escalation [--incidents 2000] [--concurrency 16] [--rounds 2] [--postgres]
+
+Per database: a fresh database (`dutyline migrate`, `dutyline init`), a channel whose
+escalation rule pages one custom webhook (the receiver is bench/bare_asgi.py in its own
+process on loopback). The burst: `--incidents` incidents opened through `/incident/create`
+(in-process ASGI, the job loops off), so each waits as an `incident_event.dispatch` job.
+Then ONE worker loop (`--concurrency` jobs at a time, in this process) runs until every first
+page is delivered: event -> rule picked -> step -> delivery row and job -> signed POST ->
+attempt recorded; pages/s = incidents / drain time. The baseline: the same number of POSTs
+of the same payload size with httpx from one process at the same concurrency, to the same
+receiver. Both are checked: every incident got exactly one successful delivery.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+from sqlalchemy import func, select
+
+from bench.http_bench import PG_BASE, _pg_exec, _venv_bin, free_port, stop_process
+from dutyline.app import create_app
+from dutyline.config import Settings
+from dutyline.db.tables.dispatch import notify_delivery
+from dutyline.work.worker import Worker
+
+
+def _env(database_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DUTYLINE_")}
+    env.update(DUTYLINE_DATABASE_URL=database_url, DUTYLINE_SECRET_KEY="bench-secret")
+    return env
+
+
+def _init(database_url: str) -> str:
+    env = _env(database_url)
+    subprocess.run([_venv_bin("dutyline"), "migrate"], env=env, check=True,
+                   capture_output=True)
+    out = subprocess.run([_venv_bin("dutyline"), "init", "--account-name", "bench"], env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return str(json.loads(out.strip().splitlines()[-1])["app_key"])
+
+
+@contextlib.asynccontextmanager
+async def _app(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            client.runtime = app.state.runtime  # type: ignore[attr-defined]
+            yield client
+
+
+async def _call(client: httpx.AsyncClient, key: str, path: str, body: dict[str, Any]) -> Any:
+    reply = (await client.post(path, params={"app_key": key}, json=body)).json()
+    if "data" not in reply:
+        raise RuntimeError(f"{path}: {reply}")
+    return reply["data"]
+
+
+async def _pool(n: int, concurrency: int, make: Any) -> None:
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(n):
+        queue.put_nowait(i)
+
+    async def worker() -> None:
+        while not queue.empty():
+            await make(queue.get_nowait())
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def engine_round(database_url: str, receiver: str, args: argparse.Namespace,
+                       tag: str) -> dict[str, float]:
+    key = _init(database_url)
+    settings = Settings(database_url=database_url, secret_key="bench-secret",
+                        allow_private_network=True, run_workers=False,
+                        rate_limit_per_second=0, rate_limit_per_minute=0, log_level="warning",
+                        worker_concurrency=args.concurrency)
+    async with _app(settings) as client:
+        channel = await _call(client, key, "/channel/create", {"channel_name": f"b{tag}"})
+        await _call(client, key, "/channel/escalate/rule/create", {
+            "channel_id": channel["channel_id"], "template_id": "6321aad26c12104586a88916",
+            "rule_name": "bench", "layers": [{"target": {"webhooks": [{
+                "type": "custom", "settings": {"url": receiver, "secret": "s"}}]},
+                "max_times": 0, "notify_step": 10, "escalate_window": 0}]})
+        started = time.perf_counter()
+
+        async def open_one(i: int) -> None:
+            await _call(client, key, "/incident/create", {
+                "title": f"bench incident {i}", "incident_severity": "Critical",
+                "channel_id": channel["channel_id"]})
+
+        await _pool(args.incidents, args.concurrency, open_one)
+        opened_s = time.perf_counter() - started
+        runtime = client.runtime  # type: ignore[attr-defined]
+        stop = asyncio.Event()
+        worker = Worker(runtime, concurrency=args.concurrency, idle_min_s=0.01,
+                        idle_max_s=0.05)
+        started = time.perf_counter()
+        loop = asyncio.create_task(worker.run(stop))
+        while True:
+            async with runtime.db.transaction(write=False) as conn:
+                done = (await conn.execute(select(func.count()).select_from(
+                    notify_delivery).where(notify_delivery.c.status == "success"))).scalar_one()
+            if done >= args.incidents:
+                break
+            await asyncio.sleep(0.05)
+        drain_s = time.perf_counter() - started
+        stop.set()
+        await loop
+        async with runtime.db.transaction(write=False) as conn:
+            total = (await conn.execute(select(func.count()).select_from(notify_delivery))
+                     ).scalar_one()
+    if total != args.incidents:
+        raise RuntimeError(f"{total} deliveries for {args.incidents} incidents")
+    return {"opened_per_s": args.incidents / opened_s, "pages_per_s": args.incidents / drain_s}
+
+
+async def bare_round(receiver: str, args: argparse.Namespace) -> float:
+    body = b'{"event_time":0,"event_type":"i_assign","event_id":"x","incident":{}}' * 20
+    async with httpx.AsyncClient(trust_env=False, timeout=10) as client:
+        started = time.perf_counter()
+
+        async def post(_: int) -> None:
+            response = await client.post(receiver, content=body,
+                                         headers={"Content-Type": "application/json"})
+            response.raise_for_status()
+
+        await _pool(args.incidents, args.concurrency, post)
+        return args.incidents / (time.perf_counter() - started)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--incidents", type=int, default=2000)
+    p.add_argument("--concurrency", type=int, default=16)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--postgres", action="store_true")
+    args = p.parse_args()
+    tmp = tempfile.mkdtemp(prefix="dutyline-bench-esc-")
+    port = free_port()
+    bare = subprocess.Popen([sys.executable, "-m", "bench.bare_asgi", "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    receiver = f"http://127.0.0.1:{port}/hook"
+    pg_dbs: list[str] = []
+    results: dict[str, list[dict[str, float]]] = {}
+    try:
+        for _ in range(100):
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.post(receiver, json={}, timeout=1)
+                break
+            time.sleep(0.1)
+        for r in range(args.rounds):
+            targets = [("sqlite", f"sqlite+aiosqlite:///{tmp}/esc{r}.db")]
+            if args.postgres:
+                name = f"dutyline_bench_esc_{os.getpid()}_{secrets.token_hex(3)}"
+                asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
+                pg_dbs.append(name)
+                targets.append(("postgres", f"{PG_BASE}/{name}"))
+            for name, url in targets:
+                bare_rate = asyncio.run(bare_round(receiver, args))
+                got = asyncio.run(engine_round(url, receiver, args, f"{r}{name}"))
+                got["bare_posts_per_s"] = bare_rate
+                results.setdefault(name, []).append(got)
+                print(f"round {r + 1} {name}: opened {got['opened_per_s']:.0f}/s, first pages "
+                      f"{got['pages_per_s']:.0f}/s, bare posts {bare_rate:.0f}/s",
+                      file=sys.stderr)
+    finally:
+        stop_process(bare)
+        shutil.rmtree(tmp, ignore_errors=True)
+        for name in pg_dbs:
+            with contextlib.suppress(Exception):
+                asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    print("| database | incidents | opened/s | first pages/s | bare posts/s | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, rows in results.items():
+        pages = statistics.median(r["pages_per_s"] for r in rows)
+        bare_rate = statistics.median(r["bare_posts_per_s"] for r in rows)
+        opened = statistics.median(r["opened_per_s"] for r in rows)
+        print(f"| {name} | {args.incidents} | {opened:.0f} | {pages:.0f} | {bare_rate:.0f} | "
+              f"{pages / bare_rate:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

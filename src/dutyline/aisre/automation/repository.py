@@ -1,0 +1,256 @@
+"""Every query of automation rules, triggers, runs and steps.
+
+Visibility lives here (`visible`): owners and admins see every rule of the account; a member
+sees the rules they created and the rules of their teams. Another account's ids never match."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, delete, false, func, insert, or_, select, update
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.like import ESCAPE, contains_pattern
+from dutyline.db.tables.automation import (
+    automation_rule,
+    automation_run,
+    automation_run_step,
+    automation_trigger,
+)
+
+rule = automation_rule
+trigger = automation_trigger
+run = automation_run
+step = automation_run_step
+
+
+def visible(
+    account_id: int, *, all_rules: bool, person_id: int, team_ids: Collection[int]
+) -> ColumnElement[bool]:
+    if all_rules:
+        return rule.c.account_id == account_id
+    mine = rule.c.owner_id == person_id
+    ours = rule.c.team_id.in_(sorted(team_ids)) if team_ids else false()
+    return and_(rule.c.account_id == account_id, or_(mine, and_(rule.c.team_id != 0, ours)))
+
+
+# --- rules ----------------------------------------------------------------------------------
+
+
+async def insert_rule(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(rule).values(**values))
+
+
+async def get_rule(conn: AsyncConnection, account_id: int, rule_id: str) -> Row[Any] | None:
+    stmt = select(rule).where(rule.c.account_id == account_id, rule.c.rule_id == rule_id)
+    return (await conn.execute(stmt)).first()
+
+
+async def rules_by_ids(conn: AsyncConnection, rule_ids: Sequence[str]) -> list[Row[Any]]:
+    """For the scheduler's batch of fires (each names its rule, of whatever account)."""
+    if not rule_ids:
+        return []
+    return list((await conn.execute(
+        select(rule).where(rule.c.rule_id.in_(list(rule_ids))))).all())
+
+
+async def get_rule_any_account(conn: AsyncConnection, rule_id: str) -> Row[Any] | None:
+    """For jobs and triggers, which carry the rule id from a row of the same account."""
+    return (await conn.execute(select(rule).where(rule.c.rule_id == rule_id))).first()
+
+
+async def update_rule(
+    conn: AsyncConnection, account_id: int, rule_id: str, values: dict[str, Any]
+) -> None:
+    await conn.execute(
+        update(rule).where(rule.c.account_id == account_id, rule.c.rule_id == rule_id)
+        .values(**values)
+    )
+
+
+async def take_manual_run_slot(
+    conn: AsyncConnection, account_id: int, rule_id: str, *, now_ms: int, window_ms: int
+) -> bool:
+    """One manual run per window per rule, decided by one conditional UPDATE, so two
+    concurrent calls (any processes) cannot both win."""
+    result = await conn.execute(
+        update(rule)
+        .where(rule.c.account_id == account_id, rule.c.rule_id == rule_id,
+               rule.c.last_manual_run_at <= now_ms - window_ms)
+        .values(last_manual_run_at=now_ms)
+    )
+    return bool(result.rowcount == 1)
+
+
+async def delete_rule(conn: AsyncConnection, account_id: int, rule_id: str) -> None:
+    run_ids = select(run.c.run_id).where(run.c.account_id == account_id, run.c.rule_id == rule_id)
+    await conn.execute(delete(step).where(step.c.run_id.in_(run_ids)))
+    await conn.execute(delete(run).where(run.c.account_id == account_id, run.c.rule_id == rule_id))
+    await conn.execute(
+        delete(trigger).where(trigger.c.account_id == account_id, trigger.c.rule_id == rule_id)
+    )
+    await conn.execute(
+        delete(rule).where(rule.c.account_id == account_id, rule.c.rule_id == rule_id)
+    )
+
+
+async def list_rules(
+    conn: AsyncConnection,
+    account_id: int,
+    *,
+    all_rules: bool,
+    person_id: int,
+    team_ids: Collection[int],
+    only_team_ids: Sequence[int] | None,
+    query: str,
+    offset: int,
+    limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    conds: list[ColumnElement[bool]] = [
+        visible(account_id, all_rules=all_rules, person_id=person_id, team_ids=team_ids)
+    ]
+    if only_team_ids is not None:
+        conds.append(rule.c.team_id.in_(list(only_team_ids)))
+    if query:
+        conds.append(func.lower(rule.c.name).like(contains_pattern(query.lower()), escape=ESCAPE))
+    total = (await conn.execute(select(func.count()).select_from(rule).where(*conds))).scalar()
+    rows = (await conn.execute(
+        select(rule).where(*conds)
+        .order_by(rule.c.created_at.desc(), rule.c.rule_id).offset(offset).limit(limit)
+    )).all()
+    return int(total or 0), list(rows)
+
+
+# --- triggers -------------------------------------------------------------------------------
+
+
+async def triggers_of(
+    conn: AsyncConnection, rule_ids: Sequence[str]
+) -> dict[str, dict[str, Row[Any]]]:
+    """{rule_id: {kind: trigger row}}."""
+    found: dict[str, dict[str, Row[Any]]] = {r: {} for r in rule_ids}
+    if not rule_ids:
+        return found
+    rows = (await conn.execute(
+        select(trigger).where(trigger.c.rule_id.in_(list(rule_ids)))
+    )).all()
+    for r in rows:
+        found[r.rule_id][r.kind] = r
+    return found
+
+
+async def insert_trigger(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(trigger).values(**values))
+
+
+async def update_trigger(conn: AsyncConnection, trigger_id: str, values: dict[str, Any]) -> None:
+    await conn.execute(update(trigger).where(trigger.c.trigger_id == trigger_id).values(**values))
+
+
+async def find_trigger(conn: AsyncConnection, trigger_id: str) -> Row[Any] | None:
+    """A trigger with its rule's state, for the fire endpoint (which has no account yet)."""
+    stmt = _trigger_with_rule().where(trigger.c.trigger_id == trigger_id)
+    return (await conn.execute(stmt)).first()
+
+
+async def incident_triggers(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
+    """Enabled on-call incident triggers of enabled rules of the account."""
+    stmt = (
+        select(trigger)
+        .join(rule, rule.c.rule_id == trigger.c.rule_id)
+        .where(trigger.c.account_id == account_id, trigger.c.kind == "oncall_incident",
+               trigger.c.enabled.is_(True), rule.c.enabled.is_(True))
+        .order_by(trigger.c.rule_id)
+    )
+    return list((await conn.execute(stmt)).all())
+
+
+# --- runs and steps -------------------------------------------------------------------------
+
+
+async def insert_run(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(run).values(**values))
+
+
+async def insert_runs(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(insert(run), rows)
+
+
+async def get_run(conn: AsyncConnection, run_id: str) -> Row[Any] | None:
+    return (await conn.execute(select(run).where(run.c.run_id == run_id))).first()
+
+
+async def update_run(
+    conn: AsyncConnection, run_id: str, values: dict[str, Any],
+    *, only_status: Collection[str] | None = None,
+) -> bool:
+    stmt = update(run).where(run.c.run_id == run_id)
+    if only_status is not None:
+        stmt = stmt.where(run.c.status.in_(list(only_status)))
+    result = await conn.execute(stmt.values(**values))
+    return bool(result.rowcount == 1)
+
+
+async def list_runs(
+    conn: AsyncConnection,
+    account_id: int,
+    *,
+    all_rules: bool,
+    person_id: int,
+    team_ids: Collection[int],
+    rule_id: str,
+    status: str,
+    offset: int,
+    limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    conds: list[ColumnElement[bool]] = [
+        run.c.account_id == account_id,
+        run.c.rule_id.in_(select(rule.c.rule_id).where(
+            visible(account_id, all_rules=all_rules, person_id=person_id, team_ids=team_ids))),
+    ]
+    if rule_id:
+        conds.append(run.c.rule_id == rule_id)
+    if status:
+        conds.append(run.c.status == status)
+    total = (await conn.execute(select(func.count()).select_from(run).where(*conds))).scalar()
+    rows = (await conn.execute(
+        select(run).where(*conds)
+        .order_by(run.c.created_at.desc(), run.c.run_id).offset(offset).limit(limit)
+    )).all()
+    return int(total or 0), list(rows)
+
+
+async def steps_of(conn: AsyncConnection, run_id: str) -> list[Row[Any]]:
+    rows = await conn.execute(
+        select(step).where(step.c.run_id == run_id).order_by(step.c.seq, step.c.id)
+    )
+    return list(rows.all())
+
+
+async def add_step(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(step).values(**values))
+
+
+async def delete_steps(conn: AsyncConnection, run_id: str) -> None:
+    await conn.execute(delete(step).where(step.c.run_id == run_id))
+
+
+# --- hot sync helpers (the fire endpoint's one-hop transaction, see Database.run_sync) ------
+
+
+def _trigger_with_rule() -> Any:
+    return (
+        select(trigger, rule.c.enabled.label("rule_enabled"), rule.c.team_id, rule.c.owner_id)
+        .join(rule, rule.c.rule_id == trigger.c.rule_id)
+    )
+
+
+def find_trigger_sync(conn: Connection, trigger_id: str) -> Row[Any] | None:
+    return conn.execute(_trigger_with_rule().where(trigger.c.trigger_id == trigger_id)).first()
+
+
+def insert_run_sync(conn: Connection, values: dict[str, Any]) -> None:
+    conn.execute(insert(run).values(**values))

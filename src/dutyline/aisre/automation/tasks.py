@@ -1,0 +1,109 @@
+"""Automation's background work: the schedule trigger (a scheduler handler), the on-call
+incident trigger (an incident-event subscriber), and the run job with its on_dead hook.
+
+Each fire becomes exactly one run: the scheduler calls `fire_schedule` in the transaction that
+advances the schedule, and the incident subscriber runs as a fenced job, so the run row and its
+job commit together with the fire, once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.aisre.automation import agent, runs
+from dutyline.aisre.automation import repository as repo
+from dutyline.aisre.automation import service as rules
+from dutyline.incident import events
+from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
+from dutyline.work.scheduler import Fire, schedule_batch_handler
+
+log = structlog.get_logger("dutyline.automation")
+
+
+@schedule_batch_handler(rules.SCHEDULE_KIND)
+async def fire_schedules(conn: AsyncConnection, fires: list[Fire]) -> None:
+    """One run per fire of an enabled rule whose schedule trigger is on; a rule deleted or
+    turned off since has its schedule removed or paused with it, and is passed over here."""
+    rule_rows = {r.rule_id: r for r in await repo.rules_by_ids(conn, [f.owner_id for f in fires])}
+    triggers = await repo.triggers_of(conn, list(rule_rows))
+    due: list[tuple[Any, str, int, int]] = []
+    for fire in fires:
+        rule = rule_rows.get(fire.owner_id)
+        if rule is None or not rule.enabled:
+            continue
+        schedule = triggers[rule.rule_id].get(rules.SCHEDULE)
+        if schedule is None or not schedule.enabled:
+            continue
+        due.append((rule, schedule.trigger_id, fire.due_at_ms, fire.missed))
+    if due:
+        await runs.queue_scheduled_runs(conn, due, now_ms=fires[0].now_ms)
+
+
+@events.subscriber("automation.oncall_incident")
+async def on_incident_event(ctx: JobContext, event: events.IncidentEvent) -> None:
+    if event.kind != events.CREATED:
+        return
+    channel_id = int(event.payload.get("channel_id") or 0)
+    severity = str(event.payload.get("severity") or "")
+    if not channel_id or not severity:
+        return
+    await runs.fire_for_incident(
+        ctx.conn, account_id=event.account_id, incident_id=event.incident_id,
+        channel_id=channel_id, severity=severity, now_ms=ctx.now_ms(),
+    )
+
+
+@job_handler(runs.RUN_JOB)
+async def execute_run(ctx: JobContext, payload: dict[str, Any]) -> None:
+    """Run the agent loop. Everything before the final state is written in short transactions
+    of its own (steps must be readable while it runs; on SQLite the job's transaction would
+    hold the writer lock for the whole run); the final state goes in the job's transaction."""
+    runtime = ctx.runtime
+    run_id = str(payload["run_id"])
+    async with runtime.db.transaction(write=True) as conn:
+        run = await repo.get_run(conn, run_id)
+        if run is None or run.status in runs.FINISHED:
+            return
+        rule = await repo.get_rule_any_account(conn, run.rule_id)
+        now = ctx.now_ms()
+        if rule is None or not rule.enabled:
+            await repo.update_run(conn, run_id, {
+                "status": runs.SKIPPED, "error": "the rule was deleted or disabled",
+                "finished_at": now, "updated_at": now,
+            })
+            return
+        # A retried attempt starts over: the steps of the attempt that died are dropped.
+        await repo.delete_steps(conn, run_id)
+        await repo.update_run(conn, run_id, {
+            "status": runs.RUNNING, "started_at": now, "error": "", "updated_at": now})
+    if rule.environment_kind == "byoc":
+        outcome = agent.Outcome(runs.FAILED, error=(
+            f"the BYOC runner {rule.environment_id!r} is not connected (runners are not "
+            "supported by this server yet)"))
+        await agent.Steps(runtime, run_id).add("error", "environment", outcome.error)
+    else:
+        outcome = await agent.run_loop(
+            runtime, run_id=run_id, account_id=rule.account_id, team_id=rule.team_id,
+            owner_id=rule.owner_id, prompt=rule.prompt, context=msgspec.json.decode(run.context),
+            model=agent.model_of(runtime),
+        )
+    now = ctx.now_ms()
+    await repo.update_run(ctx.conn, run_id, {
+        "status": outcome.status, "answer": outcome.answer, "error": outcome.error,
+        "finished_at": now, "updated_at": now,
+    }, only_status=[runs.RUNNING])
+
+
+@job_on_dead(runs.RUN_JOB)
+async def run_died(ctx: DeadJobContext, payload: dict[str, Any]) -> None:
+    """The run's last attempt died (its worker stopped, or it failed): never leave it running."""
+    now = ctx.now_ms()
+    reason = ("its worker stopped while it ran" if ctx.lease_expired
+              else f"it failed: {ctx.error}")
+    await repo.update_run(ctx.conn, str(payload["run_id"]), {
+        "status": runs.FAILED, "error": f"The run did not finish: {reason}",
+        "finished_at": now, "updated_at": now,
+    }, only_status=[runs.QUEUED, runs.RUNNING])

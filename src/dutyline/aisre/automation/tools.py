@@ -1,0 +1,247 @@
+"""The tools a run offers its model: the enabled MCP servers' tools and the enabled A2A agents
+in the rule's scope (through the connectors' services and gateways), and read-only tools over
+this service's own incidents and alerts (through the incident domain's services).
+
+Each tool has a name the OpenAI tool schema accepts (`^[a-zA-Z0-9_-]{1,64}$`), a JSON-schema
+of its arguments, a timeout, and a coroutine that answers text for the model."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from dutyline.aisre.a2a import service as a2a_service
+from dutyline.aisre.a2a.gateway import A2aError, A2aGateway
+from dutyline.aisre.mcp import service as mcp_service
+from dutyline.aisre.mcp.gateway import McpError, McpTarget
+from dutyline.api.auth import Caller
+from dutyline.api.operation import Context
+from dutyline.api.runtime import Runtime
+from dutyline.api.transaction import RequestTransaction
+from dutyline.incident.query import service as incident_service
+from dutyline.incident.query.schemas import (
+    IncidentInfoRequest,
+    ListIncidentAlertsRequest,
+    ListIncidentsRequest,
+)
+
+MAX_RESULT_CHARS = 16_000
+INCIDENT_TOOL_TIMEOUT_S = 15.0
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+ToolFn = Callable[[dict[str, Any]], Awaitable[str]]
+
+
+class ToolFailed(Exception):
+    """A tool could not answer; str() is fed back to the model."""
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    timeout_s: float
+    call: ToolFn
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": self.name, "description": self.description[:1024],
+            "parameters": self.parameters or {"type": "object", "properties": {}},
+        }}
+
+
+def tool_name(*parts: str) -> str:
+    return _UNSAFE.sub("_", "_".join(parts))[:64]
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_RESULT_CHARS else text[:MAX_RESULT_CHARS] + " …[truncated]"
+
+
+# --- MCP ------------------------------------------------------------------------------------
+
+
+async def mcp_tools(
+    runtime: Runtime, targets: list[McpTarget], problems: list[str]
+) -> list[AgentTool]:
+    gateway = mcp_service.gateway_of(runtime)
+    found: list[AgentTool] = []
+    for n, target in enumerate(targets, 1):
+        try:
+            listed = await gateway.list_tools(target)
+        except McpError as exc:
+            problems.append(f"MCP server {target.server_id}: {exc.reason}")
+            continue
+        for tool in listed:
+            found.append(AgentTool(
+                name=tool_name(f"mcp{n}", tool.name),
+                description=tool.description or tool.name,
+                parameters=tool.input_schema,
+                timeout_s=target.call_timeout + target.connect_timeout,
+                call=_mcp_call(gateway, target, tool.name),
+            ))
+    return found
+
+
+def _mcp_call(gateway: Any, target: McpTarget, name: str) -> ToolFn:
+    async def call(arguments: dict[str, Any]) -> str:
+        try:
+            result = await gateway.call_tool(target, name, arguments)
+        except McpError as exc:
+            raise ToolFailed(exc.reason) from None
+        text = _clip(result.text)
+        return f"ERROR: {text}" if result.is_error else text
+
+    return call
+
+
+# --- A2A ------------------------------------------------------------------------------------
+
+
+def a2a_tools(runtime: Runtime, targets: list[a2a_service.A2aTarget]) -> list[AgentTool]:
+    gateway = A2aGateway(runtime.outbound_policy())
+    found = []
+    for n, agent in enumerate(targets, 1):
+        skills = "; ".join(str(s.get("name", "")) for s in agent.skills if isinstance(s, dict))
+        about = agent.instructions or str(agent.card.get("description", ""))
+        found.append(AgentTool(
+            name=tool_name(f"a2a{n}", agent.agent_name),
+            description=f"Delegate a task to the A2A agent '{agent.agent_name}'. {about} "
+                        f"Skills: {skills}".strip(),
+            parameters={"type": "object", "properties": {
+                "message": {"type": "string", "description": "What to ask the agent"},
+            }, "required": ["message"]},
+            timeout_s=gateway.timeout,
+            call=_a2a_call(gateway, agent),
+        ))
+    return found
+
+
+def _a2a_call(gateway: A2aGateway, agent: a2a_service.A2aTarget) -> ToolFn:
+    async def call(arguments: dict[str, Any]) -> str:
+        message = str(arguments.get("message") or "").strip()
+        if not message:
+            raise ToolFailed("the argument 'message' is required")
+        try:
+            reply = await gateway.send(agent, message)
+        except A2aError as exc:
+            raise ToolFailed(str(exc)) from None
+        return _clip(reply.text)
+
+    return call
+
+
+# --- this service's incidents and alerts (read-only) ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """Whose view of the incidents a run reads with: a personal rule its creator's (public
+    channels and the private channels of their teams), a team rule its team's. Never an
+    owner's or admin's whole-account view, so a rule cannot show its creator incidents of
+    private channels they could not list themselves."""
+
+    account_id: int
+    owner_id: int
+    team_id: int
+
+
+@asynccontextmanager
+async def _reading(runtime: Runtime, scope: ReadScope, run_id: str) -> AsyncIterator[Context]:
+    """The incident services take a request context: give them a read transaction of their
+    own, with a non-admin caller of the rule's scope."""
+    personal = scope.team_id == 0
+    caller = Caller(account_id=scope.account_id, person_id=scope.owner_id if personal else 0,
+                    person_name="automation", key_id=0, key_suffix="",
+                    permissions=frozenset(), builtin_role="")
+    async with RequestTransaction(runtime.db, write=False) as tx:
+        yield Context(transaction=tx, caller=caller, runtime=runtime, request_id=run_id,
+                      locale="en",
+                      # A team rule reads as its team; a personal one loads its creator's.
+                      _team_ids=None if personal else frozenset({scope.team_id}))
+
+
+def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[AgentTool]:
+    def encode(value: Any) -> str:
+        return _clip(msgspec.json.encode(value).decode())
+
+    async def list_incidents(arguments: dict[str, Any]) -> str:
+        hours = max(1, min(int(arguments.get("hours") or 24), 31 * 24))
+        now = int(runtime.clock.now())
+        try:
+            req = ListIncidentsRequest(
+                start_time=now - hours * 3600, end_time=now, limit=20,
+                progress=str(arguments.get("progress") or ""),
+                incident_severity=str(arguments.get("severity") or ""),
+            )
+            async with _reading(runtime, scope, run_id) as ctx:
+                page = await incident_service.list_incidents(ctx, req)
+        except Exception as exc:
+            raise ToolFailed(str(exc)) from None
+        return encode({"total": page.total, "items": [
+            {"incident_id": i.incident_id, "title": i.title, "severity": i.incident_severity,
+             "progress": i.progress, "channel_id": i.channel_id, "start_time": i.start_time}
+            for i in page.items]})
+
+    async def get_incident(arguments: dict[str, Any]) -> str:
+        try:
+            req = IncidentInfoRequest(incident_id=str(arguments.get("incident_id") or ""))
+            async with _reading(runtime, scope, run_id) as ctx:
+                return encode(await incident_service.incident_info(ctx, req))
+        except Exception as exc:
+            raise ToolFailed(str(exc)) from None
+
+    async def incident_alerts(arguments: dict[str, Any]) -> str:
+        try:
+            req = ListIncidentAlertsRequest(
+                incident_id=str(arguments.get("incident_id") or ""), limit=50)
+            async with _reading(runtime, scope, run_id) as ctx:
+                return encode(await incident_service.incident_alerts(ctx, req))
+        except Exception as exc:
+            raise ToolFailed(str(exc)) from None
+
+    incident_id = {"type": "object", "properties": {
+        "incident_id": {"type": "string", "description": "24-hex incident id"}},
+        "required": ["incident_id"]}
+    return [
+        AgentTool(
+            name="dutyline_list_incidents",
+            description="List recent incidents of this account (newest first, at most 20).",
+            parameters={"type": "object", "properties": {
+                "hours": {"type": "integer", "description": "look back this many hours (24)"},
+                "progress": {"type": "string", "description": "Triggered, Processing or Closed"},
+                "severity": {"type": "string", "description": "Critical, Warning or Info"},
+            }},
+            timeout_s=INCIDENT_TOOL_TIMEOUT_S, call=list_incidents,
+        ),
+        AgentTool(name="dutyline_get_incident", description="Read one incident in full.",
+                  parameters=incident_id, timeout_s=INCIDENT_TOOL_TIMEOUT_S, call=get_incident),
+        AgentTool(name="dutyline_incident_alerts", description="List the alerts of an incident.",
+                  parameters=incident_id, timeout_s=INCIDENT_TOOL_TIMEOUT_S,
+                  call=incident_alerts),
+    ]
+
+
+async def toolbox(
+    runtime: Runtime, *, account_id: int, team_id: int, owner_id: int, run_id: str,
+    problems: list[str],
+) -> list[AgentTool]:
+    """Every tool of a run in this scope; servers that cannot be listed go to `problems`."""
+    async with runtime.db.transaction(write=False) as conn:
+        mcp_targets = await mcp_service.enabled_targets(
+            conn, runtime, account_id, [team_id] if team_id else [])
+        agents = await a2a_service.enabled_targets(conn, runtime.secrets, account_id, team_id)
+    tools = await mcp_tools(runtime, mcp_targets, problems)
+    tools += a2a_tools(runtime, agents)
+    tools += incident_tools(runtime, ReadScope(account_id, owner_id, team_id), run_id)
+    # Two tools of one name would be ambiguous to the model: keep the first.
+    unique: dict[str, AgentTool] = {}
+    for t in tools:
+        unique.setdefault(t.name, t)
+    return list(unique.values())

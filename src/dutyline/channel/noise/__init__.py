@@ -1,0 +1,1 @@
+"""Noise control of a channel: inhibit, silence and drop (unsubscribe) rules."""

@@ -1,0 +1,208 @@
+"""/channel/inhibit/rule/*, /channel/silence/rule/*, /channel/unsubscribe/rule/* (drop rules)
+and /incident/silence/quick. Reads need channel view, writes channel management; every write
+is audited with the rule's id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dutyline.api.operation import Context, Router
+from dutyline.channel.noise import service
+from dutyline.channel.noise.schemas import (
+    ChannelRuleIDRequest,
+    ChannelScopedRequest,
+    CreateDropRuleRequest,
+    CreateInhibitRuleRequest,
+    CreateSilenceRuleRequest,
+    InhibitRuleItem,
+    ListDropRulesResponse,
+    ListInhibitRulesResponse,
+    ListSilenceRulesResponse,
+    QuickSilenceRequest,
+    RuleCreateResponse,
+    SilenceRuleItem,
+    UnsubscribeRuleItem,
+    UpdateDropRuleRequest,
+    UpdateInhibitRuleRequest,
+    UpdateSilenceRuleRequest,
+)
+from dutyline.incident.query import service as incidents
+from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
+
+router = Router("Channel noise rules")
+
+INHIBIT, SILENCE, DROP = service.INHIBIT, service.SILENCE, service.DROP
+
+
+def _created(ctx: Context, created: tuple[str, str]) -> RuleCreateResponse:
+    ctx.audit_targets.append(created[0])
+    return RuleCreateResponse(rule_id=created[0], rule_name=created[1])
+
+
+def _common_routes(prefix: str, kind: str, item: Any) -> None:
+    """info, delete, enable, disable: the same for every kind."""
+
+    @router.post(f"{prefix}/info", request=ChannelRuleIDRequest, response=item,
+                 permissions=(CHANNEL_VIEW,))
+    async def info(ctx: Context, req: ChannelRuleIDRequest) -> Any:
+        """Get one rule of the channel."""
+        return await service.rule_info(ctx.conn, ctx.actor, kind=kind,
+                                       channel_id=req.channel_id, rule_id=req.rule_id)
+
+    @router.post(f"{prefix}/delete", request=ChannelRuleIDRequest,
+                 permissions=(CHANNEL_MANAGE,), write=True)
+    async def remove(ctx: Context, req: ChannelRuleIDRequest) -> None:
+        """Delete a rule."""
+        await service.delete_rule(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
+                                  rule_id=req.rule_id)
+        ctx.audit_targets.append(req.rule_id)
+
+    @router.post(f"{prefix}/enable", request=ChannelRuleIDRequest,
+                 permissions=(CHANNEL_MANAGE,), write=True)
+    async def enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
+        """Enable a rule (idempotent)."""
+        await service.set_status(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
+                                 rule_id=req.rule_id, status="enabled")
+        ctx.audit_targets.append(req.rule_id)
+
+    @router.post(f"{prefix}/disable", request=ChannelRuleIDRequest,
+                 permissions=(CHANNEL_MANAGE,), write=True)
+    async def disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
+        """Disable a rule without deleting it (idempotent)."""
+        await service.set_status(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
+                                 rule_id=req.rule_id, status="disabled")
+        ctx.audit_targets.append(req.rule_id)
+
+
+# -- inhibit --------------------------------------------------------------------------------
+
+
+@router.post("/channel/inhibit/rule/list", request=ChannelScopedRequest,
+             response=ListInhibitRulesResponse, permissions=(CHANNEL_VIEW,))
+async def inhibit_list(ctx: Context, req: ChannelScopedRequest) -> ListInhibitRulesResponse:
+    """List the channel's inhibit rules (full records)."""
+    items = await service.list_rules(ctx.conn, ctx.actor, kind=INHIBIT,
+                                     channel_id=req.channel_id)
+    return ListInhibitRulesResponse(items=items)  # type: ignore[arg-type]
+
+
+@router.post("/channel/inhibit/rule/create", request=CreateInhibitRuleRequest,
+             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+async def inhibit_create(ctx: Context, req: CreateInhibitRuleRequest) -> RuleCreateResponse:
+    """Create an inhibit rule: alerts matching target_filters are held back while an active
+    alert matching source_filters agrees with them on every `equals` path."""
+    config = service.inhibit_config(
+        equals=req.equals, source_filters=req.source_filters,
+        target_filters=req.target_filters, is_directly_discard=req.is_directly_discard)
+    return _created(ctx, await service.create_rule(
+        ctx.conn, ctx.actor, kind=INHIBIT, channel_id=req.channel_id,
+        rule_name=req.rule_name, description=req.description, priority=req.priority,
+        config=config))
+
+
+@router.post("/channel/inhibit/rule/update", request=UpdateInhibitRuleRequest,
+             permissions=(CHANNEL_MANAGE,), write=True)
+async def inhibit_update(ctx: Context, req: UpdateInhibitRuleRequest) -> None:
+    """Replace an inhibit rule's settings."""
+    config = service.inhibit_config(
+        equals=req.equals, source_filters=req.source_filters,
+        target_filters=req.target_filters, is_directly_discard=req.is_directly_discard)
+    await service.update_rule(ctx.conn, ctx.actor, kind=INHIBIT, channel_id=req.channel_id,
+                              rule_id=req.rule_id, rule_name=req.rule_name,
+                              description=req.description, priority=req.priority,
+                              config=config)
+    ctx.audit_targets.append(req.rule_id)
+
+
+_common_routes("/channel/inhibit/rule", INHIBIT, InhibitRuleItem)
+
+
+# -- silence --------------------------------------------------------------------------------
+
+
+def _silence_config(req: CreateSilenceRuleRequest) -> dict[str, Any]:
+    return service.silence_config(
+        time_filters=req.time_filters, time_filter=req.time_filter, filters=req.filters,
+        is_directly_discard=req.is_directly_discard, from_incident_id=req.from_incident_id)
+
+
+@router.post("/channel/silence/rule/list", request=ChannelScopedRequest,
+             response=ListSilenceRulesResponse, permissions=(CHANNEL_VIEW,))
+async def silence_list(ctx: Context, req: ChannelScopedRequest) -> ListSilenceRulesResponse:
+    """List the channel's silence rules."""
+    items = await service.list_rules(ctx.conn, ctx.actor, kind=SILENCE,
+                                     channel_id=req.channel_id)
+    return ListSilenceRulesResponse(items=items)  # type: ignore[arg-type]
+
+
+@router.post("/channel/silence/rule/create", request=CreateSilenceRuleRequest,
+             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCreateResponse:
+    """Create a silence rule: matching alerts are stored and open no incident during its
+    one-off window (`time_filter`) or recurring windows (`time_filters`)."""
+    return _created(ctx, await service.create_rule(
+        ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
+        rule_name=req.rule_name, description=req.description, priority=req.priority,
+        config=_silence_config(req)))
+
+
+@router.post("/channel/silence/rule/update", request=UpdateSilenceRuleRequest,
+             permissions=(CHANNEL_MANAGE,), write=True)
+async def silence_update(ctx: Context, req: UpdateSilenceRuleRequest) -> None:
+    """Replace a silence rule's settings."""
+    await service.update_rule(ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
+                              rule_id=req.rule_id, rule_name=req.rule_name,
+                              description=req.description, priority=req.priority,
+                              config=_silence_config(req))
+    ctx.audit_targets.append(req.rule_id)
+
+
+_common_routes("/channel/silence/rule", SILENCE, SilenceRuleItem)
+
+
+@router.post("/incident/silence/quick", request=QuickSilenceRequest,
+             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> RuleCreateResponse:
+    """Silence alerts like this incident's (same labels, else same title) for `minutes`."""
+    found = await incidents.incident_info(ctx, IncidentInfoRequest(incident_id=req.incident_id))
+    return _created(ctx, await service.quick_silence(
+        ctx.conn, ctx.actor, channel_id=found.channel_id, incident_id=found.incident_id,
+        title=found.title, labels=found.labels, minutes=req.minutes,
+        rule_name=req.rule_name))
+
+
+# -- drop (unsubscribe) ---------------------------------------------------------------------
+
+
+@router.post("/channel/unsubscribe/rule/list", request=ChannelScopedRequest,
+             response=ListDropRulesResponse, permissions=(CHANNEL_VIEW,))
+async def drop_list(ctx: Context, req: ChannelScopedRequest) -> ListDropRulesResponse:
+    """List the channel's drop rules."""
+    items = await service.list_rules(ctx.conn, ctx.actor, kind=DROP,
+                                     channel_id=req.channel_id)
+    return ListDropRulesResponse(items=items)  # type: ignore[arg-type]
+
+
+@router.post("/channel/unsubscribe/rule/create", request=CreateDropRuleRequest,
+             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateResponse:
+    """Create a drop rule: matching new alerts are counted on the rule and not stored."""
+    return _created(ctx, await service.create_rule(
+        ctx.conn, ctx.actor, kind=DROP, channel_id=req.channel_id, rule_name=req.rule_name,
+        description=req.description, priority=req.priority,
+        config=service.drop_config(filters=req.filters)))
+
+
+@router.post("/channel/unsubscribe/rule/update", request=UpdateDropRuleRequest,
+             permissions=(CHANNEL_MANAGE,), write=True)
+async def drop_update(ctx: Context, req: UpdateDropRuleRequest) -> None:
+    """Replace a drop rule's settings."""
+    await service.update_rule(ctx.conn, ctx.actor, kind=DROP, channel_id=req.channel_id,
+                              rule_id=req.rule_id, rule_name=req.rule_name,
+                              description=req.description, priority=req.priority,
+                              config=service.drop_config(filters=req.filters))
+    ctx.audit_targets.append(req.rule_id)
+
+
+_common_routes("/channel/unsubscribe/rule", DROP, UnsubscribeRuleItem)

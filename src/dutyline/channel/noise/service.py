@@ -1,0 +1,318 @@
+"""Rules of inhibit, silence and drop rules: checked and compiled when written (a bad filter
+is a 400 naming its path, and nothing is written), kept per channel, read back as the
+reference's records; every write bumps the channel's `noise_version` so ingestion in every
+process recompiles, and an inhibit rule's source index is rebuilt in the same transaction.
+
+Also the hot helpers ingestion calls (`rules_for_sync`, `count_drop_sync`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+from sqlalchemy import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.channel import repository as channels
+from dutyline.channel.noise import repository as repo
+from dutyline.channel.noise.compiled import (
+    CACHE,
+    EMPTY,
+    SOURCE_FRESH_S,
+    ChannelRules,
+    InhibitRule,
+    SilenceRule,
+    compile_rows,
+    equals_reader,
+)
+from dutyline.channel.noise.schemas import (
+    InhibitRuleItem,
+    OnceWindow,
+    RuleItem,
+    SilenceRuleItem,
+    UnsubscribeRuleItem,
+)
+from dutyline.kit.filters import (
+    MAX_CONDITIONS,
+    Filter,
+    FilterError,
+    compile_filters,
+    filters_to_builtins,
+    validate_key,
+)
+from dutyline.kit.ids import hex_id
+from dutyline.kit.timefilters import compile_time_filters
+
+__all__ = ["SOURCE_FRESH_S", "ChannelRules", "InhibitRule", "SilenceRule", "count_drop_sync",
+           "rules_for_sync"]
+
+INHIBIT, SILENCE, DROP = "inhibit", "silence", "drop"
+# The reference's "made from no incident" (its records show 24 zeros).
+NO_INCIDENT = "0" * 24
+# The span a recurring silence's record shows when it has none of its own: 2100-01-01.
+RECURRING_UNTIL = 4_102_444_800
+_KIND_NAMES = {INHIBIT: "inhibit rule", SILENCE: "silence rule", DROP: "drop rule"}
+_encode = msgspec.json.encode
+_decode_config = msgspec.json.Decoder(dict[str, Any])
+
+
+def _checked_filters(value: Any, path: str, *, required: bool) -> list[list[dict[str, Any]]]:
+    try:
+        compiled = compile_filters(value, path=path)
+    except FilterError as exc:
+        raise errors.invalid(exc.path, exc.message) from None
+    if required and compiled.matches_everything:
+        raise errors.invalid(path, "must have at least one condition")
+    return filters_to_builtins(value)
+
+
+def _compiled(value: Any) -> Filter:
+    return compile_filters(value)
+
+
+async def _channel(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
+    """A live channel the actor sees, else not found (other accounts' ids too)."""
+    viewer = channels.Viewer(is_admin=actor.is_admin,
+                             team_ids=frozenset() if actor.is_admin else await actor.team_ids())
+    row = await channels.get_visible(conn, actor.account_id, channel_id, viewer)
+    if row is None:
+        raise errors.not_found("channel", channel_id)
+    return row
+
+
+async def _rule(conn: AsyncConnection, actor: Actor, kind: str, channel_id: int,
+                rule_id: str) -> Any:
+    await _channel(conn, actor, channel_id)
+    row = await repo.get(conn, actor.account_id, channel_id, kind, rule_id)
+    if row is None:
+        raise errors.not_found(_KIND_NAMES[kind], rule_id)
+    return row
+
+
+# -- records --------------------------------------------------------------------------------
+
+
+def record(row: Any, now_s: int) -> RuleItem:
+    config = _decode_config.decode(row.config)
+    common: dict[str, Any] = {
+        "account_id": row.account_id, "channel_id": row.channel_id, "priority": row.priority,
+        "rule_name": row.rule_name, "description": row.description, "status": row.status,
+        "rule_id": row.rule_id, "updated_by": row.updated_by, "created_at": row.created_at,
+        "updated_at": row.updated_at, "dropped_cnt": row.dropped_cnt,
+    }
+    if row.kind == INHIBIT:
+        return InhibitRuleItem(
+            **common, source_filters=config.get("source_filters") or [],
+            target_filters=config.get("target_filters") or [],
+            equals=config.get("equals") or [],
+            is_directly_discard=bool(config.get("is_directly_discard")),
+        )
+    if row.kind == SILENCE:
+        once = config.get("time_filter")
+        compiled = compile_rows(0, [row]).silence.get(row.rule_id)
+        return SilenceRuleItem(
+            **common, time_filters=config.get("time_filters") or [],
+            time_filter=OnceWindow(**once) if once else OnceWindow(
+                start_time=max(1, row.created_at), end_time=RECURRING_UNTIL),
+            filters=config.get("filters") or [],
+            is_directly_discard=bool(config.get("is_directly_discard")),
+            is_effective=row.status == "enabled" and compiled is not None
+            and compiled.effective(now_s),
+            from_incident_id=config.get("from_incident_id") or NO_INCIDENT,
+        )
+    return UnsubscribeRuleItem(**common, filters=config.get("filters") or [])
+
+
+async def list_rules(conn: AsyncConnection, actor: Actor, *, kind: str,
+                     channel_id: int) -> list[RuleItem]:
+    await _channel(conn, actor, channel_id)
+    rows = await repo.list_rules(conn, actor.account_id, channel_id, kind)
+    return [record(r, actor.now_s) for r in rows]
+
+
+async def rule_info(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+                    rule_id: str) -> RuleItem:
+    return record(await _rule(conn, actor, kind, channel_id, rule_id), actor.now_s)
+
+
+# -- writes ---------------------------------------------------------------------------------
+
+
+def inhibit_config(*, equals: Sequence[str], source_filters: Any, target_filters: Any,
+                   is_directly_discard: bool) -> dict[str, Any]:
+    for index, path in enumerate(equals):
+        try:
+            validate_key(path, f"equals[{index}]")
+        except FilterError as exc:
+            raise errors.invalid(exc.path, exc.message) from None
+    return {
+        "source_filters": _checked_filters(source_filters, "source_filters", required=True),
+        "target_filters": _checked_filters(target_filters, "target_filters", required=True),
+        "equals": list(equals), "is_directly_discard": is_directly_discard,
+    }
+
+
+def silence_config(*, time_filters: Any, time_filter: OnceWindow | None, filters: Any,
+                   is_directly_discard: bool, from_incident_id: str) -> dict[str, Any]:
+    """One-off window (`time_filter`) or recurring windows (`time_filters`). Both together:
+    the recurring windows apply within the one-off span (how records show a recurring rule's
+    span, so a record sent back as it was read means the same rule)."""
+    if time_filter is None and not time_filters:
+        raise errors.invalid("time_filter", "give time_filter or time_filters")
+    config: dict[str, Any] = {
+        "filters": _checked_filters(filters, "filters", required=True),
+        "is_directly_discard": is_directly_discard, "time_filters": [],
+    }
+    if time_filter is not None:
+        if time_filter.start_time >= time_filter.end_time:
+            raise errors.invalid("time_filter.end_time", "must be after start_time")
+        config["time_filter"] = msgspec.to_builtins(time_filter)
+    if time_filters:
+        try:
+            compile_time_filters(time_filters)
+        except FilterError as exc:
+            raise errors.invalid(exc.path, exc.message) from None
+        config["time_filters"] = [
+            {"start": w["start"], "end": w["end"], "repeat": list(w.get("repeat") or [])}
+            for w in time_filters
+        ]
+    if from_incident_id:
+        if len(from_incident_id) != 24 or any(c not in "0123456789abcdefABCDEF"
+                                              for c in from_incident_id):
+            raise errors.invalid("from_incident_id", "must be an incident id")
+        config["from_incident_id"] = from_incident_id.lower()
+    return config
+
+
+def drop_config(*, filters: Any) -> dict[str, Any]:
+    return {"filters": _checked_filters(filters, "filters", required=True)}
+
+
+async def create_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+                      rule_name: str, description: str, priority: int,
+                      config: dict[str, Any]) -> tuple[str, str]:
+    """A new enabled rule; returns (rule_id, rule_name)."""
+    await _channel(conn, actor, channel_id)
+    if await repo.count_rules(conn, actor.account_id, channel_id, kind) >= \
+            repo.MAX_RULES_PER_KIND:
+        raise errors.invalid("channel_id",
+                             f"at most {repo.MAX_RULES_PER_KIND} {_KIND_NAMES[kind]}s a channel")
+    name = _name(rule_name)
+    rule_id = hex_id()
+    now = actor.now_s
+    await repo.insert_rule(conn, {
+        "rule_id": rule_id, "account_id": actor.account_id, "channel_id": channel_id,
+        "kind": kind, "priority": priority, "rule_name": name, "description": description,
+        "status": "enabled", "config": _encode(config).decode(), "dropped_cnt": 0,
+        "updated_by": actor.person_id, "created_at": now, "updated_at": now,
+    })
+    await _changed(conn, actor, channel_id, kind, rule_id, config if kind == INHIBIT else None)
+    return rule_id, name
+
+
+async def update_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+                      rule_id: str, rule_name: str, description: str, priority: int,
+                      config: dict[str, Any]) -> None:
+    row = await _rule(conn, actor, kind, channel_id, rule_id)
+    await repo.update_rule(conn, actor.account_id, channel_id, kind, row.rule_id, {
+        "rule_name": _name(rule_name), "description": description, "priority": priority,
+        "config": _encode(config).decode(), "updated_by": actor.person_id,
+        "updated_at": actor.now_s,
+    })
+    live = kind == INHIBIT and row.status == "enabled"
+    await _changed(conn, actor, channel_id, kind, row.rule_id, config if live else None)
+
+
+async def delete_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+                      rule_id: str) -> None:
+    row = await _rule(conn, actor, kind, channel_id, rule_id)
+    await repo.delete_rule(conn, actor.account_id, channel_id, kind, row.rule_id)
+    await _changed(conn, actor, channel_id, kind, row.rule_id, None)
+
+
+async def set_status(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+                     rule_id: str, status: str) -> None:
+    """Enable or disable; idempotent (a rule already so is left as it is)."""
+    row = await _rule(conn, actor, kind, channel_id, rule_id)
+    if row.status == status:
+        return
+    await repo.update_rule(conn, actor.account_id, channel_id, kind, row.rule_id, {
+        "status": status, "updated_by": actor.person_id, "updated_at": actor.now_s,
+    })
+    config = _decode_config.decode(row.config) if status == "enabled" else None
+    await _changed(conn, actor, channel_id, kind, row.rule_id,
+                   config if kind == INHIBIT else None)
+
+
+def _name(rule_name: str) -> str:
+    name = rule_name.strip()
+    if not name:
+        raise errors.invalid("rule_name", "must not be blank")
+    return name
+
+
+async def _changed(conn: AsyncConnection, actor: Actor, channel_id: int, kind: str,
+                   rule_id: str, inhibit_config: dict[str, Any] | None) -> None:
+    """After a write: every process recompiles; an inhibit rule's source index is rebuilt
+    (emptied when the rule is gone or disabled), in this same transaction."""
+    await repo.bump_version(conn, actor.account_id, channel_id, actor.now_s)
+    if kind != INHIBIT:
+        return
+    # Imported here: the incident domain's ingestion imports this module for the rules.
+    from dutyline.incident.ingest import service as ingest
+
+    rule = None
+    if inhibit_config is not None:
+        rule = InhibitRule(
+            rule_id, _compiled(inhibit_config["source_filters"]),
+            _compiled(inhibit_config["target_filters"]),
+            tuple(equals_reader(p) for p in inhibit_config["equals"]),
+            bool(inhibit_config["is_directly_discard"]),
+        )
+    await conn.run_sync(ingest.reindex_inhibit_sources, channel_id=channel_id,
+                        rule_id=rule_id, rule=rule, now_s=actor.now_s)
+
+
+async def quick_silence(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                        incident_id: str, title: str, labels: dict[str, Any], minutes: int,
+                        rule_name: str) -> tuple[str, str]:
+    """A one-off silence of alerts like an incident's (its labels, else its title) from now
+    for `minutes`, remembered as made from that incident."""
+    conditions = [{"key": f"labels.{k}", "oper": "IN", "vals": [str(v)]}
+                  for k, v in sorted(labels.items()) if isinstance(v, str | int | float)]
+    if not conditions:
+        conditions = [{"key": "title", "oper": "IN", "vals": [title[:1024]]}]
+    config = silence_config(
+        time_filters=None,
+        time_filter=OnceWindow(start_time=actor.now_s, end_time=actor.now_s + minutes * 60),
+        filters=[conditions[:MAX_CONDITIONS]], is_directly_discard=False,
+        from_incident_id=incident_id,
+    )
+    name = rule_name.strip() or f"Quick silence {incident_id[-6:]}"
+    return await create_rule(conn, actor, kind=SILENCE, channel_id=channel_id,
+                             rule_name=name[:39], description=f"{minutes} min from incident "
+                             f"{incident_id}", priority=0, config=config)
+
+
+# -- hot path (ingestion, sync) ---------------------------------------------------------------
+
+
+def rules_for_sync(conn: Connection, channel_id: int, version: int) -> ChannelRules:
+    """The channel's enabled rules compiled, from the process cache when `version` (the
+    channel's noise_version, read with its settings) is the cached one."""
+    found = CACHE.get(channel_id, version)
+    if found is not None:
+        return found
+    rows = repo.enabled_rules_sync(conn, channel_id)
+    rules = compile_rows(version, rows) if rows else dataclasses.replace(EMPTY, version=version)
+    CACHE.put(channel_id, rules)
+    return rules
+
+
+def count_drop_sync(conn: Connection, rule_id: str) -> None:
+    """One more alert dropped by the rule (not stored)."""
+    repo.count_drop_sync(conn, rule_id)

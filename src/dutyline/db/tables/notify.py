@@ -1,0 +1,36 @@
+"""Notification templates (notify/template). Times are Unix seconds."""
+
+from __future__ import annotations
+
+from sqlalchemy import BigInteger, Column, Index, String, Table, Text
+
+from dutyline.db.tables.meta import metadata
+
+# The channel body columns, in the reference's order (TemplateItem).
+TEMPLATE_CHANNELS = (
+    "email", "sms", "voice", "dingtalk", "wecom", "feishu", "feishu_app", "dingtalk_app",
+    "wecom_app", "slack_app", "teams_app", "telegram", "slack", "zoom",
+)
+
+notify_template = Table(
+    "notify_template",
+    metadata,
+    Column("template_id", String(24), primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("team_id", BigInteger, nullable=False, server_default="0"),  # 0: account-wide
+    Column("template_name", String(39), nullable=False),
+    # lower-cased name, unique per account; a deleted template's key becomes
+    # "~deleted~<id>" so its name can be used again.
+    Column("name_key", String(64), nullable=False),
+    Column("description", String(500), nullable=False, server_default=""),
+    *(Column(name, Text, nullable=False, server_default="") for name in TEMPLATE_CHANNELS),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Column("deleted_at", BigInteger, nullable=False, server_default="0"),
+    Index("uq_notify_template_account_name", "account_id", "name_key", unique=True),
+    Index("ix_notify_template_account_updated", "account_id", "updated_at"),
+    Index("ix_notify_template_account_created", "account_id", "created_at"),
+)

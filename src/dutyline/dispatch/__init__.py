@@ -1,0 +1,1 @@
+"""Escalation (dispatch) rules and the escalation engine that pages people with them."""

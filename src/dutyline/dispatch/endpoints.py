@@ -1,0 +1,86 @@
+"""/channel/escalate/rule/* operations."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Router
+from dutyline.dispatch import service
+from dutyline.dispatch.schemas import (
+    ChannelRuleIDRequest,
+    ChannelScopedListRequest,
+    CreateEscalationRuleRequest,
+    EscalateRuleItem,
+    ListEscalationRulesResponse,
+    RuleCreateResponse,
+    UpdateEscalationRuleRequest,
+)
+from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
+
+router = Router("Escalation rules")
+
+
+@router.post("/channel/escalate/rule/create", request=CreateEscalationRuleRequest,
+             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCreateResponse:
+    """Create an escalation rule: who is paged, how, and when, for the channel's incidents."""
+    created = await service.create_rule(
+        ctx.conn, ctx.actor, box=ctx.runtime.secrets, channel_id=req.channel_id,
+        template_id=req.template_id, rule_name=req.rule_name, description=req.description,
+        priority=req.priority, aggr_window=req.aggr_window, layers=req.layers,
+        time_filters=req.time_filters, filters=req.filters)
+    ctx.audit_targets.append(created.rule_id)
+    return created
+
+
+@router.post("/channel/escalate/rule/update", request=UpdateEscalationRuleRequest,
+             permissions=(CHANNEL_MANAGE,), write=True)
+async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> None:
+    """Replace an escalation rule's settings (its status is kept)."""
+    await service.update_rule(
+        ctx.conn, ctx.actor, box=ctx.runtime.secrets, channel_id=req.channel_id,
+        rule_id=req.rule_id, template_id=req.template_id, rule_name=req.rule_name,
+        description=req.description, priority=req.priority, aggr_window=req.aggr_window,
+        layers=req.layers, time_filters=req.time_filters, filters=req.filters)
+    ctx.audit_targets.append(req.rule_id.lower())
+
+
+@router.post("/channel/escalate/rule/delete", request=ChannelRuleIDRequest,
+             permissions=(CHANNEL_MANAGE,), write=True)
+async def rule_delete(ctx: Context, req: ChannelRuleIDRequest) -> None:
+    """Delete an escalation rule (escalations already running keep their snapshot)."""
+    await service.delete_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                              rule_id=req.rule_id)
+    ctx.audit_targets.append(req.rule_id.lower())
+
+
+@router.post("/channel/escalate/rule/enable", request=ChannelRuleIDRequest,
+             permissions=(CHANNEL_MANAGE,), write=True)
+async def rule_enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
+    """Enable an escalation rule."""
+    await service.set_status(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                             rule_id=req.rule_id, status="enabled")
+    ctx.audit_targets.append(req.rule_id.lower())
+
+
+@router.post("/channel/escalate/rule/disable", request=ChannelRuleIDRequest,
+             permissions=(CHANNEL_MANAGE,), write=True)
+async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
+    """Disable an escalation rule: it is skipped, and kept."""
+    await service.set_status(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                             rule_id=req.rule_id, status="disabled")
+    ctx.audit_targets.append(req.rule_id.lower())
+
+
+@router.post("/channel/escalate/rule/info", request=ChannelRuleIDRequest,
+             response=EscalateRuleItem, permissions=(CHANNEL_VIEW,))
+async def rule_info(ctx: Context, req: ChannelRuleIDRequest) -> EscalateRuleItem:
+    """One escalation rule, layers included."""
+    return await service.rule_info(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                                   rule_id=req.rule_id)
+
+
+@router.post("/channel/escalate/rule/list", request=ChannelScopedListRequest,
+             response=ListEscalationRulesResponse, permissions=(CHANNEL_VIEW,))
+async def rule_list(ctx: Context, req: ChannelScopedListRequest) -> ListEscalationRulesResponse:
+    """Every escalation rule of a channel, in the order they are tried."""
+    return ListEscalationRulesResponse(
+        items=await service.list_rules(ctx.conn, ctx.actor, channel_id=req.channel_id))

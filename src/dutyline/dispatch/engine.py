@@ -1,0 +1,194 @@
+"""The escalation engine (decisions.md §4): one state row per incident and one timer job at a
+time, each carrying the step sequence number it was scheduled for.
+
+A step runs in its job's transaction: it locks the state row, does nothing unless the row's
+`seq` is still the job's (an event or another step moved on: the timer is stale), then makes
+the step's notifications (deliveries and their jobs), writes the feed, bumps `seq` and
+schedules the next timer, all in that one transaction. A process killed mid-step rolls the
+whole step back and the job runs again elsewhere; a step that committed can never run twice,
+because its successor carries the next seq. So no step is lost and none repeats.
+
+Timing of a layer: its targets are notified when it begins; then, while the incident is not
+acknowledged, again every `notify_step` minutes, `max_times` more times at most; after
+`escalate_window` minutes the next layer begins (even when acknowledged, if the layer says
+`force_escalate`). Acknowledged otherwise: paused until un-acknowledged. Closed: stopped.
+Snoozed: the next step waits for the snooze to end; a wake or an un-ack begins the current
+layer again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api.actor import Actor
+from dutyline.api.errors import ApiError
+from dutyline.api.runtime import Runtime
+from dutyline.dispatch import repository as repo
+from dutyline.dispatch import system
+from dutyline.dispatch.notify import notify_layer
+from dutyline.incident.query import service as incidents
+from dutyline.incident.query.schemas import IncidentInfo, IncidentInfoRequest
+from dutyline.kit.ids import hex_id
+from dutyline.work import queue
+
+STEP_JOB = "dispatch.step"
+WAITING, RUNNING, PAUSED, STOPPED, DONE = "waiting", "running", "paused", "stopped", "done"
+TRIGGERED, PROCESSING, CLOSED = "Triggered", "Processing", "Closed"
+
+_json = msgspec.json.Decoder()
+
+
+def _dump(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+async def incident_record(conn: AsyncConnection, runtime: Runtime, account_id: int,
+                          incident_id: str) -> IncidentInfo | None:
+    ctx = system.context(conn, runtime, account_id)
+    try:
+        return await incidents.incident_info(ctx, IncidentInfoRequest(incident_id=incident_id))
+    except ApiError:
+        return None  # removed since
+
+
+def snapshot(rule: Any) -> dict[str, Any]:
+    """The rule as it is when dispatch starts: later edits do not change a running one."""
+    return {"rule_id": rule.rule_id, "rule_name": rule.rule_name,
+            "template_id": rule.template_id, "aggr_window": int(rule.aggr_window),
+            "layers": _json.decode(rule.layers)}
+
+
+async def _schedule(conn: AsyncConnection, actor: Actor, incident_id: str, seq: int,
+                    at_s: int) -> None:
+    await queue.enqueue(conn, STEP_JOB, {"incident_id": incident_id, "seq": seq},
+                        now_ms=actor.now_ms, run_at_ms=at_s * 1000,
+                        dedupe_key=f"{STEP_JOB}:{incident_id}:{seq}")
+
+
+async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: Any,
+                assign_type: str, layer_idx: int = 0, schedule: bool = True) -> int:
+    """Begin (or begin again) the incident's escalation with this rule, at `layer_idx` (an
+    assignment may name one; the last layer when past it), after its aggregation window."""
+    state = await repo.lock_state(conn, incident_id)
+    now = actor.now_s
+    snap = snapshot(rule)
+    seq = int(state.seq) + 1 if state is not None else 1
+    values = {
+        "account_id": actor.account_id, "run_id": hex_id(), "assign_type": assign_type,
+        "rule": _dump(snap), "status": WAITING, "seq": seq,
+        "layer_idx": max(0, min(layer_idx, len(snap["layers"]) - 1)),
+        "layer_started_at": 0, "times": 0, "last_notified_at": 0,
+        "next_at": now + snap["aggr_window"], "updated_at": now,
+    }
+    if state is None:
+        await repo.insert_state(conn, {"incident_id": incident_id, "created_at": now, **values})
+    else:
+        await repo.update_state(conn, incident_id, values)
+    if schedule:
+        await _schedule(conn, actor, incident_id, seq, now + snap["aggr_window"])
+    return seq
+
+
+async def stop(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+    state = await repo.lock_state(conn, incident_id)
+    if state is not None and state.status != STOPPED:
+        await repo.update_state(conn, incident_id, {
+            "status": STOPPED, "seq": int(state.seq) + 1, "updated_at": actor.now_s})
+
+
+async def resume(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+    """Un-acknowledged or woken: the current layer begins again, now."""
+    state = await repo.lock_state(conn, incident_id)
+    if state is None or state.status not in (RUNNING, PAUSED, DONE):
+        return
+    seq = int(state.seq) + 1
+    await repo.update_state(conn, incident_id, {
+        "status": RUNNING, "seq": seq, "layer_started_at": 0, "times": 0,
+        "next_at": actor.now_s, "updated_at": actor.now_s})
+    await _schedule(conn, actor, incident_id, seq, actor.now_s)
+
+
+async def acknowledged(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+    """Pause at once unless the current layer escalates regardless."""
+    state = await repo.lock_state(conn, incident_id)
+    if state is None or state.status != RUNNING:
+        return
+    layers = _json.decode(state.rule)["layers"]
+    if layers[int(state.layer_idx)].get("force_escalate"):
+        return
+    await repo.update_state(conn, incident_id, {
+        "status": PAUSED, "seq": int(state.seq) + 1, "updated_at": actor.now_s})
+
+
+async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int) -> None:
+    state = await repo.lock_state(conn, incident_id)
+    if state is None or int(state.seq) != seq or state.status not in (WAITING, RUNNING):
+        return  # a stale timer
+    actor = Actor.system(int(state.account_id), runtime.clock)
+    now = actor.now_s
+    info = await incident_record(conn, runtime, actor.account_id, incident_id)
+    values: dict[str, Any] = {"seq": seq + 1, "updated_at": now}
+    if info is None or info.progress == CLOSED:
+        await repo.update_state(conn, incident_id, {**values, "status": STOPPED})
+        return
+    if info.snoozed_before > now:
+        await repo.update_state(conn, incident_id, {**values, "next_at": info.snoozed_before})
+        await _schedule(conn, actor, incident_id, seq + 1, info.snoozed_before)
+        return
+    rule = _json.decode(state.rule)
+    layers: list[dict[str, Any]] = rule["layers"]
+    idx, times = int(state.layer_idx), int(state.times)
+    started, last = int(state.layer_started_at), int(state.last_notified_at)
+    acked = info.progress == PROCESSING
+    layer = layers[idx]
+
+    async def begin(new_idx: int) -> None:
+        nonlocal idx, times, started, last, layer
+        idx, times, started, last, layer = new_idx, 1, now, now, layers[new_idx]
+        await notify_layer(conn, runtime, actor, info=info, rule=rule, layer_idx=idx,
+                           fire_type="fire", run_id=state.run_id,
+                           assign_type=state.assign_type, announce=True)
+
+    if started == 0:
+        if acked:
+            await repo.update_state(conn, incident_id, {**values, "status": PAUSED})
+            return
+        await begin(idx)
+    else:
+        if acked and not layer.get("force_escalate"):
+            await repo.update_state(conn, incident_id, {**values, "status": PAUSED})
+            return
+        escalate_at = started + int(layer.get("escalate_window", 0)) * 60
+        if idx + 1 < len(layers) and now >= escalate_at:
+            await begin(idx + 1)
+        elif not acked and times <= int(layer.get("max_times", 0)) \
+                and now >= last + _step_s(layer):
+            times, last = times + 1, now
+            await notify_layer(conn, runtime, actor, info=info, rule=rule, layer_idx=idx,
+                               fire_type="refire", run_id=state.run_id,
+                               assign_type=state.assign_type, announce=False)
+    due: list[int] = []
+    if not acked and times <= int(layer.get("max_times", 0)):
+        due.append(last + _step_s(layer))
+    if idx + 1 < len(layers):
+        due.append(started + int(layer.get("escalate_window", 0)) * 60)
+    values.update(layer_idx=idx, times=times, layer_started_at=started, last_notified_at=last)
+    if not due:
+        await repo.update_state(conn, incident_id, {**values, "status": DONE, "next_at": 0})
+        return
+    next_at = max(now, min(due))
+    await repo.update_state(conn, incident_id, {**values, "status": RUNNING,
+                                                "next_at": next_at})
+    await _schedule(conn, actor, incident_id, seq + 1, next_at)
+
+
+def _step_s(layer: dict[str, Any]) -> int:
+    return max(1, int(float(layer.get("notify_step", 10)) * 60))
+
+
+async def note_no_rule(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+    """Nothing to escalate with: an earlier escalation of this incident stops too."""
+    await stop(conn, actor, incident_id)
+

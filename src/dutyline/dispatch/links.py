@@ -1,0 +1,174 @@
+"""Signed one-click links in every notification: acknowledge, resolve, open.
+
+A link names an action, a person and an incident and expires; it is signed with a key
+derived from the server key (HMAC-SHA256), so it cannot be forged or moved to another
+person or incident. Opening it (GET) only shows a small page whose button POSTs back: a mail
+scanner or a link preview that fetches every URL acknowledges nothing. The POST acts as that
+person through the incident lifecycle service (feed entry, event, and so the escalation
+stops), provided they are still a member of the account."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import html
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import Route
+
+from dutyline.api.errors import ApiError
+from dutyline.config import Settings
+from dutyline.dispatch import system
+from dutyline.incident.lifecycle import service as lifecycle
+from dutyline.incident.lifecycle.schemas import IncidentIdsRequest, ResolveIncidentRequest
+from dutyline.incident.query import service as incidents
+from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.platform.member import service as members
+
+if TYPE_CHECKING:
+    from dutyline.api.runtime import Runtime
+
+log = structlog.get_logger("dutyline.dispatch.links")
+
+ACTIONS = ("ack", "resolve", "open")
+LINK_TTL_S = 7 * 86_400
+PATH = "/incident/link/"
+
+
+@dataclass(frozen=True)
+class Link:
+    action: str
+    account_id: int
+    person_id: int
+    incident_id: str
+    expires_at: int
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _link_key(server_key: str) -> bytes:
+    return hmac.new(server_key.encode("utf-8"), b"dutyline:incident-link", hashlib.sha256).digest()
+
+
+def sign(server_key: str, link: Link) -> str:
+    body = f"{link.action}.{link.account_id}.{link.person_id}.{link.incident_id}.{link.expires_at}"
+    mac = hmac.new(_link_key(server_key), body.encode("ascii"), hashlib.sha256).digest()
+    return f"{_b64(body.encode('ascii'))}.{_b64(mac)}"
+
+
+def verify(server_key: str, token: str, now_s: int) -> Link | None:
+    """The link a token stands for, or None (forged, altered, malformed or expired)."""
+    try:
+        body_b64, mac_b64 = token.split(".", 1)
+        body = _unb64(body_b64).decode("ascii")
+        mac = _unb64(mac_b64)
+        action, account, person, incident_id, expires = body.split(".")
+        link = Link(action, int(account), int(person), incident_id, int(expires))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    expected = hmac.new(_link_key(server_key), body.encode("ascii"), hashlib.sha256).digest()
+    if not hmac.compare_digest(mac, expected) or link.action not in ACTIONS:
+        return None
+    return link if link.expires_at > now_s else None
+
+
+def links_for(settings: Settings, server_key: str, *, account_id: int, person_id: int,
+              incident_id: str, now_s: int) -> dict[str, str]:
+    """{action: URL} for one person and incident."""
+    base = settings.base_url.rstrip("/")
+    return {
+        action: base + PATH + sign(server_key, Link(action, account_id, person_id, incident_id,
+                                                    now_s + LINK_TTL_S))
+        for action in ACTIONS
+    }
+
+
+async def server_key(settings: Settings) -> str:
+    if settings.secret_key:
+        return settings.secret_key
+    return await asyncio.to_thread(settings.resolved_secret_key)
+
+
+_VERB = {"ack": "Acknowledge", "resolve": "Resolve"}
+
+
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    e = html.escape
+    return HTMLResponse(
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width'>"
+        f"<meta name='robots' content='noindex'><title>{e(title)}</title></head>"
+        f"<body style='font-family:sans-serif;max-width:36em;margin:2em auto'>"
+        f"<h1>{e(title)}</h1>{body}</body></html>", status_code=status,
+        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+
+def _form(token: str, action: str) -> str:
+    return (f"<form method='post' action='{PATH}{html.escape(token)}'>"
+            f"<button type='submit'>{_VERB[action]}</button></form>")
+
+
+def routes(runtime: Runtime) -> list[Route]:
+    async def show(request: Request) -> Response:
+        token = request.path_params["token"]
+        link = verify(await server_key(runtime.settings), token, int(runtime.clock.now()))
+        if link is None:
+            return _page("Link expired or invalid", "<p>Open the incident in dutyline.</p>", 404)
+        async with runtime.db.transaction(write=False) as conn:
+            ctx = system.context(conn, runtime, link.account_id)
+            try:
+                info = await incidents.incident_info(
+                    ctx, IncidentInfoRequest(incident_id=link.incident_id))
+            except ApiError:
+                return _page("Incident not found", "", 404)
+        e = html.escape
+        summary = (f"<p><strong>{e(info.title)}</strong> (#{e(info.num)})</p>"
+                   f"<p>Severity: {e(info.incident_severity)} · Progress: {e(info.progress)}</p>")
+        if link.action == "open":
+            return _page(f"Incident {info.num}", summary)
+        return _page(f"{_VERB[link.action]} incident {info.num}?",
+                     summary + _form(token, link.action))
+
+    async def act(request: Request) -> Response:
+        token = request.path_params["token"]
+        link = verify(await server_key(runtime.settings), token, int(runtime.clock.now()))
+        if link is None or link.action == "open":
+            return _page("Link expired or invalid", "", 404)
+        try:
+            async with runtime.db.transaction(write=True) as conn:
+                people = await members.contacts(conn, link.account_id, [link.person_id])
+                person = people.get(link.person_id)
+                if person is None:
+                    return _page("Link no longer valid", "<p>You are not a member.</p>", 403)
+                ctx = system.context(conn, runtime, link.account_id,
+                                     person_id=person.person_id,
+                                     person_name=person.person_name)
+                ids = [link.incident_id]
+                if link.action == "ack":
+                    await lifecycle.ack(ctx, IncidentIdsRequest(incident_ids=ids))
+                else:
+                    await lifecycle.resolve(ctx, ResolveIncidentRequest(incident_ids=ids))
+        except ApiError as exc:
+            log.info("dispatch.link.refused", action=link.action, incident_id=link.incident_id,
+                     code=exc.code)
+            return _page("Nothing to do", "<p>The incident is not in a state this link "
+                         "changes (already done, or closed).</p>", 409)
+        log.info("dispatch.link.used", action=link.action, incident_id=link.incident_id,
+                 person_id=link.person_id)
+        done = "acknowledged" if link.action == "ack" else "resolved"
+        return _page(f"Incident {done}", "<p>Thank you.</p>")
+
+    return [Route(PATH + "{token}", show, methods=["GET"]),
+            Route(PATH + "{token}", act, methods=["POST"])]

@@ -1,0 +1,122 @@
+"""Notifying one layer: who its targets are at this moment, how each is reached, and a
+delivery (its own durable job) per recipient and channel. Assignments and notifications go
+into the incident feed: `i_assign` when a layer begins, `i_notify` per delivery outcome
+(written by the delivery job), and an `i_notify` "no responder" when a layer reaches nobody."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api.actor import Actor
+from dutyline.api.runtime import Runtime
+from dutyline.dispatch import compose, links, peers
+from dutyline.incident import feed
+from dutyline.incident.lifecycle import service as lifecycle
+from dutyline.incident.query.schemas import IncidentInfo
+from dutyline.kit.ids import hex_id
+from dutyline.kit.outbound import redact_url
+from dutyline.notify.delivery import service as delivery
+from dutyline.platform.member import service as members
+from dutyline.platform.team import service as teams
+
+# Personal preferences (follow_preference) until members can set their own: e-mail.
+DEFAULT_PREFERENCE = ("email",)
+CHAT_TYPES = {"custom": "webhook", "webhook": "webhook"}
+
+
+async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any]) -> list[int]:
+    ids: list[int] = list(target.get("person_ids") or [])
+    by_team = await teams.person_ids_of_teams(conn, actor.account_id,
+                                              list(target.get("team_ids") or []))
+    for team_id in target.get("team_ids") or []:
+        ids += by_team.get(team_id, [])
+    schedules = {int(k): list(v) for k, v in (target.get("schedule_to_role_ids") or {}).items()}
+    if schedules:
+        oncall = await peers.oncall(conn, actor, schedules, actor.now_s)
+        for sid in schedules:
+            ids += oncall.get(sid, [])
+    return list(dict.fromkeys(ids))
+
+
+def _channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
+    if by is None:
+        return []
+    if by.get("follow_preference"):
+        return list(DEFAULT_PREFERENCE)
+    return list(by.get(severity.lower()) or DEFAULT_PREFERENCE)
+
+
+async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
+                       info: IncidentInfo, rule: dict[str, Any], layer_idx: int,
+                       fire_type: str, run_id: str, assign_type: str, announce: bool) -> None:
+    target: dict[str, Any] = rule["layers"][layer_idx].get("target") or {}
+    now = actor.now_s
+    people = await members.contacts(conn, actor.account_id, await _person_ids(conn, actor,
+                                                                              target))
+    assigned_to = {"escalate_rule_id": rule["rule_id"], "escalate_rule_name": rule["rule_name"],
+                   "layer_idx": layer_idx, "type": assign_type, "id": run_id,
+                   "assigned_at": now}
+    if announce:
+        await lifecycle.assign_responders(conn, actor, incident_id=info.incident_id,
+                                          person_ids=sorted(people), assignment=assigned_to)
+        await feed.add(conn, incident_id=info.incident_id, account_id=actor.account_id,
+                       feed_type="i_assign", creator_id=0,
+                       detail={**assigned_to, "to": sorted(people)}, now_s=now)
+    common = {"incident_id": info.incident_id, "channel_id": info.channel_id,
+              "rule_id": rule["rule_id"], "rule_name": rule["rule_name"],
+              "layer_idx": layer_idx, "fire_type": fire_type}
+    made = 0
+    key = await links.server_key(runtime.settings)
+    channels = _channels_for(target.get("by"), info.incident_severity)
+    rendered: dict[str, str | None] = {}
+
+    async def render(channel: str) -> str | None:
+        if channel not in rendered:
+            rendered[channel] = await peers.render(
+                conn, actor, template_id=rule.get("template_id", ""), channel=channel,
+                incident_id=info.incident_id)
+        return rendered[channel]
+
+    for person in people.values():
+        person_links = links.links_for(runtime.settings, key, account_id=actor.account_id,
+                                       person_id=person.person_id,
+                                       incident_id=info.incident_id, now_s=now)
+        for channel in channels:
+            content: dict[str, Any] = {}
+            if channel == "email":
+                content = compose.email(info, person_links, await render("email"))
+            await delivery.enqueue(conn, actor, **common, channel=channel,
+                                   person_id=person.person_id, address=person.email,
+                                   content=content)
+            made += 1
+    open_only = {"open": info.detail_url}
+    for address in target.get("emails") or []:
+        await delivery.enqueue(conn, actor, **common, channel="email", person_id=0,
+                               address=address,
+                               content=compose.email(info, open_only, await render("email")))
+        made += 1
+    for hook in target.get("webhooks") or []:
+        kind = str(hook.get("type", ""))
+        settings: dict[str, Any] = hook.get("settings") or {}
+        channel = CHAT_TYPES.get(kind, kind)
+        url = str(settings.get("url", ""))
+        event_id = hex_id()
+        content = {"url": url, **{k: settings[k] for k in ("secret", "sign_secret")
+                                  if settings.get(k)}}
+        if channel == "webhook":
+            content["body"] = compose.webhook_payload(info, event_id=event_id,
+                                                      now_ms=actor.now_ms,
+                                                      assigned_to=assigned_to)
+        else:
+            content["text"] = compose.chat_text(info, await render(channel))
+        await delivery.enqueue(conn, actor, **common, channel=channel, person_id=0,
+                               address=redact_url(url), content=content, delivery_id=event_id)
+        made += 1
+    if made == 0:
+        await feed.add(conn, incident_id=info.incident_id, account_id=actor.account_id,
+                       feed_type="i_notify", creator_id=0, now_s=now, detail={
+                           "fire_type": fire_type, "escalate_rule_id": rule["rule_id"],
+                           "escalate_rule_name": rule["rule_name"], "layer_idx": layer_idx,
+                           "by": "", "persons": [], "failed_reason": "no responder"})

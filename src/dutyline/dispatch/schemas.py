@@ -1,0 +1,144 @@
+"""Escalation rules (reference EscalateRuleItem, EscalateLayer, EscalateTarget and the
+create/update requests). Ranges per decisions.md §4; the record carries every field of the
+contract's dispatch rule record, layers included."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from dutyline.api.types import Id
+
+HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
+Priority = Annotated[int, msgspec.Meta(ge=0, le=200)]
+AggrWindow = Annotated[int, msgspec.Meta(ge=0, le=3600)]
+MaxTimes = Annotated[int, msgspec.Meta(ge=0, le=6)]
+NotifyStep = Annotated[float, msgspec.Meta(ge=0.5, le=120)]
+EscalateWindow = Annotated[int, msgspec.Meta(ge=0, le=720)]
+RuleName = Annotated[str, msgspec.Meta(min_length=1, max_length=39)]
+Description = Annotated[str, msgspec.Meta(max_length=500)]
+
+
+class NotifyBy(msgspec.Struct, kw_only=True, omit_defaults=True):
+    follow_preference: bool = False
+    critical: list[str] = msgspec.field(default_factory=list)
+    warning: list[str] = msgspec.field(default_factory=list)
+    info: list[str] = msgspec.field(default_factory=list)
+
+
+class WebhookTarget(msgspec.Struct, kw_only=True):
+    """A group chat / webhook target. `settings` by type: `url` for all; `secret` (HMAC-SHA256
+    signature, custom webhooks) or `sign_secret` (Feishu, DingTalk): write-only."""
+
+    type: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+    settings: dict[str, Any]
+
+
+class EscalateTarget(msgspec.Struct, kw_only=True, omit_defaults=True):
+    person_ids: list[Id] = msgspec.field(default_factory=list)
+    team_ids: list[Id] = msgspec.field(default_factory=list)
+    schedule_to_role_ids: dict[str, list[int]] = msgspec.field(default_factory=dict)
+    emails: list[str] = msgspec.field(default_factory=list)
+    by: NotifyBy | None = None
+    webhooks: list[WebhookTarget] | None = None
+
+
+class EscalateLayer(msgspec.Struct, kw_only=True):
+    target: EscalateTarget
+    max_times: MaxTimes = 0
+    notify_step: NotifyStep = 10
+    escalate_window: EscalateWindow = 0
+    force_escalate: bool = False
+
+
+class CreateEscalationRuleRequest(msgspec.Struct, kw_only=True):
+    channel_id: Id
+    template_id: HexId
+    rule_name: RuleName
+    layers: list[EscalateLayer]
+    priority: Priority = 0
+    aggr_window: AggrWindow = 0
+    description: Description = ""
+    time_filters: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    filters: list[list[dict[str, Any]]] = msgspec.field(default_factory=list)
+
+
+class UpdateEscalationRuleRequest(CreateEscalationRuleRequest, kw_only=True):
+    rule_id: HexId
+
+
+class ChannelRuleIDRequest(msgspec.Struct, kw_only=True):
+    channel_id: Id
+    rule_id: HexId
+
+
+class ChannelScopedListRequest(msgspec.Struct, kw_only=True):
+    channel_id: Id
+
+
+class RuleCreateResponse(msgspec.Struct, kw_only=True):
+    rule_id: str
+    rule_name: str
+
+
+class EscalateRuleItem(msgspec.Struct, kw_only=True):
+    account_id: int
+    channel_id: int
+    priority: int
+    aggr_window: int
+    rule_name: str
+    description: str
+    layers: list[dict[str, Any]]
+    time_filters: list[dict[str, Any]]
+    filters: list[list[dict[str, Any]]]
+    status: str
+    template_id: str
+    rule_id: str
+    updated_by: int
+    created_at: int
+    updated_at: int
+
+
+class ListEscalationRulesResponse(msgspec.Struct, kw_only=True):
+    items: list[EscalateRuleItem]
+
+
+_json = msgspec.json.Decoder()
+
+
+def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Layers as a caller reads them: webhook secrets are write-only, so they are left out
+    (and `webhooks` is left out when the layer has none)."""
+    out: list[dict[str, Any]] = []
+    for layer in stored:
+        target = dict(layer.get("target") or {})
+        hooks = target.get("webhooks")
+        if hooks:
+            target["webhooks"] = [
+                {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
+                                                 if k not in SECRET_SETTINGS}}
+                for h in hooks
+            ]
+        else:
+            # The contract allows null here, the reference's schema only an array: leaving
+            # the key out satisfies both.
+            target.pop("webhooks", None)
+        out.append({**layer, "target": target})
+    return out
+
+
+# Keys of a webhook's settings that are secrets: sealed at rest, never read back.
+SECRET_SETTINGS = ("secret", "sign_secret", "token")
+
+
+def rule_item(row: Any) -> EscalateRuleItem:
+    """The one row -> record mapper."""
+    return EscalateRuleItem(
+        account_id=row.account_id, channel_id=row.channel_id, priority=row.priority,
+        aggr_window=row.aggr_window, rule_name=row.rule_name, description=row.description,
+        layers=public_layers(_json.decode(row.layers)),
+        time_filters=_json.decode(row.time_filters), filters=_json.decode(row.filters),
+        status=row.status, template_id=row.template_id, rule_id=row.rule_id,
+        updated_by=row.updated_by, created_at=row.created_at, updated_at=row.updated_at,
+    )

@@ -1,0 +1,220 @@
+"""Escalation rules: create, update, delete, enable, disable, read (decisions.md §4).
+
+Reads need channel_view, writes channel_manage (the endpoints say so). A rule belongs to a
+live channel of the caller's account; every person, team and schedule a layer names must be
+the account's (others: not found). Webhook secrets are sealed with the server key at rest,
+never read back, and dropped when the webhook's URL moves to another origin."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.channel import service as channels
+from dutyline.dispatch import peers
+from dutyline.dispatch import repository as repo
+from dutyline.dispatch.schemas import (
+    SECRET_SETTINGS,
+    EscalateLayer,
+    EscalateRuleItem,
+    RuleCreateResponse,
+    rule_item,
+)
+from dutyline.kit.ids import hex_id
+from dutyline.kit.secretbox import SecretBox
+from dutyline.platform.member import service as members
+from dutyline.platform.team import service as teams
+
+MAX_LAYERS = 10
+MAX_TARGETS = 100
+# Personal channels `by` may name (reference: template channels, decisions.md §4).
+BY_CHANNELS = frozenset({
+    "email", "sms", "voice", "dingtalk", "wecom", "feishu", "slack", "telegram", "zoom",
+    "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",
+})
+# Group chat / webhook target types (reference EscalateTarget.webhooks[].type).
+WEBHOOK_TYPES = frozenset({
+    "custom", "webhook", "slack", "teams", "feishu", "dingtalk", "wecom", "telegram", "zoom",
+    "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",
+})
+_json = msgspec.json.Decoder()
+
+
+def _dump(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+async def _require_channel(conn: Any, actor: Actor, channel_id: int) -> None:
+    found = await channels.channel_names(conn, actor.account_id, [channel_id])
+    if channel_id not in found or found[channel_id][1] == "deleted":
+        raise errors.not_found("channel", channel_id)
+
+
+async def _require_rule(conn: Any, actor: Actor, channel_id: int, rule_id: str) -> Any:
+    await _require_channel(conn, actor, channel_id)
+    row = await repo.get_rule(conn, actor.account_id, channel_id, rule_id.lower())
+    if row is None:
+        raise errors.not_found("rule", rule_id)
+    return row
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{(parts.netloc.rsplit('@', 1)[-1]).lower()}"
+
+
+async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer]) -> None:
+    if not layers:
+        raise errors.invalid("layers", "at least one layer is required")
+    if len(layers) > MAX_LAYERS:
+        raise errors.invalid("layers", f"at most {MAX_LAYERS} layers")
+    person_ids: set[int] = set()
+    team_ids: set[int] = set()
+    schedule_ids: set[int] = set()
+    for i, layer in enumerate(layers):
+        t, path = layer.target, f"layers[{i}].target"
+        recipients = [*t.person_ids, *t.team_ids, *t.schedule_to_role_ids, *t.emails]
+        if not recipients and not t.webhooks:
+            raise errors.invalid(path, "names no person, team, schedule, email or webhook")
+        if recipients and t.by is None and not t.webhooks:
+            raise errors.invalid(f"{path}.by", "is required unless webhooks are given")
+        if len(recipients) + len(t.webhooks or []) > MAX_TARGETS:
+            raise errors.invalid(path, f"at most {MAX_TARGETS} targets")
+        for j, email in enumerate(t.emails):
+            if "@" not in email or len(email) > 254 or any(c.isspace() for c in email):
+                raise errors.invalid(f"{path}.emails[{j}]", "is not an e-mail address")
+        if t.by is not None:
+            for sev in ("critical", "warning", "info"):
+                for name in getattr(t.by, sev):
+                    if name not in BY_CHANNELS:
+                        raise errors.invalid(f"{path}.by.{sev}", f"unknown channel {name!r}")
+        for j, hook in enumerate(t.webhooks or []):
+            if hook.type not in WEBHOOK_TYPES:
+                raise errors.invalid(f"{path}.webhooks[{j}].type", f"unknown type {hook.type!r}")
+            url = hook.settings.get("url")
+            if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") \
+                    or not urlsplit(url).hostname:
+                raise errors.invalid(f"{path}.webhooks[{j}].settings.url",
+                                     "must be an http(s) URL")
+        for key, roles in t.schedule_to_role_ids.items():
+            if not key.isdigit() or int(key) <= 0:
+                raise errors.invalid(f"{path}.schedule_to_role_ids", f"bad schedule id {key!r}")
+            if any(r < 0 for r in roles):
+                raise errors.invalid(f"{path}.schedule_to_role_ids", "bad role id")
+            schedule_ids.add(int(key))
+        person_ids.update(t.person_ids)
+        team_ids.update(t.team_ids)
+    missing = person_ids - await members.existing_member_ids(conn, actor.account_id,
+                                                             sorted(person_ids))
+    if missing:
+        raise errors.not_found("person", min(missing))
+    missing = team_ids - await teams.existing_team_ids(conn, actor.account_id, sorted(team_ids))
+    if missing:
+        raise errors.not_found("team", min(missing))
+    missing = schedule_ids - await peers.schedules_exist(conn, actor, sorted(schedule_ids))
+    if missing:
+        raise errors.not_found("schedule", min(missing))
+
+
+def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
+                   previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Layers as stored: secrets given are sealed; a secret left out keeps the stored one of
+    the webhook in the same place, unless its URL moved to another origin."""
+    out: list[dict[str, Any]] = msgspec.to_builtins(layers)
+    for i, layer in enumerate(out):
+        hooks = layer["target"].get("webhooks") or []
+        old_hooks: list[dict[str, Any]] = []
+        if i < len(previous):
+            old_hooks = (previous[i].get("target") or {}).get("webhooks") or []
+        for j, hook in enumerate(hooks):
+            settings = hook["settings"]
+            old = old_hooks[j]["settings"] if j < len(old_hooks) else {}
+            same_origin = bool(old) and _origin(str(old.get("url", ""))) == _origin(
+                str(settings["url"]))
+            for key in SECRET_SETTINGS:
+                if isinstance(settings.get(key), str) and settings[key]:
+                    settings[key] = box.seal(settings[key])
+                elif same_origin and old.get(key):
+                    settings[key] = old[key]
+                else:
+                    settings.pop(key, None)
+    return out
+
+
+async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, channel_id: int,
+                      template_id: str, rule_name: str, description: str, priority: int,
+                      aggr_window: int, layers: list[EscalateLayer],
+                      time_filters: list[dict[str, Any]],
+                      filters: list[list[dict[str, Any]]]) -> RuleCreateResponse:
+    await _require_channel(conn, actor, channel_id)
+    name = rule_name.strip()
+    if not name:
+        raise errors.invalid("rule_name", "is required")
+    peers.check_filters(filters, time_filters)
+    await _checked_layers(conn, actor, layers)
+    rule_id, now = hex_id(), actor.now_s
+    await repo.insert_rule(conn, {
+        "rule_id": rule_id, "account_id": actor.account_id, "channel_id": channel_id,
+        "rule_name": name, "description": description, "priority": priority,
+        "aggr_window": aggr_window, "template_id": template_id.lower(),
+        "layers": _dump(_sealed_layers(layers, box, [])),
+        "time_filters": _dump(time_filters), "filters": _dump(filters), "status": "enabled",
+        "updated_by": actor.person_id, "created_at": now, "updated_at": now,
+    })
+    return RuleCreateResponse(rule_id=rule_id, rule_name=name)
+
+
+async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, channel_id: int,
+                      rule_id: str, template_id: str, rule_name: str, description: str,
+                      priority: int, aggr_window: int, layers: list[EscalateLayer],
+                      time_filters: list[dict[str, Any]],
+                      filters: list[list[dict[str, Any]]]) -> None:
+    row = await _require_rule(conn, actor, channel_id, rule_id)
+    name = rule_name.strip()
+    if not name:
+        raise errors.invalid("rule_name", "is required")
+    peers.check_filters(filters, time_filters)
+    await _checked_layers(conn, actor, layers)
+    await repo.update_rule(conn, actor.account_id, row.rule_id, {
+        "rule_name": name, "description": description, "priority": priority,
+        "aggr_window": aggr_window, "template_id": template_id.lower(),
+        "layers": _dump(_sealed_layers(layers, box, _json.decode(row.layers))),
+        "time_filters": _dump(time_filters), "filters": _dump(filters),
+        "updated_by": actor.person_id, "updated_at": actor.now_s,
+    })
+
+
+async def delete_rule(conn: Any, actor: Actor, *, channel_id: int, rule_id: str) -> None:
+    row = await _require_rule(conn, actor, channel_id, rule_id)
+    await repo.delete_rule(conn, actor.account_id, row.rule_id)
+
+
+async def set_status(conn: Any, actor: Actor, *, channel_id: int, rule_id: str,
+                     status: str) -> None:
+    row = await _require_rule(conn, actor, channel_id, rule_id)
+    await repo.update_rule(conn, actor.account_id, row.rule_id, {
+        "status": status, "updated_by": actor.person_id, "updated_at": actor.now_s})
+
+
+async def rule_info(conn: Any, actor: Actor, *, channel_id: int,
+                    rule_id: str) -> EscalateRuleItem:
+    return rule_item(await _require_rule(conn, actor, channel_id, rule_id))
+
+
+async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[EscalateRuleItem]:
+    await _require_channel(conn, actor, channel_id)
+    return [rule_item(r) for r in await repo.list_rules(conn, actor.account_id, channel_id)]
+
+
+async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any]:
+    """The channel's enabled rules in the order they are tried (the engine's read)."""
+    return await repo.list_rules(conn, actor.account_id, channel_id, enabled_only=True)
+
+
+def loads(text: str) -> Any:
+    """A stored JSON column (filters, time filters) as the engine reads it."""
+    return _json.decode(text)

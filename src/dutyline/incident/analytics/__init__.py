@@ -1,0 +1,1 @@
+"""Aggregates over the incident tables for the insight domain."""

@@ -1,0 +1,155 @@
+"""Incident analytics for the insight domain: sums over the incidents a caller may see,
+grouped in the database (see repository.py). This module owns what the incident tables mean
+(progress, responders, the event stream); the insight domain owns the request, the figures
+derived from these sums and their presentation.
+
+Who may call is the caller's business (the insight endpoints check permissions); what is
+counted is always limited to the caller's scope: the account, live incidents, and no private
+channel the caller cannot see (incident/visibility.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api.actor import Actor
+from dutyline.incident import visibility
+from dutyline.incident.analytics import repository as repo
+from dutyline.incident.analytics.schemas import (
+    Dimension,
+    Filter,
+    Grid,
+    IncidentFacts,
+    LabelTotals,
+    Totals,
+)
+
+__all__ = [
+    "Dimension",
+    "Filter",
+    "Grid",
+    "IncidentFacts",
+    "LabelTotals",
+    "Totals",
+    "account_time_zone",
+    "alert_label_totals",
+    "channel_names",
+    "incident_page",
+    "member_names",
+    "responder_totals",
+    "team_names",
+    "totals",
+]
+
+_json = msgspec.json.Decoder()
+
+
+def _totals(rows: list[dict[str, Any]]) -> list[Totals]:
+    names = Totals.__slots__
+    out: list[Totals] = []
+    for row in rows:
+        t = Totals()
+        for n, v in row.items():
+            if n in names:
+                setattr(t, n, str(v or "") if n == "hours" else int(v or 0))
+        out.append(t)
+    return out
+
+
+async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
+    """The account's IANA time zone ('' if none is set)."""
+    return await repo.account_time_zone(conn, actor.account_id)
+
+
+async def totals(conn: AsyncConnection, actor: Actor, *, filter: Filter, grid: Grid,
+                 by: Dimension) -> list[Totals]:
+    """Sums per bucket (and hours, when split) for the account, each channel or each team."""
+    scope = await visibility.scope_of(actor)
+    return _totals(await repo.totals(conn, scope, filter, grid, by))
+
+
+async def responder_totals(conn: AsyncConnection, actor: Actor, *, filter: Filter,
+                           grid: Grid) -> list[Totals]:
+    """Sums per bucket (and hours) and responder: each person's share of the incidents they
+    were responders of (assigned, or acknowledged)."""
+    scope = await visibility.scope_of(actor)
+    return _totals(await repo.responder_totals(conn, scope, filter, grid))
+
+
+async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, asc: bool,
+                        offset: int, limit: int,
+                        with_total: bool = True) -> tuple[int, list[IncidentFacts]]:
+    """A page of the filter's incidents with their handling figures, and the filter's total
+    (-1 unless asked)."""
+    scope = await visibility.scope_of(actor)
+    total = await repo.incident_count(conn, scope, filter) if with_total else -1
+    rows = await repo.incident_page(conn, scope, filter, asc=asc, offset=offset, limit=limit)
+    if not rows:
+        return total, []
+    account_id = actor.account_id
+    teams = await repo.team_names(conn, account_id, {r.team_id for r in rows if r.team_id})
+    creators = await repo.members(conn, account_id, {r.creator_id for r in rows if r.creator_id})
+    timeouts = await repo.timeout_closed_ids(
+        conn, [r.incident_id for r in rows if r.progress == repo.CLOSED and not r.closer_id])
+    facts: dict[str, IncidentFacts] = {}
+    for r in rows:
+        facts[r.incident_id] = IncidentFacts(
+            incident_id=r.incident_id, title=r.title, description=r.description,
+            channel_id=r.channel_id, channel_name=r.channel_name, team_id=r.team_id,
+            team_name=teams.get(r.team_id, ""), progress=r.progress,
+            severity=r.incident_severity, start_time=r.start_time, ack_time=r.ack_time,
+            close_time=r.close_time, closer_id=r.closer_id, creator_id=r.creator_id,
+            creator_name=creators.get(r.creator_id, ("", ""))[0],
+            timeout_closed=r.incident_id in timeouts,
+            labels=_json.decode(r.labels), fields=_json.decode(r.fields),
+            assigned_to=_json.decode(r.assigned_to), responders=_json.decode(r.responders),
+        )
+    for e in await repo.event_counts(conn, list(facts)):
+        f = facts[e.incident_id]
+        n = int(e.n)
+        if e.kind == repo.ACKED:
+            f.acknowledgements += n
+            continue
+        f.assignments += n
+        if e.type == "reassign":
+            f.reassignments += n
+        elif e.type == "escalate":
+            f.escalations += n
+            if e.system:
+                f.timeout_escalations += n
+            else:
+                f.manual_escalations += n
+    people = {p["person_id"] for f in facts.values() for p in f.responders
+              if isinstance(p, dict) and "person_id" in p}
+    names = await repo.members(conn, account_id, people)
+    for f in facts.values():
+        for p in f.responders:
+            name, email = names.get(p.get("person_id", 0), ("", ""))
+            p["person_name"], p["email"] = name, email
+    return total, list(facts.values())
+
+
+async def alert_label_totals(conn: AsyncConnection, actor: Actor, *, filter: Filter,
+                             grid: Grid, label: str, k: int, by_events: bool,
+                             asc: bool) -> list[LabelTotals]:
+    """The top k values of an alert label by alerts (or alert events) started in the
+    window."""
+    scope = await visibility.scope_of(actor)
+    rows = await repo.alert_label_totals(conn, scope, filter, grid, label=label, k=k,
+                                         by_events=by_events, asc=asc)
+    return [LabelTotals(label=str(r.label), hours=str(r.hours), alerts=int(r.alerts),
+                        alert_events=int(r.alert_events)) for r in rows]
+
+
+async def channel_names(conn: AsyncConnection, actor: Actor, ids: set[int]) -> dict[int, str]:
+    return await repo.channel_names(conn, actor.account_id, ids)
+
+
+async def team_names(conn: AsyncConnection, actor: Actor, ids: set[int]) -> dict[int, str]:
+    return await repo.team_names(conn, actor.account_id, ids)
+
+
+async def member_names(conn: AsyncConnection, actor: Actor, ids: set[int]) -> dict[int, str]:
+    return {k: v[0] for k, v in (await repo.members(conn, actor.account_id, ids)).items()}

@@ -1,0 +1,1 @@
+"""Insights: incident analytics over windows, in the account's time zone."""

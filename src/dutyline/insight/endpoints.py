@@ -1,0 +1,126 @@
+"""/insight/*: incident analytics and their CSV exports.
+
+The reference asks for "Analytics Read" (on-call). dutyline has no analytics permission; the
+figures are aggregates of the incidents /incident/list shows, so they take the same read
+permissions (channel_view, which Member holds, or incident_manage), and count only what the
+caller may see there (private channels of other teams are left out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from dutyline.api import errors
+from dutyline.api.operation import Context, Download, Router
+from dutyline.insight import service
+from dutyline.insight.schemas import (
+    DimensionInsightResponse,
+    InsightAlertByLabelResponse,
+    InsightFilter,
+    InsightIncidentListRequest,
+    InsightIncidentListResponse,
+    InsightQueryRequest,
+    InsightTopkAlertByLabelRequest,
+    ResponderInsightResponse,
+)
+from dutyline.platform.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
+
+router = Router("Insights")
+_READ = (CHANNEL_VIEW, INCIDENT_MANAGE)
+_QUERY_FIELDS = frozenset(service.Query.__dataclass_fields__)
+
+
+def _query(req: InsightFilter) -> service.Query:
+    values: dict[str, Any] = {k: v for k, v in msgspec.structs.asdict(req).items()
+                              if k in _QUERY_FIELDS}
+    return service.Query(**values)
+
+
+@router.post("/insight/account", request=InsightQueryRequest,
+             response=DimensionInsightResponse, permissions=_READ)
+async def insight_account(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
+    """Incident figures of the whole account, per day, week or month or over the window."""
+    return DimensionInsightResponse(items=await service.dimension(
+        ctx.conn, ctx.actor, by="account", query=_query(req)))
+
+
+@router.post("/insight/channel", request=InsightQueryRequest,
+             response=DimensionInsightResponse, permissions=_READ)
+async def insight_channel(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
+    """Incident figures per channel."""
+    return DimensionInsightResponse(items=await service.dimension(
+        ctx.conn, ctx.actor, by="channel", query=_query(req)))
+
+
+@router.post("/insight/team", request=InsightQueryRequest,
+             response=DimensionInsightResponse, permissions=_READ)
+async def insight_team(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
+    """Incident figures per team (the team owning each incident's channel)."""
+    return DimensionInsightResponse(items=await service.dimension(
+        ctx.conn, ctx.actor, by="team", query=_query(req)))
+
+
+@router.post("/insight/responder", request=InsightQueryRequest,
+             response=ResponderInsightResponse, permissions=_READ)
+async def insight_responder(ctx: Context, req: InsightQueryRequest) -> ResponderInsightResponse:
+    """Incident figures per responder."""
+    return ResponderInsightResponse(items=await service.responders(
+        ctx.conn, ctx.actor, query=_query(req)))
+
+
+@router.post("/insight/incident/list", request=InsightIncidentListRequest,
+             response=InsightIncidentListResponse, permissions=_READ)
+async def insight_incident_list(
+    ctx: Context, req: InsightIncidentListRequest
+) -> InsightIncidentListResponse:
+    """The incidents behind the figures, each with its handling times and counts."""
+    if req.search_after_ctx:
+        raise errors.invalid("search_after_ctx", "is not supported: page with p and limit")
+    total, has_next, items = await service.incidents(
+        ctx.conn, ctx.actor, query=_query(req), offset=(req.p - 1) * req.limit,
+        limit=req.limit)
+    return InsightIncidentListResponse(total=total, has_next_page=has_next, items=items)
+
+
+@router.post("/insight/alert/topk-by-label", request=InsightTopkAlertByLabelRequest,
+             response=InsightAlertByLabelResponse, permissions=_READ)
+async def insight_alert_topk(
+    ctx: Context, req: InsightTopkAlertByLabelRequest
+) -> InsightAlertByLabelResponse:
+    """The k `check` or `resource` label values with the most alerts in the window."""
+    return InsightAlertByLabelResponse(items=await service.alert_topk(
+        ctx.conn, ctx.actor, query=_query(req), label=req.label, k=req.k,
+        orderby=req.orderby or "total_alert_cnt", asc=req.asc))
+
+
+@router.post("/insight/incident/export", request=InsightFilter, response=str,
+             permissions=_READ)
+async def insight_incident_export(ctx: Context, req: InsightFilter) -> Download:
+    """The incident list as CSV (at most 10,000 rows)."""
+    text = await service.incidents_csv(ctx.conn, ctx.actor, query=_query(req))
+    return Download("insight-incidents.csv", text)
+
+
+@router.post("/insight/channel/export", request=InsightQueryRequest, response=str,
+             permissions=_READ)
+async def insight_channel_export(ctx: Context, req: InsightQueryRequest) -> Download:
+    """The channel figures as CSV."""
+    text = await service.dimension_csv(ctx.conn, ctx.actor, by="channel", query=_query(req))
+    return Download("insight-channels.csv", text)
+
+
+@router.post("/insight/team/export", request=InsightQueryRequest, response=str,
+             permissions=_READ)
+async def insight_team_export(ctx: Context, req: InsightQueryRequest) -> Download:
+    """The team figures as CSV."""
+    text = await service.dimension_csv(ctx.conn, ctx.actor, by="team", query=_query(req))
+    return Download("insight-teams.csv", text)
+
+
+@router.post("/insight/responder/export", request=InsightQueryRequest, response=str,
+             permissions=_READ)
+async def insight_responder_export(ctx: Context, req: InsightQueryRequest) -> Download:
+    """The responder figures as CSV."""
+    text = await service.responders_csv(ctx.conn, ctx.actor, query=_query(req))
+    return Download("insight-responders.csv", text)

@@ -1,0 +1,442 @@
+"""html/template's contextual autoescaping for the contexts notification e-mails use.
+
+Like Go, the escaper walks each template with the HTML context at every point (text, tag,
+attribute name / value quoted or not, URL attributes and their query part, RCDATA, HTML
+comments) and appends escaper commands to every action's pipeline, so escaping happens
+when the template runs. HTML comments are dropped from the output. Actions inside
+<script>/<style> or JS/CSS attributes (on*, style) are refused at parse time rather than
+escaped wrongly. Templates called from a non-text context get a copy escaped for that
+context, as Go does.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from . import nodes as n
+from .builtins import GoFunc, eval_args, html_escape_string
+from .errors import TemplateExecError, TemplateSyntaxError
+from .gofmt import sprint
+from .values import MISSING
+
+TEXT, TAG, ATTR_NAME, AFTER_NAME, BEFORE_VALUE, ATTR, URL, CMT, RCDATA, JS, CSS = range(11)
+D_NONE, D_DQ, D_SQ, D_SPACE = range(4)
+U_NONE, U_PRE, U_QUERY, U_UNKNOWN = range(4)
+A_PLAIN, A_URL, A_JS, A_CSS, A_SRCSET = range(5)
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    state: int = TEXT
+    delim: int = D_NONE
+    url: int = U_NONE
+    element: str = ""
+    attr: int = A_PLAIN
+
+
+_URL_ATTRS = frozenset({
+    "action", "archive", "background", "cite", "classid", "codebase", "data", "formaction",
+    "href", "icon", "longdesc", "manifest", "poster", "profile", "src", "usemap", "xmlns",
+})
+_SPACE = " \t\n\f\r"
+_TAG_NAME = re.compile(r"</?([a-zA-Z][a-zA-Z0-9]*)")
+
+
+def _attr_type(name: str) -> int:
+    name = name.lower()
+    if name.startswith("data-"):
+        name = name[5:]
+    elif ":" in name:
+        prefix, _, local = name.partition(":")
+        if prefix == "xmlns":
+            return A_URL
+        name = local
+    if name in _URL_ATTRS:
+        return A_URL
+    if name == "style":
+        return A_CSS
+    if name == "srcset":
+        return A_SRCSET
+    if name.startswith("on"):
+        return A_JS
+    if "src" in name or "uri" in name or "url" in name:
+        return A_URL
+    return A_PLAIN
+
+
+def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
+    """The context after text `s`, and the text to emit (comments removed)."""
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        st = ctx.state
+        if st in (TEXT, RCDATA):
+            if st == RCDATA:
+                m = re.compile(r"</" + ctx.element, re.I).search(s, i)
+                if not m:
+                    out.append(s[i:])
+                    return ctx, "".join(out)
+                out.append(s[i : m.start()])
+                i = m.start()
+                ctx = Ctx(TEXT)
+                continue
+            j = s.find("<", i)
+            if j < 0:
+                out.append(s[i:])
+                return ctx, "".join(out)
+            out.append(s[i:j])
+            if s.startswith("<!--", j):
+                ctx = Ctx(CMT)
+                i = j + 4
+                continue
+            m = _TAG_NAME.match(s, j)
+            if m:
+                closing = s[j + 1] == "/"
+                elem = m.group(1).lower()
+                out.append(s[j : m.end()])
+                i = m.end()
+                ctx = Ctx(TAG, element="" if closing else elem)
+                continue
+            out.append("<")
+            i = j + 1
+        elif st == CMT:
+            j = s.find("-->", i)
+            if j < 0:
+                return ctx, "".join(out)
+            i = j + 3
+            ctx = Ctx(TEXT)
+        elif st == TAG:
+            j = i
+            while j < len(s) and s[j] in _SPACE:
+                j += 1
+            out.append(s[i:j])
+            i = j
+            if i >= len(s):
+                break
+            if s[i] == ">":
+                out.append(">")
+                i += 1
+                el = ctx.element
+                if el in ("script", "style"):
+                    ctx = Ctx(JS if el == "script" else CSS, element=el)
+                elif el in ("textarea", "title"):
+                    ctx = Ctx(RCDATA, element=el)
+                else:
+                    ctx = Ctx(TEXT)
+                continue
+            j = i
+            while j < len(s) and s[j] not in _SPACE + "=>":
+                if s[j] in "'\"<":
+                    raise TemplateSyntaxError(f"{s[j]!r} in attribute name: {s[i:j + 1]!r}")
+                j += 1
+            out.append(s[i:j])
+            ctx = replace(ctx, state=AFTER_NAME if j < len(s) else ATTR_NAME,
+                          attr=_attr_type(s[i:j]))
+            i = j
+        elif st == ATTR_NAME:
+            j = i
+            while j < len(s) and s[j] not in _SPACE + "=>":
+                j += 1
+            out.append(s[i:j])
+            i = j
+            if i < len(s):
+                ctx = replace(ctx, state=AFTER_NAME)
+        elif st == AFTER_NAME:
+            j = i
+            while j < len(s) and s[j] in _SPACE:
+                j += 1
+            out.append(s[i:j])
+            i = j
+            if i >= len(s):
+                break
+            if s[i] == "=":
+                out.append("=")
+                i += 1
+                ctx = replace(ctx, state=BEFORE_VALUE)
+            else:
+                ctx = replace(ctx, state=TAG, attr=A_PLAIN)
+        elif st == BEFORE_VALUE:
+            j = i
+            while j < len(s) and s[j] in _SPACE:
+                j += 1
+            out.append(s[i:j])
+            i = j
+            if i >= len(s):
+                break
+            delim = D_SPACE
+            if s[i] in "\"'":
+                delim = D_DQ if s[i] == '"' else D_SQ
+                out.append(s[i])
+                i += 1
+            ctx = _value_ctx(ctx, delim)
+        elif st in (ATTR, URL, JS, CSS):
+            if st in (JS, CSS) and ctx.delim == D_NONE:
+                # element content: skip to the end tag
+                m = re.compile(r"</" + ctx.element, re.I).search(s, i)
+                if not m:
+                    out.append(s[i:])
+                    return ctx, "".join(out)
+                out.append(s[i : m.start()])
+                i = m.start()
+                ctx = Ctx(TEXT)
+                continue
+            if ctx.delim == D_SPACE:
+                j = i
+                while j < len(s) and s[j] not in _SPACE + ">":
+                    j += 1
+                end, skip = j, 0
+            else:
+                q = '"' if ctx.delim == D_DQ else "'"
+                j = s.find(q, i)
+                end, skip = (len(s), 0) if j < 0 else (j, 1)
+            value = s[i:end]
+            out.append(value)
+            if st == URL:
+                if "#" in value or "?" in value:
+                    ctx = replace(ctx, url=U_QUERY)
+                elif value.strip(_SPACE) and ctx.url == U_NONE:
+                    ctx = replace(ctx, url=U_PRE)
+            if end >= len(s):
+                break
+            out.append(s[end : end + skip])
+            i = end + skip
+            ctx = Ctx(TAG, element=ctx.element)
+        else:  # pragma: no cover
+            raise TemplateSyntaxError("unknown HTML context")
+    return ctx, "".join(out)
+
+
+def _value_ctx(ctx: Ctx, delim: int) -> Ctx:
+    state = {A_URL: URL, A_JS: JS, A_CSS: CSS, A_SRCSET: ATTR}.get(ctx.attr, ATTR)
+    return replace(ctx, state=state, delim=delim, url=U_NONE)
+
+
+# -- escapers -------------------------------------------------------------------------------
+
+def _stringify(args: list[Any]) -> str:
+    if len(args) == 1 and isinstance(args[0], str):
+        return args[0]
+    return sprint([a for a in args if a is not None and a is not MISSING])
+
+
+_HTML_TABLE = str.maketrans(
+    {"\0": "\ufffd", '"': "&#34;", "'": "&#39;", "&": "&amp;", "+": "&#43;", "<": "&lt;",
+     ">": "&gt;"}
+)
+_NOSPACE_TABLE = str.maketrans(
+    {"\0": "&#xfffd;", "\t": "&#9;", "\n": "&#10;", "\v": "&#11;", "\f": "&#12;",
+     "\r": "&#13;", " ": "&#32;", '"': "&#34;", "&": "&amp;", "'": "&#39;", "+": "&#43;",
+     "<": "&lt;", "=": "&#61;", ">": "&gt;", "`": "&#96;"}
+)
+_URL_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+_URL_RESERVED = frozenset(b"!#$&*+,/:;=?@[]%")
+
+
+_URL_CLEAN_NORM = re.compile(r"[A-Za-z0-9\-._~!#$&*+,/:;=?@\[\]%]*")
+
+
+def _url_process(s: str, norm: bool) -> str:
+    if norm and _URL_CLEAN_NORM.fullmatch(s):
+        return s  # nothing to encode (the common case: an http(s) URL we built)
+    out: list[str] = []
+    for b in s.encode():
+        if b in _URL_KEEP or (norm and b in _URL_RESERVED):
+            out.append(chr(b))
+        else:
+            out.append(f"%{b:02x}")
+    return "".join(out)
+
+
+def _html_escaper(args: list[Any]) -> str:
+    return _stringify(args).translate(_HTML_TABLE)
+
+
+def _nospace_escaper(args: list[Any]) -> str:
+    s = _stringify(args)
+    return s.translate(_NOSPACE_TABLE) if s else "ZgotmplZ"
+
+
+def _url_filter(args: list[Any]) -> str:
+    s = _stringify(args)
+    i = s.find(":")
+    if i >= 0 and "/" not in s[:i] and s[:i].lower() not in ("http", "https", "mailto"):
+        return "#ZgotmplZ"
+    return s
+
+
+def _url_normalizer(args: list[Any]) -> str:
+    return _url_process(_stringify(args), norm=True)
+
+
+def _url_escaper(args: list[Any]) -> str:
+    return _url_process(_stringify(args), norm=False)
+
+
+def _eval_args(args: list[Any]) -> str:
+    return eval_args(args)
+
+
+def _html_one(v: Any) -> str:
+    return (v if type(v) is str else _stringify([v])).translate(_HTML_TABLE)
+
+
+# The escapers appended to pipelines take the previous command's value alone; these
+# one-argument forms let compiled templates skip building an argument list.
+ONE_ARG_ESCAPERS: dict[str, Callable[[Any], str]] = {
+    "_html_template_htmlescaper": _html_one,
+    "_html_template_attrescaper": _html_one,
+    "_html_template_rcdataescaper": _html_one,
+}
+
+ESCAPERS: dict[str, GoFunc] = {
+    "_html_template_htmlescaper": _html_escaper,
+    "_html_template_attrescaper": _html_escaper,
+    "_html_template_rcdataescaper": _html_escaper,
+    "_html_template_nospaceescaper": _nospace_escaper,
+    "_html_template_urlfilter": _url_filter,
+    "_html_template_urlnormalizer": _url_normalizer,
+    "_html_template_urlescaper": _url_escaper,
+    "_eval_args_": _eval_args,
+}
+_EQUIV = {
+    "_html_template_attrescaper": "html",
+    "_html_template_htmlescaper": "html",
+    "_html_template_rcdataescaper": "html",
+    "_html_template_urlescaper": "urlquery",
+    "_html_template_urlnormalizer": "urlquery",
+}
+_PREDEFINED = ("html", "urlquery")
+_ = html_escape_string
+
+
+# -- the tree walk --------------------------------------------------------------------------
+
+class _Escaper:
+    def __init__(self, originals: dict[str, n.ListNode]) -> None:
+        self.originals = originals
+        self.out: dict[str, n.ListNode] = {}
+        self.done: dict[tuple[str, Ctx], tuple[str, Ctx]] = {}
+
+    def template(self, name: str, ctx: Ctx) -> tuple[str, Ctx]:
+        key = (name, ctx)
+        if key in self.done:
+            return self.done[key]
+        if name not in self.originals:
+            raise TemplateExecError(f'html/template: no such template "{name}"')
+        new_name = name if ctx == Ctx() else f"{name}$htmltemplate_{ctx.state}_{ctx.delim}_" \
+            f"{ctx.url}_{ctx.element}_{ctx.attr}"
+        self.done[key] = (new_name, ctx)  # assume a recursive call ends where it starts
+        tree = copy.deepcopy(self.originals[name])
+        end = self.walk_list(tree, ctx)
+        self.done[key] = (new_name, end)
+        self.out[new_name] = tree
+        return new_name, end
+
+    def walk_list(self, lst: n.ListNode, ctx: Ctx) -> Ctx:
+        for i, node in enumerate(lst.nodes):
+            if isinstance(node, n.Text):
+                ctx, text = transition(ctx, node.text)
+                lst.nodes[i] = n.Text(text, node.pos)
+            elif isinstance(node, n.Action):
+                ctx = self.action(node, ctx)
+            elif isinstance(node, n.Branch):
+                ctx = self.branch(node, ctx)
+            elif isinstance(node, n.TemplateCall):
+                node.name, ctx = self.template(node.name, ctx)
+        return ctx
+
+    def branch(self, node: n.Branch, ctx: Ctx) -> Ctx:
+        body_end = self.walk_list(node.body, ctx)
+        if node.kind == "range":
+            again = self.walk_list(copy.deepcopy(node.body), body_end)
+            body_end = _join(body_end, again)
+        else_end = self.walk_list(node.else_body, ctx) if node.else_body is not None else ctx
+        return _join(body_end, else_end)
+
+    def action(self, node: n.Action, ctx: Ctx) -> Ctx:
+        pipe = node.pipe
+        if pipe.decl:
+            return ctx
+        if ctx.state == CMT:
+            node.pipe = n.Pipe([], False, [n.Command([n.String("", '""')])])
+            return ctx
+        if ctx.state == BEFORE_VALUE:  # Go's nudge: an unquoted attribute value
+            ctx = _value_ctx(ctx, D_SPACE)
+        if ctx.state in (TAG, ATTR_NAME, AFTER_NAME):
+            raise TemplateSyntaxError("html/template: actions inside a tag are not supported")
+        if ctx.state in (JS, CSS):
+            raise TemplateSyntaxError(
+                "html/template: actions in JavaScript or CSS contexts are not supported"
+            )
+        need: list[str] = []
+        if ctx.state == TEXT:
+            need.append("_html_template_htmlescaper")
+        elif ctx.state == RCDATA:
+            need.append("_html_template_rcdataescaper")
+        elif ctx.state == URL:
+            if ctx.url == U_NONE:
+                need += ["_html_template_urlfilter", "_html_template_urlnormalizer"]
+            elif ctx.url == U_PRE:
+                need.append("_html_template_urlnormalizer")
+            elif ctx.url == U_QUERY:
+                need.append("_html_template_urlescaper")
+            else:
+                raise TemplateSyntaxError("html/template: action in an ambiguous URL context")
+        if ctx.state in (ATTR, URL):
+            need.append("_html_template_nospaceescaper" if ctx.delim == D_SPACE
+                        else "_html_template_attrescaper")
+        self.ensure(pipe, need)
+        return ctx
+
+    @staticmethod
+    def ensure(pipe: n.Pipe, need: list[str]) -> None:
+        for pos, cmd in enumerate(pipe.cmds):
+            first = cmd.args[0]
+            if isinstance(first, n.Identifier) and first.name in _PREDEFINED and \
+                    pos < len(pipe.cmds) - 1:
+                raise TemplateSyntaxError(
+                    f"html/template: predefined escaper {first.name!r} disallowed in template"
+                )
+        cmds = list(pipe.cmds)
+        last = cmds[-1].args[0]
+        if isinstance(last, n.Identifier) and last.name in _PREDEFINED:
+            esc = last.name
+            if len(cmds) == 1 and len(cmds[0].args) > 1:
+                cmds[0] = n.Command([n.Identifier("_eval_args_"), *cmds[0].args[1:]])
+                cmds.append(n.Command([n.Identifier(esc)]))
+            dup = False
+            for k, name in enumerate(need):
+                if _EQUIV.get(name) == esc:
+                    need[k] = esc
+                    dup = True
+            if dup:
+                cmds.pop()
+        present = {c.args[0].name for c in cmds if isinstance(c.args[0], n.Identifier)}
+        for name in need:
+            if name not in present:
+                cmds.append(n.Command([n.Identifier(name)]))
+        pipe.cmds = cmds
+
+
+def _join(a: Ctx, b: Ctx) -> Ctx:
+    if a == b:
+        return a
+    if replace(a, url=U_NONE) == replace(b, url=U_NONE):
+        return replace(a, url=U_UNKNOWN)
+    raise TemplateSyntaxError("html/template: {{if}} branches end in different contexts")
+
+
+def escape_trees(trees: dict[str, n.ListNode], name: str) -> tuple[dict[str, n.ListNode],
+                                                                   dict[str, GoFunc]]:
+    esc = _Escaper(trees)
+    _, end = esc.template(name, Ctx())
+    if end.state != TEXT:
+        raise TemplateSyntaxError(f"html/template: {name!r} ends in a non-text context")
+    for other in trees:
+        if other != name and (other, Ctx()) not in esc.done:
+            esc.template(other, Ctx())
+    return esc.out, dict(ESCAPERS)

@@ -1,0 +1,1 @@
+"""Notifications: templates, delivery adapters and their history."""

@@ -1,0 +1,101 @@
+"""The one interface every delivery channel implements.
+
+An adapter gets what to send (`Outgoing`: the address and the content composed when the
+notification was made) and the process's means (`SendEnv`), makes ONE attempt, and answers
+with an `Attempt`: the outcome and what went over the wire, for the history. Retries, backoff
+and bookkeeping are the delivery job's, so a new channel is one small module: a `send`
+function registered in adapters/__init__.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import msgspec
+
+from dutyline.config import Settings
+from dutyline.kit import outbound
+from dutyline.kit.clock import Clock
+from dutyline.kit.outbound import OutboundPolicy
+from dutyline.kit.secretbox import SecretBox
+
+HTTP_TIMEOUT_S = 10.0
+RESPONSE_BODY_MAX = 4096
+
+
+@dataclass(frozen=True)
+class SendEnv:
+    settings: Settings
+    policy: OutboundPolicy
+    secrets: SecretBox
+    clock: Clock
+    # Tests and the bench may hand in a transport; URLs are still checked by the guard.
+    transport: httpx.AsyncBaseTransport | None = None
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    delivery_id: str  # also the idempotency key: the same on every attempt
+    channel: str
+    address: str
+    content: dict[str, Any]
+    attempt: int
+
+
+@dataclass
+class Attempt:
+    ok: bool
+    # False when trying again cannot help (bad configuration, a refused address).
+    retryable: bool = True
+    status_code: int = 0
+    error: str = ""
+    endpoint: str = ""
+    request_headers: dict[str, str] = field(default_factory=dict)
+    request_body: str = ""
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_body: str = ""
+    duration_ms: int = 0
+    message_id: str = ""
+
+
+Send = Callable[[SendEnv, Outgoing], Awaitable[Attempt]]
+
+
+def dumps(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+async def post_json(env: SendEnv, url: str, body: bytes,
+                    headers: dict[str, str]) -> Attempt:
+    """One guarded POST of a JSON body; 2xx is success. Redirects are followed through the
+    same guard, so a hop to a private address is refused like a first request would be."""
+    sent_headers = {"Content-Type": "application/json", **headers}
+    attempt = Attempt(ok=False, endpoint=outbound.redact_url(url),
+                      request_headers=outbound.redact_headers(sent_headers),
+                      request_body=body.decode("utf-8", "replace"))
+    started = time.monotonic()
+    try:
+        async with outbound.guarded_client(env.policy.without_retries(),
+                                           timeout=HTTP_TIMEOUT_S,
+                                           transport=env.transport,
+                                           follow_redirects=True) as client:
+            response = await client.post(url, content=body, headers=sent_headers)
+    except outbound.OutboundBlocked as exc:
+        attempt.error, attempt.retryable = f"refused by the outbound guard: {exc.reason}", False
+    except httpx.HTTPError as exc:
+        attempt.error = f"{type(exc).__name__}: {exc}"[:500]
+    else:
+        attempt.status_code = response.status_code
+        attempt.response_headers = dict(response.headers)
+        attempt.response_body = response.text[:RESPONSE_BODY_MAX]
+        attempt.ok = 200 <= response.status_code < 300
+        if not attempt.ok:
+            attempt.error = f"HTTP {response.status_code}"
+            # A client error other than throttling will not heal by itself.
+            attempt.retryable = response.status_code >= 500 or response.status_code in (
+                408, 429) or 300 <= response.status_code < 400
+    attempt.duration_ms = int((time.monotonic() - started) * 1000)
+    return attempt

@@ -1,0 +1,49 @@
+"""/notify/delivery/list (every delivery of an incident with its attempts) and
+/webhook/history/list|detail (reference: the outgoing webhook history)."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Router
+from dutyline.incident.query import service as incidents
+from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.notify.delivery import service
+from dutyline.notify.delivery.schemas import (
+    GetWebhookHistoryDetailRequest,
+    ListDeliveriesRequest,
+    ListDeliveriesResponse,
+    ListWebhookHistoryRequest,
+    ListWebhookHistoryResponse,
+    WebhookHistoryDetail,
+)
+from dutyline.platform.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
+
+router = Router("Notifications")
+
+
+@router.post("/notify/delivery/list", request=ListDeliveriesRequest,
+             response=ListDeliveriesResponse, permissions=(CHANNEL_VIEW,))
+async def delivery_list(ctx: Context, req: ListDeliveriesRequest) -> ListDeliveriesResponse:
+    """Every notification of an incident: recipient, channel, outcome and each attempt."""
+    # The incident must be one the caller sees (not found otherwise).
+    await incidents.incident_info(ctx, IncidentInfoRequest(incident_id=req.incident_id))
+    return ListDeliveriesResponse(items=await service.deliveries(
+        ctx.conn, ctx.actor, incident_id=req.incident_id))
+
+
+@router.post("/webhook/history/list", request=ListWebhookHistoryRequest,
+             response=ListWebhookHistoryResponse, permissions=(INTEGRATION_VIEW,))
+async def webhook_history_list(ctx: Context,
+                               req: ListWebhookHistoryRequest) -> ListWebhookHistoryResponse:
+    """Outgoing webhook attempts in a time window (ms), newest first unless `asc`."""
+    return await service.webhook_history(
+        ctx.conn, ctx.actor, start_ms=req.start_time, end_ms=req.end_time, limit=req.limit,
+        status=req.status, ref_id=req.ref_id, asc=req.asc, cursor=req.search_after_ctx,
+        event_types=req.event_types, integration_id=req.integration_id)
+
+
+@router.post("/webhook/history/detail", request=GetWebhookHistoryDetailRequest,
+             response=WebhookHistoryDetail, permissions=(INTEGRATION_VIEW,))
+async def webhook_history_detail(ctx: Context,
+                                 req: GetWebhookHistoryDetailRequest) -> WebhookHistoryDetail:
+    """One outgoing webhook attempt with its request and response."""
+    return await service.webhook_history_detail(ctx.conn, ctx.actor, event_id=req.event_id)

@@ -1,0 +1,98 @@
+"""Every query of notification delivery: deliveries and their attempts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
+
+WEBHOOK_CHANNELS = ("webhook", "slack", "feishu", "dingtalk", "wecom", "teams")
+
+
+async def insert_delivery(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(notify_delivery).values(**values))
+
+
+async def get_delivery(conn: AsyncConnection, delivery_id: str) -> Row[Any] | None:
+    return (await conn.execute(select(notify_delivery).where(
+        notify_delivery.c.delivery_id == delivery_id))).first()
+
+
+async def finish_attempt(conn: AsyncConnection, delivery_id: str, *, attempts_before: int,
+                         values: dict[str, Any]) -> bool:
+    """Record an attempt's effect on the delivery, only if nobody recorded this attempt
+    already (a presumed-dead runner racing a successor): True when this call did."""
+    result = await conn.execute(update(notify_delivery).where(
+        notify_delivery.c.delivery_id == delivery_id,
+        notify_delivery.c.status == "pending",
+        notify_delivery.c.attempts == attempts_before,
+    ).values(**values))
+    return bool(result.rowcount == 1)
+
+
+async def insert_attempt(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(notify_attempt).values(**values))
+
+
+async def deliveries_of_incident(conn: AsyncConnection, account_id: int,
+                                 incident_id: str) -> list[Row[Any]]:
+    return list((await conn.execute(select(notify_delivery).where(
+        notify_delivery.c.account_id == account_id,
+        notify_delivery.c.incident_id == incident_id,
+    ).order_by(notify_delivery.c.created_at, notify_delivery.c.delivery_id))).all())
+
+
+async def attempts_of(conn: AsyncConnection, delivery_ids: list[str]) -> list[Row[Any]]:
+    if not delivery_ids:
+        return []
+    return list((await conn.execute(select(notify_attempt).where(
+        notify_attempt.c.delivery_id.in_(delivery_ids),
+    ).order_by(notify_attempt.c.delivery_id, notify_attempt.c.attempt))).all())
+
+
+def _history_conditions(account_id: int, start_ms: int, end_ms: int, status: str,
+                        ref_id: str) -> list[Any]:
+    conds = [notify_attempt.c.account_id == account_id,
+             notify_attempt.c.channel.in_(WEBHOOK_CHANNELS),
+             notify_attempt.c.event_time_ms >= start_ms,
+             notify_attempt.c.event_time_ms < end_ms]
+    if status:
+        conds.append(notify_attempt.c.status == status)
+    if ref_id:
+        conds.append(notify_attempt.c.incident_id == ref_id)
+    return conds
+
+
+async def history_count(conn: AsyncConnection, account_id: int, *, start_ms: int,
+                        end_ms: int, status: str, ref_id: str) -> int:
+    stmt = select(func.count()).select_from(notify_attempt).where(
+        *_history_conditions(account_id, start_ms, end_ms, status, ref_id))
+    return int((await conn.execute(stmt)).scalar_one())
+
+
+async def history_page(conn: AsyncConnection, account_id: int, *, start_ms: int, end_ms: int,
+                       status: str, ref_id: str, asc: bool, after: tuple[int, int] | None,
+                       limit: int) -> list[Row[Any]]:
+    """Keyset page by (event_time_ms, id)."""
+    t, i = notify_attempt.c.event_time_ms, notify_attempt.c.id
+    stmt = select(notify_attempt).where(
+        *_history_conditions(account_id, start_ms, end_ms, status, ref_id))
+    if after is not None:
+        at, aid = after
+        stmt = stmt.where(or_(t > at, and_(t == at, i > aid)) if asc
+                          else or_(t < at, and_(t == at, i < aid)))
+    order = (t.asc(), i.asc()) if asc else (t.desc(), i.desc())
+    return list((await conn.execute(stmt.order_by(*order).limit(limit))).all())
+
+
+async def attempt_by_event(conn: AsyncConnection, account_id: int, delivery_id: str,
+                           attempt: int) -> Row[Any] | None:
+    return (await conn.execute(select(notify_attempt).where(
+        notify_attempt.c.account_id == account_id,
+        notify_attempt.c.delivery_id == delivery_id,
+        notify_attempt.c.attempt == attempt,
+        notify_attempt.c.channel.in_(WEBHOOK_CHANNELS)))).first()

@@ -1,0 +1,192 @@
+"""Delivery: making a notification (a row and its job, in the caller's transaction), taking
+an attempt's outcome (retry with backoff, or the final outcome in the incident feed), and
+reading deliveries per incident and the webhook history."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.incident import feed
+from dutyline.kit.ids import hex_id
+from dutyline.notify.delivery import repository as repo
+from dutyline.notify.delivery.adapters.base import Attempt, dumps
+from dutyline.notify.delivery.schemas import (
+    DeliveryAttemptItem,
+    DeliveryItem,
+    ListWebhookHistoryResponse,
+    WebhookHistoryDetail,
+    history_item,
+)
+from dutyline.work import queue
+
+DELIVER_JOB = "notify.deliver"
+MAX_ATTEMPTS = 5
+RETRY_BASE_S = 10
+RETRY_CAP_S = 600
+PENDING, SUCCESS, FAILED = "pending", "success", "failed"
+
+_json = msgspec.json.Decoder()
+
+
+def retry_delay_s(attempts_done: int) -> int:
+    """10 s, 20 s, 40 s ... capped at 10 minutes."""
+    return int(min(RETRY_CAP_S, RETRY_BASE_S * 2 ** max(0, attempts_done - 1)))
+
+
+async def enqueue(conn: AsyncConnection, actor: Actor, *, incident_id: str, channel_id: int,
+                  rule_id: str, rule_name: str, layer_idx: int, fire_type: str, channel: str,
+                  person_id: int, address: str, content: dict[str, Any],
+                  delivery_id: str | None = None) -> str:
+    """One delivery and its durable job, in the caller's transaction: a rolled-back step
+    sends nothing, a committed one is never lost."""
+    delivery_id, now = delivery_id or hex_id(), actor.now_s
+    await repo.insert_delivery(conn, {
+        "delivery_id": delivery_id, "account_id": actor.account_id,
+        "incident_id": incident_id, "channel_id": channel_id, "rule_id": rule_id,
+        "rule_name": rule_name, "layer_idx": layer_idx, "fire_type": fire_type,
+        "channel": channel, "person_id": person_id, "address": address,
+        "content": dumps(content), "status": PENDING, "attempts": 0, "last_error": "",
+        "created_at": now, "updated_at": now,
+    })
+    await queue.enqueue(conn, DELIVER_JOB, {"delivery_id": delivery_id, "attempt": 1},
+                        now_ms=actor.now_ms, dedupe_key=f"{DELIVER_JOB}:{delivery_id}:1")
+    return delivery_id
+
+
+async def record_failure_without_attempt(conn: AsyncConnection, actor: Actor, row: Any,
+                                         reason: str) -> None:
+    """A delivery that cannot be attempted at all (no adapter for its channel yet)."""
+    await record_attempt(conn, actor, row, Attempt(ok=False, retryable=False, error=reason))
+
+
+async def record_attempt(conn: AsyncConnection, actor: Actor, row: Any,
+                         attempt: Attempt) -> str | None:
+    """Store one attempt and move the delivery on: success, a retry later (its own job), or
+    failed once the attempts are spent; the final outcome goes into the incident feed.
+
+    Returns the new status, or None when this attempt was recorded already elsewhere."""
+    number = int(row.attempts) + 1
+    final = attempt.ok or not attempt.retryable or number >= MAX_ATTEMPTS
+    status = SUCCESS if attempt.ok else (FAILED if final else PENDING)
+    if not await repo.finish_attempt(conn, row.delivery_id, attempts_before=int(row.attempts),
+                                     values={"attempts": number, "status": status,
+                                             "last_error": attempt.error,
+                                             "updated_at": actor.now_s}):
+        return None
+    await repo.insert_attempt(conn, {
+        "delivery_id": row.delivery_id, "account_id": row.account_id,
+        "incident_id": row.incident_id, "channel_id": row.channel_id, "channel": row.channel,
+        "attempt": number, "endpoint": attempt.endpoint,
+        "request_headers": dumps(attempt.request_headers), "request_body": attempt.request_body,
+        "status": SUCCESS if attempt.ok else FAILED, "status_code": attempt.status_code,
+        "error_message": attempt.error, "response_headers": dumps(attempt.response_headers),
+        "response_body": attempt.response_body, "duration_ms": attempt.duration_ms,
+        "event_time_ms": actor.now_ms,
+    })
+    if status == PENDING:
+        run_at = actor.now_ms + retry_delay_s(number) * 1000
+        await queue.enqueue(conn, DELIVER_JOB, {"delivery_id": row.delivery_id,
+                                                "attempt": number + 1},
+                            now_ms=actor.now_ms, run_at_ms=run_at,
+                            dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{number + 1}")
+        return status
+    await feed.add(conn, incident_id=row.incident_id, account_id=row.account_id,
+                   feed_type="i_notify", creator_id=0,
+                   detail=notify_detail(row, attempt, status), now_s=actor.now_s)
+    return status
+
+
+def notify_detail(row: Any, attempt: Attempt, status: str) -> dict[str, Any]:
+    """FeedDetailIncidentNotify: who, how (`by`), and the outcome (`failed_reason`)."""
+    failed: dict[str, Any] = {} if status == SUCCESS else {"failed_reason": attempt.error}
+    detail: dict[str, Any] = {
+        "rid": row.delivery_id, "msg_id": attempt.message_id, "fire_type": row.fire_type,
+        "escalate_rule_name": row.rule_name, "escalate_rule_id": row.rule_id,
+        "layer_idx": row.layer_idx, "by": row.channel, "status": status,
+    }
+    if row.person_id:
+        detail["persons"] = [{"person_id": row.person_id, **failed}]
+    elif row.channel == "email":
+        detail["emails"] = [{"email": row.address, **failed}]
+    else:
+        detail["robots"] = [{"token": row.address, "alias": row.channel, **failed}]
+    return detail
+
+
+async def deliveries(conn: AsyncConnection, actor: Actor, *,
+                     incident_id: str) -> list[DeliveryItem]:
+    rows = await repo.deliveries_of_incident(conn, actor.account_id, incident_id.lower())
+    by_delivery: dict[str, list[DeliveryAttemptItem]] = {}
+    for a in await repo.attempts_of(conn, [r.delivery_id for r in rows]):
+        by_delivery.setdefault(a.delivery_id, []).append(DeliveryAttemptItem(
+            attempt=a.attempt, status=a.status, status_code=a.status_code,
+            error_message=a.error_message, duration=a.duration_ms,
+            event_time=a.event_time_ms))
+    return [
+        DeliveryItem(
+            delivery_id=r.delivery_id, incident_id=r.incident_id, channel=r.channel,
+            person_id=r.person_id, address=r.address, escalate_rule_id=r.rule_id,
+            escalate_rule_name=r.rule_name, layer_idx=r.layer_idx, fire_type=r.fire_type,
+            status=r.status, attempts=by_delivery.get(r.delivery_id, []),
+            last_error=r.last_error, created_at=r.created_at, updated_at=r.updated_at)
+        for r in rows
+    ]
+
+
+def _cursor(t: int, i: int) -> str:
+    return base64.urlsafe_b64encode(f"{t}:{i}".encode()).decode().rstrip("=")
+
+
+def _read_cursor(text: str) -> tuple[int, int] | None:
+    if not text:
+        return None
+    try:
+        t, _, i = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode().partition(":")
+        return int(t), int(i)
+    except (ValueError, binascii.Error, UnicodeDecodeError) as exc:
+        raise errors.invalid("search_after_ctx", "is not a cursor of this list") from exc
+
+
+async def webhook_history(conn: AsyncConnection, actor: Actor, *, start_ms: int, end_ms: int,
+                          limit: int, status: str, ref_id: str, asc: bool, cursor: str,
+                          event_types: list[str],
+                          integration_id: int = 0) -> ListWebhookHistoryResponse:
+    """Attempts of the account's outgoing webhooks (escalation layers' webhooks and chat
+    robots, which belong to no integration: a filter on an integration finds none)."""
+    if end_ms <= start_ms:
+        raise errors.invalid("end_time", "must be greater than start_time")
+    if status not in ("", SUCCESS, FAILED):
+        raise errors.invalid("status", "must be success or failed")
+    if integration_id or (event_types and "i_notify" not in event_types):
+        return ListWebhookHistoryResponse(items=[], total=0, search_after_ctx="")
+    after = _read_cursor(cursor)
+    kw: dict[str, Any] = {"start_ms": start_ms, "end_ms": end_ms, "status": status,
+                          "ref_id": ref_id.lower()}
+    total = await repo.history_count(conn, actor.account_id, **kw)
+    rows = await repo.history_page(conn, actor.account_id, asc=asc, after=after,
+                                   limit=limit + 1, **kw)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return ListWebhookHistoryResponse(
+        items=[history_item(r) for r in rows], total=total,
+        search_after_ctx=_cursor(rows[-1].event_time_ms, rows[-1].id) if more else "")
+
+
+async def webhook_history_detail(conn: AsyncConnection, actor: Actor, *,
+                                 event_id: str) -> WebhookHistoryDetail:
+    delivery_id, _, number = event_id.partition("-")
+    row = None
+    if number.isdigit() and len(delivery_id) == 24:
+        row = await repo.attempt_by_event(conn, actor.account_id, delivery_id.lower(),
+                                          int(number))
+    if row is None:
+        raise errors.not_found("event", event_id)
+    detail: WebhookHistoryDetail = history_item(row, WebhookHistoryDetail)
+    return detail

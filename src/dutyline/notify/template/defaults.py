@@ -1,0 +1,90 @@
+"""The built-in default template of every channel, and the rendered size limits.
+
+The preset template (fixed ids below) is these bodies; rendering falls back to them when a
+custom template fails. Email bodies are html/template (escaped); the rest text/template.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from dutyline.db.tables.notify import TEMPLATE_CHANNELS
+
+CHANNELS: Final = TEMPLATE_CHANNELS
+HTML_CHANNELS: Final = frozenset({"email"})
+
+# decisions.md §4 names the first id; the reference names the second.
+PRESET_TEMPLATE_ID: Final = "6321aad26c12104586a88916"
+PRESET_IDS: Final = frozenset({PRESET_TEMPLATE_ID, "000000000000000000000001"})
+PRESET_NAME: Final = "Default"
+
+# Rendered size limits in bytes (decisions.md §4): past them a preview warns and delivery
+# truncates.
+SIZE_LIMITS: Final[dict[str, int]] = {
+    "dingtalk": 4000, "feishu": 4000, "wecom": 4000, "slack": 15000, "slack_app": 15000,
+    "telegram": 4096, "teams_app": 28000,
+}
+
+_SHORT = (
+    "[{{.IncidentSeverity}}] {{if eq .IncidentStatus \"Closed\"}}Recovered: {{end}}"
+    "{{.Title}}"
+)
+
+_HEADLINE = (
+    '{{if eq .IncidentStatus "Closed"}}Recovered{{else}}{{fireReason .FireType}}{{end}}: '
+    "{{.Title}}"
+)
+
+_MARKDOWN = "**" + _HEADLINE + """**
+- Severity: {{.IncidentSeverity}}
+- Status: {{.IncidentStatus}} / {{.Progress}}
+- Channel: {{.ChannelName}}
+- Started: {{date "2006-01-02 15:04:05" .StartTime}}{{if .AlertCnt}}
+- Alerts: {{.AlertCnt}} ({{.ActiveAlertCnt}} active){{end}}{{if .Labels}}
+{{range $k, $v := .Labels}}- {{$k}}: {{$v}}
+{{end}}{{end}}{{if .Description}}
+{{.Description}}
+{{end}}
+[Details]({{.DetailUrl}})"""
+
+_TEXT = _HEADLINE + """
+Severity: {{.IncidentSeverity}}  Status: {{.IncidentStatus}}/{{.Progress}}
+Channel: {{.ChannelName}}  Started: {{date "2006-01-02 15:04:05" .StartTime}}
+{{range $k, $v := .Labels}}{{$k}}={{$v}} {{end}}
+{{.DetailUrl}}"""
+
+_EMAIL = """<html><body>
+<h3><font color="{{colorSeverity .IncidentSeverity}}">[{{.IncidentSeverity}}]</font> {{.Title}}</h3>
+<table>
+<tr><td>Status</td><td>{{.IncidentStatus}} / {{.Progress}}</td></tr>
+<tr><td>Channel</td><td>{{.ChannelName}}</td></tr>
+<tr><td>Started</td><td>{{date "2006-01-02 15:04:05" .StartTime}}</td></tr>
+<tr><td>Alerts</td><td>{{.AlertCnt}}</td></tr>
+{{range $k, $v := .Labels}}<tr><td>{{$k}}</td><td>{{$v}}</td></tr>
+{{end}}</table>
+{{if .Description}}<p>{{.Description}}</p>{{end}}
+<p><a href="{{.DetailUrl}}">Open the incident</a></p>
+</body></html>"""
+
+_VOICE = (
+    "{{.IncidentSeverity}} incident on channel {{.ChannelName}}: {{.Title}}. "
+    "{{if .AlertCnt}}{{.AlertCnt}} alerts.{{end}}"
+)
+
+DEFAULT_BODIES: Final[dict[str, str]] = {
+    "email": _EMAIL,
+    "sms": _SHORT,
+    "voice": _VOICE,
+    "dingtalk": _MARKDOWN,
+    "wecom": _MARKDOWN,
+    "feishu": _MARKDOWN,
+    "slack": _MARKDOWN,
+    "telegram": _TEXT,
+    "zoom": _TEXT,
+    "feishu_app": _MARKDOWN,
+    "dingtalk_app": _MARKDOWN,
+    "wecom_app": _MARKDOWN,
+    "slack_app": _MARKDOWN,
+    "teams_app": _MARKDOWN,
+}
+assert set(DEFAULT_BODIES) == set(CHANNELS)

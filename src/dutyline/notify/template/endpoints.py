@@ -1,0 +1,83 @@
+"""/template/* operations."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Router
+from dutyline.notify.template import service
+from dutyline.notify.template.schemas import (
+    TemplateCreateRequest,
+    TemplateCreateResponse,
+    TemplateIdRequest,
+    TemplateInfoRequest,
+    TemplateItem,
+    TemplateListRequest,
+    TemplateListResponse,
+    TemplatePreviewRequest,
+    TemplatePreviewResponse,
+    TemplateUpdateRequest,
+)
+from dutyline.platform.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
+
+router = Router("Notification templates")
+
+
+@router.post("/template/create", request=TemplateCreateRequest, response=TemplateCreateResponse,
+             permissions=(TEMPLATE_MANAGE,), write=True)
+async def template_create(ctx: Context, req: TemplateCreateRequest) -> TemplateCreateResponse:
+    """Create a notification template; every non-empty channel body must compile."""
+    created = await service.create_template(
+        ctx.conn, ctx.actor, template_name=req.template_name, team_id=req.team_id,
+        description=req.description, bodies=req.bodies(),
+        base_url=ctx.runtime.settings.base_url)
+    ctx.audit_targets.append(created.template_id)
+    return created
+
+
+@router.post("/template/info", request=TemplateInfoRequest, response=TemplateItem,
+             permissions=(TEMPLATE_VIEW,))
+async def template_info(ctx: Context, req: TemplateInfoRequest) -> TemplateItem:
+    """One template by `template_id` (or `id`); the preset id gives the built-in default."""
+    template_id = req.template_id or req.id
+    if not template_id:
+        from dutyline.api import errors
+
+        raise errors.invalid("template_id", "is required")
+    return await service.template_info(ctx.conn, ctx.actor, template_id=template_id)
+
+
+@router.post("/template/list", request=TemplateListRequest, response=TemplateListResponse,
+             permissions=(TEMPLATE_VIEW,))
+async def template_list(ctx: Context, req: TemplateListRequest) -> TemplateListResponse:
+    """A page of the account's templates."""
+    return await service.list_templates(
+        ctx.conn, ctx.actor, p=req.p, limit=req.limit, orderby=req.orderby, asc=req.asc,
+        is_my_team=req.is_my_team, team_ids=req.team_ids, creator_id=req.creator_id,
+        query=req.query)
+
+
+@router.post("/template/update", request=TemplateUpdateRequest,
+             permissions=(TEMPLATE_MANAGE,), write=True)
+async def template_update(ctx: Context, req: TemplateUpdateRequest) -> None:
+    """Replace a template's name, team, description and every channel body."""
+    await service.update_template(
+        ctx.conn, ctx.actor, template_id=req.template_id, template_name=req.template_name,
+        team_id=req.team_id, description=req.description, bodies=req.bodies(),
+        base_url=ctx.runtime.settings.base_url)
+    ctx.audit_targets.append(req.template_id.lower())
+
+
+@router.post("/template/delete", request=TemplateIdRequest, permissions=(TEMPLATE_MANAGE,),
+             write=True)
+async def template_delete(ctx: Context, req: TemplateIdRequest) -> None:
+    """Soft-delete a template."""
+    await service.delete_template(ctx.conn, ctx.actor, template_id=req.template_id)
+    ctx.audit_targets.append(req.template_id.lower())
+
+
+@router.post("/template/preview", request=TemplatePreviewRequest,
+             response=TemplatePreviewResponse, permissions=(TEMPLATE_VIEW,))
+async def template_preview(ctx: Context, req: TemplatePreviewRequest) -> TemplatePreviewResponse:
+    """Render a body against an incident of the account (or a sample one)."""
+    return await service.preview(
+        ctx.conn, ctx.actor, channel=req.type, content=req.content,
+        incident_id=req.incident_id, base_url=ctx.runtime.settings.base_url)

@@ -1,0 +1,15 @@
+"""/account/info: the caller's own account (any valid key)."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Empty, Router
+from dutyline.platform.account import service
+from dutyline.platform.account.schemas import AccountItem
+
+router = Router("Account")
+
+
+@router.post("/account/info", request=Empty, response=AccountItem)
+async def account_info(ctx: Context, req: Empty) -> AccountItem:
+    """The caller's account: id, name, locale, time zone, creation time."""
+    return await service.account_info(ctx.conn, ctx.actor)

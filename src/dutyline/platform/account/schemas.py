@@ -1,0 +1,16 @@
+"""The account's own record (/account/info). Not in the reference: its names follow the
+neighbouring records, the account fields an incident record carries (`account_id`,
+`account_name`, `account_locale`, `account_time_zone`) and a team record's times."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class AccountItem(msgspec.Struct, kw_only=True):
+    account_id: int
+    account_name: str
+    locale: str
+    time_zone: str
+    created_at: int  # Unix seconds
+    updated_at: int

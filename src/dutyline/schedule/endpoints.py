@@ -1,0 +1,121 @@
+"""/schedule/* operations, and the caller's calendar feed URL."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Empty, Router
+from dutyline.platform.permissions import SCHEDULE_MANAGE, SCHEDULE_VIEW
+from dutyline.schedule import feed, service
+from dutyline.schedule.schemas import (
+    FeedCreateResponse,
+    FeedInfoResponse,
+    ScheduleIDResponse,
+    ScheduleIDsBodyRequest,
+    ScheduleInfoRequest,
+    ScheduleItem,
+    ScheduleListRequest,
+    ScheduleListResponse,
+    ScheduleSelfRequest,
+    ScheduleSelfResponse,
+    ScheduleUpsertRequest,
+)
+
+router = Router("On-call schedules")
+_VIEW = (SCHEDULE_VIEW, SCHEDULE_MANAGE)
+
+
+@router.post("/schedule/create", request=ScheduleUpsertRequest, response=ScheduleIDResponse,
+             permissions=(SCHEDULE_MANAGE,), write=True)
+async def schedule_create(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleIDResponse:
+    """Create an on-call schedule: layers of rotating groups, restrictions, overrides."""
+    schedule_id = await service.create_schedule(
+        ctx.conn, ctx.actor, schedule_name=req.schedule_name or req.name,
+        description=req.description, team_id=req.team_id, time_zone=req.time_zone,
+        layers=req.layers, notify=req.notify, secrets=ctx.runtime.secrets)
+    ctx.audit_targets.append(schedule_id)
+    return ScheduleIDResponse(schedule_id=schedule_id)
+
+
+@router.post("/schedule/update", request=ScheduleUpsertRequest,
+             permissions=(SCHEDULE_MANAGE,), write=True)
+async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> None:
+    """Update a schedule; fields left out keep their value, `layers` replaces the stack."""
+    await service.update_schedule(
+        ctx.conn, ctx.actor, schedule_id=req.schedule_id,
+        schedule_name=req.schedule_name or req.name, description=req.description,
+        team_id=req.team_id, time_zone=req.time_zone, layers=req.layers, notify=req.notify,
+        secrets=ctx.runtime.secrets)
+    ctx.audit_targets.append(req.schedule_id)
+
+
+@router.post("/schedule/delete", request=ScheduleIDsBodyRequest,
+             permissions=(SCHEDULE_MANAGE,), write=True)
+async def schedule_delete(ctx: Context, req: ScheduleIDsBodyRequest) -> None:
+    """Delete schedules by id (all or nothing)."""
+    ctx.audit_targets.extend(
+        await service.delete_schedules(ctx.conn, ctx.actor, schedule_ids=req.schedule_ids))
+
+
+@router.post("/schedule/info", request=ScheduleInfoRequest, response=ScheduleItem,
+             permissions=_VIEW)
+async def schedule_info(ctx: Context, req: ScheduleInfoRequest) -> ScheduleItem:
+    """A schedule with its computed layers and final timeline for a window (≤ 45 days)."""
+    return await service.schedule_info(ctx.conn, ctx.actor, schedule_id=req.schedule_id,
+                                       start=req.start, end=req.end)
+
+
+@router.post("/schedule/infos", request=ScheduleIDsBodyRequest, response=ScheduleSelfResponse,
+             permissions=_VIEW)
+async def schedule_infos(ctx: Context, req: ScheduleIDsBodyRequest) -> ScheduleSelfResponse:
+    """Schedules by id; unknown ids are left out."""
+    return ScheduleSelfResponse(items=await service.schedule_infos(
+        ctx.conn, ctx.actor, schedule_ids=req.schedule_ids))
+
+
+@router.post("/schedule/list", request=ScheduleListRequest, response=ScheduleListResponse)
+async def schedule_list(ctx: Context, req: ScheduleListRequest) -> ScheduleListResponse:
+    """The account's schedules, a page at a time; with start and end, their timelines."""
+    total, items = await service.list_schedules(
+        ctx.conn, ctx.actor, query=req.query, p=req.p, limit=req.limit,
+        is_my_team=req.is_my_team, is_my_manage=req.is_my_manage, team_ids=req.team_ids,
+        start=req.start, end=req.end)
+    return ScheduleListResponse(items=items, total=total)
+
+
+@router.post("/schedule/preview", request=ScheduleUpsertRequest, response=ScheduleItem,
+             permissions=_VIEW)
+async def schedule_preview(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleItem:
+    """The timeline a definition would give in a window (≤ 45 days); nothing is stored."""
+    return await service.preview(ctx.conn, ctx.actor, time_zone=req.time_zone,
+                                 layers=req.layers, start=req.start, end=req.end)
+
+
+@router.post("/schedule/self", request=ScheduleSelfRequest, response=ScheduleSelfResponse,
+             permissions=_VIEW)
+async def schedule_self(ctx: Context, req: ScheduleSelfRequest) -> ScheduleSelfResponse:
+    """The caller's schedules with only the caller's shifts (window ≤ 30 days; default the
+    next 7 days)."""
+    return ScheduleSelfResponse(items=await service.my_schedules(
+        ctx.conn, ctx.actor, start=req.start, end=req.end))
+
+
+@router.post("/schedule/feed/create", response=FeedCreateResponse, write=True)
+async def feed_create(ctx: Context, req: Empty) -> FeedCreateResponse:
+    """Create, or rotate, the caller's secret iCalendar feed URL (shown only here)."""
+    url, created_at = await feed.create_feed(ctx.conn, ctx.actor,
+                                             base_url=ctx.runtime.settings.base_url)
+    ctx.audit_targets.append(ctx.actor.person_id)
+    return FeedCreateResponse(feed_url=url, created_at=created_at)
+
+
+@router.post("/schedule/feed/info", response=FeedInfoResponse)
+async def feed_info(ctx: Context, req: Empty) -> FeedInfoResponse:
+    """Whether the caller has a feed URL (never the URL itself)."""
+    created_at = await feed.feed_created_at(ctx.conn, ctx.actor)
+    return FeedInfoResponse(enabled=created_at is not None, created_at=created_at or 0)
+
+
+@router.post("/schedule/feed/revoke", write=True)
+async def feed_revoke(ctx: Context, req: Empty) -> None:
+    """Revoke the caller's feed URL: it answers 404 from now on."""
+    await feed.revoke_feed(ctx.conn, ctx.actor)
+    ctx.audit_targets.append(ctx.actor.person_id)

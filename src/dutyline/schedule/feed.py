@@ -1,0 +1,83 @@
+"""Per-person iCalendar feeds of on-call shifts, at a secret URL.
+
+The URL carries a random token; only its SHA-256 is stored, so the URL is shown once (at
+creation or rotation). Rotating replaces it, revoking deletes it; either way the old URL
+answers 404 from then on. A member removed from the account has no feed."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.kit.clock import Clock
+from dutyline.platform.member import service as member_service
+from dutyline.schedule import definition, ical, repository, timeline
+from dutyline.schedule.localtime import zone
+
+TOKEN_PREFIX = "dlcal_"
+FEED_PATH = "/ical/oncall/{token}.ics"
+PAST_S = 7 * 86_400
+AHEAD_S = 90 * 86_400
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def feed_url(base_url: str, token: str) -> str:
+    return base_url.rstrip("/") + FEED_PATH.format(token=token)
+
+
+async def create_feed(conn: AsyncConnection, actor: Actor, *, base_url: str) -> tuple[str, int]:
+    if not actor.person_id:
+        raise errors.invalid("app_key", "the calendar feed belongs to a member")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    await repository.put_feed(conn, actor.account_id, actor.person_id, token_hash(token),
+                              actor.now_s)
+    return feed_url(base_url, token), actor.now_s
+
+
+async def feed_created_at(conn: AsyncConnection, actor: Actor) -> int | None:
+    row = await repository.feed_of(conn, actor.account_id, actor.person_id)
+    return None if row is None else int(row.created_at)
+
+
+async def revoke_feed(conn: AsyncConnection, actor: Actor) -> None:
+    if not await repository.delete_feed(conn, actor.account_id, actor.person_id):
+        raise errors.not_found("calendar feed of member", actor.person_id)
+
+
+async def render_feed(conn: AsyncConnection, token: str, clock: Clock) -> bytes | None:
+    """The calendar of the feed's person, or None when the token names no live feed."""
+    if not token.startswith(TOKEN_PREFIX) or len(token) > 100:
+        return None
+    row = await repository.feed_by_hash(conn, token_hash(token))
+    if row is None:
+        return None
+    account_id, person_id = int(row.account_id), int(row.person_id)
+    if person_id not in await member_service.existing_member_ids(conn, account_id,
+                                                                 [person_id]):
+        return None
+    now = int(clock.now())
+    ids = await repository.schedule_ids_of_person(conn, account_id, person_id)
+    events: list[ical.Event] = []
+    for schedule in await repository.get_many(conn, account_id, ids):
+        layers = definition.decode_layers(schedule.layers)
+        final = timeline.compute(definition.compile_layers(layers), zone(schedule.time_zone),
+                                 now - PAST_S, now + AHEAD_S).final
+        for shift in final:
+            layer = layers[shift.layer]
+            group = layer.groups[shift.group]
+            if not any(person_id in slot.person_ids for slot in group.members):
+                continue
+            events.append(ical.Event(
+                uid=f"{schedule.schedule_id}-{shift.layer}-{shift.start}-{person_id}@dutyline",
+                start_s=shift.start, end_s=shift.end,
+                summary=f"On call: {schedule.schedule_name}",
+                description=f"{layer.layer_name}, group {group.group_name}"))
+    events.sort(key=lambda e: (e.start_s, e.uid))
+    return ical.calendar("On-call shifts", events, now_s=now)

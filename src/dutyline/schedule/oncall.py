@@ -1,0 +1,150 @@
+"""Who is on call at an instant: the compiled-schedule cache behind the engine's lookups.
+
+A schedule's layers are parsed and compiled once per (schedule_id, revision) in each process;
+a compiled schedule keeps the final timeline of a window around the last instant asked (a
+sorted list of shifts) and answers by bisection. A lookup reads only the revision from the
+database (a primary-key lookup), then the persons' liveness (members removed from the account
+are never on call), so it costs two indexed queries however large the schedule."""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api.actor import Actor
+from dutyline.platform.member import service as member_service
+from dutyline.schedule import definition, repository, timeline
+from dutyline.schedule.localtime import zone
+
+CACHE_SIZE = 20_000
+WINDOW_BEFORE_S = timeline.DAY
+WINDOW_AFTER_S = 8 * timeline.DAY
+WINDOW_MAX_S = 45 * timeline.DAY
+
+
+class CompiledSchedule:
+    def __init__(self, layers: list[timeline.Layer], time_zone: str) -> None:
+        self.layers = layers
+        self.by_index = timeline.layers_by_index(layers)
+        self.tz = zone(time_zone)
+        self._lo = self._hi = 0
+        self._starts: list[int] = []
+        self._shifts: list[timeline.Shift] = []
+
+    @classmethod
+    def from_stored(cls, layers_json: str | bytes, time_zone: str) -> CompiledSchedule:
+        return cls(definition.compile_layers(definition.decode_layers(layers_json)), time_zone)
+
+    def shift_at(self, at_s: int) -> timeline.Shift | None:
+        if not self._lo <= at_s < self._hi:
+            lo, hi = at_s - WINDOW_BEFORE_S, at_s + WINDOW_AFTER_S
+            if self._hi > self._lo and max(hi, self._hi) - min(lo, self._lo) <= WINDOW_MAX_S:
+                # Near the window kept: widen it, so instants that go back and forth (the
+                # engine's timers, several incidents) do not recompute it each time.
+                lo, hi = min(lo, self._lo), max(hi, self._hi)
+            self._lo, self._hi = lo, hi
+            self._shifts = timeline.compute(self.layers, self.tz, self._lo, self._hi).final
+            self._starts = [s.start for s in self._shifts]
+        i = bisect.bisect_right(self._starts, at_s) - 1
+        if i >= 0 and self._shifts[i].end > at_s:
+            return self._shifts[i]
+        return None
+
+    def persons_at(self, at_s: int, role_ids: frozenset[int] | None) -> list[int]:
+        shift = self.shift_at(at_s)
+        if shift is None:
+            return []
+        group = self.by_index[shift.layer].groups[shift.group]
+        found: dict[int, None] = {}
+        for slot in group.slots:
+            if role_ids is None or slot.role_id in role_ids:
+                found.update(dict.fromkeys(slot.person_ids))
+        return list(found)
+
+
+class ScheduleCache:
+    """schedule_id -> (revision, compiled), least recently used out first."""
+
+    def __init__(self, size: int = CACHE_SIZE) -> None:
+        self._size = size
+        self._entries: OrderedDict[int, tuple[int, CompiledSchedule]] = OrderedDict()
+
+    def get(self, schedule_id: int, revision: int) -> CompiledSchedule | None:
+        entry = self._entries.get(schedule_id)
+        if entry is None or entry[0] != revision:
+            return None
+        self._entries.move_to_end(schedule_id)
+        return entry[1]
+
+    def peek(self, schedule_id: int) -> tuple[int, CompiledSchedule] | None:
+        """The entry whatever its revision (the caller checks it against the database)."""
+        return self._entries.get(schedule_id)
+
+    def touch(self, schedule_id: int) -> None:
+        if schedule_id in self._entries:
+            self._entries.move_to_end(schedule_id)
+
+    def put(self, schedule_id: int, revision: int, compiled: CompiledSchedule) -> None:
+        self._entries[schedule_id] = (revision, compiled)
+        self._entries.move_to_end(schedule_id)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+CACHE = ScheduleCache()
+
+
+def _roles(role_ids: Sequence[int] | None) -> frozenset[int] | None:
+    # No roles named (None or []): everyone on call, whatever their role.
+    return frozenset(role_ids) if role_ids else None
+
+
+async def oncall_for_schedules(
+    conn: AsyncConnection, actor: Actor, *, schedule_role_ids: Mapping[int, Sequence[int]],
+    at_s: int,
+) -> dict[int, list[int]]:
+    """Persons on call at `at_s` per schedule for its roles; unknown ids are left out.
+
+    The answer is first computed from the compiled schedules in memory, whatever their
+    revision; one query then reads the stored revisions and the liveness of those persons.
+    Schedules whose revision changed (or were never compiled here) are loaded, compiled and
+    answered with two more queries."""
+    account_id = actor.account_id
+    ids = list(schedule_role_ids)
+    guesses: dict[int, tuple[int, list[int]]] = {}
+    for sid in ids:
+        entry = CACHE.peek(sid)
+        if entry is not None:
+            guesses[sid] = (entry[0], entry[1].persons_at(at_s, _roles(schedule_role_ids[sid])))
+    named = sorted({p for _, persons in guesses.values() for p in persons})
+    revisions, live = await repository.revisions_and_live(conn, account_id, ids, named)
+    out: dict[int, list[int]] = {}
+    stale: list[int] = []
+    for sid, revision in revisions.items():
+        guess = guesses.get(sid)
+        if guess is not None and guess[0] == revision:
+            CACHE.touch(sid)
+            out[sid] = [p for p in guess[1] if p in live]
+        else:
+            stale.append(sid)
+    if stale:
+        wanted: dict[int, list[int]] = {}
+        for row in await repository.definitions(conn, account_id, stale):
+            compiled = CompiledSchedule.from_stored(row.layers, row.time_zone)
+            CACHE.put(row.schedule_id, row.revision, compiled)
+            wanted[row.schedule_id] = compiled.persons_at(
+                at_s, _roles(schedule_role_ids[row.schedule_id]))
+        everyone = sorted({p for persons in wanted.values() for p in persons})
+        alive = (await member_service.existing_member_ids(conn, account_id, everyone)
+                 if everyone else set())
+        out.update({sid: [p for p in persons if p in alive] for sid, persons in wanted.items()})
+    return out

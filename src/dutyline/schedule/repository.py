@@ -1,0 +1,177 @@
+"""Every query of schedules. Each is scoped by account_id: that is the visibility rule."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from sqlalchemy import (
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+    union_all,
+    update,
+)
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.like import ESCAPE, contains_pattern
+from dutyline.db.tables.schedule import schedule, schedule_feed, schedule_person
+from dutyline.platform.member import service as member_service
+
+
+async def insert_schedule(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(schedule).values(**values))
+
+
+async def update_schedule(conn: AsyncConnection, account_id: int, schedule_id: int,
+                          values: dict[str, Any]) -> None:
+    await conn.execute(
+        update(schedule)
+        .where(schedule.c.account_id == account_id, schedule.c.schedule_id == schedule_id)
+        .values(**values, revision=schedule.c.revision + 1))
+
+
+async def delete_schedules(conn: AsyncConnection, account_id: int, ids: list[int]) -> None:
+    await conn.execute(delete(schedule_person).where(
+        schedule_person.c.account_id == account_id, schedule_person.c.schedule_id.in_(ids)))
+    await conn.execute(delete(schedule).where(
+        schedule.c.account_id == account_id, schedule.c.schedule_id.in_(ids)))
+
+
+async def replace_persons(conn: AsyncConnection, account_id: int, schedule_id: int,
+                          person_ids: Sequence[int]) -> None:
+    await conn.execute(delete(schedule_person).where(
+        schedule_person.c.schedule_id == schedule_id))
+    if person_ids:
+        await conn.execute(insert(schedule_person), [
+            {"schedule_id": schedule_id, "person_id": p, "account_id": account_id}
+            for p in sorted(set(person_ids))])
+
+
+async def get(conn: AsyncConnection, account_id: int, schedule_id: int) -> Row[Any] | None:
+    return (await conn.execute(select(schedule).where(
+        schedule.c.account_id == account_id, schedule.c.schedule_id == schedule_id))).first()
+
+
+async def get_many(conn: AsyncConnection, account_id: int, ids: Sequence[int]) -> list[Row[Any]]:
+    if not ids:
+        return []
+    return list((await conn.execute(select(schedule).where(
+        schedule.c.account_id == account_id, schedule.c.schedule_id.in_(list(ids)))
+        .order_by(schedule.c.created_at, schedule.c.schedule_id))).all())
+
+
+async def existing_ids(conn: AsyncConnection, account_id: int, ids: Sequence[int]) -> set[int]:
+    rows = await conn.execute(select(schedule.c.schedule_id).where(
+        schedule.c.account_id == account_id, schedule.c.schedule_id.in_(list(ids))))
+    return {r.schedule_id for r in rows}
+
+
+async def list_page(
+    conn: AsyncConnection, account_id: int, *, query: str, team_ids: Sequence[int] | None,
+    created_by: int | None, offset: int, limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    conditions = [schedule.c.account_id == account_id]
+    if query:
+        conditions.append(func.lower(schedule.c.schedule_name).like(
+            contains_pattern(query.lower()), escape=ESCAPE))
+    if team_ids is not None:
+        conditions.append(schedule.c.team_id.in_(list(team_ids)))
+    if created_by is not None:
+        conditions.append(schedule.c.created_by == created_by)
+    where = and_(*conditions)
+    total = (await conn.execute(
+        select(func.count()).select_from(schedule).where(where))).scalar_one()
+    rows = (await conn.execute(
+        select(schedule).where(where)
+        .order_by(schedule.c.created_at.desc(), schedule.c.schedule_id.desc())
+        .offset(offset).limit(limit))).all()
+    return total, list(rows)
+
+
+async def schedule_ids_of_person(conn: AsyncConnection, account_id: int,
+                                 person_id: int) -> list[int]:
+    rows = await conn.execute(select(schedule_person.c.schedule_id).where(
+        schedule_person.c.account_id == account_id, schedule_person.c.person_id == person_id))
+    return [r.schedule_id for r in rows]
+
+
+# -- hot path: "who is on call now" ---------------------------------------------------------
+
+@cache
+def _revisions_and_live_statement() -> Any:
+    """Built once: building a statement of this shape costs more than SQLite running it."""
+    live = member_service.live_member_ids_statement()
+    return union_all(
+        select(literal_column("0").label("kind"), schedule.c.schedule_id.label("id"),
+               schedule.c.revision.label("revision"))
+        .where(schedule.c.schedule_id.in_(bindparam("schedule_ids", expanding=True)),
+               schedule.c.account_id == bindparam("account_id")),
+        # The members' statement as it is, with the same three columns (no subquery: on
+        # PostgreSQL a subquery in a UNION costs more to plan than the rest to run).
+        live.with_only_columns(literal_column("1"), *live.selected_columns,
+                               literal_column("0")),
+    )
+
+
+async def revisions_and_live(
+    conn: AsyncConnection, account_id: int, ids: Sequence[int], person_ids: Sequence[int],
+) -> tuple[dict[int, int], set[int]]:
+    """In one round trip: schedule_id -> revision of the account's schedules among `ids`
+    (a primary-key lookup reading two integers), and which of `person_ids` are live members
+    of the account (the members service's statement, UNION ALL)."""
+    found: dict[int, int] = {}
+    alive: set[int] = set()
+    rows = await conn.execute(_revisions_and_live_statement(), {
+        "schedule_ids": list(ids), "account_id": account_id,
+        # 0 names no member: an empty expanding list would recompile the statement each time
+        "member_ids": list(person_ids) or [0]})
+    for row_kind, ident, revision in rows.all():
+        if row_kind:
+            alive.add(ident)
+        else:
+            found[ident] = revision
+    return found, alive
+
+
+async def definitions(conn: AsyncConnection, account_id: int,
+                      ids: Sequence[int]) -> list[Any]:
+    """What compiling needs, for the cache misses of `revisions`."""
+    result = await conn.execute(
+        select(schedule.c.schedule_id, schedule.c.revision, schedule.c.time_zone,
+               schedule.c.layers)
+        .where(schedule.c.schedule_id.in_(list(ids)), schedule.c.account_id == account_id))
+    return list(result.all())
+
+
+# -- calendar feeds -------------------------------------------------------------------------
+
+
+async def put_feed(conn: AsyncConnection, account_id: int, person_id: int, token_hash: str,
+                   now_s: int) -> None:
+    await conn.execute(delete(schedule_feed).where(schedule_feed.c.person_id == person_id))
+    await conn.execute(insert(schedule_feed).values(
+        person_id=person_id, account_id=account_id, token_hash=token_hash, created_at=now_s))
+
+
+async def delete_feed(conn: AsyncConnection, account_id: int, person_id: int) -> bool:
+    result = await conn.execute(delete(schedule_feed).where(
+        schedule_feed.c.account_id == account_id, schedule_feed.c.person_id == person_id))
+    return bool(result.rowcount)
+
+
+async def feed_of(conn: AsyncConnection, account_id: int, person_id: int) -> Row[Any] | None:
+    return (await conn.execute(select(schedule_feed).where(
+        schedule_feed.c.account_id == account_id,
+        schedule_feed.c.person_id == person_id))).first()
+
+
+async def feed_by_hash(conn: AsyncConnection, token_hash: str) -> Row[Any] | None:
+    return (await conn.execute(select(schedule_feed).where(
+        schedule_feed.c.token_hash == token_hash))).first()

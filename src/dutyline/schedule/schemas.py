@@ -1,0 +1,264 @@
+"""Requests and records of /schedule/* (reference `Schedule*` schemas; times in Unix seconds).
+
+One extension of the reference: `time_zone` (IANA name) on the upsert request and on the
+record, the zone that handoffs, restrictions and day masks are read in; default: the
+account's time zone."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from dutyline.api.types import MAX_INT64
+
+# Every integer a client sends fits a BIGINT column (larger ones are 400 naming the field).
+Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=MAX_INT64)]
+
+# -- pieces shared by requests and records ------------------------------------------------
+
+
+class ScheduleMember(msgspec.Struct):
+    role_id: Int64 = 0
+    person_ids: list[Int64] = msgspec.field(default_factory=list)
+
+
+class ScheduleGroup(msgspec.Struct):
+    group_name: str = ""
+    name: str = ""
+    members: list[ScheduleMember] = msgspec.field(default_factory=list)
+    start: Int64 = 0
+    end: Int64 = 0
+
+
+class ScheduleRestrictPeriod(msgspec.Struct):
+    restrict_start: Int64 = 0
+    restrict_end: Int64 = 0
+
+
+class ScheduleDayMask(msgspec.Struct):
+    repeat: list[Int64] = msgspec.field(default_factory=list)
+
+
+class ScheduleFixedTimeNotifyInfo(msgspec.Struct):
+    cycle: str = ""
+    start: str = ""
+
+
+class ScheduleNotifyBy(msgspec.Struct):
+    follow_preference: bool = False
+    personal_channels: list[str] = msgspec.field(default_factory=list)
+
+
+class ScheduleImNotifySettings(msgspec.Struct):
+    token: str = ""
+    alias: str = ""
+    data_source_id: Int64 = 0
+    chat_ids: list[str] = msgspec.field(default_factory=list)
+    verify_token: str = ""
+    sign_secret: str = ""
+
+
+class ScheduleImNotify(msgspec.Struct):
+    type: str = ""
+    settings: ScheduleImNotifySettings = msgspec.field(default_factory=ScheduleImNotifySettings)
+
+
+class ScheduleNotify(msgspec.Struct):
+    advance_in_time: Int64 = 0
+    fixed_time: ScheduleFixedTimeNotifyInfo = msgspec.field(
+        default_factory=ScheduleFixedTimeNotifyInfo)
+    by: ScheduleNotifyBy = msgspec.field(default_factory=ScheduleNotifyBy)
+    webhooks: list[ScheduleImNotify] = msgspec.field(default_factory=list)
+
+
+# -- requests -----------------------------------------------------------------------------
+
+
+class LayerIn(msgspec.Struct):
+    """A `ScheduleLayer` as clients send it: every field optional."""
+
+    layer_name: str = ""
+    name: str = ""
+    mode: Int64 = 0
+    weight: Int64 = 0
+    hidden: Int64 = 0
+    groups: list[ScheduleGroup] | None = None
+    rotation_unit: str = ""
+    rotation_value: Int64 = 0
+    rotation_duration: Int64 = 0
+    handoff_time: Int64 = 0
+    enable_time: Int64 = 0
+    layer_start: Int64 | None = None
+    expire_time: Int64 = 0
+    layer_end: Int64 | None = None
+    restrict_mode: Int64 = 0
+    restrict_start: Int64 = 0
+    restrict_end: Int64 = 0
+    restrict_periods: list[ScheduleRestrictPeriod] | None = None
+    day_mask: ScheduleDayMask | None = None
+    fair_rotation: bool = False
+    mask_continuous_enabled: bool = False
+
+
+class NotifyIn(msgspec.Struct):
+    advance_in_time: Int64 = 0
+    fixed_time: ScheduleFixedTimeNotifyInfo | None = None
+    by: ScheduleNotifyBy | None = None
+    webhooks: list[ScheduleImNotify] | None = None
+
+
+class ScheduleUpsertRequest(msgspec.Struct):
+    schedule_id: Int64 = 0
+    schedule_name: str | None = None
+    name: str | None = None
+    description: str | None = None
+    team_id: Int64 | None = None
+    time_zone: str | None = None
+    layers: list[LayerIn] | None = None
+    notify: NotifyIn | None = None
+    start: Int64 = 0  # preview window
+    end: Int64 = 0
+
+
+class ScheduleIDsBodyRequest(msgspec.Struct):
+    schedule_ids: list[Int64]
+
+
+class ScheduleInfoRequest(msgspec.Struct):
+    schedule_id: Int64
+    start: Int64 = 0
+    end: Int64 = 0
+
+
+class ScheduleListRequest(msgspec.Struct):
+    query: str = ""
+    p: Int64 = 1
+    limit: Int64 = 10
+    is_my_team: bool = False
+    is_my_manage: bool = False
+    team_ids: list[Int64] | None = None
+    start: Int64 = 0
+    end: Int64 = 0
+
+
+class ScheduleSelfRequest(msgspec.Struct):
+    start: Int64 = 0
+    end: Int64 = 0
+
+
+# -- records ------------------------------------------------------------------------------
+
+
+class ScheduleLayer(msgspec.Struct):
+    """The stored and returned layer (reference `ScheduleLayer`), normalized."""
+
+    account_id: Int64
+    name: str
+    schedule_id: Int64
+    hidden: Int64
+    mode: Int64
+    weight: Int64
+    groups: list[ScheduleGroup]
+    rotation_duration: Int64
+    handoff_time: Int64
+    enable_time: Int64
+    expire_time: Int64
+    restrict_mode: Int64
+    restrict_start: Int64
+    restrict_end: Int64
+    restrict_periods: list[ScheduleRestrictPeriod]
+    day_mask: ScheduleDayMask
+    create_at: Int64
+    create_by: Int64
+    update_at: Int64
+    update_by: Int64
+    layer_name: str
+    fair_rotation: bool
+    layer_start: Int64
+    layer_end: Int64 | None
+    rotation_unit: str
+    rotation_value: Int64
+    mask_continuous_enabled: bool
+
+
+class ScheduleCalculatedSchedule(msgspec.Struct):
+    start: Int64
+    end: Int64
+    group: ScheduleGroup
+    index: Int64
+
+
+class ScheduleCalculatedLayer(msgspec.Struct):
+    layer_name: str
+    name: str
+    mode: Int64
+    schedules: list[ScheduleCalculatedSchedule]
+
+
+class ScheduleOncallGroup(msgspec.Struct):
+    start: Int64
+    end: Int64
+    group: ScheduleGroup
+    update_at: Int64
+    weight: Int64
+    index: Int64
+
+
+class ScheduleItem(msgspec.Struct):
+    """One record for every read: info, infos, list, self and preview (where the stored
+    identity fields are null, as the reference says)."""
+
+    id: Int64 | None
+    name: str | None
+    account_id: Int64
+    group_id: Int64 | None
+    disabled: Int64 | None
+    create_at: Int64
+    create_by: Int64
+    update_at: Int64
+    update_by: Int64
+    layers: list[ScheduleLayer]
+    schedule_layers: list[ScheduleCalculatedLayer]
+    final_schedule: ScheduleCalculatedLayer
+    start: Int64
+    end: Int64
+    notify: ScheduleNotify
+    schedule_id: Int64
+    schedule_name: str | None
+    team_id: Int64 | None
+    description: str | None
+    layer_schedules: list[ScheduleCalculatedLayer]
+    status: Int64 | None
+    # The reference describes these as null when nobody is (or will be) on call.
+    cur_oncall: ScheduleOncallGroup | None
+    next_oncall: ScheduleOncallGroup | None
+    time_zone: str
+
+
+class ScheduleIDResponse(msgspec.Struct):
+    schedule_id: Int64
+
+
+class ScheduleListResponse(msgspec.Struct):
+    items: list[ScheduleItem]
+    total: Int64
+
+
+class ScheduleSelfResponse(msgspec.Struct):
+    items: list[ScheduleItem]
+
+
+# -- calendar feed (our own operations) ---------------------------------------------------
+
+
+class FeedCreateResponse(msgspec.Struct):
+    """The caller's calendar feed URL; the secret in it is shown only here."""
+
+    feed_url: str
+    created_at: Int64
+
+
+class FeedInfoResponse(msgspec.Struct):
+    enabled: bool
+    created_at: Int64

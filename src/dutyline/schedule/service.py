@@ -1,0 +1,338 @@
+"""Rules of on-call schedules, and the lookups other domains call.
+
+For the escalation engine:
+    await oncall_person_ids(conn, actor, schedule_id=…, role_ids=[…] | None, at_s=…)
+    await oncall_for_schedules(conn, actor, schedule_role_ids={sid: [role_id, …]}, at_s=…)
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.kit.ids import numeric_id
+from dutyline.kit.secretbox import SecretBox
+from dutyline.platform import permissions
+from dutyline.platform.account import service as account_service
+from dutyline.platform.member import service as member_service
+from dutyline.platform.team import service as team_service
+from dutyline.schedule import definition, oncall, render, repository
+from dutyline.schedule.schemas import (
+    LayerIn,
+    NotifyIn,
+    ScheduleFixedTimeNotifyInfo,
+    ScheduleImNotify,
+    ScheduleItem,
+    ScheduleLayer,
+    ScheduleNotify,
+    ScheduleNotifyBy,
+)
+
+WINDOW_MAX_S = 45 * 86_400
+SELF_WINDOW_MAX_S = 30 * 86_400
+SELF_DEFAULT_WINDOW_S = 7 * 86_400
+MASK = "******"
+_TIME_ZONES = frozenset(zoneinfo.available_timezones())
+_encode = msgspec.json.encode
+_layers = definition.decode_layers
+_notify = msgspec.json.Decoder(ScheduleNotify).decode
+
+
+# -- who is on call -------------------------------------------------------------------------
+
+
+async def oncall_person_ids(
+    conn: AsyncConnection, actor: Actor, *, schedule_id: int, role_ids: Sequence[int] | None,
+    at_s: int,
+) -> list[int]:
+    """Persons on call at `at_s` in the schedule, for those roles (None or []: every role),
+    live members only, in the order the schedule lists them; [] when nobody. An unknown
+    schedule, or another account's, raises ResourceNotFound."""
+    found = await oncall.oncall_for_schedules(
+        conn, actor, schedule_role_ids={schedule_id: role_ids or ()}, at_s=at_s)
+    if schedule_id not in found:
+        raise errors.not_found("schedule", schedule_id)
+    return found[schedule_id]
+
+
+async def oncall_for_schedules(
+    conn: AsyncConnection, actor: Actor, *, schedule_role_ids: Mapping[int, Sequence[int]],
+    at_s: int,
+) -> dict[int, list[int]]:
+    """The batch form: schedule_id -> persons on call. Schedules that do not exist in the
+    actor's account are left out of the answer (absent, not []), so one deleted schedule
+    in a rule does not hide the others."""
+    if not schedule_role_ids:
+        return {}
+    return await oncall.oncall_for_schedules(
+        conn, actor, schedule_role_ids=schedule_role_ids, at_s=at_s)
+
+
+# -- writes ---------------------------------------------------------------------------------
+
+
+def _require(actor: Actor, permission: str) -> None:
+    if not actor.has(permission):
+        raise errors.AccessDenied()
+
+
+async def _validated_layers(conn: AsyncConnection, actor: Actor, layers: list[LayerIn],
+                            schedule_id: int) -> list[ScheduleLayer]:
+    stored = definition.normalize_layers(
+        layers, account_id=actor.account_id, schedule_id=schedule_id,
+        person_id=actor.person_id, now_s=actor.now_s)
+    named = list(definition.person_fields(stored))
+    live = await member_service.existing_member_ids(
+        conn, actor.account_id, [p for _, p in named])
+    for field, person_id in named:
+        if person_id not in live:
+            raise errors.invalid(field, f"{person_id} is not a member of the account")
+    return stored
+
+
+def _check_name(name: str | None, *, required: bool) -> str | None:
+    if name is None:
+        if required:
+            raise errors.invalid("schedule_name", "is required")
+        return None
+    name = name.strip()
+    if not name:
+        raise errors.invalid("schedule_name", "is required")
+    if len(name) > definition.NAME_MAX:
+        raise errors.invalid("schedule_name", "is longer than 40 characters")
+    return name
+
+
+async def _common_values(
+    conn: AsyncConnection, actor: Actor, *, description: str | None, team_id: int | None,
+    time_zone: str | None, notify: NotifyIn | None, secrets: SecretBox,
+    stored_notify: ScheduleNotify | None,
+) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if description is not None:
+        if len(description) > 500:
+            raise errors.invalid("description", "is longer than 500 characters")
+        values["description"] = description
+    if team_id is not None:
+        if team_id < 0:
+            raise errors.invalid("team_id", "must not be negative")
+        if team_id and not await team_service.existing_team_ids(conn, actor.account_id,
+                                                                [team_id]):
+            raise errors.invalid("team_id", f"team {team_id} does not exist")
+        values["team_id"] = team_id
+    if time_zone is not None:
+        if time_zone not in _TIME_ZONES:
+            raise errors.invalid("time_zone", "is not an IANA time zone name")
+        values["time_zone"] = time_zone
+    if notify is not None:
+        values["notify"] = _encode(_seal_notify(notify, secrets, stored_notify)).decode()
+    return values
+
+
+def _seal_notify(notify: NotifyIn, secrets: SecretBox,
+                 stored: ScheduleNotify | None) -> ScheduleNotify:
+    """Webhook secrets (token, verify_token, sign_secret) are sealed at rest and write-only:
+    `******` keeps the stored value of the webhook at the same position."""
+    if notify.advance_in_time < 0:
+        raise errors.invalid("notify.advance_in_time", "must not be negative")
+    hooks: list[ScheduleImNotify] = []
+    for i, hook in enumerate(notify.webhooks or []):
+        before = stored.webhooks[i].settings if stored and i < len(stored.webhooks) else None
+        settings = msgspec.structs.replace(hook.settings)
+        for name in ("token", "verify_token", "sign_secret"):
+            value = getattr(settings, name)
+            if value == MASK:
+                if before is None or not getattr(before, name):
+                    raise errors.invalid(f"notify.webhooks[{i}].settings.{name}",
+                                         "has no stored secret to keep")
+                value = getattr(before, name)
+            elif value:
+                value = secrets.seal(value)
+            setattr(settings, name, value)
+        hooks.append(ScheduleImNotify(type=hook.type, settings=settings))
+    return ScheduleNotify(
+        advance_in_time=notify.advance_in_time,
+        fixed_time=notify.fixed_time or ScheduleFixedTimeNotifyInfo(),
+        by=notify.by or ScheduleNotifyBy(), webhooks=hooks)
+
+
+async def create_schedule(
+    conn: AsyncConnection, actor: Actor, *, schedule_name: str | None, description: str | None,
+    team_id: int | None, time_zone: str | None, layers: list[LayerIn] | None,
+    notify: NotifyIn | None, secrets: SecretBox,
+) -> int:
+    _require(actor, permissions.SCHEDULE_MANAGE)
+    name = _check_name(schedule_name, required=True)
+    schedule_id = numeric_id()
+    values = await _common_values(conn, actor, description=description, team_id=team_id,
+                                  time_zone=time_zone, notify=notify, secrets=secrets,
+                                  stored_notify=None)
+    values.setdefault("time_zone", await account_service.account_time_zone(
+        conn, actor.account_id))
+    stored = await _validated_layers(conn, actor, layers or [], schedule_id)
+    now = actor.now_s
+    await repository.insert_schedule(conn, {
+        **values, "schedule_id": schedule_id, "account_id": actor.account_id,
+        "schedule_name": name, "layers": _encode(stored).decode(),
+        "created_by": actor.person_id, "updated_by": actor.person_id,
+        "created_at": now, "updated_at": now,
+    })
+    await repository.replace_persons(conn, actor.account_id, schedule_id,
+                                     [p for _, p in definition.person_fields(stored)])
+    return schedule_id
+
+
+async def update_schedule(
+    conn: AsyncConnection, actor: Actor, *, schedule_id: int, schedule_name: str | None,
+    description: str | None, team_id: int | None, time_zone: str | None,
+    layers: list[LayerIn] | None, notify: NotifyIn | None, secrets: SecretBox,
+) -> None:
+    """Fields left out (null) keep their stored value; `layers` replaces the whole stack."""
+    _require(actor, permissions.SCHEDULE_MANAGE)
+    if not schedule_id:
+        raise errors.invalid("schedule_id", "is required")
+    row = await repository.get(conn, actor.account_id, schedule_id)
+    if row is None:
+        raise errors.not_found("schedule", schedule_id)
+    values = await _common_values(conn, actor, description=description, team_id=team_id,
+                                  time_zone=time_zone, notify=notify, secrets=secrets,
+                                  stored_notify=_notify(row.notify) if row.notify != "{}"
+                                  else None)
+    name = _check_name(schedule_name, required=False)
+    if name is not None:
+        values["schedule_name"] = name
+    if layers is not None:
+        stored = await _validated_layers(conn, actor, layers, schedule_id)
+        _keep_layer_creation(stored, _layers(row.layers))
+        values["layers"] = _encode(stored).decode()
+        await repository.replace_persons(conn, actor.account_id, schedule_id,
+                                         [p for _, p in definition.person_fields(stored)])
+    values.update(updated_by=actor.person_id, updated_at=actor.now_s)
+    await repository.update_schedule(conn, actor.account_id, schedule_id, values)
+
+
+def _keep_layer_creation(new: list[ScheduleLayer], old: list[ScheduleLayer]) -> None:
+    """A layer at the same position keeps when and by whom it was first created."""
+    for layer, before in zip(new, old, strict=False):
+        layer.create_at, layer.create_by = before.create_at, before.create_by
+
+
+async def delete_schedules(conn: AsyncConnection, actor: Actor, *,
+                           schedule_ids: Sequence[int]) -> list[int]:
+    """All or nothing: every id must be a schedule of the account."""
+    _require(actor, permissions.SCHEDULE_MANAGE)
+    ids = list(dict.fromkeys(schedule_ids))
+    if not ids:
+        raise errors.invalid("schedule_ids", "is required")
+    if len(ids) > 100:
+        raise errors.invalid("schedule_ids", "has more than 100 ids")
+    found = await repository.existing_ids(conn, actor.account_id, ids)
+    if missing := [i for i in ids if i not in found]:
+        raise errors.not_found("schedule", ", ".join(map(str, missing)))
+    await repository.delete_schedules(conn, actor.account_id, ids)
+    return ids
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+def _window(start: int, end: int, limit_s: int) -> tuple[int, int] | None:
+    if not start and not end:
+        return None
+    for name, value in (("start", start), ("end", end)):
+        if not 0 < value < definition.TIME_MAX:
+            raise errors.invalid(name, "must be Unix seconds between 1970 and 2100")
+    if end <= start:
+        raise errors.invalid("end", "must be after start")
+    if end - start > limit_s:
+        raise errors.invalid("end", f"must be at most {limit_s // 86_400} days after start")
+    return start, end
+
+
+def _item(actor: Actor, row: Row[Any], window: tuple[int, int] | None,
+          only_person: int | None = None) -> ScheduleItem:
+    return render.schedule_item(
+        layers=_layers(row.layers), time_zone=row.time_zone, window=window, now_s=actor.now_s,
+        account_id=row.account_id, stored=row, notify=_notify(row.notify)
+        if row.notify != "{}" else ScheduleNotify(), only_person=only_person)
+
+
+async def schedule_info(conn: AsyncConnection, actor: Actor, *, schedule_id: int, start: int,
+                        end: int) -> ScheduleItem:
+    _require(actor, permissions.SCHEDULE_VIEW)
+    window = _window(start, end, WINDOW_MAX_S)
+    row = await repository.get(conn, actor.account_id, schedule_id)
+    if row is None:
+        raise errors.not_found("schedule", schedule_id)
+    return _item(actor, row, window)
+
+
+async def schedule_infos(conn: AsyncConnection, actor: Actor, *,
+                         schedule_ids: Sequence[int]) -> list[ScheduleItem]:
+    """Unknown ids (or another account's) are left out."""
+    _require(actor, permissions.SCHEDULE_VIEW)
+    ids = list(dict.fromkeys(schedule_ids))
+    if len(ids) > 100:
+        raise errors.invalid("schedule_ids", "has more than 100 ids")
+    return [_item(actor, r, None) for r in await repository.get_many(conn, actor.account_id, ids)]
+
+
+async def list_schedules(
+    conn: AsyncConnection, actor: Actor, *, query: str, p: int, limit: int, is_my_team: bool,
+    is_my_manage: bool, team_ids: Sequence[int] | None, start: int, end: int,
+) -> tuple[int, list[ScheduleItem]]:
+    if p < 1:
+        raise errors.invalid("p", "must be 1 or more")
+    if not 1 <= limit <= 100:
+        raise errors.invalid("limit", "must be 1 to 100")
+    if p * limit > 10_000:
+        raise errors.invalid("p", "p × limit must not exceed 10000")
+    if is_my_team and is_my_manage:
+        raise errors.invalid("is_my_manage", "cannot be combined with is_my_team")
+    window = _window(start, end, WINDOW_MAX_S)
+    teams: list[int] | None = list(team_ids) if team_ids else None
+    if is_my_team:
+        mine = await actor.team_ids()
+        teams = [t for t in (teams if teams is not None else mine) if t in mine]
+    total, rows = await repository.list_page(
+        conn, actor.account_id, query=query.strip(), team_ids=teams,
+        created_by=actor.person_id if is_my_manage else None, offset=(p - 1) * limit,
+        limit=limit)
+    return total, [_item(actor, r, window) for r in rows]
+
+
+async def my_schedules(conn: AsyncConnection, actor: Actor, *, start: int,
+                       end: int) -> list[ScheduleItem]:
+    """The schedules naming the caller, each with only the caller's own shifts in the window
+    (default: the next 7 days)."""
+    _require(actor, permissions.SCHEDULE_VIEW)
+    window = _window(start, end, SELF_WINDOW_MAX_S) or (
+        actor.now_s, actor.now_s + SELF_DEFAULT_WINDOW_S)
+    ids = await repository.schedule_ids_of_person(conn, actor.account_id, actor.person_id)
+    rows = await repository.get_many(conn, actor.account_id, ids)
+    return [_item(actor, r, window, only_person=actor.person_id) for r in rows]
+
+
+async def preview(
+    conn: AsyncConnection, actor: Actor, *, time_zone: str | None, layers: list[LayerIn] | None,
+    start: int, end: int,
+) -> ScheduleItem:
+    """The timeline of a definition that is not stored (nothing is written)."""
+    _require(actor, permissions.SCHEDULE_VIEW)
+    window = _window(start, end, WINDOW_MAX_S)
+    if window is None:
+        raise errors.invalid("start", "start and end are required")
+    if time_zone is not None and time_zone not in _TIME_ZONES:
+        raise errors.invalid("time_zone", "is not an IANA time zone name")
+    zone_name = time_zone or await account_service.account_time_zone(conn, actor.account_id)
+    stored = await _validated_layers(conn, actor, layers or [], 0)
+    return render.schedule_item(
+        layers=stored, time_zone=zone_name, window=window, now_s=actor.now_s,
+        account_id=actor.account_id, stored=None, notify=ScheduleNotify())
