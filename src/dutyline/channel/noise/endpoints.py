@@ -27,7 +27,7 @@ from dutyline.channel.noise.schemas import (
     UpdateSilenceRuleRequest,
 )
 from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.incident.service import IncidentInfoRequest
 from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 
 router = Router("Channel noise rules")

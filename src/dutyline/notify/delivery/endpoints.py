@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
 from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.incident.service import IncidentInfoRequest
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.schemas import (
     GetWebhookHistoryDetailRequest,
