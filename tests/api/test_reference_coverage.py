@@ -309,7 +309,7 @@ async def _escalation(w: World) -> None:
     channel_id, hooks = w.ids["channel_id"], w.receiver
     target = {"person_ids": [w.owner.person_id], "team_ids": [w.ids["team_id"]],
               "schedule_to_role_ids": {str(w.ids["schedule_id"]): [0]},
-              "by": {"follow_preference": True},
+              "emails": ["oncall@example.com"], "by": {"follow_preference": True},
               "webhooks": [{"type": "custom",
                             "settings": {"url": hooks.url("/escalation")}}]}
     created = await w.call("/channel/escalate/rule/create", {
@@ -333,7 +333,8 @@ async def _escalation(w: World) -> None:
 
     reply = await push(w.api, w.ids["integration_key"], event(
         "checkout latency high", "Critical", key="c1",
-        labels={"service": "checkout", "host": "h2"}))
+        labels={"service": "checkout", "host": "h2", "check": "latency-p99",
+                "resource": "checkout-api"}))
     assert reply.status == 200, reply.body
     await run_jobs(w.api, limit=50)
     assert hooks.take(), "the escalation webhook was not called"
@@ -359,11 +360,16 @@ async def _insight(w: World) -> None:
     await w.call("/insight/channel", {**window, "channel_ids": [w.ids["channel_id"]],
                                       "aggregate_unit": "day"})
     await w.call("/insight/team", {**window, "team_ids": [w.ids["team_id"]],
-                                   "aggregate_unit": "week"})
+                                   "aggregate_unit": "week", "split_hours": True})
     await w.call("/insight/responder", {**window, "responder_ids": [w.owner.person_id],
                                         "aggregate_unit": "day"})
-    await w.call("/insight/alert/topk-by-label", {**window, "label": "check", "k": 10,
-                                                  "orderby": "total_alert_cnt"})
+    for label in ("check", "resource"):
+        topk = await w.call("/insight/alert/topk-by-label", {
+            **window, "label": label, "k": 10, "orderby": "total_alert_cnt"})
+        assert topk["items"], (label, topk)
+    await w.call("/insight/alert/topk-by-label", {**window, "label": "check", "k": 5,
+                                                  "split_hours": True, "asc": True,
+                                                  "orderby": "total_alert_event_cnt"})
     await w.call("/insight/incident/list", {**window, "p": 1, "limit": 20,
                                             "severities": severities})
     # File exports: the envelope (reference data: EmptyResponse) is EXCLUDED, see there; the
