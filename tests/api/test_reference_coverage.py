@@ -287,7 +287,9 @@ async def _schedules(w: World) -> None:
             "description": "Primary on-call rotation for the production team",
             "team_id": w.ids["team_id"], "time_zone": "Asia/Shanghai",
             "layers": [layer("Layer 1")],
-            "notify": {"advance_in_time": 300, "by": {"follow_preference": True}}}
+            # as the reference's example sends it, nulls included
+            "notify": {"advance_in_time": 300, "fixed_time": None, "webhooks": None,
+                       "by": {"follow_preference": True, "personal_channels": None}}}
     window = {"start": start, "end": start + 7 * day}
     await w.call("/schedule/preview", {**body, **window})
     created = await w.call("/schedule/create", body)
