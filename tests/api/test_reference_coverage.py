@@ -23,6 +23,7 @@ the branch that fixes them):
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,6 +163,7 @@ async def _alerts_and_incidents(w: World) -> None:
         assert reply.status == 200, reply.body
     a1, b1 = await _alert_of(w, "a1"), await _alert_of(w, "b1")
     main, other = a1.incident_id, b1.incident_id
+    w.ids["incident_id"] = main
     window = {"start_time": w.now - 3600, "end_time": w.now + 60}
     await w.call("/alert/list", {**window, "limit": 20, "is_active": True})
     await w.call("/alert/info", {"alert_id": a1.alert_id})
@@ -269,6 +271,20 @@ async def _noise_rules(w: World) -> None:
         await w.call(f"{base}/enable", ids)
         await w.call(f"{base}/list", {"channel_id": channel_id})
         await w.call(f"{base}/delete", ids)
+    # A recurring silence (time_filters, no one-off window) and one made from an incident
+    # (from_incident_id) read back in the reference's record too.
+    recurring = await w.call("/channel/silence/rule/create", {
+        "channel_id": channel_id, "rule_name": "Nightly batch", "priority": 1,
+        "time_filters": [{"start": "22:00", "end": "06:00", "repeat": [1, 2, 3, 4, 5]}],
+        "filters": [[{"key": "labels.service", "oper": "IN", "vals": ["batch"]}]],
+        "is_directly_discard": True})
+    quick = await w.api.call("/incident/silence/quick", {
+        "incident_id": w.ids["incident_id"], "minutes": 30}, key=w.owner.key)
+    listed = await w.call("/channel/silence/rule/list", {"channel_id": channel_id})
+    assert {r["from_incident_id"] for r in listed["items"]} >= {w.ids["incident_id"]}
+    for rule_id in (recurring["rule_id"], quick.data["rule_id"]):
+        await w.call("/channel/silence/rule/delete", {"channel_id": channel_id,
+                                                      "rule_id": rule_id})
 
 
 async def _schedules(w: World) -> None:
@@ -340,8 +356,9 @@ async def _escalation(w: World) -> None:
         labels={"service": "checkout", "host": "h2", "check": "latency-p99",
                 "resource": "checkout-api"}))
     assert reply.status == 200, reply.body
-    await run_jobs(w.api, limit=50)
-    assert hooks.take(), "the escalation webhook was not called"
+    await run_jobs(w.api)
+    paged = {json.loads(r.body)["incident"]["title"] for r in hooks.take()}
+    assert "checkout latency high" in paged, paged
     now_ms = int(w.api.runtime.clock.now() * 1000)
     history = await w.call("/webhook/history/list", {
         "limit": 20, "start_time": now_ms - 3_600_000, "end_time": now_ms + 60_000,
@@ -350,6 +367,21 @@ async def _escalation(w: World) -> None:
     await w.call("/webhook/history/detail", {
         "event_id": history["items"][0]["event_id"],
         "integration_id": history["items"][0]["integration_id"] or w.ids["integration_id"]})
+    # A receiver that fails: the attempt is listed failed, with its error, while retried.
+    hooks.status = 500
+    reply = await push(w.api, w.ids["integration_key"], event(
+        "payments 5xx", "Warning", key="p1", labels={"service": "payments"}))
+    assert reply.status == 200, reply.body
+    await run_jobs(w.api)
+    paged = {json.loads(r.body)["incident"]["title"] for r in hooks.take()}
+    assert "payments 5xx" in paged, paged
+    hooks.status = 200
+    failed = await w.call("/webhook/history/list", {
+        "limit": 20, "start_time": now_ms - 3_600_000, "end_time": now_ms + 60_000,
+        "status": "failed", "event_types": ["i_notify"]})
+    assert failed["items"], failed
+    await w.call("/webhook/history/detail", {"event_id": failed["items"][0]["event_id"],
+                                             "integration_id": w.ids["integration_id"]})
     await w.call("/channel/escalate/rule/delete", ids)
     await w.call("/schedule/delete", {"schedule_ids": [w.ids["schedule_id"]]})
     await w.call("/template/delete", {"template_id": w.ids["template_id"]})
