@@ -319,7 +319,14 @@ async def _schedules(w: World) -> None:
     await w.call("/schedule/update", {
         "schedule_id": schedule_id, "schedule_name": "Production On-Call (Updated)",
         "description": "Updated primary on-call rotation", "team_id": w.ids["team_id"],
-        "time_zone": "Asia/Shanghai", "layers": [layer("Layer 1"), layer("Layer 2")]})
+        "time_zone": "Asia/Shanghai", "layers": [
+            layer("Layer 1"),
+            {**layer("Office hours"), "restrict_mode": 1, "restrict_periods": [
+                {"restrict_start": 9 * 3600, "restrict_end": 17 * 3600}]},
+            {"layer_name": "Override", "mode": 1, "groups": [
+                {"group_name": "cover", "start": start + day, "end": start + day + 3600,
+                 "members": [{"role_id": 0, "person_ids": [w.mate.person_id]}]}]}]})
+    await w.call("/schedule/info", {"schedule_id": schedule_id, **window})
     await w.call("/schedule/self", window)
 
 
@@ -406,8 +413,14 @@ async def _insight(w: World) -> None:
     await w.call("/insight/alert/topk-by-label", {**window, "label": "check", "k": 5,
                                                   "split_hours": True, "asc": True,
                                                   "orderby": "total_alert_event_cnt"})
-    await w.call("/insight/incident/list", {**window, "p": 1, "limit": 20,
-                                            "severities": severities})
+    # An incident its alert's recovery closes (closed_by auto) is listed too.
+    for status in ("Warning", "Ok"):
+        reply = await push(w.api, w.ids["integration_key"], event(
+            "queue lag", status, key="q1", labels={"service": "queue"}))
+        assert reply.status == 200, reply.body
+    listed = await w.call("/insight/incident/list", {**window, "p": 1, "limit": 20,
+                                                     "severities": severities})
+    assert "auto" in {i.get("closed_by") for i in listed["items"]}, listed
     # File exports: the envelope (reference data: EmptyResponse) is EXCLUDED, see there; the
     # JSON answer carries the CSV text, checked here.
     for path, body in (
