@@ -147,6 +147,23 @@ async def test_webhook_secrets_are_sealed_masked_and_kept_by_the_mask(
     assert bad.status == 400 and "notify.webhooks[0].settings.verify_token" in bad.message
 
 
+async def test_the_reference_examples_nulls_in_notify_are_empty(api: Api, owner: Person) -> None:
+    """The reference's /schedule/create example sends `fixed_time`, `by.personal_channels` and
+    `webhooks` as null; they read back empty."""
+    mate = await new_member(api, owner, name="Mate")
+    sid = await make_schedule(api, owner, mate, notify={
+        "advance_in_time": 300, "fixed_time": None,
+        "by": {"follow_preference": True, "personal_channels": None}, "webhooks": None})
+    notify = (await ok(api, "/schedule/info", {"schedule_id": sid}, owner.key))["notify"]
+    assert notify == {"advance_in_time": 300, "fixed_time": {"cycle": "", "start": ""},
+                      "by": {"follow_preference": True, "personal_channels": []},
+                      "webhooks": []}
+    await ok(api, "/schedule/update", {"schedule_id": sid, "notify": {
+        "by": {"personal_channels": ["email"]}}}, owner.key)
+    notify = (await ok(api, "/schedule/info", {"schedule_id": sid}, owner.key))["notify"]
+    assert notify["by"] == {"follow_preference": False, "personal_channels": ["email"]}
+
+
 @pytest.mark.parametrize(("change", "field"), [
     ({"schedule_name": ""}, "schedule_name"),
     ({"schedule_name": "x" * 41}, "schedule_name"),

@@ -101,10 +101,17 @@ class LayerIn(msgspec.Struct):
     mask_continuous_enabled: bool = False
 
 
+class NotifyByIn(msgspec.Struct):
+    """`by` as clients send it: the reference's own example sends `personal_channels: null`."""
+
+    follow_preference: bool = False
+    personal_channels: list[str] | None = None
+
+
 class NotifyIn(msgspec.Struct):
     advance_in_time: Int64 = 0
     fixed_time: ScheduleFixedTimeNotifyInfo | None = None
-    by: ScheduleNotifyBy | None = None
+    by: NotifyByIn | None = None
     webhooks: list[ScheduleImNotify] | None = None
 
 

@@ -160,7 +160,9 @@ def _seal_notify(notify: NotifyIn, secrets: SecretBox,
     return ScheduleNotify(
         advance_in_time=notify.advance_in_time,
         fixed_time=notify.fixed_time or ScheduleFixedTimeNotifyInfo(),
-        by=notify.by or ScheduleNotifyBy(), webhooks=hooks)
+        by=ScheduleNotifyBy(follow_preference=notify.by.follow_preference,
+                            personal_channels=notify.by.personal_channels or [])
+        if notify.by else ScheduleNotifyBy(), webhooks=hooks)
 
 
 async def create_schedule(
