@@ -266,3 +266,17 @@ async def test_member_info_reset(capi: Api, owner: Person) -> None:
     nope = await capi.call("/member/info/reset", {"member_id": mate.person_id,
                                                   "member_name": "Nope"}, key=other.key)
     assert nope.code == "ResourceNotFound"
+
+
+def test_settings_read_the_twilio_and_telegram_variables_and_hide_the_secrets() -> None:
+    s = Settings.from_env({
+        "DUTYLINE_TWILIO_API_URL": "http://127.0.0.1:9100/", "DUTYLINE_TWILIO_ACCOUNT_SID": "AC1",
+        "DUTYLINE_TWILIO_AUTH_TOKEN": "tw-secret", "DUTYLINE_TWILIO_FROM_NUMBER": "+15005550006",
+        "DUTYLINE_TELEGRAM_BOT_TOKEN": "tg-secret"})
+    assert (s.twilio_api_url, s.twilio_account_sid, s.twilio_auth_token) == (
+        "http://127.0.0.1:9100", "AC1", "tw-secret")
+    assert s.twilio_from_number == "+15005550006" and s.telegram_bot_token == "tg-secret"
+    assert s.telegram_api_url == "https://api.telegram.org"
+    assert "tw-secret" not in repr(s) and "tg-secret" not in repr(s)
+    default = Settings.from_env({})
+    assert default.twilio_api_url == "https://api.twilio.com" and default.twilio_auth_token is None
