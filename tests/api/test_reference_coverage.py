@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from tests.api.test_reference_schemas import check, reference, reference_validator
+from tests.dispatch.support import run_jobs
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 from tests.incident.conftest import event, push
@@ -236,6 +237,65 @@ async def _status_pages(w: World) -> None:
     await w.call("/status-page/change/delete", lookup)
 
 
+async def _paging(w: World) -> None:
+    """Schedules, templates, escalation rules and the webhook history of their pages."""
+    channel_id, people = w.ids["channel_id"], [w.owner.person_id, w.mate.person_id]
+    day = 86_400
+    layers = [{"layer_name": "Layer 1", "mode": 0, "groups": [
+        {"group_name": "A", "members": [{"role_id": 0, "person_ids": [people[0]]}]},
+        {"group_name": "B", "members": [{"role_id": 0, "person_ids": [people[1]]}]}],
+        "rotation_unit": "day", "rotation_value": 1, "handoff_time": 0,
+        "enable_time": w.now - day}]
+    window = {"start": w.now - day, "end": w.now + 2 * day}
+    await w.call("/schedule/preview", {"schedule_name": "Preview", "layers": layers, **window})
+    created = await w.call("/schedule/create", {
+        "schedule_name": "Production On-Call", "description": "primary",
+        "team_id": w.ids["team_id"], "layers": layers})
+    schedule_id = created["schedule_id"]
+    await w.call("/schedule/info", {"schedule_id": schedule_id, **window})
+    await w.call("/schedule/infos", {"schedule_ids": [schedule_id]})
+    await w.call("/schedule/list", {"p": 1, "limit": 20})
+    await w.call("/schedule/self", window)
+    await w.call("/schedule/update", {"schedule_id": schedule_id, "schedule_name": "On-Call",
+                                      "layers": layers})
+    template = await w.call("/template/create", {
+        "template_name": "Pager", "description": "d", "sms": "{{.Title}}",
+        "email": "<b>{{.Title}}</b>"})
+    template_id = template["template_id"]
+    await w.call("/template/info", {"template_id": template_id})
+    await w.call("/template/list", {"p": 1, "limit": 20, "orderby": "created_at"})
+    await w.call("/template/update", {"template_id": template_id, "template_name": "Pager 2",
+                                      "sms": "[{{.IncidentSeverity}}] {{.Title}}"})
+    rule = {"channel_id": channel_id, "rule_name": "On-call escalation",
+            "template_id": template_id, "description": "primary, then the team",
+            "layers": [{"target": {"schedule_to_role_ids": {str(schedule_id): [0]},
+                                   "by": {"follow_preference": True}},
+                        "max_times": 3, "notify_step": 10, "escalate_window": 30,
+                        "force_escalate": False},
+                       {"target": {"person_ids": people, "by": {"critical": ["email"]}}}]}
+    rule_id = (await w.call("/channel/escalate/rule/create", rule))["rule_id"]
+    lookup = {"channel_id": channel_id, "rule_id": rule_id}
+    # A webhook nobody listens at (a closed loopback port): its failed attempt is history.
+    rule["layers"][0]["target"]["webhooks"] = [
+        {"type": "custom", "settings": {"url": "http://127.0.0.1:9/hook"}}]
+    await w.call("/channel/escalate/rule/update", {**rule, **lookup, "priority": 1})
+    await w.call("/channel/escalate/rule/info", lookup)
+    await w.call("/channel/escalate/rule/list", {"channel_id": channel_id})
+    await w.call("/channel/escalate/rule/disable", lookup)
+    await w.call("/channel/escalate/rule/enable", lookup)
+    reply = await push(w.api, w.ids["integration_key"], event(
+        "pager check", "Critical", key="p1", labels={"service": "pager", "host": "h1"}))
+    assert reply.status == 200, reply.body
+    await run_jobs(w.api)
+    now_ms = w.now * 1000
+    history = await w.call("/webhook/history/list", {
+        "limit": 20, "start_time": now_ms - 3_600_000, "end_time": now_ms + 60_000})
+    await w.call("/webhook/history/detail", {"event_id": history["items"][0]["event_id"]})
+    await w.call("/channel/escalate/rule/delete", lookup)
+    await w.call("/template/delete", {"template_id": template_id})
+    await w.call("/schedule/delete", {"schedule_ids": [schedule_id]})
+
+
 async def _teardown_and_audit(w: World) -> None:
     await w.call("/member/delete", {"member_id": w.ids["invited"]})
     await w.call("/channel/delete", {"channel_id": w.ids["channel_id"]})
@@ -247,7 +307,9 @@ async def _teardown_and_audit(w: World) -> None:
                                    "limit": 20})
 
 
-STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
+# _paging runs the due jobs (its page), so it comes before _status_pages queues migrations
+# (whose jobs would call out to the default Statuspage API).
+STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents, _paging,
                                        _status_pages, _teardown_and_audit]
 
 
