@@ -100,6 +100,16 @@ async def test_telegram_group_target_posts_send_message_with_its_bot(
     assert "group-bot" not in attempt.endpoint
 
 
+async def test_a_telegram_target_needs_a_chat_id(capi: Api, owner: Person,
+                                                 receiver: Receiver) -> None:
+    channel_id = await make_channel(capi, owner)
+    reply = await capi.call("/channel/escalate/rule/create", rule_body(channel_id, [layer(
+        webhooks=[{"type": "telegram", "settings": {"url": receiver.url("/api"),
+                                                    "token": "1:x"}}])]), key=owner.key)
+    assert reply.code == "InvalidParameter"
+    assert "layers[0].target.webhooks[0].settings.chat_id" in reply.message
+
+
 async def test_zoom_incoming_webhook_full_format_with_verification_token(
         capi: Api, owner: Person, receiver: Receiver) -> None:
     hook = {"type": "zoom", "settings": {"url": receiver.url("/chat/webhooks/incomingwebhook/E1"),
