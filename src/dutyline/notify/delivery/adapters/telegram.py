@@ -42,6 +42,8 @@ async def send(env: SendEnv, out: Outgoing) -> Attempt:
     body = {"chat_id": _chat_id(chat), "text": str(c.get("text", ""))[:MAX_TEXT]}
     attempt = await post(env, f"{base}/bot{token}/sendMessage", dumps(body).encode(), {},
                          endpoint=f"{base}/bot******/sendMessage")
+    # An error text that quotes the URL must not carry the token either.
+    attempt.error = attempt.error.replace(token, "******")
     if attempt.ok:
         attempt.message_id = response_field(attempt, "result", "message_id")
     return attempt
