@@ -44,6 +44,14 @@ class Settings:
     # Requests per second to the Statuspage API during a migration (its limit is 1); 0 lifts
     # our pacing (a raised quota, the bench).
     statuspage_rate_per_second: float = 1.0
+    # SMS and voice through a Twilio-compatible HTTP API; Telegram through its bot API. The
+    # base URLs are settings so a self-hosted gateway (or a test's fake) can stand in.
+    twilio_api_url: str = "https://api.twilio.com"
+    twilio_account_sid: str | None = None
+    twilio_auth_token: str | None = field(default=None, repr=False)
+    twilio_from_number: str | None = None
+    telegram_api_url: str = "https://api.telegram.org"
+    telegram_bot_token: str | None = field(default=None, repr=False)
     max_body_bytes: int = 1024 * 1024
     rate_limit_per_second: int = 50
     rate_limit_per_minute: int = 1000
@@ -78,6 +86,14 @@ class Settings:
             statuspage_api_url=get("DUTYLINE_STATUSPAGE_API_URL")
             or "https://api.statuspage.io/v1",
             statuspage_rate_per_second=float(get("DUTYLINE_STATUSPAGE_RATE_PER_SECOND") or 1.0),
+            twilio_api_url=(get("DUTYLINE_TWILIO_API_URL")
+                            or "https://api.twilio.com").rstrip("/"),
+            twilio_account_sid=get("DUTYLINE_TWILIO_ACCOUNT_SID") or None,
+            twilio_auth_token=get("DUTYLINE_TWILIO_AUTH_TOKEN") or None,
+            twilio_from_number=get("DUTYLINE_TWILIO_FROM_NUMBER") or None,
+            telegram_api_url=(get("DUTYLINE_TELEGRAM_API_URL")
+                              or "https://api.telegram.org").rstrip("/"),
+            telegram_bot_token=get("DUTYLINE_TELEGRAM_BOT_TOKEN") or None,
             max_body_bytes=_int(e, "DUTYLINE_MAX_BODY_BYTES", 1024 * 1024),
             rate_limit_per_second=_int(e, "DUTYLINE_RATE_LIMIT_PER_SECOND", 50),
             rate_limit_per_minute=_int(e, "DUTYLINE_RATE_LIMIT_PER_MINUTE", 1000),

@@ -60,6 +60,7 @@ DOMAINS: tuple[Domain, ...] = (
         routers=(
             "dutyline.notify.template.endpoints:router",
             "dutyline.notify.delivery.endpoints:router",
+            "dutyline.notify.preference.endpoints:router",
         ),
         task_modules=("dutyline.notify.delivery.tasks",),
     ),

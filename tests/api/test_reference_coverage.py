@@ -115,6 +115,8 @@ async def _platform(w: World) -> None:
     await w.call("/role/disable", {"role_id": role_id})
     await w.call("/role/enable", {"role_id": role_id})
     await w.call("/member/info", {})
+    await w.call("/member/info/reset", {"member_id": w.owner.person_id, "member_name": "Alice",
+                                        "locale": "zh-CN", "time_zone": "Asia/Shanghai"})
     await w.call("/member/list", {"p": 1, "limit": 5})
     invited = await w.call("/member/invite", {"members": [{
         "member_name": "Charlie", "email": f"charlie{next(_names)}@example.com",

@@ -237,6 +237,10 @@ def test_redaction_masks_secrets() -> None:
     assert redact_url("https://user:pw@host.example/p?token=abc&x=1") == (
         "https://host.example/p?token=******&x=1"
     )
+    # Telegram's bot token sits in the path.
+    assert redact_url("https://api.telegram.org/bot123456:AA-b_c/sendMessage") == (
+        "https://api.telegram.org/bot******/sendMessage"
+    )
     masked = redact_headers({"Authorization": "Bearer s3cret", "X-Api-Key": "k", "Accept": "a"})
     assert masked == {"Authorization": "******", "X-Api-Key": "******", "Accept": "a"}
     assert httpx2  # the mcp transports' client flavour is importable

@@ -188,12 +188,14 @@ async def test_dingtalk_wecom_and_teams_payloads(papi: Api, owner: Person, clock
 
 async def test_channels_without_an_adapter_are_recorded_failed(papi: Api,
                                                                owner: Person) -> None:
-    incident_id = await page(papi, owner, [layer(person_ids=[owner.person_id],
-                                                 by={"critical": ["sms", "email"]})])
+    incident_id = await page(papi, owner, [layer(
+        person_ids=[owner.person_id], by={"critical": ["feishu_app", "slack", "email"]})])
     states = {d.channel: (d.status, d.last_error) for d in
               await rows(papi, notify_delivery, incident_id)}
     assert states["email"] == ("success", "")
-    assert states["sms"][0] == "failed" and "not supported yet" in states["sms"][1]
+    assert states["feishu_app"] == ("failed", "channel 'feishu_app' is not supported yet")
+    # Slack posts to a channel's webhook; a person has no Slack address of their own yet.
+    assert states["slack"] == ("failed", "channel 'slack' is not supported for a person yet")
 
 
 async def test_webhook_history_list_and_detail(papi: Api, owner: Person, clock: FakeClock,

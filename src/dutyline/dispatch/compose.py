@@ -75,3 +75,30 @@ def webhook_payload(info: IncidentInfo, *, event_id: str, now_ms: int,
 
 def chat_text(info: IncidentInfo, rendered: str | None) -> str:
     return rendered if rendered is not None else text_body(info, {})
+
+
+SMS_MAX = 1_600
+
+
+def sms_text(info: IncidentInfo, links: dict[str, str], rendered: str | None) -> str:
+    """A short page: the template's SMS body (or the headline), then the acknowledge link."""
+    head = (rendered if rendered is not None else headline(info)).strip()
+    tail = f"\nAck: {links['ack']}" if "ack" in links else ""
+    return head[:SMS_MAX - len(tail)] + tail
+
+
+def voice_text(info: IncidentInfo, rendered: str | None) -> str:
+    """What a call reads out: no links, no markup."""
+    if rendered is not None and rendered.strip():
+        return rendered.strip()
+    return (f"{info.incident_severity} incident number {info.num}: {info.title}. "
+            f"Channel {info.channel_name or 'unknown'}.")
+
+
+def personal_chat_text(info: IncidentInfo, links: dict[str, str], rendered: str | None) -> str:
+    """A chat message to one person: the text, then their own links."""
+    text = chat_text(info, rendered).rstrip()
+    if "ack" not in links:
+        return text + "\n"
+    return (f"{text}\n\nAcknowledge: {links['ack']}\nResolve: {links['resolve']}\n"
+            f"Open: {links.get('open', info.detail_url)}\n")

@@ -17,12 +17,15 @@ from dutyline.incident.service import IncidentInfo, feed
 from dutyline.kit.ids import hex_id
 from dutyline.kit.outbound import redact_url
 from dutyline.notify.delivery import service as delivery
+from dutyline.notify.preference import service as preferences
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 
-# Personal preferences (follow_preference) until members can set their own: e-mail.
+# A rule's `by` without a list for the severity: e-mail.
 DEFAULT_PREFERENCE = ("email",)
 CHAT_TYPES = {"custom": "webhook", "webhook": "webhook"}
+# Settings of a chat target that travel with its deliveries (secrets stay sealed).
+CHAT_SETTINGS = ("secret", "sign_secret", "token", "chat_id")
 
 
 async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any]) -> list[int]:
@@ -40,11 +43,29 @@ async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any
 
 
 def _channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
+    """The rule's own channels for the severity (when it does not follow preferences)."""
     if by is None:
         return []
-    if by.get("follow_preference"):
-        return list(DEFAULT_PREFERENCE)
     return list(by.get(severity.lower()) or DEFAULT_PREFERENCE)
+
+
+def _address(person: members.Contact, pref: preferences.Preference, channel: str) -> str:
+    if channel == "email":
+        return person.email
+    if channel in ("sms", "voice"):
+        return person.e164_phone
+    return pref.im.get(channel, "")
+
+
+def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, str],
+                      rendered: str | None) -> dict[str, Any]:
+    if channel == "email":
+        return compose.email(info, person_links, rendered)
+    if channel == "sms":
+        return {"text": compose.sms_text(info, person_links, rendered)}
+    if channel == "voice":
+        return {"text": compose.voice_text(info, rendered)}
+    return {"text": compose.personal_chat_text(info, person_links, rendered)}
 
 
 async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
@@ -68,7 +89,10 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
               "layer_idx": layer_idx, "fire_type": fire_type}
     made = 0
     key = await links.server_key(runtime.settings)
-    channels = _channels_for(target.get("by"), info.incident_severity)
+    by: dict[str, Any] | None = target.get("by")
+    follow = bool(by and by.get("follow_preference"))
+    channels = _channels_for(by, info.incident_severity)
+    prefs = await preferences.preferences(conn, actor.account_id, sorted(people))
     rendered: dict[str, str | None] = {}
 
     async def render(channel: str) -> str | None:
@@ -82,13 +106,14 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
         person_links = links.links_for(runtime.settings, key, account_id=actor.account_id,
                                        person_id=person.person_id,
                                        incident_id=info.incident_id, now_s=now)
-        for channel in channels:
-            content: dict[str, Any] = {}
-            if channel == "email":
-                content = compose.email(info, person_links, await render("email"))
+        pref = prefs[person.person_id]
+        wanted = pref.channels(info.incident_severity) if follow else channels
+        for channel in wanted:
+            content = _personal_content(channel, info, person_links,
+                                              await render(channel))
             await delivery.enqueue(conn, actor, **common, channel=channel,
-                                   person_id=person.person_id, address=person.email,
-                                   content=content)
+                                   person_id=person.person_id,
+                                   address=_address(person, pref, channel), content=content)
             made += 1
     open_only = {"open": info.detail_url}
     for address in target.get("emails") or []:
@@ -102,8 +127,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
         channel = CHAT_TYPES.get(kind, kind)
         url = str(settings.get("url", ""))
         event_id = hex_id()
-        content = {"url": url, **{k: settings[k] for k in ("secret", "sign_secret")
-                                  if settings.get(k)}}
+        content = {"url": url, **{k: settings[k] for k in CHAT_SETTINGS if settings.get(k)}}
         if channel == "webhook":
             content["body"] = compose.webhook_payload(info, event_id=event_id,
                                                       now_ms=actor.now_ms,

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.db.tables.notify import TEMPLATE_CHANNELS
 
 _TEMPLATE_COLUMN = {"teams": "teams_app"}
 
@@ -82,7 +83,9 @@ async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, chann
                  incident_id: str) -> str | None:
     """The rule's template rendered for this channel, or None: use the built-in text."""
     templates = _module("dutyline.notify.template.service")
-    if templates is None or not template_id:
+    # A channel templates have no body for (Teams' incoming webhook, the custom webhook's
+    # JSON payload): the built-in text.
+    if templates is None or not template_id or channel not in TEMPLATE_CHANNELS:
         return None
     # A Teams robot posts the body of the template's Teams column (the reference names it
     # teams_app); a channel templates do not cover keeps the built-in text.

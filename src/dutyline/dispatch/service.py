@@ -100,6 +100,11 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer]) 
                     or not urlsplit(url).hostname:
                 raise errors.invalid(f"{path}.webhooks[{j}].settings.url",
                                      "must be an http(s) URL")
+            chat_id = hook.settings.get("chat_id")
+            if hook.type == "telegram" and not (
+                    isinstance(chat_id, int) or (isinstance(chat_id, str) and chat_id.strip())):
+                raise errors.invalid(f"{path}.webhooks[{j}].settings.chat_id",
+                                     "is required for telegram (the group's chat id)")
         for key, roles in t.schedule_to_role_ids.items():
             if not key.isdigit() or int(key) <= 0:
                 raise errors.invalid(f"{path}.schedule_to_role_ids", f"bad schedule id {key!r}")

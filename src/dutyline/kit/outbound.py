@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import re
 import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping
@@ -53,6 +54,8 @@ _METADATA = {
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _MAX_REDIRECTS = 5
 _SECRET_HEADER_WORDS = ("authorization", "token", "secret", "key", "cookie", "password", "auth")
+# Telegram's bot API carries the bot token in the path: /bot<id>:<secret>/method.
+_BOT_TOKEN_IN_PATH = re.compile(r"/bot\d+:[A-Za-z0-9_-]+")
 _SECRET_QUERY_WORDS = ("token", "key", "secret", "password", "sig", "auth", "code")
 
 
@@ -419,11 +422,12 @@ def redact_url(url: str) -> str:
     except ValueError:
         return "<malformed url>"
     netloc = parts.netloc.rsplit("@", 1)[-1]
+    path = _BOT_TOKEN_IN_PATH.sub("/bot******", parts.path)
     query = "&".join(
         f"{k}=******" if any(w in k.lower() for w in _SECRET_QUERY_WORDS) else f"{k}={v}"
         for k, _, v in (pair.partition("=") for pair in parts.query.split("&") if pair)
     )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+    return urlunsplit((parts.scheme, netloc, path, query, ""))
 
 
 def redact_headers(headers: Mapping[str, str]) -> dict[str, str]:

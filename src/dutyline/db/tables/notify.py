@@ -34,3 +34,21 @@ notify_template = Table(
     Index("ix_notify_template_account_updated", "account_id", "updated_at"),
     Index("ix_notify_template_account_created", "account_id", "created_at"),
 )
+
+# A member's own ways of being paged (notify/preference): chat handles by IM type
+# (`{"telegram": "<chat id>"}`, JSON) and the channels they want per incident severity
+# (JSON arrays), read when a layer says `by.follow_preference`. E-mail and phone stay on the
+# member record. No row: e-mail for every severity.
+member_notify = Table(
+    "member_notify",
+    metadata,
+    Column("member_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("im", Text, nullable=False, server_default="{}"),
+    Column("critical", Text, nullable=False, server_default="[]"),
+    Column("warning", Text, nullable=False, server_default="[]"),
+    Column("info", Text, nullable=False, server_default="[]"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_member_notify_account", "account_id"),
+)

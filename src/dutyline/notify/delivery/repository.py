@@ -10,7 +10,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
 
-WEBHOOK_CHANNELS = ("webhook", "slack", "feishu", "dingtalk", "wecom", "teams")
+WEBHOOK_CHANNELS = ("webhook", "slack", "feishu", "dingtalk", "wecom", "teams", "telegram",
+                    "zoom")
 
 
 async def insert_delivery(conn: AsyncConnection, values: dict[str, Any]) -> None:

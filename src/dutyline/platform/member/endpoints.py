@@ -11,6 +11,7 @@ from dutyline.platform.member.schemas import (
     MemberInviteResponse,
     MemberListRequest,
     MemberListResponse,
+    MemberResetInfoRequest,
     MemberRoleChangeRequest,
     MemberRoleUpdateRequest,
     PersonInfosRequest,
@@ -61,6 +62,17 @@ async def member_role_revoke(ctx: Context, req: MemberRoleChangeRequest) -> None
 async def member_role_update(ctx: Context, req: MemberRoleUpdateRequest) -> None:
     """Replace a member's roles."""
     await service.update_roles(ctx, req)
+
+
+@router.post("/member/info/reset", write=True)
+async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> None:
+    """Update a member's profile and contacts (e-mail, phone, country code...): one's own,
+    or another member's with account management. Fields left out are left unchanged."""
+    await service.reset_info(ctx.conn, ctx.actor, member_id=req.member_id, changes={
+        "member_name": req.member_name, "email": req.email, "phone": req.phone,
+        "country_code": req.country_code, "avatar": req.avatar, "locale": req.locale,
+        "time_zone": req.time_zone})
+    ctx.audit_targets.append(req.member_id)
 
 
 @router.post("/person/infos")

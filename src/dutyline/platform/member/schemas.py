@@ -122,6 +122,19 @@ class MemberRoleUpdateRequest(msgspec.Struct, kw_only=True):
     role_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
 
 
+class MemberResetInfoRequest(msgspec.Struct, kw_only=True):
+    """Reference MemberResetInfoRequest: a field left out is left unchanged."""
+
+    member_id: Id
+    member_name: Annotated[str, msgspec.Meta(min_length=2, max_length=39)] | None = None
+    email: Email | None = None
+    phone: Phone | None = None
+    country_code: CountryCode | None = None
+    avatar: Annotated[str, msgspec.Meta(max_length=512)] | None = None
+    locale: Literal["zh-CN", "en-US"] | None = None
+    time_zone: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+
+
 class PersonInfosRequest(msgspec.Struct, kw_only=True):
     person_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
 

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.api.operation import Context
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.member import repository as repo
@@ -31,6 +32,7 @@ from dutyline.platform.member.schemas import (
     PersonInfosResponse,
     PersonItem,
 )
+from dutyline.platform.permissions import ACCOUNT_MANAGE
 from dutyline.platform.role import service as roles
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -193,6 +195,46 @@ async def person_infos(ctx: Context, req: PersonInfosRequest) -> PersonInfosResp
     ])
 
 
+async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
+                     changes: dict[str, str | None]) -> None:
+    """Update a member's profile and contacts (reference /member/info/reset): one's own, or
+    anyone's with account management. Fields given as None are left unchanged; e-mail and
+    phone stay unique among the account's live members, and one of them must remain."""
+    if member_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
+        raise errors.AccessDenied()
+    row = await repo.get(conn, actor.account_id, member_id)
+    if row is None or row.status == "deleted":
+        raise errors.not_found("member", member_id)
+    values = {k: v.strip() for k, v in changes.items() if v is not None}
+    if "email" in values:
+        values["email"] = values["email"].lower()
+    if "member_name" in values and len(values["member_name"]) < 2:
+        raise errors.invalid("member_name", "must be 2 to 39 characters")
+    if values.get("email") and not _EMAIL.match(values["email"]):
+        raise errors.invalid("email", "is invalid")
+    if values.get("phone") and not _PHONE.match(values["phone"]):
+        raise errors.invalid("phone", "is invalid")
+    if values.get("time_zone") and values["time_zone"] not in _TIME_ZONES:
+        raise errors.invalid("time_zone", "is not a known time zone")
+    if not values.get("email", row.email) and not values.get("phone", row.phone):
+        raise errors.invalid("email", "email or phone is required")
+    new_email = values.get("email", row.email)
+    new_phone = values.get("phone", row.phone)
+    taken_emails, taken_phones = await repo.taken_contacts(
+        conn, actor.account_id,
+        emails={new_email} if new_email and new_email != row.email else set(),
+        phones={new_phone} if new_phone and new_phone != row.phone else set())
+    if taken_emails:
+        raise errors.invalid("email", "already belongs to a member")
+    if taken_phones:
+        raise errors.invalid("phone", "already belongs to a member")
+    try:
+        await repo.touch(conn, member_id, {**values, "updated_at": actor.now_s})
+    except IntegrityError:
+        # A concurrent write took this e-mail between our check and the update.
+        raise errors.invalid("email", "already belongs to a member") from None
+
+
 def mask_phone(phone: str) -> str:
     """Member records show a masked phone (reference MemberItem); /person/infos does not."""
     if len(phone) <= 4:
@@ -290,6 +332,19 @@ class Contact:
     person_name: str
     email: str
     phone: str
+    country_code: str = ""
+
+    @property
+    def e164_phone(self) -> str:
+        """The phone as SMS and voice gateways want it: `+<country code><number>`, or as
+        stored when it carries its own `+` (or no country code is known)."""
+        digits = "".join(c for c in self.phone if c.isdigit())
+        if not digits:
+            return ""
+        if self.phone.strip().startswith("+"):
+            return "+" + digits
+        code = "".join(c for c in self.country_code if c.isdigit())
+        return f"+{code}{digits}" if code else digits
 
 
 async def contacts(conn: AsyncConnection, account_id: int,
@@ -300,6 +355,6 @@ async def contacts(conn: AsyncConnection, account_id: int,
         return {}
     rows = await repo.find_many(conn, account_id, sorted(set(member_ids)))
     return {
-        r.member_id: Contact(r.member_id, r.member_name, r.email, r.phone)
+        r.member_id: Contact(r.member_id, r.member_name, r.email, r.phone, r.country_code)
         for r in rows if r.status != "deleted"
     }

@@ -68,12 +68,30 @@ def dumps(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
+def response_field(attempt: Attempt, *path: str) -> str:
+    """A value of the JSON answer (an upstream message id), or "" when it is not there."""
+    try:
+        value: Any = msgspec.json.decode(attempt.response_body)
+        for key in path:
+            value = value[key]
+    except (msgspec.DecodeError, KeyError, TypeError, IndexError):
+        return ""
+    return "" if value is None else str(value)
+
+
 async def post_json(env: SendEnv, url: str, body: bytes,
                     headers: dict[str, str]) -> Attempt:
     """One guarded POST of a JSON body; 2xx is success. Redirects are followed through the
     same guard, so a hop to a private address is refused like a first request would be."""
-    sent_headers = {"Content-Type": "application/json", **headers}
-    attempt = Attempt(ok=False, endpoint=outbound.redact_url(url),
+    return await post(env, url, body, headers)
+
+
+async def post(env: SendEnv, url: str, body: bytes, headers: dict[str, str], *,
+               content_type: str = "application/json", endpoint: str = "") -> Attempt:
+    """`post_json` for any body type; `endpoint` names the URL in the history when the URL
+    itself carries a secret (a bot token in its path)."""
+    sent_headers = {"Content-Type": content_type, **headers}
+    attempt = Attempt(ok=False, endpoint=endpoint or outbound.redact_url(url),
                       request_headers=outbound.redact_headers(sent_headers),
                       request_body=body.decode("utf-8", "replace"))
     started = time.monotonic()

@@ -1,0 +1,29 @@
+"""/member/notify/info|reset: a member's contact methods and notification preferences."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Router
+from dutyline.notify.preference import service
+from dutyline.notify.preference.schemas import (
+    MemberNotifyInfoRequest,
+    MemberNotifyItem,
+    MemberNotifyResetRequest,
+)
+
+router = Router("Members")
+
+
+@router.post("/member/notify/info")
+async def member_notify_info(ctx: Context, req: MemberNotifyInfoRequest) -> MemberNotifyItem:
+    """A member's contacts, chat handles and channels per severity (the caller's own unless
+    `member_id` names another, which needs account management)."""
+    return await service.notify_info(ctx.conn, ctx.actor, member_id=req.member_id)
+
+
+@router.post("/member/notify/reset", write=True)
+async def member_notify_reset(ctx: Context, req: MemberNotifyResetRequest) -> None:
+    """Set a member's chat handles (`im`) and channels per severity (`critical`, `warning`,
+    `info`) that escalation layers with `by.follow_preference` use; omitted fields stay."""
+    ctx.audit_targets.append(await service.notify_reset(
+        ctx.conn, ctx.actor, member_id=req.member_id, im=req.im, critical=req.critical,
+        warning=req.warning, info=req.info))

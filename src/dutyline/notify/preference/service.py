@@ -1,0 +1,115 @@
+"""Members' contact methods and notification preferences.
+
+A member reads and sets their own; another member's need `account_manage`. The channels a
+member may choose are those a person can be reached by (e-mail, SMS, voice, Telegram); a
+severity without a choice uses e-mail. The escalation engine reads `preferences` when a
+layer says `by.follow_preference`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.notify.preference import repository as repo
+from dutyline.notify.preference.schemas import MemberNotifyItem
+from dutyline.platform.member import service as members
+from dutyline.platform.permissions import ACCOUNT_MANAGE
+
+SEVERITIES = ("critical", "warning", "info")
+PERSONAL_CHANNELS = ("email", "sms", "voice", "telegram")
+IM_TYPES = frozenset({"telegram", "slack", "teams", "feishu", "dingtalk", "wecom", "zoom"})
+DEFAULT_CHANNELS = ("email",)
+
+_json = msgspec.json.Decoder()
+
+
+@dataclass(frozen=True)
+class Preference:
+    """How one member wants to be paged: channels per severity and their chat handles."""
+
+    by_severity: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    im: dict[str, str] = field(default_factory=dict)
+
+    def channels(self, severity: str) -> tuple[str, ...]:
+        return self.by_severity.get(severity.lower()) or DEFAULT_CHANNELS
+
+
+def _dump(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def _preference(row: Any) -> Preference:
+    if row is None:
+        return Preference()
+    return Preference(by_severity={s: tuple(_json.decode(getattr(row, s)))
+                                   for s in SEVERITIES},
+                      im=dict(_json.decode(row.im)))
+
+
+async def _target(conn: AsyncConnection, actor: Actor, member_id: int) -> members.Contact:
+    member_id = member_id or actor.person_id
+    if not member_id:
+        raise errors.invalid("member_id", "is required")
+    if member_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
+        raise errors.AccessDenied()
+    found = await members.contacts(conn, actor.account_id, [member_id])
+    if member_id not in found:
+        raise errors.not_found("member", member_id)
+    return found[member_id]
+
+
+async def notify_info(conn: AsyncConnection, actor: Actor, *,
+                      member_id: int) -> MemberNotifyItem:
+    person = await _target(conn, actor, member_id)
+    row = await repo.get(conn, actor.account_id, person.person_id)
+    pref = _preference(row)
+    return MemberNotifyItem(
+        account_id=actor.account_id, member_id=person.person_id,
+        member_name=person.person_name, email=person.email,
+        phone=members.mask_phone(person.phone), country_code=person.country_code,
+        im=pref.im, **{s: list(pref.channels(s)) for s in SEVERITIES},
+        updated_at=int(row.updated_at) if row is not None else 0)
+
+
+def _checked_channels(name: str, channels: list[str]) -> list[str]:
+    for i, channel in enumerate(channels):
+        if channel not in PERSONAL_CHANNELS:
+            raise errors.invalid(f"{name}[{i}]", "must be one of " + ", ".join(PERSONAL_CHANNELS))
+    return list(dict.fromkeys(channels))
+
+
+def _checked_im(im: dict[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for kind, handle in im.items():
+        if kind not in IM_TYPES:
+            raise errors.invalid(f"im.{kind}"[:64], "is not a known IM type")
+        if handle.strip():
+            out[kind] = handle.strip()
+    return out
+
+
+async def notify_reset(conn: AsyncConnection, actor: Actor, *, member_id: int,
+                       im: dict[str, str] | None, critical: list[str] | None,
+                       warning: list[str] | None, info: list[str] | None) -> int:
+    """Set what was given; returns the member's id (for the audit log)."""
+    person = await _target(conn, actor, member_id)
+    given = {"critical": critical, "warning": warning, "info": info}
+    values: dict[str, Any] = {s: _dump(_checked_channels(s, v))
+                              for s, v in given.items() if v is not None}
+    if im is not None:
+        values["im"] = _dump(_checked_im(im))
+    await repo.upsert(conn, actor.account_id, person.person_id, {
+        **values, "updated_by": actor.person_id, "updated_at": actor.now_s})
+    return person.person_id
+
+
+async def preferences(conn: AsyncConnection, account_id: int,
+                      member_ids: list[int]) -> dict[int, Preference]:
+    """Each member's preference (the default for those who set none): the engine's read."""
+    rows = {r.member_id: r for r in await repo.many(conn, account_id, sorted(set(member_ids)))}
+    return {m: _preference(rows.get(m)) for m in member_ids}
