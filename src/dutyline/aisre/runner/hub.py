@@ -152,7 +152,9 @@ class RunnerHub:
                 await repo.append_output(conn, payload.task_id, chunk, self.now_ms())
 
     async def on_result(self, payload: protocol.TaskResult) -> None:
-        result_text = bytes(payload.result).decode() if payload.result is not None else ""
+        result_text = bytes(payload.result).decode()
+        if result_text == "null":
+            result_text = ""
         values = {
             "status": "succeeded" if payload.success else "failed",
             "result": result_text[:MAX_RESULT_CHARS * 4], "error": payload.error[:8000],
@@ -175,7 +177,7 @@ class RunnerHub:
         future = self._mcp.pop(payload.call_id, None)
         if future is not None and not future.done():
             result: Any = None
-            if payload.result is not None:
+            if bytes(payload.result) not in (b"", b"null"):
                 with contextlib.suppress(ValueError):
                     result = json.loads(bytes(payload.result))
             future.set_result(TaskOutcome(success=payload.success, result=result,

@@ -70,7 +70,8 @@ class TaskResult(msgspec.Struct, kw_only=True):
     task_id: str = ""
     source_instance_id: str = ""
     success: bool = False
-    result: msgspec.Raw | None = None
+    # Raw JSON; empty when the runner left it out (`omitempty`), b"null" for null.
+    result: msgspec.Raw = msgspec.Raw(b"")
     error: str = ""
     exit_code: int = 0
 
@@ -78,7 +79,8 @@ class TaskResult(msgspec.Struct, kw_only=True):
 class McpResult(msgspec.Struct, kw_only=True):
     call_id: str = ""
     success: bool = False
-    result: msgspec.Raw | None = None
+    # Raw JSON; empty when the runner left it out (`omitempty`), b"null" for null.
+    result: msgspec.Raw = msgspec.Raw(b"")
     error: str = ""
 
 

@@ -107,7 +107,7 @@ async def _handle(runtime: Runtime, hub: RunnerHub, connection: Connection,
         else:
             log.debug("runner frame of unknown type ignored", type=message.type[:64])
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        log.info("malformed runner frame ignored", worknode_id=connection.worknode_id,
+        log.warning("malformed runner frame ignored", worknode_id=connection.worknode_id,
                  error=str(exc)[:200])
     return True
 
