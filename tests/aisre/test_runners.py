@@ -109,8 +109,8 @@ async def info(w: World, worknode_id: str) -> dict[str, Any]:
     return dict(await call(w, "/safari/worknode/info", {"worknode_id": worknode_id}))
 
 
-async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
-    for _ in range(int(timeout / 0.02)):
+async def wait_for(predicate: Any, within_s: float = 5.0) -> None:
+    for _ in range(int(within_s / 0.02)):
         if await predicate():
             return
         await asyncio.sleep(0.02)
@@ -343,7 +343,8 @@ async def test_mcp_servers_on_the_runner_are_listed_and_called_through_it(
 ) -> None:
     node, key = await worknode_with_key(w)
     made = await w.api.call("/safari/mcp/server/create", {
-        "server_name": "k8s", "description": "Cluster", "transport": "stdio", "url": "kubectl-mcp --read-only",
+        "server_name": "k8s", "description": "Cluster", "transport": "stdio",
+        "url": "kubectl-mcp --read-only",
         "environment_kind": "byoc", "environment_id": node["worknode_id"]}, key=w.owner.key)
     assert made.status == 200, made.body
     llm.script = [Call("pods", {"namespace": "db"}), Answer("3 pods")]
