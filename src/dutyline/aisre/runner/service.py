@@ -1,9 +1,10 @@
 """Worknodes and runner keys: who may manage them, what a record shows, and the runner side of
 the record (a key opening a connection, heartbeats, disconnects).
 
-A worknode is one runner inside a customer's network. Owners and admins create it, give it a
-name and labels (sent to the runner in `welcome`), and create keys for it; any member of the
-account may list and read worknodes, to pick one as an automation rule's `environment_id`.
+A worknode is one runner inside a customer's network. Owners and admins (account_manage)
+create it, give it a name and labels (sent to the runner in `welcome`), and create keys for
+it; any member of the account may list and read worknodes, to pick one as an automation
+rule's `environment_id`.
 A worknode is online while a server process holds its socket and its last heartbeat is recent
 (the runner beats every 30 s: ws/client.go `heartbeatInterval`)."""
 
@@ -28,13 +29,14 @@ from dutyline.aisre.runner.schemas import (
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.kit.ids import prefixed_id
+from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 # Three missed heartbeats (30 s each) and the worknode counts as offline.
 ONLINE_WINDOW_MS = 90_000
 
 
 def _require_admin(actor: Actor) -> None:
-    if not actor.is_admin:
+    if not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
 
 
