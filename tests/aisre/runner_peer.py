@@ -9,6 +9,7 @@ so the tests talk to dutyline exactly as the runner does:
   workspace root, `mcp_list_tools`/`mcp_call` against a scripted MCP server; it answers every
   task with `task.result` {task_id, source_instance_id, success, result, error, exit_code};
 - `task.cancel` kills the task (recorded in `cancelled`), like the runner's context cancel;
+- `mcp.call` frames are answered with `mcp.result` {call_id, success, result};
 - `hang_on` names commands it never answers, to test timeouts."""
 
 from __future__ import annotations
@@ -70,6 +71,12 @@ class RunnerPeer:
                     req = msg["payload"]
                     self.requests.append(req)
                     self._tasks[req["task_id"]] = asyncio.create_task(self._execute(req))
+                elif msg["type"] == "mcp.call":
+                    call = msg["payload"]
+                    self.mcp_calls.append(call)
+                    await self.send("mcp.result", {
+                        "call_id": call["call_id"], "success": True,
+                        "result": {"content": f"{call['server']['name']}:{call['tool_name']}"}})
                 elif msg["type"] == "task.cancel":
                     task_id = msg["payload"]["task_id"]
                     self.cancelled.append(task_id)

@@ -24,6 +24,7 @@ from sqlalchemy import select, update
 from websockets.exceptions import InvalidStatus
 
 from dutyline.aisre.automation import runner_tools
+from dutyline.aisre.runner.hub import hub_of
 from dutyline.config import Settings
 from dutyline.db.tables.runner import runner_key, runner_task, runner_worknode
 from dutyline.kit.clock import FakeClock
@@ -61,7 +62,7 @@ async def serving(app: Any) -> AsyncIterator[str]:
     event loop, so the test, the workers and the WebSocket share one runtime."""
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off",
-                                           log_level="warning", ws="websockets"))
+                                           log_level="warning", ws="auto"))
     task = asyncio.create_task(server.serve())
     for _ in range(500):
         if server.started:
@@ -359,6 +360,18 @@ async def test_mcp_servers_on_the_runner_are_listed_and_called_through_it(
                                            "command": "kubectl-mcp", "args": ["--read-only"]}
     result = next(s["content"] for s in run["steps"] if s["kind"] == "tool_result")
     assert result == 'k8s:pods -> {"namespace": "db"}'
+
+
+async def test_an_mcp_call_frame_is_answered_with_mcp_result(w: World) -> None:
+    node, key = await worknode_with_key(w)
+    async with online_peer(w, key) as peer:
+        outcome = await hub_of(w.api.runtime).mcp_call(
+            node["worknode_id"], server={"name": "k8s", "transport": "stdio",
+                                         "command": "kubectl-mcp"},
+            tool_name="pods", arguments={"namespace": "db"}, timeout_s=5)
+    assert outcome.success and outcome.result == {"content": "k8s:pods"}
+    assert peer.mcp_calls[0]["arguments"] == {"namespace": "db"}
+    assert peer.mcp_calls[0]["call_id"].startswith("mcall_")
 
 
 async def test_a_task_is_relayed_to_the_process_holding_the_runner(
