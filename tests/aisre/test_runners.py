@@ -222,6 +222,17 @@ async def test_the_legacy_path_and_header_are_accepted(w: World) -> None:
     async with runner_peer(w.host, key, w.workspace, path="/runner/ws",
                            legacy_header=True) as peer:
         assert peer.worknode_id == node["worknode_id"]
+        # An older runner reports its own configured name and labels: kept beside ours.
+        await peer.send("heartbeat", {"worknode_id": peer.worknode_id, "name": "db-host",
+                                      "labels": ["role:db", "os:linux"], "version": "v0.1.0"})
+
+        async def reported() -> bool:
+            return bool((await info(w, node["worknode_id"]))["runner_labels"])
+
+        await wait_for(reported)
+        seen = await info(w, node["worknode_id"])
+        assert (seen["runner_name"], seen["runner_labels"]) == ("db-host", ["role:db", "os:linux"])
+        assert seen["name"] == "dc1-runner" and seen["online"] and seen["version"] == "v0.1.0"
 
 
 async def test_unknown_and_revoked_keys_are_refused(w: World) -> None:

@@ -26,6 +26,8 @@ class WorknodeRecord(msgspec.Struct, kw_only=True):
     labels: list[str]
     description: str
     # From the runner's heartbeats.
+    runner_name: str
+    runner_labels: list[str]
     version: str
     environment: dict[str, Any]
     metrics: dict[str, Any]

@@ -64,7 +64,9 @@ def _json(text: str, default: Any) -> Any:
 def record(row: Any, now_ms: int, key_count: int = 0) -> WorknodeRecord:
     return WorknodeRecord(
         worknode_id=row.worknode_id, account_id=row.account_id, name=row.name,
-        labels=_json(row.labels, []), description=row.description, version=row.version,
+        labels=_json(row.labels, []), description=row.description,
+        runner_name=row.runner_name, runner_labels=_json(row.runner_labels, []),
+        version=row.version,
         environment=_json(row.environment, {}), metrics=_json(row.metrics, {}),
         online=is_online(row, now_ms), connected_at=row.connected_at,
         last_heartbeat_at=row.last_heartbeat_at, disconnected_at=row.disconnected_at,
@@ -245,11 +247,14 @@ async def mark_connected(conn: AsyncConnection, worknode_id: str, *, holder: str
 
 async def record_heartbeat(
     conn: AsyncConnection, worknode_id: str, *, holder: str, now_ms: int, version: str,
-    environment: dict[str, Any] | None, metrics: dict[str, Any] | None,
+    name: str, labels: list[str] | None, environment: dict[str, Any] | None,
+    metrics: dict[str, Any] | None,
 ) -> bool:
     """False when this process no longer holds the worknode (it reconnected elsewhere)."""
     values: dict[str, Any] = {"last_heartbeat_at": now_ms, "version": version[:64],
-                              "updated_at": now_ms}
+                              "runner_name": name[:255], "updated_at": now_ms}
+    if labels is not None:
+        values["runner_labels"] = json.dumps([str(x)[:128] for x in labels[:64]])
     if environment is not None:  # the runner sends it on the first heartbeat only
         values["environment"] = json.dumps(environment)[:16_000]
     if metrics is not None:

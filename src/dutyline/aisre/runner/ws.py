@@ -120,4 +120,5 @@ async def _heartbeat(runtime: Runtime, hub: RunnerHub, connection: Connection,
             return False
         return await service.record_heartbeat(
             conn, connection.worknode_id, holder=hub.holder, now_ms=hub.now_ms(),
-            version=beat.version, environment=beat.environment, metrics=beat.metrics)
+            version=beat.version, name=beat.name, labels=beat.labels,
+            environment=beat.environment, metrics=beat.metrics)

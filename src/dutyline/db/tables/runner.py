@@ -16,7 +16,10 @@ runner_worknode = Table(
     Column("name", String(255), nullable=False),
     Column("labels", Text, nullable=False, server_default="[]"),  # JSON array of strings
     Column("description", String(1024), nullable=False, server_default=""),
-    # Reported by the runner's heartbeats.
+    # Reported by the runner's heartbeats: older runners configure their own name and labels
+    # (plus os:/arch:/hostname: ones) and report them; newer ones echo the managed ones.
+    Column("runner_name", String(255), nullable=False, server_default=""),
+    Column("runner_labels", Text, nullable=False, server_default="[]"),
     Column("version", String(64), nullable=False, server_default=""),
     Column("environment", Text, nullable=False, server_default="{}"),  # JSON EnvironmentInfo
     Column("metrics", Text, nullable=False, server_default="{}"),  # JSON HeartbeatMetrics

@@ -25,6 +25,8 @@ def upgrade() -> None:
     sa.Column('name', sa.String(length=255), nullable=False),
     sa.Column('labels', sa.Text(), server_default='[]', nullable=False),
     sa.Column('description', sa.String(length=1024), server_default='', nullable=False),
+    sa.Column('runner_name', sa.String(length=255), server_default='', nullable=False),
+    sa.Column('runner_labels', sa.Text(), server_default='[]', nullable=False),
     sa.Column('version', sa.String(length=64), server_default='', nullable=False),
     sa.Column('environment', sa.Text(), server_default='{}', nullable=False),
     sa.Column('metrics', sa.Text(), server_default='{}', nullable=False),
