@@ -426,3 +426,22 @@ async def test_a_stale_holder_does_not_keep_a_worknode_online(w: World) -> None:
         await conn.execute(update(runner_worknode).values(
             holder="dead-host:1:abcd", last_heartbeat_at=int(START * 1000) - 100_000))
     assert (await info(w, node["worknode_id"]))["online"] is False
+
+
+async def test_a_relayed_task_past_its_timeout_is_cancelled_by_the_holder(
+    w: World, llm: FakeLlm, llm_settings: Settings, clock: FakeClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner_tools, "GRACE_S", 0.3)
+    node, key = await worknode_with_key(w)
+    llm.script = [Call("runner_bash", {"command": "sleep 30", "timeout": 1}), Answer("hung")]
+    async with online_peer(w, key) as peer, make_api(llm_settings, clock=clock) as second:
+        peer.hang_on.add("sleep 30")
+        run = await byoc_run(w, node["worknode_id"], runtime=second.runtime)
+        await wait_for(lambda: _true(bool(peer.cancelled)))
+    assert peer.cancelled == [peer.requests[0]["task_id"]]
+    result = next(s["content"] for s in run["steps"] if s["kind"] == "tool_result")
+    assert result.startswith("ERROR: the runner did not finish within 1.3 s")
+    async with w.api.runtime.db.transaction(write=False) as conn:
+        row = (await conn.execute(select(runner_task))).one()
+    assert (row.status, row.cancel_requested) == ("timed_out", False)
