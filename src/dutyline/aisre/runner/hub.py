@@ -141,15 +141,22 @@ class RunnerHub:
     # --- frames from runners ----------------------------------------------------------------
 
     async def on_output(self, payload: protocol.TaskOutput) -> None:
-        waiter = self._waiters.get(payload.task_id)
-        if waiter is not None:
-            if waiter.on_output is not None:
-                await waiter.on_output(payload.stream, payload.data)
-            return
-        if payload.task_id in self._relayed:
-            async with self.runtime.db.transaction(write=True) as conn:
+        """Streamed output: to the local requester's callback, or onto the task's row for a
+        requester in another process. A failure to store a chunk loses that chunk only, never
+        the connection (the task's result still carries the whole output)."""
+        try:
+            waiter = self._waiters.get(payload.task_id)
+            if waiter is not None:
+                if waiter.on_output is not None:
+                    await waiter.on_output(payload.stream, payload.data)
+                return
+            if payload.task_id in self._relayed:
                 chunk = json.dumps({"stream": payload.stream, "data": payload.data}) + "\n"
-                await repo.append_output(conn, payload.task_id, chunk, self.now_ms())
+                async with self.runtime.db.transaction(write=True) as conn:
+                    await repo.append_output(conn, payload.task_id, chunk, self.now_ms())
+        except Exception as exc:
+            log.warning("could not store runner output", task_id=payload.task_id,
+                        error=repr(exc))
 
     async def on_result(self, payload: protocol.TaskResult) -> None:
         result_text = bytes(payload.result).decode()
