@@ -14,7 +14,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from dutyline.api import docs, errors, openapi
 from dutyline.api.envelope import encode, error_body, request_id_headers
@@ -81,7 +81,7 @@ def create_app(
     settings = settings or Settings.from_env()
     runtime = build_runtime(settings, clock)
     operations = list(runtime.operations)
-    routes = [
+    routes: list[BaseRoute] = [
         Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations
     ]
     routes += extra_routes(runtime)

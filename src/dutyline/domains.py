@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from dutyline.api.operation import Router
 
 if TYPE_CHECKING:
-    from starlette.routing import Route
+    from starlette.routing import BaseRoute
 
     from dutyline.api.runtime import Runtime
 
@@ -31,7 +31,7 @@ class Domain:
     # (@subscriber) on import; every process imports them at start.
     task_modules: tuple[str, ...] = ()
     # "pkg.mod:fn" taking the runtime and returning Starlette routes with their own
-    # authentication (alert ingestion, public status pages).
+    # authentication (alert ingestion, public status pages, the runners' WebSocket).
     extra_routes: tuple[str, ...] = ()
 
 
@@ -82,9 +82,13 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.aisre.a2a.endpoints:router",
             "dutyline.aisre.mcp.endpoints:router",
             "dutyline.aisre.automation.endpoints:router",
+            "dutyline.aisre.runner.endpoints:router",
         ),
         task_modules=("dutyline.aisre.automation.tasks",),
-        extra_routes=("dutyline.aisre.automation.fire_route:routes",),
+        extra_routes=(
+            "dutyline.aisre.automation.fire_route:routes",
+            "dutyline.aisre.runner.ws:routes",  # the BYOC runners' WebSocket
+        ),
     ),
     Domain(
         "status_page",
@@ -133,10 +137,10 @@ def load_tasks() -> None:
         importlib.import_module(name)
 
 
-def extra_routes(runtime: Runtime) -> list[Route]:
-    routes: list[Route] = []
+def extra_routes(runtime: Runtime) -> list[BaseRoute]:
+    routes: list[BaseRoute] = []
     for d in DOMAINS:
         for ref in d.extra_routes:
-            factory: Callable[[Runtime], list[Route]] = _resolve(ref)  # type: ignore[assignment]
+            factory: Callable[[Runtime], list[BaseRoute]] = _resolve(ref)  # type: ignore[assignment]
             routes += factory(runtime)
     return routes

@@ -54,6 +54,8 @@ class Runtime:
     secrets: SecretBox
     # Every operation the process serves, from the composition root (domains.py).
     operations: tuple[Operation, ...] = ()
+    # The process's BYOC runner sockets (aisre/runner/hub.py), made on first use.
+    runner_hub: Any = None
 
     def outbound_policy(self) -> OutboundPolicy:
         """Who outbound calls may reach (the operator's private-network switch), with the

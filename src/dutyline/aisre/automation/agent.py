@@ -18,8 +18,10 @@ import structlog
 
 from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation.llm import ChatModel, LlmError, OpenAiCompatibleChat
+from dutyline.aisre.automation.runner_tools import RunnerTools, mcp_server_config
 from dutyline.aisre.automation.runs import FAILED, SUCCEEDED
 from dutyline.aisre.automation.tools import AgentTool, ToolFailed, toolbox
+from dutyline.aisre.mcp import service as mcp_service
 from dutyline.api.runtime import Runtime
 
 log = structlog.get_logger("dutyline.automation")
@@ -31,8 +33,9 @@ NO_LLM = ("No LLM is configured: set DUTYLINE_LLM_BASE_URL and DUTYLINE_LLM_MODE
           "(and DUTYLINE_LLM_API_KEY if the endpoint needs one)")
 SYSTEM_PROMPT = (
     "You are dutyline's AI SRE assistant, running an automation rule. Investigate with the "
-    "tools you are given (they read this service's incidents and alerts, call MCP tools and "
-    "delegate to A2A agents), then answer with a concise, factual report."
+    "tools you are given (they read this service's incidents and alerts, call MCP tools, "
+    "delegate to A2A agents and, on a BYOC runner, run shell commands and read files inside "
+    "the customer's network), then answer with a concise, factual report."
 )
 
 
@@ -79,8 +82,10 @@ def first_message(prompt: str, context: Any) -> str:
 
 async def run_loop(
     runtime: Runtime, *, run_id: str, account_id: int, team_id: int, owner_id: int,
-    prompt: str, context: Any, model: ChatModel | None,
+    prompt: str, context: Any, model: ChatModel | None, worknode_id: str = "",
 ) -> Outcome:
+    """`worknode_id`: a byoc rule's worknode, whose runner executes the shell, file, web-fetch
+    and MCP tools (runner_tools.py); the caller checked that it is online."""
     steps = Steps(runtime, run_id)
     if model is None:
         await steps.add("error", "llm", NO_LLM)
@@ -90,6 +95,10 @@ async def run_loop(
             problems: list[str] = []
             tools = await toolbox(runtime, account_id=account_id, team_id=team_id,
                                   owner_id=owner_id, run_id=run_id, problems=problems)
+            if worknode_id:
+                tools = await _runner_tools(runtime, steps, account_id=account_id,
+                                            team_id=team_id, worknode_id=worknode_id,
+                                            problems=problems) + tools
             for problem in problems:
                 await steps.add("error", "tools", problem)
             return await _converse(steps, model, tools, prompt, context)
@@ -99,6 +108,21 @@ async def run_loop(
         error = str(exc)
     await steps.add("error", "run", error)
     return Outcome(FAILED, error=error)
+
+
+async def _runner_tools(
+    runtime: Runtime, steps: Steps, *, account_id: int, team_id: int, worknode_id: str,
+    problems: list[str],
+) -> list[AgentTool]:
+    made = RunnerTools(runtime, account_id=account_id, worknode_id=worknode_id,
+                       run_id=steps.run_id, add_step=steps.add)
+    async with runtime.db.transaction(write=False) as conn:
+        servers = await mcp_service.byoc_targets(
+            conn, runtime, account_id, [team_id] if team_id else [], worknode_id)
+    configs = [{"config": mcp_server_config(target, name),
+                "connect_timeout": target.connect_timeout, "call_timeout": target.call_timeout}
+               for name, target in servers]
+    return made.builtin() + await made.mcp(configs, problems)
 
 
 async def _converse(

@@ -13,7 +13,7 @@ import msgspec
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.aisre.automation import agent, runs
+from dutyline.aisre.automation import agent, runner_tools, runs
 from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import service as rules
 from dutyline.incident.service import events
@@ -79,16 +79,21 @@ async def execute_run(ctx: JobContext, payload: dict[str, Any]) -> None:
         await repo.delete_steps(conn, run_id)
         await repo.update_run(conn, run_id, {
             "status": runs.RUNNING, "started_at": now, "error": "", "updated_at": now})
-    if rule.environment_kind == "byoc":
-        outcome = agent.Outcome(runs.FAILED, error=(
-            f"the BYOC runner {rule.environment_id!r} is not connected (runners are not "
-            "supported by this server yet)"))
+    worknode_id = rule.environment_id if rule.environment_kind == "byoc" else ""
+    unavailable = ""
+    if worknode_id:
+        async with runtime.db.transaction(write=False) as conn:
+            unavailable = await runner_tools.check_worknode(
+                runtime, conn, rule.account_id, worknode_id)
+    if unavailable:
+        # A byoc run never falls back to running its tools anywhere else.
+        outcome = agent.Outcome(runs.FAILED, error=f"The run could not start: {unavailable}")
         await agent.Steps(runtime, run_id).add("error", "environment", outcome.error)
     else:
         outcome = await agent.run_loop(
             runtime, run_id=run_id, account_id=rule.account_id, team_id=rule.team_id,
             owner_id=rule.owner_id, prompt=rule.prompt, context=msgspec.json.decode(run.context),
-            model=agent.model_of(runtime),
+            model=agent.model_of(runtime), worknode_id=worknode_id,
         )
     now = ctx.now_ms()
     await repo.update_run(ctx.conn, run_id, {

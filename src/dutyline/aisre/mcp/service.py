@@ -217,10 +217,26 @@ async def set_status(ctx: Context, req: McpServerLookup, status: str) -> None:
 async def enabled_targets(
     conn: AsyncConnection, runtime: Runtime, account_id: int, team_ids: Collection[int]
 ) -> list[McpTarget]:
-    """The enabled HTTP servers a run in this scope may use (account-level + these teams)."""
+    """The enabled HTTP servers a run in this scope may use (account-level + these teams);
+    never those that run on a BYOC runner (`byoc_targets`), which may not be reachable from
+    here."""
     rows = await repo.enabled_in_scope(conn, account_id, team_ids)
     return [
-        target_of(r, runtime.secrets) for r in rows if r.transport in ("streamable-http", "sse")
+        target_of(r, runtime.secrets) for r in rows
+        if r.transport in ("streamable-http", "sse") and r.environment_kind != "byoc"
+    ]
+
+
+async def byoc_targets(
+    conn: AsyncConnection, runtime: Runtime, account_id: int, team_ids: Collection[int],
+    worknode_id: str,
+) -> list[tuple[str, McpTarget]]:
+    """(server name, target) of the enabled servers in this scope that run on the BYOC
+    runner of `worknode_id` (environment_kind byoc): a byoc run reaches them through it."""
+    rows = await repo.enabled_in_scope(conn, account_id, team_ids)
+    return [
+        (r.server_name, target_of(r, runtime.secrets)) for r in rows
+        if r.environment_kind == "byoc" and r.environment_id == worknode_id
     ]
 
 

@@ -10,6 +10,7 @@ from dutyline.db.tables import incident_insight as incident_insight
 from dutyline.db.tables import incident_noise as incident_noise
 from dutyline.db.tables import notify as notify
 from dutyline.db.tables import platform as platform
+from dutyline.db.tables import runner as runner
 from dutyline.db.tables import schedule as schedule
 from dutyline.db.tables import scheduler as scheduler
 from dutyline.db.tables import status_page as status_page
