@@ -26,9 +26,7 @@ from dutyline.platform.permissions import ACCOUNT_MANAGE
 router = Router("BYOC runners")
 
 
-@router.post("/safari/worknode/create", request=WorknodeCreateRequest,
-             response=WorknodeRecord, write=True,
-             permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/worknode/create", write=True, permissions=(ACCOUNT_MANAGE,))
 async def worknode_create(ctx: Context, req: WorknodeCreateRequest) -> WorknodeRecord:
     """Register a worknode (a runner inside your network); then create a key for it."""
     item = await service.create_worknode(ctx.conn, ctx.actor, name=req.name, labels=req.labels,
@@ -37,9 +35,7 @@ async def worknode_create(ctx: Context, req: WorknodeCreateRequest) -> WorknodeR
     return item
 
 
-@router.post("/safari/worknode/update", request=WorknodeUpdateRequest,
-             response=WorknodeRecord, write=True,
-             permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/worknode/update", write=True, permissions=(ACCOUNT_MANAGE,))
 async def worknode_update(ctx: Context, req: WorknodeUpdateRequest) -> WorknodeRecord:
     """Rename or relabel a worknode; omitted fields are left unchanged."""
     ctx.audit_targets.append(req.worknode_id)
@@ -48,31 +44,27 @@ async def worknode_update(ctx: Context, req: WorknodeUpdateRequest) -> WorknodeR
                                          description=req.description)
 
 
-@router.post("/safari/worknode/info", request=WorknodeLookup, response=WorknodeRecord)
+@router.post("/safari/worknode/info")
 async def worknode_info(ctx: Context, req: WorknodeLookup) -> WorknodeRecord:
     """One worknode with its online state, version and environment from its heartbeats."""
     return await service.get_worknode(ctx.conn, ctx.actor, worknode_id=req.worknode_id)
 
 
-@router.post("/safari/worknode/list", request=WorknodeListRequest,
-             response=WorknodeListResponse)
+@router.post("/safari/worknode/list")
 async def worknode_list(ctx: Context, req: WorknodeListRequest) -> WorknodeListResponse:
     """The account's worknodes, newest first."""
     return await service.list_worknodes(ctx.conn, ctx.actor, query=req.query,
                                         online=req.online, p=req.p, limit=req.limit)
 
 
-@router.post("/safari/worknode/delete", request=WorknodeLookup, write=True, empty="null",
-             permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/worknode/delete", write=True, empty="null", permissions=(ACCOUNT_MANAGE,))
 async def worknode_delete(ctx: Context, req: WorknodeLookup) -> None:
     """Delete a worknode and its keys; its runner is disconnected."""
     ctx.audit_targets.append(
         await service.delete_worknode(ctx.conn, ctx.actor, worknode_id=req.worknode_id))
 
 
-@router.post("/safari/runner/key/create", request=RunnerKeyCreateRequest,
-             response=RunnerKeyCreated, write=True,
-             permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/runner/key/create", write=True, permissions=(ACCOUNT_MANAGE,))
 async def runner_key_create(ctx: Context, req: RunnerKeyCreateRequest) -> RunnerKeyCreated:
     """Create a key a runner connects with; the key is shown in this response only."""
     item = await service.create_key(ctx.conn, ctx.actor, worknode_id=req.worknode_id,
@@ -81,9 +73,7 @@ async def runner_key_create(ctx: Context, req: RunnerKeyCreateRequest) -> Runner
     return item
 
 
-@router.post("/safari/runner/key/list", request=RunnerKeyListRequest,
-             response=RunnerKeyListResponse,
-             permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/runner/key/list", permissions=(ACCOUNT_MANAGE,))
 async def runner_key_list(ctx: Context, req: RunnerKeyListRequest) -> RunnerKeyListResponse:
     """Runner keys (never the keys themselves: only their last four characters)."""
     return await service.list_keys(ctx.conn, ctx.actor, worknode_id=req.worknode_id,
@@ -91,8 +81,7 @@ async def runner_key_list(ctx: Context, req: RunnerKeyListRequest) -> RunnerKeyL
                                    limit=req.limit)
 
 
-@router.post("/safari/runner/key/revoke", request=RunnerKeyLookup, write=True, empty="null",
-             permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/runner/key/revoke", write=True, empty="null", permissions=(ACCOUNT_MANAGE,))
 async def runner_key_revoke(ctx: Context, req: RunnerKeyLookup) -> None:
     """Revoke a runner key: refused from now on, its connected runner is disconnected."""
     ctx.audit_targets.append(await service.revoke_key(ctx.conn, ctx.actor, key_id=req.key_id))
