@@ -25,7 +25,7 @@ from dutyline.aisre.a2a.schemas import (
     A2aAgentUpdateRequest,
     A2aSkill,
 )
-from dutyline.aisre.scope import in_team_scope
+from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
 from dutyline.api.operation import Context
 from dutyline.kit.ids import prefixed_id
@@ -44,10 +44,6 @@ def outbound_policy(ctx: Context) -> OutboundPolicy:
 
 async def _can_manage(ctx: Context, team_id: int) -> bool:
     return ctx.caller.has(AGENT_MANAGE) and await in_team_scope(ctx.actor, team_id)
-
-
-async def _can_see(ctx: Context, team_id: int) -> bool:
-    return team_id == 0 or ctx.caller.is_admin or team_id in await ctx.caller_team_ids()
 
 
 async def _require_manage(ctx: Context, team_id: int) -> None:
@@ -208,17 +204,16 @@ async def disable_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
 
 
 async def get_agent(ctx: Context, req: A2aAgentIdRequest) -> A2aAgentRecord:
-    row = await repo.get(ctx.conn, ctx.caller.account_id, req.agent_id)
-    if row is None or not await _can_see(ctx, row.team_id):
+    row = await repo.find_visible(ctx.conn, await TeamScope.of(ctx.actor), req.agent_id)
+    if row is None:
         raise errors.not_found("A2A agent", req.agent_id)
     return _record(row, ctx.runtime.secrets, can_edit=await _can_manage(ctx, row.team_id))
 
 
 async def list_agents(ctx: Context, req: A2aAgentListRequest) -> A2aAgentListResponse:
-    team_ids = None if ctx.caller.is_admin else await ctx.caller_team_ids()
     total, rows = await repo.list_page(
-        ctx.conn, ctx.caller.account_id, include_account=req.include_account,
-        team_ids=team_ids, only_teams=req.team_ids, query=req.query.strip(),
+        ctx.conn, await TeamScope.of(ctx.actor), include_account=req.include_account,
+        only_teams=req.team_ids, query=req.query.strip(),
         offset=req.offset, limit=req.limit,
     )
     box = ctx.runtime.secrets

@@ -23,7 +23,7 @@ from dutyline.aisre.mcp.schemas import (
     McpServerUpdateRequest,
     McpTool,
 )
-from dutyline.aisre.scope import in_team_scope
+from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
 from dutyline.api.operation import Context
 from dutyline.api.runtime import Runtime
@@ -111,11 +111,11 @@ async def get_server(ctx: Context, req: McpServerLookup) -> McpServerRecord:
     except McpError as exc:
         # Keep the last good tool summary; the error says why it may be stale.
         probe["list_error"] = exc.reason
-    # The probe result is a cache of the server's state, not part of this read: it is stored
-    # in a short write transaction of its own, so the read transaction (held open during the
-    # probe) never has to upgrade to a write and no writer waits on a remote server.
-    async with ctx.runtime.db.transaction(write=True) as conn:
-        await repo.update_server(conn, row.account_id, row.server_id, probe)
+    # The probe result is a cache of the server's state. It is written after the probe, in
+    # the write phase the request switches to then (api/transaction.py), as A2A's card
+    # fetches are: no write lock is held while the remote server answers.
+    await ctx.begin_writes()
+    await repo.update_server(ctx.conn, row.account_id, row.server_id, probe)
     merged = {**row._mapping, **probe}
     return _record(merged, can_edit=await _can_edit(ctx, row.team_id))
 
@@ -123,12 +123,12 @@ async def get_server(ctx: Context, req: McpServerLookup) -> McpServerRecord:
 async def list_servers(ctx: Context, req: McpServerListRequest) -> McpServerListResponse:
     """Visible servers, a page at a time; never contacts a server."""
     caller = ctx.caller
-    team_ids = frozenset() if caller.is_admin else await ctx.caller_team_ids()
+    scope = await TeamScope.of(ctx.actor)
+    team_ids = scope.team_ids or frozenset()
     include_account = req.include_account and req.scope in ("", "all", "account")
     include_team = req.scope in ("", "all", "team")
     total, rows = await repo.list_page(
-        ctx.conn, account_id=caller.account_id, all_teams=caller.is_admin, team_ids=team_ids,
-        include_account=include_account, include_team=include_team,
+        ctx.conn, scope, include_account=include_account, include_team=include_team,
         only_team_ids=req.team_ids, query=req.query.strip(), status=None,
         offset=req.offset, limit=req.limit,
     )
@@ -239,12 +239,8 @@ def target_of(row: Any, secrets: SecretBox) -> McpTarget:
 
 
 async def _visible(ctx: Context, server_id: str, *, with_secrets: bool = False) -> Any:
-    caller = ctx.caller
-    team_ids = frozenset() if caller.is_admin else await ctx.caller_team_ids()
-    row = await repo.find_visible(
-        ctx.conn, server_id, account_id=caller.account_id, all_teams=caller.is_admin,
-        team_ids=team_ids, with_secrets=with_secrets,
-    )
+    row = await repo.find_visible(ctx.conn, await TeamScope.of(ctx.actor), server_id,
+                                  with_secrets=with_secrets)
     if row is None:
         raise errors.not_found("MCP server", server_id)
     return row
