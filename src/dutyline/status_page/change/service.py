@@ -302,12 +302,7 @@ async def change_items(conn: AsyncConnection, page_id: int, rows: list[Any]) -> 
             change_id=r.change_id, page_id=r.page_id, type=r.type, title=r.title,
             description=r.description, status=r.status,
             affected_components=[
-                AffectedComponentItem(
-                    component_id=c.component_id, section_id=c.section_id, name=c.name,
-                    description=c.description,
-                    available_since_seconds=c.available_since_seconds, order_id=c.order_id,
-                    hide_uptime=bool(c.hide_uptime), hide_all=bool(c.hide_all), status=status,
-                )
+                AffectedComponentItem(**pages.component_fields(c), status=status)
                 for cid, status in affected[r.change_id].items()
                 if (c := components.get(cid)) is not None
             ],

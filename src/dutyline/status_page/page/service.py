@@ -281,13 +281,19 @@ def page_item(row: Any, base_url: str) -> PageItem:
     )
 
 
+def component_fields(row: Any) -> dict[str, Any]:
+    """The one mapper of a component row: the fields every component record shows
+    (ComponentFields); each record adds the status that fits where it appears."""
+    return {
+        "component_id": row.component_id, "section_id": row.section_id, "name": row.name,
+        "description": row.description, "available_since_seconds": row.available_since_seconds,
+        "order_id": row.order_id, "hide_uptime": bool(row.hide_uptime),
+        "hide_all": bool(row.hide_all),
+    }
+
+
 def component_item(row: Any) -> ComponentItem:
-    return ComponentItem(
-        component_id=row.component_id, section_id=row.section_id, name=row.name,
-        description=row.description, available_since_seconds=row.available_since_seconds,
-        order_id=row.order_id, hide_uptime=bool(row.hide_uptime), hide_all=bool(row.hide_all),
-        status=row.status,
-    )
+    return ComponentItem(**component_fields(row), status=row.status)
 
 
 async def list_pages(

@@ -118,11 +118,7 @@ def _items(rows: list[Any], components: dict[str, Any]) -> list[SubscriberItem]:
         items.append(SubscriberItem(
             recipient=r.email, method="email", all=not followed, locale=r.locale,
             components=[
-                SubscribedComponentItem(
-                    component_id=c.component_id, section_id=c.section_id, name=c.name,
-                    description=c.description,
-                    available_since_seconds=c.available_since_seconds, order_id=c.order_id,
-                    hide_uptime=bool(c.hide_uptime), hide_all=bool(c.hide_all))
+                SubscribedComponentItem(**pages.component_fields(c))
                 for cid in followed if (c := components.get(cid)) is not None
             ],
         ))
