@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from dutyline.aisre.mcp import service
 from dutyline.aisre.mcp.schemas import (
     McpServerCreateRequest,
@@ -23,13 +25,20 @@ router = Router("MCP servers")
 )
 async def mcp_server_list(ctx: Context, req: McpServerListRequest) -> McpServerListResponse:
     """List the MCP servers visible to the caller; never contacts a server."""
-    return await service.list_servers(ctx, req)
+    total, servers = await service.list_servers(
+        ctx.conn, ctx.actor, include_account=req.include_account, scope=req.scope,
+        team_ids=req.team_ids, query=req.query, offset=req.offset, limit=req.limit)
+    return McpServerListResponse(total=total, servers=servers)
 
 
 @router.post("/safari/mcp/server/get", request=McpServerLookup, response=McpServerRecord)
 async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
     """Get one MCP server and probe its tools live (list_error when the probe fails)."""
-    return await service.get_server(ctx, req)
+    probe = await service.probe_server(ctx.conn, ctx.actor, server_id=req.server_id,
+                                       secrets=ctx.runtime.secrets,
+                                       gateway=service.gateway_of(ctx.runtime))
+    await ctx.begin_writes()
+    return await service.store_probe(ctx.conn, ctx.actor, probe=probe)
 
 
 @router.post(
@@ -38,7 +47,11 @@ async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
 )
 async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpServerRecord:
     """Register an MCP server (account-level with team_id 0, or for one team)."""
-    return await service.create_server(ctx, req)
+    record = await service.create_server(
+        ctx.conn, ctx.actor, spec=service.ServerSpec(**msgspec.structs.asdict(req)),
+        secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
+    ctx.audit_targets.append(record.server_id)
+    return record
 
 
 @router.post(
@@ -47,7 +60,13 @@ async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpSer
 )
 async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpServerRecord:
     """Change an MCP server; fields left out keep their value, masked headers their secret."""
-    return await service.update_server(ctx, req)
+    changes = msgspec.structs.asdict(req)
+    server_id = changes.pop("server_id")
+    record = await service.update_server(
+        ctx.conn, ctx.actor, server_id=server_id, changes=service.ServerChanges(**changes),
+        secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
+    ctx.audit_targets.append(record.server_id)
+    return record
 
 
 @router.post(
@@ -56,7 +75,8 @@ async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpSer
 )
 async def mcp_server_delete(ctx: Context, req: McpServerLookup) -> None:
     """Delete an MCP server."""
-    await service.delete_server(ctx, req)
+    await service.delete_server(ctx.conn, ctx.actor, server_id=req.server_id)
+    ctx.audit_targets.append(req.server_id)
 
 
 @router.post(
@@ -65,7 +85,8 @@ async def mcp_server_delete(ctx: Context, req: McpServerLookup) -> None:
 )
 async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
     """Enable a disabled MCP server (an enabled one is refused with InvalidParameter)."""
-    await service.set_status(ctx, req, "enabled")
+    ctx.audit_targets.append(req.server_id)
+    await service.set_status(ctx.conn, ctx.actor, server_id=req.server_id, status="enabled")
 
 
 @router.post(
@@ -74,4 +95,5 @@ async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
 )
 async def mcp_server_disable(ctx: Context, req: McpServerLookup) -> None:
     """Disable an enabled MCP server (a disabled one is refused with InvalidParameter)."""
-    await service.set_status(ctx, req, "disabled")
+    ctx.audit_targets.append(req.server_id)
+    await service.set_status(ctx.conn, ctx.actor, server_id=req.server_id, status="disabled")
