@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from dutyline.aisre.a2a import service
 from dutyline.aisre.a2a.schemas import (
     A2aAgentCreateRequest,
@@ -26,7 +24,7 @@ router = Router("A2A agents")
 async def a2a_agent_create(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentRecord:
     """Register an A2A agent; its card is fetched and validated first."""
     prepared, auth = await service.prepare_create(
-        ctx.conn, ctx.actor, spec=service.AgentSpec(**msgspec.structs.asdict(req)),
+        ctx.conn, ctx.actor, spec=req,
         policy=ctx.runtime.outbound_policy())
     await ctx.begin_writes()
     record = await service.apply_create(ctx.conn, ctx.actor, prepared=prepared, auth=auth,
@@ -60,10 +58,8 @@ async def a2a_agent_list(ctx: Context, req: A2aAgentListRequest) -> A2aAgentList
 )
 async def a2a_agent_update(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentRecord:
     """Change an agent; a new card_url is resolved again, a masked secret keeps the old one."""
-    changes = msgspec.structs.asdict(req)
-    agent_id = changes.pop("agent_id")
     prepared = await service.prepare_update(
-        ctx.conn, ctx.actor, agent_id=agent_id, changes=service.AgentChanges(**changes),
+        ctx.conn, ctx.actor, changes=req,
         secrets=ctx.runtime.secrets, policy=ctx.runtime.outbound_policy())
     ctx.audit_targets.append(prepared.agent_id)
     await ctx.begin_writes()

@@ -16,7 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.aisre.a2a import repository as repo
 from dutyline.aisre.a2a.auth import NO_AUTH, AgentAuth, build_auth, open_auth
 from dutyline.aisre.a2a.card import ResolvedCard, resolve_card
-from dutyline.aisre.a2a.schemas import A2aAgentRecord, A2aSkill, AuthConfig
+from dutyline.aisre.a2a.schemas import (
+    A2aAgentCreateRequest,
+    A2aAgentRecord,
+    A2aAgentUpdateRequest,
+    A2aSkill,
+)
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
 from dutyline.api.actor import Actor
@@ -84,29 +89,6 @@ def _card_values(resolved: ResolvedCard) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class AgentSpec:
-    agent_name: str
-    card_url: str
-    instructions: str = ""
-    team_id: int = 0
-    auth_type: str = "none"
-    auth_config: AuthConfig | None = None
-    streaming: bool = False
-
-
-@dataclass(frozen=True)
-class AgentChanges:
-    """None keeps a field; a masked secret keeps the stored one."""
-
-    agent_name: str | None = None
-    card_url: str | None = None
-    instructions: str | None = None
-    auth_type: str | None = None
-    auth_config: AuthConfig | None = None
-    streaming: bool | None = None
-
-
-@dataclass(frozen=True)
 class Prepared:
     """What a prepare phase read and fetched, for its apply phase."""
 
@@ -115,8 +97,9 @@ class Prepared:
     row: Any = None
 
 
-async def prepare_create(conn: AsyncConnection, actor: Actor, *, spec: AgentSpec,
+async def prepare_create(conn: AsyncConnection, actor: Actor, *, spec: A2aAgentCreateRequest,
                          policy: OutboundPolicy) -> tuple[Prepared, AgentAuth]:
+    """`spec` is the domain's own create schema (as polar's services take theirs)."""
     name = spec.agent_name.strip()
     if not name:
         raise errors.invalid("agent_name", "is required")
@@ -146,10 +129,11 @@ async def apply_create(conn: AsyncConnection, actor: Actor, *, prepared: Prepare
     return _record(row, secrets, can_edit=True)
 
 
-async def prepare_update(conn: AsyncConnection, actor: Actor, *, agent_id: str,
-                         changes: AgentChanges, secrets: SecretBox,
+async def prepare_update(conn: AsyncConnection, actor: Actor, *,
+                         changes: A2aAgentUpdateRequest, secrets: SecretBox,
                          policy: OutboundPolicy) -> Prepared:
-    row = await _require_for_write(conn, actor, agent_id)
+    """None keeps a field; a masked secret keeps the stored one."""
+    row = await _require_for_write(conn, actor, changes.agent_id)
     c = changes
     values: dict[str, Any] = {}
     if c.agent_name is not None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import msgspec
-
 from dutyline.aisre.mcp import service
 from dutyline.aisre.mcp.schemas import (
     McpServerCreateRequest,
@@ -48,7 +46,7 @@ async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
 async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpServerRecord:
     """Register an MCP server (account-level with team_id 0, or for one team)."""
     record = await service.create_server(
-        ctx.conn, ctx.actor, spec=service.ServerSpec(**msgspec.structs.asdict(req)),
+        ctx.conn, ctx.actor, spec=req,
         secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
     ctx.audit_targets.append(record.server_id)
     return record
@@ -60,10 +58,8 @@ async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpSer
 )
 async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpServerRecord:
     """Change an MCP server; fields left out keep their value, masked headers their secret."""
-    changes = msgspec.structs.asdict(req)
-    server_id = changes.pop("server_id")
     record = await service.update_server(
-        ctx.conn, ctx.actor, server_id=server_id, changes=service.ServerChanges(**changes),
+        ctx.conn, ctx.actor, changes=req,
         secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
     ctx.audit_targets.append(record.server_id)
     return record

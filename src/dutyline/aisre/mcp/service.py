@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -15,7 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.mcp import repository as repo
 from dutyline.aisre.mcp.gateway import McpError, McpGateway, McpTarget, Tool
-from dutyline.aisre.mcp.schemas import McpServerRecord, McpTool
+from dutyline.aisre.mcp.schemas import (
+    McpServerCreateRequest,
+    McpServerRecord,
+    McpServerUpdateRequest,
+    McpTool,
+)
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
 from dutyline.api.actor import Actor
@@ -53,42 +58,6 @@ def gateway_of(runtime: Runtime) -> McpGateway:
 
 
 @dataclass(frozen=True)
-class ServerSpec:
-    """A new server (the defaults are the contract's)."""
-
-    server_name: str
-    description: str
-    transport: str = "streamable-http"
-    url: str = ""
-    environment_kind: str = ""
-    environment_id: str = ""
-    connect_timeout: int = 0
-    call_timeout: int = 0
-    headers: Mapping[str, str] = field(default_factory=dict)
-    auth_mode: str = "shared"
-    team_id: int = 0
-    status: str = "enabled"
-
-
-@dataclass(frozen=True)
-class ServerChanges:
-    """Changes to a server; None keeps a field. `headers` replaces the set; a masked value
-    keeps the stored secret of that name."""
-
-    server_name: str | None = None
-    description: str | None = None
-    transport: str | None = None
-    url: str | None = None
-    environment_kind: str | None = None
-    environment_id: str | None = None
-    connect_timeout: int | None = None
-    call_timeout: int | None = None
-    headers: Mapping[str, str] | None = None
-    auth_mode: str | None = None
-    team_id: int | None = None
-
-
-@dataclass(frozen=True)
 class Probe:
     """A live probe of a server's tools, read before it is stored (get_server)."""
 
@@ -97,9 +66,11 @@ class Probe:
 
 
 async def create_server(
-    conn: AsyncConnection, actor: Actor, *, spec: ServerSpec, secrets: SecretBox,
+    conn: AsyncConnection, actor: Actor, *, spec: McpServerCreateRequest, secrets: SecretBox,
     policy: OutboundPolicy,
 ) -> McpServerRecord:
+    """Register a server, described by the domain's own create schema (as polar's services
+    take theirs): the one record of what a new server is."""
     account_id = actor.account_id
     name = _server_name(spec.server_name)
     team_id = await _editable_team(conn, actor, spec.team_id)
@@ -188,10 +159,12 @@ async def list_servers(
 
 
 async def update_server(
-    conn: AsyncConnection, actor: Actor, *, server_id: str, changes: ServerChanges,
+    conn: AsyncConnection, actor: Actor, *, changes: McpServerUpdateRequest,
     secrets: SecretBox, policy: OutboundPolicy,
 ) -> McpServerRecord:
-    row = await _editable(conn, actor, server_id, with_secrets=True)
+    """Change `changes.server_id`; None keeps a field, `headers` replaces the set (a masked
+    value keeps the stored secret of that name)."""
+    row = await _editable(conn, actor, changes.server_id, with_secrets=True)
     account_id = actor.account_id
     c = changes
     values: dict[str, Any] = {}
