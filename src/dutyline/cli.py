@@ -169,22 +169,45 @@ def app_key_revoke(key_id: int) -> None:
 
 
 async def _key_op(action: str, **kwargs: Any) -> Any:
+    """Run one app-key service call in a transaction of its own, acting for the account the
+    named member or key belongs to; a refusal (ApiError) ends the command with its message."""
+    from dutyline.api.errors import ApiError
     from dutyline.db.engine import Database
     from dutyline.db.migrate import upgrade
-    from dutyline.platform.app_key import admin
 
     settings = _settings()
     await asyncio.to_thread(upgrade, settings.database_url)
     db = Database(settings.database_url)
     try:
         async with db.transaction() as conn:
-            if action == "create":
-                return await admin.create(conn, **kwargs)
-            if action == "list":
-                return await admin.list_keys(conn, **kwargs)
-            return await admin.revoke(conn, **kwargs)
+            return await _key_service_call(conn, action, **kwargs)
+    except ApiError as exc:
+        if action == "revoke":
+            return {"key_id": kwargs["key_id"], "revoked": False}
+        raise click.ClickException(str(exc)) from None
     finally:
         await db.dispose()
+
+
+async def _key_service_call(conn: Any, action: str, **kwargs: Any) -> Any:
+    from dutyline.api.actor import Actor
+    from dutyline.kit.clock import SystemClock
+    from dutyline.platform.app_key import service
+
+    clock = SystemClock()
+    if action == "list":
+        return await service.operator_list(conn, account_id=kwargs["account_id"])
+    if action == "create":
+        person_id = kwargs["person_id"]
+        account_id = await service.account_of_member(conn, person_id=person_id)
+        issued = await service.create_key(conn, Actor.system(account_id, clock),
+                                          key_name=kwargs["key_name"], person_id=person_id)
+        return {"key_id": issued.key_id, "key_name": issued.key_name, "person_id": person_id,
+                "app_key": issued.app_key}
+    key_id = kwargs["key_id"]
+    account_id = await service.account_of_key(conn, key_id=key_id)
+    await service.delete_key(conn, Actor.system(account_id, clock), key_id=key_id)
+    return {"key_id": key_id, "revoked": True}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,48 +8,16 @@ failures are remembered, briefly (platform/app_key/misses.py): a repeated wrong 
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.auth import Caller, hash_app_key
 from dutyline.db.engine import Database
-from dutyline.db.tables.platform import (
-    app_key,
-    member,
-    member_role,
-    role,
-    role_permission,
-    team_member,
-)
 from dutyline.kit.clock import Clock
 from dutyline.platform import permissions
+from dutyline.platform.app_key import repository as key_repo
 from dutyline.platform.app_key.misses import MISSED, MissedKeys
 
 _BUILTIN_RANK = {"owner": 2, "admin": 1}
-
-_enabled_role = role.c.status == "enabled"
-
-# One row per granted permission (or one row with NULLs for a member without roles).
-_CALLER_QUERY = (
-    select(
-        app_key.c.key_id,
-        app_key.c.suffix,
-        member.c.member_id,
-        member.c.member_name,
-        member.c.account_id,
-        role.c.builtin,
-        role_permission.c.permission_id,
-    )
-    .select_from(app_key)
-    .join(member, member.c.member_id == app_key.c.person_id)
-    .outerjoin(member_role, member_role.c.member_id == member.c.member_id)
-    .outerjoin(role, (role.c.role_id == member_role.c.role_id) & _enabled_role)
-    .outerjoin(role_permission, role_permission.c.role_id == role.c.role_id)
-    # Built once with a bound parameter: SQLAlchemy then reuses the compiled statement
-    # instead of recomputing its cache key on every request.
-    .where(member.c.status == "enabled", app_key.c.key_hash == bindparam("key_hash"))
-)
-
 
 class DatabaseAuthenticator:
     def __init__(self, clock: Clock, misses: MissedKeys = MISSED) -> None:
@@ -67,7 +35,7 @@ class DatabaseAuthenticator:
         now = self.clock.now()
         if self.misses.recently_missed(key_hash, now):
             return None
-        rows = (await conn.execute(_CALLER_QUERY, {"key_hash": key_hash})).all()
+        rows = await key_repo.caller_rows(conn, key_hash)
         if not rows:
             self.misses.remember(key_hash, now)
             return None
@@ -101,19 +69,8 @@ class DatabaseAuthenticator:
             return 0
         pending, self._last_used = self._last_used, {}
         async with db.transaction(write=True) as conn:
-            await conn.execute(
-                update(app_key)
-                .where(app_key.c.key_id == bindparam("k"), app_key.c.last_used_at < bindparam("t"))
-                .values(last_used_at=bindparam("t")),
-                [{"k": k, "t": t} for k, t in pending.items()],
-            )
+            await key_repo.set_last_used(conn, pending)
         return len(pending)
 
     async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:
-        rows = await conn.execute(
-            select(team_member.c.team_id).where(
-                team_member.c.account_id == caller.account_id,
-                team_member.c.person_id == caller.person_id,
-            )
-        )
-        return frozenset(rows.scalars())
+        return await key_repo.team_ids_of(conn, caller.account_id, caller.person_id)

@@ -17,13 +17,13 @@ import json
 from typing import Any
 
 import structlog
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.config import Settings
-from dutyline.db.tables.status_page import status_change, status_change_update, status_page
 from dutyline.kit import mail
 from dutyline.status_page import tokens
+from dutyline.status_page.change import repository as change_repo
+from dutyline.status_page.page import repository as page_repo
 from dutyline.status_page.subscriber import repository as subscribers
 from dutyline.work import queue
 from dutyline.work.registry import JobContext, job_handler
@@ -48,14 +48,10 @@ async def enqueue(conn: AsyncConnection, *, page_id: int, change_id: int, update
 
 
 async def _load(conn: AsyncConnection, payload: dict[str, Any]) -> tuple[Any, Any, Any] | None:
-    page = (await conn.execute(select(status_page).where(
-        status_page.c.page_id == int(payload["page_id"])))).first()
-    change = (await conn.execute(select(status_change).where(
-        status_change.c.change_id == int(payload["change_id"]),
-        status_change.c.page_id == int(payload["page_id"])))).first()
-    entry = (await conn.execute(select(status_change_update).where(
-        status_change_update.c.update_id == str(payload["update_id"]),
-        status_change_update.c.change_id == int(payload["change_id"])))).first()
+    page_id, change_id = int(payload["page_id"]), int(payload["change_id"])
+    page = await page_repo.page_by_id(conn, page_id)
+    change = await change_repo.change_of_page(conn, page_id, change_id)
+    entry = await change_repo.entry_of_change(conn, change_id, str(payload["update_id"]))
     if page is None or change is None or entry is None:
         return None
     return page, change, entry
@@ -113,8 +109,8 @@ async def send_notifications(ctx: JobContext, payload: dict[str, Any]) -> None:
             continue
         token = tokens.unsubscribe_token(secret_key, subscriber.subscriber_id)
         if subscriber.unsubscribe_token_hash != tokens.token_hash(token):
-            await subscribers.set_unsubscribe_hash(ctx.conn, subscriber.subscriber_id,
-                                                   tokens.token_hash(token))
+            await subscribers.update_subscriber(ctx.conn, subscriber.subscriber_id, {
+                "unsubscribe_token_hash": tokens.token_hash(token)})
         subject, text, body = compose(settings, page, change, entry, str(payload["event"]),
                                       tokens.unsubscribe_url(settings.base_url, page.url_name,
                                                              token))

@@ -48,9 +48,16 @@ def unsubscribe_url(base_url: str, url_name: str, token: str) -> str:
     return f"{base_url.rstrip('/')}/status/{url_name}/unsubscribe?token={quote(token, safe='')}"
 
 
+_key_files: dict[str, str] = {}
+
+
 async def server_key(settings: Settings) -> str:
     """The server's secret key. Only the embedded default reads (or creates) a key file,
-    so that happens off the event loop."""
+    so that happens off the event loop, once per database."""
     if settings.secret_key:
         return settings.secret_key
-    return await asyncio.to_thread(settings.resolved_secret_key)
+    key = _key_files.get(settings.database_url)
+    if key is None:
+        key = await asyncio.to_thread(settings.resolved_secret_key)
+        _key_files[settings.database_url] = key
+    return key

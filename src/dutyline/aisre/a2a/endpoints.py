@@ -20,41 +20,65 @@ router = Router("A2A agents")
 @router.post("/safari/a2a-agent/create", permissions=(AGENT_MANAGE,), write=True, outbound=True)
 async def a2a_agent_create(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentRecord:
     """Register an A2A agent; its card is fetched and validated first."""
-    return await service.create_agent(ctx, req)
+    prepared, auth = await service.prepare_create(
+        ctx.conn, ctx.actor, spec=req,
+        policy=ctx.runtime.outbound_policy())
+    await ctx.begin_writes()
+    record = await service.apply_create(ctx.conn, ctx.actor, prepared=prepared, auth=auth,
+                                        secrets=ctx.runtime.secrets)
+    ctx.audit_targets.append(record.agent_id)
+    return record
 
 
 @router.post("/safari/a2a-agent/get")
 async def a2a_agent_get(ctx: Context, req: A2aAgentIdRequest) -> A2aAgentRecord:
     """One agent the caller can see; credentials are masked."""
-    return await service.get_agent(ctx, req)
+    return await service.get_agent(ctx.conn, ctx.actor, agent_id=req.agent_id,
+                                   secrets=ctx.runtime.secrets)
 
 
 @router.post("/safari/a2a-agent/list", rate_scope="app_key")
 async def a2a_agent_list(ctx: Context, req: A2aAgentListRequest) -> A2aAgentListResponse:
     """The agents visible to the caller, a page at a time; never contacts an agent."""
-    return await service.list_agents(ctx, req)
+    total, agents = await service.list_agents(
+        ctx.conn, ctx.actor, include_account=req.include_account, team_ids=req.team_ids,
+        query=req.query, offset=req.offset, limit=req.limit, secrets=ctx.runtime.secrets)
+    return A2aAgentListResponse(total=total, agents=agents)
 
 
 @router.post("/safari/a2a-agent/update", permissions=(AGENT_MANAGE,), write=True, outbound=True)
 async def a2a_agent_update(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentRecord:
     """Change an agent; a new card_url is resolved again, a masked secret keeps the old one."""
-    return await service.update_agent(ctx, req)
+    prepared = await service.prepare_update(
+        ctx.conn, ctx.actor, changes=req,
+        secrets=ctx.runtime.secrets, policy=ctx.runtime.outbound_policy())
+    ctx.audit_targets.append(prepared.agent_id)
+    await ctx.begin_writes()
+    return await service.apply_update(ctx.conn, ctx.actor, prepared=prepared,
+                                      secrets=ctx.runtime.secrets)
 
 
 @router.post("/safari/a2a-agent/delete", permissions=(AGENT_MANAGE,), write=True, empty="null")
 async def a2a_agent_delete(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Delete an agent."""
-    await service.delete_agent(ctx, req)
+    await service.delete_agent(ctx.conn, ctx.actor, agent_id=req.agent_id)
+    ctx.audit_targets.append(req.agent_id)
 
 
 @router.post("/safari/a2a-agent/enable", permissions=(AGENT_MANAGE,), write=True,
              rate_scope="app_key", empty="null", outbound=True)
 async def a2a_agent_enable(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Enable a disabled agent after resolving its card again."""
-    await service.enable_agent(ctx, req)
+    ctx.audit_targets.append(req.agent_id)
+    prepared = await service.prepare_enable(ctx.conn, ctx.actor, agent_id=req.agent_id,
+                                            secrets=ctx.runtime.secrets,
+                                            policy=ctx.runtime.outbound_policy())
+    await ctx.begin_writes()
+    await service.apply_enable(ctx.conn, ctx.actor, prepared=prepared)
 
 
 @router.post("/safari/a2a-agent/disable", permissions=(AGENT_MANAGE,), write=True, empty="null")
 async def a2a_agent_disable(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Disable an enabled agent: the agent loop stops offering it."""
-    await service.disable_agent(ctx, req)
+    ctx.audit_targets.append(req.agent_id)
+    await service.disable_agent(ctx.conn, ctx.actor, agent_id=req.agent_id)

@@ -1,15 +1,17 @@
-"""Every A2A agent query. Each one is scoped by account_id; list_page also applies the team
-visibility rule, so a caller never sees another team's agents."""
+"""Every A2A agent query. Each one is scoped by account_id; the reads that answer a caller
+take its TeamScope (aisre/scope.py, the rule MCP servers share), so a caller never sees
+another team's agents."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, delete, false, func, insert, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
+from dutyline.aisre.scope import TeamScope, visible
 from dutyline.db.like import contains_pattern
 from dutyline.db.tables.aisre import a2a_agent
 
@@ -21,38 +23,40 @@ async def get(conn: AsyncConnection, account_id: int, agent_id: str) -> Row[Any]
     return (await conn.execute(stmt)).first()
 
 
-def _visible(
-    *, include_account: bool, team_ids: frozenset[int] | None, only_teams: list[int] | None
-) -> ColumnElement[bool]:
-    """Account-level agents (when asked for) and team agents the caller may see.
+async def find_visible(conn: AsyncConnection, scope: TeamScope, agent_id: str
+                       ) -> Row[Any] | None:
+    """The agent when `scope` sees it (aisre/scope.py); else None, as another account's."""
+    stmt = select(a2a_agent).where(
+        a2a_agent.c.agent_id == agent_id,
+        visible(scope, a2a_agent.c.account_id, a2a_agent.c.team_id))
+    return (await conn.execute(stmt)).first()
 
-    `team_ids` None means every team (owner/admin); `only_teams` narrows the team part."""
+
+def _kinds(*, include_account: bool, only_teams: list[int] | None) -> ColumnElement[bool]:
+    """Account-level agents (when asked for) and team agents (of `only_teams` if given)."""
     parts: list[ColumnElement[bool]] = []
     if include_account:
         parts.append(a2a_agent.c.team_id == 0)
     team_part: ColumnElement[bool] = a2a_agent.c.team_id != 0
-    if team_ids is not None:
-        team_part = and_(team_part, a2a_agent.c.team_id.in_(sorted(team_ids)))
     if only_teams is not None:
         team_part = and_(team_part, a2a_agent.c.team_id.in_(only_teams))
     parts.append(team_part)
-    return or_(*parts) if parts else false()
+    return or_(*parts)
 
 
 async def list_page(
     conn: AsyncConnection,
-    account_id: int,
+    scope: TeamScope,
     *,
     include_account: bool,
-    team_ids: frozenset[int] | None,
     only_teams: list[int] | None,
     query: str,
     offset: int,
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
     conditions: list[ColumnElement[bool]] = [
-        a2a_agent.c.account_id == account_id,
-        _visible(include_account=include_account, team_ids=team_ids, only_teams=only_teams),
+        visible(scope, a2a_agent.c.account_id, a2a_agent.c.team_id),
+        _kinds(include_account=include_account, only_teams=only_teams),
     ]
     if query:
         conditions.append(

@@ -18,16 +18,13 @@ from dutyline.aisre.a2a.auth import NO_AUTH, AgentAuth, build_auth, open_auth
 from dutyline.aisre.a2a.card import ResolvedCard, resolve_card
 from dutyline.aisre.a2a.schemas import (
     A2aAgentCreateRequest,
-    A2aAgentIdRequest,
-    A2aAgentListRequest,
-    A2aAgentListResponse,
     A2aAgentRecord,
     A2aAgentUpdateRequest,
     A2aSkill,
 )
-from dutyline.aisre.scope import in_team_scope
+from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
@@ -38,31 +35,28 @@ from dutyline.platform.team import service as team_service
 log = structlog.get_logger("dutyline.a2a")
 
 
-def outbound_policy(ctx: Context) -> OutboundPolicy:
-    return ctx.runtime.outbound_policy()
+async def _can_manage(actor: Actor, team_id: int) -> bool:
+    return actor.has(AGENT_MANAGE) and await in_team_scope(actor, team_id)
 
 
-async def _can_manage(ctx: Context, team_id: int) -> bool:
-    return ctx.caller.has(AGENT_MANAGE) and await in_team_scope(ctx.actor, team_id)
-
-
-async def _can_see(ctx: Context, team_id: int) -> bool:
-    return team_id == 0 or ctx.caller.is_admin or team_id in await ctx.caller_team_ids()
-
-
-async def _require_manage(ctx: Context, team_id: int) -> None:
-    if not await _can_manage(ctx, team_id):
+async def _require_manage(actor: Actor, team_id: int) -> None:
+    if not await _can_manage(actor, team_id):
         raise errors.AccessDenied()
 
 
-async def _require_for_write(ctx: Context, agent_id: str) -> Any:
+async def _require_for_write(conn: AsyncConnection, actor: Actor, agent_id: str) -> Any:
     """The agent, for a write. Another account's id is simply not found; an agent of the
-    caller's account outside the caller's scope is refused."""
-    row = await repo.get(ctx.conn, ctx.caller.account_id, agent_id)
+    actor's account outside the actor's scope is refused."""
+    row = await repo.get(conn, actor.account_id, agent_id)
     if row is None:
         raise errors.not_found("A2A agent", agent_id)
-    await _require_manage(ctx, row.team_id)
+    await _require_manage(actor, row.team_id)
     return row
+
+
+async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None:
+    if team_id and not await team_service.existing_team_ids(conn, actor.account_id, [team_id]):
+        raise errors.invalid("team_id", "no such team")
 
 
 def _stored_auth(box: SecretBox, row: Any) -> AgentAuth:
@@ -75,8 +69,8 @@ def _stored_auth(box: SecretBox, row: Any) -> AgentAuth:
         ) from None
 
 
-async def _resolve(ctx: Context, card_url: str, auth: AgentAuth) -> ResolvedCard:
-    return await resolve_card(card_url, policy=outbound_policy(ctx), headers=auth.headers())
+async def _resolve(policy: OutboundPolicy, card_url: str, auth: AgentAuth) -> ResolvedCard:
+    return await resolve_card(card_url, policy=policy, headers=auth.headers())
 
 
 def _card_values(resolved: ResolvedCard) -> dict[str, Any]:
@@ -87,56 +81,73 @@ def _card_values(resolved: ResolvedCard) -> dict[str, Any]:
     }
 
 
-async def create_agent(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentRecord:
-    account_id = ctx.caller.account_id
-    name = req.agent_name.strip()
+# --- operations ---------------------------------------------------------------------------
+# The writes that fetch an agent's card have two phases: `prepare_*` reads and fetches (in
+# the request's read phase, so a slow agent holds no write lock) and `apply_*` writes after
+# the caller has switched to writing (ctx.begin_writes(), api/transaction.py), re-checking
+# what may have changed meanwhile.
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a prepare phase read and fetched, for its apply phase."""
+
+    agent_id: str
+    values: dict[str, Any]
+    row: Any = None
+
+
+async def prepare_create(conn: AsyncConnection, actor: Actor, *, spec: A2aAgentCreateRequest,
+                         policy: OutboundPolicy) -> tuple[Prepared, AgentAuth]:
+    """`spec` is the domain's own create schema (as polar's services take theirs)."""
+    name = spec.agent_name.strip()
     if not name:
         raise errors.invalid("agent_name", "is required")
-    await _require_manage(ctx, req.team_id)
-    if req.team_id and not await team_service.existing_team_ids(
-        ctx.conn, account_id, [req.team_id]
-    ):
-        raise errors.invalid("team_id", "no such team")
-    auth = build_auth(req.auth_type, req.auth_config, None)
-    card_url = req.card_url.strip()
-    resolved = await _resolve(ctx, card_url, auth)
-    # The card is fetched in the read phase, so a slow agent holds no write lock (see
-    # api/transaction.py); the team may have gone meanwhile, so check it again.
-    await ctx.begin_writes()
-    if req.team_id and not await team_service.existing_team_ids(
-        ctx.conn, account_id, [req.team_id]
-    ):
-        raise errors.invalid("team_id", "no such team")
-    now = ctx.now_ms
-    agent_id = prefixed_id("a2a")
-    await repo.insert_agent(ctx.conn, {
-        "agent_id": agent_id, "account_id": account_id, "team_id": req.team_id,
-        "agent_name": name, "instructions": req.instructions, "card_url": card_url,
-        **_card_values(resolved),
-        "auth_type": auth.auth_type, "auth_config_encrypted": auth.seal(ctx.runtime.secrets),
-        "streaming": req.streaming, "status": "enabled", "created_by": ctx.caller.person_id,
+    await _require_manage(actor, spec.team_id)
+    await _check_team(conn, actor, spec.team_id)
+    auth = build_auth(spec.auth_type, spec.auth_config, None)
+    card_url = spec.card_url.strip()
+    resolved = await _resolve(policy, card_url, auth)
+    return Prepared(prefixed_id("a2a"), {
+        "team_id": spec.team_id, "agent_name": name, "instructions": spec.instructions,
+        "card_url": card_url, **_card_values(resolved), "streaming": spec.streaming,
+    }), auth
+
+
+async def apply_create(conn: AsyncConnection, actor: Actor, *, prepared: Prepared,
+                       auth: AgentAuth, secrets: SecretBox) -> A2aAgentRecord:
+    # The team may have gone while the card was fetched: check it again.
+    await _check_team(conn, actor, prepared.values["team_id"])
+    now = actor.now_ms
+    await repo.insert_agent(conn, {
+        "agent_id": prepared.agent_id, "account_id": actor.account_id, **prepared.values,
+        "auth_type": auth.auth_type, "auth_config_encrypted": auth.seal(secrets),
+        "status": "enabled", "created_by": actor.person_id,
         "created_at": now, "updated_at": now,
     })
-    ctx.audit_targets.append(agent_id)
-    row = await repo.get(ctx.conn, account_id, agent_id)
-    return _record(row, ctx.runtime.secrets, can_edit=True)
+    row = await repo.get(conn, actor.account_id, prepared.agent_id)
+    return _record(row, secrets, can_edit=True)
 
 
-async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentRecord:
-    row = await _require_for_write(ctx, req.agent_id)
+async def prepare_update(conn: AsyncConnection, actor: Actor, *,
+                         changes: A2aAgentUpdateRequest, secrets: SecretBox,
+                         policy: OutboundPolicy) -> Prepared:
+    """None keeps a field; a masked secret keeps the stored one."""
+    row = await _require_for_write(conn, actor, changes.agent_id)
+    c = changes
     values: dict[str, Any] = {}
-    if req.agent_name is not None:
-        name = req.agent_name.strip()
+    if c.agent_name is not None:
+        name = c.agent_name.strip()
         if not name:
             raise errors.invalid("agent_name", "is required")
         values["agent_name"] = name
-    if req.instructions is not None:
-        values["instructions"] = req.instructions
-    if req.streaming is not None:
-        values["streaming"] = req.streaming
-    box = ctx.runtime.secrets
-    changes_auth = req.auth_type is not None or req.auth_config is not None
-    new_card_url = None if req.card_url is None else req.card_url.strip()
+    if c.instructions is not None:
+        values["instructions"] = c.instructions
+    if c.streaming is not None:
+        values["streaming"] = c.streaming
+    box = secrets
+    changes_auth = c.auth_type is not None or c.auth_config is not None
+    new_card_url = None if c.card_url is None else c.card_url.strip()
     # The stored secret was entered for the card URL's origin: moving it elsewhere drops the
     # secret unless this update supplies it anew, and the new card is fetched without it.
     moved = new_card_url is not None and not same_origin(row.card_url, new_card_url)
@@ -148,7 +159,7 @@ async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentReco
         old_auth = None
     auth = old_auth
     if changes_auth:
-        auth = build_auth(req.auth_type or row.auth_type, req.auth_config, old_auth)
+        auth = build_auth(c.auth_type or row.auth_type, c.auth_config, old_auth)
         values["auth_type"] = auth.auth_type
         values["auth_config_encrypted"] = auth.seal(box)
     elif moved:
@@ -158,74 +169,76 @@ async def update_agent(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentReco
     if new_card_url is not None and new_card_url != row.card_url:
         if auth is None:
             auth = _stored_auth(box, row)
-        card_url = new_card_url
-        values["card_url"] = card_url
-        values.update(_card_values(await _resolve(ctx, card_url, auth)))
-    ctx.audit_targets.append(row.agent_id)
-    # Past any remote fetch: write, after checking the agent is still there for this caller.
-    await ctx.begin_writes()
-    row = await _require_for_write(ctx, req.agent_id)
-    if values:
-        values["updated_at"] = ctx.now_ms
-        await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, values)
-        row = await repo.get(ctx.conn, ctx.caller.account_id, row.agent_id)
-    return _record(row, box, can_edit=True)
+        values["card_url"] = new_card_url
+        values.update(_card_values(await _resolve(policy, new_card_url, auth)))
+    return Prepared(row.agent_id, values, row)
 
 
-async def delete_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
-    row = await _require_for_write(ctx, req.agent_id)
-    await repo.delete_agent(ctx.conn, ctx.caller.account_id, row.agent_id)
-    ctx.audit_targets.append(row.agent_id)
+async def apply_update(conn: AsyncConnection, actor: Actor, *, prepared: Prepared,
+                       secrets: SecretBox) -> A2aAgentRecord:
+    # Past any remote fetch: write, after checking the agent is still there for this actor.
+    row = await _require_for_write(conn, actor, prepared.agent_id)
+    if prepared.values:
+        await repo.update_agent(conn, actor.account_id, row.agent_id,
+                                {**prepared.values, "updated_at": actor.now_ms})
+        row = await repo.get(conn, actor.account_id, row.agent_id)
+    return _record(row, secrets, can_edit=True)
 
 
-async def enable_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
-    row = await _require_for_write(ctx, req.agent_id)
-    ctx.audit_targets.append(row.agent_id)
+async def delete_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -> None:
+    row = await _require_for_write(conn, actor, agent_id)
+    await repo.delete_agent(conn, actor.account_id, row.agent_id)
+
+
+async def prepare_enable(conn: AsyncConnection, actor: Actor, *, agent_id: str,
+                         secrets: SecretBox, policy: OutboundPolicy) -> Prepared:
+    row = await _require_for_write(conn, actor, agent_id)
     if row.status == "enabled":
         raise errors.invalid("agent_id", "is already enabled")
     # The agent may have changed while it was off: enable only what answers with a valid card.
-    auth = _stored_auth(ctx.runtime.secrets, row)
-    resolved = await _resolve(ctx, row.card_url, auth)
-    await ctx.begin_writes()
-    fresh = await _require_for_write(ctx, req.agent_id)
+    resolved = await _resolve(policy, row.card_url, _stored_auth(secrets, row))
+    return Prepared(row.agent_id, _card_values(resolved), row)
+
+
+async def apply_enable(conn: AsyncConnection, actor: Actor, *, prepared: Prepared) -> None:
+    fresh = await _require_for_write(conn, actor, prepared.agent_id)
     if fresh.status == "enabled":  # enabled by someone else while the card was fetched
         raise errors.invalid("agent_id", "is already enabled")
-    if fresh.card_url != row.card_url:
+    if fresh.card_url != prepared.row.card_url:
         raise errors.invalid("card_url", "changed while the agent was being enabled; retry")
-    await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, {
-        **_card_values(resolved), "status": "enabled", "updated_at": ctx.now_ms,
+    await repo.update_agent(conn, actor.account_id, prepared.agent_id, {
+        **prepared.values, "status": "enabled", "updated_at": actor.now_ms,
     })
 
 
-async def disable_agent(ctx: Context, req: A2aAgentIdRequest) -> None:
-    row = await _require_for_write(ctx, req.agent_id)
-    ctx.audit_targets.append(row.agent_id)
+async def disable_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -> None:
+    row = await _require_for_write(conn, actor, agent_id)
     if row.status == "disabled":
         raise errors.invalid("agent_id", "is already disabled")
-    await repo.update_agent(ctx.conn, ctx.caller.account_id, row.agent_id, {
-        "status": "disabled", "updated_at": ctx.now_ms,
+    await repo.update_agent(conn, actor.account_id, row.agent_id, {
+        "status": "disabled", "updated_at": actor.now_ms,
     })
 
 
-async def get_agent(ctx: Context, req: A2aAgentIdRequest) -> A2aAgentRecord:
-    row = await repo.get(ctx.conn, ctx.caller.account_id, req.agent_id)
-    if row is None or not await _can_see(ctx, row.team_id):
-        raise errors.not_found("A2A agent", req.agent_id)
-    return _record(row, ctx.runtime.secrets, can_edit=await _can_manage(ctx, row.team_id))
+async def get_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str,
+                    secrets: SecretBox) -> A2aAgentRecord:
+    row = await repo.find_visible(conn, await TeamScope.of(actor), agent_id)
+    if row is None:
+        raise errors.not_found("A2A agent", agent_id)
+    return _record(row, secrets, can_edit=await _can_manage(actor, row.team_id))
 
 
-async def list_agents(ctx: Context, req: A2aAgentListRequest) -> A2aAgentListResponse:
-    team_ids = None if ctx.caller.is_admin else await ctx.caller_team_ids()
+async def list_agents(
+    conn: AsyncConnection, actor: Actor, *, include_account: bool = True,
+    team_ids: list[int] | None = None, query: str = "", offset: int, limit: int,
+    secrets: SecretBox,
+) -> tuple[int, list[A2aAgentRecord]]:
     total, rows = await repo.list_page(
-        ctx.conn, ctx.caller.account_id, include_account=req.include_account,
-        team_ids=team_ids, only_teams=req.team_ids, query=req.query.strip(),
-        offset=req.offset, limit=req.limit,
+        conn, await TeamScope.of(actor), include_account=include_account,
+        only_teams=team_ids, query=query.strip(), offset=offset, limit=limit,
     )
-    box = ctx.runtime.secrets
-    return A2aAgentListResponse(
-        total=total,
-        agents=[_record(r, box, can_edit=await _can_manage(ctx, r.team_id)) for r in rows],
-    )
+    return total, [_record(r, secrets, can_edit=await _can_manage(actor, r.team_id))
+                   for r in rows]
 
 
 def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:

@@ -20,42 +20,60 @@ router = Router("MCP servers")
 @router.post("/safari/mcp/server/list", rate_scope="app_key")
 async def mcp_server_list(ctx: Context, req: McpServerListRequest) -> McpServerListResponse:
     """List the MCP servers visible to the caller; never contacts a server."""
-    return await service.list_servers(ctx, req)
+    total, servers = await service.list_servers(
+        ctx.conn, ctx.actor, include_account=req.include_account, scope=req.scope,
+        team_ids=req.team_ids, query=req.query, offset=req.offset, limit=req.limit)
+    return McpServerListResponse(total=total, servers=servers)
 
 
 @router.post("/safari/mcp/server/get")
 async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
     """Get one MCP server and probe its tools live (list_error when the probe fails)."""
-    return await service.get_server(ctx, req)
+    probe = await service.probe_server(ctx.conn, ctx.actor, server_id=req.server_id,
+                                       secrets=ctx.runtime.secrets,
+                                       gateway=service.gateway_of(ctx.runtime))
+    await ctx.begin_writes()
+    return await service.store_probe(ctx.conn, ctx.actor, probe=probe)
 
 
 @router.post("/safari/mcp/server/create", permissions=(MCP_MANAGE,), write=True)
 async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpServerRecord:
     """Register an MCP server (account-level with team_id 0, or for one team)."""
-    return await service.create_server(ctx, req)
+    record = await service.create_server(
+        ctx.conn, ctx.actor, spec=req,
+        secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
+    ctx.audit_targets.append(record.server_id)
+    return record
 
 
 @router.post("/safari/mcp/server/update", permissions=(MCP_MANAGE,), write=True)
 async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpServerRecord:
     """Change an MCP server; fields left out keep their value, masked headers their secret."""
-    return await service.update_server(ctx, req)
+    record = await service.update_server(
+        ctx.conn, ctx.actor, changes=req,
+        secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
+    ctx.audit_targets.append(record.server_id)
+    return record
 
 
 @router.post("/safari/mcp/server/delete", permissions=(MCP_MANAGE,), write=True, empty="null")
 async def mcp_server_delete(ctx: Context, req: McpServerLookup) -> None:
     """Delete an MCP server."""
-    await service.delete_server(ctx, req)
+    await service.delete_server(ctx.conn, ctx.actor, server_id=req.server_id)
+    ctx.audit_targets.append(req.server_id)
 
 
 @router.post("/safari/mcp/server/enable", permissions=(MCP_MANAGE,), write=True,
              rate_scope="app_key", empty="null")
 async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
     """Enable a disabled MCP server (an enabled one is refused with InvalidParameter)."""
-    await service.set_status(ctx, req, "enabled")
+    ctx.audit_targets.append(req.server_id)
+    await service.set_status(ctx.conn, ctx.actor, server_id=req.server_id, status="enabled")
 
 
 @router.post("/safari/mcp/server/disable", permissions=(MCP_MANAGE,), write=True,
              rate_scope="app_key", empty="null")
 async def mcp_server_disable(ctx: Context, req: McpServerLookup) -> None:
     """Disable an enabled MCP server (a disabled one is refused with InvalidParameter)."""
-    await service.set_status(ctx, req, "disabled")
+    ctx.audit_targets.append(req.server_id)
+    await service.set_status(ctx.conn, ctx.actor, server_id=req.server_id, status="disabled")

@@ -1,15 +1,16 @@
 """Every MCP server query. Each is scoped by account_id, and reads that answer a caller take the
-caller's visible teams: that is the visibility rule, kept in this one place."""
+caller's TeamScope: the visibility rule of aisre/scope.py, inside the query."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, false, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, delete, false, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.aisre.scope import TeamScope, visible
 from dutyline.db.like import contains_pattern
 from dutyline.db.tables.aisre import mcp_server
 
@@ -17,41 +18,26 @@ from dutyline.db.tables.aisre import mcp_server
 _RECORD_COLUMNS = [c for c in mcp_server.c if c.name != "headers_encrypted"]
 
 
-def visible(
-    account_id: int, *, all_teams: bool, team_ids: Collection[int]
-) -> ColumnElement[bool]:
-    """Servers a caller may see: account-level ones and those of the caller's teams; every
-    server of the account for owners and admins (`all_teams`)."""
-    in_account = mcp_server.c.account_id == account_id
-    if all_teams:
-        return in_account
-    return and_(
-        in_account,
-        or_(mcp_server.c.team_id == 0, mcp_server.c.team_id.in_(list(team_ids))),
-    )
+def _visible(scope: TeamScope) -> ColumnElement[bool]:
+    return visible(scope, mcp_server.c.account_id, mcp_server.c.team_id)
 
 
 async def find_visible(
-    conn: AsyncConnection, server_id: str, *, account_id: int, all_teams: bool,
-    team_ids: Collection[int], with_secrets: bool = False,
+    conn: AsyncConnection, scope: TeamScope, server_id: str, *, with_secrets: bool = False,
 ) -> Row[Any] | None:
     columns = [*_RECORD_COLUMNS, mcp_server.c.headers_encrypted] if with_secrets else (
         _RECORD_COLUMNS)
     stmt = select(*columns).where(
-        mcp_server.c.server_id == server_id,
-        visible(account_id, all_teams=all_teams, team_ids=team_ids),
-    )
+        mcp_server.c.server_id == server_id, _visible(scope))
     return (await conn.execute(stmt)).first()
 
 
 async def list_page(
-    conn: AsyncConnection, *, account_id: int, all_teams: bool, team_ids: Collection[int],
-    include_account: bool, include_team: bool, only_team_ids: Collection[int] | None,
+    conn: AsyncConnection, scope: TeamScope, *, include_account: bool, include_team: bool,
+    only_team_ids: Collection[int] | None,
     query: str, status: str | None, offset: int, limit: int,
 ) -> tuple[int, list[Any]]:
-    conditions: list[ColumnElement[bool]] = [
-        visible(account_id, all_teams=all_teams, team_ids=team_ids)
-    ]
+    conditions: list[ColumnElement[bool]] = [_visible(scope)]
     kinds: list[ColumnElement[bool]] = []
     if include_account:
         kinds.append(mcp_server.c.team_id == 0)
@@ -129,7 +115,7 @@ async def enabled_in_scope(
 ) -> list[Any]:
     """Enabled servers an automation run may use: account-level plus the given teams'."""
     stmt = select(*_RECORD_COLUMNS, mcp_server.c.headers_encrypted).where(
-        visible(account_id, all_teams=False, team_ids=team_ids),
+        _visible(TeamScope.run(account_id, frozenset(team_ids))),
         mcp_server.c.status == "enabled",
     ).order_by(mcp_server.c.created_at, mcp_server.c.server_id)
     return list((await conn.execute(stmt)).all())

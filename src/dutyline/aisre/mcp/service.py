@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -16,16 +17,13 @@ from dutyline.aisre.mcp import repository as repo
 from dutyline.aisre.mcp.gateway import McpError, McpGateway, McpTarget, Tool
 from dutyline.aisre.mcp.schemas import (
     McpServerCreateRequest,
-    McpServerListRequest,
-    McpServerListResponse,
-    McpServerLookup,
     McpServerRecord,
     McpServerUpdateRequest,
     McpTool,
 )
-from dutyline.aisre.scope import in_team_scope
+from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
@@ -59,16 +57,29 @@ def gateway_of(runtime: Runtime) -> McpGateway:
 # --- operations ---------------------------------------------------------------------------
 
 
-async def create_server(ctx: Context, req: McpServerCreateRequest) -> McpServerRecord:
-    account_id = ctx.caller.account_id
-    name = _server_name(req.server_name)
-    team_id = await _editable_team(ctx, req.team_id)
-    if await repo.name_taken(ctx.conn, account_id, name.lower()):
+@dataclass(frozen=True)
+class Probe:
+    """A live probe of a server's tools, read before it is stored (get_server)."""
+
+    row: Any
+    values: dict[str, Any]
+
+
+async def create_server(
+    conn: AsyncConnection, actor: Actor, *, spec: McpServerCreateRequest, secrets: SecretBox,
+    policy: OutboundPolicy,
+) -> McpServerRecord:
+    """Register a server, described by the domain's own create schema (as polar's services
+    take theirs): the one record of what a new server is."""
+    account_id = actor.account_id
+    name = _server_name(spec.server_name)
+    team_id = await _editable_team(conn, actor, spec.team_id)
+    if await repo.name_taken(conn, account_id, name.lower()):
         raise errors.invalid("server_name", "already exists")
-    _check_environment(req.transport, req.environment_kind)
-    url = await _checked_url(ctx, req.transport, req.url)
-    headers = _validated_headers(req.headers, {})
-    now = ctx.now_ms
+    _check_environment(spec.transport, spec.environment_kind)
+    url = await _checked_url(policy, spec.transport, spec.url)
+    headers = _validated_headers(spec.headers, {})
+    now = actor.now_ms
     server_id = prefixed_id("mcp")
     values: dict[str, Any] = {
         "server_id": server_id,
@@ -76,135 +87,143 @@ async def create_server(ctx: Context, req: McpServerCreateRequest) -> McpServerR
         "team_id": team_id,
         "server_name": name,
         "name_key": name.lower(),
-        "description": _description(req.description),
-        "transport": req.transport,
+        "description": _description(spec.description),
+        "transport": spec.transport,
         "url": url,
-        "environment_kind": req.environment_kind,
-        "environment_id": req.environment_id.strip(),
-        "connect_timeout": req.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
-        "call_timeout": req.call_timeout or DEFAULT_CALL_TIMEOUT,
-        **_sealed(ctx.runtime.secrets, headers),
-        "auth_mode": req.auth_mode,
-        "status": req.status,
-        "created_by": ctx.caller.person_id,
+        "environment_kind": spec.environment_kind,
+        "environment_id": spec.environment_id.strip(),
+        "connect_timeout": spec.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
+        "call_timeout": spec.call_timeout or DEFAULT_CALL_TIMEOUT,
+        **_sealed(secrets, headers),
+        "auth_mode": spec.auth_mode,
+        "status": spec.status,
+        "created_by": actor.person_id,
         "created_at": now,
         "updated_at": now,
     }
     try:
-        await repo.insert_server(ctx.conn, values)
+        await repo.insert_server(conn, values)
     except IntegrityError:
         # Lost a race with a concurrent create of the same name.
         raise errors.invalid("server_name", "already exists") from None
-    ctx.audit_targets.append(server_id)
-    row = await _visible(ctx, server_id)
+    row = await _visible(conn, actor, server_id)
     return _record(row, can_edit=True)
 
 
-async def get_server(ctx: Context, req: McpServerLookup) -> McpServerRecord:
-    """The record, with its tools probed live. A failed probe still answers, with list_error."""
-    row = await _visible(ctx, req.server_id, with_secrets=True)
-    gateway = gateway_of(ctx.runtime)
-    probe: dict[str, Any] = {"probed_at": ctx.now_ms}
+async def probe_server(
+    conn: AsyncConnection, actor: Actor, *, server_id: str, secrets: SecretBox,
+    gateway: McpGateway,
+) -> Probe:
+    """The read phase of `get`: the server, with its tools probed live. A failed probe still
+    answers, with list_error; the last good tool summary is kept."""
+    row = await _visible(conn, actor, server_id, with_secrets=True)
+    values: dict[str, Any] = {"probed_at": actor.now_ms}
     try:
-        tools = await gateway.list_tools(target_of(row, ctx.runtime.secrets))
-        probe.update(_tool_values(tools), list_error="")
+        tools = await gateway.list_tools(target_of(row, secrets))
+        values.update(_tool_values(tools), list_error="")
     except McpError as exc:
         # Keep the last good tool summary; the error says why it may be stale.
-        probe["list_error"] = exc.reason
-    # The probe result is a cache of the server's state, not part of this read: it is stored
-    # in a short write transaction of its own, so the read transaction (held open during the
-    # probe) never has to upgrade to a write and no writer waits on a remote server.
-    async with ctx.runtime.db.transaction(write=True) as conn:
-        await repo.update_server(conn, row.account_id, row.server_id, probe)
-    merged = {**row._mapping, **probe}
-    return _record(merged, can_edit=await _can_edit(ctx, row.team_id))
+        values["list_error"] = exc.reason
+    return Probe(row, values)
 
 
-async def list_servers(ctx: Context, req: McpServerListRequest) -> McpServerListResponse:
+async def store_probe(conn: AsyncConnection, actor: Actor, *, probe: Probe) -> McpServerRecord:
+    """The write phase of `get`: the probe result is a cache of the server's state, written
+    once the remote server has answered (the caller switches to writing in between, see
+    api/transaction.py, as A2A's card fetches do)."""
+    row = probe.row
+    await repo.update_server(conn, row.account_id, row.server_id, probe.values)
+    merged = {**row._mapping, **probe.values}
+    return _record(merged, can_edit=await _can_edit(actor, row.team_id))
+
+
+async def list_servers(
+    conn: AsyncConnection, actor: Actor, *, include_account: bool = True, scope: str = "",
+    team_ids: Collection[int] | None = None, query: str = "", offset: int, limit: int,
+) -> tuple[int, list[McpServerRecord]]:
     """Visible servers, a page at a time; never contacts a server."""
-    caller = ctx.caller
-    team_ids = frozenset() if caller.is_admin else await ctx.caller_team_ids()
-    include_account = req.include_account and req.scope in ("", "all", "account")
-    include_team = req.scope in ("", "all", "team")
+    team_scope = await TeamScope.of(actor)
+    own_teams = team_scope.team_ids or frozenset()
     total, rows = await repo.list_page(
-        ctx.conn, account_id=caller.account_id, all_teams=caller.is_admin, team_ids=team_ids,
-        include_account=include_account, include_team=include_team,
-        only_team_ids=req.team_ids, query=req.query.strip(), status=None,
-        offset=req.offset, limit=req.limit,
+        conn, team_scope, include_account=include_account and scope in ("", "all", "account"),
+        include_team=scope in ("", "all", "team"), only_team_ids=team_ids,
+        query=query.strip(), status=None, offset=offset, limit=limit,
     )
-    manage = caller.has(MCP_MANAGE)
+    manage = actor.has(MCP_MANAGE)
     servers = [
-        _record(r, can_edit=manage and (caller.is_admin or (r.team_id != 0 and
-                                                             r.team_id in team_ids)))
+        _record(r, can_edit=manage and (actor.is_admin or (r.team_id != 0 and
+                                                            r.team_id in own_teams)))
         for r in rows
     ]
-    return McpServerListResponse(total=total, servers=servers)
+    return total, servers
 
 
-async def update_server(ctx: Context, req: McpServerUpdateRequest) -> McpServerRecord:
-    row = await _editable(ctx, req.server_id, with_secrets=True)
-    account_id = ctx.caller.account_id
+async def update_server(
+    conn: AsyncConnection, actor: Actor, *, changes: McpServerUpdateRequest,
+    secrets: SecretBox, policy: OutboundPolicy,
+) -> McpServerRecord:
+    """Change `changes.server_id`; None keeps a field, `headers` replaces the set (a masked
+    value keeps the stored secret of that name)."""
+    row = await _editable(conn, actor, changes.server_id, with_secrets=True)
+    account_id = actor.account_id
+    c = changes
     values: dict[str, Any] = {}
-    if req.server_name is not None:
-        name = _server_name(req.server_name)
-        if await repo.name_taken(ctx.conn, account_id, name.lower(), except_id=row.server_id):
+    if c.server_name is not None:
+        name = _server_name(c.server_name)
+        if await repo.name_taken(conn, account_id, name.lower(), except_id=row.server_id):
             raise errors.invalid("server_name", "already exists")
         values.update(server_name=name, name_key=name.lower())
-    if req.description is not None:
-        values["description"] = _description(req.description)
-    if req.team_id is not None and req.team_id != row.team_id:
-        values["team_id"] = await _editable_team(ctx, req.team_id)
-    transport = req.transport or row.transport
-    kind = row.environment_kind if req.environment_kind is None else req.environment_kind
+    if c.description is not None:
+        values["description"] = _description(c.description)
+    if c.team_id is not None and c.team_id != row.team_id:
+        values["team_id"] = await _editable_team(conn, actor, c.team_id)
+    transport = c.transport or row.transport
+    kind = row.environment_kind if c.environment_kind is None else c.environment_kind
     _check_environment(transport, kind)
     values.update(transport=transport, environment_kind=kind)
-    if req.environment_id is not None:
-        values["environment_id"] = req.environment_id.strip()
-    if req.url is not None or req.transport is not None:
-        values["url"] = await _checked_url(
-            ctx, transport, row.url if req.url is None else req.url
-        )
-    if req.connect_timeout is not None:
-        values["connect_timeout"] = req.connect_timeout or DEFAULT_CONNECT_TIMEOUT
-    if req.call_timeout is not None:
-        values["call_timeout"] = req.call_timeout or DEFAULT_CALL_TIMEOUT
+    if c.environment_id is not None:
+        values["environment_id"] = c.environment_id.strip()
+    if c.url is not None or c.transport is not None:
+        values["url"] = await _checked_url(policy, transport, row.url if c.url is None else c.url)
+    if c.connect_timeout is not None:
+        values["connect_timeout"] = c.connect_timeout or DEFAULT_CONNECT_TIMEOUT
+    if c.call_timeout is not None:
+        values["call_timeout"] = c.call_timeout or DEFAULT_CALL_TIMEOUT
     # Stored headers were entered for the old URL's origin: a move elsewhere drops them
     # unless this update supplies them anew (kit/origin.py).
     moved = "url" in values and not same_origin(row.url, values["url"])
-    if req.headers is not None:
-        old = {} if moved else _open_headers(ctx.runtime.secrets, row.headers_encrypted)
-        if moved and MASK in req.headers.values():
+    if c.headers is not None:
+        old = {} if moved else _open_headers(secrets, row.headers_encrypted)
+        if moved and MASK in c.headers.values():
             raise errors.invalid(
                 "headers", "must be sent in full: the url moved to another origin")
-        values.update(_sealed(ctx.runtime.secrets, _validated_headers(req.headers, old)))
+        values.update(_sealed(secrets, _validated_headers(c.headers, old)))
     elif moved and row.headers_encrypted:
-        values.update(_sealed(ctx.runtime.secrets, {}))
-    if req.auth_mode is not None:
-        values["auth_mode"] = req.auth_mode
-    values["updated_at"] = ctx.now_ms
+        values.update(_sealed(secrets, {}))
+    if c.auth_mode is not None:
+        values["auth_mode"] = c.auth_mode
+    values["updated_at"] = actor.now_ms
     try:
-        await repo.update_server(ctx.conn, account_id, row.server_id, values)
+        await repo.update_server(conn, account_id, row.server_id, values)
     except IntegrityError:
         raise errors.invalid("server_name", "already exists") from None
-    ctx.audit_targets.append(row.server_id)
-    fresh = await _visible(ctx, row.server_id)
-    return _record(fresh, can_edit=await _can_edit(ctx, fresh.team_id))
+    fresh = await _visible(conn, actor, row.server_id)
+    return _record(fresh, can_edit=await _can_edit(actor, fresh.team_id))
 
 
-async def delete_server(ctx: Context, req: McpServerLookup) -> None:
-    row = await _editable(ctx, req.server_id)
-    await repo.delete_server(ctx.conn, ctx.caller.account_id, row.server_id)
-    ctx.audit_targets.append(row.server_id)
+async def delete_server(conn: AsyncConnection, actor: Actor, *, server_id: str) -> None:
+    row = await _editable(conn, actor, server_id)
+    await repo.delete_server(conn, actor.account_id, row.server_id)
 
 
-async def set_status(ctx: Context, req: McpServerLookup, status: str) -> None:
+async def set_status(conn: AsyncConnection, actor: Actor, *, server_id: str,
+                     status: str) -> None:
     """enable/disable: only a real change is accepted (contract: an enabled server → 400)."""
-    row = await _editable(ctx, req.server_id)
-    ctx.audit_targets.append(row.server_id)
+    row = await _editable(conn, actor, server_id)
     before = "disabled" if status == "enabled" else "enabled"
     changed = await repo.update_server(
-        ctx.conn, ctx.caller.account_id, row.server_id,
-        {"status": status, "updated_at": ctx.now_ms}, only_status=before,
+        conn, actor.account_id, row.server_id,
+        {"status": status, "updated_at": actor.now_ms}, only_status=before,
     )
     if not changed:
         reason = "is already enabled" if status == "enabled" else "is already disabled"
@@ -254,37 +273,35 @@ def target_of(row: Any, secrets: SecretBox) -> McpTarget:
 # --- rules --------------------------------------------------------------------------------
 
 
-async def _visible(ctx: Context, server_id: str, *, with_secrets: bool = False) -> Any:
-    caller = ctx.caller
-    team_ids = frozenset() if caller.is_admin else await ctx.caller_team_ids()
-    row = await repo.find_visible(
-        ctx.conn, server_id, account_id=caller.account_id, all_teams=caller.is_admin,
-        team_ids=team_ids, with_secrets=with_secrets,
-    )
+async def _visible(conn: AsyncConnection, actor: Actor, server_id: str, *,
+                   with_secrets: bool = False) -> Any:
+    row = await repo.find_visible(conn, await TeamScope.of(actor), server_id,
+                                  with_secrets=with_secrets)
     if row is None:
         raise errors.not_found("MCP server", server_id)
     return row
 
 
-async def _editable(ctx: Context, server_id: str, *, with_secrets: bool = False) -> Any:
-    row = await _visible(ctx, server_id, with_secrets=with_secrets)
-    if not await _can_edit(ctx, row.team_id):
+async def _editable(conn: AsyncConnection, actor: Actor, server_id: str, *,
+                    with_secrets: bool = False) -> Any:
+    row = await _visible(conn, actor, server_id, with_secrets=with_secrets)
+    if not await _can_edit(actor, row.team_id):
         raise errors.AccessDenied()
     return row
 
 
-async def _can_edit(ctx: Context, team_id: int) -> bool:
+async def _can_edit(actor: Actor, team_id: int) -> bool:
     """Account-level servers: owner/admin; team servers: a member of that team (or owner/
     admin). Always with MCP management."""
-    return ctx.caller.has(MCP_MANAGE) and await in_team_scope(ctx.actor, team_id)
+    return actor.has(MCP_MANAGE) and await in_team_scope(actor, team_id)
 
 
-async def _editable_team(ctx: Context, team_id: int) -> int:
-    """A team the caller may put a server in (0: account-level)."""
+async def _editable_team(conn: AsyncConnection, actor: Actor, team_id: int) -> int:
+    """A team the actor may put a server in (0: account-level)."""
     teams = [team_id] if team_id else []
-    if teams and not await team_service.existing_team_ids(ctx.conn, ctx.caller.account_id, teams):
+    if teams and not await team_service.existing_team_ids(conn, actor.account_id, teams):
         raise errors.not_found("team", team_id)
-    if not await _can_edit(ctx, team_id):
+    if not await _can_edit(actor, team_id):
         raise errors.AccessDenied()
     return team_id
 
@@ -310,7 +327,7 @@ def _check_environment(transport: str, environment_kind: str) -> None:
         raise errors.invalid("transport", "stdio is only allowed with environment_kind byoc")
 
 
-async def _checked_url(ctx: Context, transport: str, raw: str) -> str:
+async def _checked_url(policy: OutboundPolicy, transport: str, raw: str) -> str:
     url = raw.strip()
     if transport == "stdio":
         # Runs on the customer's runner; we never connect to it.
@@ -318,7 +335,7 @@ async def _checked_url(ctx: Context, transport: str, raw: str) -> str:
     if not url:
         raise errors.invalid("url", "is required")
     try:
-        await check_url(url, policy_of(ctx.runtime))
+        await check_url(url, policy)
     except OutboundBlocked as exc:
         raise errors.InvalidParameter(
             "Invalid parameter {field}: the address is refused ({detail})",

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.db.tables.platform import account, member, member_role, role, role_permission
 from dutyline.kit.ids import numeric_id
 from dutyline.platform import permissions
 from dutyline.platform.account import repository
@@ -33,52 +31,28 @@ async def create_account(
     owner_email: str = "",
     now_s: int,
 ) -> NewAccount:
+    """A new account with its built-in roles, its Owner and the Owner's first key (no actor:
+    nobody acts inside an account that does not exist yet; the CLI passes its clock's time)."""
     account_id = numeric_id()
-    await conn.execute(
-        insert(account).values(
-            account_id=account_id,
-            account_name=account_name,
-            email=owner_email.lower(),
-            created_at=now_s,
-            updated_at=now_s,
-        )
-    )
+    await repository.insert_account(conn, {
+        "account_id": account_id, "account_name": account_name,
+        "email": owner_email.lower(), "created_at": now_s, "updated_at": now_s,
+    })
     role_ids: dict[str, int] = {}
     for builtin, name, description, permission_ids in permissions.BUILTIN_ROLES:
         role_id = numeric_id()
         role_ids[builtin] = role_id
-        await conn.execute(
-            insert(role).values(
-                role_id=role_id,
-                account_id=account_id,
-                role_name=name,
-                description=description,
-                builtin=builtin,
-                created_at=now_s,
-                updated_at=now_s,
-            )
-        )
-        await conn.execute(
-            insert(role_permission),
-            [{"role_id": role_id, "permission_id": pid} for pid in sorted(permission_ids)],
-        )
+        await repository.insert_builtin_role(conn, {
+            "role_id": role_id, "account_id": account_id, "role_name": name,
+            "description": description, "builtin": builtin,
+            "created_at": now_s, "updated_at": now_s,
+        }, sorted(permission_ids))
     person_id = numeric_id()
-    await conn.execute(
-        insert(member).values(
-            member_id=person_id,
-            account_id=account_id,
-            member_name=owner_name,
-            email=owner_email.lower(),
-            status="enabled",
-            created_at=now_s,
-            updated_at=now_s,
-        )
-    )
-    await conn.execute(
-        insert(member_role).values(
-            member_id=person_id, role_id=role_ids["owner"], account_id=account_id
-        )
-    )
+    await repository.insert_owner(conn, {
+        "member_id": person_id, "account_id": account_id, "member_name": owner_name,
+        "email": owner_email.lower(), "status": "enabled",
+        "created_at": now_s, "updated_at": now_s,
+    }, role_ids["owner"])
     issued = await keys.issue(
         conn, account_id=account_id, person_id=person_id, key_name="default", now_s=now_s
     )
@@ -86,7 +60,7 @@ async def create_account(
 
 
 async def has_any_account(conn: AsyncConnection) -> bool:
-    return bool((await conn.execute(select(func.count()).select_from(account))).scalar_one())
+    return await repository.any_account(conn)
 
 
 async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
@@ -102,6 +76,4 @@ async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
 
 async def account_time_zone(conn: AsyncConnection, account_id: int) -> str:
     """The account's IANA time zone (for other domains' defaults, e.g. schedules)."""
-    found = (await conn.execute(
-        select(account.c.time_zone).where(account.c.account_id == account_id))).scalar()
-    return found or "UTC"
+    return await repository.time_zone(conn, account_id) or "UTC"

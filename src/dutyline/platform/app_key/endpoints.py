@@ -18,17 +18,23 @@ router = Router("App keys")
 @router.post("/app-key/create", write=True)
 async def app_key_create(ctx: Context, req: AppKeyCreateRequest) -> AppKeyCreateResponse:
     """Issue an app key for oneself, or for another member with account_manage."""
-    return await service.create_key(ctx, req)
+    issued = await service.create_key(ctx.conn, ctx.actor, key_name=req.key_name,
+                                      person_id=req.person_id)
+    ctx.audit_targets.append(issued.key_id)
+    return AppKeyCreateResponse(key_id=issued.key_id, key_name=issued.key_name,
+                                person_id=issued.person_id, app_key=issued.app_key)
 
 
 @router.post("/app-key/list")
 async def app_key_list(ctx: Context, req: AppKeyListRequest) -> AppKeyListResponse:
     """List one member's keys (never the keys themselves): one's own, or any with
     account_manage."""
-    return await service.list_keys(ctx, req)
+    return AppKeyListResponse(items=await service.list_keys(ctx.conn, ctx.actor,
+                                                            person_id=req.person_id))
 
 
 @router.post("/app-key/delete", write=True, dangerous=True)
 async def app_key_delete(ctx: Context, req: AppKeyDeleteRequest) -> None:
     """Delete a key: one's own, or any key of the account with account_manage."""
-    await service.delete_key(ctx, req)
+    await service.delete_key(ctx.conn, ctx.actor, key_id=req.key_id)
+    ctx.audit_targets.append(req.key_id)

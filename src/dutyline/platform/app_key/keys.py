@@ -5,12 +5,11 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.auth import hash_app_key
-from dutyline.db.tables.platform import app_key
 from dutyline.kit.ids import numeric_id
+from dutyline.platform.app_key import repository as repo
 from dutyline.platform.app_key.misses import MISSED
 
 KEY_PREFIX = "dk_"
@@ -35,16 +34,9 @@ async def issue(
     key_id = numeric_id()
     # A miss remembered for this value must not outlive the key's creation (misses.py).
     MISSED.forget(hash_app_key(plaintext))
-    await conn.execute(
-        insert(app_key).values(
-            key_id=key_id,
-            account_id=account_id,
-            person_id=person_id,
-            key_name=key_name,
-            key_hash=hash_app_key(plaintext),
-            suffix=plaintext[-4:],
-            created_at=now_s,
-            last_used_at=0,
-        )
-    )
+    await repo.insert_key(conn, {
+        "key_id": key_id, "account_id": account_id, "person_id": person_id,
+        "key_name": key_name, "key_hash": hash_app_key(plaintext), "suffix": plaintext[-4:],
+        "created_at": now_s, "last_used_at": 0,
+    })
     return IssuedKey(key_id, key_name, person_id, plaintext)

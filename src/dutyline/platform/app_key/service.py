@@ -1,64 +1,83 @@
 """Rules of app keys: anyone manages their own keys; another member's keys need
-account_manage; the plaintext is returned once, at creation."""
+account_manage; the plaintext is returned once, at creation.
+
+The operator's `dutyline app-key` command calls these too, acting for the key's account as
+`Actor.system`; only listing across every account is the operator's alone (`operator_list`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.platform.app_key import keys
 from dutyline.platform.app_key import repository as repo
-from dutyline.platform.app_key.schemas import (
-    AppKeyCreateRequest,
-    AppKeyCreateResponse,
-    AppKeyDeleteRequest,
-    AppKeyItem,
-    AppKeyListRequest,
-    AppKeyListResponse,
-)
+from dutyline.platform.app_key.schemas import AppKeyItem
 from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 
-async def create_key(ctx: Context, req: AppKeyCreateRequest) -> AppKeyCreateResponse:
-    name = req.key_name.strip()
+async def create_key(conn: AsyncConnection, actor: Actor, *, key_name: str,
+                     person_id: int | None = None) -> keys.IssuedKey:
+    """Issue a key for the actor, or for another enabled member of the account."""
+    name = key_name.strip()
     if not name:
         raise errors.invalid("key_name", "is required")
-    person_id = await _target_person(ctx, req.person_id)
-    issued = await keys.issue(ctx.conn, account_id=ctx.caller.account_id, person_id=person_id,
-                              key_name=name, now_s=ctx.now_s)
-    ctx.audit_targets.append(issued.key_id)
-    return AppKeyCreateResponse(key_id=issued.key_id, key_name=issued.key_name,
-                                person_id=person_id, app_key=issued.app_key)
+    person_id = await _target_person(conn, actor, person_id)
+    return await keys.issue(conn, account_id=actor.account_id, person_id=person_id,
+                            key_name=name, now_s=actor.now_s)
 
 
-async def list_keys(ctx: Context, req: AppKeyListRequest) -> AppKeyListResponse:
-    person_id = await _target_person(ctx, req.person_id)
-    rows = await repo.list_for_person(ctx.conn, ctx.caller.account_id, person_id)
-    return AppKeyListResponse(items=[
-        AppKeyItem(key_id=r.key_id, key_name=r.key_name, person_id=r.person_id, suffix=r.suffix,
-                   created_at=r.created_at, last_used_at=r.last_used_at)
-        for r in rows
-    ])
+async def list_keys(conn: AsyncConnection, actor: Actor, *,
+                    person_id: int | None = None) -> list[AppKeyItem]:
+    """One member's keys (never the keys themselves)."""
+    person_id = await _target_person(conn, actor, person_id)
+    rows = await repo.list_for_person(conn, actor.account_id, person_id)
+    return [AppKeyItem(key_id=r.key_id, key_name=r.key_name, person_id=r.person_id,
+                       suffix=r.suffix, created_at=r.created_at, last_used_at=r.last_used_at)
+            for r in rows]
 
 
-async def delete_key(ctx: Context, req: AppKeyDeleteRequest) -> None:
-    row = await repo.get(ctx.conn, ctx.caller.account_id, req.key_id)
+async def delete_key(conn: AsyncConnection, actor: Actor, *, key_id: int) -> None:
+    row = await repo.get(conn, actor.account_id, key_id)
     if row is None:
-        raise errors.not_found("app key", req.key_id)
-    if row.person_id != ctx.caller.person_id and not ctx.caller.has(ACCOUNT_MANAGE):
+        raise errors.not_found("app key", key_id)
+    if row.person_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
     # Authentication reads the table on every request (no cache), so the key fails on the
     # very next call, in every process.
-    await repo.delete_key(ctx.conn, row.key_id)
-    ctx.audit_targets.append(row.key_id)
+    await repo.delete_key(conn, row.key_id)
 
 
-async def _target_person(ctx: Context, person_id: int | None) -> int:
-    """Whose keys: the caller's own, or — with account_manage — any enabled member's."""
-    caller = ctx.caller
-    if person_id is None or person_id == caller.person_id:
-        return caller.person_id
-    if not caller.has(ACCOUNT_MANAGE):
+async def account_of_member(conn: AsyncConnection, *, person_id: int) -> int:
+    """The account of an enabled member (the operator names a person, not an account)."""
+    account_id = await repo.account_of_member(conn, person_id)
+    if account_id is None:
+        raise errors.not_found("member", person_id)
+    return account_id
+
+
+async def account_of_key(conn: AsyncConnection, *, key_id: int) -> int:
+    """The account a key belongs to (the operator names a key, not an account)."""
+    account_id = await repo.account_of_key(conn, key_id)
+    if account_id is None:
+        raise errors.not_found("app key", key_id)
+    return account_id
+
+
+async def operator_list(conn: AsyncConnection, *, account_id: int | None
+                        ) -> list[dict[str, Any]]:
+    """Every key of one account, or of every account (the server's operator only)."""
+    return [dict(r._mapping) for r in await repo.list_all(conn, account_id)]
+
+
+async def _target_person(conn: AsyncConnection, actor: Actor, person_id: int | None) -> int:
+    """Whose keys: the actor's own, or — with account_manage — any enabled member's."""
+    if person_id is None or person_id == actor.person_id:
+        return actor.person_id
+    if not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
-    if not await repo.active_member(ctx.conn, caller.account_id, person_id):
+    if await repo.account_of_member(conn, person_id) != actor.account_id:
         raise errors.not_found("member", person_id)
     return person_id

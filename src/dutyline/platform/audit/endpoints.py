@@ -17,10 +17,18 @@ router = Router("Audit logs")
 @router.post("/audit/search", permissions=(ACCOUNT_MANAGE,))
 async def audit_search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
     """Search the account's audit log in a time window, newest first, a cursor page at a time."""
-    return await service.search(ctx, req)
+    total, docs, cursor = await service.search(
+        ctx.conn, ctx.actor,
+        query=service.AuditQuery(
+            start_time=req.start_time, end_time=req.end_time, request_id=req.request_id,
+            operations=req.operations, person_id=req.person_id,
+            is_dangerous=req.is_dangerous, is_write=req.is_write),
+        after=req.search_after_ctx, limit=req.limit, settings=ctx.runtime.settings,
+        labels=service.labels(ctx.runtime, ctx.locale))
+    return AuditSearchResponse(total=total, search_after_ctx=cursor, docs=docs)
 
 
 @router.post("/audit/operation/list", permissions=(ACCOUNT_MANAGE,))
 async def audit_operation_list(ctx: Context, req: Empty) -> AuditOperationListResponse:
     """List the operation names the audit log records, for the `operations` filter."""
-    return await service.operation_list(ctx)
+    return AuditOperationListResponse(items=service.operation_types(ctx.runtime))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, func, insert, or_, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
@@ -66,3 +66,7 @@ async def page(
         .limit(limit)
     )
     return list((await conn.execute(stmt)).all())
+
+
+async def insert_entry(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(audit_log).values(**values))

@@ -7,11 +7,15 @@ import binascii
 import hashlib
 import hmac
 import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.operation import Context, Operation
+from dutyline.api.actor import Actor
+from dutyline.api.operation import Operation
 from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 from dutyline.platform.audit import repository as repo
@@ -19,10 +23,7 @@ from dutyline.platform.audit.schemas import (
     DEFAULT_LIMIT,
     MAX_SPAN_SECONDS,
     AuditLog,
-    AuditOperationListResponse,
     AuditOperationTypeItem,
-    AuditSearchRequest,
-    AuditSearchResponse,
 )
 
 CURSOR_FIELD = "search_after_ctx"
@@ -69,37 +70,54 @@ def decode_cursor(settings: Settings, account_id: int, cursor: str) -> tuple[int
     return created_at, row_id
 
 
-def _validate(req: AuditSearchRequest) -> None:
-    if req.end_time <= req.start_time:
+@dataclass(frozen=True)
+class AuditQuery:
+    """Which entries: a window of whole seconds (end included) and optional filters."""
+
+    start_time: int
+    end_time: int
+    request_id: str = ""
+    operations: Sequence[str] | None = None
+    person_id: int | None = None
+    # True: only dangerous operations; False or None: all of them.
+    is_dangerous: bool | None = None
+    # True: only writes; False: only reads; None: both.
+    is_write: bool | None = None
+
+
+def _validate(q: AuditQuery) -> None:
+    if q.end_time <= q.start_time:
         raise errors.invalid("end_time", "must be after start_time")
-    if req.end_time - req.start_time > MAX_SPAN_SECONDS:
+    if q.end_time - q.start_time > MAX_SPAN_SECONDS:
         raise errors.invalid("end_time", "must be at most 90 days after start_time")
 
 
-async def search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
-    _validate(req)
-    account_id = ctx.caller.account_id
-    settings = ctx.runtime.settings
-    after = decode_cursor(settings, account_id, req.search_after_ctx) if req.search_after_ctx \
-        else None
-    limit = req.limit or DEFAULT_LIMIT
+async def search(
+    conn: AsyncConnection, actor: Actor, *, query: AuditQuery, after: str = "", limit: int = 0,
+    settings: Settings, labels: Mapping[str, str],
+) -> tuple[int, list[AuditLog], str]:
+    """(total, one page of the account's entries newest first, the next page's cursor or "").
+    `after` is the cursor of the page before; `labels` name the operations."""
+    _validate(query)
+    account_id = actor.account_id
+    position = decode_cursor(settings, account_id, after) if after else None
+    limit = limit or DEFAULT_LIMIT
     f = repo.AuditFilter(
         account_id=account_id,
-        from_ms=req.start_time * 1000,
-        to_ms=req.end_time * 1000 + 999,  # end_time is a whole second, included
-        request_id=req.request_id,
-        operations=tuple(req.operations) if req.operations else None,
-        member_id=req.person_id,
-        only_dangerous=bool(req.is_dangerous),
-        is_write=req.is_write,
+        from_ms=query.start_time * 1000,
+        to_ms=query.end_time * 1000 + 999,  # end_time is a whole second, included
+        request_id=query.request_id,
+        operations=tuple(query.operations) if query.operations else None,
+        member_id=query.person_id,
+        only_dangerous=bool(query.is_dangerous),
+        is_write=query.is_write,
     )
-    total = await repo.count(ctx.conn, f)
+    total = await repo.count(conn, f)
     # One row more than asked tells whether a next page exists, so the last page's cursor is
     # "" as the reference says, and not a cursor to an empty page.
-    rows = await repo.page(ctx.conn, f, after=after, limit=limit + 1)
+    rows = await repo.page(conn, f, after=position, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
-    labels = _labels(ctx.runtime, ctx.locale)
     docs = [
         AuditLog(
             created_at=r.created_at, account_id=r.account_id, member_id=r.member_id,
@@ -114,7 +132,7 @@ async def search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
     cursor = ""
     if more and rows:
         cursor = encode_cursor(settings, account_id, rows[-1].created_at, rows[-1].id)
-    return AuditSearchResponse(total=total, search_after_ctx=cursor, docs=docs)
+    return total, docs, cursor
 
 
 def _target_ids(text: str) -> list[str]:
@@ -132,18 +150,20 @@ def audited_operations(runtime: Runtime) -> tuple[Operation, ...]:
     return tuple(ops[name] for name in sorted(ops))
 
 
-def _labels(runtime: Runtime, locale: str) -> dict[str, str]:
+def labels(runtime: Runtime, locale: str) -> dict[str, str]:
+    """The audited operations' names in a locale."""
     translator = runtime.translator
     return {op.operation_name: translator.gettext(locale, op.summary or op.operation_name)
             for op in audited_operations(runtime)}
 
 
-async def operation_list(ctx: Context) -> AuditOperationListResponse:
-    translator = ctx.runtime.translator
-    return AuditOperationListResponse(items=[
+def operation_types(runtime: Runtime) -> list[AuditOperationTypeItem]:
+    """The operation names the audit log records, with their catalogue names."""
+    translator = runtime.translator
+    return [
         AuditOperationTypeItem(
             name=op.operation_name,
             name_cn=translator.gettext(_CATALOG_LOCALE_CN, op.summary or op.operation_name),
         )
-        for op in audited_operations(ctx.runtime)
-    ])
+        for op in audited_operations(runtime)
+    ]

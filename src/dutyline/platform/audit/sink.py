@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.auth import Caller
-from dutyline.db.tables.platform import audit_log
 from dutyline.kit.clock import Clock
+from dutyline.platform.audit import repository
 
 MAX_BODY_CHARS = 10 * 1024
 # Request fields whose values never reach the audit log (decisions.md §2: never secrets).
@@ -63,20 +62,20 @@ class DatabaseAuditSink:
         is_write: bool,
         is_dangerous: bool,
     ) -> None:
-        await conn.execute(
-            insert(audit_log).values(
-                account_id=caller.account_id,
-                member_id=caller.person_id,
-                member_name=caller.person_name,
-                key_suffix=caller.key_suffix,
-                request_id=request_id,
-                ip=client_ip,
-                operation=operation,
-                target_ids=msgspec.json.encode([str(t) for t in targets]).decode(),
-                body=redacted_body(body),
-                outcome=outcome,
-                is_write=is_write,
-                is_dangerous=is_dangerous,
-                created_at=int(self.clock.now() * 1000),
-            )
+        await repository.insert_entry(
+            conn, {
+                "account_id": caller.account_id,
+                "member_id": caller.person_id,
+                "member_name": caller.person_name,
+                "key_suffix": caller.key_suffix,
+                "request_id": request_id,
+                "ip": client_ip,
+                "operation": operation,
+                "target_ids": msgspec.json.encode([str(t) for t in targets]).decode(),
+                "body": redacted_body(body),
+                "outcome": outcome,
+                "is_write": is_write,
+                "is_dangerous": is_dangerous,
+                "created_at": int(self.clock.now() * 1000),
+            }
         )

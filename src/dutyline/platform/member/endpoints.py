@@ -25,43 +25,61 @@ router = Router("Members")
 @router.post("/member/info")
 async def member_info(ctx: Context, req: Empty) -> MemberInfoResponse:
     """The caller's own profile and their account."""
-    return await service.member_info(ctx)
+    return await service.member_info(ctx.conn, ctx.actor)
 
 
 @router.post("/member/list")
 async def member_list(ctx: Context, req: MemberListRequest) -> MemberListResponse:
     """List the members of the current account, a page at a time."""
-    return await service.list_members(ctx, req)
+    total, items = await service.list_members(
+        ctx.conn, ctx.actor, role_id=req.role_id, query=req.query, orderby=req.orderby,
+        asc=req.asc, offset=req.offset, limit=req.limit)
+    return MemberListResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 
 @router.post("/member/invite", permissions=(ACCOUNT_MANAGE,), write=True)
 async def member_invite(ctx: Context, req: MemberInviteRequest) -> MemberInviteResponse:
     """Add up to 20 members to the account."""
-    return await service.invite_members(ctx, req)
+    added = await service.invite_members(ctx.conn, ctx.actor, members=[
+        service.NewMember(
+            member_name=m.member_name, email=m.email, phone=m.phone,
+            country_code=m.country_code, role_ids=m.role_ids, locale=m.locale,
+            time_zone=m.time_zone, ref_id=m.ref_id)
+        for m in req.members])
+    ctx.audit_targets.extend(m.member_id for m in added)
+    return MemberInviteResponse(items=added)
 
 
 @router.post("/member/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def member_delete(ctx: Context, req: MemberDeleteRequest) -> None:
     """Remove a member: roles, teams and app keys go with them."""
-    await service.delete_member(ctx, req)
+    ctx.audit_targets.append(await service.delete_member(
+        ctx.conn, ctx.actor, member_id=req.member_id, member_name=req.member_name,
+        email=req.email, phone=req.phone, country_code=req.country_code, ref_id=req.ref_id))
 
 
 @router.post("/member/role/grant", permissions=(ACCOUNT_MANAGE,), write=True)
 async def member_role_grant(ctx: Context, req: MemberRoleChangeRequest) -> None:
     """Add roles to a member."""
-    await service.grant_roles(ctx, req)
+    await service.grant_roles(ctx.conn, ctx.actor, member_id=req.member_id,
+                              role_ids=req.role_ids)
+    ctx.audit_targets.append(req.member_id)
 
 
 @router.post("/member/role/revoke", permissions=(ACCOUNT_MANAGE,), write=True)
 async def member_role_revoke(ctx: Context, req: MemberRoleChangeRequest) -> None:
     """Remove roles from a member."""
-    await service.revoke_roles(ctx, req)
+    await service.revoke_roles(ctx.conn, ctx.actor, member_id=req.member_id,
+                               role_ids=req.role_ids)
+    ctx.audit_targets.append(req.member_id)
 
 
 @router.post("/member/role/update", permissions=(ACCOUNT_MANAGE,), write=True)
 async def member_role_update(ctx: Context, req: MemberRoleUpdateRequest) -> None:
     """Replace a member's roles."""
-    await service.update_roles(ctx, req)
+    await service.update_roles(ctx.conn, ctx.actor, member_id=req.member_id,
+                               role_ids=req.role_ids)
+    ctx.audit_targets.append(req.member_id)
 
 
 @router.post("/member/info/reset", write=True)
@@ -78,4 +96,5 @@ async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> None:
 @router.post("/person/infos")
 async def person_infos(ctx: Context, req: PersonInfosRequest) -> PersonInfosResponse:
     """Profiles of up to 100 persons of the account; other ids are left out."""
-    return await service.person_infos(ctx, req)
+    return PersonInfosResponse(items=await service.person_infos(
+        ctx.conn, ctx.actor, person_ids=req.person_ids))

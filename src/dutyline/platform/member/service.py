@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,22 +15,12 @@ from sqlalchemy.sql import Select
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.api.operation import Context
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.member import repository as repo
 from dutyline.platform.member.schemas import (
-    MemberDeleteRequest,
     MemberInfoResponse,
-    MemberInviteRequest,
-    MemberInviteResponse,
     MemberItem,
-    MemberListRequest,
-    MemberListResponse,
-    MemberRoleChangeRequest,
-    MemberRoleUpdateRequest,
     NewMemberItem,
-    PersonInfosRequest,
-    PersonInfosResponse,
     PersonItem,
 )
 from dutyline.platform.permissions import ACCOUNT_MANAGE
@@ -42,13 +33,13 @@ _TIME_ZONES = frozenset(zoneinfo.available_timezones())
 _OWNER_ROLE_FIXED = "the Owner role cannot be granted or revoked"
 
 
-async def member_info(ctx: Context) -> MemberInfoResponse:
-    caller = ctx.caller
-    me = await repo.get(ctx.conn, caller.account_id, caller.person_id)
+async def member_info(conn: AsyncConnection, actor: Actor) -> MemberInfoResponse:
+    """The actor's own profile and their account."""
+    me = await repo.get(conn, actor.account_id, actor.person_id)
     if me is None:  # the key resolved a moment ago, in another transaction
         raise errors.Unauthorized()
-    acc = await repo.account_row(ctx.conn, caller.account_id)
-    role_ids = await repo.role_ids_by_member(ctx.conn, [me.member_id])
+    acc = await repo.account_row(conn, actor.account_id)
+    role_ids = await repo.role_ids_by_member(conn, [me.member_id])
     return MemberInfoResponse(
         account_id=acc.account_id, account_name=acc.account_name, account_avatar="",
         account_email=acc.email, account_role_ids=role_ids[me.member_id],
@@ -61,12 +52,16 @@ async def member_info(ctx: Context) -> MemberInfoResponse:
     )
 
 
-async def list_members(ctx: Context, req: MemberListRequest) -> MemberListResponse:
+async def list_members(
+    conn: AsyncConnection, actor: Actor, *, role_id: int | None = None, query: str = "",
+    orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
+) -> tuple[int, list[MemberItem]]:
+    """(total, one page of the account's members)."""
     total, rows = await repo.list_page(
-        ctx.conn, ctx.caller.account_id, role_id=req.role_id, query=req.query.strip(),
-        orderby=req.orderby, asc=req.asc, offset=req.offset, limit=req.limit,
+        conn, actor.account_id, role_id=role_id, query=query.strip(),
+        orderby=orderby, asc=asc, offset=offset, limit=limit,
     )
-    role_ids = await repo.role_ids_by_member(ctx.conn, [r.member_id for r in rows])
+    role_ids = await repo.role_ids_by_member(conn, [r.member_id for r in rows])
     items = [
         MemberItem(
             account_id=r.account_id, member_id=r.member_id, member_name=r.member_name,
@@ -78,14 +73,29 @@ async def list_members(ctx: Context, req: MemberListRequest) -> MemberListRespon
         )
         for r in rows
     ]
-    return MemberListResponse(p=req.p, limit=req.limit, total=total, items=items)
+    return total, items
 
 
-async def invite_members(ctx: Context, req: MemberInviteRequest) -> MemberInviteResponse:
-    account_id = ctx.caller.account_id
+@dataclass(frozen=True)
+class NewMember:
+    member_name: str
+    email: str = ""
+    phone: str = ""
+    country_code: str = ""
+    # None or empty: the built-in member role.
+    role_ids: Sequence[int] | None = None
+    locale: str = ""
+    time_zone: str = ""
+    ref_id: str = ""
+
+
+async def invite_members(conn: AsyncConnection, actor: Actor, *,
+                         members: Sequence[NewMember]) -> list[NewMemberItem]:
+    """Add members to the account, enabled at once; returns them in the order given."""
+    account_id = actor.account_id
     emails: dict[str, int] = {}
     phones: dict[str, int] = {}
-    for i, item in enumerate(req.members):
+    for i, item in enumerate(members):
         _validate_invite(i, item.member_name, item.email, item.phone, item.time_zone)
         if email := item.email.strip().lower():
             if email in emails:
@@ -96,7 +106,7 @@ async def invite_members(ctx: Context, req: MemberInviteRequest) -> MemberInvite
                 raise errors.invalid(f"members[{i}].phone", "is given twice")
             phones[phone] = i
     taken_emails, taken_phones = await repo.taken_contacts(
-        ctx.conn, account_id, emails=set(emails), phones=set(phones)
+        conn, account_id, emails=set(emails), phones=set(phones)
     )
     if taken_emails:
         first = min(emails[e] for e in taken_emails)
@@ -105,14 +115,14 @@ async def invite_members(ctx: Context, req: MemberInviteRequest) -> MemberInvite
         first = min(phones[p] for p in taken_phones)
         raise errors.invalid(f"members[{first}].phone", "already belongs to a member")
 
-    default_role = await roles.builtin_role_id(ctx, "member")
-    owner_role = await roles.builtin_role_id(ctx, "owner")
-    now = ctx.now_s
+    default_role = await roles.builtin_role_id(conn, actor, builtin="member")
+    owner_role = await roles.builtin_role_id(conn, actor, builtin="owner")
+    now = actor.now_s
     rows: list[dict[str, Any]] = []
     grants: list[tuple[int, list[int]]] = []
-    for i, item in enumerate(req.members):
+    for i, item in enumerate(members):
         role_ids = list(dict.fromkeys(item.role_ids)) if item.role_ids else [default_role]
-        await roles.require_roles(ctx, role_ids)
+        await roles.require_roles(conn, actor, role_ids=role_ids)
         if owner_role in role_ids:
             raise errors.invalid(f"members[{i}].role_ids", _OWNER_ROLE_FIXED)
         member_id = numeric_id()
@@ -127,64 +137,73 @@ async def invite_members(ctx: Context, req: MemberInviteRequest) -> MemberInvite
         })
         grants.append((member_id, role_ids))
     try:
-        await repo.insert_members(ctx.conn, rows)
+        await repo.insert_members(conn, rows)
     except IntegrityError:
         # A concurrent invite took one of these emails between our check and the insert.
         raise errors.invalid("members.email", "already belongs to a member") from None
     for member_id, role_ids in grants:
-        await repo.add_roles(ctx.conn, account_id, member_id, role_ids)
-    ctx.audit_targets.extend(r["member_id"] for r in rows)
-    return MemberInviteResponse(
-        items=[NewMemberItem(member_id=r["member_id"], member_name=r["member_name"]) for r in rows]
-    )
+        await repo.add_roles(conn, account_id, member_id, role_ids)
+    return [NewMemberItem(member_id=r["member_id"], member_name=r["member_name"]) for r in rows]
 
 
-async def delete_member(ctx: Context, req: MemberDeleteRequest) -> None:
-    target = await _find_for_delete(ctx, req)
-    if target.member_id == ctx.caller.person_id:
+async def delete_member(
+    conn: AsyncConnection, actor: Actor, *, member_id: int = 0, member_name: str = "",
+    email: str = "", phone: str = "", country_code: str = "", ref_id: str = "",
+) -> int:
+    """Remove a member found by id, name, email, phone (with country code) or external ref;
+    returns their id."""
+    target = await _find_for_delete(conn, actor, member_id=member_id, member_name=member_name,
+                                    email=email, phone=phone, country_code=country_code,
+                                    ref_id=ref_id)
+    if target.member_id == actor.person_id:
         raise errors.BadRequest("You cannot delete yourself")
-    if await repo.owner_ids(ctx.conn, ctx.caller.account_id, [target.member_id]):
+    if await repo.owner_ids(conn, actor.account_id, [target.member_id]):
         raise errors.BadRequest("The account Owner cannot be deleted")
-    await repo.soft_delete(ctx.conn, target.member_id, ctx.now_s)
-    ctx.audit_targets.append(target.member_id)
+    await repo.soft_delete(conn, target.member_id, actor.now_s)
+    return int(target.member_id)
 
 
-async def grant_roles(ctx: Context, req: MemberRoleChangeRequest) -> None:
-    target, wanted = await _role_change(ctx, req.member_id, req.role_ids)
-    current = await _current_roles(ctx, target.member_id)
-    await repo.add_roles(ctx.conn, ctx.caller.account_id, target.member_id,
+async def grant_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
+                      role_ids: Sequence[int]) -> None:
+    target, wanted = await _role_change(conn, actor, member_id, role_ids)
+    current = await _current_roles(conn, target.member_id)
+    await repo.add_roles(conn, actor.account_id, target.member_id,
                          [r for r in wanted if r not in current])
-    await repo.touch(ctx.conn, target.member_id, {"updated_at": ctx.now_s})
+    await repo.touch(conn, target.member_id, {"updated_at": actor.now_s})
 
 
-async def revoke_roles(ctx: Context, req: MemberRoleChangeRequest) -> None:
-    target, wanted = await _role_change(ctx, req.member_id, req.role_ids)
-    await repo.remove_roles(ctx.conn, target.member_id, wanted)
-    await repo.touch(ctx.conn, target.member_id, {"updated_at": ctx.now_s})
+async def revoke_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
+                       role_ids: Sequence[int]) -> None:
+    target, wanted = await _role_change(conn, actor, member_id, role_ids)
+    await repo.remove_roles(conn, target.member_id, wanted)
+    await repo.touch(conn, target.member_id, {"updated_at": actor.now_s})
 
 
-async def update_roles(ctx: Context, req: MemberRoleUpdateRequest) -> None:
-    target = await _require_member(ctx, req.member_id)
-    wanted = list(dict.fromkeys(req.role_ids))
-    await roles.require_roles(ctx, wanted)
-    owner_role = await roles.builtin_role_id(ctx, "owner")
-    current = await _current_roles(ctx, target.member_id)
+async def update_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
+                       role_ids: Sequence[int]) -> None:
+    """Replace a member's roles (the Owner role stays as it is)."""
+    target = await _require_member(conn, actor, member_id)
+    wanted = list(dict.fromkeys(role_ids))
+    await roles.require_roles(conn, actor, role_ids=wanted)
+    owner_role = await roles.builtin_role_id(conn, actor, builtin="owner")
+    current = await _current_roles(conn, target.member_id)
     # The Owner role must come out exactly as it went in: the set may name it only for the
     # member who already holds it, and must name it for them.
     if (owner_role in wanted) != (owner_role in current):
         raise errors.invalid("role_ids", _OWNER_ROLE_FIXED)
-    await repo.remove_roles(ctx.conn, target.member_id, [r for r in current if r not in wanted])
-    await repo.add_roles(ctx.conn, ctx.caller.account_id, target.member_id,
+    await repo.remove_roles(conn, target.member_id, [r for r in current if r not in wanted])
+    await repo.add_roles(conn, actor.account_id, target.member_id,
                          [r for r in wanted if r not in current])
-    await repo.touch(ctx.conn, target.member_id, {"updated_at": ctx.now_s})
-    ctx.audit_targets.append(target.member_id)
+    await repo.touch(conn, target.member_id, {"updated_at": actor.now_s})
 
 
-async def person_infos(ctx: Context, req: PersonInfosRequest) -> PersonInfosResponse:
-    account_id = ctx.caller.account_id
-    rows = await repo.find_many(ctx.conn, account_id, list(dict.fromkeys(req.person_ids)))
-    owners = await repo.owner_ids(ctx.conn, account_id, [r.member_id for r in rows])
-    return PersonInfosResponse(items=[
+async def person_infos(conn: AsyncConnection, actor: Actor, *,
+                       person_ids: Sequence[int]) -> list[PersonItem]:
+    """Profiles of the account's persons among these ids; other ids are left out."""
+    account_id = actor.account_id
+    rows = await repo.find_many(conn, account_id, list(dict.fromkeys(person_ids)))
+    owners = await repo.owner_ids(conn, account_id, [r.member_id for r in rows])
+    return [
         PersonItem(
             account_id=r.account_id, person_id=r.member_id, person_name=r.member_name,
             avatar=r.avatar, locale=r.locale, time_zone=r.time_zone, email=r.email,
@@ -192,7 +211,7 @@ async def person_infos(ctx: Context, req: PersonInfosRequest) -> PersonInfosResp
             login_as="account" if r.member_id in owners else "member", status=r.status,
         )
         for r in rows
-    ])
+    ]
 
 
 async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
@@ -260,45 +279,47 @@ def _validate_invite(i: int, name: str, email: str, phone: str, time_zone: str) 
         raise errors.invalid(f"members[{i}].time_zone", "is not a known time zone")
 
 
-async def _require_member(ctx: Context, member_id: int) -> Any:
-    row = await repo.get(ctx.conn, ctx.caller.account_id, member_id)
+async def _require_member(conn: AsyncConnection, actor: Actor, member_id: int) -> Any:
+    row = await repo.get(conn, actor.account_id, member_id)
     if row is None or row.status == "deleted":
         raise errors.not_found("member", member_id)
     return row
 
 
-async def _current_roles(ctx: Context, member_id: int) -> list[int]:
-    return (await repo.role_ids_by_member(ctx.conn, [member_id]))[member_id]
+async def _current_roles(conn: AsyncConnection, member_id: int) -> list[int]:
+    return (await repo.role_ids_by_member(conn, [member_id]))[member_id]
 
 
-async def _role_change(ctx: Context, member_id: int, role_ids: list[int]) -> tuple[Any, list[int]]:
-    target = await _require_member(ctx, member_id)
+async def _role_change(conn: AsyncConnection, actor: Actor, member_id: int,
+                       role_ids: Sequence[int]) -> tuple[Any, list[int]]:
+    target = await _require_member(conn, actor, member_id)
     wanted = list(dict.fromkeys(role_ids))
-    await roles.require_roles(ctx, wanted)
-    if await roles.builtin_role_id(ctx, "owner") in wanted:
+    await roles.require_roles(conn, actor, role_ids=wanted)
+    if await roles.builtin_role_id(conn, actor, builtin="owner") in wanted:
         raise errors.invalid("role_ids", _OWNER_ROLE_FIXED)
-    ctx.audit_targets.append(target.member_id)
     return target, wanted
 
 
-async def _find_for_delete(ctx: Context, req: MemberDeleteRequest) -> Any:
-    account_id = ctx.caller.account_id
-    if req.member_id:
-        return await _require_member(ctx, req.member_id)
+async def _find_for_delete(
+    conn: AsyncConnection, actor: Actor, *, member_id: int, member_name: str, email: str,
+    phone: str, country_code: str, ref_id: str,
+) -> Any:
+    if member_id:
+        return await _require_member(conn, actor, member_id)
     match: dict[str, str | int]
-    if req.member_name.strip():
-        field, match = "member_name", {"member_name": req.member_name.strip()}
-    elif req.email.strip():
-        field, match = "email", {"email": req.email.strip().lower()}
-    elif req.phone.strip():
-        field, match = "phone", {"phone": req.phone.strip()}
-        if req.country_code.strip():
-            match["country_code"] = req.country_code.strip()
-    elif req.ref_id:
-        field, match = "ref_id", {"ref_id": req.ref_id}
+    if member_name.strip():
+        field, match = "member_name", {"member_name": member_name.strip()}
+    elif email.strip():
+        field, match = "email", {"email": email.strip().lower()}
+    elif phone.strip():
+        field, match = "phone", {"phone": phone.strip()}
+        if country_code.strip():
+            match["country_code"] = country_code.strip()
+    elif ref_id:
+        field, match = "ref_id", {"ref_id": ref_id}
     else:
         raise errors.invalid("member_id", "is required")
-    rows = await repo.find_one(ctx.conn, account_id, **match)
+    rows = await repo.find_one(conn, actor.account_id, **match)
     if not rows:
         raise errors.not_found("member", match[field])
     if len(rows) > 1:

@@ -22,37 +22,45 @@ router = Router("Roles")
 @router.post("/role/list")
 async def role_list(ctx: Context, req: RoleListRequest) -> RoleListResponse:
     """List the roles of the current account, built-in ones included."""
-    return await service.list_roles(ctx, req)
+    items = await service.list_roles(ctx.conn, ctx.actor, orderby=req.orderby, asc=req.asc)
+    return RoleListResponse(total=len(items), items=items)
 
 
 @router.post("/role/info")
 async def role_info(ctx: Context, req: RoleIdRequest) -> RoleItem:
     """Get one role by id."""
-    return await service.role_info(ctx, req)
+    return await service.role_info(ctx.conn, ctx.actor, role_id=req.role_id)
 
 
 @router.post("/role/upsert", permissions=(ACCOUNT_MANAGE,), write=True)
 async def role_upsert(ctx: Context, req: RoleUpsertRequest) -> RoleUpsertResponse:
     """Create a custom role, or update one by id; permission_ids replaces the set."""
-    return await service.upsert_role(ctx, req)
+    role_id = await service.upsert_role(
+        ctx.conn, ctx.actor, role_name=req.role_name, role_id=req.role_id,
+        description=req.description, permission_ids=req.permission_ids)
+    ctx.audit_targets.append(role_id)
+    return RoleUpsertResponse(role_id=role_id, role_name=req.role_name.strip())
 
 
 @router.post("/role/enable", permissions=(ACCOUNT_MANAGE,), write=True)
 async def role_enable(ctx: Context, req: RoleIdRequest) -> None:
     """Enable a custom role: its holders get its permissions again."""
-    await service.set_status(ctx, req, "enabled")
+    await service.set_status(ctx.conn, ctx.actor, role_id=req.role_id, status="enabled")
+    ctx.audit_targets.append(req.role_id)
 
 
 @router.post("/role/disable", permissions=(ACCOUNT_MANAGE,), write=True)
 async def role_disable(ctx: Context, req: RoleIdRequest) -> None:
     """Disable a custom role: it stays assigned but grants nothing."""
-    await service.set_status(ctx, req, "disabled")
+    await service.set_status(ctx.conn, ctx.actor, role_id=req.role_id, status="disabled")
+    ctx.audit_targets.append(req.role_id)
 
 
 @router.post("/role/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def role_delete(ctx: Context, req: RoleIdRequest) -> None:
     """Delete a custom role that no member holds."""
-    await service.delete_role(ctx, req)
+    await service.delete_role(ctx.conn, ctx.actor, role_id=req.role_id)
+    ctx.audit_targets.append(req.role_id)
 
 
 @router.post("/role/permission/list")
@@ -60,4 +68,5 @@ async def role_permission_list(
     ctx: Context, req: RolePermissionListRequest
 ) -> RolePermissionListResponse:
     """The permission catalog, or the permissions the given roles grant."""
-    return await service.list_permissions(ctx, req)
+    return RolePermissionListResponse(items=await service.list_permissions(
+        ctx.conn, ctx.actor, role_ids=req.role_ids, with_all=req.with_all))

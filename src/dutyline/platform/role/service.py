@@ -3,141 +3,141 @@ come from the catalog, and a role still held by members cannot be deleted."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.kit.ids import numeric_id
 from dutyline.platform import permissions
 from dutyline.platform.role import repository as repo
-from dutyline.platform.role.schemas import (
-    PermissionItem,
-    RoleIdRequest,
-    RoleItem,
-    RoleListRequest,
-    RoleListResponse,
-    RolePermissionListRequest,
-    RolePermissionListResponse,
-    RoleUpsertRequest,
-    RoleUpsertResponse,
-)
+from dutyline.platform.role.schemas import PermissionItem, RoleItem
 
 # Owners and admins hold every permission whatever their rows say (platform/auth.py), so
 # their records show the whole catalog too.
 _ALL_PERMISSION_BUILTINS = frozenset({"owner", "admin"})
 
 
-async def list_roles(ctx: Context, req: RoleListRequest) -> RoleListResponse:
-    rows = await repo.list_all(ctx.conn, ctx.caller.account_id, orderby=req.orderby, asc=req.asc)
-    return RoleListResponse(total=len(rows), items=await _items(ctx, rows))
+async def list_roles(conn: AsyncConnection, actor: Actor, *, orderby: str = "created_at",
+                     asc: bool = False) -> list[RoleItem]:
+    """Every role of the account, built-in ones included."""
+    rows = await repo.list_all(conn, actor.account_id, orderby=orderby, asc=asc)
+    return await _items(conn, rows)
 
 
-async def role_info(ctx: Context, req: RoleIdRequest) -> RoleItem:
-    row = await _require(ctx, req.role_id)
-    return (await _items(ctx, [row]))[0]
+async def role_info(conn: AsyncConnection, actor: Actor, *, role_id: int) -> RoleItem:
+    row = await _require(conn, actor, role_id)
+    return (await _items(conn, [row]))[0]
 
 
-async def upsert_role(ctx: Context, req: RoleUpsertRequest) -> RoleUpsertResponse:
-    account_id = ctx.caller.account_id
-    name = req.role_name.strip()
+async def upsert_role(
+    conn: AsyncConnection, actor: Actor, *, role_name: str, role_id: int = 0,
+    description: str | None = None, permission_ids: Sequence[int] | None = None,
+) -> int:
+    """Create a custom role (no role_id) or update one; `permission_ids` replaces its set
+    (None leaves it). Returns the role's id."""
+    account_id = actor.account_id
+    name = role_name.strip()
     if not name:
         raise errors.invalid("role_name", "is required")
     existing = None
-    if req.role_id:
-        existing = await _require_custom(ctx, req.role_id)
-    same_name = await repo.find_by_name(ctx.conn, account_id, name)
+    if role_id:
+        existing = await _require_custom(conn, actor, role_id)
+    same_name = await repo.find_by_name(conn, account_id, name)
     if same_name is not None and (existing is None or same_name.role_id != existing.role_id):
         raise errors.invalid("role_name", "already exists")
-    permission_ids = None
-    if req.permission_ids is not None:
-        permission_ids = sorted(set(req.permission_ids))
-        if unknown := [p for p in permission_ids if p not in permissions.BY_ID]:
+    wanted = None
+    if permission_ids is not None:
+        wanted = sorted(set(permission_ids))
+        if unknown := [p for p in wanted if p not in permissions.BY_ID]:
             raise errors.InvalidParameter(
                 "Invalid parameter {field}: unknown permission ids {ids}",
                 field="permission_ids", ids=unknown,
             )
-    now = ctx.now_s
+    now = actor.now_s
     values: dict[str, Any] = {"role_name": name, "updated_at": now}
-    if req.description is not None:
-        values["description"] = req.description
+    if description is not None:
+        values["description"] = description
     try:
         if existing is None:
             role_id = numeric_id()
             await repo.insert_role(
-                ctx.conn,
+                conn,
                 {**values, "role_id": role_id, "account_id": account_id, "status": "enabled",
                  "builtin": "", "created_at": now},
             )
-            permission_ids = permission_ids or []
+            wanted = wanted or []
         else:
             role_id = existing.role_id
-            await repo.update_role(ctx.conn, role_id, values)
+            await repo.update_role(conn, role_id, values)
     except IntegrityError:
         # Lost a race with a concurrent upsert of the same name.
         raise errors.invalid("role_name", "already exists") from None
-    if permission_ids is not None:
-        await repo.replace_permissions(ctx.conn, role_id, permission_ids)
-    ctx.audit_targets.append(role_id)
-    return RoleUpsertResponse(role_id=role_id, role_name=name)
+    if wanted is not None:
+        await repo.replace_permissions(conn, role_id, wanted)
+    return int(role_id)
 
 
-async def set_status(ctx: Context, req: RoleIdRequest, status: str) -> None:
-    row = await _require_custom(ctx, req.role_id)
+async def set_status(conn: AsyncConnection, actor: Actor, *, role_id: int, status: str) -> None:
+    row = await _require_custom(conn, actor, role_id)
     if row.status != status:
-        await repo.update_role(ctx.conn, row.role_id, {"status": status, "updated_at": ctx.now_s})
-    ctx.audit_targets.append(row.role_id)
+        await repo.update_role(conn, row.role_id, {"status": status, "updated_at": actor.now_s})
 
 
-async def delete_role(ctx: Context, req: RoleIdRequest) -> None:
-    row = await _require_custom(ctx, req.role_id)
-    if await repo.holder_count(ctx.conn, row.role_id):
+async def delete_role(conn: AsyncConnection, actor: Actor, *, role_id: int) -> None:
+    row = await _require_custom(conn, actor, role_id)
+    if await repo.holder_count(conn, row.role_id):
         raise errors.ReferenceExist(
             "Role {id} is still held by members; revoke it from them first", id=row.role_id
         )
-    await repo.delete_role(ctx.conn, row.role_id)
-    ctx.audit_targets.append(row.role_id)
+    await repo.delete_role(conn, row.role_id)
 
 
 async def list_permissions(
-    ctx: Context, req: RolePermissionListRequest
-) -> RolePermissionListResponse:
+    conn: AsyncConnection, actor: Actor, *, role_ids: Sequence[int] | None = None,
+    with_all: bool = False,
+) -> list[PermissionItem]:
+    """The permission catalog, or the permissions these roles grant (`with_all`: the whole
+    catalog, each marked granted or not)."""
     granted: set[int] | None = None
-    if req.role_ids is not None:
-        rows = await require_roles(ctx, req.role_ids)
+    if role_ids is not None:
+        rows = await require_roles(conn, actor, role_ids=role_ids)
         granted = set()
-        for ids in (await _permission_ids(ctx, rows)).values():
+        for ids in (await _permission_ids(conn, rows)).values():
             granted.update(ids)
     items = []
     for p in permissions.CATALOG:
         is_granted = granted is not None and p.id in granted
-        if granted is not None and not req.with_all and not is_granted:
+        if granted is not None and not with_all and not is_granted:
             continue
         items.append(PermissionItem(
             id=p.id, permission_name=p.name, permission_type=p.permission_type,
             description=p.description, permission_class=p.permission_class, scope=p.scope,
-            status="enabled", is_granted=is_granted if req.with_all else None,
+            status="enabled", is_granted=is_granted if with_all else None,
         ))
-    return RolePermissionListResponse(items=items)
+    return items
 
 
 # --- used by the member service ---------------------------------------------------------
 
 
-async def require_roles(ctx: Context, role_ids: list[int]) -> list[Any]:
-    """The caller's account's roles with these ids; any other id is refused by name, so a
+async def require_roles(conn: AsyncConnection, actor: Actor, *,
+                        role_ids: Sequence[int]) -> list[Any]:
+    """The actor's account's roles with these ids; any other id is refused by name, so a
     role of another account is indistinguishable from one that never existed."""
     wanted = list(dict.fromkeys(role_ids))
-    rows = await repo.find_many(ctx.conn, ctx.caller.account_id, set(wanted))
+    rows = await repo.find_many(conn, actor.account_id, set(wanted))
     found = {r.role_id for r in rows}
     if missing := [r for r in wanted if r not in found]:
         raise errors.not_found("role", missing[0])
     return rows
 
 
-async def builtin_role_id(ctx: Context, builtin: str) -> int:
-    row = await repo.find_builtin(ctx.conn, ctx.caller.account_id, builtin)
+async def builtin_role_id(conn: AsyncConnection, actor: Actor, *, builtin: str) -> int:
+    row = await repo.find_builtin(conn, actor.account_id, builtin)
     if row is None:  # every account is created with its built-in roles
         raise errors.InternalError()
     return int(row.role_id)
@@ -146,22 +146,22 @@ async def builtin_role_id(ctx: Context, builtin: str) -> int:
 # --- helpers ---------------------------------------------------------------------------
 
 
-async def _require(ctx: Context, role_id: int) -> Any:
-    row = await repo.find(ctx.conn, ctx.caller.account_id, role_id)
+async def _require(conn: AsyncConnection, actor: Actor, role_id: int) -> Any:
+    row = await repo.find(conn, actor.account_id, role_id)
     if row is None:
         raise errors.not_found("role", role_id)
     return row
 
 
-async def _require_custom(ctx: Context, role_id: int) -> Any:
-    row = await _require(ctx, role_id)
+async def _require_custom(conn: AsyncConnection, actor: Actor, role_id: int) -> Any:
+    row = await _require(conn, actor, role_id)
     if row.builtin:
         raise errors.BadRequest("The built-in role cannot be changed")
     return row
 
 
-async def _permission_ids(ctx: Context, rows: list[Any]) -> dict[int, list[int]]:
-    stored = await repo.permission_ids_by_role(ctx.conn, [r.role_id for r in rows])
+async def _permission_ids(conn: AsyncConnection, rows: list[Any]) -> dict[int, list[int]]:
+    stored = await repo.permission_ids_by_role(conn, [r.role_id for r in rows])
     every = sorted(permissions.ALL_IDS)
     return {
         r.role_id: every if r.builtin in _ALL_PERMISSION_BUILTINS else stored[r.role_id]
@@ -169,8 +169,8 @@ async def _permission_ids(ctx: Context, rows: list[Any]) -> dict[int, list[int]]
     }
 
 
-async def _items(ctx: Context, rows: list[Any]) -> list[RoleItem]:
-    granted = await _permission_ids(ctx, rows)
+async def _items(conn: AsyncConnection, rows: list[Any]) -> list[RoleItem]:
+    granted = await _permission_ids(conn, rows)
     return [
         RoleItem(
             role_id=r.role_id, role_name=r.role_name, description=r.description,

@@ -22,28 +22,39 @@ router = Router("Teams")
 @router.post("/team/list")
 async def team_list(ctx: Context, req: TeamListRequest) -> TeamListResponse:
     """List the teams of the current account, a page at a time."""
-    return await service.list_teams(ctx, req)
+    total, items = await service.list_teams(
+        ctx.conn, ctx.actor, person_id=req.person_id, query=req.query, orderby=req.orderby,
+        asc=req.asc, offset=req.offset, limit=req.limit)
+    return TeamListResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 
 @router.post("/team/info")
 async def team_info(ctx: Context, req: TeamLookup) -> TeamItem:
     """Get one team by id, name or external ref."""
-    return await service.team_info(ctx, req)
+    return await service.team_info(ctx.conn, ctx.actor, team_id=req.team_id,
+                                   team_name=req.team_name, ref_id=req.ref_id)
 
 
 @router.post("/team/infos")
 async def team_infos(ctx: Context, req: TeamInfosRequest) -> TeamInfosResponse:
     """Get up to 100 teams by id; unknown ids are left out."""
-    return await service.team_infos(ctx, req)
+    return TeamInfosResponse(items=await service.team_infos(ctx.conn, ctx.actor,
+                                                            team_ids=req.team_ids))
 
 
 @router.post("/team/upsert", permissions=(ACCOUNT_MANAGE,), write=True)
 async def team_upsert(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertResponse:
     """Create a team, or update one by id; person_ids replaces the member list."""
-    return await service.upsert_team(ctx, req)
+    team_id = await service.upsert_team(ctx.conn, ctx.actor, team=service.TeamChanges(
+        team_name=req.team_name, team_id=req.team_id, description=req.description,
+        ref_id=req.ref_id, person_ids=req.person_ids, emails=req.emails, phones=req.phones,
+        reset_if_name_exist=req.reset_if_name_exist))
+    ctx.audit_targets.append(team_id)
+    return TeamUpsertResponse(team_id=team_id, team_name=req.team_name.strip())
 
 
 @router.post("/team/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def team_delete(ctx: Context, req: TeamLookup) -> None:
     """Delete a team by id, name or external ref."""
-    await service.delete_team(ctx, req)
+    ctx.audit_targets.append(await service.delete_team(
+        ctx.conn, ctx.actor, team_id=req.team_id, team_name=req.team_name, ref_id=req.ref_id))

@@ -2,136 +2,147 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import repository as repo
-from dutyline.platform.team.schemas import (
-    TeamBriefItem,
-    TeamInfosRequest,
-    TeamInfosResponse,
-    TeamItem,
-    TeamListRequest,
-    TeamListResponse,
-    TeamLookup,
-    TeamUpsertRequest,
-    TeamUpsertResponse,
-)
+from dutyline.platform.team.schemas import TeamBriefItem, TeamItem
 
 
-async def list_teams(ctx: Context, req: TeamListRequest) -> TeamListResponse:
-    account_id = ctx.caller.account_id
+async def list_teams(
+    conn: AsyncConnection, actor: Actor, *, person_id: int | None = None, query: str = "",
+    orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
+) -> tuple[int, list[TeamItem]]:
+    """(total, one page of the account's teams)."""
     total, rows = await repo.list_page(
-        ctx.conn, account_id, person_id=req.person_id, query=req.query.strip(),
-        orderby=req.orderby, asc=req.asc, offset=req.offset, limit=req.limit,
+        conn, actor.account_id, person_id=person_id, query=query.strip(),
+        orderby=orderby, asc=asc, offset=offset, limit=limit,
     )
-    items = _items(rows)
-    return TeamListResponse(p=req.p, limit=req.limit, total=total, items=items)
+    return total, _items(rows)
 
 
-async def team_info(ctx: Context, req: TeamLookup) -> TeamItem:
-    row = await _require(ctx, req)
-    full = await repo.get_full(ctx.conn, ctx.caller.account_id, row.team_id)
+async def team_info(conn: AsyncConnection, actor: Actor, *, team_id: int = 0,
+                    team_name: str = "", ref_id: str = "") -> TeamItem:
+    """One team by id, name or external ref."""
+    row = await _require(conn, actor, team_id=team_id, team_name=team_name, ref_id=ref_id)
+    full = await repo.get_full(conn, actor.account_id, row.team_id)
     return _items([full])[0]
 
 
-async def team_infos(ctx: Context, req: TeamInfosRequest) -> TeamInfosResponse:
-    ids = list(dict.fromkeys(req.team_ids))
-    rows = await repo.find_many(ctx.conn, ctx.caller.account_id, ids)
-    members = await repo.person_ids_by_team(ctx.conn, [r.team_id for r in rows])
-    return TeamInfosResponse(
-        items=[
-            TeamBriefItem(team_id=r.team_id, team_name=r.team_name, person_ids=members[r.team_id])
-            for r in rows
-        ]
-    )
+async def team_infos(conn: AsyncConnection, actor: Actor, *,
+                     team_ids: Sequence[int]) -> list[TeamBriefItem]:
+    """The account's teams among these ids, with their members; unknown ids are left out."""
+    ids = list(dict.fromkeys(team_ids))
+    rows = await repo.find_many(conn, actor.account_id, ids)
+    members = await repo.person_ids_by_team(conn, [r.team_id for r in rows])
+    return [TeamBriefItem(team_id=r.team_id, team_name=r.team_name,
+                          person_ids=members[r.team_id]) for r in rows]
 
 
-async def upsert_team(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertResponse:
-    account_id = ctx.caller.account_id
-    name = req.team_name.strip()
+@dataclass(frozen=True)
+class TeamChanges:
+    """A team to create or update. None leaves a field (or the member list) unchanged."""
+
+    team_name: str
+    team_id: int = 0
+    description: str | None = None
+    ref_id: str | None = None
+    person_ids: Sequence[int] | None = None
+    emails: Sequence[str] | None = None
+    phones: Sequence[str] | None = None
+    # Creating a team whose name exists updates that team instead of refusing.
+    reset_if_name_exist: bool = False
+
+
+async def upsert_team(conn: AsyncConnection, actor: Actor, *, team: TeamChanges) -> int:
+    """Create a team (no team_id) or update one; returns its id."""
+    account_id = actor.account_id
+    name = team.team_name.strip()
     if not name:
         raise errors.invalid("team_name", "is required")
-    same_name = await repo.find(ctx.conn, account_id, team_name=name)
-    if req.team_id:
-        existing = await repo.find(ctx.conn, account_id, team_id=req.team_id)
+    same_name = await repo.find(conn, account_id, team_name=name)
+    if team.team_id:
+        existing = await repo.find(conn, account_id, team_id=team.team_id)
         if existing is None:
-            raise errors.not_found("team", req.team_id)
-    elif same_name is not None and req.reset_if_name_exist:
+            raise errors.not_found("team", team.team_id)
+    elif same_name is not None and team.reset_if_name_exist:
         existing = same_name
     else:
         existing = None
     if same_name is not None and (existing is None or same_name.team_id != existing.team_id):
         raise errors.invalid("team_name", "already exists")
 
-    person_ids = await _resolve_people(ctx, req)
-    now = ctx.now_s
+    person_ids = await _resolve_people(conn, actor, team)
+    now = actor.now_s
     values: dict[str, Any] = {"team_name": name, "name_key": name.lower(), "updated_at": now,
-                              "updated_by": ctx.caller.person_id}
-    if req.description is not None:
-        values["description"] = req.description
-    if req.ref_id is not None:
-        values["ref_id"] = req.ref_id
+                              "updated_by": actor.person_id}
+    if team.description is not None:
+        values["description"] = team.description
+    if team.ref_id is not None:
+        values["ref_id"] = team.ref_id
     try:
         if existing is None:
             team_id = numeric_id()
             await repo.insert_team(
-                ctx.conn,
+                conn,
                 {**values, "team_id": team_id, "account_id": account_id, "status": "enabled",
-                 "creator_id": ctx.caller.person_id, "created_at": now},
+                 "creator_id": actor.person_id, "created_at": now},
             )
         else:
             team_id = existing.team_id
-            await repo.update_team(ctx.conn, team_id, values)
+            await repo.update_team(conn, team_id, values)
     except IntegrityError:
         # Lost a race with a concurrent upsert of the same name.
         raise errors.invalid("team_name", "already exists") from None
     if person_ids is not None:
-        await repo.replace_members(ctx.conn, account_id, team_id, person_ids)
-    ctx.audit_targets.append(team_id)
-    return TeamUpsertResponse(team_id=team_id, team_name=name)
+        await repo.replace_members(conn, account_id, team_id, person_ids)
+    return int(team_id)
 
 
-async def delete_team(ctx: Context, req: TeamLookup) -> None:
-    row = await _require(ctx, req)
-    await repo.delete_team(ctx.conn, row.team_id)
-    ctx.audit_targets.append(row.team_id)
+async def delete_team(conn: AsyncConnection, actor: Actor, *, team_id: int = 0,
+                      team_name: str = "", ref_id: str = "") -> int:
+    """Delete a team by id, name or external ref; returns its id."""
+    row = await _require(conn, actor, team_id=team_id, team_name=team_name, ref_id=ref_id)
+    await repo.delete_team(conn, row.team_id)
+    return int(row.team_id)
 
 
-async def _require(ctx: Context, req: TeamLookup) -> Any:
-    if not (req.team_id or req.team_name or req.ref_id):
+async def _require(conn: AsyncConnection, actor: Actor, *, team_id: int, team_name: str,
+                   ref_id: str) -> Any:
+    if not (team_id or team_name or ref_id):
         raise errors.invalid("team_id", "is required")
-    row = await repo.find(
-        ctx.conn, ctx.caller.account_id, team_id=req.team_id, team_name=req.team_name,
-        ref_id=req.ref_id,
-    )
+    row = await repo.find(conn, actor.account_id, team_id=team_id, team_name=team_name,
+                          ref_id=ref_id)
     if row is None:
-        raise errors.not_found("team", req.team_id or req.team_name or req.ref_id)
+        raise errors.not_found("team", team_id or team_name or ref_id)
     return row
 
 
-async def _resolve_people(ctx: Context, req: TeamUpsertRequest) -> list[int] | None:
+async def _resolve_people(conn: AsyncConnection, actor: Actor,
+                          team: TeamChanges) -> list[int] | None:
     """The new member list, or None to leave it unchanged. Unknown person ids are refused
     by name. Emails and phones add the members who have them; one that matches no member is
     ignored, as the reference describes (it would invite someone; we have no invitations)."""
-    if req.person_ids is None and req.emails is None and req.phones is None:
+    if team.person_ids is None and team.emails is None and team.phones is None:
         return None
-    account_id = ctx.caller.account_id
-    wanted = list(dict.fromkeys(req.person_ids or []))
-    found = await member_service.existing_member_ids(ctx.conn, account_id, wanted)
+    account_id = actor.account_id
+    wanted = list(dict.fromkeys(team.person_ids or []))
+    found = await member_service.existing_member_ids(conn, account_id, wanted)
     missing = [p for p in wanted if p not in found]
     if missing:
         raise errors.invalid("person_ids", "unknown members: " + ", ".join(map(str, missing)))
-    emails = {e.strip().lower() for e in req.emails or [] if e.strip()}
-    phones = {p.strip() for p in req.phones or [] if p.strip()}
+    emails = {e.strip().lower() for e in team.emails or [] if e.strip()}
+    phones = {p.strip() for p in team.phones or [] if p.strip()}
     by_email, by_phone = await repo.member_ids_by_contact(
-        ctx.conn, account_id, emails=emails, phones=phones
+        conn, account_id, emails=emails, phones=phones
     )
     return list(dict.fromkeys([*wanted, *by_email.values(), *by_phone.values()]))
 

@@ -30,9 +30,9 @@ READ = (STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 @router.post("/status-page/change/create", permissions=EVENTS, write=True)
 async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateResponse:
     """Create an incident or maintenance with its first timeline entries."""
-    created = await service.create_change(
-        ctx.conn, ctx.caller.account_id, req.page_id, change_type=req.type, title=req.title,
-        status=req.status, description=req.description,
+    created = await service.create_change(ctx.conn, ctx.actor, new=service.NewChange(
+        page_id=req.page_id, change_type=req.type, title=req.title, status=req.status,
+        description=req.description,
         updates=[service.EntryIn(status=u.status, description=u.description,
                                  at_seconds=u.at_seconds,
                                  component_changes=[(c.component_id, c.status)
@@ -42,8 +42,8 @@ async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateR
         responders=req.responders, linked_changes=req.linked_changes,
         notify_subscribers=req.notify_subscribers,
         auto_update_by_schedule=req.auto_update_by_schedule,
-        is_retrospective=req.is_retrospective, now_s=ctx.now_s,
-    )
+        is_retrospective=req.is_retrospective,
+    ))
     ctx.audit_targets.extend([req.page_id, created.change_id])
     return ChangeCreateResponse(change_id=created.change_id, change_name=created.title)
 
@@ -52,11 +52,11 @@ async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateR
 async def change_update(ctx: Context, req: ChangeUpdateRequest) -> None:
     """Update an event's own fields; omitted fields are left unchanged."""
     await service.update_change(
-        ctx.conn, ctx.caller.account_id, req.page_id, req.change_id, title=req.title,
+        ctx.conn, ctx.actor, page_id=req.page_id, change_id=req.change_id, title=req.title,
         description=req.description, responders=req.responders,
         linked_changes=req.linked_changes, start_at_seconds=req.start_at_seconds,
         close_at_seconds=req.close_at_seconds, notify_subscribers=req.notify_subscribers,
-        auto_update_by_schedule=req.auto_update_by_schedule, now_s=ctx.now_s,
+        auto_update_by_schedule=req.auto_update_by_schedule,
     )
     ctx.audit_targets.extend([req.page_id, req.change_id])
 
@@ -64,15 +64,20 @@ async def change_update(ctx: Context, req: ChangeUpdateRequest) -> None:
 @router.post("/status-page/change/delete", permissions=EVENTS, write=True)
 async def change_delete(ctx: Context, req: ChangeLookup) -> None:
     """Delete an event and its timeline."""
-    await service.delete_change(ctx.conn, ctx.caller.account_id, req.page_id, req.change_id,
-                                now_s=ctx.now_s)
+    await service.delete_change(ctx.conn, ctx.actor, page_id=req.page_id,
+                                change_id=req.change_id)
     ctx.audit_targets.extend([req.page_id, req.change_id])
 
 
 @router.post("/status-page/change/list", permissions=READ, also_get=True)
 async def change_list(ctx: Context, req: ChangeListRequest) -> ChangeListResponse:
     """List a page's events of one type, newest start first."""
-    return await service.list_changes(ctx.conn, ctx.caller.account_id, req)
+    total, items = await service.list_changes(
+        ctx.conn, ctx.actor, page_id=req.page_id, change_type=req.type, status=req.status,
+        start_from=req.start_at_seconds, start_to=req.end_at_seconds, offset=req.offset,
+        limit=req.limit)
+    return ChangeListResponse(p=req.p, limit=req.limit, total=total,
+                              has_next_page=req.offset + len(items) < total, items=items)
 
 
 @router.post("/status-page/change/active/list", permissions=READ, also_get=True)
@@ -87,18 +92,18 @@ async def change_active_list(
 @router.post("/status-page/change/info", permissions=READ, also_get=True)
 async def change_info(ctx: Context, req: ChangeLookup) -> ChangeItem:
     """Get one event with its timeline."""
-    return await service.change_info(ctx.conn, ctx.caller.account_id, req.page_id,
-                                     req.change_id)
+    return await service.change_info(ctx.conn, ctx.actor, page_id=req.page_id,
+                                     change_id=req.change_id)
 
 
 @router.post("/status-page/change/timeline/create", permissions=EVENTS, write=True)
 async def timeline_create(ctx: Context, req: TimelineCreateRequest) -> TimelineCreateResponse:
     """Add a timeline entry to an event."""
     update_id = await timeline.add_update(
-        ctx.conn, ctx.caller.account_id, req.page_id, req.change_id, status=req.status,
+        ctx.conn, ctx.actor, page_id=req.page_id, change_id=req.change_id, status=req.status,
         description=req.description, at_seconds=req.at_seconds,
         component_changes=[(c.component_id, c.status) for c in req.component_changes],
-        notify_subscribers=req.notify_subscribers, now_s=ctx.now_s,
+        notify_subscribers=req.notify_subscribers,
     )
     ctx.audit_targets.extend([req.page_id, req.change_id, update_id])
     return TimelineCreateResponse(update_id=update_id)
@@ -108,11 +113,12 @@ async def timeline_create(ctx: Context, req: TimelineCreateRequest) -> TimelineC
 async def timeline_update(ctx: Context, req: TimelineUpdateRequest) -> None:
     """Edit a timeline entry; statuses are recomputed."""
     await timeline.edit_update(
-        ctx.conn, ctx.caller.account_id, req.page_id, req.change_id, req.update_id,
-        at_seconds=req.at_seconds, description=req.description, status=req.status,
+        ctx.conn, ctx.actor, page_id=req.page_id, change_id=req.change_id,
+        update_id=req.update_id, at_seconds=req.at_seconds, description=req.description,
+        status=req.status,
         component_changes=None if req.component_changes is None else [
             (c.component_id, c.status) for c in req.component_changes],
-        notify_subscribers=req.notify_subscribers, now_s=ctx.now_s,
+        notify_subscribers=req.notify_subscribers,
     )
     ctx.audit_targets.extend([req.page_id, req.change_id, req.update_id])
 
@@ -120,6 +126,6 @@ async def timeline_update(ctx: Context, req: TimelineUpdateRequest) -> None:
 @router.post("/status-page/change/timeline/delete", permissions=EVENTS, write=True)
 async def timeline_delete(ctx: Context, req: TimelineDeleteRequest) -> None:
     """Delete a timeline entry; the event keeps at least one."""
-    await timeline.delete_update(ctx.conn, ctx.caller.account_id, req.page_id, req.change_id,
-                                 req.update_id, now_s=ctx.now_s)
+    await timeline.delete_update(ctx.conn, ctx.actor, page_id=req.page_id,
+                                 change_id=req.change_id, update_id=req.update_id)
     ctx.audit_targets.extend([req.page_id, req.change_id, req.update_id])

@@ -175,3 +175,63 @@ async def active_changes(conn: AsyncConnection, account_id: int, page_id: int,
         .limit(MAX_ACTIVE)
     )
     return list(rows.all())
+
+
+# --- by page alone: the public page and the notification job --------------------------
+# Both reach a page through its public address or a job payload, not through an account.
+
+OPEN_STATUSES = ("investigating", "identified", "monitoring", "scheduled", "ongoing")
+
+
+async def change_of_page(conn: AsyncConnection, page_id: int, change_id: int
+                         ) -> Row[Any] | None:
+    return (await conn.execute(select(status_change).where(
+        status_change.c.change_id == change_id, status_change.c.page_id == page_id))).first()
+
+
+async def entry_of_change(conn: AsyncConnection, change_id: int, update_id: str
+                          ) -> Row[Any] | None:
+    return (await conn.execute(select(status_change_update).where(
+        status_change_update.c.update_id == update_id,
+        status_change_update.c.change_id == change_id))).first()
+
+
+async def open_changes_of_page(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
+    """Every open change of the page, newest start first."""
+    return list((await conn.execute(
+        select(status_change)
+        .where(status_change.c.page_id == page_id, status_change.c.status.in_(OPEN_STATUSES))
+        .order_by(status_change.c.start_at_seconds.desc())
+    )).all())
+
+
+async def starts_between(conn: AsyncConnection, page_id: int, since: int, until: int
+                         ) -> list[tuple[int, str]]:
+    """(start_at_seconds, type) of every change of the page that started in the window."""
+    rows = await conn.execute(
+        select(status_change.c.start_at_seconds, status_change.c.type)
+        .where(status_change.c.page_id == page_id, status_change.c.start_at_seconds >= since,
+               status_change.c.start_at_seconds <= until)
+    )
+    return [(int(r.start_at_seconds), str(r.type)) for r in rows]
+
+
+async def recent_closed_changes(conn: AsyncConnection, page_id: int, since: int, limit: int
+                                ) -> list[Row[Any]]:
+    """The page's latest closed changes that started since then, newest start first."""
+    return list((await conn.execute(
+        select(status_change)
+        .where(status_change.c.page_id == page_id,
+               status_change.c.status.not_in(OPEN_STATUSES),
+               status_change.c.start_at_seconds >= since)
+        .order_by(status_change.c.start_at_seconds.desc())
+        .limit(limit)
+    )).all())
+
+
+async def latest_changes(conn: AsyncConnection, page_id: int, limit: int) -> list[Row[Any]]:
+    """The page's latest changes of either kind, newest start first (the feeds)."""
+    return list((await conn.execute(
+        select(status_change).where(status_change.c.page_id == page_id)
+        .order_by(status_change.c.start_at_seconds.desc()).limit(limit)
+    )).all())

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from dutyline.api.types import Id, NonNegInt64, PageRequest
-from dutyline.status_page.page.schemas import ComponentStatus
+from dutyline.status_page.page.schemas import ComponentFields, ComponentStatus
 
 ChangeType = Literal["incident", "maintenance"]
 ChangeStatus = Literal[
@@ -102,15 +102,8 @@ class ChangeUpdateItem(msgspec.Struct, kw_only=True):
     component_changes: list[ComponentChangeItem]
 
 
-class AffectedComponentItem(msgspec.Struct, kw_only=True):
-    component_id: str
-    section_id: str
-    name: str
-    description: str
-    available_since_seconds: int
-    order_id: int
-    hide_uptime: bool
-    hide_all: bool
+class AffectedComponentItem(ComponentFields, kw_only=True):
+    # The status the event gives the component, not the component's own.
     status: str
 
 

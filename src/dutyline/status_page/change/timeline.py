@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.kit.ids import hex_id
 from dutyline.status_page import notify
 from dutyline.status_page.change import repository as repo
@@ -20,31 +21,33 @@ from dutyline.status_page.page import service as pages
 ENTRY = "timeline entry"
 
 
-async def _require_entry(conn: AsyncConnection, account_id: int, page_id: int, change_id: int,
+async def _require_entry(conn: AsyncConnection, actor: Actor, page_id: int, change_id: int,
                          update_id: str) -> tuple[Any, Any]:
-    change = await require_change(conn, account_id, page_id, change_id, lock=True)
-    entry = await repo.get_entry(conn, account_id, page_id, change_id, update_id)
+    change = await require_change(conn, actor, page_id=page_id, change_id=change_id,
+                                  lock=True)
+    entry = await repo.get_entry(conn, actor.account_id, page_id, change_id, update_id)
     if entry is None:
         raise errors.not_found(ENTRY, update_id)
     return change, entry
 
 
-async def _recompute(conn: AsyncConnection, account_id: int, change: Any, now_s: int) -> None:
-    fresh = await repo.get_change(conn, account_id, change.page_id, change.change_id)
-    touched = await rules.recompute_change(conn, fresh, now_s)
-    await rules.recompute_components(conn, change.page_id, touched, now_s)
-    await pages.mark_page_changed(conn, change.page_id, now_s)
+async def _recompute(conn: AsyncConnection, actor: Actor, change: Any) -> None:
+    fresh = await repo.get_change(conn, actor.account_id, change.page_id, change.change_id)
+    touched = await rules.recompute_change(conn, fresh, actor.now_s)
+    await rules.recompute_components(conn, change.page_id, touched, actor.now_s)
+    await pages.mark_page_changed(conn, actor, page_id=change.page_id)
 
 
 async def add_update(
-    conn: AsyncConnection, account_id: int, page_id: int, change_id: int, *, status: str,
+    conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int, status: str,
     description: str = "", at_seconds: int | None = None,
     component_changes: Sequence[tuple[str, str]] = (), notify_subscribers: bool | None = None,
-    now_s: int,
 ) -> str:
     """Add a timeline entry; returns its update_id. Subscribers are emailed when
     `notify_subscribers` says so, or (None) when the event was created to notify them."""
-    change = await require_change(conn, account_id, page_id, change_id, lock=True)
+    change = await require_change(conn, actor, page_id=page_id, change_id=change_id,
+                                  lock=True)
+    now_s = actor.now_s
     rules.check_status("status", change.type, status)
     changes = list(component_changes)
     await rules.check_component_changes(conn, page_id, "component_changes", change.type,
@@ -52,12 +55,12 @@ async def add_update(
     update_id = hex_id()
     await repo.insert_entries(conn, [{
         "update_id": update_id, "change_id": change_id, "page_id": page_id,
-        "account_id": account_id, "at_seconds": now_s if at_seconds is None else at_seconds,
+        "account_id": actor.account_id, "at_seconds": now_s if at_seconds is None else at_seconds,
         "status": status, "description": description,
         "component_changes": rules.encode_component_changes(changes),
         "seq": await repo.next_seq(conn, change_id), "created_at": now_s,
     }])
-    await _recompute(conn, account_id, change, now_s)
+    await _recompute(conn, actor, change)
     notify_now = change.notify_subscribers if notify_subscribers is None else notify_subscribers
     if notify_now:
         await notify.enqueue(conn, page_id=page_id, change_id=change_id, update_id=update_id,
@@ -66,14 +69,14 @@ async def add_update(
 
 
 async def edit_update(
-    conn: AsyncConnection, account_id: int, page_id: int, change_id: int, update_id: str, *,
+    conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int, update_id: str,
     at_seconds: int | None = None, description: str | None = None, status: str | None = None,
     component_changes: Sequence[tuple[str, str]] | None = None,
-    notify_subscribers: bool = False, now_s: int,
+    notify_subscribers: bool = False,
 ) -> None:
     """Edit an entry (None leaves a field unchanged); statuses are recomputed, since a new
     time or status can change which entry is the latest."""
-    change, entry = await _require_entry(conn, account_id, page_id, change_id, update_id)
+    change, entry = await _require_entry(conn, actor, page_id, change_id, update_id)
     new_status = entry.status if status is None else status
     if status is not None:
         rules.check_status("status", change.type, status)
@@ -92,22 +95,21 @@ async def edit_update(
     if description is not None:
         values["description"] = description
     await repo.update_entry(conn, update_id, values)
-    await _recompute(conn, account_id, change, now_s)
+    await _recompute(conn, actor, change)
     if notify_subscribers:
         await notify.enqueue(conn, page_id=page_id, change_id=change_id, update_id=update_id,
-                             event="updated", now_s=now_s)
+                             event="updated", now_s=actor.now_s)
 
 
 async def delete_update(
-    conn: AsyncConnection, account_id: int, page_id: int, change_id: int, update_id: str, *,
-    now_s: int,
+    conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int, update_id: str
 ) -> None:
     """Delete an entry, then recompute from what remains. The last entry stays."""
-    change, _ = await _require_entry(conn, account_id, page_id, change_id, update_id)
+    change, _ = await _require_entry(conn, actor, page_id, change_id, update_id)
     if await repo.count_entries(conn, change_id) <= 1:
         raise errors.invalid(
             "update_id",
             "is the event's only timeline entry; an event keeps at least one (delete the "
             "event instead)")
     await repo.delete_entry(conn, update_id)
-    await _recompute(conn, account_id, change, now_s)
+    await _recompute(conn, actor, change)

@@ -19,7 +19,11 @@ router = Router("Status page migration")
 @router.post("/status-page/migrate-structure", permissions=(STATUS_PAGE_MANAGE,), write=True)
 async def migrate_structure(ctx: Context, req: MigrateStructureRequest) -> MigrationStartResponse:
     """Start importing a Statuspage page's structure and history into a new status page."""
-    return await service.start_structure(ctx, req)
+    job_id = await service.start_structure(
+        ctx.conn, ctx.actor, api_key=req.api_key, source_page_id=req.source_page_id,
+        secrets=ctx.runtime.secrets)
+    ctx.audit_targets.append(job_id)
+    return MigrationStartResponse(job_id=job_id)
 
 
 @router.post("/status-page/migrate-email-subscribers", permissions=(STATUS_PAGE_MANAGE,),
@@ -28,16 +32,21 @@ async def migrate_email_subscribers(
     ctx: Context, req: MigrateSubscribersRequest
 ) -> MigrationStartResponse:
     """Start importing a Statuspage page's email subscribers into an existing status page."""
-    return await service.start_subscribers(ctx, req)
+    job_id = await service.start_subscribers(
+        ctx.conn, ctx.actor, api_key=req.api_key, source_page_id=req.source_page_id,
+        target_page_id=req.target_page_id, secrets=ctx.runtime.secrets)
+    ctx.audit_targets.append(job_id)
+    return MigrationStartResponse(job_id=job_id)
 
 
 @router.post("/status-page/migration/status", also_get=True)
 async def migration_status(ctx: Context, req: MigrationJobLookup) -> MigrationJob:
     """The state and progress of one of the account's migration jobs."""
-    return await service.get_status(ctx, req)
+    return await service.get_status(ctx.conn, ctx.actor, job_id=req.job_id)
 
 
 @router.post("/status-page/migration/cancel", permissions=(STATUS_PAGE_MANAGE,), write=True)
 async def migration_cancel(ctx: Context, req: MigrationJobLookup) -> None:
     """Cancel a pending or running migration job; it stops at its next step."""
-    await service.cancel(ctx, req)
+    await service.cancel(ctx.conn, ctx.actor, job_id=req.job_id)
+    ctx.audit_targets.append(req.job_id)

@@ -1,16 +1,25 @@
-"""Every query on migration job rows. Reads for callers are scoped to their account here, so
-another account's job id behaves as not found."""
+"""Every query of the migration: its job rows and the import's own bulk writes. Reads for
+callers are scoped to their account here, so another account's job id behaves as not found."""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.status_page import status_migration_job, status_page
+from dutyline.db.tables.status_page import (
+    status_change,
+    status_change_update,
+    status_component,
+    status_import_ref,
+    status_migration_job,
+    status_page,
+    status_template,
+)
 
 PENDING, RUNNING, COMPLETED, FAILED, CANCELLED = (
     "pending", "running", "completed", "failed", "cancelled")
@@ -81,3 +90,52 @@ async def cancel_job(conn: AsyncConnection, job_id: str, account_id: int, now: i
         .values(status=CANCELLED, api_key_sealed="", updated_at=now)
     )
     return bool(result.rowcount == 1)
+
+
+# --- the import's own writes ------------------------------------------------------------
+
+async def known_refs(
+    conn: AsyncConnection, page_id: int, kind: str, source_ids: Iterable[str] | None = None
+) -> dict[str, str]:
+    """source id -> our id, for the given source ids (all of the kind when None)."""
+    query = select(status_import_ref.c.source_id, status_import_ref.c.target_id).where(
+        status_import_ref.c.page_id == page_id, status_import_ref.c.kind == kind)
+    if source_ids is not None:
+        wanted = list(source_ids)
+        if not wanted:
+            return {}
+        query = query.where(status_import_ref.c.source_id.in_(wanted))
+    return {r.source_id: r.target_id for r in await conn.execute(query)}
+
+
+async def remember_refs(conn: AsyncConnection, page_id: int, kind: str,
+                        pairs: list[tuple[str, str]]) -> None:
+    if pairs:
+        await conn.execute(insert(status_import_ref), [
+            {"page_id": page_id, "kind": kind, "source_id": s, "target_id": t} for s, t in pairs
+        ])
+
+
+async def imported_components(conn: AsyncConnection, page_id: int) -> dict[str, str]:
+    """source component id -> our component id, for the page's imported components that
+    still exist."""
+    query = (
+        select(status_import_ref.c.source_id, status_component.c.component_id)
+        .join(status_component, status_component.c.component_id == status_import_ref.c.target_id)
+        .where(status_import_ref.c.page_id == page_id, status_import_ref.c.kind == "component")
+    )
+    return {r.source_id: r.component_id for r in await conn.execute(query)}
+
+
+async def insert_templates(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(insert(status_template), rows)
+
+
+async def insert_history(conn: AsyncConnection, changes: list[dict[str, Any]],
+                         entries: list[dict[str, Any]]) -> None:
+    """A finished history: events and their timeline entries, each in one multi-row INSERT."""
+    if changes:
+        await conn.execute(insert(status_change), changes)
+    if entries:
+        await conn.execute(insert(status_change_update), entries)

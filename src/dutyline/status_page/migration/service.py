@@ -6,19 +6,14 @@ import json
 import re
 
 import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.actor import Actor
 from dutyline.api.errors import InvalidParameter, invalid, not_found
-from dutyline.api.operation import Context
+from dutyline.kit.secretbox import SecretBox
 from dutyline.status_page.migration import repository as repo
-from dutyline.status_page.migration.schemas import (
-    MigrateStructureRequest,
-    MigrateSubscribersRequest,
-    MigrationJob,
-    MigrationJobLookup,
-    MigrationProgress,
-    MigrationStartResponse,
-)
-from dutyline.status_page.migration.target import page_of_account
+from dutyline.status_page.migration.schemas import MigrationJob, MigrationProgress
+from dutyline.status_page.migration.target import page_exists
 from dutyline.work import queue
 
 TASK_KIND = "status_page.migrate"
@@ -46,43 +41,48 @@ def _validate(api_key: str, source_page_id: str) -> None:
         raise invalid("source_page_id", "must use only letters, digits, _ and -")
 
 
-async def _start(ctx: Context, *, kind: str, api_key: str, source_page_id: str,
-                 target_page_id: int) -> MigrationStartResponse:
-    now = ctx.now_s
-    job_id = repo.new_job_id(ctx.now_ms)
+async def _start(conn: AsyncConnection, actor: Actor, *, kind: str, api_key: str,
+                 source_page_id: str, target_page_id: int, secrets: SecretBox) -> str:
+    now = actor.now_s
+    job_id = repo.new_job_id(actor.now_ms)
     steps = STRUCTURE_STEPS if kind == "structure" else SUBSCRIBER_STEPS
     progress = MigrationProgress(total_steps=len(steps))
     await repo.insert_job(
-        ctx.conn, job_id=job_id, account_id=ctx.caller.account_id,
-        person_id=ctx.caller.person_id, kind=kind, source_page_id=source_page_id,
+        conn, job_id=job_id, account_id=actor.account_id,
+        person_id=actor.person_id, kind=kind, source_page_id=source_page_id,
         target_page_id=target_page_id, phase="structure" if kind == "structure" else kind,
         status=repo.PENDING, progress=msgspec.json.encode(progress).decode(),
         checkpoint=json.dumps({"step": steps[0], "page": 0 if kind == "subscribers" else 1}),
-        error="", api_key_sealed=ctx.runtime.secrets.seal(api_key),
+        error="", api_key_sealed=secrets.seal(api_key),
         created_at=now, updated_at=now,
     )
-    # In the request's transaction: the job exists exactly when the response says so.
-    await queue.enqueue(ctx.conn, TASK_KIND, {"job_id": job_id}, now_ms=ctx.now_ms,
+    # In the caller's transaction: the job exists exactly when the response says so.
+    await queue.enqueue(conn, TASK_KIND, {"job_id": job_id}, now_ms=actor.now_ms,
                         dedupe_key=dedupe_key(job_id))
-    ctx.audit_targets.append(job_id)
-    return MigrationStartResponse(job_id=job_id)
+    return job_id
 
 
-async def start_structure(ctx: Context, req: MigrateStructureRequest) -> MigrationStartResponse:
-    _validate(req.api_key, req.source_page_id)
+async def start_structure(conn: AsyncConnection, actor: Actor, *, api_key: str,
+                          source_page_id: str, secrets: SecretBox) -> str:
+    """Start importing a source page's structure and history; returns the job's id."""
+    _validate(api_key, source_page_id)
     # A rerun of the same source continues into the page the earlier run made.
-    target = await repo.previous_target(ctx.conn, ctx.caller.account_id, req.source_page_id)
-    return await _start(ctx, kind="structure", api_key=req.api_key,
-                        source_page_id=req.source_page_id, target_page_id=target or 0)
+    target = await repo.previous_target(conn, actor.account_id, source_page_id)
+    return await _start(conn, actor, kind="structure", api_key=api_key,
+                        source_page_id=source_page_id, target_page_id=target or 0,
+                        secrets=secrets)
 
 
-async def start_subscribers(ctx: Context, req: MigrateSubscribersRequest
-                            ) -> MigrationStartResponse:
-    _validate(req.api_key, req.source_page_id)
-    if await page_of_account(ctx.conn, ctx.caller.account_id, req.target_page_id) is None:
+async def start_subscribers(conn: AsyncConnection, actor: Actor, *, api_key: str,
+                            source_page_id: str, target_page_id: int,
+                            secrets: SecretBox) -> str:
+    """Start importing a source page's email subscribers into one of the actor's pages."""
+    _validate(api_key, source_page_id)
+    if not await page_exists(conn, actor, page_id=target_page_id):
         raise invalid("target_page_id", "is not a status page of this account")
-    return await _start(ctx, kind="subscribers", api_key=req.api_key,
-                        source_page_id=req.source_page_id, target_page_id=req.target_page_id)
+    return await _start(conn, actor, kind="subscribers", api_key=api_key,
+                        source_page_id=source_page_id, target_page_id=target_page_id,
+                        secrets=secrets)
 
 
 def job_record(row: object) -> MigrationJob:
@@ -96,20 +96,19 @@ def job_record(row: object) -> MigrationJob:
     )
 
 
-async def get_status(ctx: Context, req: MigrationJobLookup) -> MigrationJob:
-    row = await repo.get_job(ctx.conn, req.job_id, ctx.caller.account_id)
+async def get_status(conn: AsyncConnection, actor: Actor, *, job_id: str) -> MigrationJob:
+    row = await repo.get_job(conn, job_id, actor.account_id)
     if row is None:
-        raise not_found("migration job", req.job_id)
+        raise not_found("migration job", job_id)
     return job_record(row)
 
 
-async def cancel(ctx: Context, req: MigrationJobLookup) -> None:
-    row = await repo.get_job(ctx.conn, req.job_id, ctx.caller.account_id)
+async def cancel(conn: AsyncConnection, actor: Actor, *, job_id: str) -> None:
+    row = await repo.get_job(conn, job_id, actor.account_id)
     if row is None:
-        raise not_found("migration job", req.job_id)
-    ctx.audit_targets.append(req.job_id)
+        raise not_found("migration job", job_id)
     # The running step sees the cancel when it next locks the row, and stops there.
-    if not await repo.cancel_job(ctx.conn, req.job_id, ctx.caller.account_id, ctx.now_s):
+    if not await repo.cancel_job(conn, job_id, actor.account_id, actor.now_s):
         raise InvalidParameter(
             "Invalid parameter {field}: the job has already ended ({status})",
             field="job_id", status=row.status)

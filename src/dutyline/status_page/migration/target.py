@@ -26,22 +26,14 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.status_page import (
-    status_change,
-    status_change_update,
-    status_component,
-    status_import_ref,
-    status_page,
-    status_template,
-)
+from dutyline.api.actor import Actor
 from dutyline.kit.ids import hex_id, numeric_id
 from dutyline.status_page.change import rules
+from dutyline.status_page.migration import repository as repo
 from dutyline.status_page.migration.mapping import (
     CLOSED,
     COMPONENT_STATUS,
@@ -53,6 +45,7 @@ from dutyline.status_page.migration.mapping import (
     to_seconds,
     warn,
 )
+from dutyline.status_page.page import repository as page_repo
 from dutyline.status_page.page import service as pages
 from dutyline.status_page.subscriber import service as subscribers_service
 
@@ -64,63 +57,34 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-async def page_of_account(conn: AsyncConnection, account_id: int, page_id: int) -> Row | None:
-    """The page when it belongs to the account (another account's page: None, as missing)."""
-    row = (await conn.execute(
-        select(status_page.c.page_id, status_page.c.url_name)
-        .where(status_page.c.page_id == page_id, status_page.c.account_id == account_id)
-    )).first()
-    return None if row is None else dict(row._mapping)
+async def page_exists(conn: AsyncConnection, actor: Actor, *, page_id: int) -> bool:
+    """Whether the page is the actor's account's (another account's page: as missing)."""
+    return await page_repo.get_page(conn, actor.account_id, page_id) is not None
 
 
-async def create_page(conn: AsyncConnection, *, account_id: int, source: Row, now: int,
+async def create_page(conn: AsyncConnection, actor: Actor, *, source: Row,
                       warnings: list[str]) -> int:
     """A new page named after the source, its address from the source's subdomain (with a
     random suffix when that address is taken)."""
     base = _URL_NAME_CHARS.sub("-", str(source.get("subdomain") or source.get("name") or "")
                                .lower()).strip("-")[:48].strip("-") or "imported"
     url_name = base
-    taken = (await conn.execute(
-        select(status_page.c.url_name).where(status_page.c.url_name == url_name)
-    )).first()
-    if taken is not None:
+    if await page_repo.page_by_url_name(conn, url_name) is not None:
         url_name = f"{base}-{secrets.token_hex(3)}"
     time_zone = text(source.get("time_zone"), 64) or "UTC"
     if not pages.valid_time_zone(time_zone):
         warn(warnings, f"page time zone {time_zone!r} is not a known IANA time zone; UTC used")
         time_zone = "UTC"
     created = await pages.create_page(
-        conn, account_id, page_name=text(source.get("name"), 128).strip() or "Imported page",
+        conn, actor, page_name=text(source.get("name"), 128).strip() or "Imported page",
         url_name=url_name, description=text(source.get("page_description"), 1024),
-        time_zone=time_zone, now_s=now,
+        time_zone=time_zone,
     )
     return int(created.page_id)
 
 
-async def touch_page(conn: AsyncConnection, page_id: int, now: int) -> None:
-    await pages.mark_page_changed(conn, page_id, now)
-
-
-async def known_refs(
-    conn: AsyncConnection, page_id: int, kind: str, source_ids: Iterable[str] | None = None
-) -> dict[str, str]:
-    """source id -> our id, for the given source ids (all of the kind when None)."""
-    query = select(status_import_ref.c.source_id, status_import_ref.c.target_id).where(
-        status_import_ref.c.page_id == page_id, status_import_ref.c.kind == kind)
-    if source_ids is not None:
-        wanted = list(source_ids)
-        if not wanted:
-            return {}
-        query = query.where(status_import_ref.c.source_id.in_(wanted))
-    return {r.source_id: r.target_id for r in await conn.execute(query)}
-
-
-async def _remember(conn: AsyncConnection, page_id: int, kind: str,
-                    pairs: list[tuple[str, str]]) -> None:
-    if pairs:
-        await conn.execute(insert(status_import_ref), [
-            {"page_id": page_id, "kind": kind, "source_id": s, "target_id": t} for s, t in pairs
-        ])
+async def touch_page(conn: AsyncConnection, actor: Actor, *, page_id: int) -> None:
+    await pages.mark_page_changed(conn, actor, page_id=page_id)
 
 
 def _new_items(items: list[Row], known: dict[str, str]) -> list[Row]:
@@ -136,28 +100,27 @@ def _new_items(items: list[Row], known: dict[str, str]) -> list[Row]:
     return fresh
 
 
-async def import_sections(conn: AsyncConnection, page_id: int, account_id: int,
-                          groups: list[Row], now: int) -> int:
-    fresh = _new_items(groups, await known_refs(conn, page_id, "section",
-                                                (str(g.get("id")) for g in groups)))
+async def import_sections(conn: AsyncConnection, actor: Actor, *, page_id: int,
+                          groups: list[Row]) -> int:
+    fresh = _new_items(groups, await repo.known_refs(conn, page_id, "section",
+                                                     (str(g.get("id")) for g in groups)))
     refs = []
     for g in fresh:
         section_id = await pages.upsert_section(
-            conn, account_id, page_id, name=text(g.get("name"), 255).strip() or "(unnamed)",
-            description=text(g.get("description"), 1024), order_id=_int(g.get("position")),
-            now_s=now)
+            conn, actor, page_id=page_id, name=text(g.get("name"), 255).strip() or "(unnamed)",
+            description=text(g.get("description"), 1024), order_id=_int(g.get("position")))
         refs.append((str(g["id"]), section_id))
-    await _remember(conn, page_id, "section", refs)
+    await repo.remember_refs(conn, page_id, "section", refs)
     return len(refs)
 
 
-async def import_components(conn: AsyncConnection, page_id: int, account_id: int,
-                            components: list[Row], now: int, warnings: list[str]) -> int:
+async def import_components(conn: AsyncConnection, actor: Actor, *, page_id: int,
+                            components: list[Row], warnings: list[str]) -> int:
     # A group can also be listed as a component (`group: true`); it is a section here.
     items = [c for c in components if not c.get("group")]
-    fresh = _new_items(items, await known_refs(conn, page_id, "component",
-                                               (str(c.get("id")) for c in items)))
-    sections = await known_refs(conn, page_id, "section",
+    fresh = _new_items(items, await repo.known_refs(conn, page_id, "component",
+                                                    (str(c.get("id")) for c in items)))
+    sections = await repo.known_refs(conn, page_id, "section",
                                 {str(c.get("group_id")) for c in fresh if c.get("group_id")})
     refs: list[tuple[str, str]] = []
     for c in fresh:
@@ -167,21 +130,22 @@ async def import_components(conn: AsyncConnection, page_id: int, account_id: int
                            f"status {c.get('status')!r}; not imported")
             continue
         component_id = await pages.upsert_component(
-            conn, account_id, page_id, name=text(c.get("name"), 255).strip() or "(unnamed)",
+            conn, actor, page_id=page_id, name=text(c.get("name"), 255).strip() or "(unnamed)",
             section_id=sections.get(str(c.get("group_id") or ""), ""),
             description=text(c.get("description"), 1024),
             available_since_seconds=to_seconds(c.get("start_date")),
             order_id=_int(c.get("position")), hide_uptime=c.get("showcase") is False,
-            hide_all=False, status=status, now_s=now)
+            hide_all=False, status=status)
         refs.append((str(c["id"]), component_id))
-    await _remember(conn, page_id, "component", refs)
+    await repo.remember_refs(conn, page_id, "component", refs)
     return len(refs)
 
 
-async def import_templates(conn: AsyncConnection, page_id: int, account_id: int,
-                           templates: list[Row], now: int, warnings: list[str]) -> int:
-    fresh = _new_items(templates, await known_refs(conn, page_id, "template",
-                                                   (str(t.get("id")) for t in templates)))
+async def import_templates(conn: AsyncConnection, actor: Actor, *, page_id: int,
+                           templates: list[Row], warnings: list[str]) -> int:
+    fresh = _new_items(templates, await repo.known_refs(conn, page_id, "template",
+                                                        (str(t.get("id")) for t in templates)))
+    now = actor.now_s
     rows: list[Row] = []
     for t in fresh:
         raw_status = t.get("update_status")
@@ -193,37 +157,26 @@ async def import_templates(conn: AsyncConnection, page_id: int, account_id: int,
                 warn(warnings, f"template {t.get('id')} ({text(t.get('name'), 255)}): unknown "
                                f"update_status {raw_status!r} left empty")
         rows.append({
-            "template_id": hex_id(), "page_id": page_id, "account_id": account_id,
+            "template_id": hex_id(), "page_id": page_id, "account_id": actor.account_id,
             "name": text(t.get("name"), 255) or "(unnamed)", "title": text(t.get("title"), 512),
             "body": text(t.get("body"), 65_536), "update_status": status,
             "created_at": now, "updated_at": now,
         })
-    if rows:
-        await conn.execute(insert(status_template), rows)
-        pairs = [(str(t["id"]), r["template_id"]) for t, r in zip(fresh, rows, strict=True)]
-        await _remember(conn, page_id, "template", pairs)
+    await repo.insert_templates(conn, rows)
+    await repo.remember_refs(conn, page_id, "template", [
+        (str(t["id"]), r["template_id"]) for t, r in zip(fresh, rows, strict=True)])
     return len(rows)
 
 
-async def _component_index(conn: AsyncConnection, page_id: int) -> dict[str, str]:
-    """source component id -> our component id, for the page's imported components that
-    still exist."""
-    query = (
-        select(status_import_ref.c.source_id, status_component.c.component_id)
-        .join(status_component, status_component.c.component_id == status_import_ref.c.target_id)
-        .where(status_import_ref.c.page_id == page_id, status_import_ref.c.kind == "component")
-    )
-    return {r.source_id: r.component_id for r in await conn.execute(query)}
-
-
-async def import_changes(conn: AsyncConnection, page_id: int, account_id: int,
-                         incidents: list[Row], now: int, warnings: list[str]) -> tuple[int, int]:
+async def import_changes(conn: AsyncConnection, actor: Actor, *, page_id: int,
+                         incidents: list[Row], warnings: list[str]) -> tuple[int, int]:
     """One page of /incidents (incidents and maintenances) -> (incidents, maintenances) added."""
-    fresh = _new_items(incidents, await known_refs(conn, page_id, "change",
-                                                   (str(i.get("id")) for i in incidents)))
+    fresh = _new_items(incidents, await repo.known_refs(conn, page_id, "change",
+                                                        (str(i.get("id")) for i in incidents)))
     if not fresh:
         return 0, 0
-    components = await _component_index(conn, page_id)
+    now, account_id = actor.now_s, actor.account_id
+    components = await repo.imported_components(conn, page_id)
     mapped = [m for i in fresh if (m := map_change(i, components, warnings)) is not None]
     changes, updates, refs = [], [], []
     for m in mapped:
@@ -239,9 +192,8 @@ async def import_changes(conn: AsyncConnection, page_id: int, account_id: int,
                 "seq": seq, "created_at": now,
             })
     if changes:
-        await conn.execute(insert(status_change), changes)
-        await conn.execute(insert(status_change_update), updates)
-        await _remember(conn, page_id, "change", refs)
+        await repo.insert_history(conn, changes, updates)
+        await repo.remember_refs(conn, page_id, "change", refs)
     # Open events decide their components' statuses, as after any timeline write.
     moved = {a["component_id"] for m in mapped if m.status not in CLOSED
              for a in m.affected_components}
@@ -266,8 +218,8 @@ def _change_row(m: MappedChange, change_id: int, page_id: int, account_id: int,
     }
 
 
-async def import_subscribers(conn: AsyncConnection, page_id: int, account_id: int,
-                             subscribers: list[Row], now: int, secret_key: str,
+async def import_subscribers(conn: AsyncConnection, actor: Actor, *, page_id: int,
+                             subscribers: list[Row], secret_key: str,
                              warnings: list[str]) -> tuple[int, int]:
     """E-mail subscribers only, confirmed (they confirmed at the source) -> (added, skipped).
     An address already on the page, whatever its state (an unsubscribed one included), is
@@ -278,8 +230,8 @@ async def import_subscribers(conn: AsyncConnection, page_id: int, account_id: in
     if not wanted:
         return 0, 0
     result = await subscribers_service.import_subscribers(
-        conn, account_id, page_id, wanted, secret_key=secret_key, source="migration",
-        now_s=now)
+        conn, actor, page_id=page_id, subscribers=wanted, secret_key=secret_key,
+        source="migration")
     for email, reason in result.invalid:
         warn(warnings, f"subscriber {email!r} skipped: {reason}")
     return result.imported, result.duplicates + len(result.invalid)

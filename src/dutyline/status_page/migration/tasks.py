@@ -23,6 +23,7 @@ import structlog
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.actor import Actor
 from dutyline.kit.secretbox import SecretBoxError
 from dutyline.status_page.migration import repository as repo
 from dutyline.status_page.migration import target
@@ -115,19 +116,20 @@ async def _apply(ctx: JobContext, seen: Row[Any], checkpoint: dict[str, Any],
     now = int(ctx.clock.now())
     progress = msgspec.json.decode(row.progress or "{}", type=MigrationProgress)
     step, page = checkpoint["step"], int(checkpoint["page"])
-    page_id, account_id = int(row.target_page_id), int(row.account_id)
+    page_id = int(row.target_page_id)
+    actor = Actor.system(int(row.account_id), ctx.clock)
     if step == "page":
-        if not page_id or await target.page_of_account(conn, account_id, page_id) is None:
-            page_id = await target.create_page(conn, account_id=account_id, source=fetched,
-                                               now=now, warnings=progress.warnings)
+        if not page_id or not await target.page_exists(conn, actor, page_id=page_id):
+            page_id = await target.create_page(conn, actor, source=fetched,
+                                               warnings=progress.warnings)
         list_done = True
     else:
-        if await target.page_of_account(conn, account_id, page_id) is None:
+        if not await target.page_exists(conn, actor, page_id=page_id):
             await _finish(ctx, row, repo.FAILED, f"the target status page {page_id} was deleted")
             return
-        await _write(conn, ctx, row, step, fetched, progress, page_id, now)
+        await _write(conn, ctx, actor, step, fetched, progress, page_id)
         list_done = len(fetched) < PER_PAGE
-        await target.touch_page(conn, page_id, now)
+        await target.touch_page(conn, actor, page_id=page_id)
     steps = STRUCTURE_STEPS if row.kind == "structure" else SUBSCRIBER_STEPS
     if list_done:
         progress.completed_steps += 1
@@ -154,28 +156,28 @@ async def _apply(ctx: JobContext, seen: Row[Any], checkpoint: dict[str, Any],
                         dedupe_key=dedupe_key(row.job_id))
 
 
-async def _write(conn: AsyncConnection, ctx: JobContext, row: Row[Any], step: str,
-                 items: list[dict[str, Any]], progress: MigrationProgress, page_id: int,
-                 now: int) -> None:
-    account_id, warnings = int(row.account_id), progress.warnings
+async def _write(conn: AsyncConnection, ctx: JobContext, actor: Actor, step: str,
+                 items: list[dict[str, Any]], progress: MigrationProgress,
+                 page_id: int) -> None:
+    warnings = progress.warnings
     if step == "groups":
         progress.sections_imported += await target.import_sections(
-            conn, page_id, account_id, items, now)
+            conn, actor, page_id=page_id, groups=items)
     elif step == "components":
         progress.components_imported += await target.import_components(
-            conn, page_id, account_id, items, now, warnings)
+            conn, actor, page_id=page_id, components=items, warnings=warnings)
     elif step == "templates":
         progress.templates_imported += await target.import_templates(
-            conn, page_id, account_id, items, now, warnings)
+            conn, actor, page_id=page_id, templates=items, warnings=warnings)
     elif step == "incidents":
         incidents, maintenances = await target.import_changes(
-            conn, page_id, account_id, items, now, warnings)
+            conn, actor, page_id=page_id, incidents=items, warnings=warnings)
         progress.incidents_imported += incidents
         progress.maintenances_imported += maintenances
     elif step == "subscribers":
         added, skipped = await target.import_subscribers(
-            conn, page_id, account_id, items, now,
-            ctx.runtime.settings.resolved_secret_key(), warnings)
+            conn, actor, page_id=page_id, subscribers=items,
+            secret_key=ctx.runtime.settings.resolved_secret_key(), warnings=warnings)
         progress.subscribers_imported += added
         progress.subscribers_skipped += skipped
 

@@ -32,9 +32,8 @@ READ = (STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def page_create(ctx: Context, req: PageCreateRequest) -> PageCreateResponse:
     """Create a status page; an internal page's login token is returned here only."""
     created = await service.create_page(
-        ctx.conn, ctx.caller.account_id, page_name=req.page_name, url_name=req.url_name,
+        ctx.conn, ctx.actor, page_name=req.page_name, url_name=req.url_name,
         page_type=req.page_type, description=req.description, time_zone=req.time_zone,
-        now_s=ctx.now_s,
     )
     ctx.audit_targets.append(created.page_id)
     return PageCreateResponse(page_id=created.page_id, page_name=created.page_name,
@@ -45,9 +44,9 @@ async def page_create(ctx: Context, req: PageCreateRequest) -> PageCreateRespons
 async def page_update(ctx: Context, req: PageUpdateRequest) -> PageUpdateResponse:
     """Update a status page; omitted fields are left unchanged."""
     token = await service.update_page(
-        ctx.conn, ctx.caller.account_id, req.page_id, page_name=req.page_name,
+        ctx.conn, ctx.actor, page_id=req.page_id, page_name=req.page_name,
         url_name=req.url_name, page_type=req.page_type, description=req.description,
-        time_zone=req.time_zone, rotate_access_token=req.rotate_access_token, now_s=ctx.now_s,
+        time_zone=req.time_zone, rotate_access_token=req.rotate_access_token,
     )
     ctx.audit_targets.append(req.page_id)
     return PageUpdateResponse(access_token=token)
@@ -56,30 +55,33 @@ async def page_update(ctx: Context, req: PageUpdateRequest) -> PageUpdateRespons
 @router.post("/status-page/delete", permissions=MANAGE, write=True, dangerous=True)
 async def page_delete(ctx: Context, req: PageLookup) -> None:
     """Delete a status page with its structure, events and subscribers."""
-    await service.delete_page(ctx.conn, ctx.caller.account_id, req.page_id)
+    await service.delete_page(ctx.conn, ctx.actor, page_id=req.page_id)
     ctx.audit_targets.append(req.page_id)
 
 
 @router.post("/status-page/list", permissions=READ, also_get=True)
 async def page_list(ctx: Context, req: PageListRequest) -> PageListResponse:
     """List the account's status pages, newest first."""
-    return await service.list_pages(ctx.conn, ctx.caller.account_id, req,
-                                    ctx.runtime.settings.base_url)
+    total, items = await service.list_pages(ctx.conn, ctx.actor, offset=req.offset,
+                                            limit=req.limit,
+                                            base_url=ctx.runtime.settings.base_url)
+    return PageListResponse(p=req.p, limit=req.limit, total=total,
+                            has_next_page=req.offset + len(items) < total, items=items)
 
 
 @router.post("/status-page/info", permissions=READ, also_get=True)
 async def page_info(ctx: Context, req: PageLookup) -> PageInfo:
     """Get a status page with its sections and components."""
-    return await service.page_info(ctx.conn, ctx.caller.account_id, req.page_id,
-                                   ctx.runtime.settings.base_url)
+    return await service.page_info(ctx.conn, ctx.actor, page_id=req.page_id,
+                                   base_url=ctx.runtime.settings.base_url)
 
 
 @router.post("/status-page/section/upsert", permissions=MANAGE, write=True)
 async def section_upsert(ctx: Context, req: SectionUpsertRequest) -> SectionUpsertResponse:
     """Create a section of a page, or update one by id."""
     section_id = await service.upsert_section(
-        ctx.conn, ctx.caller.account_id, req.page_id, section_id=req.section_id, name=req.name,
-        description=req.description, order_id=req.order_id, now_s=ctx.now_s,
+        ctx.conn, ctx.actor, page_id=req.page_id, section_id=req.section_id, name=req.name,
+        description=req.description, order_id=req.order_id,
     )
     ctx.audit_targets.extend([req.page_id, section_id])
     return SectionUpsertResponse(section_id=section_id)
@@ -88,8 +90,8 @@ async def section_upsert(ctx: Context, req: SectionUpsertRequest) -> SectionUpse
 @router.post("/status-page/section/delete", permissions=MANAGE, write=True)
 async def section_delete(ctx: Context, req: SectionDeleteRequest) -> None:
     """Delete an empty section (one that still holds components: ReferenceExist)."""
-    await service.delete_section(ctx.conn, ctx.caller.account_id, req.page_id, req.section_id,
-                                 now_s=ctx.now_s)
+    await service.delete_section(ctx.conn, ctx.actor, page_id=req.page_id,
+                                 section_id=req.section_id)
     ctx.audit_targets.extend([req.page_id, req.section_id])
 
 
@@ -97,10 +99,10 @@ async def section_delete(ctx: Context, req: SectionDeleteRequest) -> None:
 async def component_upsert(ctx: Context, req: ComponentUpsertRequest) -> ComponentUpsertResponse:
     """Create a component of a page, or update one by id; omitted fields are unchanged."""
     component_id = await service.upsert_component(
-        ctx.conn, ctx.caller.account_id, req.page_id, component_id=req.component_id,
+        ctx.conn, ctx.actor, page_id=req.page_id, component_id=req.component_id,
         name=req.name, section_id=req.section_id, description=req.description,
         available_since_seconds=req.available_since_seconds, order_id=req.order_id,
-        hide_uptime=req.hide_uptime, hide_all=req.hide_all, status=req.status, now_s=ctx.now_s,
+        hide_uptime=req.hide_uptime, hide_all=req.hide_all, status=req.status,
     )
     ctx.audit_targets.extend([req.page_id, component_id])
     return ComponentUpsertResponse(component_id=component_id)
@@ -109,6 +111,6 @@ async def component_upsert(ctx: Context, req: ComponentUpsertRequest) -> Compone
 @router.post("/status-page/component/delete", permissions=MANAGE, write=True)
 async def component_delete(ctx: Context, req: ComponentDeleteRequest) -> None:
     """Delete a component of a page."""
-    await service.delete_component(ctx.conn, ctx.caller.account_id, req.page_id,
-                                   req.component_id, now_s=ctx.now_s)
+    await service.delete_component(ctx.conn, ctx.actor, page_id=req.page_id,
+                                   component_id=req.component_id)
     ctx.audit_targets.extend([req.page_id, req.component_id])

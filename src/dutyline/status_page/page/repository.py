@@ -34,6 +34,12 @@ async def get_page(
     return (await conn.execute(stmt)).first()
 
 
+async def page_by_id(conn: AsyncConnection, page_id: int) -> Row[Any] | None:
+    """Any account's page by id: for jobs, whose payload names the page they serve."""
+    return (await conn.execute(select(status_page).where(status_page.c.page_id == page_id))
+            ).first()
+
+
 async def page_by_url_name(conn: AsyncConnection, url_name: str) -> Row[Any] | None:
     """Any account's page by its public address (url_name is unique across the server)."""
     stmt = select(status_page).where(status_page.c.url_name == url_name)

@@ -72,8 +72,9 @@ class SectionItem(msgspec.Struct, kw_only=True):
     order_id: int
 
 
-class ComponentItem(msgspec.Struct, kw_only=True):
-    """Reference StatusPageComponentItem, plus the component's current status."""
+class ComponentFields(msgspec.Struct, kw_only=True):
+    """A component as every record shows it (the reference StatusPageComponentItem); the
+    records below add the status that fits where they appear."""
 
     component_id: str
     section_id: str
@@ -83,6 +84,11 @@ class ComponentItem(msgspec.Struct, kw_only=True):
     order_id: int
     hide_uptime: bool
     hide_all: bool
+
+
+class ComponentItem(ComponentFields, kw_only=True):
+    """Reference StatusPageComponentItem, plus the component's current status."""
+
     status: str
 
 

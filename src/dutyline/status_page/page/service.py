@@ -6,9 +6,9 @@ belong to one page; a component's section must be a section of the same page. De
 section that still holds components is refused (ReferenceExist): moving them somewhere
 silently would change the public page in a way nobody asked for; move or delete them first.
 
-The plain functions (`create_page`, `upsert_section`, `upsert_component`, ...) take a
-connection and values, raise ApiErrors, and never commit: the API's endpoints and the
-Statuspage migration both call them."""
+Every service has the one shape `(conn, actor, *, domain arguments)`, raises ApiErrors,
+reads the time from `actor.clock` and never commits: the API's endpoints and the Statuspage
+migration (as `Actor.system`) both call them."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.db.tables.status_page import status_component, status_section
 from dutyline.kit.ids import hex_id, numeric_id
 from dutyline.status_page import cache, tokens
@@ -29,8 +30,6 @@ from dutyline.status_page.page.schemas import (
     ComponentItem,
     PageInfo,
     PageItem,
-    PageListRequest,
-    PageListResponse,
     SectionItem,
 )
 
@@ -65,11 +64,11 @@ def public_url(base_url: str, url_name: str) -> str:
 
 
 async def require_page(
-    conn: AsyncConnection, account_id: int, page_id: int, *, lock: bool = False
+    conn: AsyncConnection, actor: Actor, *, page_id: int, lock: bool = False
 ) -> Any:
-    """The account's page, or 400 ResourceNotFound (another account's page included).
+    """The actor's page, or 400 ResourceNotFound (another account's page included).
     `lock`: hold the page row until commit (writes that recompute statuses)."""
-    row = await repo.get_page(conn, account_id, page_id, for_update=lock)
+    row = await repo.get_page(conn, actor.account_id, page_id, for_update=lock)
     if row is None:
         raise errors.not_found(PAGE, page_id)
     return row
@@ -80,8 +79,8 @@ def page_changed(page_id: int) -> None:
     cache.invalidate(page_id)
 
 
-async def mark_page_changed(conn: AsyncConnection, page_id: int, now_s: int) -> None:
-    await repo.touch_page(conn, page_id, now_s)
+async def mark_page_changed(conn: AsyncConnection, actor: Actor, *, page_id: int) -> None:
+    await repo.touch_page(conn, page_id, actor.now_s)
     page_changed(page_id)
 
 
@@ -104,8 +103,8 @@ def _check_time_zone(time_zone: str) -> None:
 
 
 async def create_page(
-    conn: AsyncConnection, account_id: int, *, page_name: str, url_name: str,
-    page_type: str = "public", description: str = "", time_zone: str = "UTC", now_s: int,
+    conn: AsyncConnection, actor: Actor, *, page_name: str, url_name: str,
+    page_type: str = "public", description: str = "", time_zone: str = "UTC",
 ) -> CreatedPage:
     """Create a page. `url_name` must already be lower-case [a-z0-9-] (the request schema
     checks it); taken by any account → 400 naming url_name."""
@@ -116,9 +115,10 @@ async def create_page(
     await _check_url_name(conn, url_name)
     token = tokens.new_token() if page_type == "internal" else ""
     page_id = numeric_id()
+    now_s = actor.now_s
     try:
         await repo.insert_page(conn, {
-            "page_id": page_id, "account_id": account_id, "page_name": name,
+            "page_id": page_id, "account_id": actor.account_id, "page_name": name,
             "url_name": url_name, "page_type": page_type, "description": description,
             "time_zone": time_zone, "status": "enabled",
             "access_token_hash": tokens.token_hash(token) if token else "",
@@ -132,14 +132,14 @@ async def create_page(
 
 
 async def update_page(
-    conn: AsyncConnection, account_id: int, page_id: int, *, page_name: str | None = None,
+    conn: AsyncConnection, actor: Actor, *, page_id: int, page_name: str | None = None,
     url_name: str | None = None, page_type: str | None = None, description: str | None = None,
-    time_zone: str | None = None, rotate_access_token: bool = False, now_s: int,
+    time_zone: str | None = None, rotate_access_token: bool = False,
 ) -> str:
     """Change a page's fields (None leaves one unchanged). Returns a new login token when
     this update issued one (page turned internal, or rotated), else ""."""
-    row = await require_page(conn, account_id, page_id)
-    values: dict[str, Any] = {"updated_at": max(now_s, row.updated_at)}
+    row = await require_page(conn, actor, page_id=page_id)
+    values: dict[str, Any] = {"updated_at": max(actor.now_s, row.updated_at)}
     if page_name is not None:
         values["page_name"] = _clean_name("page_name", page_name)
     if url_name is not None and url_name != row.url_name:
@@ -170,19 +170,20 @@ async def update_page(
     return token
 
 
-async def delete_page(conn: AsyncConnection, account_id: int, page_id: int) -> None:
+async def delete_page(conn: AsyncConnection, actor: Actor, *, page_id: int) -> None:
     """Delete a page with its structure, changes, timelines and subscribers."""
-    await require_page(conn, account_id, page_id)
+    await require_page(conn, actor, page_id=page_id)
     await repo.delete_page(conn, page_id)
     page_changed(page_id)
 
 
 async def upsert_section(
-    conn: AsyncConnection, account_id: int, page_id: int, *, section_id: str = "",
-    name: str, description: str = "", order_id: int | None = None, now_s: int,
+    conn: AsyncConnection, actor: Actor, *, page_id: int, section_id: str = "",
+    name: str, description: str = "", order_id: int | None = None,
 ) -> str:
     """Create a section (empty `section_id`) or update one of this page. Returns its id."""
-    await require_page(conn, account_id, page_id, lock=True)
+    await require_page(conn, actor, page_id=page_id, lock=True)
+    now_s = actor.now_s
     clean = _clean_name("name", name)
     if section_id:
         if await repo.get_section(conn, page_id, section_id) is None:
@@ -197,18 +198,18 @@ async def upsert_section(
         order = order_id if order_id is not None else await repo.next_order(
             conn, status_section, page_id)
         await repo.insert_section(conn, {
-            "section_id": section_id, "page_id": page_id, "account_id": account_id,
+            "section_id": section_id, "page_id": page_id, "account_id": actor.account_id,
             "name": clean, "description": description, "order_id": order,
             "created_at": now_s, "updated_at": now_s,
         })
-    await mark_page_changed(conn, page_id, now_s)
+    await mark_page_changed(conn, actor, page_id=page_id)
     return section_id
 
 
 async def delete_section(
-    conn: AsyncConnection, account_id: int, page_id: int, section_id: str, *, now_s: int
+    conn: AsyncConnection, actor: Actor, *, page_id: int, section_id: str
 ) -> None:
-    await require_page(conn, account_id, page_id, lock=True)
+    await require_page(conn, actor, page_id=page_id, lock=True)
     if await repo.get_section(conn, page_id, section_id) is None:
         raise errors.not_found(SECTION, section_id)
     if held := await repo.count_components_in(conn, page_id, section_id):
@@ -217,19 +218,19 @@ async def delete_section(
             id=section_id, count=held,
         )
     await repo.delete_section(conn, section_id)
-    await mark_page_changed(conn, page_id, now_s)
+    await mark_page_changed(conn, actor, page_id=page_id)
 
 
 async def upsert_component(
-    conn: AsyncConnection, account_id: int, page_id: int, *, component_id: str = "",
+    conn: AsyncConnection, actor: Actor, *, page_id: int, component_id: str = "",
     name: str, section_id: str | None = None, description: str | None = None,
     available_since_seconds: int | None = None, order_id: int | None = None,
     hide_uptime: bool | None = None, hide_all: bool | None = None, status: str | None = None,
-    now_s: int,
 ) -> str:
     """Create a component (empty `component_id`) or update one of this page; None leaves a
     field unchanged (or takes its default on create). Returns the component's id."""
-    await require_page(conn, account_id, page_id, lock=True)
+    await require_page(conn, actor, page_id=page_id, lock=True)
+    now_s = actor.now_s
     clean = _clean_name("name", name)
     if section_id and await repo.get_section(conn, page_id, section_id) is None:
         raise errors.invalid("section_id", "is not a section of this page")
@@ -252,23 +253,23 @@ async def upsert_component(
         await repo.insert_component(conn, {
             "section_id": "", "description": "", "status": "operational",
             "hide_uptime": False, "hide_all": False, **values,
-            "component_id": component_id, "page_id": page_id, "account_id": account_id,
+            "component_id": component_id, "page_id": page_id, "account_id": actor.account_id,
             "created_at": now_s,
         })
-    await mark_page_changed(conn, page_id, now_s)
+    await mark_page_changed(conn, actor, page_id=page_id)
     return component_id
 
 
 async def delete_component(
-    conn: AsyncConnection, account_id: int, page_id: int, component_id: str, *, now_s: int
+    conn: AsyncConnection, actor: Actor, *, page_id: int, component_id: str
 ) -> None:
     """Delete a component. Timeline entries that mention it keep their history; reads skip
     components that no longer exist."""
-    await require_page(conn, account_id, page_id, lock=True)
+    await require_page(conn, actor, page_id=page_id, lock=True)
     if await repo.get_component(conn, page_id, component_id) is None:
         raise errors.not_found(COMPONENT, component_id)
     await repo.delete_component(conn, component_id)
-    await mark_page_changed(conn, page_id, now_s)
+    await mark_page_changed(conn, actor, page_id=page_id)
 
 
 def page_item(row: Any, base_url: str) -> PageItem:
@@ -280,27 +281,31 @@ def page_item(row: Any, base_url: str) -> PageItem:
     )
 
 
+def component_fields(row: Any) -> dict[str, Any]:
+    """The one mapper of a component row: the fields every component record shows
+    (ComponentFields); each record adds the status that fits where it appears."""
+    return {
+        "component_id": row.component_id, "section_id": row.section_id, "name": row.name,
+        "description": row.description, "available_since_seconds": row.available_since_seconds,
+        "order_id": row.order_id, "hide_uptime": bool(row.hide_uptime),
+        "hide_all": bool(row.hide_all),
+    }
+
+
 def component_item(row: Any) -> ComponentItem:
-    return ComponentItem(
-        component_id=row.component_id, section_id=row.section_id, name=row.name,
-        description=row.description, available_since_seconds=row.available_since_seconds,
-        order_id=row.order_id, hide_uptime=bool(row.hide_uptime), hide_all=bool(row.hide_all),
-        status=row.status,
-    )
+    return ComponentItem(**component_fields(row), status=row.status)
 
 
 async def list_pages(
-    conn: AsyncConnection, account_id: int, req: PageListRequest, base_url: str
-) -> PageListResponse:
-    total, rows = await repo.list_pages(conn, account_id, offset=req.offset, limit=req.limit)
+    conn: AsyncConnection, actor: Actor, *, offset: int, limit: int, base_url: str
+) -> tuple[int, list[PageInfo]]:
+    """(total, one page of the account's pages with their structure), newest first."""
+    total, rows = await repo.list_pages(conn, actor.account_id, offset=offset, limit=limit)
     page_ids = [r.page_id for r in rows]
     sections = await repo.sections_of(conn, page_ids)
     components = await repo.components_of(conn, page_ids)
-    return PageListResponse(
-        p=req.p, limit=req.limit, total=total, has_next_page=req.offset + len(rows) < total,
-        items=[_page_info(page_item(r, base_url), sections[r.page_id], components[r.page_id])
-               for r in rows],
-    )
+    return total, [_page_info(page_item(r, base_url), sections[r.page_id],
+                              components[r.page_id]) for r in rows]
 
 
 def _page_info(item: PageItem, sections: list[Any], components: list[Any]) -> PageInfo:
@@ -317,8 +322,8 @@ def section_item(row: Any) -> SectionItem:
 
 
 async def page_info(
-    conn: AsyncConnection, account_id: int, page_id: int, base_url: str
+    conn: AsyncConnection, actor: Actor, *, page_id: int, base_url: str
 ) -> PageInfo:
-    row = await require_page(conn, account_id, page_id)
+    row = await require_page(conn, actor, page_id=page_id)
     return _page_info(page_item(row, base_url), list(await repo.sections(conn, page_id)),
                       list(await repo.components(conn, page_id)))

@@ -21,7 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import escape
 from sqlalchemy.engine import Row
 
-from dutyline.status_page.public.queries import HISTORY_DAYS, Snapshot
+from dutyline.status_page.public.snapshot import HISTORY_DAYS, Snapshot
 
 TEMPLATES = Path(__file__).parent / "templates"
 

@@ -14,7 +14,7 @@ redirect, so the token stays out of history and Referer headers.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import structlog
@@ -26,9 +26,9 @@ from dutyline.api.envelope import request_id_headers
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.status_page import cache as page_cache
 from dutyline.status_page import tokens
-from dutyline.status_page.public import queries, render, subscribe
-from dutyline.status_page.public.queries import PageHead
+from dutyline.status_page.public import render, snapshot, subscribe
 from dutyline.status_page.public.rendercache import RenderCache, Rendered
+from dutyline.status_page.public.snapshot import PageHead
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
@@ -79,49 +79,114 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}".lower()
 
 
-def routes(runtime: Runtime) -> list[Route]:
-    cache = RenderCache()
-    settings = runtime.settings
-    allowed_origins = {_origin(settings.base_url)}
+def _message(
+    rid: str, status: int, title: str, text: str, *, head: PageHead | None = None,
+    form: dict[str, str] | None = None, login: str = "", headers: dict[str, str] | None = None,
+) -> Response:
+    body = render.render_message(
+        title=title, message=text, status_name="",
+        page_url=_page_path(head.url_name) if head else "", form=form, login=login,
+    )
+    more = {"Cache-Control": "no-store", **(headers or {})}
+    return Response(body, status, _headers(rid, **more), media_type=_HTML)
 
-    def now_s() -> int:
-        return int(runtime.clock.now())
 
-    def page_url(url_name: str) -> str:
-        return f"{settings.base_url}{_page_path(url_name)}"
+def _authorized(request: Request, head: PageHead) -> bool:
+    if head.page_type != "internal":
+        return True
+    token = request.cookies.get(COOKIE, "")
+    return bool(token) and tokens.tokens_match(token, head.access_token_hash)
 
-    def message(
-        rid: str, status: int, title: str, text: str, *, head: PageHead | None = None,
-        page_name: str = "", form: dict[str, str] | None = None, login: str = "",
-        headers: dict[str, str] | None = None,
-    ) -> Response:
-        body = render.render_message(
-            title=title, message=text, status_name=page_name,
-            page_url=_page_path(head.url_name) if head else "", form=form, login=login,
-        )
-        more = {"Cache-Control": "no-store", **(headers or {})}
-        return Response(body, status, _headers(rid, **more), media_type=_HTML)
 
-    async def load_head(url_name: str) -> PageHead:
-        async with runtime.db.connect() as conn:
-            head = await queries.page_head(conn, url_name)
+def _require_access(request: Request, head: PageHead) -> None:
+    if not _authorized(request, head):
+        raise Reject(401, "Sign in to see this page",
+                     "This status page is internal. Open it with the link or access token "
+                     "your team shared.", login=_page_path(head.url_name))
+
+
+def _cache_headers(head: PageHead, entry: Rendered) -> dict[str, str]:
+    # Browsers revalidate every view (ETag), so a change shows on the next view there too.
+    scope = "private" if head.page_type == "internal" else "public"
+    more = {"ETag": entry.etag, "Cache-Control": f"{scope}, no-cache"}
+    if head.page_type == "internal":
+        more["X-Robots-Tag"] = "noindex"
+    return more
+
+
+async def _form_fields(request: Request) -> dict[str, str]:
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype != "application/x-www-form-urlencoded":
+        raise Reject(400, "Request refused", "Send the form from the page.")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            raise Reject(413, "Request refused", "The form is too large.")
+    parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    return {k: v[-1] for k, v in parsed.items()}
+
+
+async def _token_of(request: Request) -> str:
+    if request.method == "POST":
+        token = (await _form_fields(request)).get("token") if request.headers.get(
+            "content-type", "").startswith("application/x-www-form-urlencoded") else None
+        return token or request.query_params.get("token", "")
+    return request.query_params.get("token", "")
+
+
+def _guarded(
+    fn: Callable[[Request, str], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """Every public endpoint: a request id, a Reject as its message page, anything else as
+    a logged 500 page."""
+    async def endpoint(request: Request) -> Response:
+        rid = new_request_id()
+        try:
+            return await fn(request, rid)
+        except Reject as exc:
+            return _message(rid, exc.status, exc.title, exc.message, login=exc.login,
+                            headers=exc.headers)
+        except Exception:
+            log.exception("public status page failed", request_id=rid, path=request.url.path)
+            return _message(rid, 500, "Something went wrong",
+                            "This page could not be shown. Please try again shortly.")
+    return endpoint
+
+
+class PublicSite:
+    """The public pages of one app: its render cache, settings and database."""
+
+    BASE: ClassVar[str] = "/status/{url_name}"
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.settings = runtime.settings
+        self.cache = RenderCache()
+        self.allowed_origins = {_origin(self.settings.base_url)}
+
+    def routes(self) -> list[Route]:
+        base = self.BASE
+        return [
+            Route(base, _guarded(self.page), methods=["GET"]),
+            Route(base + "/history.rss", _guarded(self.rss), methods=["GET"]),
+            Route(base + "/history.atom", _guarded(self.atom), methods=["GET"]),
+            Route(base + "/subscribe", _guarded(self.subscribe_post), methods=["POST"]),
+            Route(base + "/confirm", _guarded(self.confirm), methods=["GET", "POST"]),
+            Route(base + "/unsubscribe", _guarded(self.unsubscribe), methods=["GET", "POST"]),
+        ]
+
+    def now_s(self) -> int:
+        return int(self.runtime.clock.now())
+
+    async def load_head(self, url_name: str) -> PageHead:
+        async with self.runtime.db.connect() as conn:
+            head = await snapshot.page_head(conn, url_name)
         if head is None or head.status != "enabled":
             raise Reject(404, "Page not found", "There is no status page at this address.")
         return head
 
-    def authorized(request: Request, head: PageHead) -> bool:
-        if head.page_type != "internal":
-            return True
-        token = request.cookies.get(COOKIE, "")
-        return bool(token) and tokens.tokens_match(token, head.access_token_hash)
-
-    def require_access(request: Request, head: PageHead) -> None:
-        if not authorized(request, head):
-            raise Reject(401, "Sign in to see this page",
-                         "This status page is internal. Open it with the link or access token "
-                         "your team shared.", login=_page_path(head.url_name))
-
-    def login_redirect(request: Request, head: PageHead, token: str) -> Response | None:
+    def login_redirect(self, request: Request, head: PageHead, token: str) -> Response | None:
         """`?token=` on an internal page: a good token becomes the cookie, a bad one a 401."""
         if head.page_type != "internal":
             return None
@@ -131,62 +196,38 @@ def routes(runtime: Runtime) -> list[Route]:
                          login=_page_path(head.url_name))
         response = RedirectResponse(request.url.path, status_code=303,
                                     headers={"Cache-Control": "no-store", **_SECURITY_HEADERS})
-        secure = request.url.scheme == "https" or settings.base_url.startswith("https:")
+        secure = request.url.scheme == "https" or self.settings.base_url.startswith("https:")
         response.set_cookie(COOKIE, token, max_age=COOKIE_MAX_AGE_S,
                             path=_page_path(head.url_name), httponly=True, samesite="lax",
                             secure=secure)
         return response
 
-    def cache_headers(head: PageHead, entry: Rendered) -> dict[str, str]:
-        # Browsers revalidate every view (ETag), so a change shows on the next view there too.
-        scope = "private" if head.page_type == "internal" else "public"
-        more = {"ETag": entry.etag, "Cache-Control": f"{scope}, no-cache"}
-        if head.page_type == "internal":
-            more["X-Robots-Tag"] = "noindex"
-        return more
-
-    async def rendered(head: PageHead, what: str) -> Rendered:
-        now = now_s()
-        entry = cache.get(head.page_id, what, updated_at=head.updated_at, now_s=now)
+    async def rendered(self, head: PageHead, what: str) -> Rendered:
+        now = self.now_s()
+        entry = self.cache.get(head.page_id, what, updated_at=head.updated_at, now_s=now)
         if entry is not None:
             return entry
         # Read the version before the data: a write landing in between makes this entry stale
         # at once instead of hiding behind a version it does not show.
         version = page_cache.version(head.page_id)
-        async with runtime.db.transaction(write=False) as conn:
+        settings = self.settings
+        async with self.runtime.db.transaction(write=False) as conn:
             if what == "html":
-                snap = await queries.snapshot(conn, head.page_id, now_s=now, page=head.row)
+                snap = await snapshot.snapshot(conn, head.page_id, now_s=now, page=head.row)
                 body = render.render_page(snap, now_s=now,
                                           subscribe_enabled=bool(settings.smtp_url))
             else:
-                page, changes, updates = await queries.feed_items(conn, head.page_id)
+                page, changes, updates = await snapshot.feed_items(conn, head.page_id)
                 body = render.render_feed(what, page, changes, updates,
                                           base_url=settings.base_url)
-        return cache.put(head.page_id, what, body.encode(), version=version,
-                         updated_at=head.updated_at, now_s=now)
+        return self.cache.put(head.page_id, what, body.encode(), version=version,
+                              updated_at=head.updated_at, now_s=now)
 
-    def guarded(
-        fn: Callable[[Request, str], Awaitable[Response]],
-    ) -> Callable[[Request], Awaitable[Response]]:
-        async def endpoint(request: Request) -> Response:
-            rid = new_request_id()
-            try:
-                return await fn(request, rid)
-            except Reject as exc:
-                return message(rid, exc.status, exc.title, exc.message, login=exc.login,
-                               headers=exc.headers)
-            except Exception:
-                log.exception("public status page failed", request_id=rid,
-                              path=request.url.path)
-                return message(rid, 500, "Something went wrong",
-                               "This page could not be shown. Please try again shortly.")
-        return endpoint
-
-    async def view(request: Request, rid: str, what: str) -> Response:
-        head = await load_head(request.path_params["url_name"])
+    async def view(self, request: Request, rid: str, what: str) -> Response:
+        head = await self.load_head(request.path_params["url_name"])
         token = request.query_params.get("token")
         if token is not None and what == "html":
-            redirect = login_redirect(request, head, token)
+            redirect = self.login_redirect(request, head, token)
             if redirect is not None:
                 redirect.headers.update(request_id_headers(rid))
                 return redirect
@@ -195,132 +236,108 @@ def routes(runtime: Runtime) -> list[Route]:
             if not tokens.tokens_match(token, head.access_token_hash):
                 raise Reject(401, "Sign in to see this page", "That access token is not valid.")
         else:
-            require_access(request, head)
-        entry = await rendered(head, what)
-        headers = _headers(rid, **cache_headers(head, entry))
+            _require_access(request, head)
+        entry = await self.rendered(head, what)
+        headers = _headers(rid, **_cache_headers(head, entry))
         media = _HTML if what == "html" else _FEED_TYPES[what]
         if request.headers.get("if-none-match") == entry.etag:
             return Response(b"", 304, headers)
         return Response(entry.body, 200, headers, media_type=media)
 
-    async def page(request: Request, rid: str) -> Response:
-        return await view(request, rid, "html")
+    async def page(self, request: Request, rid: str) -> Response:
+        return await self.view(request, rid, "html")
 
-    async def rss(request: Request, rid: str) -> Response:
-        return await view(request, rid, "rss")
+    async def rss(self, request: Request, rid: str) -> Response:
+        return await self.view(request, rid, "rss")
 
-    async def atom(request: Request, rid: str) -> Response:
-        return await view(request, rid, "atom")
+    async def atom(self, request: Request, rid: str) -> Response:
+        return await self.view(request, rid, "atom")
 
-    def same_origin(request: Request) -> None:
+    def same_origin(self, request: Request) -> None:
         """Refuse form posts from other sites (the cookie is SameSite=Lax too)."""
         if request.headers.get("sec-fetch-site") == "cross-site":
             raise Reject(403, "Request refused", "This form must be sent from its own page.")
         origin = request.headers.get("origin")
         if origin and origin != "null":
             own = _origin(str(request.base_url))
-            if origin.lower() not in {own, *allowed_origins}:
+            if origin.lower() not in {own, *self.allowed_origins}:
                 raise Reject(403, "Request refused", "This form must be sent from its own page.")
 
-    async def form_fields(request: Request) -> dict[str, str]:
-        ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/x-www-form-urlencoded":
-            raise Reject(400, "Request refused", "Send the form from the page.")
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_FORM_BYTES:
-                raise Reject(413, "Request refused", "The form is too large.")
-        parsed = parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-        return {k: v[-1] for k, v in parsed.items()}
-
-    async def subscribe_post(request: Request, rid: str) -> Response:
-        head = await load_head(request.path_params["url_name"])
-        require_access(request, head)
-        same_origin(request)
+    async def subscribe_post(self, request: Request, rid: str) -> Response:
+        head = await self.load_head(request.path_params["url_name"])
+        _require_access(request, head)
+        self.same_origin(request)
         ip = request.client.host if request.client else ""
-        decision = await runtime.limiter.hit(f"sub:{head.page_id}:{ip}")
+        decision = await self.runtime.limiter.hit(f"sub:{head.page_id}:{ip}")
         if not decision.allowed:
             raise Reject(429, "Too many requests", "Please wait a moment and try again.",
                          headers=decision.headers())
-        if not settings.smtp_url:
+        if not self.settings.smtp_url:
             raise Reject(503, "Email updates unavailable",
                          "This server does not send email, so it cannot take subscriptions.")
-        fields = await form_fields(request)
+        fields = await _form_fields(request)
         email = subscribe.normalize_email(fields.get("email", ""))
         if email is None:
             raise Reject(400, "Check the address", "Enter a valid email address.")
-        async with runtime.db.transaction() as conn:
-            await subscribe.subscribe(conn, settings, head, email, now_s=now_s())
-        return message(rid, 200, "Check your inbox",
-                       f"If {email} can receive mail, a message with a confirmation link is "
-                       "on its way. Open it to start getting updates.", head=head)
+        async with self.runtime.db.transaction() as conn:
+            await subscribe.subscribe(conn, self.settings, head, email, now_s=self.now_s())
+        return _message(rid, 200, "Check your inbox",
+                        f"If {email} can receive mail, a message with a confirmation link is "
+                        "on its way. Open it to start getting updates.", head=head)
 
-    async def token_of(request: Request) -> str:
+    async def confirm(self, request: Request, rid: str) -> Response:
+        head = await self.load_head(request.path_params["url_name"])
         if request.method == "POST":
-            token = (await form_fields(request)).get("token") if request.headers.get(
-                "content-type", "").startswith("application/x-www-form-urlencoded") else None
-            return token or request.query_params.get("token", "")
-        return request.query_params.get("token", "")
-
-    async def confirm(request: Request, rid: str) -> Response:
-        head = await load_head(request.path_params["url_name"])
-        if request.method == "POST":
-            same_origin(request)
-        token = await token_of(request)
+            self.same_origin(request)
+        token = await _token_of(request)
         gone = Reject(404, "Link not valid",
                       "This confirmation link is not valid any more. It may have been used "
                       "already; subscribe again from the status page if you need to.")
         if request.method == "GET":
-            async with runtime.db.connect() as conn:
+            async with self.runtime.db.connect() as conn:
                 found = await subscribe.find_by_confirm_token(conn, head, token)
             if found is None or found.status != "pending":
                 raise gone
-            return message(rid, 200, "Confirm your subscription",
-                           f"Press the button to get email updates about this page at "
-                           f"{found.email}.", head=head,
-                           form={"action": f"{_page_path(head.url_name)}/confirm",
-                                 "token": token, "button": "Confirm subscription"})
-        async with runtime.db.transaction() as conn:
+            return _message(rid, 200, "Confirm your subscription",
+                            f"Press the button to get email updates about this page at "
+                            f"{found.email}.", head=head,
+                            form={"action": f"{_page_path(head.url_name)}/confirm",
+                                  "token": token, "button": "Confirm subscription"})
+        async with self.runtime.db.transaction() as conn:
             found = await subscribe.find_by_confirm_token(conn, head, token)
             if found is None or found.status != "pending":
                 raise gone
-            await subscribe.confirm(conn, found, now_s=now_s())
-        return message(rid, 200, "You are subscribed",
-                       f"{found.email} will get email about incidents and maintenance. Every "
-                       "email has a link to unsubscribe.", head=head)
+            await subscribe.confirm(conn, found, now_s=self.now_s())
+        return _message(rid, 200, "You are subscribed",
+                        f"{found.email} will get email about incidents and maintenance. Every "
+                        "email has a link to unsubscribe.", head=head)
 
-    async def unsubscribe(request: Request, rid: str) -> Response:
-        head = await load_head(request.path_params["url_name"])
-        token = await token_of(request)
+    async def unsubscribe(self, request: Request, rid: str) -> Response:
+        head = await self.load_head(request.path_params["url_name"])
+        token = await _token_of(request)
         gone = Reject(404, "Link not valid", "This unsubscribe link is not valid.")
         if request.method == "GET":
-            async with runtime.db.connect() as conn:
+            async with self.runtime.db.connect() as conn:
                 found = await subscribe.find_by_unsubscribe_token(conn, head, token)
             if found is None:
                 raise gone
             if found.status == "unsubscribed":
-                return message(rid, 200, "You are unsubscribed",
-                               f"{found.email} gets no more email from this page.", head=head)
-            return message(rid, 200, "Unsubscribe",
-                           f"Press the button to stop email updates to {found.email}.",
-                           head=head,
-                           form={"action": f"{_page_path(head.url_name)}/unsubscribe",
-                                 "token": token, "button": "Unsubscribe"})
-        async with runtime.db.transaction() as conn:
+                return _message(rid, 200, "You are unsubscribed",
+                                f"{found.email} gets no more email from this page.", head=head)
+            return _message(rid, 200, "Unsubscribe",
+                            f"Press the button to stop email updates to {found.email}.",
+                            head=head,
+                            form={"action": f"{_page_path(head.url_name)}/unsubscribe",
+                                  "token": token, "button": "Unsubscribe"})
+        async with self.runtime.db.transaction() as conn:
             found = await subscribe.find_by_unsubscribe_token(conn, head, token)
             if found is None:
                 raise gone
-            await subscribe.unsubscribe(conn, found, now_s=now_s())
-        return message(rid, 200, "You are unsubscribed",
-                       f"{found.email} gets no more email from this page.", head=head)
+            await subscribe.unsubscribe(conn, found, now_s=self.now_s())
+        return _message(rid, 200, "You are unsubscribed",
+                        f"{found.email} gets no more email from this page.", head=head)
 
-    base = "/status/{url_name}"
-    return [
-        Route(base, guarded(page), methods=["GET"]),
-        Route(base + "/history.rss", guarded(rss), methods=["GET"]),
-        Route(base + "/history.atom", guarded(atom), methods=["GET"]),
-        Route(base + "/subscribe", guarded(subscribe_post), methods=["POST"]),
-        Route(base + "/confirm", guarded(confirm), methods=["GET", "POST"]),
-        Route(base + "/unsubscribe", guarded(unsubscribe), methods=["GET", "POST"]),
-    ]
+
+def routes(runtime: Runtime) -> list[Route]:
+    """The public pages' routes (domains.py names this factory)."""
+    return PublicSite(runtime).routes()

@@ -16,7 +16,6 @@ scheme of status_page/tokens.py, so notification mails sent by the admin side li
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -33,9 +32,10 @@ from dutyline.config import Settings
 from dutyline.kit.ids import hex_id
 from dutyline.kit.mail import send_mail
 from dutyline.status_page import tokens
-from dutyline.status_page.public import queries
-from dutyline.status_page.public.queries import PageHead
+from dutyline.status_page.page import repository as page_repo
 from dutyline.status_page.public.render import render_email
+from dutyline.status_page.public.snapshot import PageHead
+from dutyline.status_page.subscriber import repository as subscriber_repo
 from dutyline.work.queue import enqueue
 from dutyline.work.registry import JobContext, job_handler
 
@@ -48,19 +48,6 @@ RESEND_AFTER_S = 300
 MAX_EMAIL = 254
 # Deliberately simple: one @, no spaces, separators or angle brackets, a dotted domain.
 _EMAIL = re.compile(r"^[^\s@,;<>\"()\[\]\\]{1,64}@[^\s@,;<>\"()\[\]\\]+\.[^\s@,;<>\"()\[\]\\.]+$")
-
-_secret_keys: dict[tuple[str | None, str], str] = {}
-
-
-async def secret_key(settings: Settings) -> str:
-    """The server key; on the embedded default it lives in a file, read once, off the loop."""
-    cache_key = (settings.secret_key, settings.database_url)
-    key = _secret_keys.get(cache_key)
-    if key is None:
-        key = await asyncio.to_thread(settings.resolved_secret_key)
-        _secret_keys[cache_key] = key
-    return key
-
 
 def normalize_email(raw: str) -> str | None:
     email = raw.strip().lower()
@@ -90,25 +77,25 @@ class Outcome:
 async def subscribe(
     conn: AsyncConnection, settings: Settings, head: PageHead, email: str, *, now_s: int
 ) -> Outcome:
-    key = await secret_key(settings)
-    row = await queries.subscriber_by_email(conn, head.page_id, email)
+    key = await tokens.server_key(settings)
+    row = await subscriber_repo.by_email(conn, head.page_id, email)
     nonce = secrets.token_urlsafe(16)
     if row is None:
         subscriber_id = hex_id()
-        await queries.insert_subscriber(conn, {
+        await subscriber_repo.insert_subscribers(conn, [{
             "subscriber_id": subscriber_id, "page_id": head.page_id,
             "account_id": head.account_id, "email": email, "status": "pending",
             "confirm_token_hash": tokens.token_hash(confirm_token(key, subscriber_id, nonce)),
             "unsubscribe_token_hash": tokens.unsubscribe_token_hash(key, subscriber_id),
             "source": "web", "created_at": now_s, "updated_at": now_s,
-        })
+        }])
     else:
         subscriber_id = row.subscriber_id
         if row.status == "confirmed":
             return Outcome(mailed=False)
         if row.status == "pending" and now_s - int(row.updated_at) < RESEND_AFTER_S:
             return Outcome(mailed=False)
-        await queries.update_subscriber(conn, subscriber_id, {
+        await subscriber_repo.update_subscriber(conn, subscriber_id, {
             "status": "pending",
             "confirm_token_hash": tokens.token_hash(confirm_token(key, subscriber_id, nonce)),
             "unsubscribe_token_hash": tokens.unsubscribe_token_hash(key, subscriber_id),
@@ -124,9 +111,7 @@ async def find_by_confirm_token(
 ) -> Any | None:
     if not token or len(token) > 128:
         return None
-    return await queries.subscriber_by_token(
-        conn, head.page_id, confirm_hash=tokens.token_hash(token)
-    )
+    return await subscriber_repo.by_confirm_hash(conn, head.page_id, tokens.token_hash(token))
 
 
 async def find_by_unsubscribe_token(
@@ -134,21 +119,20 @@ async def find_by_unsubscribe_token(
 ) -> Any | None:
     if not token or len(token) > 128:
         return None
-    return await queries.subscriber_by_token(
-        conn, head.page_id, unsubscribe_hash=tokens.token_hash(token)
-    )
+    return await subscriber_repo.by_unsubscribe_hash(conn, head.page_id,
+                                                     tokens.token_hash(token))
 
 
 async def confirm(conn: AsyncConnection, subscriber: Any, *, now_s: int) -> None:
     # The confirmation link works once: its hash is cleared with the confirmation.
-    await queries.update_subscriber(conn, subscriber.subscriber_id, {
+    await subscriber_repo.update_subscriber(conn, subscriber.subscriber_id, {
         "status": "confirmed", "confirm_token_hash": "", "updated_at": now_s,
     })
 
 
 async def unsubscribe(conn: AsyncConnection, subscriber: Any, *, now_s: int) -> None:
     if subscriber.status != "unsubscribed":
-        await queries.update_subscriber(conn, subscriber.subscriber_id, {
+        await subscriber_repo.update_subscriber(conn, subscriber.subscriber_id, {
             "status": "unsubscribed", "confirm_token_hash": "", "updated_at": now_s,
         })
 
@@ -157,13 +141,14 @@ async def unsubscribe(conn: AsyncConnection, subscriber: Any, *, now_s: int) -> 
 async def send_confirmation(ctx: JobContext, payload: dict[str, Any]) -> None:
     settings = ctx.runtime.settings
     subscriber_id = str(payload["subscriber_id"])
-    key = await secret_key(settings)
+    key = await tokens.server_key(settings)
     token = confirm_token(key, subscriber_id, str(payload["nonce"]))
     # Read on a connection of its own and send before the job's transaction starts: on SQLite
     # that transaction holds the writer lock, which must not wait on an SMTP server.
     async with ctx.runtime.db.connect() as conn:
-        subscriber = await queries.subscriber_by_id(conn, subscriber_id)
-        page = None if subscriber is None else await queries.page_by_id(conn, subscriber.page_id)
+        subscriber = await subscriber_repo.by_id(conn, subscriber_id)
+        page = (None if subscriber is None
+                else await page_repo.page_by_id(conn, subscriber.page_id))
     if (
         subscriber is None or page is None or subscriber.status != "pending"
         or not tokens.tokens_match(token, subscriber.confirm_token_hash)

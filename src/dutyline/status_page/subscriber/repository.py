@@ -1,4 +1,5 @@
-"""Every query of subscribers, scoped by page (whose account the caller already proved)."""
+"""Every query of subscribers, scoped by page (whose account the caller already proved, or
+whose public address the visitor named)."""
 
 from __future__ import annotations
 
@@ -66,9 +67,37 @@ async def insert_subscribers(conn: AsyncConnection, rows: list[dict[str, Any]]) 
         await conn.execute(insert(status_subscriber), rows)
 
 
-async def set_unsubscribe_hash(conn: AsyncConnection, subscriber_id: str, value: str) -> None:
+async def by_email(conn: AsyncConnection, page_id: int, email: str) -> Row[Any] | None:
+    return (await conn.execute(
+        select(status_subscriber)
+        .where(status_subscriber.c.page_id == page_id, status_subscriber.c.email == email)
+    )).first()
+
+
+async def by_id(conn: AsyncConnection, subscriber_id: str) -> Row[Any] | None:
+    return (await conn.execute(
+        select(status_subscriber).where(status_subscriber.c.subscriber_id == subscriber_id)
+    )).first()
+
+
+async def by_confirm_hash(conn: AsyncConnection, page_id: int, token_hash: str
+                          ) -> Row[Any] | None:
+    return (await conn.execute(select(status_subscriber).where(
+        status_subscriber.c.page_id == page_id,
+        status_subscriber.c.confirm_token_hash == token_hash))).first()
+
+
+async def by_unsubscribe_hash(conn: AsyncConnection, page_id: int, token_hash: str
+                              ) -> Row[Any] | None:
+    return (await conn.execute(select(status_subscriber).where(
+        status_subscriber.c.page_id == page_id,
+        status_subscriber.c.unsubscribe_token_hash == token_hash))).first()
+
+
+async def update_subscriber(
+    conn: AsyncConnection, subscriber_id: str, values: dict[str, Any]
+) -> None:
     await conn.execute(
         update(status_subscriber)
-        .where(status_subscriber.c.subscriber_id == subscriber_id)
-        .values(unsubscribe_token_hash=value)
+        .where(status_subscriber.c.subscriber_id == subscriber_id).values(**values)
     )

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from dutyline.api.types import Id, PageNumber, PageSize
+from dutyline.status_page.page.schemas import ComponentFields
 
 ComponentIds = Annotated[list[Annotated[str, msgspec.Meta(max_length=64)]],
                          msgspec.Meta(max_length=500)]
@@ -30,17 +31,8 @@ class SubscriberListRequest(msgspec.Struct, kw_only=True):
         return (self.p - 1) * self.limit
 
 
-class SubscribedComponentItem(msgspec.Struct, kw_only=True):
+class SubscribedComponentItem(ComponentFields, kw_only=True):
     """Reference StatusPageComponentItem."""
-
-    component_id: str
-    section_id: str
-    name: str
-    description: str
-    available_since_seconds: int
-    order_id: int
-    hide_uptime: bool
-    hide_all: bool
 
 
 class SubscriberItem(msgspec.Struct, kw_only=True):

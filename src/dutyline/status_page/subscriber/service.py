@@ -20,20 +20,13 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.kit.ids import hex_id
 from dutyline.status_page import tokens
 from dutyline.status_page.page import repository as page_repo
 from dutyline.status_page.page import service as pages
 from dutyline.status_page.subscriber import repository as repo
-from dutyline.status_page.subscriber.schemas import (
-    ImportItem,
-    InvalidRecipient,
-    SubscribedComponentItem,
-    SubscriberImportResponse,
-    SubscriberItem,
-    SubscriberListRequest,
-    SubscriberListResponse,
-)
+from dutyline.status_page.subscriber.schemas import SubscribedComponentItem, SubscriberItem
 
 _EMAIL = re.compile(r"^[^@\s\"<>,;]+@[^@\s\"<>,;]+\.[^@\s\"<>,;.]+$")
 # Checks against the database in chunks: bounded IN lists on both backends.
@@ -64,12 +57,15 @@ def normalize_email(value: str) -> str | None:
 
 
 async def import_subscribers(
-    conn: AsyncConnection, account_id: int, page_id: int, subscribers: Sequence[SubscriberIn],
-    *, secret_key: str, source: str = "import", now_s: int,
+    conn: AsyncConnection, actor: Actor, *, page_id: int, subscribers: Sequence[SubscriberIn],
+    secret_key: str, method: str = "email", source: str = "import",
 ) -> ImportResult:
-    """Add confirmed email subscribers to the account's page. Invalid addresses and unknown
+    """Add confirmed email subscribers to the actor's page. Invalid addresses and unknown
     component ids are reported per row; addresses already known are skipped and counted."""
-    await pages.require_page(conn, account_id, page_id)
+    if method != "email":
+        raise errors.invalid("method", "only email subscribers are supported")
+    await pages.require_page(conn, actor, page_id=page_id)
+    now_s = actor.now_s
     result = ImportResult()
     known_components = {c.component_id for c in await page_repo.components(conn, page_id)}
     wanted: dict[str, SubscriberIn] = {}
@@ -94,7 +90,8 @@ async def import_subscribers(
                 continue
             subscriber_id = hex_id()
             rows.append({
-                "subscriber_id": subscriber_id, "page_id": page_id, "account_id": account_id,
+                "subscriber_id": subscriber_id, "page_id": page_id,
+                "account_id": actor.account_id,
                 "email": email, "status": repo.CONFIRMED, "source": source,
                 "unsubscribe_token_hash": tokens.unsubscribe_token_hash(secret_key,
                                                                         subscriber_id),
@@ -105,44 +102,6 @@ async def import_subscribers(
         await repo.insert_subscribers(conn, rows)
         result.imported += len(rows)
     return result
-
-
-def subscribers_from_request(items: Sequence[ImportItem]) -> tuple[list[SubscriberIn],
-                                                                   list[tuple[str, str]]]:
-    """Request rows as SubscriberIn, and the rows refused before any lookup."""
-    accepted: list[SubscriberIn] = []
-    refused: list[tuple[str, str]] = []
-    for item in items:
-        component_ids = list(dict.fromkeys(item.component_ids or []))
-        subscribe_all = item.all if item.all is not None else not component_ids
-        if item.change_ids and not component_ids and not subscribe_all:
-            refused.append((item.recipient, "subscriptions to single events are not supported"))
-        elif not subscribe_all and not component_ids:
-            refused.append((item.recipient, "needs component_ids or all: true"))
-        else:
-            accepted.append(SubscriberIn(item.recipient, [] if subscribe_all else component_ids,
-                                         item.locale))
-    return accepted, refused
-
-
-async def import_request(
-    conn: AsyncConnection, account_id: int, page_id: int, method: str,
-    items: Sequence[ImportItem], *, secret_key: str, now_s: int,
-) -> SubscriberImportResponse:
-    if method != "email":
-        raise errors.invalid("method", "only email subscribers are supported")
-    accepted, refused = subscribers_from_request(items)
-    result = await import_subscribers(conn, account_id, page_id, accepted,
-                                      secret_key=secret_key, now_s=now_s)
-    return SubscriberImportResponse(
-        imported=result.imported, duplicates=result.duplicates,
-        invalid=[InvalidRecipient(recipient=r, reason=why)
-                 for r, why in [*refused, *result.invalid]],
-    )
-
-
-def _split_ids(raw: str) -> list[str]:
-    return [p.strip() for p in raw.split(",") if p.strip()]
 
 
 def _known_ids(field_name: str, ids: list[str], components: dict[str, Any]) -> list[str]:
@@ -159,11 +118,7 @@ def _items(rows: list[Any], components: dict[str, Any]) -> list[SubscriberItem]:
         items.append(SubscriberItem(
             recipient=r.email, method="email", all=not followed, locale=r.locale,
             components=[
-                SubscribedComponentItem(
-                    component_id=c.component_id, section_id=c.section_id, name=c.name,
-                    description=c.description,
-                    available_since_seconds=c.available_since_seconds, order_id=c.order_id,
-                    hide_uptime=bool(c.hide_uptime), hide_all=bool(c.hide_all))
+                SubscribedComponentItem(**pages.component_fields(c))
                 for cid in followed if (c := components.get(cid)) is not None
             ],
         ))
@@ -171,15 +126,17 @@ def _items(rows: list[Any], components: dict[str, Any]) -> list[SubscriberItem]:
 
 
 async def list_subscribers(
-    conn: AsyncConnection, account_id: int, req: SubscriberListRequest
-) -> SubscriberListResponse:
-    await pages.require_page(conn, account_id, req.page_id)
-    components = {c.component_id: c for c in await page_repo.components(conn, req.page_id)}
-    wanted = _known_ids("component_ids", _split_ids(req.component_ids), components)
+    conn: AsyncConnection, actor: Actor, *, page_id: int, component_ids: Sequence[str],
+    offset: int, limit: int,
+) -> tuple[int, list[SubscriberItem]]:
+    """(total, one page of the page's confirmed subscribers following any of these
+    components, or all of them), by address."""
+    await pages.require_page(conn, actor, page_id=page_id)
+    components = {c.component_id: c for c in await page_repo.components(conn, page_id)}
+    wanted = _known_ids("component_ids", list(component_ids), components)
     total, rows = await repo.confirmed_page(
-        conn, req.page_id, component_ids=wanted, offset=req.offset, limit=req.limit)
-    return SubscriberListResponse(total=total, has_next_page=req.offset + len(rows) < total,
-                                  items=_items(rows, components))
+        conn, page_id, component_ids=wanted, offset=offset, limit=limit)
+    return total, _items(rows, components)
 
 
 def _cell(value: str) -> str:
@@ -188,11 +145,11 @@ def _cell(value: str) -> str:
 
 
 async def export_csv(
-    conn: AsyncConnection, account_id: int, page_id: int, component_ids: Sequence[str]
+    conn: AsyncConnection, actor: Actor, *, page_id: int, component_ids: Sequence[str]
 ) -> str:
     """Every confirmed subscriber as CSV: Method, Recipient, Components, Subscribe All,
     Locale (components by name, separated by ';')."""
-    await pages.require_page(conn, account_id, page_id)
+    await pages.require_page(conn, actor, page_id=page_id)
     components = {c.component_id: c for c in await page_repo.components(conn, page_id)}
     wanted = _known_ids("component_ids", list(component_ids), components)
     out = io.StringIO()
