@@ -11,10 +11,12 @@ import hashlib
 import re
 from typing import Any
 
+import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api import errors
 from dutyline.channel.noise import service as noise_rules
+from dutyline.enrichment import service as enrichment
 from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
 from dutyline.incident.ingest.channels import IngestSettings, ResolvedIntegration, lookup
@@ -74,6 +76,14 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     if not req.title_rule.strip():
         raise errors.invalid("title_rule", "must not be blank")
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
+    # The integration's enrichment (enrichment/settings.py) runs before anything reads the
+    # labels: title placeholders, noise rules and grouping all see the enriched ones. The
+    # derived key stays that of the labels as sent, so a mapping edit splits no alert.
+    enriched = enrichment.enrich_sync(
+        conn, integration.integration_id, title=req.title_rule, description=req.description,
+        severity=req.event_status, labels=req.labels)
+    if enriched is not None:
+        req = msgspec.structs.replace(req, labels=enriched)
     title = render_title(req.title_rule, req.labels)
     rules = noise_rules.rules_for_sync(conn, integration.channel_id, settings.noise_version)
     scope = {
