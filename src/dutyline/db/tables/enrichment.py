@@ -66,3 +66,20 @@ enrichment_schema_ref = Table(
     Column("schema_id", String(24), primary_key=True),
     Index("ix_enrichment_schema_ref_schema", "schema_id"),
 )
+
+# Alert pipelines (enrichment/pipeline): per-integration title/description/severity rewrites and
+# drops, run on every event before enrichment. Kept beside the enrichment settings: the same
+# shape (one rule list per integration, versioned for ingestion's cache).
+alert_pipeline = Table(
+    "alert_pipeline",
+    metadata,
+    Column("integration_id", BigInteger, primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("rules", Text, nullable=False, server_default="[]"),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("version", BigInteger, nullable=False, server_default="1"),
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)

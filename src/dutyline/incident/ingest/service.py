@@ -17,6 +17,7 @@ from sqlalchemy import Connection
 from dutyline.api import errors
 from dutyline.channel.noise import service as noise_rules
 from dutyline.enrichment import service as enrichment
+from dutyline.enrichment.pipeline import service as pipeline
 from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
 from dutyline.incident.ingest.channels import IngestSettings, ResolvedIntegration, lookup
@@ -76,6 +77,18 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     if not req.title_rule.strip():
         raise errors.invalid("title_rule", "must not be blank")
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
+    # The integration's pipeline (enrichment/pipeline) may rewrite the title, description or
+    # severity, or drop the event (answered, not stored).
+    processed = pipeline.apply_sync(
+        conn, integration.integration_id, title_rule=req.title_rule,
+        description=req.description, severity=req.event_status, alert_key=alert_key,
+        labels=req.labels)
+    if processed is not None:
+        if processed.drop:
+            return alert_key
+        req = msgspec.structs.replace(
+            req, title_rule=processed.title_rule, description=processed.description,
+            event_status=processed.severity)
     # The integration's enrichment (enrichment/settings.py) runs before anything reads the
     # labels: title placeholders, noise rules and grouping all see the enriched ones. The
     # derived key stays that of the labels as sent, so a mapping edit splits no alert.
