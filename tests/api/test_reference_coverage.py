@@ -262,6 +262,13 @@ async def _enrichment(w: World) -> None:
     await w.call("/enrichment/info", integration)
     await w.call("/enrichment/list", {"integration_ids": [w.ids["integration_id"]]})
     await w.call("/enrichment/upsert", {**integration, "rules": []})
+    # Only settings-free rules here: the reference's AlertPipeline.settings is a oneOf whose
+    # empty ApAlertDrop matches any object, so non-empty settings cannot validate against it.
+    await w.call("/alert/pipeline/upsert", {**integration, "rules": [
+        {"kind": "alert_drop", "if": [[{"key": "labels.env", "oper": "IN", "vals": ["test"]}]],
+         "settings": {}}]})
+    await w.call("/alert/pipeline/info", integration)
+    await w.call("/alert/pipeline/list", {"integration_ids": [w.ids["integration_id"]]})
     await w.call("/enrichment/mapping/data/truncate", schema)
     await w.call("/enrichment/mapping/schema/delete", schema)
 

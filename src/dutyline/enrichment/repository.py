@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, tuple_, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -191,8 +191,14 @@ async def schemas_by_id(conn: AsyncConnection, account_id: int,
 
 # -- hot path (sync: ingestion runs on the database thread, see Database.run_sync) -------------
 
-_SETTING_VERSION = select(enrichment_setting.c.version, enrichment_setting.c.status).where(
-    enrichment_setting.c.integration_id == bindparam("integration_id"))
+# The setting's version and the "data epoch" of the schemas it reads: the sum of their
+# data_versions, which moves on every write to their rows (a referenced schema cannot be
+# deleted, so the sum only grows). One primary-key probe and one small join per push.
+_SETTING_STATE = text(
+    "SELECT s.version, s.status, (SELECT COALESCE(SUM(m.data_version), 0)"
+    " FROM enrichment_schema_ref r JOIN mapping_schema m ON m.schema_id = r.schema_id"
+    " WHERE r.integration_id = s.integration_id)"
+    " FROM enrichment_setting s WHERE s.integration_id = :integration_id")
 _SETTING = select(enrichment_setting.c.version, enrichment_setting.c.status,
                   enrichment_setting.c.rules).where(
     enrichment_setting.c.integration_id == bindparam("integration_id"))
@@ -200,9 +206,11 @@ _SCHEMA_LABELS = select(mapping_schema.c.schema_id, mapping_schema.c.source_labe
                         mapping_schema.c.result_labels)
 
 
-def setting_version_sync(conn: Connection, integration_id: int) -> tuple[int, str] | None:
-    row = conn.execute(_SETTING_VERSION, {"integration_id": integration_id}).first()
-    return None if row is None else (row[0], row[1])
+def setting_state_sync(conn: Connection,
+                       integration_id: int) -> tuple[int, str, int] | None:
+    """(version, status, data epoch) of an integration's setting, None when it has none."""
+    row = conn.execute(_SETTING_STATE, {"integration_id": integration_id}).first()
+    return None if row is None else (int(row[0]), str(row[1]), int(row[2]))
 
 
 def setting_sync(conn: Connection, integration_id: int) -> Any:
@@ -214,19 +222,28 @@ def schema_labels_sync(conn: Connection, schema_ids: Sequence[str]) -> list[Any]
     return list(conn.execute(stmt).all())
 
 
+_LOOKUPS: dict[int, Any] = {}
+
+
+def _lookup_statement(n: int) -> Any:
+    """One statement per number of pairs, built once: building and cache-keying a Core
+    select with n OR-ed terms on every push cost more than running it."""
+    stmt = _LOOKUPS.get(n)
+    if stmt is None:
+        where = " OR ".join(f"(schema_id = :s{i} AND row_key = :k{i})" for i in range(n))
+        stmt = text(f"SELECT schema_id, row_key, vals FROM mapping_row WHERE {where}")
+        _LOOKUPS[n] = stmt
+    return stmt
+
+
 def lookup_sync(conn: Connection, wanted: Sequence[tuple[str, str]]) -> dict[tuple[str, str],
                                                                              str]:
     """The rows of several (schema_id, row_key) pairs in one statement: each pair one probe
-    of the primary key."""
-    if len(wanted) == 1:
-        ((schema_id, key),) = wanted
-        stmt = select(mapping_row.c.schema_id, mapping_row.c.row_key, mapping_row.c.vals).where(
-            mapping_row.c.schema_id == schema_id, mapping_row.c.row_key == key)
-    elif conn.dialect.name == "postgresql":
-        stmt = select(mapping_row.c.schema_id, mapping_row.c.row_key, mapping_row.c.vals).where(
-            tuple_(mapping_row.c.schema_id, mapping_row.c.row_key).in_(list(wanted)))
-    else:
-        stmt = select(mapping_row.c.schema_id, mapping_row.c.row_key, mapping_row.c.vals).where(
-            or_(*[(mapping_row.c.schema_id == s) & (mapping_row.c.row_key == k)
-                  for s, k in wanted]))
-    return {(r[0], r[1]): r[2] for r in conn.execute(stmt).all()}
+    of the primary key (both SQLite and PostgreSQL plan an OR of primary-key equalities as
+    one index lookup per term)."""
+    params: dict[str, str] = {}
+    for i, (schema_id, key) in enumerate(wanted):
+        params[f"s{i}"] = schema_id
+        params[f"k{i}"] = key
+    rows = conn.execute(_lookup_statement(len(wanted)), params).all()
+    return {(r[0], r[1]): r[2] for r in rows}

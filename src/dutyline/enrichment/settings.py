@@ -13,8 +13,10 @@ grouped or matched by noise rules; each may have an `if` (an AND list of label c
 Without `override`, a label the alert already has is kept.
 
 The compiled rules are cached per integration and reloaded when the setting's `version`
-moves; a mapping is one primary-key probe per schema (consecutive mappings share one
-statement)."""
+moves. Looked-up rows (and misses) are cached per integration too, for as long as the "data
+epoch" of its schemas (the sum of their `data_version`s, read with the version in the one
+query a push costs) stays put; a miss in that cache is one primary-key probe per schema
+(consecutive mappings share one statement)."""
 
 from __future__ import annotations
 
@@ -253,18 +255,29 @@ async def list_settings(conn: AsyncConnection, actor: Actor, *,
 
 _CACHE: dict[int, tuple[int, tuple[Rule, ...]]] = {}
 _CACHE_MAX = 10_000
+# Rows looked up per integration: (data epoch, {(schema_id, key): vals, or None if absent}).
+_ROWS: dict[int, tuple[int, dict[tuple[str, str], str | None]]] = {}
+_ROWS_MAX = 20_000  # entries per integration; the map starts over beyond it
 
 
-def _load(conn: Connection, integration_id: int) -> tuple[Rule, ...]:
-    current = repo.setting_version_sync(conn, integration_id)
+def _load(conn: Connection, integration_id: int) -> tuple[tuple[Rule, ...],
+                                                           dict[tuple[str, str], str | None]]:
+    """The integration's compiled rules and its cache of looked-up rows."""
+    current = repo.setting_state_sync(conn, integration_id)
     if current is None or current[1] != "enabled":
-        return ()
+        return (), {}
+    version, _, epoch = current
+    rows = _ROWS.get(integration_id)
+    if rows is None or rows[0] != epoch or len(rows[1]) > _ROWS_MAX:
+        if len(_ROWS) >= _CACHE_MAX:
+            _ROWS.clear()
+        rows = _ROWS[integration_id] = (epoch, {})
     cached = _CACHE.get(integration_id)
-    if cached is not None and cached[0] == current[0]:
-        return cached[1]
+    if cached is not None and cached[0] == version:
+        return cached[1], rows[1]
     row = repo.setting_sync(conn, integration_id)
     if row is None:
-        return ()
+        return (), {}
     raw = _decode_rules.decode(row.rules)
     ids = _schema_ids(raw)
     schemas = {r.schema_id: (_decode_labels.decode(r.source_labels),
@@ -279,7 +292,7 @@ def _load(conn: Connection, integration_id: int) -> tuple[Rule, ...]:
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.clear()
     _CACHE[integration_id] = (row.version, tuple(compiled))
-    return _CACHE[integration_id][1]
+    return _CACHE[integration_id][1], rows[1]
 
 
 def _set(labels: dict[str, str], name: str, value: str, override: bool) -> None:
@@ -331,7 +344,7 @@ def enrich_sync(conn: Connection, integration_id: int, *, title: str, descriptio
                 severity: str, labels: dict[str, str]) -> dict[str, str] | None:
     """The labels of an event after the integration's enrichment, or None when it has no
     rules (the event's labels stand)."""
-    rules = _load(conn, integration_id)
+    rules, known = _load(conn, integration_id)
     if not rules:
         return None
     out = dict(labels)
@@ -342,7 +355,7 @@ def enrich_sync(conn: Connection, integration_id: int, *, title: str, descriptio
     while i < n:
         rule = rules[i]
         if rule.kind == "mapping":
-            i = _mappings(conn, rules, i, subject, out)
+            i = _mappings(conn, rules, i, subject, out, known)
             continue
         i += 1
         if rule.when is not None and not rule.when.matches(subject):
@@ -365,7 +378,7 @@ def enrich_sync(conn: Connection, integration_id: int, *, title: str, descriptio
 
 
 def _mappings(conn: Connection, rules: tuple[Rule, ...], start: int, subject: dict[str, Any],
-              labels: dict[str, str]) -> int:
+              labels: dict[str, str], known: dict[tuple[str, str], str | None]) -> int:
     """Apply the run of consecutive mapping rules from `start` with one lookup; a mapping
     whose source labels another mapping of the run writes ends the run. Returns the index of
     the first rule after the run."""
@@ -385,9 +398,13 @@ def _mappings(conn: Connection, rules: tuple[Rule, ...], start: int, subject: di
             continue
         wanted.append((rule, (rule.schema_id, row_key(values))))  # type: ignore[arg-type]
     if wanted:
-        found = repo.lookup_sync(conn, list(dict.fromkeys(key for _, key in wanted)))
+        missing = [key for key in dict.fromkeys(key for _, key in wanted) if key not in known]
+        if missing:
+            found = repo.lookup_sync(conn, missing)
+            for key in missing:
+                known[key] = found.get(key)
         for rule, key in wanted:
-            vals = found.get(key)
+            vals = known.get(key)
             if vals is None:
                 continue
             decoded = _decode_vals.decode(vals)
