@@ -78,6 +78,7 @@ DOMAINS: tuple[Domain, ...] = (
     Domain("enrichment", routers=(
         "dutyline.enrichment.endpoints:router",
         "dutyline.enrichment.pipeline.endpoints:router",
+        "dutyline.enrichment.route.endpoints:router",
     )),
     Domain(
         "aisre",

@@ -83,3 +83,19 @@ alert_pipeline = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
 )
+
+# Routes (enrichment/route): a shared integration's cases sending alerts to other channels.
+integration_route = Table(
+    "integration_route",
+    metadata,
+    Column("integration_id", BigInteger, primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    # JSON {cases, sections, default}, as written (checked).
+    Column("config", Text, nullable=False, server_default="{}"),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("version", BigInteger, nullable=False, server_default="1"),
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)

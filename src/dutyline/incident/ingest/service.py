@@ -7,6 +7,7 @@ pushes runs on the database thread in one hop."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from typing import Any
@@ -18,9 +19,15 @@ from dutyline.api import errors
 from dutyline.channel.noise import service as noise_rules
 from dutyline.enrichment import service as enrichment
 from dutyline.enrichment.pipeline import service as pipeline
+from dutyline.enrichment.route import service as routes
 from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
-from dutyline.incident.ingest.channels import IngestSettings, ResolvedIntegration, lookup
+from dutyline.incident.ingest.channels import (
+    IngestSettings,
+    ResolvedIntegration,
+    lookup,
+    routed_settings_sync,
+)
 from dutyline.incident.ingest.schemas import PushRequest
 
 BAD_KEY = "Missing or invalid integration_key"
@@ -98,6 +105,7 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     if enriched is not None:
         req = msgspec.structs.replace(req, labels=enriched)
     title = render_title(req.title_rule, req.labels)
+    integration, settings = _route(conn, integration, settings, req, title, alert_key)
     rules = noise_rules.rules_for_sync(conn, integration.channel_id, settings.noise_version)
     scope = {
         "account_id": integration.account_id,
@@ -166,6 +174,24 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
             alerts.set_incident(conn, alert_id, incident_id)
         return alert_key
     raise RuntimeError(f"alert key {alert_key!r} changed hands {_MAX_ATTEMPTS} times")
+
+
+def _route(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
+           req: PushRequest, title: str, alert_key: str,
+           ) -> tuple[ResolvedIntegration, IngestSettings]:
+    """The channel the integration's route (enrichment/route) sends this event to: the first
+    live, enabled one of the matching cases, then the default; else its own channel."""
+    subject = {"title": title, "title_rule": req.title_rule, "description": req.description,
+               "severity": req.event_status, "alert_severity": req.event_status,
+               "alert_key": alert_key, "labels": req.labels}
+    candidates = routes.candidates_sync(conn, integration.integration_id, subject)
+    for channel_id in candidates or ():
+        if channel_id == integration.channel_id:
+            return integration, settings
+        routed = routed_settings_sync(conn, integration.account_id, channel_id)
+        if routed is not None:
+            return dataclasses.replace(integration, channel_id=channel_id), routed
+    return integration, settings
 
 
 def _revisit(

@@ -1,4 +1,4 @@
-"""enrichment: mapping schemas and rows, enrichment settings, alert pipelines
+"""enrichment: mapping schemas and rows, enrichment settings, alert pipelines, routes
 
 Revision ID: 0014
 Revises: 0006
@@ -19,6 +19,18 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    op.create_table('integration_route',
+    sa.Column('integration_id', sa.BigInteger(), nullable=False),
+    sa.Column('account_id', sa.BigInteger(), nullable=False),
+    sa.Column('config', sa.Text(), server_default='{}', nullable=False),
+    sa.Column('status', sa.String(length=16), server_default='enabled', nullable=False),
+    sa.Column('version', sa.BigInteger(), server_default='1', nullable=False),
+    sa.Column('creator_id', sa.BigInteger(), server_default='0', nullable=False),
+    sa.Column('updated_by', sa.BigInteger(), server_default='0', nullable=False),
+    sa.Column('created_at', sa.BigInteger(), nullable=False),
+    sa.Column('updated_at', sa.BigInteger(), nullable=False),
+    sa.PrimaryKeyConstraint('integration_id', name=op.f('pk_integration_route'))
+    )
     op.create_table('alert_pipeline',
     sa.Column('integration_id', sa.BigInteger(), nullable=False),
     sa.Column('account_id', sa.BigInteger(), nullable=False),
@@ -93,3 +105,4 @@ def downgrade() -> None:
 
     op.drop_table('enrichment_schema_ref')
     op.drop_table('alert_pipeline')
+    op.drop_table('integration_route')
