@@ -269,6 +269,13 @@ async def _enrichment(w: World) -> None:
          "settings": {}}]})
     await w.call("/alert/pipeline/info", integration)
     await w.call("/alert/pipeline/list", {"integration_ids": [w.ids["integration_id"]]})
+    await w.call("/route/upsert", {**integration, "cases": [
+        {"if": [{"key": "labels.service", "oper": "IN", "vals": ["db*"]}],
+         "channel_ids": [w.ids["channel_id"]], "fallthrough": False}],
+        "sections": [{"name": "Storage", "position": 0}],
+        "default": {"channel_ids": [w.ids["channel_id"]]}})
+    await w.call("/route/info", integration)
+    await w.call("/route/list", {"integration_ids": [w.ids["integration_id"]]})
     await w.call("/enrichment/mapping/data/truncate", schema)
     await w.call("/enrichment/mapping/schema/delete", schema)
 
