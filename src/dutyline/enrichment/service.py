@@ -9,6 +9,7 @@ once and the rows follow in key order, one batch per short read transaction."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -30,7 +31,13 @@ from dutyline.enrichment.schemas import (
     SchemaUpdateRequest,
 )
 from dutyline.enrichment.settings import enrich_sync as enrich_sync  # for ingestion
-from dutyline.enrichment.tabular import CsvWriter, check_value, parse_upload, row_key
+from dutyline.enrichment.tabular import (
+    CsvWriter,
+    check_value,
+    csv_line,
+    parse_upload,
+    row_key,
+)
 from dutyline.kit.ids import hex_id
 from dutyline.platform.team import service as teams
 
@@ -180,7 +187,8 @@ async def _write_rows(conn: AsyncConnection, schema_id: str,
                       rows: Iterable[tuple[str, list[str]]], now_s: int) -> None:
     await repo.upsert_rows(conn, [
         {"schema_id": schema_id, "row_key": key, "vals": _encode(values).decode(),
-         "created_at": now_s, "updated_at": now_s} for key, values in rows])
+         "csv_line": csv_line(values), "created_at": now_s, "updated_at": now_s}
+        for key, values in rows])
 
 
 async def delete_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
@@ -255,17 +263,16 @@ async def stream_csv(db: Database, schema_id: str, header: list[str],
                      batch: int = DOWNLOAD_BATCH) -> AsyncIterator[bytes]:
     """The CSV of a schema's rows, in key order, one encoded batch at a time. Each batch is
     read in its own short transaction (keyset pagination by row key), so neither memory nor
-    the time a connection is held grows with the row count."""
-    writer = CsvWriter()
-    yield writer.rows([header]).encode()
-    after: str | None = None
-    decode = _labels.decode
+    the time a connection is held grows with the row count; the lines were rendered when the
+    rows were written."""
+    yield CsvWriter().rows([header]).encode()
+    after = ""  # below every key (keys are never empty)
     while True:
-        async with db.transaction(write=False) as conn:
-            rows = await repo.rows_after(conn, schema_id, after, batch)
+        rows = await db.run_sync(functools.partial(
+            repo.lines_after_sync, schema_id=schema_id, after=after, limit=batch), write=False)
         if not rows:
             return
-        yield writer.rows(decode(vals) for _, vals in rows).encode()
+        yield "".join([line for _, line in rows]).encode()
         if len(rows) < batch:
             return
         after = rows[-1][0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Iterable, Iterator, Sequence
 
 from dutyline.api import errors
@@ -90,6 +91,17 @@ class CsvWriter:
         for row in rows:
             write([neutralise(v) for v in row])
         return self._buffer.take()
+
+
+_PLAIN = re.compile(r'[,"\r\n]')
+
+
+def csv_line(values: Sequence[str]) -> str:
+    """One row as its download line. Most rows need neither quoting nor neutralising: those
+    are joined directly; the rest go through the csv module."""
+    if not any(_PLAIN.search(v) or v.startswith(_FORMULA_START) for v in values):
+        return ",".join(values) + _LINE
+    return CsvWriter().rows([values])
 
 
 def parse_upload(data: bytes, source_labels: list[str],

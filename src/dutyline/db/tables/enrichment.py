@@ -38,6 +38,9 @@ mapping_row = Table(
     Column("row_key", Text, primary_key=True),
     # JSON list of the values: source labels then result labels, in the schema's order.
     Column("vals", Text, nullable=False),
+    # The row as its download line (formula cells neutralised, quoted as CSV, ending in a
+    # newline), rendered once when written: the download only concatenates.
+    Column("csv_line", Text, nullable=False, server_default=""),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     Index("ix_mapping_row_updated", "schema_id", "updated_at"),

@@ -67,6 +67,7 @@ def upgrade() -> None:
     sa.Column('schema_id', sa.String(length=24), nullable=False),
     sa.Column('row_key', sa.Text(), nullable=False),
     sa.Column('vals', sa.Text(), nullable=False),
+    sa.Column('csv_line', sa.Text(), server_default='', nullable=False),
     sa.Column('created_at', sa.BigInteger(), nullable=False),
     sa.Column('updated_at', sa.BigInteger(), nullable=False),
     sa.PrimaryKeyConstraint('schema_id', 'row_key', name=op.f('pk_mapping_row'))
