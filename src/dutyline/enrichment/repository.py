@@ -195,14 +195,22 @@ async def schemas_by_id(conn: AsyncConnection, account_id: int,
 
 # -- hot path (sync: ingestion runs on the database thread, see Database.run_sync) -------------
 
-# The setting's version and the "data epoch" of the schemas it reads: the sum of their
+# What ingestion needs to know about an integration before it touches any rule, in one
+# statement per push: the versions of its enabled pipeline, enrichment setting and route (NULL
+# when it has none), and the "data epoch" of the schemas its setting reads: the sum of their
 # data_versions, which moves on every write to their rows (a referenced schema cannot be
-# deleted, so the sum only grows). One primary-key probe and one small join per push.
-_SETTING_STATE = text(
-    "SELECT s.version, s.status, (SELECT COALESCE(SUM(m.data_version), 0)"
-    " FROM enrichment_schema_ref r JOIN mapping_schema m ON m.schema_id = r.schema_id"
-    " WHERE r.integration_id = s.integration_id)"
-    " FROM enrichment_setting s WHERE s.integration_id = :integration_id")
+# deleted, so the sum only grows).
+_INGEST_STATE = text(
+    "SELECT"
+    " (SELECT version FROM alert_pipeline"
+    "   WHERE integration_id = :integration_id AND status = 'enabled'),"
+    " (SELECT version FROM enrichment_setting"
+    "   WHERE integration_id = :integration_id AND status = 'enabled'),"
+    " (SELECT COALESCE(SUM(m.data_version), 0) FROM enrichment_schema_ref r"
+    "   JOIN mapping_schema m ON m.schema_id = r.schema_id"
+    "   WHERE r.integration_id = :integration_id),"
+    " (SELECT version FROM integration_route"
+    "   WHERE integration_id = :integration_id AND status = 'enabled')")
 _SETTING = select(enrichment_setting.c.version, enrichment_setting.c.status,
                   enrichment_setting.c.rules).where(
     enrichment_setting.c.integration_id == bindparam("integration_id"))
@@ -210,11 +218,10 @@ _SCHEMA_LABELS = select(mapping_schema.c.schema_id, mapping_schema.c.source_labe
                         mapping_schema.c.result_labels)
 
 
-def setting_state_sync(conn: Connection,
-                       integration_id: int) -> tuple[int, str, int] | None:
-    """(version, status, data epoch) of an integration's setting, None when it has none."""
-    row = conn.execute(_SETTING_STATE, {"integration_id": integration_id}).first()
-    return None if row is None else (int(row[0]), str(row[1]), int(row[2]))
+def ingest_state_sync(conn: Connection, integration_id: int) -> Any:
+    """(pipeline version, setting version, data epoch, route version); versions None when
+    the integration has no such enabled configuration."""
+    return conn.execute(_INGEST_STATE, {"integration_id": integration_id}).one()
 
 
 def setting_sync(conn: Connection, integration_id: int) -> Any:

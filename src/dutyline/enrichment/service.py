@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -249,6 +251,28 @@ async def list_data(conn: AsyncConnection, actor: Actor, *,
                              created_at=r.created_at, updated_at=r.updated_at) for r in rows]
     return DataListResponse(items=items, total=total,
                             has_next_page=req.p * req.limit < total)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestState:
+    """What a push needs to know before it runs any of the integration's configuration."""
+
+    pipeline: int | None  # versions of the enabled configurations (None: none)
+    enrichment: int | None
+    data_epoch: int  # moves on every write to the rows the enrichment reads
+    route: int | None
+
+    @property
+    def empty(self) -> bool:
+        return self.pipeline is None and self.enrichment is None and self.route is None
+
+
+def ingest_state_sync(conn: Connection, integration_id: int) -> IngestState:
+    """One statement per push: for ingestion (incident/ingest), which then hands each
+    version to the pipeline, enrichment and route services."""
+    row = repo.ingest_state_sync(conn, integration_id)
+    return IngestState(pipeline=row[0], enrichment=row[1], data_epoch=int(row[2] or 0),
+                       route=row[3])
 
 
 async def download_header(conn: AsyncConnection, actor: Actor, *,

@@ -260,13 +260,11 @@ _ROWS: dict[int, tuple[int, dict[tuple[str, str], str | None]]] = {}
 _ROWS_MAX = 20_000  # entries per integration; the map starts over beyond it
 
 
-def _load(conn: Connection, integration_id: int) -> tuple[tuple[Rule, ...],
-                                                           dict[tuple[str, str], str | None]]:
+def _load(conn: Connection, integration_id: int, version: int | None,
+          epoch: int) -> tuple[tuple[Rule, ...], dict[tuple[str, str], str | None]]:
     """The integration's compiled rules and its cache of looked-up rows."""
-    current = repo.setting_state_sync(conn, integration_id)
-    if current is None or current[1] != "enabled":
+    if version is None:
         return (), {}
-    version, _, epoch = current
     rows = _ROWS.get(integration_id)
     if rows is None or rows[0] != epoch or len(rows[1]) > _ROWS_MAX:
         if len(_ROWS) >= _CACHE_MAX:
@@ -340,11 +338,12 @@ def _extract(rule: Rule, subject: dict[str, Any], labels: dict[str, str]) -> str
     return m.group(0)  # type: ignore[no-any-return]
 
 
-def enrich_sync(conn: Connection, integration_id: int, *, title: str, description: str,
-                severity: str, labels: dict[str, str]) -> dict[str, str] | None:
-    """The labels of an event after the integration's enrichment, or None when it has no
-    rules (the event's labels stand)."""
-    rules, known = _load(conn, integration_id)
+def enrich_sync(conn: Connection, integration_id: int, *, version: int | None, epoch: int,
+                title: str, description: str, severity: str,
+                labels: dict[str, str]) -> dict[str, str] | None:
+    """The labels of an event after the integration's enrichment (at setting `version` and
+    data `epoch`, from `ingest_state_sync`), or None when it has no rules."""
+    rules, known = _load(conn, integration_id, version, epoch)
     if not rules:
         return None
     out = dict(labels)

@@ -40,15 +40,8 @@ async def save(conn: AsyncConnection, *, exists: bool, integration_id: int,
 
 # -- hot path (sync: ingestion runs on the database thread, see Database.run_sync) -------------
 
-_VERSION = select(alert_pipeline.c.version, alert_pipeline.c.status).where(
-    alert_pipeline.c.integration_id == bindparam("integration_id"))
 _RULES = select(alert_pipeline.c.version, alert_pipeline.c.rules).where(
     alert_pipeline.c.integration_id == bindparam("integration_id"))
-
-
-def version_sync(conn: Connection, integration_id: int) -> tuple[int, str] | None:
-    row = conn.execute(_VERSION, {"integration_id": integration_id}).first()
-    return None if row is None else (row[0], row[1])
 
 
 def rules_sync(conn: Connection, integration_id: int) -> Any:

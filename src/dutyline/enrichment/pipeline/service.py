@@ -145,12 +145,11 @@ _CACHE: dict[int, tuple[int, tuple[Rule, ...]]] = {}
 _CACHE_MAX = 10_000
 
 
-def _load(conn: Connection, integration_id: int) -> tuple[Rule, ...]:
-    current = repo.version_sync(conn, integration_id)
-    if current is None or current[1] != "enabled":
+def _load(conn: Connection, integration_id: int, version: int | None) -> tuple[Rule, ...]:
+    if version is None:
         return ()
     cached = _CACHE.get(integration_id)
-    if cached is not None and cached[0] == current[0]:
+    if cached is not None and cached[0] == version:
         return cached[1]
     row = repo.rules_sync(conn, integration_id)
     if row is None:
@@ -167,10 +166,12 @@ def _load(conn: Connection, integration_id: int) -> tuple[Rule, ...]:
     return _CACHE[integration_id][1]
 
 
-def apply_sync(conn: Connection, integration_id: int, *, title_rule: str, description: str,
-               severity: str, alert_key: str, labels: dict[str, str]) -> Outcome | None:
-    """The event after the integration's pipeline, or None when it has none."""
-    rules = _load(conn, integration_id)
+def apply_sync(conn: Connection, integration_id: int, *, version: int | None,
+               title_rule: str, description: str, severity: str, alert_key: str,
+               labels: dict[str, str]) -> Outcome | None:
+    """The event after the integration's pipeline (at `version`, from the enrichment
+    service's `ingest_state_sync`), or None when it has none."""
+    rules = _load(conn, integration_id, version)
     if not rules:
         return None
     subject: dict[str, Any] = {"title": title_rule, "description": description,

@@ -43,15 +43,8 @@ async def save(conn: AsyncConnection, *, exists: bool, integration_id: int,
 
 # -- hot path (sync: ingestion runs on the database thread, see Database.run_sync) -------------
 
-_VERSION = select(integration_route.c.version, integration_route.c.status).where(
-    integration_route.c.integration_id == bindparam("integration_id"))
 _CONFIG = select(integration_route.c.version, integration_route.c.config).where(
     integration_route.c.integration_id == bindparam("integration_id"))
-
-
-def version_sync(conn: Connection, integration_id: int) -> tuple[int, str] | None:
-    row = conn.execute(_VERSION, {"integration_id": integration_id}).first()
-    return None if row is None else (row[0], row[1])
 
 
 def config_sync(conn: Connection, integration_id: int) -> Any:

@@ -162,12 +162,11 @@ _CACHE: dict[int, tuple[int, _Compiled | None]] = {}
 _CACHE_MAX = 10_000
 
 
-def _load(conn: Connection, integration_id: int) -> _Compiled | None:
-    current = repo.version_sync(conn, integration_id)
-    if current is None or current[1] != "enabled":
+def _load(conn: Connection, integration_id: int, version: int | None) -> _Compiled | None:
+    if version is None:
         return None
     cached = _CACHE.get(integration_id)
-    if cached is not None and cached[0] == current[0]:
+    if cached is not None and cached[0] == version:
         return cached[1]
     row = repo.config_sync(conn, integration_id)
     if row is None:
@@ -187,11 +186,11 @@ def _load(conn: Connection, integration_id: int) -> _Compiled | None:
     return compiled
 
 
-def candidates_sync(conn: Connection, integration_id: int,
+def candidates_sync(conn: Connection, integration_id: int, *, version: int | None,
                     subject: dict[str, Any]) -> list[int] | None:
     """The channels an alert may go to, best first (matched cases in order, then the
     default); None when the integration has no route. The caller takes the first live one."""
-    compiled = _load(conn, integration_id)
+    compiled = _load(conn, integration_id, version)
     if compiled is None:
         return None
     out: list[int] = []

@@ -86,8 +86,9 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
     # The integration's pipeline (enrichment/pipeline) may rewrite the title, description or
     # severity, or drop the event (answered, not stored).
-    processed = pipeline.apply_sync(
-        conn, integration.integration_id, title_rule=req.title_rule,
+    state = enrichment.ingest_state_sync(conn, integration.integration_id)
+    processed = None if state.pipeline is None else pipeline.apply_sync(
+        conn, integration.integration_id, version=state.pipeline, title_rule=req.title_rule,
         description=req.description, severity=req.event_status, alert_key=alert_key,
         labels=req.labels)
     if processed is not None:
@@ -99,13 +100,16 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     # The integration's enrichment (enrichment/settings.py) runs before anything reads the
     # labels: title placeholders, noise rules and grouping all see the enriched ones. The
     # derived key stays that of the labels as sent, so a mapping edit splits no alert.
-    enriched = enrichment.enrich_sync(
-        conn, integration.integration_id, title=req.title_rule, description=req.description,
-        severity=req.event_status, labels=req.labels)
+    enriched = None if state.enrichment is None else enrichment.enrich_sync(
+        conn, integration.integration_id, version=state.enrichment, epoch=state.data_epoch,
+        title=req.title_rule, description=req.description, severity=req.event_status,
+        labels=req.labels)
     if enriched is not None:
         req = msgspec.structs.replace(req, labels=enriched)
     title = render_title(req.title_rule, req.labels)
-    integration, settings = _route(conn, integration, settings, req, title, alert_key)
+    if state.route is not None:
+        integration, settings = _route(conn, integration, settings, req, title, alert_key,
+                                       state.route)
     rules = noise_rules.rules_for_sync(conn, integration.channel_id, settings.noise_version)
     scope = {
         "account_id": integration.account_id,
@@ -177,14 +181,15 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
 
 
 def _route(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
-           req: PushRequest, title: str, alert_key: str,
+           req: PushRequest, title: str, alert_key: str, version: int,
            ) -> tuple[ResolvedIntegration, IngestSettings]:
     """The channel the integration's route (enrichment/route) sends this event to: the first
     live, enabled one of the matching cases, then the default; else its own channel."""
     subject = {"title": title, "title_rule": req.title_rule, "description": req.description,
                "severity": req.event_status, "alert_severity": req.event_status,
                "alert_key": alert_key, "labels": req.labels}
-    candidates = routes.candidates_sync(conn, integration.integration_id, subject)
+    candidates = routes.candidates_sync(conn, integration.integration_id, version=version,
+                                        subject=subject)
     for channel_id in candidates or ():
         if channel_id == integration.channel_id:
             return integration, settings
