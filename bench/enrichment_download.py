@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import threading
 import time
@@ -75,7 +76,7 @@ def download(server: Server, schema_id: str, out: Path) -> dict[str, Any]:
     sampler.start()
     request = urllib.request.Request(
         server.url("/enrichment/mapping/data/download", "owner"),
-        data=('{"schema_id": "%s"}' % schema_id).encode(), method="POST",
+        data=json.dumps({"schema_id": schema_id}).encode(), method="POST",
         headers={"Content-Type": "application/json"})
     started = time.perf_counter()
     size = 0
