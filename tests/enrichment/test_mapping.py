@@ -368,3 +368,14 @@ async def test_bad_ids_and_unknown_schemas(api: Api, owner: Person) -> None:
                           params={"app_key": owner.key}, content=CSV_OK,
                           headers={"content-type": "text/csv"})
     assert reply.status_code == 400 and "schema_id" in reply.json()["error"]["message"]
+
+
+async def test_large_multipart_upload(api: Api, owner: Person) -> None:
+    """A file part well over a megabyte (Starlette's per-field limit is for text fields)."""
+    schema_id = await create(api, owner)
+    data = b"host,owner,team,service\n" + b"".join(
+        b"host-%07d,o,t,s\n" % i for i in range(150_000))
+    assert len(data) > 2_000_000
+    reply = await upload(api, owner, schema_id, data, as_="multipart")
+    assert reply.status_code == 200, reply.text
+    assert len(await rows(api, schema_id)) == 150_000
