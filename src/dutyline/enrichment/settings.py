@@ -255,8 +255,10 @@ async def list_settings(conn: AsyncConnection, actor: Actor, *,
 
 _CACHE: dict[int, tuple[int, tuple[Rule, ...]]] = {}
 _CACHE_MAX = 10_000
-# Rows looked up per integration: (data epoch, {(schema_id, key): vals, or None if absent}).
-_ROWS: dict[int, tuple[int, dict[tuple[str, str], str | None]]] = {}
+# Rows looked up per integration: ((setting version, data epoch), {(schema_id, key): vals, or
+# None if absent}). The version is part of the key: a setting that stops reading a schema
+# takes its data_version out of the epoch's sum, which another schema's writes could refill.
+_ROWS: dict[int, tuple[tuple[int, int], dict[tuple[str, str], str | None]]] = {}
 _ROWS_MAX = 20_000  # entries per integration; the map starts over beyond it
 
 
@@ -266,10 +268,10 @@ def _load(conn: Connection, integration_id: int, version: int | None,
     if version is None:
         return (), {}
     rows = _ROWS.get(integration_id)
-    if rows is None or rows[0] != epoch or len(rows[1]) > _ROWS_MAX:
+    if rows is None or rows[0] != (version, epoch) or len(rows[1]) > _ROWS_MAX:
         if len(_ROWS) >= _CACHE_MAX:
             _ROWS.clear()
-        rows = _ROWS[integration_id] = (epoch, {})
+        rows = _ROWS[integration_id] = ((version, epoch), {})
     cached = _CACHE.get(integration_id)
     if cached is not None and cached[0] == version:
         return cached[1], rows[1]
