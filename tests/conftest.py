@@ -8,9 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from dutyline.api import observe
 from dutyline.config import Settings
 from tests.fixtures import databases as dbs
 from tests.fixtures.api import Api, make_api
+
+# capture_logs must see every logger, whichever test used it first (see observe.py).
+observe.CACHE_LOGGERS = False
 
 pytest_plugins = ["tests.fixtures.accounts", "tests.fixtures.redis", "tests.fixtures.smtp"]
 

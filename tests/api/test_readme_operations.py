@@ -26,6 +26,7 @@ def _listed() -> set[str]:
 
 def test_the_readme_lists_every_served_operation() -> None:
     served = {op.path for r in all_routers() for op in r.operations}
-    listed = _listed() - {"/event/push/alert/standard"}
+    # Routes outside the operation layer (ingestion, trigger fires) are named in the table too.
+    listed = {p for p in _listed() if not p.startswith("/event/push/") and "{" not in p}
     assert sorted(served - listed) == []
     assert sorted(listed - served) == []

@@ -3,6 +3,7 @@ rowcounts, transactions (deferred BEGIN included), errors and write serialisatio
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -107,8 +108,9 @@ async def test_a_connection_that_cannot_open_leaves_no_thread_behind(tmp_path: P
     when the failure is raised, or it may outlive the event loop and fail there."""
     directory = tmp_path / "data"
     database = Database(f"sqlite+aiosqlite:///{directory / 'd.db'}")
-    # A file where the database's directory should be: no connection can open.
-    directory.rmdir()
+    # A file where the database's directory should be: no connection can open. (Database()
+    # has made the directory, private, as it always does.)
+    shutil.rmtree(directory)
     directory.write_text("not a directory")
     before = set(_connection_threads())
     try:

@@ -221,7 +221,9 @@ async def test_sqlite_counts_a_window_from_the_two_indexes(sqlite_url: str) -> N
             plan = [row[3] for row in await conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql)]
     finally:
         await db.dispose()
-    assert any(step.startswith("SEARCH incident USING COVERING INDEX ix_incident_list")
+    # ix_incident_list or the insight index (both lead with account, deleted, start time and
+    # cover the count): either way no incident row is read.
+    assert any(step.startswith("SEARCH incident USING COVERING INDEX ix_incident_")
                for step in plan), plan
     assert any(step.startswith("SCAN incident_title_fts VIRTUAL TABLE") for step in plan), plan
 

@@ -152,7 +152,9 @@ async def test_slack_and_feishu_payloads(papi: Api, owner: Person, clock: FakeCl
                                         "sign_secret": "fs-secret"}}])])
     got = {r.path: json.loads(r.body) for r in receiver.take()}
     assert set(got["/slack"]) == {"text"}
-    assert got["/slack"]["text"].startswith("[Critical] checkout latency high")
+    # The rule's (preset) template renders the text: the built-in Slack body.
+    assert got["/slack"]["text"].startswith("**New incident: checkout latency high**")
+    assert "- Severity: Critical" in got["/slack"]["text"]
     fei = got["/feishu"]
     assert fei["msg_type"] == "text" and "checkout latency high" in fei["content"]["text"]
     assert fei["timestamp"] == str(int(clock.now()))
@@ -170,7 +172,8 @@ async def test_dingtalk_wecom_and_teams_payloads(papi: Api, owner: Person, clock
     got = {r.path: r for r in receiver.take()}
     ding = json.loads(got["/ding"].body)
     assert ding == {"msgtype": "text", "text": {"content": ding["text"]["content"]}}
-    assert ding["text"]["content"].startswith("[Critical] checkout latency high")
+    assert "checkout latency high" in ding["text"]["content"]
+    assert "Critical" in ding["text"]["content"]
     query = got["/ding"].query
     assert query["access_token"] == "t" and query["timestamp"] == str(int(clock.now() * 1000))
     mac = hmac.new(b"SECx", f"{query['timestamp']}\nSECx".encode(), hashlib.sha256).digest()

@@ -27,6 +27,11 @@ def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> Mutabl
     return event
 
 
+# Bound loggers are cached on first use (cheaper). The test suite turns this off, so that
+# structlog.testing.capture_logs sees loggers first used before it (set before create_app).
+CACHE_LOGGERS = True
+
+
 def configure_logging(level: str = "info", json: bool = True) -> None:
     processors: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -42,7 +47,7 @@ def configure_logging(level: str = "info", json: bool = True) -> None:
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.INFO)),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=CACHE_LOGGERS,
     )
 
 

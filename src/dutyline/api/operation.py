@@ -5,6 +5,8 @@ through api/handler.py. The same declarations feed the OpenAPI document."""
 
 from __future__ import annotations
 
+import inspect
+import typing
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -145,6 +147,26 @@ class Operation:
         return self.path.strip("/").replace("/", ".")
 
 
+_FROM_ANNOTATIONS: Any = object()
+
+
+def _annotated_types(handler: Handler) -> tuple[type[Any], Any]:
+    """The request and response types an endpoint states in its signature, so that a
+    declaration names them once: `async def info(ctx, req: XRequest) -> XItem`. No request
+    parameter: `Empty`; `-> None`: no payload; `-> Download` (or `StreamedDownload`): the file,
+    whose JSON form is
+    its text. A handler built by a factory (`-> Any`) names its response in the decorator."""
+    hints = typing.get_type_hints(handler)
+    names = list(inspect.signature(handler).parameters)
+    request = hints[names[1]] if len(names) > 1 else Empty
+    response = hints.get("return")
+    if response is type(None):
+        response = None
+    elif response is Download or response is StreamedDownload:
+        response = str
+    return request, response
+
+
 class Router:
     """Collects one domain's operations."""
 
@@ -156,8 +178,8 @@ class Router:
         self,
         path: str,
         *,
-        request: type[Any] = Empty,
-        response: Any = None,
+        request: type[Any] | None = None,
+        response: Any = _FROM_ANNOTATIONS,
         permissions: tuple[str, ...] = (),
         rate_scope: RateScope = "account",
         write: bool = False,
@@ -171,12 +193,14 @@ class Router:
         raw_body: bool = False,
     ) -> Callable[[H], H]:
         def register(handler: H) -> H:
+            annotated_request, annotated_response = _annotated_types(handler)
             self.operations.append(
                 Operation(
                     path=path,
                     handler=handler,
-                    request_type=request,
-                    response_type=response,
+                    request_type=request or annotated_request,
+                    response_type=(annotated_response if response is _FROM_ANNOTATIONS
+                                   else response),
                     permissions=permissions,
                     rate_scope=rate_scope,
                     write=write,

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from dutyline.incident.query.schemas import IncidentInfo
+from dutyline.incident.service import IncidentInfo
 
 WEBHOOK_EVENT = "i_assign"
 

@@ -18,8 +18,7 @@ from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 router = Router("Escalation rules")
 
 
-@router.post("/channel/escalate/rule/create", request=CreateEscalationRuleRequest,
-             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
 async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCreateResponse:
     """Create an escalation rule: who is paged, how, and when, for the channel's incidents."""
     created = await service.create_rule(
@@ -31,8 +30,7 @@ async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCre
     return created
 
 
-@router.post("/channel/escalate/rule/update", request=UpdateEscalationRuleRequest,
-             permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> None:
     """Replace an escalation rule's settings (its status is kept)."""
     await service.update_rule(
@@ -43,8 +41,7 @@ async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> None:
     ctx.audit_targets.append(req.rule_id.lower())
 
 
-@router.post("/channel/escalate/rule/delete", request=ChannelRuleIDRequest,
-             permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/delete", permissions=(CHANNEL_MANAGE,), write=True)
 async def rule_delete(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Delete an escalation rule (escalations already running keep their snapshot)."""
     await service.delete_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
@@ -52,8 +49,7 @@ async def rule_delete(ctx: Context, req: ChannelRuleIDRequest) -> None:
     ctx.audit_targets.append(req.rule_id.lower())
 
 
-@router.post("/channel/escalate/rule/enable", request=ChannelRuleIDRequest,
-             permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/enable", permissions=(CHANNEL_MANAGE,), write=True)
 async def rule_enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Enable an escalation rule."""
     await service.set_status(ctx.conn, ctx.actor, channel_id=req.channel_id,
@@ -61,8 +57,7 @@ async def rule_enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     ctx.audit_targets.append(req.rule_id.lower())
 
 
-@router.post("/channel/escalate/rule/disable", request=ChannelRuleIDRequest,
-             permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/disable", permissions=(CHANNEL_MANAGE,), write=True)
 async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Disable an escalation rule: it is skipped, and kept."""
     await service.set_status(ctx.conn, ctx.actor, channel_id=req.channel_id,
@@ -70,16 +65,14 @@ async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     ctx.audit_targets.append(req.rule_id.lower())
 
 
-@router.post("/channel/escalate/rule/info", request=ChannelRuleIDRequest,
-             response=EscalateRuleItem, permissions=(CHANNEL_VIEW,))
+@router.post("/channel/escalate/rule/info", permissions=(CHANNEL_VIEW,))
 async def rule_info(ctx: Context, req: ChannelRuleIDRequest) -> EscalateRuleItem:
     """One escalation rule, layers included."""
     return await service.rule_info(ctx.conn, ctx.actor, channel_id=req.channel_id,
                                    rule_id=req.rule_id)
 
 
-@router.post("/channel/escalate/rule/list", request=ChannelScopedListRequest,
-             response=ListEscalationRulesResponse, permissions=(CHANNEL_VIEW,))
+@router.post("/channel/escalate/rule/list", permissions=(CHANNEL_VIEW,))
 async def rule_list(ctx: Context, req: ChannelScopedListRequest) -> ListEscalationRulesResponse:
     """Every escalation rule of a channel, in the order they are tried."""
     return ListEscalationRulesResponse(

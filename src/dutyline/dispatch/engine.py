@@ -29,7 +29,7 @@ from dutyline.dispatch import repository as repo
 from dutyline.dispatch import system
 from dutyline.dispatch.notify import notify_layer
 from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfo, IncidentInfoRequest
+from dutyline.incident.service import IncidentInfo, IncidentInfoRequest
 from dutyline.kit.ids import hex_id
 from dutyline.work import queue
 

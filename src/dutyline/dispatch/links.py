@@ -26,9 +26,12 @@ from dutyline.api.errors import ApiError
 from dutyline.config import Settings
 from dutyline.dispatch import system
 from dutyline.incident.lifecycle import service as lifecycle
-from dutyline.incident.lifecycle.schemas import IncidentIdsRequest, ResolveIncidentRequest
 from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.incident.service import (
+    IncidentIdsRequest,
+    IncidentInfoRequest,
+    ResolveIncidentRequest,
+)
 from dutyline.platform.member import service as members
 
 if TYPE_CHECKING:

@@ -12,9 +12,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.dispatch import compose, links, peers
-from dutyline.incident import feed
 from dutyline.incident.lifecycle import service as lifecycle
-from dutyline.incident.query.schemas import IncidentInfo
+from dutyline.incident.service import IncidentInfo, feed
 from dutyline.kit.ids import hex_id
 from dutyline.kit.outbound import redact_url
 from dutyline.notify.delivery import service as delivery

@@ -22,6 +22,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 
+_TEMPLATE_COLUMN = {"teams": "teams_app"}
+
 
 @functools.cache
 def _module(name: str) -> ModuleType | None:
@@ -81,6 +83,11 @@ async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, chann
     """The rule's template rendered for this channel, or None: use the built-in text."""
     templates = _module("dutyline.notify.template.service")
     if templates is None or not template_id:
+        return None
+    # A Teams robot posts the body of the template's Teams column (the reference names it
+    # teams_app); a channel templates do not cover keeps the built-in text.
+    channel = _TEMPLATE_COLUMN.get(channel, channel)
+    if channel not in templates.DEFAULT_BODIES:
         return None
     rendered = await templates.render_for_incident(
         conn, actor, template_id=template_id, channel=channel, incident_id=incident_id)

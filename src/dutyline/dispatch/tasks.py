@@ -13,8 +13,7 @@ from dutyline.api.actor import Actor
 from dutyline.dispatch import engine, peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
-from dutyline.incident import events
-from dutyline.incident.events import IncidentEvent
+from dutyline.incident.service import IncidentEvent, events
 from dutyline.work.registry import JobContext, job_handler
 
 

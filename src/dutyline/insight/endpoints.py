@@ -37,40 +37,35 @@ def _query(req: InsightFilter) -> service.Query:
     return service.Query(**values)
 
 
-@router.post("/insight/account", request=InsightQueryRequest,
-             response=DimensionInsightResponse, permissions=_READ)
+@router.post("/insight/account", permissions=_READ)
 async def insight_account(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures of the whole account, per day, week or month or over the window."""
     return DimensionInsightResponse(items=await service.dimension(
         ctx.conn, ctx.actor, by="account", query=_query(req)))
 
 
-@router.post("/insight/channel", request=InsightQueryRequest,
-             response=DimensionInsightResponse, permissions=_READ)
+@router.post("/insight/channel", permissions=_READ)
 async def insight_channel(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures per channel."""
     return DimensionInsightResponse(items=await service.dimension(
         ctx.conn, ctx.actor, by="channel", query=_query(req)))
 
 
-@router.post("/insight/team", request=InsightQueryRequest,
-             response=DimensionInsightResponse, permissions=_READ)
+@router.post("/insight/team", permissions=_READ)
 async def insight_team(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures per team (the team owning each incident's channel)."""
     return DimensionInsightResponse(items=await service.dimension(
         ctx.conn, ctx.actor, by="team", query=_query(req)))
 
 
-@router.post("/insight/responder", request=InsightQueryRequest,
-             response=ResponderInsightResponse, permissions=_READ)
+@router.post("/insight/responder", permissions=_READ)
 async def insight_responder(ctx: Context, req: InsightQueryRequest) -> ResponderInsightResponse:
     """Incident figures per responder."""
     return ResponderInsightResponse(items=await service.responders(
         ctx.conn, ctx.actor, query=_query(req)))
 
 
-@router.post("/insight/incident/list", request=InsightIncidentListRequest,
-             response=InsightIncidentListResponse, permissions=_READ)
+@router.post("/insight/incident/list", permissions=_READ)
 async def insight_incident_list(
     ctx: Context, req: InsightIncidentListRequest
 ) -> InsightIncidentListResponse:
@@ -83,8 +78,7 @@ async def insight_incident_list(
     return InsightIncidentListResponse(total=total, has_next_page=has_next, items=items)
 
 
-@router.post("/insight/alert/topk-by-label", request=InsightTopkAlertByLabelRequest,
-             response=InsightAlertByLabelResponse, permissions=_READ)
+@router.post("/insight/alert/topk-by-label", permissions=_READ)
 async def insight_alert_topk(
     ctx: Context, req: InsightTopkAlertByLabelRequest
 ) -> InsightAlertByLabelResponse:
@@ -94,32 +88,28 @@ async def insight_alert_topk(
         orderby=req.orderby or "total_alert_cnt", asc=req.asc))
 
 
-@router.post("/insight/incident/export", request=InsightFilter, response=str,
-             permissions=_READ)
+@router.post("/insight/incident/export", permissions=_READ)
 async def insight_incident_export(ctx: Context, req: InsightFilter) -> Download:
     """The incident list as CSV (at most 10,000 rows)."""
     text = await service.incidents_csv(ctx.conn, ctx.actor, query=_query(req))
     return Download("insight-incidents.csv", text)
 
 
-@router.post("/insight/channel/export", request=InsightQueryRequest, response=str,
-             permissions=_READ)
+@router.post("/insight/channel/export", permissions=_READ)
 async def insight_channel_export(ctx: Context, req: InsightQueryRequest) -> Download:
     """The channel figures as CSV."""
     text = await service.dimension_csv(ctx.conn, ctx.actor, by="channel", query=_query(req))
     return Download("insight-channels.csv", text)
 
 
-@router.post("/insight/team/export", request=InsightQueryRequest, response=str,
-             permissions=_READ)
+@router.post("/insight/team/export", permissions=_READ)
 async def insight_team_export(ctx: Context, req: InsightQueryRequest) -> Download:
     """The team figures as CSV."""
     text = await service.dimension_csv(ctx.conn, ctx.actor, by="team", query=_query(req))
     return Download("insight-teams.csv", text)
 
 
-@router.post("/insight/responder/export", request=InsightQueryRequest, response=str,
-             permissions=_READ)
+@router.post("/insight/responder/export", permissions=_READ)
 async def insight_responder_export(ctx: Context, req: InsightQueryRequest) -> Download:
     """The responder figures as CSV."""
     text = await service.responders_csv(ctx.conn, ctx.actor, query=_query(req))

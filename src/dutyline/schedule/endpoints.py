@@ -23,8 +23,7 @@ router = Router("On-call schedules")
 _VIEW = (SCHEDULE_VIEW, SCHEDULE_MANAGE)
 
 
-@router.post("/schedule/create", request=ScheduleUpsertRequest, response=ScheduleIDResponse,
-             permissions=(SCHEDULE_MANAGE,), write=True)
+@router.post("/schedule/create", permissions=(SCHEDULE_MANAGE,), write=True)
 async def schedule_create(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleIDResponse:
     """Create an on-call schedule: layers of rotating groups, restrictions, overrides."""
     schedule_id = await service.create_schedule(
@@ -35,8 +34,7 @@ async def schedule_create(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleI
     return ScheduleIDResponse(schedule_id=schedule_id)
 
 
-@router.post("/schedule/update", request=ScheduleUpsertRequest,
-             permissions=(SCHEDULE_MANAGE,), write=True)
+@router.post("/schedule/update", permissions=(SCHEDULE_MANAGE,), write=True)
 async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> None:
     """Update a schedule; fields left out keep their value, `layers` replaces the stack."""
     await service.update_schedule(
@@ -47,31 +45,28 @@ async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> None:
     ctx.audit_targets.append(req.schedule_id)
 
 
-@router.post("/schedule/delete", request=ScheduleIDsBodyRequest,
-             permissions=(SCHEDULE_MANAGE,), write=True)
+@router.post("/schedule/delete", permissions=(SCHEDULE_MANAGE,), write=True)
 async def schedule_delete(ctx: Context, req: ScheduleIDsBodyRequest) -> None:
     """Delete schedules by id (all or nothing)."""
     ctx.audit_targets.extend(
         await service.delete_schedules(ctx.conn, ctx.actor, schedule_ids=req.schedule_ids))
 
 
-@router.post("/schedule/info", request=ScheduleInfoRequest, response=ScheduleItem,
-             permissions=_VIEW)
+@router.post("/schedule/info", permissions=_VIEW)
 async def schedule_info(ctx: Context, req: ScheduleInfoRequest) -> ScheduleItem:
     """A schedule with its computed layers and final timeline for a window (≤ 45 days)."""
     return await service.schedule_info(ctx.conn, ctx.actor, schedule_id=req.schedule_id,
                                        start=req.start, end=req.end)
 
 
-@router.post("/schedule/infos", request=ScheduleIDsBodyRequest, response=ScheduleSelfResponse,
-             permissions=_VIEW)
+@router.post("/schedule/infos", permissions=_VIEW)
 async def schedule_infos(ctx: Context, req: ScheduleIDsBodyRequest) -> ScheduleSelfResponse:
     """Schedules by id; unknown ids are left out."""
     return ScheduleSelfResponse(items=await service.schedule_infos(
         ctx.conn, ctx.actor, schedule_ids=req.schedule_ids))
 
 
-@router.post("/schedule/list", request=ScheduleListRequest, response=ScheduleListResponse)
+@router.post("/schedule/list")
 async def schedule_list(ctx: Context, req: ScheduleListRequest) -> ScheduleListResponse:
     """The account's schedules, a page at a time; with start and end, their timelines."""
     total, items = await service.list_schedules(
@@ -81,16 +76,14 @@ async def schedule_list(ctx: Context, req: ScheduleListRequest) -> ScheduleListR
     return ScheduleListResponse(items=items, total=total)
 
 
-@router.post("/schedule/preview", request=ScheduleUpsertRequest, response=ScheduleItem,
-             permissions=_VIEW)
+@router.post("/schedule/preview", permissions=_VIEW)
 async def schedule_preview(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleItem:
     """The timeline a definition would give in a window (≤ 45 days); nothing is stored."""
     return await service.preview(ctx.conn, ctx.actor, time_zone=req.time_zone,
                                  layers=req.layers, start=req.start, end=req.end)
 
 
-@router.post("/schedule/self", request=ScheduleSelfRequest, response=ScheduleSelfResponse,
-             permissions=_VIEW)
+@router.post("/schedule/self", permissions=_VIEW)
 async def schedule_self(ctx: Context, req: ScheduleSelfRequest) -> ScheduleSelfResponse:
     """The caller's schedules with only the caller's shifts (window ≤ 30 days; default the
     next 7 days)."""
@@ -98,7 +91,7 @@ async def schedule_self(ctx: Context, req: ScheduleSelfRequest) -> ScheduleSelfR
         ctx.conn, ctx.actor, start=req.start, end=req.end))
 
 
-@router.post("/schedule/feed/create", response=FeedCreateResponse, write=True)
+@router.post("/schedule/feed/create", write=True)
 async def feed_create(ctx: Context, req: Empty) -> FeedCreateResponse:
     """Create, or rotate, the caller's secret iCalendar feed URL (shown only here)."""
     url, created_at = await feed.create_feed(ctx.conn, ctx.actor,
@@ -107,7 +100,7 @@ async def feed_create(ctx: Context, req: Empty) -> FeedCreateResponse:
     return FeedCreateResponse(feed_url=url, created_at=created_at)
 
 
-@router.post("/schedule/feed/info", response=FeedInfoResponse)
+@router.post("/schedule/feed/info")
 async def feed_info(ctx: Context, req: Empty) -> FeedInfoResponse:
     """Whether the caller has a feed URL (never the URL itself)."""
     created_at = await feed.feed_created_at(ctx.conn, ctx.actor)

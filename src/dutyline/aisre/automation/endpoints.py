@@ -24,8 +24,7 @@ from dutyline.api.operation import Context, Router
 router = Router("Automation rules")
 
 
-@router.post("/safari/automation/rule/create", request=RuleCreateRequest,
-             response=AutomationRuleItem, write=True)
+@router.post("/safari/automation/rule/create", write=True)
 async def automation_rule_create(ctx: Context, req: RuleCreateRequest) -> AutomationRuleItem:
     """Create an automation rule (personal with team_id 0, or for a team of the account)."""
     item = await service.create_rule(
@@ -36,8 +35,7 @@ async def automation_rule_create(ctx: Context, req: RuleCreateRequest) -> Automa
     return item
 
 
-@router.post("/safari/automation/rule/update", request=RuleUpdateRequest,
-             response=AutomationRuleItem, write=True)
+@router.post("/safari/automation/rule/update", write=True)
 async def automation_rule_update(ctx: Context, req: RuleUpdateRequest) -> AutomationRuleItem:
     """Update an automation rule; omitted fields are left unchanged."""
     ctx.audit_targets.append(req.rule_id)
@@ -46,13 +44,13 @@ async def automation_rule_update(ctx: Context, req: RuleUpdateRequest) -> Automa
     )
 
 
-@router.post("/safari/automation/rule/get", request=RuleLookup, response=AutomationRuleItem)
+@router.post("/safari/automation/rule/get")
 async def automation_rule_get(ctx: Context, req: RuleLookup) -> AutomationRuleItem:
     """One automation rule the caller can see."""
     return await service.get_rule(ctx.conn, ctx.actor, rule_id=req.rule_id)
 
 
-@router.post("/safari/automation/rule/list", request=RuleListRequest, response=RuleListResponse)
+@router.post("/safari/automation/rule/list")
 async def automation_rule_list(ctx: Context, req: RuleListRequest) -> RuleListResponse:
     """Rules visible to the caller: owners/admins all, members their own and their teams'."""
     return await service.list_rules(
@@ -61,13 +59,13 @@ async def automation_rule_list(ctx: Context, req: RuleListRequest) -> RuleListRe
     )
 
 
-@router.post("/safari/automation/rule/delete", request=RuleLookup, write=True, empty="null")
+@router.post("/safari/automation/rule/delete", write=True, empty="null")
 async def automation_rule_delete(ctx: Context, req: RuleLookup) -> None:
     """Delete a rule with its triggers, schedule and runs."""
     ctx.audit_targets.append(await service.delete_rule(ctx.conn, ctx.actor, rule_id=req.rule_id))
 
 
-@router.post("/safari/automation/rule/enable", request=RuleLookup, write=True, empty="null")
+@router.post("/safari/automation/rule/enable", write=True, empty="null")
 async def automation_rule_enable(ctx: Context, req: RuleLookup) -> None:
     """Enable a rule (its schedule resumes from now)."""
     ctx.audit_targets.append(req.rule_id)
@@ -75,7 +73,7 @@ async def automation_rule_enable(ctx: Context, req: RuleLookup) -> None:
                               changes=service.RuleChanges(enabled=True))
 
 
-@router.post("/safari/automation/rule/disable", request=RuleLookup, write=True, empty="null")
+@router.post("/safari/automation/rule/disable", write=True, empty="null")
 async def automation_rule_disable(ctx: Context, req: RuleLookup) -> None:
     """Disable a rule: no trigger fires it until it is enabled again."""
     ctx.audit_targets.append(req.rule_id)
@@ -83,15 +81,14 @@ async def automation_rule_disable(ctx: Context, req: RuleLookup) -> None:
                               changes=service.RuleChanges(enabled=False))
 
 
-@router.post("/safari/automation/rule/run", request=RuleRunRequest, response=RunRecord,
-             write=True)
+@router.post("/safari/automation/rule/run", write=True)
 async def automation_rule_run(ctx: Context, req: RuleRunRequest) -> RunRecord:
     """Run an enabled rule now (once a minute per rule)."""
     ctx.audit_targets.append(req.rule_id)
     return await runs.run_now(ctx.conn, ctx.actor, rule_id=req.rule_id, context=req.context)
 
 
-@router.post("/safari/automation/run/list", request=RunListRequest, response=RunListResponse)
+@router.post("/safari/automation/run/list")
 async def automation_run_list(ctx: Context, req: RunListRequest) -> RunListResponse:
     """Runs of the rules the caller can see, newest first."""
     return await runs.list_runs(
@@ -100,7 +97,7 @@ async def automation_run_list(ctx: Context, req: RunListRequest) -> RunListRespo
     )
 
 
-@router.post("/safari/automation/run/get", request=RunLookup, response=RunRecord)
+@router.post("/safari/automation/run/get")
 async def automation_run_get(ctx: Context, req: RunLookup) -> RunRecord:
     """One run with its steps: every LLM request and answer, tool call and result."""
     return await runs.get_run(ctx.conn, ctx.actor, run_id=req.run_id)

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.aisre.automation import agent, runs
 from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import service as rules
-from dutyline.incident import events
+from dutyline.incident.service import events
 from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
 from dutyline.work.scheduler import Fire, schedule_batch_handler
 

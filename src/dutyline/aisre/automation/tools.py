@@ -24,7 +24,7 @@ from dutyline.api.operation import Context
 from dutyline.api.runtime import Runtime
 from dutyline.api.transaction import RequestTransaction
 from dutyline.incident.query import service as incident_service
-from dutyline.incident.query.schemas import (
+from dutyline.incident.service import (
     IncidentInfoRequest,
     ListIncidentAlertsRequest,
     ListIncidentsRequest,

@@ -17,61 +17,45 @@ from dutyline.platform.permissions import MCP_MANAGE
 router = Router("MCP servers")
 
 
-@router.post(
-    "/safari/mcp/server/list", request=McpServerListRequest, response=McpServerListResponse,
-    rate_scope="app_key",
-)
+@router.post("/safari/mcp/server/list", rate_scope="app_key")
 async def mcp_server_list(ctx: Context, req: McpServerListRequest) -> McpServerListResponse:
     """List the MCP servers visible to the caller; never contacts a server."""
     return await service.list_servers(ctx, req)
 
 
-@router.post("/safari/mcp/server/get", request=McpServerLookup, response=McpServerRecord)
+@router.post("/safari/mcp/server/get")
 async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
     """Get one MCP server and probe its tools live (list_error when the probe fails)."""
     return await service.get_server(ctx, req)
 
 
-@router.post(
-    "/safari/mcp/server/create", request=McpServerCreateRequest, response=McpServerRecord,
-    permissions=(MCP_MANAGE,), write=True,
-)
+@router.post("/safari/mcp/server/create", permissions=(MCP_MANAGE,), write=True)
 async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpServerRecord:
     """Register an MCP server (account-level with team_id 0, or for one team)."""
     return await service.create_server(ctx, req)
 
 
-@router.post(
-    "/safari/mcp/server/update", request=McpServerUpdateRequest, response=McpServerRecord,
-    permissions=(MCP_MANAGE,), write=True,
-)
+@router.post("/safari/mcp/server/update", permissions=(MCP_MANAGE,), write=True)
 async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpServerRecord:
     """Change an MCP server; fields left out keep their value, masked headers their secret."""
     return await service.update_server(ctx, req)
 
 
-@router.post(
-    "/safari/mcp/server/delete", request=McpServerLookup, permissions=(MCP_MANAGE,),
-    write=True, empty="null",
-)
+@router.post("/safari/mcp/server/delete", permissions=(MCP_MANAGE,), write=True, empty="null")
 async def mcp_server_delete(ctx: Context, req: McpServerLookup) -> None:
     """Delete an MCP server."""
     await service.delete_server(ctx, req)
 
 
-@router.post(
-    "/safari/mcp/server/enable", request=McpServerLookup, permissions=(MCP_MANAGE,),
-    write=True, rate_scope="app_key", empty="null",
-)
+@router.post("/safari/mcp/server/enable", permissions=(MCP_MANAGE,), write=True,
+             rate_scope="app_key", empty="null")
 async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
     """Enable a disabled MCP server (an enabled one is refused with InvalidParameter)."""
     await service.set_status(ctx, req, "enabled")
 
 
-@router.post(
-    "/safari/mcp/server/disable", request=McpServerLookup, permissions=(MCP_MANAGE,),
-    write=True, rate_scope="app_key", empty="null",
-)
+@router.post("/safari/mcp/server/disable", permissions=(MCP_MANAGE,), write=True,
+             rate_scope="app_key", empty="null")
 async def mcp_server_disable(ctx: Context, req: McpServerLookup) -> None:
     """Disable an enabled MCP server (a disabled one is refused with InvalidParameter)."""
     await service.set_status(ctx, req, "disabled")

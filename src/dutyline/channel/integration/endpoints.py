@@ -17,31 +17,27 @@ from dutyline.platform.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 router = Router("Integrations")
 
 
-@router.post("/integration/create", request=CreateIntegrationRequest,
-             response=CreateIntegrationResponse, permissions=(INTEGRATION_MANAGE,), write=True)
+@router.post("/integration/create", permissions=(INTEGRATION_MANAGE,), write=True)
 async def integration_create(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
     """Create an integration of a channel; its key is shown in this response only."""
     return await service.create_integration(ctx, req)
 
 
-@router.post("/integration/info", request=IntegrationIDRequest, response=IntegrationItem,
-             permissions=(INTEGRATION_VIEW,))
+@router.post("/integration/info", permissions=(INTEGRATION_VIEW,))
 async def integration_info(ctx: Context, req: IntegrationIDRequest) -> IntegrationItem:
     """Get one integration (never its key)."""
     return await service.integration_info(ctx, req)
 
 
-@router.post("/integration/list", request=ListIntegrationsRequest,
-             response=ListIntegrationsResponse, permissions=(INTEGRATION_VIEW,))
+@router.post("/integration/list", permissions=(INTEGRATION_VIEW,))
 async def integration_list(ctx: Context,
                            req: ListIntegrationsRequest) -> ListIntegrationsResponse:
     """List integrations, of one channel or of every channel the caller sees."""
     return await service.list_integrations(ctx, req)
 
 
-@router.post("/integration/delete", request=IntegrationIDRequest,
-             permissions=(INTEGRATION_MANAGE,), write=True, dangerous=True)
+@router.post("/integration/delete", permissions=(INTEGRATION_MANAGE,), write=True, dangerous=True)
 async def integration_delete(ctx: Context, req: IntegrationIDRequest) -> None:
     """Delete an integration: its key stops accepting alerts at once."""
     await service.delete_integration(ctx, req)

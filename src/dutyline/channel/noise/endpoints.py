@@ -27,7 +27,7 @@ from dutyline.channel.noise.schemas import (
     UpdateSilenceRuleRequest,
 )
 from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.incident.service import IncidentInfoRequest
 from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 
 router = Router("Channel noise rules")
@@ -43,31 +43,27 @@ def _created(ctx: Context, created: tuple[str, str]) -> RuleCreateResponse:
 def _common_routes(prefix: str, kind: str, item: Any) -> None:
     """info, delete, enable, disable: the same for every kind."""
 
-    @router.post(f"{prefix}/info", request=ChannelRuleIDRequest, response=item,
-                 permissions=(CHANNEL_VIEW,))
+    @router.post(f"{prefix}/info", response=item, permissions=(CHANNEL_VIEW,))
     async def info(ctx: Context, req: ChannelRuleIDRequest) -> Any:
         """Get one rule of the channel."""
         return await service.rule_info(ctx.conn, ctx.actor, kind=kind,
                                        channel_id=req.channel_id, rule_id=req.rule_id)
 
-    @router.post(f"{prefix}/delete", request=ChannelRuleIDRequest,
-                 permissions=(CHANNEL_MANAGE,), write=True)
+    @router.post(f"{prefix}/delete", permissions=(CHANNEL_MANAGE,), write=True)
     async def remove(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Delete a rule."""
         await service.delete_rule(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
                                   rule_id=req.rule_id)
         ctx.audit_targets.append(req.rule_id)
 
-    @router.post(f"{prefix}/enable", request=ChannelRuleIDRequest,
-                 permissions=(CHANNEL_MANAGE,), write=True)
+    @router.post(f"{prefix}/enable", permissions=(CHANNEL_MANAGE,), write=True)
     async def enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Enable a rule (idempotent)."""
         await service.set_status(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
                                  rule_id=req.rule_id, status="enabled")
         ctx.audit_targets.append(req.rule_id)
 
-    @router.post(f"{prefix}/disable", request=ChannelRuleIDRequest,
-                 permissions=(CHANNEL_MANAGE,), write=True)
+    @router.post(f"{prefix}/disable", permissions=(CHANNEL_MANAGE,), write=True)
     async def disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Disable a rule without deleting it (idempotent)."""
         await service.set_status(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
@@ -78,8 +74,7 @@ def _common_routes(prefix: str, kind: str, item: Any) -> None:
 # -- inhibit --------------------------------------------------------------------------------
 
 
-@router.post("/channel/inhibit/rule/list", request=ChannelScopedRequest,
-             response=ListInhibitRulesResponse, permissions=(CHANNEL_VIEW,))
+@router.post("/channel/inhibit/rule/list", permissions=(CHANNEL_VIEW,))
 async def inhibit_list(ctx: Context, req: ChannelScopedRequest) -> ListInhibitRulesResponse:
     """List the channel's inhibit rules (full records)."""
     items = await service.list_rules(ctx.conn, ctx.actor, kind=INHIBIT,
@@ -87,8 +82,7 @@ async def inhibit_list(ctx: Context, req: ChannelScopedRequest) -> ListInhibitRu
     return ListInhibitRulesResponse(items=items)  # type: ignore[arg-type]
 
 
-@router.post("/channel/inhibit/rule/create", request=CreateInhibitRuleRequest,
-             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/inhibit/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
 async def inhibit_create(ctx: Context, req: CreateInhibitRuleRequest) -> RuleCreateResponse:
     """Create an inhibit rule: alerts matching target_filters are held back while an active
     alert matching source_filters agrees with them on every `equals` path."""
@@ -101,8 +95,7 @@ async def inhibit_create(ctx: Context, req: CreateInhibitRuleRequest) -> RuleCre
         config=config))
 
 
-@router.post("/channel/inhibit/rule/update", request=UpdateInhibitRuleRequest,
-             permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/inhibit/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def inhibit_update(ctx: Context, req: UpdateInhibitRuleRequest) -> None:
     """Replace an inhibit rule's settings."""
     config = service.inhibit_config(
@@ -127,8 +120,7 @@ def _silence_config(req: CreateSilenceRuleRequest) -> dict[str, Any]:
         is_directly_discard=req.is_directly_discard, from_incident_id=req.from_incident_id)
 
 
-@router.post("/channel/silence/rule/list", request=ChannelScopedRequest,
-             response=ListSilenceRulesResponse, permissions=(CHANNEL_VIEW,))
+@router.post("/channel/silence/rule/list", permissions=(CHANNEL_VIEW,))
 async def silence_list(ctx: Context, req: ChannelScopedRequest) -> ListSilenceRulesResponse:
     """List the channel's silence rules."""
     items = await service.list_rules(ctx.conn, ctx.actor, kind=SILENCE,
@@ -136,8 +128,7 @@ async def silence_list(ctx: Context, req: ChannelScopedRequest) -> ListSilenceRu
     return ListSilenceRulesResponse(items=items)  # type: ignore[arg-type]
 
 
-@router.post("/channel/silence/rule/create", request=CreateSilenceRuleRequest,
-             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/silence/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
 async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCreateResponse:
     """Create a silence rule: matching alerts are stored and open no incident during its
     one-off window (`time_filter`) or recurring windows (`time_filters`)."""
@@ -147,8 +138,7 @@ async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCre
         config=_silence_config(req)))
 
 
-@router.post("/channel/silence/rule/update", request=UpdateSilenceRuleRequest,
-             permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/silence/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def silence_update(ctx: Context, req: UpdateSilenceRuleRequest) -> None:
     """Replace a silence rule's settings."""
     await service.update_rule(ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
@@ -161,8 +151,7 @@ async def silence_update(ctx: Context, req: UpdateSilenceRuleRequest) -> None:
 _common_routes("/channel/silence/rule", SILENCE, SilenceRuleItem)
 
 
-@router.post("/incident/silence/quick", request=QuickSilenceRequest,
-             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/incident/silence/quick", permissions=(CHANNEL_MANAGE,), write=True)
 async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> RuleCreateResponse:
     """Silence alerts like this incident's (same labels, else same title) for `minutes`."""
     found = await incidents.incident_info(ctx, IncidentInfoRequest(incident_id=req.incident_id))
@@ -175,8 +164,7 @@ async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> Rule
 # -- drop (unsubscribe) ---------------------------------------------------------------------
 
 
-@router.post("/channel/unsubscribe/rule/list", request=ChannelScopedRequest,
-             response=ListDropRulesResponse, permissions=(CHANNEL_VIEW,))
+@router.post("/channel/unsubscribe/rule/list", permissions=(CHANNEL_VIEW,))
 async def drop_list(ctx: Context, req: ChannelScopedRequest) -> ListDropRulesResponse:
     """List the channel's drop rules."""
     items = await service.list_rules(ctx.conn, ctx.actor, kind=DROP,
@@ -184,8 +172,7 @@ async def drop_list(ctx: Context, req: ChannelScopedRequest) -> ListDropRulesRes
     return ListDropRulesResponse(items=items)  # type: ignore[arg-type]
 
 
-@router.post("/channel/unsubscribe/rule/create", request=CreateDropRuleRequest,
-             response=RuleCreateResponse, permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/unsubscribe/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
 async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateResponse:
     """Create a drop rule: matching new alerts are counted on the rule and not stored."""
     return _created(ctx, await service.create_rule(
@@ -194,8 +181,7 @@ async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateRes
         config=service.drop_config(filters=req.filters)))
 
 
-@router.post("/channel/unsubscribe/rule/update", request=UpdateDropRuleRequest,
-             permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/unsubscribe/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def drop_update(ctx: Context, req: UpdateDropRuleRequest) -> None:
     """Replace a drop rule's settings."""
     await service.update_rule(ctx.conn, ctx.actor, kind=DROP, channel_id=req.channel_id,

@@ -27,43 +27,38 @@ router = Router("Alerts")
 VIEW = (CHANNEL_VIEW,)
 
 
-@router.post("/alert/list", request=AlertListRequest, response=AlertListResponse,
-             permissions=VIEW)
+@router.post("/alert/list", permissions=VIEW)
 async def alert_list(ctx: Context, req: AlertListRequest) -> AlertListResponse:
     """List the account's alerts in a time range (at most 31 days), a page at a time."""
     return await service.list_alerts(ctx, req)
 
 
-@router.post("/alert/info", request=AlertLookup, response=AlertItem, permissions=VIEW)
+@router.post("/alert/info", permissions=VIEW)
 async def alert_info(ctx: Context, req: AlertLookup) -> AlertItem:
     """Get one alert with its incident and event count."""
     return await service.alert_info(ctx, req)
 
 
-@router.post("/alert/event/list", request=AlertEventListRequest,
-             response=AlertEventListResponse, permissions=VIEW)
+@router.post("/alert/event/list", permissions=VIEW)
 async def alert_event_list(ctx: Context, req: AlertEventListRequest) -> AlertEventListResponse:
     """List the raw events of one alert in arrival order."""
     return await service.list_events(ctx, req)
 
 
-@router.post("/alert/list-by-ids", request=AlertListByIdsRequest, response=AlertListResponse,
-             permissions=VIEW)
+@router.post("/alert/list-by-ids", permissions=VIEW)
 async def alert_list_by_ids(ctx: Context, req: AlertListByIdsRequest) -> AlertListResponse:
     """Get up to 100 alerts by id; an unknown id fails the whole call."""
     return await service.list_by_ids(ctx.conn, ctx.actor, alert_ids=req.alert_ids)
 
 
-@router.post("/alert/feed", request=AlertFeedRequest, response=AlertFeedResponse,
-             permissions=VIEW)
+@router.post("/alert/feed", permissions=VIEW)
 async def alert_feed(ctx: Context, req: AlertFeedRequest) -> AlertFeedResponse:
     """The activity of one alert: triggered, closed."""
     return await service.alert_feed(ctx.conn, ctx.actor, alert_id=req.alert_id, asc=req.asc,
                                     types=req.types, offset=req.offset, limit=req.limit)
 
 
-@router.post("/alert-event/list", request=AlertEventGlobalListRequest,
-             response=AlertEventGlobalListResponse, permissions=VIEW)
+@router.post("/alert-event/list", permissions=VIEW)
 async def alert_event_global_list(
     ctx: Context, req: AlertEventGlobalListRequest
 ) -> AlertEventGlobalListResponse:
@@ -75,8 +70,7 @@ async def alert_event_global_list(
         channel_ids=req.channel_ids, severities=req.severities, asc=req.asc)
 
 
-@router.post("/alert/merge", request=AlertMergeRequest, permissions=(INCIDENT_MANAGE,),
-             write=True)
+@router.post("/alert/merge", permissions=(INCIDENT_MANAGE,), write=True)
 async def alert_merge_into_incident(ctx: Context, req: AlertMergeRequest) -> None:
     """Merge alerts into an existing open incident."""
     ctx.audit_targets.extend(await alert_merge.merge_alerts(

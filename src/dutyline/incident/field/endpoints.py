@@ -17,34 +17,31 @@ from dutyline.platform.permissions import ACCOUNT_MANAGE
 router = Router("Custom fields")
 
 
-@router.post("/field/create", request=CreateFieldRequest, response=CreateFieldResponse,
-             permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/field/create", permissions=(ACCOUNT_MANAGE,), write=True)
 async def field_create(ctx: Context, req: CreateFieldRequest) -> CreateFieldResponse:
     """Define a custom incident field."""
     return await service.create_field(ctx, req)
 
 
-@router.post("/field/info", request=FieldLookup, response=FieldItem)
+@router.post("/field/info")
 async def field_info(ctx: Context, req: FieldLookup) -> FieldItem:
     """Get one custom field by id or name."""
     return await service.field_info(ctx, req)
 
 
-@router.post("/field/list", response=ListFieldsResponse)
+@router.post("/field/list")
 async def field_list(ctx: Context, req: Empty) -> ListFieldsResponse:
     """List the account's custom fields by name (at most 100, so no paging)."""
     return await service.list_fields(ctx)
 
 
-@router.post("/field/update", request=UpdateFieldRequest, permissions=(ACCOUNT_MANAGE,),
-             write=True)
+@router.post("/field/update", permissions=(ACCOUNT_MANAGE,), write=True)
 async def field_update(ctx: Context, req: UpdateFieldRequest) -> None:
     """Change a field's display name, description, options or default."""
     await service.update_field(ctx, req)
 
 
-@router.post("/field/delete", request=FieldLookup, permissions=(ACCOUNT_MANAGE,), write=True,
-             dangerous=True)
+@router.post("/field/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def field_delete(ctx: Context, req: FieldLookup) -> None:
     """Delete a custom field no incident holds a value for."""
     await service.delete_field(ctx, req)

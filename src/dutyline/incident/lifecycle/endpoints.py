@@ -30,96 +30,85 @@ router = Router("Incidents")
 _MANAGE = (INCIDENT_MANAGE,)
 
 
-@router.post("/incident/create", request=CreateIncidentRequest,
-             response=CreateIncidentResponse, permissions=_MANAGE, write=True)
+@router.post("/incident/create", permissions=_MANAGE, write=True)
 async def incident_create(ctx: Context, req: CreateIncidentRequest) -> CreateIncidentResponse:
     """Open an incident by hand, standalone or in a channel."""
     return await editing.create(ctx, req)
 
 
-@router.post("/incident/ack", request=IncidentIdsRequest, permissions=_MANAGE, write=True)
+@router.post("/incident/ack", permissions=_MANAGE, write=True)
 async def incident_ack(ctx: Context, req: IncidentIdsRequest) -> None:
     """Acknowledge Triggered incidents (to Processing); all or nothing."""
     await service.ack(ctx, req)
 
 
-@router.post("/incident/unack", request=IncidentIdsRequest, permissions=_MANAGE, write=True)
+@router.post("/incident/unack", permissions=_MANAGE, write=True)
 async def incident_unack(ctx: Context, req: IncidentIdsRequest) -> None:
     """Take back an acknowledgement (Processing to Triggered); all or nothing."""
     await service.unack(ctx, req)
 
 
-@router.post("/incident/resolve", request=ResolveIncidentRequest, permissions=_MANAGE,
-             write=True)
+@router.post("/incident/resolve", permissions=_MANAGE, write=True)
 async def incident_resolve(ctx: Context, req: ResolveIncidentRequest) -> None:
     """Close open incidents and recover their active alerts; all or nothing."""
     await service.resolve(ctx, req)
 
 
-@router.post("/incident/reopen", request=ReopenIncidentRequest, permissions=_MANAGE,
-             write=True)
+@router.post("/incident/reopen", permissions=_MANAGE, write=True)
 async def incident_reopen(ctx: Context, req: ReopenIncidentRequest) -> None:
     """Reopen Closed incidents (back to Triggered, dispatched again); all or nothing."""
     await service.reopen(ctx, req)
 
 
-@router.post("/incident/snooze", request=SnoozeIncidentRequest, permissions=_MANAGE,
-             write=True)
+@router.post("/incident/snooze", permissions=_MANAGE, write=True)
 async def incident_snooze(ctx: Context, req: SnoozeIncidentRequest) -> None:
     """Hold notifications of open incidents for 1 to 1440 minutes."""
     await service.snooze(ctx, req)
 
 
-@router.post("/incident/wake", request=IncidentIdsRequest, permissions=_MANAGE, write=True)
+@router.post("/incident/wake", permissions=_MANAGE, write=True)
 async def incident_wake(ctx: Context, req: IncidentIdsRequest) -> None:
     """End the snooze of snoozed incidents."""
     await service.wake(ctx, req)
 
 
-@router.post("/incident/reset", request=UpdateIncidentFieldsRequest, permissions=_MANAGE,
-             write=True)
+@router.post("/incident/reset", permissions=_MANAGE, write=True)
 async def incident_reset(ctx: Context, req: UpdateIncidentFieldsRequest) -> None:
     """Edit title, description, impact, root cause, resolution or severity."""
     await editing.reset(ctx, req)
 
 
-@router.post("/incident/remove", request=RemoveIncidentRequest, permissions=_MANAGE,
-             write=True, dangerous=True)
+@router.post("/incident/remove", permissions=_MANAGE, write=True, dangerous=True)
 async def incident_remove(ctx: Context, req: RemoveIncidentRequest) -> None:
     """Remove incidents: they disappear from every read."""
     await service.remove(ctx, req)
 
 
-@router.post("/incident/comment", request=CommentIncidentRequest, permissions=_MANAGE,
-             write=True)
+@router.post("/incident/comment", permissions=_MANAGE, write=True)
 async def incident_comment(ctx: Context, req: CommentIncidentRequest) -> None:
     """Add a comment to the timeline of incidents."""
     await service.comment(ctx, req)
 
 
-@router.post("/incident/assign", request=AssignIncidentRequest, permissions=_MANAGE,
-             write=True)
+@router.post("/incident/assign", permissions=_MANAGE, write=True)
 async def incident_assign(ctx: Context, req: AssignIncidentRequest) -> None:
     """Assign open incidents to members or an escalation rule."""
     await editing.assign(ctx, req)
 
 
-@router.post("/incident/merge", request=MergeIncidentsRequest, permissions=_MANAGE,
-             write=True)
+@router.post("/incident/merge", permissions=_MANAGE, write=True)
 async def incident_merge(ctx: Context, req: MergeIncidentsRequest) -> None:
     """Merge source incidents into a target: alerts move, sources close."""
     await editing.merge(ctx, req)
 
 
-@router.post("/incident/field/reset", request=ResetIncidentFieldRequest,
-             permissions=_MANAGE, write=True)
+@router.post("/incident/field/reset", permissions=_MANAGE, write=True)
 async def incident_field_reset(ctx: Context, req: ResetIncidentFieldRequest) -> None:
     """Set the value of a custom field of an incident."""
     await editing.reset_field(ctx, req)
 
 
-@router.post("/incident/responder/add", request=AddIncidentResponderRequest,
-             permissions=_MANAGE, write=True)
+@router.post("/incident/responder/add", permissions=_MANAGE, write=True)
 async def incident_responder_add(ctx: Context, req: AddIncidentResponderRequest) -> None:
     """Add members as responders of an open incident."""
     await responders.add_responders(
@@ -128,8 +117,7 @@ async def incident_responder_add(ctx: Context, req: AddIncidentResponderRequest)
     ctx.audit_targets.append(req.incident_id.lower())
 
 
-@router.post("/incident/disable-merge", request=DisableIncidentMergeRequest,
-             permissions=_MANAGE, write=True)
+@router.post("/incident/disable-merge", permissions=_MANAGE, write=True)
 async def incident_disable_merge(ctx: Context, req: DisableIncidentMergeRequest) -> None:
     """Stop incidents from taking new alerts through grouping; all or nothing."""
     ctx.audit_targets.extend(await responders.disable_merge(

@@ -25,22 +25,19 @@ router = Router("Incidents")
 _READ = (CHANNEL_VIEW, INCIDENT_MANAGE)
 
 
-@router.post("/incident/info", request=IncidentInfoRequest, response=IncidentInfo,
-             permissions=_READ)
+@router.post("/incident/info", permissions=_READ)
 async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
     """Get one incident of the account."""
     return await service.incident_info(ctx, req)
 
 
-@router.post("/incident/list", request=ListIncidentsRequest, response=IncidentListResponse,
-             permissions=_READ)
+@router.post("/incident/list", permissions=_READ)
 async def incident_list(ctx: Context, req: ListIncidentsRequest) -> IncidentListResponse:
     """List incidents started in a window of at most 31 days, filtered, by page or cursor."""
     return await service.list_incidents(ctx, req)
 
 
-@router.post("/incident/list-by-ids", request=ListIncidentsByIdsRequest,
-             response=IncidentListResponse, permissions=_READ)
+@router.post("/incident/list-by-ids", permissions=_READ)
 async def incident_list_by_ids(
     ctx: Context, req: ListIncidentsByIdsRequest
 ) -> IncidentListResponse:
@@ -48,15 +45,13 @@ async def incident_list_by_ids(
     return await service.list_by_ids(ctx, req)
 
 
-@router.post("/incident/feed", request=ListIncidentFeedRequest,
-             response=ListIncidentFeedResponse, permissions=_READ)
+@router.post("/incident/feed", permissions=_READ)
 async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncidentFeedResponse:
     """The incident's timeline: who did what, and when."""
     return await service.incident_feed(ctx, req)
 
 
-@router.post("/incident/alert/list", request=ListIncidentAlertsRequest,
-             response=ListIncidentAlertsResponse, permissions=_READ)
+@router.post("/incident/alert/list", permissions=_READ)
 async def incident_alert_list(
     ctx: Context, req: ListIncidentAlertsRequest
 ) -> ListIncidentAlertsResponse:
@@ -64,8 +59,7 @@ async def incident_alert_list(
     return await service.incident_alerts(ctx, req)
 
 
-@router.post("/incident/past/list", request=ListPastIncidentsRequest,
-             response=ListPastIncidentsResponse, permissions=_READ)
+@router.post("/incident/past/list", permissions=_READ)
 async def incident_past_list(
     ctx: Context, req: ListPastIncidentsRequest
 ) -> ListPastIncidentsResponse:

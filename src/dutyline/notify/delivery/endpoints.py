@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
 from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfoRequest
+from dutyline.incident.service import IncidentInfoRequest
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.schemas import (
     GetWebhookHistoryDetailRequest,
@@ -20,8 +20,7 @@ from dutyline.platform.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 router = Router("Notifications")
 
 
-@router.post("/notify/delivery/list", request=ListDeliveriesRequest,
-             response=ListDeliveriesResponse, permissions=(CHANNEL_VIEW,))
+@router.post("/notify/delivery/list", permissions=(CHANNEL_VIEW,))
 async def delivery_list(ctx: Context, req: ListDeliveriesRequest) -> ListDeliveriesResponse:
     """Every notification of an incident: recipient, channel, outcome and each attempt."""
     # The incident must be one the caller sees (not found otherwise).
@@ -30,8 +29,7 @@ async def delivery_list(ctx: Context, req: ListDeliveriesRequest) -> ListDeliver
         ctx.conn, ctx.actor, incident_id=req.incident_id))
 
 
-@router.post("/webhook/history/list", request=ListWebhookHistoryRequest,
-             response=ListWebhookHistoryResponse, permissions=(INTEGRATION_VIEW,))
+@router.post("/webhook/history/list", permissions=(INTEGRATION_VIEW,))
 async def webhook_history_list(ctx: Context,
                                req: ListWebhookHistoryRequest) -> ListWebhookHistoryResponse:
     """Outgoing webhook attempts in a time window (ms), newest first unless `asc`."""
@@ -41,8 +39,7 @@ async def webhook_history_list(ctx: Context,
         event_types=req.event_types, integration_id=req.integration_id)
 
 
-@router.post("/webhook/history/detail", request=GetWebhookHistoryDetailRequest,
-             response=WebhookHistoryDetail, permissions=(INTEGRATION_VIEW,))
+@router.post("/webhook/history/detail", permissions=(INTEGRATION_VIEW,))
 async def webhook_history_detail(ctx: Context,
                                  req: GetWebhookHistoryDetailRequest) -> WebhookHistoryDetail:
     """One outgoing webhook attempt with its request and response."""

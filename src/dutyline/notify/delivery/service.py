@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.incident import feed
+from dutyline.incident.service import feed
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery.adapters.base import Attempt, dumps

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dutyline.incident.query.schemas import AlertInfo, IncidentInfo
+from dutyline.incident.service import AlertInfo, IncidentInfo
 
 
 def _person(person_id: int, people: dict[int, tuple[str, str]]) -> dict[str, Any]:

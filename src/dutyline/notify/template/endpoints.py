@@ -21,8 +21,7 @@ from dutyline.platform.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 router = Router("Notification templates")
 
 
-@router.post("/template/create", request=TemplateCreateRequest, response=TemplateCreateResponse,
-             permissions=(TEMPLATE_MANAGE,), write=True)
+@router.post("/template/create", permissions=(TEMPLATE_MANAGE,), write=True)
 async def template_create(ctx: Context, req: TemplateCreateRequest) -> TemplateCreateResponse:
     """Create a notification template; every non-empty channel body must compile."""
     created = await service.create_template(
@@ -33,8 +32,7 @@ async def template_create(ctx: Context, req: TemplateCreateRequest) -> TemplateC
     return created
 
 
-@router.post("/template/info", request=TemplateInfoRequest, response=TemplateItem,
-             permissions=(TEMPLATE_VIEW,))
+@router.post("/template/info", permissions=(TEMPLATE_VIEW,))
 async def template_info(ctx: Context, req: TemplateInfoRequest) -> TemplateItem:
     """One template by `template_id` (or `id`); the preset id gives the built-in default."""
     template_id = req.template_id or req.id
@@ -45,8 +43,7 @@ async def template_info(ctx: Context, req: TemplateInfoRequest) -> TemplateItem:
     return await service.template_info(ctx.conn, ctx.actor, template_id=template_id)
 
 
-@router.post("/template/list", request=TemplateListRequest, response=TemplateListResponse,
-             permissions=(TEMPLATE_VIEW,))
+@router.post("/template/list", permissions=(TEMPLATE_VIEW,))
 async def template_list(ctx: Context, req: TemplateListRequest) -> TemplateListResponse:
     """A page of the account's templates."""
     return await service.list_templates(
@@ -55,8 +52,7 @@ async def template_list(ctx: Context, req: TemplateListRequest) -> TemplateListR
         query=req.query)
 
 
-@router.post("/template/update", request=TemplateUpdateRequest,
-             permissions=(TEMPLATE_MANAGE,), write=True)
+@router.post("/template/update", permissions=(TEMPLATE_MANAGE,), write=True)
 async def template_update(ctx: Context, req: TemplateUpdateRequest) -> None:
     """Replace a template's name, team, description and every channel body."""
     await service.update_template(
@@ -66,16 +62,14 @@ async def template_update(ctx: Context, req: TemplateUpdateRequest) -> None:
     ctx.audit_targets.append(req.template_id.lower())
 
 
-@router.post("/template/delete", request=TemplateIdRequest, permissions=(TEMPLATE_MANAGE,),
-             write=True)
+@router.post("/template/delete", permissions=(TEMPLATE_MANAGE,), write=True)
 async def template_delete(ctx: Context, req: TemplateIdRequest) -> None:
     """Soft-delete a template."""
     await service.delete_template(ctx.conn, ctx.actor, template_id=req.template_id)
     ctx.audit_targets.append(req.template_id.lower())
 
 
-@router.post("/template/preview", request=TemplatePreviewRequest,
-             response=TemplatePreviewResponse, permissions=(TEMPLATE_VIEW,))
+@router.post("/template/preview", permissions=(TEMPLATE_VIEW,))
 async def template_preview(ctx: Context, req: TemplatePreviewRequest) -> TemplatePreviewResponse:
     """Render a body against an incident of the account (or a sample one)."""
     return await service.preview(

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api.actor import Actor
 from dutyline.api.operation import Context
 from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfoRequest, ListIncidentAlertsRequest
+from dutyline.incident.service import IncidentInfoRequest, ListIncidentAlertsRequest
 from dutyline.notify.template.data import incident_data
 
 MAX_ALERTS = 100  # alerts a template sees (the newest first pages of the incident's alerts)

@@ -9,7 +9,7 @@ from dutyline.platform.account.schemas import AccountItem
 router = Router("Account")
 
 
-@router.post("/account/info", request=Empty, response=AccountItem)
+@router.post("/account/info")
 async def account_info(ctx: Context, req: Empty) -> AccountItem:
     """The caller's account: id, name, locale, time zone, creation time."""
     return await service.account_info(ctx.conn, ctx.actor)

@@ -15,22 +15,20 @@ from dutyline.platform.app_key.schemas import (
 router = Router("App keys")
 
 
-@router.post(
-    "/app-key/create", request=AppKeyCreateRequest, response=AppKeyCreateResponse, write=True
-)
+@router.post("/app-key/create", write=True)
 async def app_key_create(ctx: Context, req: AppKeyCreateRequest) -> AppKeyCreateResponse:
     """Issue an app key for oneself, or for another member with account_manage."""
     return await service.create_key(ctx, req)
 
 
-@router.post("/app-key/list", request=AppKeyListRequest, response=AppKeyListResponse)
+@router.post("/app-key/list")
 async def app_key_list(ctx: Context, req: AppKeyListRequest) -> AppKeyListResponse:
     """List one member's keys (never the keys themselves): one's own, or any with
     account_manage."""
     return await service.list_keys(ctx, req)
 
 
-@router.post("/app-key/delete", request=AppKeyDeleteRequest, write=True, dangerous=True)
+@router.post("/app-key/delete", write=True, dangerous=True)
 async def app_key_delete(ctx: Context, req: AppKeyDeleteRequest) -> None:
     """Delete a key: one's own, or any key of the account with account_manage."""
     await service.delete_key(ctx, req)

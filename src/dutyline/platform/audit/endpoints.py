@@ -14,19 +14,13 @@ from dutyline.platform.permissions import ACCOUNT_MANAGE
 router = Router("Audit logs")
 
 
-@router.post(
-    "/audit/search", request=AuditSearchRequest, response=AuditSearchResponse,
-    permissions=(ACCOUNT_MANAGE,),
-)
+@router.post("/audit/search", permissions=(ACCOUNT_MANAGE,))
 async def audit_search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
     """Search the account's audit log in a time window, newest first, a cursor page at a time."""
     return await service.search(ctx, req)
 
 
-@router.post(
-    "/audit/operation/list", request=Empty, response=AuditOperationListResponse,
-    permissions=(ACCOUNT_MANAGE,),
-)
+@router.post("/audit/operation/list", permissions=(ACCOUNT_MANAGE,))
 async def audit_operation_list(ctx: Context, req: Empty) -> AuditOperationListResponse:
     """List the operation names the audit log records, for the `operations` filter."""
     return await service.operation_list(ctx)

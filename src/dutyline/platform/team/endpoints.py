@@ -19,37 +19,31 @@ from dutyline.platform.team.schemas import (
 router = Router("Teams")
 
 
-@router.post("/team/list", request=TeamListRequest, response=TeamListResponse)
+@router.post("/team/list")
 async def team_list(ctx: Context, req: TeamListRequest) -> TeamListResponse:
     """List the teams of the current account, a page at a time."""
     return await service.list_teams(ctx, req)
 
 
-@router.post("/team/info", request=TeamLookup, response=TeamItem)
+@router.post("/team/info")
 async def team_info(ctx: Context, req: TeamLookup) -> TeamItem:
     """Get one team by id, name or external ref."""
     return await service.team_info(ctx, req)
 
 
-@router.post("/team/infos", request=TeamInfosRequest, response=TeamInfosResponse)
+@router.post("/team/infos")
 async def team_infos(ctx: Context, req: TeamInfosRequest) -> TeamInfosResponse:
     """Get up to 100 teams by id; unknown ids are left out."""
     return await service.team_infos(ctx, req)
 
 
-@router.post(
-    "/team/upsert", request=TeamUpsertRequest, response=TeamUpsertResponse,
-    permissions=(ACCOUNT_MANAGE,), write=True,
-)
+@router.post("/team/upsert", permissions=(ACCOUNT_MANAGE,), write=True)
 async def team_upsert(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertResponse:
     """Create a team, or update one by id; person_ids replaces the member list."""
     return await service.upsert_team(ctx, req)
 
 
-@router.post(
-    "/team/delete", request=TeamLookup, permissions=(ACCOUNT_MANAGE,), write=True,
-    dangerous=True,
-)
+@router.post("/team/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def team_delete(ctx: Context, req: TeamLookup) -> None:
     """Delete a team by id, name or external ref."""
     await service.delete_team(ctx, req)

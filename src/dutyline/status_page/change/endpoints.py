@@ -27,8 +27,7 @@ EVENTS = (STATUS_PAGE_EVENT_MANAGE,)
 READ = (STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 
 
-@router.post("/status-page/change/create", request=ChangeCreateRequest,
-             response=ChangeCreateResponse, permissions=EVENTS, write=True)
+@router.post("/status-page/change/create", permissions=EVENTS, write=True)
 async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateResponse:
     """Create an incident or maintenance with its first timeline entries."""
     created = await service.create_change(
@@ -49,8 +48,7 @@ async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateR
     return ChangeCreateResponse(change_id=created.change_id, change_name=created.title)
 
 
-@router.post("/status-page/change/update", request=ChangeUpdateRequest, permissions=EVENTS,
-             write=True)
+@router.post("/status-page/change/update", permissions=EVENTS, write=True)
 async def change_update(ctx: Context, req: ChangeUpdateRequest) -> None:
     """Update an event's own fields; omitted fields are left unchanged."""
     await service.update_change(
@@ -63,8 +61,7 @@ async def change_update(ctx: Context, req: ChangeUpdateRequest) -> None:
     ctx.audit_targets.extend([req.page_id, req.change_id])
 
 
-@router.post("/status-page/change/delete", request=ChangeLookup, permissions=EVENTS,
-             write=True)
+@router.post("/status-page/change/delete", permissions=EVENTS, write=True)
 async def change_delete(ctx: Context, req: ChangeLookup) -> None:
     """Delete an event and its timeline."""
     await service.delete_change(ctx.conn, ctx.caller.account_id, req.page_id, req.change_id,
@@ -72,15 +69,13 @@ async def change_delete(ctx: Context, req: ChangeLookup) -> None:
     ctx.audit_targets.extend([req.page_id, req.change_id])
 
 
-@router.post("/status-page/change/list", request=ChangeListRequest,
-             response=ChangeListResponse, permissions=READ, also_get=True)
+@router.post("/status-page/change/list", permissions=READ, also_get=True)
 async def change_list(ctx: Context, req: ChangeListRequest) -> ChangeListResponse:
     """List a page's events of one type, newest start first."""
     return await service.list_changes(ctx.conn, ctx.caller.account_id, req)
 
 
-@router.post("/status-page/change/active/list", request=ActiveChangeListRequest,
-             response=ActiveChangeListResponse, permissions=READ, also_get=True)
+@router.post("/status-page/change/active/list", permissions=READ, also_get=True)
 async def change_active_list(
     ctx: Context, req: ActiveChangeListRequest
 ) -> ActiveChangeListResponse:
@@ -89,16 +84,14 @@ async def change_active_list(
         ctx.conn, ctx.actor, page_id=req.page_id, change_type=req.type))
 
 
-@router.post("/status-page/change/info", request=ChangeLookup, response=ChangeItem,
-             permissions=READ, also_get=True)
+@router.post("/status-page/change/info", permissions=READ, also_get=True)
 async def change_info(ctx: Context, req: ChangeLookup) -> ChangeItem:
     """Get one event with its timeline."""
     return await service.change_info(ctx.conn, ctx.caller.account_id, req.page_id,
                                      req.change_id)
 
 
-@router.post("/status-page/change/timeline/create", request=TimelineCreateRequest,
-             response=TimelineCreateResponse, permissions=EVENTS, write=True)
+@router.post("/status-page/change/timeline/create", permissions=EVENTS, write=True)
 async def timeline_create(ctx: Context, req: TimelineCreateRequest) -> TimelineCreateResponse:
     """Add a timeline entry to an event."""
     update_id = await timeline.add_update(
@@ -111,8 +104,7 @@ async def timeline_create(ctx: Context, req: TimelineCreateRequest) -> TimelineC
     return TimelineCreateResponse(update_id=update_id)
 
 
-@router.post("/status-page/change/timeline/update", request=TimelineUpdateRequest,
-             permissions=EVENTS, write=True)
+@router.post("/status-page/change/timeline/update", permissions=EVENTS, write=True)
 async def timeline_update(ctx: Context, req: TimelineUpdateRequest) -> None:
     """Edit a timeline entry; statuses are recomputed."""
     await timeline.edit_update(
@@ -125,8 +117,7 @@ async def timeline_update(ctx: Context, req: TimelineUpdateRequest) -> None:
     ctx.audit_targets.extend([req.page_id, req.change_id, req.update_id])
 
 
-@router.post("/status-page/change/timeline/delete", request=TimelineDeleteRequest,
-             permissions=EVENTS, write=True)
+@router.post("/status-page/change/timeline/delete", permissions=EVENTS, write=True)
 async def timeline_delete(ctx: Context, req: TimelineDeleteRequest) -> None:
     """Delete a timeline entry; the event keeps at least one."""
     await timeline.delete_update(ctx.conn, ctx.caller.account_id, req.page_id, req.change_id,

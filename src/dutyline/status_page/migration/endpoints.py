@@ -16,19 +16,14 @@ from dutyline.status_page.migration.schemas import (
 router = Router("Status page migration")
 
 
-@router.post(
-    "/status-page/migrate-structure", request=MigrateStructureRequest,
-    response=MigrationStartResponse, permissions=(STATUS_PAGE_MANAGE,), write=True,
-)
+@router.post("/status-page/migrate-structure", permissions=(STATUS_PAGE_MANAGE,), write=True)
 async def migrate_structure(ctx: Context, req: MigrateStructureRequest) -> MigrationStartResponse:
     """Start importing a Statuspage page's structure and history into a new status page."""
     return await service.start_structure(ctx, req)
 
 
-@router.post(
-    "/status-page/migrate-email-subscribers", request=MigrateSubscribersRequest,
-    response=MigrationStartResponse, permissions=(STATUS_PAGE_MANAGE,), write=True,
-)
+@router.post("/status-page/migrate-email-subscribers", permissions=(STATUS_PAGE_MANAGE,),
+             write=True)
 async def migrate_email_subscribers(
     ctx: Context, req: MigrateSubscribersRequest
 ) -> MigrationStartResponse:
@@ -36,19 +31,13 @@ async def migrate_email_subscribers(
     return await service.start_subscribers(ctx, req)
 
 
-@router.post(
-    "/status-page/migration/status", request=MigrationJobLookup, response=MigrationJob,
-    also_get=True,
-)
+@router.post("/status-page/migration/status", also_get=True)
 async def migration_status(ctx: Context, req: MigrationJobLookup) -> MigrationJob:
     """The state and progress of one of the account's migration jobs."""
     return await service.get_status(ctx, req)
 
 
-@router.post(
-    "/status-page/migration/cancel", request=MigrationJobLookup,
-    permissions=(STATUS_PAGE_MANAGE,), write=True,
-)
+@router.post("/status-page/migration/cancel", permissions=(STATUS_PAGE_MANAGE,), write=True)
 async def migration_cancel(ctx: Context, req: MigrationJobLookup) -> None:
     """Cancel a pending or running migration job; it stops at its next step."""
     await service.cancel(ctx, req)

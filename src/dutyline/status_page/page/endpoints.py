@@ -28,8 +28,7 @@ MANAGE = (STATUS_PAGE_MANAGE,)
 READ = (STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 
 
-@router.post("/status-page/create", request=PageCreateRequest, response=PageCreateResponse,
-             permissions=MANAGE, write=True)
+@router.post("/status-page/create", permissions=MANAGE, write=True)
 async def page_create(ctx: Context, req: PageCreateRequest) -> PageCreateResponse:
     """Create a status page; an internal page's login token is returned here only."""
     created = await service.create_page(
@@ -42,8 +41,7 @@ async def page_create(ctx: Context, req: PageCreateRequest) -> PageCreateRespons
                               url_name=created.url_name, access_token=created.access_token)
 
 
-@router.post("/status-page/update", request=PageUpdateRequest, response=PageUpdateResponse,
-             permissions=MANAGE, write=True)
+@router.post("/status-page/update", permissions=MANAGE, write=True)
 async def page_update(ctx: Context, req: PageUpdateRequest) -> PageUpdateResponse:
     """Update a status page; omitted fields are left unchanged."""
     token = await service.update_page(
@@ -55,32 +53,28 @@ async def page_update(ctx: Context, req: PageUpdateRequest) -> PageUpdateRespons
     return PageUpdateResponse(access_token=token)
 
 
-@router.post("/status-page/delete", request=PageLookup, permissions=MANAGE, write=True,
-             dangerous=True)
+@router.post("/status-page/delete", permissions=MANAGE, write=True, dangerous=True)
 async def page_delete(ctx: Context, req: PageLookup) -> None:
     """Delete a status page with its structure, events and subscribers."""
     await service.delete_page(ctx.conn, ctx.caller.account_id, req.page_id)
     ctx.audit_targets.append(req.page_id)
 
 
-@router.post("/status-page/list", request=PageListRequest, response=PageListResponse,
-             permissions=READ, also_get=True)
+@router.post("/status-page/list", permissions=READ, also_get=True)
 async def page_list(ctx: Context, req: PageListRequest) -> PageListResponse:
     """List the account's status pages, newest first."""
     return await service.list_pages(ctx.conn, ctx.caller.account_id, req,
                                     ctx.runtime.settings.base_url)
 
 
-@router.post("/status-page/info", request=PageLookup, response=PageInfo, permissions=READ,
-             also_get=True)
+@router.post("/status-page/info", permissions=READ, also_get=True)
 async def page_info(ctx: Context, req: PageLookup) -> PageInfo:
     """Get a status page with its sections and components."""
     return await service.page_info(ctx.conn, ctx.caller.account_id, req.page_id,
                                    ctx.runtime.settings.base_url)
 
 
-@router.post("/status-page/section/upsert", request=SectionUpsertRequest,
-             response=SectionUpsertResponse, permissions=MANAGE, write=True)
+@router.post("/status-page/section/upsert", permissions=MANAGE, write=True)
 async def section_upsert(ctx: Context, req: SectionUpsertRequest) -> SectionUpsertResponse:
     """Create a section of a page, or update one by id."""
     section_id = await service.upsert_section(
@@ -91,8 +85,7 @@ async def section_upsert(ctx: Context, req: SectionUpsertRequest) -> SectionUpse
     return SectionUpsertResponse(section_id=section_id)
 
 
-@router.post("/status-page/section/delete", request=SectionDeleteRequest, permissions=MANAGE,
-             write=True)
+@router.post("/status-page/section/delete", permissions=MANAGE, write=True)
 async def section_delete(ctx: Context, req: SectionDeleteRequest) -> None:
     """Delete an empty section (one that still holds components: ReferenceExist)."""
     await service.delete_section(ctx.conn, ctx.caller.account_id, req.page_id, req.section_id,
@@ -100,8 +93,7 @@ async def section_delete(ctx: Context, req: SectionDeleteRequest) -> None:
     ctx.audit_targets.extend([req.page_id, req.section_id])
 
 
-@router.post("/status-page/component/upsert", request=ComponentUpsertRequest,
-             response=ComponentUpsertResponse, permissions=MANAGE, write=True)
+@router.post("/status-page/component/upsert", permissions=MANAGE, write=True)
 async def component_upsert(ctx: Context, req: ComponentUpsertRequest) -> ComponentUpsertResponse:
     """Create a component of a page, or update one by id; omitted fields are unchanged."""
     component_id = await service.upsert_component(
@@ -114,8 +106,7 @@ async def component_upsert(ctx: Context, req: ComponentUpsertRequest) -> Compone
     return ComponentUpsertResponse(component_id=component_id)
 
 
-@router.post("/status-page/component/delete", request=ComponentDeleteRequest,
-             permissions=MANAGE, write=True)
+@router.post("/status-page/component/delete", permissions=MANAGE, write=True)
 async def component_delete(ctx: Context, req: ComponentDeleteRequest) -> None:
     """Delete a component of a page."""
     await service.delete_component(ctx.conn, ctx.caller.account_id, req.page_id,

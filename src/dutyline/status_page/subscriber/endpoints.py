@@ -18,15 +18,13 @@ router = Router("Status page subscribers")
 MANAGE = (STATUS_PAGE_MANAGE,)
 
 
-@router.post("/status-page/subscriber/list", request=SubscriberListRequest,
-             response=SubscriberListResponse, permissions=MANAGE, also_get=True)
+@router.post("/status-page/subscriber/list", permissions=MANAGE, also_get=True)
 async def subscriber_list(ctx: Context, req: SubscriberListRequest) -> SubscriberListResponse:
     """List a page's confirmed subscribers, a page at a time."""
     return await service.list_subscribers(ctx.conn, ctx.caller.account_id, req)
 
 
-@router.post("/status-page/subscriber/import", request=SubscriberImportRequest,
-             response=SubscriberImportResponse, permissions=MANAGE, write=True)
+@router.post("/status-page/subscriber/import", permissions=MANAGE, write=True)
 async def subscriber_import(ctx: Context, req: SubscriberImportRequest) -> SubscriberImportResponse:
     """Import email subscribers, confirmed; known addresses are skipped and counted."""
     secret_key = await tokens.server_key(ctx.runtime.settings)
@@ -36,8 +34,7 @@ async def subscriber_import(ctx: Context, req: SubscriberImportRequest) -> Subsc
         secret_key=secret_key, now_s=ctx.now_s)
 
 
-@router.post("/status-page/subscriber/export", request=SubscriberExportRequest, response=str,
-             permissions=MANAGE, audited=True)
+@router.post("/status-page/subscriber/export", permissions=MANAGE, audited=True)
 async def subscriber_export(ctx: Context, req: SubscriberExportRequest) -> str:
     """Export a page's confirmed subscribers as CSV text (Method, Recipient, Components,
     Subscribe All, Locale)."""

@@ -1,0 +1,30 @@
+"""The incident domain's public face: what other domains (paging, notification, noise
+control, automations) may use of it. They reach incidents only through this module, so the
+packages behind it (query, lifecycle, the event stream, the feed) can move freely.
+
+- `events`: the incident event stream (`@events.subscriber`, `IncidentEvent`, event kinds);
+- `feed`: the incident timeline (`feed.add`, item kinds);
+- `query` and `lifecycle`: the services reading and changing incidents, with their records
+  and requests re-exported below.
+"""
+
+from __future__ import annotations
+
+from dutyline.incident import events, feed
+from dutyline.incident.events import IncidentEvent
+from dutyline.incident.lifecycle import service as lifecycle
+from dutyline.incident.lifecycle.schemas import IncidentIdsRequest, ResolveIncidentRequest
+from dutyline.incident.query import service as query
+from dutyline.incident.query.schemas import (
+    AlertInfo,
+    IncidentInfo,
+    IncidentInfoRequest,
+    ListIncidentAlertsRequest,
+    ListIncidentsRequest,
+)
+
+__all__ = [
+    "AlertInfo", "IncidentEvent", "IncidentIdsRequest", "IncidentInfo", "IncidentInfoRequest",
+    "ListIncidentAlertsRequest", "ListIncidentsRequest", "ResolveIncidentRequest", "events",
+    "feed", "lifecycle", "query",
+]
