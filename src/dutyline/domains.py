@@ -76,6 +76,11 @@ DOMAINS: tuple[Domain, ...] = (
         extra_routes=("dutyline.incident.ingest.endpoint:routes",),
     ),
     Domain("insight", routers=("dutyline.insight.endpoints:router",)),
+    Domain("enrichment", routers=(
+        "dutyline.enrichment.endpoints:router",
+        "dutyline.enrichment.pipeline.endpoints:router",
+        "dutyline.enrichment.route.endpoints:router",
+    )),
     Domain(
         "aisre",
         routers=(

@@ -75,7 +75,8 @@ class World:
     def now(self) -> int:
         return int(self.api.runtime.clock.now())
 
-    async def call(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    async def call(self, path: str, body: dict[str, Any],
+                   headers: dict[str, str] | None = None) -> dict[str, Any]:
         """Call one reference operation the way the reference describes it and check it."""
         operation = reference()["paths"][path]
         if "get" in operation:
@@ -85,7 +86,7 @@ class World:
             response = await self.api.raw("GET", path, params=params)
         else:
             response = await self.api.raw("POST", path, params={"app_key": self.owner.key},
-                                          json=body)
+                                          json=body, headers=headers)
         assert response.status_code == 200, (path, body, response.text)
         self.seen.add(path)
         return check(path, response)["data"]  # type: ignore[no-any-return]
@@ -482,6 +483,51 @@ async def _status_pages(w: World) -> None:
     await w.call("/status-page/change/delete", lookup)
 
 
+async def _enrichment(w: World) -> None:
+    created = await w.call("/enrichment/mapping/schema/create", {
+        "schema_name": "CMDB Lookup", "description": "Enrich alerts with CMDB data",
+        "source_labels": ["host"], "result_labels": ["owner", "team", "service"]})
+    schema = {"schema_id": created["schema_id"]}
+    await w.call("/enrichment/mapping/schema/info", schema)
+    await w.call("/enrichment/mapping/schema/list", {})
+    await w.call("/enrichment/mapping/schema/update", {**schema, "schema_name": "CMDB v2",
+                                                       "description": "Updated"})
+    await w.call("/enrichment/mapping/data/upsert", {**schema, "docs": [
+        {"host": "server01", "owner": "alice", "team": "sre", "service": "api"}]})
+    await w.call("/enrichment/mapping/data/list", {**schema, "orderby": "updated_at",
+                                                   "asc": False, "p": 1, "limit": 20})
+    await w.call("/enrichment/mapping/data/upload", {
+        **schema, "file": "host,owner,team,service\nserver02,bob,platform,gateway\n"})
+    # The envelope form of the download (the file form is not JSON; tests/enrichment).
+    await w.call("/enrichment/mapping/data/download", schema,
+                 headers={"accept": "application/json"})
+    await w.call("/enrichment/mapping/data/delete", {**schema, "keys": ["server02"]})
+    integration = {"integration_id": w.ids["integration_id"]}
+    await w.call("/enrichment/upsert", {**integration, "rules": [
+        {"kind": "mapping", "settings": {"schema_id": schema["schema_id"],
+                                         "result_labels": ["owner"]}},
+        {"kind": "drop", "settings": {"drop_labels": ["tmp"]}}]})
+    await w.call("/enrichment/info", integration)
+    await w.call("/enrichment/list", {"integration_ids": [w.ids["integration_id"]]})
+    await w.call("/enrichment/upsert", {**integration, "rules": []})
+    # Only settings-free rules here: the reference's AlertPipeline.settings is a oneOf whose
+    # empty ApAlertDrop matches any object, so non-empty settings cannot validate against it.
+    await w.call("/alert/pipeline/upsert", {**integration, "rules": [
+        {"kind": "alert_drop", "if": [[{"key": "labels.env", "oper": "IN", "vals": ["test"]}]],
+         "settings": {}}]})
+    await w.call("/alert/pipeline/info", integration)
+    await w.call("/alert/pipeline/list", {"integration_ids": [w.ids["integration_id"]]})
+    await w.call("/route/upsert", {**integration, "cases": [
+        {"if": [{"key": "labels.service", "oper": "IN", "vals": ["db*"]}],
+         "channel_ids": [w.ids["channel_id"]], "fallthrough": False}],
+        "sections": [{"name": "Storage", "position": 0}],
+        "default": {"channel_ids": [w.ids["channel_id"]]}})
+    await w.call("/route/info", integration)
+    await w.call("/route/list", {"integration_ids": [w.ids["integration_id"]]})
+    await w.call("/enrichment/mapping/data/truncate", schema)
+    await w.call("/enrichment/mapping/schema/delete", schema)
+
+
 async def _teardown_and_audit(w: World) -> None:
     await w.call("/member/delete", {"member_id": w.ids["invited"]})
     await w.call("/channel/delete", {"channel_id": w.ids["channel_id"]})
@@ -495,7 +541,8 @@ async def _teardown_and_audit(w: World) -> None:
 
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
                                        _templates, _noise_rules, _schedules, _escalation,
-                                       _insight, _status_pages, _teardown_and_audit]
+                                       _insight, _status_pages, _enrichment,
+                                       _teardown_and_audit]
 
 
 def _served_reference_paths() -> set[str]:

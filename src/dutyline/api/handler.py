@@ -9,19 +9,21 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
 import structlog
+from starlette.datastructures import Headers
+from starlette.formparsers import MultiPartParser
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from dutyline.api import errors
 from dutyline.api.auth import Caller
 from dutyline.api.envelope import error_body, request_id_headers, success_body
 from dutyline.api.i18n import negotiate
-from dutyline.api.operation import Context, Download, Operation
+from dutyline.api.operation import Context, Download, Operation, StreamedDownload
 from dutyline.api.runtime import Runtime
 from dutyline.api.transaction import RequestTransaction
 from dutyline.kit.ids import request_id as new_request_id
@@ -43,6 +45,7 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
     empty_data: Any = None if op.empty == "null" else {}
     metrics = runtime.metrics
     latency = metrics.latency.labels(op.path)
+    body_limit = op.max_body_bytes or runtime.settings.max_body_bytes
 
     async def endpoint(request: Request) -> Response:
         started = time.perf_counter()
@@ -53,8 +56,9 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
         body = b""
         headers = request_id_headers(rid)
         client_ip = request.client.host if request.client else ""
+        stream: AsyncIterator[bytes] | None = None
         try:
-            body = await read_body(request, runtime.settings.max_body_bytes)
+            body = await read_body(request, body_limit)
             app_key = request.query_params.get("app_key")
             if not app_key or len(app_key) > 256:
                 raise errors.Unauthorized()
@@ -82,8 +86,13 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
                         raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
                 if op.permissions and not caller.has_any(op.permissions):
                     raise errors.AccessDenied()
-                req = _decode(op, decoder, request, body)
-                ctx = Context(transaction, caller, runtime, rid, locale, client_ip)
+                raw: bytes | None = None
+                if op.raw_body and _content_type(request) not in ("", _JSON):
+                    req, raw = await _decode_raw(op, request, body)
+                else:
+                    req = _decode(op, decoder, request, body)
+                ctx = Context(transaction, caller, runtime, rid, locale, client_ip,
+                              raw_body=raw)
                 result = await op.handler(ctx, req)
                 if op.audited:
                     await transaction.begin_writes()  # no-op unless still reading
@@ -93,7 +102,16 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
                         outcome="OK", is_write=op.write, is_dangerous=op.dangerous,
                     )
             status, code = 200, "OK"
-            if isinstance(result, Download) and not _wants_json(request):
+            if isinstance(result, StreamedDownload):
+                if _wants_json(request):
+                    text = b"".join([chunk async for chunk in result.chunks()]).decode()
+                    content = success_body(rid, text)
+                else:
+                    media_type = result.media_type
+                    content = b""
+                    stream = _logged(result.chunks(), rid, op.path)
+                    headers["Content-Disposition"] = _attachment(result.filename)
+            elif isinstance(result, Download) and not _wants_json(request):
                 media_type = result.media_type
                 content = result.content.encode()
                 headers["Content-Disposition"] = _attachment(result.filename)
@@ -124,9 +142,53 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
             person_id=caller.person_id if caller else None,
             ms=round(elapsed * 1000, 2),
         )
+        if stream is not None:
+            return StreamingResponse(stream, status, headers, media_type=media_type)
         return Response(content, status, headers, media_type=media_type)
 
     return endpoint
+
+
+async def _logged(chunks: AsyncIterator[bytes], rid: str, path: str) -> AsyncIterator[bytes]:
+    """A streamed answer that fails half-way can only stop: say so in the log."""
+    try:
+        async for chunk in chunks:
+            yield chunk
+    except Exception:
+        log.exception("streamed response failed", request_id=rid, operation=path)
+        raise
+
+
+def _content_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+async def _decode_raw(op: Operation, request: Request, body: bytes) -> tuple[Any, bytes]:
+    """A file sent as the body itself (any non-JSON type) or as the `file` part of a
+    multipart form; the other fields from the query string and the form's text fields."""
+    params = {k: v for k, v in request.query_params.items() if k != "app_key"}
+    data = body
+    if _content_type(request) == "multipart/form-data":
+
+        async def once() -> AsyncGenerator[bytes, None]:
+            yield body
+
+        try:
+            form = await MultiPartParser(Headers(raw=request.headers.raw), once(),
+                                         max_files=1, max_fields=20).parse()
+        except Exception:
+            raise errors.invalid("file", "is not a readable multipart/form-data body"
+                                 ) from None
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise errors.invalid("file", "is required (a file part named file)")
+        data = await upload.read()
+        await form.close()
+        params.update({k: v for k, v in form.items() if isinstance(v, str)})
+    try:
+        return msgspec.convert(params, op.request_type, strict=False), data
+    except msgspec.ValidationError as exc:
+        raise _invalid_parameter(str(exc)) from None
 
 
 def _wants_json(request: Request) -> bool:

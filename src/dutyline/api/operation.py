@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -43,6 +43,8 @@ class Context:
     audit_targets: list[Any] = field(default_factory=list)
     _team_ids: frozenset[int] | None = None
     _actor: Actor | None = None
+    # For `raw_body=True` operations sent a non-JSON body (a CSV upload): the file's bytes.
+    raw_body: bytes | None = None
 
     @property
     def conn(self) -> AsyncConnection:
@@ -96,6 +98,17 @@ class Download:
     media_type: str = "text/csv; charset=utf-8"
 
 
+@dataclass(frozen=True, slots=True)
+class StreamedDownload:
+    """A file answer too large to build in memory: `chunks()` yields it piece by piece once
+    the request's transaction has committed (it opens its own reads). As the file itself, it
+    is streamed; a client asking for JSON gets the envelope with the whole text in `data`."""
+
+    filename: str
+    chunks: Callable[[], AsyncIterator[bytes]]
+    media_type: str = "text/csv; charset=utf-8"
+
+
 Handler = Callable[[Context, Any], Awaitable[Any]]
 H = TypeVar("H", bound=Handler)
 
@@ -121,6 +134,12 @@ class Operation:
     # A write that first talks to a remote server: it runs in a read transaction until the
     # handler calls ctx.begin_writes() (api/transaction.py).
     outbound: bool = False
+    # Body limit of this operation (0: the server's `max_body_bytes`).
+    max_body_bytes: int = 0
+    # Also accept a non-JSON body (text/csv, multipart/form-data with a `file` part): the
+    # request's fields then come from the query string (and form fields) and the bytes are
+    # handed to the handler as `ctx.raw_body`.
+    raw_body: bool = False
 
     @property
     def operation_name(self) -> str:
@@ -134,7 +153,8 @@ _FROM_ANNOTATIONS: Any = object()
 def _annotated_types(handler: Handler) -> tuple[type[Any], Any]:
     """The request and response types an endpoint states in its signature, so that a
     declaration names them once: `async def info(ctx, req: XRequest) -> XItem`. No request
-    parameter: `Empty`; `-> None`: no payload; `-> Download`: the file, whose JSON form is
+    parameter: `Empty`; `-> None`: no payload; `-> Download` (or `StreamedDownload`): the file,
+    whose JSON form is
     its text. A handler built by a factory (`-> Any`) names its response in the decorator."""
     hints = typing.get_type_hints(handler)
     names = list(inspect.signature(handler).parameters)
@@ -142,7 +162,7 @@ def _annotated_types(handler: Handler) -> tuple[type[Any], Any]:
     response = hints.get("return")
     if response is type(None):
         response = None
-    elif response is Download:
+    elif response is Download or response is StreamedDownload:
         response = str
     return request, response
 
@@ -169,6 +189,8 @@ class Router:
         summary: str = "",
         empty: Literal["object", "null"] = "object",
         outbound: bool = False,
+        max_body_bytes: int = 0,
+        raw_body: bool = False,
     ) -> Callable[[H], H]:
         def register(handler: H) -> H:
             annotated_request, annotated_response = _annotated_types(handler)
@@ -189,6 +211,8 @@ class Router:
                     tag=self.tag,
                     empty=empty,
                     outbound=outbound,
+                    max_body_bytes=max_body_bytes,
+                    raw_body=raw_body,
                 )
             )
             return handler

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Connection,
     Select,
     false,
     func,
@@ -70,6 +71,13 @@ def visible_ids(account_id: int, viewer: Viewer) -> Select[tuple[int]]:
     and alerts stay readable), as a subquery for other domains' reads to filter by."""
     return select(channel.c.channel_id).where(channel.c.account_id == account_id,
                                               visible_to(viewer))
+
+
+def get_sync(conn: Connection, account_id: int, channel_id: int) -> Any:
+    """`get` on a sync connection (ingestion routing an alert to another channel)."""
+    stmt = select(channel).where(channel.c.account_id == account_id,
+                                 channel.c.channel_id == channel_id)
+    return conn.execute(stmt).first()
 
 
 async def get(conn: AsyncConnection, account_id: int, channel_id: int) -> Row[Any] | None:

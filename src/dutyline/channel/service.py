@@ -40,6 +40,7 @@ from dutyline.channel.settings import (
     decode_flapping,
     decode_group,
     load_settings,
+    load_settings_sync,
 )
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.team import service as teams
@@ -50,6 +51,7 @@ __all__ = [
     "GroupSettings",
     "channel_names",
     "load_settings",
+    "load_settings_sync",
     "require_visible",
     "touch_last_incident",
     "viewer",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel import repository as repo
@@ -110,6 +111,13 @@ def settings_from_row(row: Any) -> ChannelSettings:
         disable_outlier_detection=bool(row.disable_outlier_detection),
         noise_version=int(row.noise_version),
     )
+
+
+def load_settings_sync(conn: Connection, account_id: int,
+                       channel_id: int) -> ChannelSettings | None:
+    """`load_settings` on a sync connection (ingestion routing an alert)."""
+    row = repo.get_sync(conn, account_id, channel_id)
+    return None if row is None else settings_from_row(row)
 
 
 async def load_settings(

@@ -138,6 +138,12 @@ async def delete_integration(ctx: Context, req: IntegrationIDRequest) -> None:
     ctx.audit_targets.append(row.integration_id)
 
 
+async def require_integration(ctx: Context, integration_id: int) -> int:
+    """For other domains keyed by integration (enrichment): 400 unless the caller sees this
+    live integration."""
+    return int((await _require(ctx, integration_id)).integration_id)
+
+
 async def _require(ctx: Context, integration_id: int) -> Any:
     row = await repo.get_visible(ctx.conn, ctx.caller.account_id, integration_id,
                                  await channels.viewer(ctx))

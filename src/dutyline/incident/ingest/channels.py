@@ -53,6 +53,15 @@ def lookup(conn: Connection, key_hash: str) -> Lookup | None:
     return Lookup(found.integration, _ingest_settings(found.channel))
 
 
+def routed_settings_sync(conn: Connection, account_id: int,
+                         channel_id: int) -> IngestSettings | None:
+    """The settings of a channel an alert is routed to; None unless it is live and enabled."""
+    found = channel_service.load_settings_sync(conn, account_id, channel_id)
+    if found is None or found.status != "enabled":
+        return None
+    return _ingest_settings(found)
+
+
 async def load_settings(
     conn: AsyncConnection, account_id: int, channel_id: int
 ) -> IngestSettings | None:

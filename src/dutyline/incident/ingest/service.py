@@ -7,17 +7,27 @@ pushes runs on the database thread in one hop."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from typing import Any
 
+import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api import errors
 from dutyline.channel.noise import service as noise_rules
+from dutyline.enrichment import service as enrichment
+from dutyline.enrichment.pipeline import service as pipeline
+from dutyline.enrichment.route import service as routes
 from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
-from dutyline.incident.ingest.channels import IngestSettings, ResolvedIntegration, lookup
+from dutyline.incident.ingest.channels import (
+    IngestSettings,
+    ResolvedIntegration,
+    lookup,
+    routed_settings_sync,
+)
 from dutyline.incident.ingest.schemas import PushRequest
 
 BAD_KEY = "Missing or invalid integration_key"
@@ -74,7 +84,32 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     if not req.title_rule.strip():
         raise errors.invalid("title_rule", "must not be blank")
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
+    # The integration's pipeline (enrichment/pipeline) may rewrite the title, description or
+    # severity, or drop the event (answered, not stored).
+    state = enrichment.ingest_state_sync(conn, integration.integration_id)
+    processed = None if state.pipeline is None else pipeline.apply_sync(
+        conn, integration.integration_id, version=state.pipeline, title_rule=req.title_rule,
+        description=req.description, severity=req.event_status, alert_key=alert_key,
+        labels=req.labels)
+    if processed is not None:
+        if processed.drop:
+            return alert_key
+        req = msgspec.structs.replace(
+            req, title_rule=processed.title_rule, description=processed.description,
+            event_status=processed.severity)
+    # The integration's enrichment (enrichment/settings.py) runs before anything reads the
+    # labels: title placeholders, noise rules and grouping all see the enriched ones. The
+    # derived key stays that of the labels as sent, so a mapping edit splits no alert.
+    enriched = None if state.enrichment is None else enrichment.enrich_sync(
+        conn, integration.integration_id, version=state.enrichment, epoch=state.data_epoch,
+        title=req.title_rule, description=req.description, severity=req.event_status,
+        labels=req.labels)
+    if enriched is not None:
+        req = msgspec.structs.replace(req, labels=enriched)
     title = render_title(req.title_rule, req.labels)
+    if state.route is not None:
+        integration, settings = _route(conn, integration, settings, req, title, alert_key,
+                                       state.route)
     rules = noise_rules.rules_for_sync(conn, integration.channel_id, settings.noise_version)
     scope = {
         "account_id": integration.account_id,
@@ -143,6 +178,25 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
             alerts.set_incident(conn, alert_id, incident_id)
         return alert_key
     raise RuntimeError(f"alert key {alert_key!r} changed hands {_MAX_ATTEMPTS} times")
+
+
+def _route(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
+           req: PushRequest, title: str, alert_key: str, version: int,
+           ) -> tuple[ResolvedIntegration, IngestSettings]:
+    """The channel the integration's route (enrichment/route) sends this event to: the first
+    live, enabled one of the matching cases, then the default; else its own channel."""
+    subject = {"title": title, "title_rule": req.title_rule, "description": req.description,
+               "severity": req.event_status, "alert_severity": req.event_status,
+               "alert_key": alert_key, "labels": req.labels}
+    candidates = routes.candidates_sync(conn, integration.integration_id, version=version,
+                                        subject=subject)
+    for channel_id in candidates or ():
+        if channel_id == integration.channel_id:
+            return integration, settings
+        routed = routed_settings_sync(conn, integration.account_id, channel_id)
+        if routed is not None:
+            return dataclasses.replace(integration, channel_id=channel_id), routed
+    return integration, settings
 
 
 def _revisit(

@@ -1,0 +1,171 @@
+"""/enrichment/mapping/schema/*, /enrichment/mapping/data/* and /enrichment/upsert|info|list.
+
+Reads need any one of integration view/management or mapping data view/management (the
+contract's list for the download); writes need integration or mapping data management.
+Every write is audited with the schema or integration id."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from dutyline.api import errors
+from dutyline.api.operation import Context, Empty, Router, StreamedDownload
+from dutyline.channel.integration import service as integrations
+from dutyline.enrichment import service, settings
+from dutyline.enrichment.schemas import (
+    DataDeleteRequest,
+    DataListRequest,
+    DataListResponse,
+    DataUploadRequest,
+    DataUpsertRequest,
+    DataUpsertResponse,
+    EnrichmentInfoRequest,
+    EnrichmentItem,
+    EnrichmentListRequest,
+    EnrichmentListResponse,
+    EnrichmentUpsertRequest,
+    MappingSchemaItem,
+    SchemaCreateRequest,
+    SchemaCreateResponse,
+    SchemaIDRequest,
+    SchemaListResponse,
+    SchemaUpdateRequest,
+)
+from dutyline.enrichment.tabular import MAX_UPLOAD_BYTES
+from dutyline.platform.permissions import (
+    INTEGRATION_MANAGE,
+    INTEGRATION_VIEW,
+    MAPPING_DATA_MANAGE,
+    MAPPING_DATA_VIEW,
+)
+
+router = Router("Enrichment")
+
+READ = (INTEGRATION_VIEW, INTEGRATION_MANAGE, MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
+WRITE = (INTEGRATION_MANAGE, MAPPING_DATA_MANAGE)
+
+
+# -- schemas ------------------------------------------------------------------------------------
+
+
+@router.post("/enrichment/mapping/schema/create", permissions=WRITE, write=True)
+async def schema_create(ctx: Context, req: SchemaCreateRequest) -> SchemaCreateResponse:
+    """Create a mapping schema: source labels (1-3) looked up, result labels (1-10) added."""
+    created = await service.create_schema(ctx.conn, ctx.actor, req=req)
+    ctx.audit_targets.append(created.schema_id)
+    return created
+
+
+@router.post("/enrichment/mapping/schema/info", permissions=READ)
+async def schema_info(ctx: Context, req: SchemaIDRequest) -> MappingSchemaItem:
+    """One mapping schema."""
+    return await service.schema_info(ctx.conn, ctx.actor, schema_id=req.schema_id)
+
+
+@router.post("/enrichment/mapping/schema/list", permissions=READ)
+async def schema_list(ctx: Context, req: Empty) -> SchemaListResponse:
+    """The account's mapping schemas, oldest first."""
+    items = await service.list_schemas(ctx.conn, ctx.actor)
+    return SchemaListResponse(total=len(items), items=items)
+
+
+@router.post("/enrichment/mapping/schema/update", permissions=WRITE, write=True)
+async def schema_update(ctx: Context, req: SchemaUpdateRequest) -> None:
+    """Rename a schema, or change its description or team (labels are fixed)."""
+    await service.update_schema(ctx.conn, ctx.actor, req=req)
+    ctx.audit_targets.append(req.schema_id.lower())
+
+
+@router.post("/enrichment/mapping/schema/delete", permissions=WRITE, write=True)
+async def schema_delete(ctx: Context, req: SchemaIDRequest) -> None:
+    """Delete a schema and its rows; refused while an enrichment setting uses it."""
+    ctx.audit_targets.append(await service.delete_schema(ctx.conn, ctx.actor,
+                                                         schema_id=req.schema_id))
+
+
+# -- data ---------------------------------------------------------------------------------------
+
+
+@router.post("/enrichment/mapping/data/list", permissions=READ)
+async def data_list(ctx: Context, req: DataListRequest) -> DataListResponse:
+    """A page of a schema's rows; `query` (every source label) finds one row."""
+    return await service.list_data(ctx.conn, ctx.actor, req=req)
+
+
+@router.post("/enrichment/mapping/data/upsert", permissions=WRITE, write=True)
+async def data_upsert(ctx: Context, req: DataUpsertRequest) -> DataUpsertResponse:
+    """Insert or replace up to 1,000 rows, each with every source and result label."""
+    keys = await service.upsert_data(ctx.conn, ctx.actor, schema_id=req.schema_id,
+                                     docs=req.docs)
+    ctx.audit_targets.append(req.schema_id.lower())
+    return DataUpsertResponse(keys=keys)
+
+
+@router.post("/enrichment/mapping/data/delete", permissions=WRITE, write=True)
+async def data_delete(ctx: Context, req: DataDeleteRequest) -> None:
+    """Delete up to 100 rows by key (unknown keys are ignored)."""
+    await service.delete_data(ctx.conn, ctx.actor, schema_id=req.schema_id, keys=req.keys)
+    ctx.audit_targets.append(req.schema_id.lower())
+
+
+@router.post("/enrichment/mapping/data/truncate", permissions=WRITE, write=True)
+async def data_truncate(ctx: Context, req: SchemaIDRequest) -> None:
+    """Delete every row of a schema."""
+    await service.truncate_data(ctx.conn, ctx.actor, schema_id=req.schema_id)
+    ctx.audit_targets.append(req.schema_id.lower())
+
+
+@router.post("/enrichment/mapping/data/upload", permissions=WRITE, write=True,
+             max_body_bytes=MAX_UPLOAD_BYTES + 64 * 1024, raw_body=True)
+async def data_upload(ctx: Context, req: DataUploadRequest) -> None:
+    """Load a CSV (header: the schema's labels), replacing the rows unless `truncate` is
+    false; all or nothing. The CSV is the body (`text/csv`, or the `file` part of a
+    multipart form, `schema_id` in the query string) or the `file` field of a JSON body."""
+    data = ctx.raw_body if ctx.raw_body is not None else req.file.encode()
+    if not data.strip():
+        raise errors.invalid("file", "is required (the CSV text)")
+    await service.upload_data(ctx.conn, ctx.actor, schema_id=req.schema_id, data=data,
+                              truncate=req.truncate)
+    ctx.audit_targets.append(req.schema_id.lower())
+
+
+@router.post("/enrichment/mapping/data/download", response=str, permissions=READ)
+async def data_download(ctx: Context, req: SchemaIDRequest) -> StreamedDownload:
+    """Every row as CSV (source labels, then result labels), streamed as an attachment;
+    with `Accept: application/json`, the envelope with the CSV text in `data`."""
+    schema_id, name, header = await service.download_header(ctx.conn, ctx.actor,
+                                                            schema_id=req.schema_id)
+    db = ctx.runtime.db
+
+    def chunks() -> AsyncIterator[bytes]:
+        return service.stream_csv(db, schema_id, header)
+
+    return StreamedDownload(filename=f"{name}.csv", chunks=chunks)
+
+
+# -- enrichment settings ------------------------------------------------------------------------
+
+
+@router.post("/enrichment/upsert", permissions=WRITE, write=True)
+async def enrichment_upsert(ctx: Context, req: EnrichmentUpsertRequest) -> None:
+    """Replace an integration's enrichment rules (extraction, composition, mapping, drop),
+    applied in order to every alert it receives, before grouping and noise rules."""
+    await integrations.require_integration(ctx, req.integration_id)
+    await settings.upsert(ctx.conn, ctx.actor, integration_id=req.integration_id,
+                          rules=req.rules)
+    ctx.audit_targets.append(req.integration_id)
+
+
+@router.post("/enrichment/info", permissions=READ)
+async def enrichment_info(ctx: Context, req: EnrichmentInfoRequest) -> EnrichmentItem:
+    """An integration's enrichment rules (an empty, enabled set when none were written)."""
+    await integrations.require_integration(ctx, req.integration_id)
+    return await settings.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
+
+
+@router.post("/enrichment/list", permissions=READ)
+async def enrichment_list(ctx: Context, req: EnrichmentListRequest) -> EnrichmentListResponse:
+    """The enrichment rules written for these integrations of the account."""
+    items = await settings.list_settings(ctx.conn, ctx.actor,
+                                         integration_ids=list(dict.fromkeys(req.integration_ids)))
+    return EnrichmentListResponse(items=items)

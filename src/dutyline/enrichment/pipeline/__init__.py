@@ -1,0 +1,1 @@
+"""Alert pipelines: per-integration rewrites and drops at ingest."""

@@ -1,0 +1,59 @@
+"""/alert/pipeline/upsert|info|list: an integration's processing rules. Reading needs
+integration view or management, writing integration management; writes are audited with the
+integration's id."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from dutyline.api.operation import Context, Router
+from dutyline.api.types import Id
+from dutyline.channel.integration import service as integrations
+from dutyline.enrichment.pipeline import service
+from dutyline.enrichment.pipeline.service import PipelineItem
+from dutyline.platform.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
+
+router = Router("Alert pipelines")
+
+
+class PipelineInfoRequest(msgspec.Struct, kw_only=True):
+    integration_id: Id
+
+
+class PipelineListRequest(msgspec.Struct, kw_only=True):
+    integration_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
+
+
+class PipelineUpsertRequest(msgspec.Struct, kw_only=True):
+    integration_id: Id
+    rules: Annotated[list[Any], msgspec.Meta(max_length=50)]
+
+
+class PipelineListResponse(msgspec.Struct, kw_only=True):
+    items: list[PipelineItem]
+
+
+@router.post("/alert/pipeline/upsert", permissions=(INTEGRATION_MANAGE,), write=True)
+async def pipeline_upsert(ctx: Context, req: PipelineUpsertRequest) -> None:
+    """Replace an integration's pipeline: title/description/severity rewrites and drops run
+    on every event it receives, before enrichment and grouping."""
+    await integrations.require_integration(ctx, req.integration_id)
+    await service.upsert(ctx.conn, ctx.actor, integration_id=req.integration_id,
+                         rules=req.rules)
+    ctx.audit_targets.append(req.integration_id)
+
+
+@router.post("/alert/pipeline/info", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+async def pipeline_info(ctx: Context, req: PipelineInfoRequest) -> PipelineItem:
+    """An integration's pipeline (an empty, enabled one when none was written)."""
+    await integrations.require_integration(ctx, req.integration_id)
+    return await service.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
+
+
+@router.post("/alert/pipeline/list", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+async def pipeline_list(ctx: Context, req: PipelineListRequest) -> PipelineListResponse:
+    """The pipelines written for these integrations of the account."""
+    return PipelineListResponse(items=await service.list_pipelines(
+        ctx.conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids))))

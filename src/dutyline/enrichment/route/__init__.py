@@ -1,0 +1,1 @@
+"""Routes: a shared integration sending alerts to channels by filters."""

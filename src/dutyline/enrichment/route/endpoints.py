@@ -1,0 +1,62 @@
+"""/route/upsert|info|list: where a shared integration's alerts go. Reading needs integration
+view or management, writing integration management; writes are audited with the
+integration's id."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from dutyline.api.operation import Context, Router
+from dutyline.api.types import Id, NonNegInt64
+from dutyline.channel.integration import service as integrations
+from dutyline.enrichment.route import service
+from dutyline.enrichment.route.service import RouteCase, RouteDefault, RouteItem, RouteSection
+from dutyline.platform.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
+
+router = Router("Routes")
+
+
+class RouteInfoRequest(msgspec.Struct, kw_only=True):
+    integration_id: Id
+
+
+class RouteListRequest(msgspec.Struct, kw_only=True):
+    integration_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
+
+
+class RouteUpsertRequest(msgspec.Struct, kw_only=True):
+    integration_id: Id
+    cases: Annotated[list[RouteCase], msgspec.Meta(max_length=service.MAX_CASES)] | None = None
+    sections: Annotated[list[RouteSection], msgspec.Meta(max_length=100)] | None = None
+    default: RouteDefault | None = None
+    version: NonNegInt64 | None = None
+
+
+class RouteListResponse(msgspec.Struct, kw_only=True):
+    items: list[RouteItem]
+
+
+@router.post("/route/upsert", permissions=(INTEGRATION_MANAGE,), write=True)
+async def route_upsert(ctx: Context, req: RouteUpsertRequest) -> None:
+    """Replace an integration's route: cases (conditions -> channels) and a default."""
+    await integrations.require_integration(ctx, req.integration_id)
+    await service.upsert(ctx.conn, ctx.actor, integration_id=req.integration_id,
+                         cases=req.cases, sections=req.sections, default=req.default,
+                         version=req.version)
+    ctx.audit_targets.append(req.integration_id)
+
+
+@router.post("/route/info", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE), empty="null")
+async def route_info(ctx: Context, req: RouteInfoRequest) -> RouteItem | None:
+    """An integration's route; null when it has none."""
+    await integrations.require_integration(ctx, req.integration_id)
+    return await service.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
+
+
+@router.post("/route/list", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+async def route_list(ctx: Context, req: RouteListRequest) -> RouteListResponse:
+    """The routes of these integrations of the account (those without one are left out)."""
+    return RouteListResponse(items=await service.list_routes(
+        ctx.conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids))))

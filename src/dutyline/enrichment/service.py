@@ -1,0 +1,302 @@
+"""Rules of mapping schemas and their data (decisions.md §7).
+
+A schema names 1-3 source labels and 1-10 result labels (distinct, not overlapping; fixed
+once created: the rows are keyed by the source values). A row holds one value per label; its
+key is derived from the source values (enrichment/tabular.py). Every write to the rows bumps
+the schema's `data_version`. Upload is all-or-nothing: it runs in the request's transaction,
+and the first bad line raises before the commit. Download streams: the endpoint answers at
+once and the rows follow in key order, one batch per short read transaction."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+from sqlalchemy import Connection
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.db.engine import Database
+from dutyline.enrichment import repository as repo
+from dutyline.enrichment.schemas import (
+    DataListRequest,
+    DataListResponse,
+    MappingDataItem,
+    MappingSchemaItem,
+    SchemaCreateRequest,
+    SchemaCreateResponse,
+    SchemaUpdateRequest,
+)
+from dutyline.enrichment.settings import enrich_sync as enrich_sync  # for ingestion
+from dutyline.enrichment.tabular import (
+    CsvWriter,
+    check_value,
+    csv_line,
+    parse_upload,
+    row_key,
+)
+from dutyline.kit.ids import hex_id
+from dutyline.platform.team import service as teams
+
+_encode = msgspec.json.encode
+_labels = msgspec.json.Decoder(list[str])
+DOWNLOAD_BATCH = 5000
+UPLOAD_BATCH = 1000
+
+
+def _item(row: Any) -> MappingSchemaItem:
+    return MappingSchemaItem(
+        schema_id=row.schema_id, schema_name=row.schema_name, description=row.description,
+        source_labels=_labels.decode(row.source_labels),
+        result_labels=_labels.decode(row.result_labels), status=row.status,
+        team_id=row.team_id, creator_id=row.creator_id, updated_by=row.updated_by,
+        created_at=row.created_at, updated_at=row.updated_at)
+
+
+async def _schema(conn: AsyncConnection, actor: Actor, schema_id: str,
+                  *, for_update: bool = False) -> Any:
+    row = await repo.get_schema(conn, actor.account_id, schema_id, for_update=for_update)
+    if row is None:
+        raise errors.not_found("mapping schema", schema_id)
+    return row
+
+
+async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None:
+    if team_id and not await teams.existing_team_ids(conn, actor.account_id, [team_id]):
+        raise errors.invalid("team_id", f"team {team_id} not found")
+
+
+# -- schemas -----------------------------------------------------------------------------------
+
+
+async def create_schema(conn: AsyncConnection, actor: Actor, *,
+                        req: SchemaCreateRequest) -> SchemaCreateResponse:
+    name = req.schema_name.strip()
+    if not name:
+        raise errors.invalid("schema_name", "must not be blank")
+    for field, labels in (("source_labels", req.source_labels),
+                          ("result_labels", req.result_labels)):
+        if len(set(labels)) != len(labels):
+            raise errors.invalid(field, "must not repeat a label")
+    overlap = set(req.source_labels) & set(req.result_labels)
+    if overlap:
+        raise errors.invalid("result_labels", "must not overlap source_labels: "
+                             + ",".join(sorted(overlap)))
+    await _check_team(conn, actor, req.team_id)
+    if await repo.schema_name_taken(conn, actor.account_id, name):
+        raise errors.invalid("schema_name", f"{name!r} already exists")
+    if await repo.count_schemas(conn, actor.account_id) >= repo.MAX_SCHEMAS:
+        raise errors.invalid("schema_name", f"an account has at most {repo.MAX_SCHEMAS} "
+                                            "mapping schemas")
+    schema_id, now = hex_id(), actor.now_s
+    try:
+        await repo.insert_schema(conn, {
+            "schema_id": schema_id, "account_id": actor.account_id, "team_id": req.team_id,
+            "schema_name": name, "description": req.description,
+            "source_labels": _encode(req.source_labels).decode(),
+            "result_labels": _encode(req.result_labels).decode(), "status": "enabled",
+            "creator_id": actor.person_id, "updated_by": actor.person_id,
+            "created_at": now, "updated_at": now})
+    except IntegrityError:
+        raise errors.invalid("schema_name", f"{name!r} already exists") from None
+    return SchemaCreateResponse(schema_id=schema_id, schema_name=name)
+
+
+async def schema_info(conn: AsyncConnection, actor: Actor, *,
+                      schema_id: str) -> MappingSchemaItem:
+    return _item(await _schema(conn, actor, schema_id))
+
+
+async def list_schemas(conn: AsyncConnection, actor: Actor) -> list[MappingSchemaItem]:
+    return [_item(r) for r in await repo.list_schemas(conn, actor.account_id)]
+
+
+async def update_schema(conn: AsyncConnection, actor: Actor, *,
+                        req: SchemaUpdateRequest) -> None:
+    row = await _schema(conn, actor, req.schema_id)
+    values: dict[str, Any] = {"updated_by": actor.person_id, "updated_at": actor.now_s}
+    if req.schema_name is not None:
+        name = req.schema_name.strip()
+        if not name:
+            raise errors.invalid("schema_name", "must not be blank")
+        if await repo.schema_name_taken(conn, actor.account_id, name, but=row.schema_id):
+            raise errors.invalid("schema_name", f"{name!r} already exists")
+        values["schema_name"] = name
+    if req.description is not None:
+        values["description"] = req.description
+    if req.team_id is not None:
+        await _check_team(conn, actor, req.team_id)
+        values["team_id"] = req.team_id
+    try:
+        await repo.update_schema(conn, actor.account_id, row.schema_id, values)
+    except IntegrityError:
+        raise errors.invalid("schema_name", "already exists") from None
+
+
+async def delete_schema(conn: AsyncConnection, actor: Actor, *, schema_id: str) -> str:
+    row = await _schema(conn, actor, schema_id, for_update=True)
+    users = await repo.schema_referenced_by(conn, row.schema_id)
+    if users:
+        raise errors.ReferenceExist(
+            "Mapping schema {id} is used by the enrichment of integrations {users}",
+            id=row.schema_id, users=",".join(map(str, users)))
+    await repo.delete_schema(conn, actor.account_id, row.schema_id)
+    return str(row.schema_id)
+
+
+# -- data ---------------------------------------------------------------------------------------
+
+
+def _row_values(labels: tuple[list[str], list[str]], doc: dict[str, Any],
+                where: str) -> list[str]:
+    source, result = labels
+    unknown = sorted(set(doc) - set(source) - set(result))
+    if unknown:
+        raise errors.invalid(where, "unknown labels: " + ",".join(unknown))
+    values: list[str] = []
+    for i, label in enumerate(source + result):
+        value = doc.get(label)
+        if not isinstance(value, str):
+            raise errors.invalid(f"{where}.{label}", "is required (a string)")
+        values.append(check_value(value, source=i < len(source), where=f"{where}.{label}"))
+    return values
+
+
+def _labels_of(row: Any) -> tuple[list[str], list[str]]:
+    return _labels.decode(row.source_labels), _labels.decode(row.result_labels)
+
+
+async def upsert_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
+                      docs: list[dict[str, Any]]) -> list[str]:
+    row = await _schema(conn, actor, schema_id, for_update=True)
+    labels = _labels_of(row)
+    n_source = len(labels[0])
+    by_key: dict[str, list[str]] = {}
+    for i, doc in enumerate(docs):
+        values = _row_values(labels, doc, f"docs[{i}]")
+        by_key[row_key(values[:n_source])] = values
+    await _write_rows(conn, row.schema_id, by_key.items(), actor.now_s)
+    await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
+    return list(by_key)
+
+
+async def _write_rows(conn: AsyncConnection, schema_id: str,
+                      rows: Iterable[tuple[str, list[str]]], now_s: int) -> None:
+    await repo.upsert_rows(conn, [
+        {"schema_id": schema_id, "row_key": key, "vals": _encode(values).decode(),
+         "csv_line": csv_line(values), "created_at": now_s, "updated_at": now_s}
+        for key, values in rows])
+
+
+async def delete_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
+                      keys: list[str]) -> None:
+    row = await _schema(conn, actor, schema_id, for_update=True)
+    await repo.delete_rows(conn, row.schema_id, list(dict.fromkeys(keys)))
+    await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
+
+
+async def truncate_data(conn: AsyncConnection, actor: Actor, *, schema_id: str) -> None:
+    row = await _schema(conn, actor, schema_id, for_update=True)
+    await repo.truncate_rows(conn, row.schema_id)
+    await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
+
+
+async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, data: bytes,
+                      truncate: bool) -> int:
+    """Load a CSV; all or nothing (the caller's transaction rolls back on the first bad
+    line). Returns the number of distinct keys loaded."""
+    row = await _schema(conn, actor, schema_id, for_update=True)
+    source, result = _labels_of(row)
+    lines = parse_upload(data, source, result)  # checks encoding and header first
+    if truncate:
+        await repo.truncate_rows(conn, row.schema_id)
+    n_source, loaded = len(source), 0
+    batch: dict[str, list[str]] = {}
+    for values in lines:
+        batch[row_key(values[:n_source])] = values
+        if len(batch) >= UPLOAD_BATCH:
+            await _write_rows(conn, row.schema_id, batch.items(), actor.now_s)
+            loaded += len(batch)
+            batch = {}
+    await _write_rows(conn, row.schema_id, batch.items(), actor.now_s)
+    loaded += len(batch)
+    await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
+    return loaded
+
+
+async def list_data(conn: AsyncConnection, actor: Actor, *,
+                    req: DataListRequest) -> DataListResponse:
+    row = await _schema(conn, actor, req.schema_id)
+    source, result = _labels_of(row)
+    key: str | None = None
+    if req.query:
+        missing = [label for label in source if label not in req.query]
+        extra = sorted(set(req.query) - set(source))
+        if missing or extra:
+            raise errors.invalid("query", "must give every source label ("
+                                 + ",".join(source) + ") and nothing else")
+        key = row_key([req.query[label] for label in source])
+    total = await repo.count_rows(conn, row.schema_id, key)
+    rows = await repo.page_rows(conn, row.schema_id, key=key,
+                                orderby=req.orderby or "updated_at", asc=req.asc,
+                                offset=(req.p - 1) * req.limit, limit=req.limit)
+    labels = source + result
+    items = [MappingDataItem(key=r.row_key, fields=dict(zip(labels, _labels.decode(r.vals),
+                                                                strict=False)),
+                             created_at=r.created_at, updated_at=r.updated_at) for r in rows]
+    return DataListResponse(items=items, total=total,
+                            has_next_page=req.p * req.limit < total)
+
+
+@dataclass(frozen=True, slots=True)
+class IngestState:
+    """What a push needs to know before it runs any of the integration's configuration."""
+
+    pipeline: int | None  # versions of the enabled configurations (None: none)
+    enrichment: int | None
+    data_epoch: int  # moves on every write to the rows the enrichment reads
+    route: int | None
+
+    @property
+    def empty(self) -> bool:
+        return self.pipeline is None and self.enrichment is None and self.route is None
+
+
+def ingest_state_sync(conn: Connection, integration_id: int) -> IngestState:
+    """One statement per push: for ingestion (incident/ingest), which then hands each
+    version to the pipeline, enrichment and route services."""
+    row = repo.ingest_state_sync(conn, integration_id)
+    return IngestState(pipeline=row[0], enrichment=row[1], data_epoch=int(row[2] or 0),
+                       route=row[3])
+
+
+async def download_header(conn: AsyncConnection, actor: Actor, *,
+                          schema_id: str) -> tuple[str, str, list[str]]:
+    """(schema_id, schema_name, header labels) of a schema the actor may read."""
+    row = await _schema(conn, actor, schema_id)
+    source, result = _labels_of(row)
+    return str(row.schema_id), str(row.schema_name), source + result
+
+
+async def stream_csv(db: Database, schema_id: str, header: list[str],
+                     batch: int = DOWNLOAD_BATCH) -> AsyncIterator[bytes]:
+    """The CSV of a schema's rows, in key order, one encoded batch at a time. Each batch is
+    read in its own short transaction (keyset pagination by row key), so neither memory nor
+    the time a connection is held grows with the row count; the lines were rendered when the
+    rows were written."""
+    yield CsvWriter().rows([header]).encode()
+    after = ""  # below every key (keys are never empty)
+    while True:
+        rows = await db.run_sync(functools.partial(
+            repo.lines_after_sync, schema_id=schema_id, after=after, limit=batch), write=False)
+        if not rows:
+            return
+        yield "".join([line for _, line in rows]).encode()
+        if len(rows) < batch:
+            return
+        after = rows[-1][0]
