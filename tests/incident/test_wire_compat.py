@@ -9,7 +9,10 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
+from dutyline.db.tables.channel import integration
+from dutyline.db.tables.incident import alert, alert_event
 from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
@@ -144,3 +147,39 @@ async def other_owner_capi(capi: Api) -> Person:
     from tests.fixtures.accounts import new_account
 
     return await new_account(capi, "Globex")
+
+
+async def test_alert_records_name_the_integrations_own_type_in_every_read(
+    capi: Api, clock: FakeClock, acme: Person, channel_with_integration: Make
+) -> None:
+    """/alert/* and the incident's alert reads map an alert through one mapper: the same
+    integration type (the integration's own, none when it cannot be found, never a made-up
+    "standard"), and events carrying every reference AlertEventItem field."""
+    wired = await channel_with_integration()
+    assert (await push(capi, wired.key, event(key="k1"))).status == 200
+    async with capi.runtime.db.transaction() as conn:
+        await conn.execute(update(integration).where(
+            integration.c.integration_id == wired.integration_id).values(
+            integration_type="prometheus"))
+    incident = await _incident_of(capi, clock, acme)
+
+    async def types() -> list[tuple[str, str]]:
+        by_incident = await _post(capi, "/incident/alert/list", {
+            "incident_id": incident["incident_id"], "include_events": True}, acme)
+        (info,) = by_incident["data"]["items"]
+        listed = await _post(capi, "/alert/list", window(clock), acme)
+        (item,) = listed["data"]["items"]
+        one = await _post(capi, "/alert/info", {"alert_id": item["alert_id"]}, acme)
+        events = await _post(capi, "/alert/event/list", {"alert_id": item["alert_id"]}, acme)
+        (from_incident,) = info["events"]
+        (from_alert,) = events["data"]["items"]
+        assert from_incident == from_alert
+        return [(r["integration_type"], r["data_source_type"])
+                for r in (info, item, one["data"])] + [
+            (e["integration_type"], e["integration_type"]) for e in (from_incident,)]
+
+    assert await types() == [("prometheus", "prometheus")] * 4
+    async with capi.runtime.db.transaction() as conn:
+        await conn.execute(update(alert).values(integration_id=987_654))
+        await conn.execute(update(alert_event).values(integration_id=987_654))
+    assert await types() == [("", "")] * 4

@@ -53,6 +53,7 @@ __all__ = [
     "load_settings",
     "load_settings_sync",
     "require_visible",
+    "require_visible_to",
     "touch_last_incident",
     "viewer",
     "viewer_of",
@@ -85,6 +86,14 @@ def visible_channel_ids(account_id: int, viewer: Viewer) -> Select[tuple[int]] |
 async def require_visible(ctx: Context, channel_id: int) -> Any:
     """A live channel the caller may see, or ResourceNotFound (also for other accounts')."""
     row = await repo.get_visible(ctx.conn, ctx.caller.account_id, channel_id, await viewer(ctx))
+    if row is None:
+        raise errors.not_found("channel", channel_id)
+    return row
+
+
+async def require_visible_to(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
+    """require_visible() for services that take an actor."""
+    row = await repo.get_visible(conn, actor.account_id, channel_id, await viewer_of(actor))
     if row is None:
         raise errors.not_found("channel", channel_id)
     return row

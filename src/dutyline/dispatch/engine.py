@@ -28,8 +28,8 @@ from dutyline.api.runtime import Runtime
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import system
 from dutyline.dispatch.notify import notify_layer
-from dutyline.incident.query import service as incidents
-from dutyline.incident.service import IncidentInfo, IncidentInfoRequest
+from dutyline.incident.service import IncidentInfo
+from dutyline.incident.service import query as incidents
 from dutyline.kit.ids import hex_id
 from dutyline.work import queue
 
@@ -48,7 +48,8 @@ async def incident_record(conn: AsyncConnection, runtime: Runtime, account_id: i
                           incident_id: str) -> IncidentInfo | None:
     ctx = system.context(conn, runtime, account_id)
     try:
-        return await incidents.incident_info(ctx, IncidentInfoRequest(incident_id=incident_id))
+        return await incidents.incident_info(ctx.conn, ctx.actor, incident_id=incident_id,
+                                             base_url=runtime.settings.base_url)
     except ApiError:
         return None  # removed since
 

@@ -25,13 +25,8 @@ from starlette.routing import Route
 from dutyline.api.errors import ApiError
 from dutyline.config import Settings
 from dutyline.dispatch import system
-from dutyline.incident.lifecycle import service as lifecycle
-from dutyline.incident.query import service as incidents
-from dutyline.incident.service import (
-    IncidentIdsRequest,
-    IncidentInfoRequest,
-    ResolveIncidentRequest,
-)
+from dutyline.incident.service import lifecycle
+from dutyline.incident.service import query as incidents
 from dutyline.platform.member import service as members
 
 if TYPE_CHECKING:
@@ -133,7 +128,8 @@ def routes(runtime: Runtime) -> list[Route]:
             ctx = system.context(conn, runtime, link.account_id)
             try:
                 info = await incidents.incident_info(
-                    ctx, IncidentInfoRequest(incident_id=link.incident_id))
+                    ctx.conn, ctx.actor, incident_id=link.incident_id,
+                    base_url=runtime.settings.base_url)
             except ApiError:
                 return _page("Incident not found", "", 404)
         e = html.escape
@@ -160,9 +156,9 @@ def routes(runtime: Runtime) -> list[Route]:
                                      person_name=person.person_name)
                 ids = [link.incident_id]
                 if link.action == "ack":
-                    await lifecycle.ack(ctx, IncidentIdsRequest(incident_ids=ids))
+                    await lifecycle.ack(ctx.conn, ctx.actor, incident_ids=ids)
                 else:
-                    await lifecycle.resolve(ctx, ResolveIncidentRequest(incident_ids=ids))
+                    await lifecycle.resolve(ctx.conn, ctx.actor, incident_ids=ids)
         except ApiError as exc:
             log.info("dispatch.link.refused", action=link.action, incident_id=link.incident_id,
                      code=exc.code)

@@ -9,11 +9,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.incident import incident
 from dutyline.incident import events, feed
+from dutyline.incident import repository as repo
 from dutyline.kit.ids import hex_id
 
 _NUM_ALPHABET = "0123456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: read aloud on calls
@@ -42,42 +42,35 @@ def _free_num(conn: Connection, account_id: int) -> str:
     the rare race between two new incidents drawing the same one)."""
     while True:
         num = "".join(secrets.choice(_NUM_ALPHABET) for _ in range(_NUM_LENGTH))
-        taken = conn.execute(
-            select(incident.c.incident_id).where(
-                incident.c.account_id == account_id, incident.c.num == num
-            )
-        )
-        if taken.first() is None:
+        if not repo.num_taken(conn, account_id, num):
             return num
 
 
 def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str:
     incident_id = hex_id()
-    conn.execute(
-        insert(incident).values(
-            incident_id=incident_id,
-            account_id=new.account_id,
-            channel_id=new.channel_id,
-            integration_id=new.integration_id,
-            num=_free_num(conn, new.account_id),
-            dedup_key=new.dedup_key,
-            equals_md5=new.equals_md5,
-            group_method=new.group_method,
-            title=new.title,
-            description=new.description,
-            incident_severity=new.severity,
-            incident_status=new.severity,
-            progress="Triggered",
-            start_time=now_s,
-            last_time=now_s,
-            creator_id=new.creator_id,
-            labels=msgspec.json.encode(new.labels).decode(),
-            fields=msgspec.json.encode(new.fields).decode(),
-            assigned_to=msgspec.json.encode(new.assigned_to).decode(),
-            created_at=now_s,
-            updated_at=now_s,
-        )
-    )
+    repo.insert_incident(conn, {
+        "incident_id": incident_id,
+        "account_id": new.account_id,
+        "channel_id": new.channel_id,
+        "integration_id": new.integration_id,
+        "num": _free_num(conn, new.account_id),
+        "dedup_key": new.dedup_key,
+        "equals_md5": new.equals_md5,
+        "group_method": new.group_method,
+        "title": new.title,
+        "description": new.description,
+        "incident_severity": new.severity,
+        "incident_status": new.severity,
+        "progress": "Triggered",
+        "start_time": now_s,
+        "last_time": now_s,
+        "creator_id": new.creator_id,
+        "labels": msgspec.json.encode(new.labels).decode(),
+        "fields": msgspec.json.encode(new.fields).decode(),
+        "assigned_to": msgspec.json.encode(new.assigned_to).decode(),
+        "created_at": now_s,
+        "updated_at": now_s,
+    })
     feed.add_sync(
         conn, incident_id=incident_id, account_id=new.account_id, feed_type=feed.NEW,
         creator_id=new.creator_id, detail={"severity": new.severity, "title": new.title},

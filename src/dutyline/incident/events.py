@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.incident import incident_event
+from dutyline.incident import repository as repo
 from dutyline.work.queue import enqueue_sync
 from dutyline.work.registry import JobContext, job_handler
 
@@ -96,19 +96,11 @@ def emit_sync(
 ) -> int:
     """Record an incident change and hand it to every subscriber, in the caller's
     transaction. Returns the event id."""
-    result = conn.execute(
-        insert(incident_event)
-        .values(
-            account_id=account_id,
-            incident_id=incident_id,
-            kind=kind,
-            payload=msgspec.json.encode(payload or {}).decode(),
-            person_id=person_id,
-            created_at=now_s,
-        )
-        .returning(incident_event.c.id)
-    )
-    event_id = int(result.scalar_one())
+    event_id = repo.insert_event(conn, {
+        "account_id": account_id, "incident_id": incident_id, "kind": kind,
+        "payload": msgspec.json.encode(payload or {}).decode(), "person_id": person_id,
+        "created_at": now_s,
+    })
     for name in subscribers():
         enqueue_sync(conn, JOB_PREFIX + name, {"event_id": event_id}, now_ms=now_s * 1000)
     return event_id
@@ -132,8 +124,7 @@ async def emit(
 
 
 async def load_event(conn: AsyncConnection, event_id: int) -> IncidentEvent | None:
-    stmt = select(incident_event).where(incident_event.c.id == event_id)
-    row = (await conn.execute(stmt)).first()
+    row = await repo.event_row(conn, event_id)
     if row is None:
         return None
     return IncidentEvent(

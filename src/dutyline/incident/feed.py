@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.incident import incident_feed
+from dutyline.incident import repository as repo
 
 # Feed entry types used by this service (reference IncidentFeedType).
 NEW = "i_new"
@@ -82,16 +82,11 @@ def add_sync(
     detail: dict[str, Any] | None = None,
     now_s: int,
 ) -> None:
-    conn.execute(
-        insert(incident_feed).values(
-            incident_id=incident_id,
-            account_id=account_id,
-            type=feed_type,
-            creator_id=creator_id,
-            detail=msgspec.json.encode(detail or {}).decode(),
-            created_at=now_s,
-        )
-    )
+    repo.insert_feed_entry(conn, {
+        "incident_id": incident_id, "account_id": account_id, "type": feed_type,
+        "creator_id": creator_id, "detail": msgspec.json.encode(detail or {}).decode(),
+        "created_at": now_s,
+    })
 
 
 async def add(

@@ -4,27 +4,17 @@ packages behind it (query, lifecycle, the event stream, the feed) can move freel
 
 - `events`: the incident event stream (`@events.subscriber`, `IncidentEvent`, event kinds);
 - `feed`: the incident timeline (`feed.add`, item kinds);
-- `query` and `lifecycle`: the services reading and changing incidents, with their records
-  and requests re-exported below.
+- `query` and `lifecycle`: the services reading and changing incidents, `(conn, actor, *,
+  domain arguments)`, with the records they return re-exported below.
 """
 
 from __future__ import annotations
 
 from dutyline.incident import events, feed
+from dutyline.incident.alert.schemas import AlertInfo
 from dutyline.incident.events import IncidentEvent
 from dutyline.incident.lifecycle import service as lifecycle
-from dutyline.incident.lifecycle.schemas import IncidentIdsRequest, ResolveIncidentRequest
 from dutyline.incident.query import service as query
-from dutyline.incident.query.schemas import (
-    AlertInfo,
-    IncidentInfo,
-    IncidentInfoRequest,
-    ListIncidentAlertsRequest,
-    ListIncidentsRequest,
-)
+from dutyline.incident.query.schemas import IncidentInfo
 
-__all__ = [
-    "AlertInfo", "IncidentEvent", "IncidentIdsRequest", "IncidentInfo", "IncidentInfoRequest",
-    "ListIncidentAlertsRequest", "ListIncidentsRequest", "ResolveIncidentRequest", "events",
-    "feed", "lifecycle", "query",
-]
+__all__ = ["AlertInfo", "IncidentEvent", "IncidentInfo", "events", "feed", "lifecycle", "query"]

@@ -1,4 +1,4 @@
-"""Which incidents and alerts a request may see or touch: its account's, not removed, and not
+"""Which incidents and alerts an actor may see or touch: its account's, not removed, and not
 in a private channel the caller cannot see. The channel domain decides which channels those
 are (channels.viewer, channels.visible_channel_ids); every incident and alert read and write
 filters through the conditions here, so a hidden record answers exactly like an unknown id.
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, Select, or_
 
 from dutyline.api.actor import Actor
-from dutyline.api.operation import Context
 from dutyline.channel import service as channels
 from dutyline.db.tables.incident import alert, incident
 
@@ -25,16 +24,9 @@ class Scope:
     channel_ids: Select[tuple[int]] | None
 
 
-async def scope(ctx: Context) -> Scope:
-    """The caller's scope: one query for their teams (once per request), none for admins."""
-    account_id = ctx.caller.account_id
-    viewer = await channels.viewer(ctx)
-    return Scope(account_id, channels.visible_channel_ids(account_id, viewer))
-
-
-async def scope_of(actor: Actor) -> Scope:
-    """scope() for services that take an actor: the same scope, the actor's teams loaded
-    once for its life."""
+async def scope(actor: Actor) -> Scope:
+    """The actor's scope: one query for their teams (once for the actor's life), none for
+    admins and the system."""
     viewer = await channels.viewer_of(actor)
     return Scope(actor.account_id, channels.visible_channel_ids(actor.account_id, viewer))
 

@@ -23,12 +23,7 @@ from dutyline.api.auth import Caller
 from dutyline.api.operation import Context
 from dutyline.api.runtime import Runtime
 from dutyline.api.transaction import RequestTransaction
-from dutyline.incident.query import service as incident_service
-from dutyline.incident.service import (
-    IncidentInfoRequest,
-    ListIncidentAlertsRequest,
-    ListIncidentsRequest,
-)
+from dutyline.incident.service import query as incident_service
 
 MAX_RESULT_CHARS = 16_000
 INCIDENT_TOOL_TIMEOUT_S = 15.0
@@ -154,8 +149,8 @@ class ReadScope:
 
 @asynccontextmanager
 async def _reading(runtime: Runtime, scope: ReadScope, run_id: str) -> AsyncIterator[Context]:
-    """The incident services take a request context: give them a read transaction of their
-    own, with a non-admin caller of the rule's scope."""
+    """A read transaction of the run's own, with a non-admin caller of the rule's scope (its
+    `actor` is what the incident services take)."""
     personal = scope.team_id == 0
     caller = Caller(account_id=scope.account_id, person_id=scope.owner_id if personal else 0,
                     person_name="automation", key_id=0, key_suffix="",
@@ -175,13 +170,13 @@ def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[Agen
         hours = max(1, min(int(arguments.get("hours") or 24), 31 * 24))
         now = int(runtime.clock.now())
         try:
-            req = ListIncidentsRequest(
-                start_time=now - hours * 3600, end_time=now, limit=20,
-                progress=str(arguments.get("progress") or ""),
-                incident_severity=str(arguments.get("severity") or ""),
-            )
             async with _reading(runtime, scope, run_id) as ctx:
-                page = await incident_service.list_incidents(ctx, req)
+                page = await incident_service.list_incidents(
+                    ctx.conn, ctx.actor, start_time=now - hours * 3600, end_time=now,
+                    limit=20, progress=str(arguments.get("progress") or ""),
+                    incident_severity=str(arguments.get("severity") or ""),
+                    base_url=runtime.settings.base_url,
+                    cursor_key=runtime.settings.resolved_secret_key())
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
         return encode({"total": page.total, "items": [
@@ -191,18 +186,20 @@ def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[Agen
 
     async def get_incident(arguments: dict[str, Any]) -> str:
         try:
-            req = IncidentInfoRequest(incident_id=str(arguments.get("incident_id") or ""))
+            incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope, run_id) as ctx:
-                return encode(await incident_service.incident_info(ctx, req))
+                return encode(await incident_service.incident_info(
+                    ctx.conn, ctx.actor, incident_id=incident_id,
+                    base_url=runtime.settings.base_url))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
 
     async def incident_alerts(arguments: dict[str, Any]) -> str:
         try:
-            req = ListIncidentAlertsRequest(
-                incident_id=str(arguments.get("incident_id") or ""), limit=50)
+            incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope, run_id) as ctx:
-                return encode(await incident_service.incident_alerts(ctx, req))
+                return encode(await incident_service.incident_alerts(
+                    ctx.conn, ctx.actor, incident_id=incident_id, limit=50))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
 

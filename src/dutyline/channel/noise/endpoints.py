@@ -26,8 +26,7 @@ from dutyline.channel.noise.schemas import (
     UpdateInhibitRuleRequest,
     UpdateSilenceRuleRequest,
 )
-from dutyline.incident.query import service as incidents
-from dutyline.incident.service import IncidentInfoRequest
+from dutyline.incident.service import query as incidents
 from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 
 router = Router("Channel noise rules")
@@ -154,7 +153,8 @@ _common_routes("/channel/silence/rule", SILENCE, SilenceRuleItem)
 @router.post("/incident/silence/quick", permissions=(CHANNEL_MANAGE,), write=True)
 async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> RuleCreateResponse:
     """Silence alerts like this incident's (same labels, else same title) for `minutes`."""
-    found = await incidents.incident_info(ctx, IncidentInfoRequest(incident_id=req.incident_id))
+    found = await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
+                                          base_url=ctx.runtime.settings.base_url)
     return _created(ctx, await service.quick_silence(
         ctx.conn, ctx.actor, channel_id=found.channel_id, incident_id=found.incident_id,
         title=found.title, labels=found.labels, minutes=req.minutes,

@@ -30,19 +30,26 @@ VIEW = (CHANNEL_VIEW,)
 @router.post("/alert/list", permissions=VIEW)
 async def alert_list(ctx: Context, req: AlertListRequest) -> AlertListResponse:
     """List the account's alerts in a time range (at most 31 days), a page at a time."""
-    return await service.list_alerts(ctx, req)
+    return await service.list_alerts(
+        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, p=req.p,
+        limit=req.limit, search_after_ctx=req.search_after_ctx,
+        by_updated_at=req.by_updated_at, channel_ids=req.channel_ids,
+        integration_ids=req.integration_ids, alert_ids=req.alert_ids,
+        alert_keys=req.alert_keys, alert_severity=req.alert_severity,
+        is_active=req.is_active, ever_muted=req.ever_muted, orderby=req.orderby, asc=req.asc)
 
 
 @router.post("/alert/info", permissions=VIEW)
 async def alert_info(ctx: Context, req: AlertLookup) -> AlertItem:
     """Get one alert with its incident and event count."""
-    return await service.alert_info(ctx, req)
+    return await service.alert_info(ctx.conn, ctx.actor, alert_id=req.alert_id)
 
 
 @router.post("/alert/event/list", permissions=VIEW)
 async def alert_event_list(ctx: Context, req: AlertEventListRequest) -> AlertEventListResponse:
     """List the raw events of one alert in arrival order."""
-    return await service.list_events(ctx, req)
+    return await service.list_events(ctx.conn, ctx.actor, alert_id=req.alert_id,
+                                     offset=req.offset, limit=req.limit)
 
 
 @router.post("/alert/list-by-ids", permissions=VIEW)

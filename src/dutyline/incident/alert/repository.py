@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.paging import counted_page, keyed, ordered
 from dutyline.db.tables.incident import alert, alert_event, incident
 from dutyline.incident import visibility
 from dutyline.incident.visibility import Scope
@@ -43,17 +44,11 @@ async def list_alerts(
     orderby: str, asc: bool,
 ) -> tuple[int, Sequence[Row[Any]]]:
     where = _filters(scope, f)
-    total = int((await conn.execute(select(func.count()).select_from(alert).where(*where)))
-                .scalar_one())
-    if total == 0 or offset >= total:
-        return total, []
     column = alert.c.updated_at if orderby == "updated_at" else alert.c.created_at
-    order = (column.asc(), alert.c.alert_id.asc()) if asc else (
-        column.desc(), alert.c.alert_id.desc())
-    rows = (await conn.execute(
-        select(alert).where(*where).order_by(*order).offset(offset).limit(limit)
-    )).all()
-    return total, rows
+    return await counted_page(
+        conn, select(func.count()).select_from(alert).where(*where),
+        select(alert).where(*where).order_by(*ordered(column, alert.c.alert_id, asc=asc)),
+        offset=offset, limit=limit)
 
 
 async def get_alert(conn: AsyncConnection, scope: Scope, alert_id: str) -> Row[Any] | None:
@@ -82,14 +77,11 @@ async def list_events(
     conn: AsyncConnection, account_id: int, alert_id: str, *, offset: int, limit: int
 ) -> tuple[int, Sequence[Row[Any]]]:
     where = (alert_event.c.alert_id == alert_id, alert_event.c.account_id == account_id)
-    total = int((await conn.execute(
-        select(func.count()).select_from(alert_event).where(*where))).scalar_one())
-    rows = (await conn.execute(
-        select(alert_event).where(*where)
-        .order_by(alert_event.c.event_time, alert_event.c.event_id)
-        .offset(offset).limit(limit)
-    )).all()
-    return total, rows
+    return await counted_page(
+        conn, select(func.count()).select_from(alert_event).where(*where),
+        select(alert_event).where(*where).order_by(
+            *ordered(alert_event.c.event_time, alert_event.c.event_id, asc=True)),
+        offset=offset, limit=limit)
 
 
 async def find_many(conn: AsyncConnection, scope: Scope, alert_ids: Sequence[str],
@@ -100,7 +92,7 @@ async def find_many(conn: AsyncConnection, scope: Scope, alert_ids: Sequence[str
     stmt = select(alert).where(alert.c.alert_id.in_(alert_ids), *visibility.alerts(scope))
     if lock:
         stmt = stmt.order_by(alert.c.alert_id).with_for_update()
-    return {r.alert_id: r for r in (await conn.execute(stmt)).all()}
+    return await keyed(conn, stmt, "alert_id")
 
 
 async def first_event(conn: AsyncConnection, alert_id: str) -> Any:
@@ -137,13 +129,9 @@ async def list_account_events(
     # a busy account's events in full cost 370 ms on SQLite (bench/alert_events.py).
     capped = select(alert_event.c.event_id).select_from(joined).where(*where).limit(
         EVENT_TOTAL_CAP).subquery()
-    total = int((await conn.execute(select(func.count()).select_from(capped))).scalar_one())
-    if total == 0 or offset >= total:
-        return total, []
-    order = ((alert_event.c.event_time.asc(), alert_event.c.event_id.asc()) if asc
-             else (alert_event.c.event_time.desc(), alert_event.c.event_id.desc()))
-    rows = (await conn.execute(
+    return await counted_page(
+        conn, select(func.count()).select_from(capped),
         select(alert_event, alert.c.title_rule, alert.c.alert_key).select_from(joined)
-        .where(*where).order_by(*order).offset(offset).limit(limit)
-    )).all()
-    return total, rows
+        .where(*where)
+        .order_by(*ordered(alert_event.c.event_time, alert_event.c.event_id, asc=asc)),
+        offset=offset, limit=limit)

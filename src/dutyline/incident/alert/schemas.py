@@ -1,11 +1,13 @@
 """Alert requests and records (reference: AlertListRequest, AlertItem, AlertInfoRequest,
 AlertEventListRequest, AlertEventItem, AlertListResponse, AlertEventListResponse,
 AlertListByIDsRequest, AlertFeedRequest, FeedItem, AlertFeedResponse,
-AlertEventGlobalListRequest, AlertEventGlobalListResponse, AlertMergeRequest)."""
+AlertEventGlobalListRequest, AlertEventGlobalListResponse, AlertMergeRequest, AlertInfo,
+IncidentShort, Image, AlertImage). The alert records are defined here once, for every read of
+the incident domain that answers alerts."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -47,67 +49,25 @@ class AlertEventListRequest(PageRequest, kw_only=True):
 
 
 class IncidentShort(msgspec.Struct, kw_only=True):
+    """Reference IncidentShort: the incident an alert belongs to."""
+
     incident_id: str
     title: str
     progress: str
 
 
-class AlertImage(msgspec.Struct, kw_only=True, omit_defaults=True):
+class Image(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Reference Image and AlertImage (the same shape): an image of an incident, an alert or
+    an event; an empty link or alt text is left out."""
+
     src: str
     href: str = ""
     alt: str = ""
 
 
-class AlertItem(msgspec.Struct, kw_only=True, omit_defaults=True):
-    alert_id: str
-    integration_id: int
-    data_source_id: int
-    channel_id: int
-    account_id: int
-    title: str
-    title_rule: str
-    description: str
-    alert_severity: str
-    alert_status: str
-    alert_key: str
-    start_time: int
-    last_time: int
-    end_time: int
-    labels: dict[str, str]
-    ever_muted: bool
-    deleted_at: int
-    created_at: int
-    updated_at: int
-    integration_name: str
-    integration_type: str
-    integration_ref_id: str
-    channel_name: str
-    channel_status: str
-    responder_name: str
-    responder_email: str
-    event_cnt: int
-    images: list[AlertImage]
-    data_source_name: str
-    data_source_type: str
-    data_source_ref_id: str
-    # Absent (not null) when the alert is in no incident: the reference types it an object.
-    incident: IncidentShort | None = None
-    # Noise control (channel inhibit / silence rules), absent when nothing held it back: the
-    # rule that inhibited it and the source alert that did, or the silence rule.
-    inhibited: bool = False
-    inhibit_rule_id: str = ""
-    inhibited_by: str = ""
-    silence_rule_id: str = ""
-
-
-class AlertListResponse(msgspec.Struct, kw_only=True):
-    total: int
-    has_next_page: bool
-    search_after_ctx: str
-    items: list[AlertItem]
-
-
 class AlertEventItem(msgspec.Struct, kw_only=True):
+    """Reference AlertEventItem: one raw event of an alert (records.event_item)."""
+
     event_id: str
     alert_id: str
     account_id: int
@@ -122,25 +82,92 @@ class AlertEventItem(msgspec.Struct, kw_only=True):
     event_severity: str
     event_status: str
     event_time: int
-    labels: dict[str, str]
-    images: list[AlertImage]
+    labels: dict[str, Any]
+    images: list[Image]
     created_at: int
     updated_at: int
     deleted_at: int
+
+
+class AlertRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What reference AlertItem and AlertInfo share (records.alert_fields fills it)."""
+
+    alert_id: str
+    integration_id: int
+    data_source_id: int
+    channel_id: int
+    account_id: int
+    title: str
+    title_rule: str
+    description: str
+    alert_severity: str
+    alert_status: str
+    alert_key: str
+    start_time: int
+    last_time: int
+    end_time: int
+    labels: dict[str, Any]
+    ever_muted: bool
+    deleted_at: int
+    created_at: int
+    updated_at: int
+    integration_name: str
+    integration_type: str
+    integration_ref_id: str
+    channel_name: str
+    channel_status: str
+    responder_name: str
+    responder_email: str
+    event_cnt: int
+    images: list[Image]
+    data_source_name: str
+    data_source_type: str
+    data_source_ref_id: str
+
+
+class AlertItem(AlertRecord, kw_only=True, omit_defaults=True):
+    """Reference AlertItem: an alert as the /alert/* reads answer it."""
+
+    # Absent (not null) when the alert is in no incident: the reference types it an object.
+    incident: IncidentShort | None = None
+    # Noise control (channel inhibit / silence rules), absent when nothing held it back: the
+    # rule that inhibited it and the source alert that did, or the silence rule.
+    inhibited: bool = False
+    inhibit_rule_id: str = ""
+    inhibited_by: str = ""
+    silence_rule_id: str = ""
+
+
+class AlertInfo(AlertRecord, kw_only=True, omit_defaults=True):
+    """Reference AlertInfo: an alert of an incident (/incident/alert/list, embedded alerts)."""
+
+    incident: IncidentShort
+    # The names clients of the live service read, beside alert_severity, alert_status and
+    # start_time (same values).
+    severity: str = ""
+    status: str = ""
+    trigger_time: int = 0
+    # Only when asked for (include_events); left out otherwise, never null.
+    events: list[AlertEventItem] | None = None
+
+    def __post_init__(self) -> None:
+        # Whoever builds an AlertInfo gets the aliases filled from the reference fields.
+        self.severity = self.severity or self.alert_severity
+        self.status = self.status or self.alert_status
+        self.trigger_time = self.trigger_time or self.start_time
+
+
+class AlertListResponse(msgspec.Struct, kw_only=True):
+    total: int
+    has_next_page: bool
+    search_after_ctx: str
+    items: list[AlertItem]
 
 
 class AlertEventListResponse(msgspec.Struct, kw_only=True):
     total: int
     has_next_page: bool
     items: list[AlertEventItem]
-
-
-def images_of(raw: str) -> list[AlertImage]:
-    return msgspec.json.decode(raw or "[]", type=list[AlertImage])
-
-
-def labels_of(raw: str) -> dict[str, str]:
-    return msgspec.json.decode(raw or "{}", type=dict[str, str])
 
 
 # --- /alert/list-by-ids, /alert/feed, /alert-event/list, /alert/merge ---------------------

@@ -12,25 +12,19 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.api.operation import Context
 from dutyline.api.types import MAX_PAGE_WINDOW
 from dutyline.incident import visibility
 from dutyline.incident.alert import repository as repo
+from dutyline.incident.alert.records import NO_NAMES, alert_fields, event_item
 from dutyline.incident.alert.schemas import (
     MAX_SPAN_S,
     AlertEventGlobalListResponse,
-    AlertEventItem,
-    AlertEventListRequest,
     AlertEventListResponse,
     AlertFeedItem,
     AlertFeedResponse,
     AlertItem,
-    AlertListRequest,
     AlertListResponse,
-    AlertLookup,
     IncidentShort,
-    images_of,
-    labels_of,
 )
 from dutyline.incident.ingest.channels import integrations_of_types, names
 
@@ -60,68 +54,67 @@ def _cursor(p: int) -> str:
     return base64.urlsafe_b64encode(f"p:{p}".encode()).decode()
 
 
-async def list_alerts(ctx: Context, req: AlertListRequest) -> AlertListResponse:
-    if req.end_time < req.start_time:
+async def list_alerts(
+    conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, p: int = 1,
+    limit: int = 20, search_after_ctx: str = "", by_updated_at: bool = False,
+    channel_ids: Sequence[int] = (), integration_ids: Sequence[int] = (),
+    alert_ids: Sequence[str] = (), alert_keys: Sequence[str] = (), alert_severity: str = "",
+    is_active: bool | None = None, ever_muted: bool | None = None,
+    orderby: str = "created_at", asc: bool = False,
+) -> AlertListResponse:
+    """The visible alerts of a window (at most 31 days), filtered, by page or cursor."""
+    if end_time < start_time:
         raise errors.invalid("end_time", "must be after start_time")
-    if req.end_time - req.start_time > MAX_SPAN_S:
+    if end_time - start_time > MAX_SPAN_S:
         raise errors.invalid("end_time", "must be at most 31 days after start_time")
-    p = _page_from_cursor(req.search_after_ctx) if req.search_after_ctx else req.p
-    if p * req.limit > MAX_PAGE_WINDOW:
+    if search_after_ctx:
+        p = _page_from_cursor(search_after_ctx)
+    if p * limit > MAX_PAGE_WINDOW:
         raise errors.invalid("p", f"p × limit must not exceed {MAX_PAGE_WINDOW}")
     filters: dict[str, Any] = {
-        "start_time": req.start_time, "end_time": req.end_time,
-        "by_updated_at": req.by_updated_at, "channel_ids": req.channel_ids,
-        "integration_ids": req.integration_ids, "alert_ids": req.alert_ids,
-        "alert_keys": req.alert_keys, "severities": _severities(req.alert_severity),
-        "is_active": req.is_active, "ever_muted": req.ever_muted,
+        "start_time": start_time, "end_time": end_time,
+        "by_updated_at": by_updated_at, "channel_ids": list(channel_ids),
+        "integration_ids": list(integration_ids), "alert_ids": list(alert_ids),
+        "alert_keys": list(alert_keys), "severities": _severities(alert_severity),
+        "is_active": is_active, "ever_muted": ever_muted,
     }
-    offset = (p - 1) * req.limit
-    scope = await visibility.scope(ctx)
+    offset = (p - 1) * limit
+    scope = await visibility.scope(actor)
     total, rows = await repo.list_alerts(
-        ctx.conn, scope, filters, offset=offset, limit=req.limit,
-        orderby=req.orderby, asc=req.asc,
+        conn, scope, filters, offset=offset, limit=limit, orderby=orderby, asc=asc,
     )
     has_next = offset + len(rows) < total
     return AlertListResponse(
         total=total, has_next_page=has_next,
         search_after_ctx=_cursor(p + 1) if has_next else "",
-        items=await _items(ctx.conn, scope, rows),
+        items=await _items(conn, scope, rows),
     )
 
 
-async def alert_info(ctx: Context, req: AlertLookup) -> AlertItem:
-    scope = await visibility.scope(ctx)
-    row = await repo.get_alert(ctx.conn, scope, req.alert_id)
+async def alert_info(conn: AsyncConnection, actor: Actor, *, alert_id: str) -> AlertItem:
+    """One alert the actor sees, with its incident and event count."""
+    scope = await visibility.scope(actor)
+    row = await repo.get_alert(conn, scope, alert_id)
     if row is None:
-        raise errors.not_found("alert", req.alert_id)
-    return (await _items(ctx.conn, scope, [row]))[0]
+        raise errors.not_found("alert", alert_id)
+    return (await _items(conn, scope, [row]))[0]
 
 
-async def list_events(ctx: Context, req: AlertEventListRequest) -> AlertEventListResponse:
-    account_id = ctx.caller.account_id
-    parent = await repo.get_alert(ctx.conn, await visibility.scope(ctx), req.alert_id)
+async def list_events(conn: AsyncConnection, actor: Actor, *, alert_id: str, offset: int = 0,
+                      limit: int = 100) -> AlertEventListResponse:
+    """The raw events of an alert the actor sees, in arrival order."""
+    account_id = actor.account_id
+    parent = await repo.get_alert(conn, await visibility.scope(actor), alert_id)
     if parent is None:
-        raise errors.not_found("alert", req.alert_id)
-    total, rows = await repo.list_events(
-        ctx.conn, account_id, req.alert_id, offset=req.offset, limit=req.limit
-    )
-    found = await names(ctx.conn, account_id, (), [parent.integration_id])
+        raise errors.not_found("alert", alert_id)
+    total, rows = await repo.list_events(conn, account_id, alert_id, offset=offset,
+                                         limit=limit)
+    found = await names(conn, account_id, (), [parent.integration_id])
     integration_type = found.integrations.get(parent.integration_id, ("", ""))[1]
-    items = [
-        AlertEventItem(
-            event_id=r.event_id, alert_id=r.alert_id, account_id=r.account_id,
-            channel_id=r.channel_id, integration_id=r.integration_id,
-            integration_type=integration_type, data_source_id=r.integration_id,
-            title=r.title, title_rule=parent.title_rule, description=r.description,
-            alert_key=parent.alert_key, event_severity=r.event_severity,
-            event_status=r.event_status, event_time=r.event_time, labels=labels_of(r.labels),
-            images=images_of(r.images), created_at=r.created_at, updated_at=r.created_at,
-            deleted_at=0,
-        )
-        for r in rows
-    ]
+    items = [event_item(r, integration_type=integration_type, title_rule=parent.title_rule,
+                        alert_key=parent.alert_key) for r in rows]
     return AlertEventListResponse(
-        total=total, has_next_page=req.offset + len(rows) < total, items=items
+        total=total, has_next_page=offset + len(rows) < total, items=items
     )
 
 
@@ -130,7 +123,7 @@ async def list_by_ids(conn: AsyncConnection, actor: Actor, *,
     """Every id must be a visible alert of the account, or the whole call fails naming the
     missing ones (reference: "any invalid ID causes the entire request to fail")."""
     ids = list(dict.fromkeys(i.lower() for i in alert_ids))
-    scope = await visibility.scope_of(actor)
+    scope = await visibility.scope(actor)
     found = await repo.find_many(conn, scope, ids)
     if missing := [i for i in ids if i not in found]:
         raise errors.ResourceNotFound("{field}: alerts not found: {ids}", field="alert_ids",
@@ -147,7 +140,7 @@ async def alert_feed(
     """An alert's activity, read from the alert itself: `a_new` when it was triggered (with
     its first event's severity and status), `a_close` when it ended. Alerts take no comments
     here, so there is no `a_comm`. Times in milliseconds (reference FeedItem)."""
-    row = await repo.get_alert(conn, await visibility.scope_of(actor), alert_id.lower())
+    row = await repo.get_alert(conn, await visibility.scope(actor), alert_id.lower())
     if row is None:
         raise errors.not_found("alert", alert_id)
     first = await repo.first_event(conn, row.alert_id)
@@ -203,19 +196,11 @@ async def list_account_events(
     }
     offset = (p - 1) * limit
     total, rows = await repo.list_account_events(
-        conn, await visibility.scope_of(actor), filters, offset=offset, limit=limit, asc=asc)
+        conn, await visibility.scope(actor), filters, offset=offset, limit=limit, asc=asc)
     found = await names(conn, account_id, (), (r.integration_id for r in rows))
     items = [
-        AlertEventItem(
-            event_id=r.event_id, alert_id=r.alert_id, account_id=r.account_id,
-            channel_id=r.channel_id, integration_id=r.integration_id,
-            integration_type=found.integrations.get(r.integration_id, ("", ""))[1],
-            data_source_id=r.integration_id, title=r.title, title_rule=r.title_rule,
-            description=r.description, alert_key=r.alert_key,
-            event_severity=r.event_severity, event_status=r.event_status,
-            event_time=r.event_time, labels=labels_of(r.labels), images=images_of(r.images),
-            created_at=r.created_at, updated_at=r.created_at, deleted_at=0,
-        )
+        event_item(r, integration_type=found.integrations.get(r.integration_id, NO_NAMES)[1],
+                   title_rule=r.title_rule, alert_key=r.alert_key)
         for r in rows
     ]
     has_next = offset + len(rows) < total
@@ -233,27 +218,21 @@ async def _items(conn: AsyncConnection, scope: visibility.Scope,
     briefs = await repo.incidents_brief(
         conn, scope, sorted({r.incident_id for r in rows if r.incident_id})
     )
-    items = []
-    for r in rows:
-        channel_name, channel_status = found.channels.get(r.channel_id, ("", ""))
-        integration_name, integration_type = found.integrations.get(r.integration_id, ("", ""))
-        brief = briefs.get(r.incident_id) if r.incident_id else None
-        items.append(AlertItem(
-            alert_id=r.alert_id, integration_id=r.integration_id,
-            data_source_id=r.integration_id, channel_id=r.channel_id, account_id=r.account_id,
-            title=r.title, title_rule=r.title_rule, description=r.description,
-            alert_severity=r.alert_severity, alert_status=r.alert_status,
-            alert_key=r.alert_key, start_time=r.start_time, last_time=r.last_time,
-            end_time=r.end_time, labels=labels_of(r.labels), ever_muted=bool(r.ever_muted),
-            deleted_at=r.deleted_at, created_at=r.created_at, updated_at=r.updated_at,
-            integration_name=integration_name, integration_type=integration_type,
-            integration_ref_id="", channel_name=channel_name, channel_status=channel_status,
-            responder_name="", responder_email="", event_cnt=r.event_cnt,
-            images=images_of(r.images), data_source_name=integration_name,
-            data_source_type=integration_type, data_source_ref_id="",
-            incident=(IncidentShort(incident_id=r.incident_id, title=brief[0],
-                                    progress=brief[1]) if brief else None),
+    return [
+        AlertItem(
+            **alert_fields(r, integration=found.integrations.get(r.integration_id, NO_NAMES),
+                           channel=found.channels.get(r.channel_id, NO_NAMES)),
+            incident=_incident_short(r.incident_id, briefs),
             inhibited=bool(r.inhibited), inhibit_rule_id=r.inhibit_rule_id,
             inhibited_by=r.inhibited_by, silence_rule_id=r.silence_rule_id,
-        ))
-    return items
+        )
+        for r in rows
+    ]
+
+
+def _incident_short(incident_id: str,
+                    briefs: dict[str, tuple[str, str]]) -> IncidentShort | None:
+    brief = briefs.get(incident_id) if incident_id else None
+    if brief is None:
+        return None
+    return IncidentShort(incident_id=incident_id, title=brief[0], progress=brief[1])

@@ -66,7 +66,7 @@ async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
 async def totals(conn: AsyncConnection, actor: Actor, *, filter: Filter, grid: Grid,
                  by: Dimension) -> list[Totals]:
     """Sums per bucket (and hours, when split) for the account, each channel or each team."""
-    scope = await visibility.scope_of(actor)
+    scope = await visibility.scope(actor)
     return _totals(await repo.totals(conn, scope, filter, grid, by))
 
 
@@ -74,7 +74,7 @@ async def responder_totals(conn: AsyncConnection, actor: Actor, *, filter: Filte
                            grid: Grid) -> list[Totals]:
     """Sums per bucket (and hours) and responder: each person's share of the incidents they
     were responders of (assigned, or acknowledged)."""
-    scope = await visibility.scope_of(actor)
+    scope = await visibility.scope(actor)
     return _totals(await repo.responder_totals(conn, scope, filter, grid))
 
 
@@ -83,7 +83,7 @@ async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, 
                         with_total: bool = True) -> tuple[int, list[IncidentFacts]]:
     """A page of the filter's incidents with their handling figures, and the filter's total
     (-1 unless asked)."""
-    scope = await visibility.scope_of(actor)
+    scope = await visibility.scope(actor)
     total = await repo.incident_count(conn, scope, filter) if with_total else -1
     rows = await repo.incident_page(conn, scope, filter, asc=asc, offset=offset, limit=limit)
     if not rows:
@@ -136,7 +136,7 @@ async def alert_label_totals(conn: AsyncConnection, actor: Actor, *, filter: Fil
                              asc: bool) -> list[LabelTotals]:
     """The top k values of an alert label by alerts (or alert events) started in the
     window."""
-    scope = await visibility.scope_of(actor)
+    scope = await visibility.scope(actor)
     rows = await repo.alert_label_totals(conn, scope, filter, grid, label=label, k=k,
                                          by_events=by_events, asc=asc)
     return [LabelTotals(label=str(r.label), hours=str(r.hours), alerts=int(r.alerts),

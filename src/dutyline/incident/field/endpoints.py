@@ -20,28 +20,37 @@ router = Router("Custom fields")
 @router.post("/field/create", permissions=(ACCOUNT_MANAGE,), write=True)
 async def field_create(ctx: Context, req: CreateFieldRequest) -> CreateFieldResponse:
     """Define a custom incident field."""
-    return await service.create_field(ctx, req)
+    created = await service.create_field(
+        ctx.conn, ctx.actor, field_name=req.field_name, field_type=req.field_type,
+        display_name=req.display_name, description=req.description, options=req.options,
+        default_value=req.default_value)
+    ctx.audit_targets.append(created.field_id)
+    return created
 
 
 @router.post("/field/info")
 async def field_info(ctx: Context, req: FieldLookup) -> FieldItem:
     """Get one custom field by id or name."""
-    return await service.field_info(ctx, req)
+    return await service.field_info(ctx.conn, ctx.actor, field_id=req.field_id,
+                                    field_name=req.field_name)
 
 
 @router.post("/field/list")
 async def field_list(ctx: Context, req: Empty) -> ListFieldsResponse:
     """List the account's custom fields by name (at most 100, so no paging)."""
-    return await service.list_fields(ctx)
+    return await service.list_fields(ctx.conn, ctx.actor)
 
 
 @router.post("/field/update", permissions=(ACCOUNT_MANAGE,), write=True)
 async def field_update(ctx: Context, req: UpdateFieldRequest) -> None:
     """Change a field's display name, description, options or default."""
-    await service.update_field(ctx, req)
+    ctx.audit_targets.append(await service.update_field(
+        ctx.conn, ctx.actor, field_id=req.field_id, display_name=req.display_name,
+        description=req.description, options=req.options, default_value=req.default_value))
 
 
 @router.post("/field/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def field_delete(ctx: Context, req: FieldLookup) -> None:
     """Delete a custom field no incident holds a value for."""
-    await service.delete_field(ctx, req)
+    ctx.audit_targets.append(await service.delete_field(
+        ctx.conn, ctx.actor, field_id=req.field_id, field_name=req.field_name))

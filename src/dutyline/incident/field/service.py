@@ -6,6 +6,7 @@ incident holds a value for cannot be deleted (ReferenceExist)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,15 +15,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.incident.field import repository as repo
 from dutyline.incident.field.schemas import (
-    CreateFieldRequest,
     CreateFieldResponse,
     FieldItem,
-    FieldLookup,
     ListFieldsResponse,
-    UpdateFieldRequest,
 )
 from dutyline.kit.ids import hex_id
 
@@ -117,76 +115,88 @@ def _as_list(value: Any, options: tuple[str, ...], field: str) -> list[Any]:
     return [part.strip() for part in value.split(",")]
 
 
-async def create_field(ctx: Context, req: CreateFieldRequest) -> CreateFieldResponse:
-    account_id = ctx.caller.account_id
-    name = req.field_name
+async def create_field(
+    conn: AsyncConnection, actor: Actor, *, field_name: str, field_type: str,
+    display_name: str = "", description: str = "", options: Sequence[str] = (),
+    default_value: Any = None,
+) -> CreateFieldResponse:
+    account_id = actor.account_id
+    name = field_name
     if not NAME_RULE.fullmatch(name):
         raise errors.invalid("field_name", "must match ^[a-zA-Z_][a-zA-Z0-9_]{0,39}$")
-    options = _checked_options(req.field_type, req.options)
-    default = normalize(req.field_type, options, req.default_value, "default_value")
-    if await repo.name_taken(ctx.conn, account_id, name):
+    checked = _checked_options(field_type, list(options))
+    default = normalize(field_type, checked, default_value, "default_value")
+    if await repo.name_taken(conn, account_id, name):
         raise errors.invalid("field_name", "already exists")
-    if await repo.count(ctx.conn, account_id) >= MAX_FIELDS_PER_ACCOUNT:
+    if await repo.count(conn, account_id) >= MAX_FIELDS_PER_ACCOUNT:
         raise errors.invalid("field_name", "the account already has 100 custom fields")
     field_id = hex_id()
-    now = ctx.now_s
+    now = actor.now_s
     try:
-        await repo.insert_field(ctx.conn, {
+        await repo.insert_field(conn, {
             "field_id": field_id, "account_id": account_id, "field_name": name,
-            "display_name": req.display_name.strip() or name,
-            "description": req.description, "field_type": req.field_type,
-            "options": msgspec.json.encode(list(options)).decode(),
+            "display_name": display_name.strip() or name,
+            "description": description, "field_type": field_type,
+            "options": msgspec.json.encode(list(checked)).decode(),
             "default_value": msgspec.json.encode(default).decode(), "status": "enabled",
-            "creator_id": ctx.caller.person_id, "created_at": now, "updated_at": now,
+            "creator_id": actor.person_id, "created_at": now, "updated_at": now,
         })
     except IntegrityError:
         raise errors.invalid("field_name", "already exists") from None
-    ctx.audit_targets.append(field_id)
     return CreateFieldResponse(field_id=field_id, field_name=name)
 
 
-async def field_info(ctx: Context, req: FieldLookup) -> FieldItem:
-    return _item(await _require(ctx, req))
+async def field_info(conn: AsyncConnection, actor: Actor, *, field_id: str | None = None,
+                     field_name: str | None = None) -> FieldItem:
+    """One field of the account, by id or else by name."""
+    return _item(await _require(conn, actor, field_id=field_id, field_name=field_name))
 
 
-async def list_fields(ctx: Context) -> ListFieldsResponse:
-    rows = await repo.list_all(ctx.conn, ctx.caller.account_id)
+async def list_fields(conn: AsyncConnection, actor: Actor) -> ListFieldsResponse:
+    rows = await repo.list_all(conn, actor.account_id)
     return ListFieldsResponse(total=len(rows), items=[_item(r) for r in rows])
 
 
-async def update_field(ctx: Context, req: UpdateFieldRequest) -> None:
-    row = await _require(ctx, FieldLookup(field_id=req.field_id))
+async def update_field(
+    conn: AsyncConnection, actor: Actor, *, field_id: str, display_name: str | None = None,
+    description: str | None = None, options: Sequence[str] | None = None,
+    default_value: Any = msgspec.UNSET,
+) -> str:
+    """Change what is given (None, or UNSET for the default: unchanged); returns the id."""
+    row = await _require(conn, actor, field_id=field_id)
     current = _definition(row)
-    values: dict[str, Any] = {"updated_at": ctx.now_s}
-    options = current.options
-    if req.options is not None:
-        options = _checked_options(current.field_type, req.options)
-        values["options"] = msgspec.json.encode(list(options)).decode()
-    if req.default_value is not msgspec.UNSET:
-        default = normalize(current.field_type, options, req.default_value, "default_value")
+    values: dict[str, Any] = {"updated_at": actor.now_s}
+    kept = current.options
+    if options is not None:
+        kept = _checked_options(current.field_type, list(options))
+        values["options"] = msgspec.json.encode(list(kept)).decode()
+    if default_value is not msgspec.UNSET:
+        default = normalize(current.field_type, kept, default_value, "default_value")
     else:
         # New options must still admit the kept default.
-        default = normalize(current.field_type, options, current.default_value, "options")
+        default = normalize(current.field_type, kept, current.default_value, "options")
     values["default_value"] = msgspec.json.encode(default).decode()
-    if req.display_name is not None:
-        values["display_name"] = req.display_name.strip() or current.field_name
-    if req.description is not None:
-        values["description"] = req.description
-    await repo.update_field(ctx.conn, ctx.caller.account_id, row.field_id, values)
-    ctx.audit_targets.append(row.field_id)
+    if display_name is not None:
+        values["display_name"] = display_name.strip() or current.field_name
+    if description is not None:
+        values["description"] = description
+    await repo.update_field(conn, actor.account_id, row.field_id, values)
+    return str(row.field_id)
 
 
-async def delete_field(ctx: Context, req: FieldLookup) -> None:
-    row = await _require(ctx, req)
-    if not await repo.lock(ctx.conn, ctx.caller.account_id, row.field_id):
+async def delete_field(conn: AsyncConnection, actor: Actor, *, field_id: str | None = None,
+                       field_name: str | None = None) -> str:
+    """Delete a field no incident holds a value for; returns its id."""
+    row = await _require(conn, actor, field_id=field_id, field_name=field_name)
+    if not await repo.lock(conn, actor.account_id, row.field_id):
         raise errors.not_found("field", row.field_id)
-    if await repo.in_use(ctx.conn, ctx.caller.account_id, row.field_name):
+    if await repo.in_use(conn, actor.account_id, row.field_name):
         raise errors.ReferenceExist(
             "Field {field_name} is set on incidents and cannot be deleted",
             field_name=row.field_name,
         )
-    await repo.delete_field(ctx.conn, ctx.caller.account_id, row.field_id)
-    ctx.audit_targets.append(row.field_id)
+    await repo.delete_field(conn, actor.account_id, row.field_id)
+    return str(row.field_id)
 
 
 def _checked_options(field_type: str, raw: list[str]) -> tuple[str, ...]:
@@ -204,14 +214,15 @@ def _checked_options(field_type: str, raw: list[str]) -> tuple[str, ...]:
     return tuple(options)
 
 
-async def _require(ctx: Context, req: FieldLookup) -> Any:
-    account_id = ctx.caller.account_id
-    if req.field_id:
-        row = await repo.get_by_id(ctx.conn, account_id, req.field_id)
-        ident = req.field_id
-    elif req.field_name:
-        row = await repo.get_by_name(ctx.conn, account_id, req.field_name)
-        ident = req.field_name
+async def _require(conn: AsyncConnection, actor: Actor, *, field_id: str | None = None,
+                   field_name: str | None = None) -> Any:
+    account_id = actor.account_id
+    if field_id:
+        row = await repo.get_by_id(conn, account_id, field_id)
+        ident = field_id
+    elif field_name:
+        row = await repo.get_by_name(conn, account_id, field_name)
+        ident = field_name
     else:
         raise errors.invalid("field_id", "is required")
     if row is None:

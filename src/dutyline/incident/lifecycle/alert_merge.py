@@ -24,8 +24,8 @@ from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
     CLOSED,
     OPEN,
-    load_visible,
-    record_change,
+    load_all,
+    record,
     require_progress,
 )
 from dutyline.platform.member import service as member_service
@@ -51,10 +51,10 @@ async def merge_alerts(
 ) -> list[str]:
     """Returns every id the merge touched (the target, the incidents the alerts left, the
     alerts that moved: those not in the target already), for the audit log."""
-    (target,) = await load_visible(conn, actor, [incident_id.lower()], field="incident_id")
+    (target,) = await load_all(conn, actor, [incident_id.lower()], field="incident_id")
     require_progress([target], OPEN, "the target is Closed", field="incident_id")
     ids = list(dict.fromkeys(i.lower() for i in alert_ids))
-    found = await alert_repo.find_many(conn, await visibility.scope_of(actor), ids, lock=True)
+    found = await alert_repo.find_many(conn, await visibility.scope(actor), ids, lock=True)
     if missing := [i for i in ids if i not in found]:
         raise errors.ResourceNotFound("{field}: alerts not found: {ids}", field="alert_ids",
                                       ids=", ".join(missing))
@@ -88,7 +88,7 @@ async def merge_alerts(
                            closer_id=person_id, snoozed_before=0,
                            merged_into=target.incident_id)
         await repo.update_incident(conn, source.incident_id, closing)
-        await record_change(conn, actor, source, feed_type=feed.ALERT_MERGE, detail={
+        await record(conn, actor, source, feed_type=feed.ALERT_MERGE, detail={
             "alert_ids": left_from[source.incident_id], "comment": comment,
             "target_incident": _short(target),
         }, kind=events.ALERTS_MERGED, payload={
@@ -96,7 +96,7 @@ async def merge_alerts(
             "target_incident_id": target.incident_id, "closed": emptied,
         })
     if moved or "title" in values or owner_id is not None:
-        await record_change(conn, actor, target, feed_type=feed.ALERT_MERGE, detail={
+        await record(conn, actor, target, feed_type=feed.ALERT_MERGE, detail={
             "alert_ids": moved, "comment": comment,
             "source_incidents": [_short(s) for s in sources.values()],
             "target_incident": _short(target), "owner_id": person_id,

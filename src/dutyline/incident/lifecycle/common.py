@@ -13,7 +13,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.api.operation import Context
 from dutyline.incident import events, feed, visibility
 from dutyline.incident.lifecycle import repository as repo
 
@@ -35,17 +34,12 @@ def unique_ids(ids: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(i.lower() for i in ids))
 
 
-async def load_all(ctx: Context, ids: list[str], field: str = "incident_ids") -> list[Row[Any]]:
+async def load_all(conn: AsyncConnection, actor: Actor, ids: list[str],
+                   field: str = "incident_ids") -> list[Row[Any]]:
     """Every id, locked, in request order; any id that is not a visible incident of the
-    caller's account (removed, or of a private channel they cannot see) fails the whole call
+    actor's account (removed, or of a private channel they cannot see) fails the whole call
     by name, before anything changed."""
-    return _all_found(await repo.lock(ctx.conn, await visibility.scope(ctx), ids), ids, field)
-
-
-async def load_visible(conn: AsyncConnection, actor: Actor, ids: list[str],
-                       field: str = "incident_ids") -> list[Row[Any]]:
-    """load_all for services that take an actor."""
-    return _all_found(await repo.lock(conn, await visibility.scope_of(actor), ids), ids, field)
+    return _all_found(await repo.lock(conn, await visibility.scope(actor), ids), ids, field)
 
 
 def _all_found(found: dict[str, Row[Any]], ids: list[str], field: str) -> list[Row[Any]]:
@@ -67,20 +61,11 @@ def require_progress(rows: list[Row[Any]], allowed: tuple[str, ...], reason: str
 
 
 async def record(
-    ctx: Context, row: Row[Any], *, feed_type: str | None, detail: dict[str, Any],
-    kind: str, payload: dict[str, Any] | None = None,
-) -> None:
-    """The feed entry (who, when, what) and the event for one change of one incident."""
-    await record_change(ctx.conn, ctx.actor, row, feed_type=feed_type, detail=detail,
-                        kind=kind, payload=payload)
-    ctx.audit_targets.append(row.incident_id)
-
-
-async def record_change(
     conn: AsyncConnection, actor: Actor, row: Row[Any], *, feed_type: str | None,
     detail: dict[str, Any], kind: str, payload: dict[str, Any] | None = None,
 ) -> None:
-    """record for services that take an actor (their endpoint names the audit targets)."""
+    """The feed entry (who, when, what) and the event for one change of one incident (the
+    endpoint names the audit targets)."""
     account_id, person_id, now = actor.account_id, actor.person_id, actor.now_s
     if feed_type is not None:
         await feed.add(conn, incident_id=row.incident_id, account_id=account_id,

@@ -4,10 +4,13 @@ transaction of the change."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncConnection
+
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
 from dutyline.incident import events, feed, visibility
 from dutyline.incident.creation import NewIncident, open_incident
@@ -26,30 +29,23 @@ from dutyline.incident.lifecycle.common import (
 )
 from dutyline.incident.lifecycle.schemas import (
     AssignedTo,
-    AssignIncidentRequest,
-    CreateIncidentRequest,
     CreateIncidentResponse,
-    MergeIncidentsRequest,
-    ResetIncidentFieldRequest,
-    UpdateIncidentFieldsRequest,
 )
 from dutyline.kit.ids import hex_id
 from dutyline.platform.member import service as member_service
 
 
-async def _assignment(ctx: Context, given: AssignedTo, field: str,
+async def _assignment(conn: AsyncConnection, actor: Actor, given: AssignedTo, field: str,
                       kind: str) -> dict[str, Any]:
     """The stored AssignedTo: people checked against the account, stamped and given an id."""
     person_ids = list(dict.fromkeys(given.person_ids or []))
     if not person_ids and not given.escalate_rule_id:
         raise errors.invalid(field, "needs person_ids or escalate_rule_id")
-    known = await member_service.existing_member_ids(
-        ctx.conn, ctx.caller.account_id, list(person_ids)
-    )
+    known = await member_service.existing_member_ids(conn, actor.account_id, list(person_ids))
     if unknown := [p for p in person_ids if p not in known]:
         raise errors.invalid(f"{field}.person_ids",
                              "unknown members: " + ", ".join(map(str, unknown)))
-    assignment: dict[str, Any] = {"type": kind, "assigned_at": ctx.now_s, "id": hex_id(),
+    assignment: dict[str, Any] = {"type": kind, "assigned_at": actor.now_s, "id": hex_id(),
                                   "layer_idx": given.layer_idx}
     if person_ids:
         assignment["person_ids"] = person_ids
@@ -60,52 +56,59 @@ async def _assignment(ctx: Context, given: AssignedTo, field: str,
     return assignment
 
 
-async def create(ctx: Context, req: CreateIncidentRequest) -> CreateIncidentResponse:
-    title = req.title.strip()
+async def create(
+    conn: AsyncConnection, actor: Actor, *, incident_severity: str, title: str,
+    description: str = "", channel_id: int = 0, assigned_to: AssignedTo | None = None,
+) -> CreateIncidentResponse:
+    """Open an incident by hand, standalone (channel 0) or in a channel the actor sees."""
+    title = title.strip()
     if not title:
         raise errors.invalid("title", "is required")
-    account_id, now = ctx.caller.account_id, ctx.now_s
-    if req.channel_id:
-        # A live channel the caller sees: a private one of other teams is not found.
-        await channels.require_visible(ctx, req.channel_id)
-    assignment = (await _assignment(ctx, req.assigned_to, "assigned_to", "assign")
-                  if req.assigned_to is not None else {})
-    incident_id = await open_incident(ctx.conn, NewIncident(
-        account_id=account_id, title=title, severity=req.incident_severity,
-        channel_id=req.channel_id, description=req.description,
-        creator_id=ctx.caller.person_id, assigned_to=assignment,
+    account_id, now = actor.account_id, actor.now_s
+    if channel_id:
+        # A live channel the actor sees: a private one of other teams is not found.
+        await channels.require_visible_to(conn, actor, channel_id)
+    assignment = (await _assignment(conn, actor, assigned_to, "assigned_to", "assign")
+                  if assigned_to is not None else {})
+    incident_id = await open_incident(conn, NewIncident(
+        account_id=account_id, title=title, severity=incident_severity,
+        channel_id=channel_id, description=description,
+        creator_id=actor.person_id, assigned_to=assignment,
     ), now_s=now)
-    ctx.audit_targets.append(incident_id)
-    rows = await repo.lock(ctx.conn, await visibility.scope(ctx), [incident_id])
+    rows = await repo.lock(conn, await visibility.scope(actor), [incident_id])
     row = rows[incident_id]
     if assignment:
-        await _apply_assignment(ctx, row, assignment)
+        await _apply_assignment(conn, actor, row, assignment)
     return CreateIncidentResponse(incident_id=incident_id, title=title, num=row.num)
 
 
-async def _apply_assignment(ctx: Context, row: Any, assignment: dict[str, Any]) -> None:
+async def _apply_assignment(conn: AsyncConnection, actor: Actor, row: Any,
+                            assignment: dict[str, Any]) -> None:
     responders = responders_adding(row.responders, assignment.get("person_ids", []),
-                                   ctx.now_s)
-    await repo.update_incident(ctx.conn, row.incident_id, {
+                                   actor.now_s)
+    await repo.update_incident(conn, row.incident_id, {
         "assigned_to": dumps(assignment), "responders": dumps(responders),
-        "updated_at": ctx.now_s,
+        "updated_at": actor.now_s,
     })
-    await record(ctx, row, feed_type=feed.ASSIGN, detail=feed.assign_detail(assignment),
-                 kind=events.ASSIGNED, payload={"assignment": assignment})
+    await record(conn, actor, row, feed_type=feed.ASSIGN,
+                 detail=feed.assign_detail(assignment), kind=events.ASSIGNED,
+                 payload={"assignment": assignment})
 
 
-async def assign(ctx: Context, req: AssignIncidentRequest) -> None:
-    ids = req.incident_ids or ([req.incident_id] if req.incident_id else [])
-    if not ids:
+async def assign(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
+                 assigned_to: AssignedTo) -> list[str]:
+    """Assign open incidents (all or nothing); returns their ids."""
+    if not incident_ids:
         raise errors.invalid("incident_ids", "is required")
-    rows = await load_all(ctx, unique_ids(ids))
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     require_progress(rows, OPEN, "Closed incidents cannot be assigned")
     for row in rows:
         kind = "reassign" if loads(row.assigned_to) else "assign"
-        if req.assigned_to.type in ("escalate", "reopen"):
-            kind = req.assigned_to.type
-        await _apply_assignment(ctx, row, await _assignment(ctx, req.assigned_to,
-                                                            "assigned_to", kind))
+        if assigned_to.type in ("escalate", "reopen"):
+            kind = assigned_to.type
+        await _apply_assignment(conn, actor, row, await _assignment(
+            conn, actor, assigned_to, "assigned_to", kind))
+    return [r.incident_id for r in rows]
 
 
 # Editable text fields: request field -> (column, feed entry type).
@@ -119,11 +122,20 @@ _RESETTABLE = {
 }
 
 
-async def reset(ctx: Context, req: UpdateIncidentFieldsRequest) -> None:
-    (row,) = await load_all(ctx, [req.incident_id.lower()], field="incident_id")
+async def reset(
+    conn: AsyncConnection, actor: Actor, *, incident_id: str, title: str | None = None,
+    description: str | None = None, impact: str | None = None, root_cause: str | None = None,
+    resolution: str | None = None, incident_severity: str | None = None,
+) -> list[str]:
+    """Edit the given fields (None: unchanged); returns the incident's id when anything
+    changed, else nothing."""
+    (row,) = await load_all(conn, actor, [incident_id.lower()], field="incident_id")
+    given = {"title": title, "description": description, "impact": impact,
+             "root_cause": root_cause, "resolution": resolution,
+             "incident_severity": incident_severity}
     changes: dict[str, Any] = {}
     for name, feed_type in _RESETTABLE.items():
-        value = getattr(req, name)
+        value = given[name]
         if value is None:
             continue
         if name == "title":
@@ -133,49 +145,57 @@ async def reset(ctx: Context, req: UpdateIncidentFieldsRequest) -> None:
         if value != getattr(row, name):
             changes[name] = (feed_type, getattr(row, name), value)
     if not changes:
-        return
+        return []
     values: dict[str, Any] = {name: to for name, (_, _, to) in changes.items()}
     if "incident_severity" in changes and row.progress != CLOSED:
         # An open incident's status follows its severity; a closed one stays Ok.
         values["incident_status"] = values["incident_severity"]
-    values["updated_at"] = ctx.now_s
-    await repo.update_incident(ctx.conn, row.incident_id, values)
+    values["updated_at"] = actor.now_s
+    await repo.update_incident(conn, row.incident_id, values)
     for feed_type, before, after in changes.values():
-        await feed.add(ctx.conn, incident_id=row.incident_id,
-                       account_id=ctx.caller.account_id, feed_type=feed_type,
-                       creator_id=ctx.caller.person_id, detail={"from": before, "to": after},
-                       now_s=ctx.now_s)
-    await record(ctx, row, feed_type=None, detail={}, kind=events.UPDATED,
+        await feed.add(conn, incident_id=row.incident_id, account_id=actor.account_id,
+                       feed_type=feed_type, creator_id=actor.person_id,
+                       detail={"from": before, "to": after}, now_s=actor.now_s)
+    await record(conn, actor, row, feed_type=None, detail={}, kind=events.UPDATED,
                  payload={"fields": sorted(changes)})
+    return [row.incident_id]
 
 
-async def reset_field(ctx: Context, req: ResetIncidentFieldRequest) -> None:
-    (row,) = await load_all(ctx, [req.incident_id.lower()], field="incident_id")
-    name, value = await fields.checked_value(ctx.conn, ctx.caller.account_id, req.field_name,
-                                             req.field_value)
+async def reset_field(conn: AsyncConnection, actor: Actor, *, incident_id: str,
+                      field_name: str, field_value: Any) -> list[str]:
+    """Set (None: clear) a custom field's value on an incident; returns its id."""
+    (row,) = await load_all(conn, actor, [incident_id.lower()], field="incident_id")
+    name, value = await fields.checked_value(conn, actor.account_id, field_name, field_value)
     current: dict[str, Any] = loads(row.fields)
     if value is None:
         current.pop(name, None)
     else:
         current[name] = value
-    await repo.update_incident(ctx.conn, row.incident_id,
-                               {"fields": dumps(current), "updated_at": ctx.now_s})
-    await record(ctx, row, feed_type=feed.RESET_FIELD, detail={"field_name": name, "to": value},
+    await repo.update_incident(conn, row.incident_id,
+                               {"fields": dumps(current), "updated_at": actor.now_s})
+    await record(conn, actor, row, feed_type=feed.RESET_FIELD,
+                 detail={"field_name": name, "to": value},
                  kind=events.UPDATED, payload={"fields": [f"fields.{name}"]})
+    return [row.incident_id]
 
 
 def _short(row: Any) -> dict[str, Any]:
     return {"incident_id": row.incident_id, "title": row.title, "progress": row.progress}
 
 
-async def merge(ctx: Context, req: MergeIncidentsRequest) -> None:
+async def merge(
+    conn: AsyncConnection, actor: Actor, *, source_incident_ids: Sequence[str],
+    target_incident_id: str, title: str | None = None, comment: str = "",
+    owner_id: int | None = None, remove_source_incidents: bool = False,
+) -> list[str]:
     """Sources join the target: their alerts move over, the target's counts are recounted,
-    each source is closed (or removed) and marked merged_into the target."""
-    target_id = req.target_incident_id.lower()
-    source_ids = [i for i in unique_ids(req.source_incident_ids) if i != target_id]
+    each source is closed (or removed) and marked merged_into the target. Returns the ids
+    changed, sources first."""
+    target_id = target_incident_id.lower()
+    source_ids = [i for i in unique_ids(source_incident_ids) if i != target_id]
     if not source_ids:
         raise errors.invalid("source_incident_ids", "must name an incident other than the target")
-    by_id = await repo.lock(ctx.conn, await visibility.scope(ctx), [target_id, *source_ids])
+    by_id = await repo.lock(conn, await visibility.scope(actor), [target_id, *source_ids])
     if target_id not in by_id:
         raise errors.ResourceNotFound("{field}: incidents not found: {ids}",
                                       field="target_incident_id", ids=target_id)
@@ -184,25 +204,25 @@ async def merge(ctx: Context, req: MergeIncidentsRequest) -> None:
                                       field="source_incident_ids", ids=", ".join(missing))
     target, sources = by_id[target_id], [by_id[i] for i in source_ids]
     require_progress([target], OPEN, "the target is Closed", field="target_incident_id")
-    if req.owner_id is not None and not await member_service.existing_member_ids(
-            ctx.conn, ctx.caller.account_id, [req.owner_id]):
-        raise errors.invalid("owner_id", "unknown members: " + str(req.owner_id))
-    now, person_id = ctx.now_s, ctx.caller.person_id
+    if owner_id is not None and not await member_service.existing_member_ids(
+            conn, actor.account_id, [owner_id]):
+        raise errors.invalid("owner_id", "unknown members: " + str(owner_id))
+    now, person_id = actor.now_s, actor.person_id
 
-    await repo.move_alerts(ctx.conn, source_ids, target_id, now)
+    await repo.move_alerts(conn, source_ids, target_id, now)
     carried = [r["person_id"] for s in sources for r in loads(s.responders)]
-    alert_cnt, active, event_cnt = await repo.alert_counts(ctx.conn, target_id)
+    alert_cnt, active, event_cnt = await repo.alert_counts(conn, target_id)
     values: dict[str, Any] = {
         "alert_cnt": alert_cnt, "active_alert_cnt": active, "alert_event_cnt": event_cnt,
         "responders": dumps(responders_adding(target.responders, carried, now)),
         "last_time": max(target.last_time, *(s.last_time for s in sources)),
         "updated_at": now,
     }
-    if req.title is not None and req.title.strip():
-        values["title"] = req.title.strip()
-    if req.owner_id is not None:
-        values["owner_id"] = req.owner_id
-    await repo.update_incident(ctx.conn, target_id, values)
+    if title is not None and title.strip():
+        values["title"] = title.strip()
+    if owner_id is not None:
+        values["owner_id"] = owner_id
+    await repo.update_incident(conn, target_id, values)
     for source in sources:
         was_open = source.progress != CLOSED
         closing: dict[str, Any] = {
@@ -212,19 +232,20 @@ async def merge(ctx: Context, req: MergeIncidentsRequest) -> None:
         if was_open:
             closing.update(progress=CLOSED, incident_status="Ok", close_time=now,
                            end_time=now, closer_id=person_id)
-        if req.remove_source_incidents:
+        if remove_source_incidents:
             closing["deleted_at"] = now
-        await repo.update_incident(ctx.conn, source.incident_id, closing)
-        await record(ctx, source, feed_type=feed.MERGE,
-                     detail={"comment": req.comment, "target_incident": _short(target),
-                             "remove_source_incidents": req.remove_source_incidents},
+        await repo.update_incident(conn, source.incident_id, closing)
+        await record(conn, actor, source, feed_type=feed.MERGE,
+                     detail={"comment": comment, "target_incident": _short(target),
+                             "remove_source_incidents": remove_source_incidents},
                      kind=events.MERGED,
                      payload={"role": "source", "target_incident_id": target_id,
                               "closed": was_open})
-    await record(ctx, target, feed_type=feed.MERGE, detail={
-        "comment": req.comment, "source_incidents": [_short(s) for s in sources],
+    await record(conn, actor, target, feed_type=feed.MERGE, detail={
+        "comment": comment, "source_incidents": [_short(s) for s in sources],
         "target_incident": _short(target), "owner_id": person_id,
         "title": values.get("title", target.title),
-        "remove_source_incidents": req.remove_source_incidents,
+        "remove_source_incidents": remove_source_incidents,
         "source_responders": list(dict.fromkeys(carried)),
     }, kind=events.MERGED, payload={"role": "target", "source_incident_ids": source_ids})
+    return [*source_ids, target_id]

@@ -33,79 +33,103 @@ _MANAGE = (INCIDENT_MANAGE,)
 @router.post("/incident/create", permissions=_MANAGE, write=True)
 async def incident_create(ctx: Context, req: CreateIncidentRequest) -> CreateIncidentResponse:
     """Open an incident by hand, standalone or in a channel."""
-    return await editing.create(ctx, req)
+    created = await editing.create(
+        ctx.conn, ctx.actor, incident_severity=req.incident_severity, title=req.title,
+        description=req.description, channel_id=req.channel_id, assigned_to=req.assigned_to)
+    ctx.audit_targets.append(created.incident_id)
+    return created
 
 
 @router.post("/incident/ack", permissions=_MANAGE, write=True)
 async def incident_ack(ctx: Context, req: IncidentIdsRequest) -> None:
     """Acknowledge Triggered incidents (to Processing); all or nothing."""
-    await service.ack(ctx, req)
+    ctx.audit_targets.extend(await service.ack(ctx.conn, ctx.actor,
+                                               incident_ids=req.incident_ids))
 
 
 @router.post("/incident/unack", permissions=_MANAGE, write=True)
 async def incident_unack(ctx: Context, req: IncidentIdsRequest) -> None:
     """Take back an acknowledgement (Processing to Triggered); all or nothing."""
-    await service.unack(ctx, req)
+    ctx.audit_targets.extend(await service.unack(ctx.conn, ctx.actor,
+                                                 incident_ids=req.incident_ids))
 
 
 @router.post("/incident/resolve", permissions=_MANAGE, write=True)
 async def incident_resolve(ctx: Context, req: ResolveIncidentRequest) -> None:
     """Close open incidents and recover their active alerts; all or nothing."""
-    await service.resolve(ctx, req)
+    ctx.audit_targets.extend(await service.resolve(
+        ctx.conn, ctx.actor, incident_ids=req.incident_ids, root_cause=req.root_cause,
+        resolution=req.resolution))
 
 
 @router.post("/incident/reopen", permissions=_MANAGE, write=True)
 async def incident_reopen(ctx: Context, req: ReopenIncidentRequest) -> None:
     """Reopen Closed incidents (back to Triggered, dispatched again); all or nothing."""
-    await service.reopen(ctx, req)
+    ctx.audit_targets.extend(await service.reopen(
+        ctx.conn, ctx.actor, incident_ids=req.incident_ids, reason=req.reason))
 
 
 @router.post("/incident/snooze", permissions=_MANAGE, write=True)
 async def incident_snooze(ctx: Context, req: SnoozeIncidentRequest) -> None:
     """Hold notifications of open incidents for 1 to 1440 minutes."""
-    await service.snooze(ctx, req)
+    ctx.audit_targets.extend(await service.snooze(
+        ctx.conn, ctx.actor, incident_ids=req.incident_ids, minutes=req.minutes))
 
 
 @router.post("/incident/wake", permissions=_MANAGE, write=True)
 async def incident_wake(ctx: Context, req: IncidentIdsRequest) -> None:
     """End the snooze of snoozed incidents."""
-    await service.wake(ctx, req)
+    ctx.audit_targets.extend(await service.wake(ctx.conn, ctx.actor,
+                                                incident_ids=req.incident_ids))
 
 
 @router.post("/incident/reset", permissions=_MANAGE, write=True)
 async def incident_reset(ctx: Context, req: UpdateIncidentFieldsRequest) -> None:
     """Edit title, description, impact, root cause, resolution or severity."""
-    await editing.reset(ctx, req)
+    ctx.audit_targets.extend(await editing.reset(
+        ctx.conn, ctx.actor, incident_id=req.incident_id, title=req.title,
+        description=req.description, impact=req.impact, root_cause=req.root_cause,
+        resolution=req.resolution, incident_severity=req.incident_severity))
 
 
 @router.post("/incident/remove", permissions=_MANAGE, write=True, dangerous=True)
 async def incident_remove(ctx: Context, req: RemoveIncidentRequest) -> None:
     """Remove incidents: they disappear from every read."""
-    await service.remove(ctx, req)
+    ctx.audit_targets.extend(await service.remove(ctx.conn, ctx.actor,
+                                                  incident_ids=req.incident_ids))
 
 
 @router.post("/incident/comment", permissions=_MANAGE, write=True)
 async def incident_comment(ctx: Context, req: CommentIncidentRequest) -> None:
     """Add a comment to the timeline of incidents."""
-    await service.comment(ctx, req)
+    ctx.audit_targets.extend(await service.comment(
+        ctx.conn, ctx.actor, incident_ids=req.incident_ids, comment=req.comment,
+        mute_reply=req.mute_reply))
 
 
 @router.post("/incident/assign", permissions=_MANAGE, write=True)
 async def incident_assign(ctx: Context, req: AssignIncidentRequest) -> None:
     """Assign open incidents to members or an escalation rule."""
-    await editing.assign(ctx, req)
+    ctx.audit_targets.extend(await editing.assign(
+        ctx.conn, ctx.actor, assigned_to=req.assigned_to,
+        incident_ids=req.incident_ids or ([req.incident_id] if req.incident_id else [])))
 
 
 @router.post("/incident/merge", permissions=_MANAGE, write=True)
 async def incident_merge(ctx: Context, req: MergeIncidentsRequest) -> None:
     """Merge source incidents into a target: alerts move, sources close."""
-    await editing.merge(ctx, req)
+    ctx.audit_targets.extend(await editing.merge(
+        ctx.conn, ctx.actor, source_incident_ids=req.source_incident_ids,
+        target_incident_id=req.target_incident_id, title=req.title, comment=req.comment,
+        owner_id=req.owner_id, remove_source_incidents=req.remove_source_incidents))
 
 
 @router.post("/incident/field/reset", permissions=_MANAGE, write=True)
 async def incident_field_reset(ctx: Context, req: ResetIncidentFieldRequest) -> None:
     """Set the value of a custom field of an incident."""
-    await editing.reset_field(ctx, req)
+    ctx.audit_targets.extend(await editing.reset_field(
+        ctx.conn, ctx.actor, incident_id=req.incident_id, field_name=req.field_name,
+        field_value=req.field_value))
 
 
 @router.post("/incident/responder/add", permissions=_MANAGE, write=True)

@@ -10,6 +10,7 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.paging import keyed
 from dutyline.db.tables.incident import alert, incident
 from dutyline.incident import visibility
 from dutyline.incident.visibility import Scope
@@ -27,7 +28,7 @@ async def lock(conn: AsyncConnection, scope: Scope, ids: list[str]) -> dict[str,
         .order_by(incident.c.incident_id)
         .with_for_update()
     )
-    return {r.incident_id: r for r in (await conn.execute(stmt)).all()}
+    return await keyed(conn, stmt, "incident_id")
 
 
 async def update_incident(conn: AsyncConnection, incident_id: str, values: dict[str, Any]) -> None:
@@ -76,7 +77,7 @@ async def lock_in_account(conn: AsyncConnection, account_id: int,
     stmt = (select(incident)
             .where(incident.c.incident_id.in_(ids), incident.c.account_id == account_id)
             .order_by(incident.c.incident_id).with_for_update())
-    return {r.incident_id: r for r in (await conn.execute(stmt)).all()}
+    return await keyed(conn, stmt, "incident_id")
 
 
 async def worst_active_severity(conn: AsyncConnection, incident_id: str) -> str | None:

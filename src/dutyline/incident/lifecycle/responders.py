@@ -24,9 +24,9 @@ from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
     OPEN,
     dumps,
-    load_visible,
+    load_all,
     loads,
-    record_change,
+    record,
     require_progress,
     responders_adding,
     unique_ids,
@@ -39,7 +39,7 @@ async def add_responders(
     notify: dict[str, Any] | None = None,
 ) -> list[int]:
     """Returns the person ids that were added (those not responding already)."""
-    (row,) = await load_visible(conn, actor, [incident_id.lower()], field="incident_id")
+    (row,) = await load_all(conn, actor, [incident_id.lower()], field="incident_id")
     require_progress([row], OPEN, "Closed incidents take no new responders",
                      field="incident_id")
     wanted = list(dict.fromkeys(person_ids))
@@ -58,7 +58,7 @@ async def add_responders(
     payload: dict[str, Any] = {"person_ids": added}
     if notify is not None:
         payload["notify"] = notify
-    await record_change(conn, actor, row, feed_type=feed.ADD_RESPONDER, detail={"to": added},
+    await record(conn, actor, row, feed_type=feed.ADD_RESPONDER, detail={"to": added},
                         kind=events.RESPONDERS_ADDED, payload=payload)
     return added
 
@@ -67,13 +67,13 @@ async def disable_merge(conn: AsyncConnection, actor: Actor, *,
                         incident_ids: Sequence[str]) -> list[str]:
     """All or nothing over visible incidents; already disabled ones stay so (no new event).
     Returns the incident ids (every one named, for the audit log)."""
-    rows = await load_visible(conn, actor, unique_ids(incident_ids))
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     for row in rows:
         if row.merge_disabled:
             continue
         await repo.update_incident(conn, row.incident_id,
                                    {"merge_disabled": True, "updated_at": actor.now_s})
         # The reference's feed has no entry type for it; the event and the audit log record it.
-        await record_change(conn, actor, row, feed_type=None, detail={}, kind=events.UPDATED,
+        await record(conn, actor, row, feed_type=None, detail={}, kind=events.UPDATED,
                             payload={"fields": ["merge_disabled"]})
     return [r.incident_id for r in rows]

@@ -5,17 +5,18 @@ comment and remove on any.
 Every batch is all or nothing: each id must be a visible incident of the caller's account
 (else ResourceNotFound naming the ids) in a progress the transition accepts (else
 InvalidParameter naming the ids), checked before the first write. Each changed incident gets
-its feed entry and its event in the same transaction."""
+its feed entry and its event in the same transaction; each service returns the ids it
+changed, which its endpoint names as the audit targets."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.api.operation import Context
 from dutyline.incident import events, feed, visibility
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
@@ -33,104 +34,107 @@ from dutyline.incident.lifecycle.common import (
     responders_with_ack,
     unique_ids,
 )
-from dutyline.incident.lifecycle.schemas import (
-    CommentIncidentRequest,
-    IncidentIdsRequest,
-    RemoveIncidentRequest,
-    ReopenIncidentRequest,
-    ResolveIncidentRequest,
-    SnoozeIncidentRequest,
-)
 from dutyline.kit.ids import hex_id
 
 
-async def ack(ctx: Context, req: IncidentIdsRequest) -> None:
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
+async def ack(conn: AsyncConnection, actor: Actor, *,
+              incident_ids: Sequence[str]) -> list[str]:
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     require_progress(rows, (TRIGGERED,), "only Triggered incidents can be acknowledged")
-    now, person_id = ctx.now_s, ctx.caller.person_id
+    now, person_id = actor.now_s, actor.person_id
     for row in rows:
-        await repo.update_incident(ctx.conn, row.incident_id, {
+        await repo.update_incident(conn, row.incident_id, {
             "progress": PROCESSING,
             # ack_time is the first acknowledgement; a later ack after an unack keeps it.
             "ack_time": row.ack_time or now,
             "responders": dumps(responders_with_ack(row.responders, person_id, now)),
             "updated_at": now,
         })
-        await record(ctx, row, feed_type=feed.ACK, detail={}, kind=events.ACKED,
+        await record(conn, actor, row, feed_type=feed.ACK, detail={}, kind=events.ACKED,
                      payload={"progress": PROCESSING})
+    return [r.incident_id for r in rows]
 
 
-async def unack(ctx: Context, req: IncidentIdsRequest) -> None:
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
+async def unack(conn: AsyncConnection, actor: Actor, *,
+                incident_ids: Sequence[str]) -> list[str]:
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     require_progress(rows, (PROCESSING,), "only Processing incidents can be unacknowledged")
-    now = ctx.now_s
+    now = actor.now_s
     for row in rows:
-        await repo.update_incident(ctx.conn, row.incident_id, {
+        await repo.update_incident(conn, row.incident_id, {
             "progress": TRIGGERED, "responders": dumps(responders_unacked(row.responders)),
             "updated_at": now,
         })
-        await record(ctx, row, feed_type=feed.UNACK, detail={}, kind=events.UNACKED,
+        await record(conn, actor, row, feed_type=feed.UNACK, detail={}, kind=events.UNACKED,
                      payload={"progress": TRIGGERED})
+    return [r.incident_id for r in rows]
 
 
-async def resolve(ctx: Context, req: ResolveIncidentRequest) -> None:
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
+async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
+                  root_cause: str | None = None, resolution: str | None = None) -> list[str]:
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     require_progress(rows, OPEN, "already Closed")
-    now = ctx.now_s
+    now = actor.now_s
     for row in rows:
         values: dict[str, Any] = {
             "progress": CLOSED, "incident_status": "Ok", "close_time": now, "end_time": now,
-            "closer_id": ctx.caller.person_id, "snoozed_before": 0, "active_alert_cnt": 0,
+            "closer_id": actor.person_id, "snoozed_before": 0, "active_alert_cnt": 0,
             "updated_at": now,
         }
-        if req.root_cause is not None:
-            values["root_cause"] = req.root_cause
-        if req.resolution is not None:
-            values["resolution"] = req.resolution
-        recovered = await repo.resolve_alerts(ctx.conn, row.incident_id, now)
-        await repo.update_incident(ctx.conn, row.incident_id, values)
-        await record(ctx, row, feed_type=feed.RESOLVE, detail={"from": "console"},
+        if root_cause is not None:
+            values["root_cause"] = root_cause
+        if resolution is not None:
+            values["resolution"] = resolution
+        recovered = await repo.resolve_alerts(conn, row.incident_id, now)
+        await repo.update_incident(conn, row.incident_id, values)
+        await record(conn, actor, row, feed_type=feed.RESOLVE, detail={"from": "console"},
                      kind=events.RESOLVED,
                      payload={"progress": CLOSED, "recovered_alerts": recovered})
+    return [r.incident_id for r in rows]
 
 
-async def reopen(ctx: Context, req: ReopenIncidentRequest) -> None:
+async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
+                 reason: str = "") -> list[str]:
     """decisions.md §3: every id Closed or nothing changes; back to Triggered with the close
     fields cleared, and a new assignment of type `reopen` for the escalation engine."""
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     require_progress(rows, (CLOSED,), "only Closed incidents can be reopened")
-    now = ctx.now_s
+    now = actor.now_s
     for row in rows:
         previous: dict[str, Any] = loads(row.assigned_to)
         assignment = {**previous, "type": "reopen", "assigned_at": now, "id": hex_id()}
-        await repo.update_incident(ctx.conn, row.incident_id, {
+        await repo.update_incident(conn, row.incident_id, {
             "progress": TRIGGERED, "incident_status": row.incident_severity,
             "close_time": 0, "end_time": 0, "closer_id": 0, "merged_into": None,
             "assigned_to": dumps(assignment),
             "responders": dumps(responders_unacked(row.responders)),
             "last_time": now, "updated_at": now,
         })
-        await record(ctx, row, feed_type=feed.REOPEN, detail={"reason": req.reason},
+        await record(conn, actor, row, feed_type=feed.REOPEN, detail={"reason": reason},
                      kind=events.REOPENED,
-                     payload={"progress": TRIGGERED, "reason": req.reason,
+                     payload={"progress": TRIGGERED, "reason": reason,
                               "severity": row.incident_severity, "assignment": assignment})
+    return [r.incident_id for r in rows]
 
 
-async def snooze(ctx: Context, req: SnoozeIncidentRequest) -> None:
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
+async def snooze(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
+                 minutes: int) -> list[str]:
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     require_progress(rows, OPEN, "Closed incidents cannot be snoozed")
-    now = ctx.now_s
-    until = now + req.minutes * 60
+    now = actor.now_s
+    until = now + minutes * 60
     for row in rows:
-        await repo.update_incident(ctx.conn, row.incident_id,
+        await repo.update_incident(conn, row.incident_id,
                                    {"snoozed_before": until, "updated_at": now})
-        await record(ctx, row, feed_type=feed.SNOOZE, detail={"minutes": req.minutes},
+        await record(conn, actor, row, feed_type=feed.SNOOZE, detail={"minutes": minutes},
                      kind=events.SNOOZED, payload={"snoozed_before": until})
+    return [r.incident_id for r in rows]
 
 
-async def wake(ctx: Context, req: IncidentIdsRequest) -> None:
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
-    now = ctx.now_s
+async def wake(conn: AsyncConnection, actor: Actor, *,
+               incident_ids: Sequence[str]) -> list[str]:
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
+    now = actor.now_s
     asleep = [r.incident_id for r in rows if r.snoozed_before > now]
     if len(asleep) != len(rows):
         awake = [r.incident_id for r in rows if r.snoozed_before <= now]
@@ -138,35 +142,40 @@ async def wake(ctx: Context, req: IncidentIdsRequest) -> None:
             "Invalid parameter {field}: {reason}: {ids}", field="incident_ids",
             reason="not snoozed", ids=", ".join(awake))
     for row in rows:
-        await repo.update_incident(ctx.conn, row.incident_id,
+        await repo.update_incident(conn, row.incident_id,
                                    {"snoozed_before": 0, "updated_at": now})
-        await record(ctx, row, feed_type=feed.WAKE,
+        await record(conn, actor, row, feed_type=feed.WAKE,
                      detail={"snoozedBefore": row.snoozed_before}, kind=events.WOKEN)
+    return [r.incident_id for r in rows]
 
 
-async def comment(ctx: Context, req: CommentIncidentRequest) -> None:
-    text = req.comment.strip()
+async def comment(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
+                  comment: str, mute_reply: bool = False) -> list[str]:
+    text = comment.strip()
     if not text:
         raise errors.invalid("comment", "is required")
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
     for row in rows:
-        await repo.update_incident(ctx.conn, row.incident_id, {"updated_at": ctx.now_s})
-        await record(ctx, row, feed_type=feed.COMMENT,
-                     detail={"comment": text, "mute_reply": req.mute_reply},
+        await repo.update_incident(conn, row.incident_id, {"updated_at": actor.now_s})
+        await record(conn, actor, row, feed_type=feed.COMMENT,
+                     detail={"comment": text, "mute_reply": mute_reply},
                      kind=events.UPDATED, payload={"change": "comment",
-                                                   "mute_reply": req.mute_reply})
+                                                   "mute_reply": mute_reply})
+    return [r.incident_id for r in rows]
 
 
-async def remove(ctx: Context, req: RemoveIncidentRequest) -> None:
+async def remove(conn: AsyncConnection, actor: Actor, *,
+                 incident_ids: Sequence[str]) -> list[str]:
     """Soft delete: the row stays (its feed and events too) but reads no longer see it. The
     feed has no entry type for a removal; the event and the audit log say who and when."""
-    rows = await load_all(ctx, unique_ids(req.incident_ids))
-    now = ctx.now_s
+    rows = await load_all(conn, actor, unique_ids(incident_ids))
+    now = actor.now_s
     for row in rows:
-        await repo.update_incident(ctx.conn, row.incident_id,
+        await repo.update_incident(conn, row.incident_id,
                                    {"deleted_at": now, "updated_at": now})
-        await record(ctx, row, feed_type=None, detail={}, kind=events.REMOVED,
+        await record(conn, actor, row, feed_type=None, detail={}, kind=events.REMOVED,
                      payload={"progress": row.progress})
+    return [r.incident_id for r in rows]
 
 
 async def assign_responders(conn: AsyncConnection, actor: Actor, *, incident_id: str,

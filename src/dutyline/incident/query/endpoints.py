@@ -28,13 +28,25 @@ _READ = (CHANNEL_VIEW, INCIDENT_MANAGE)
 @router.post("/incident/info", permissions=_READ)
 async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
     """Get one incident of the account."""
-    return await service.incident_info(ctx, req)
+    return await service.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
+                                       include_alerts=req.include_alerts,
+                                       base_url=ctx.runtime.settings.base_url)
 
 
 @router.post("/incident/list", permissions=_READ)
 async def incident_list(ctx: Context, req: ListIncidentsRequest) -> IncidentListResponse:
     """List incidents started in a window of at most 31 days, filtered, by page or cursor."""
-    return await service.list_incidents(ctx, req)
+    return await service.list_incidents(
+        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, asc=req.asc,
+        offset=req.offset, limit=req.limit, search_after_ctx=req.search_after_ctx,
+        progress=req.progress, incident_severity=req.incident_severity,
+        channel_ids=req.channel_ids, team_ids=req.team_ids, is_my_team=req.is_my_team,
+        is_my_channel=req.is_my_channel, responder_ids=req.responder_ids,
+        acker_ids=req.acker_ids, creator_ids=req.creator_ids, closer_ids=req.closer_ids,
+        incident_ids=req.incident_ids, nums=req.nums, query=req.query,
+        is_snoozed=req.is_snoozed, ever_muted=req.ever_muted,
+        base_url=ctx.runtime.settings.base_url,
+        cursor_key=ctx.runtime.settings.resolved_secret_key())
 
 
 @router.post("/incident/list-by-ids", permissions=_READ)
@@ -42,13 +54,17 @@ async def incident_list_by_ids(
     ctx: Context, req: ListIncidentsByIdsRequest
 ) -> IncidentListResponse:
     """Get up to 100 incidents by id; unknown ids are left out."""
-    return await service.list_by_ids(ctx, req)
+    return await service.list_by_ids(ctx.conn, ctx.actor, incident_ids=req.incident_ids,
+                                     include_alerts=req.include_alerts,
+                                     base_url=ctx.runtime.settings.base_url)
 
 
 @router.post("/incident/feed", permissions=_READ)
 async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncidentFeedResponse:
     """The incident's timeline: who did what, and when."""
-    return await service.incident_feed(ctx, req)
+    return await service.incident_feed(ctx.conn, ctx.actor, incident_id=req.incident_id,
+                                       types=req.types, asc=req.asc, offset=req.offset,
+                                       limit=req.limit)
 
 
 @router.post("/incident/alert/list", permissions=_READ)
@@ -56,7 +72,9 @@ async def incident_alert_list(
     ctx: Context, req: ListIncidentAlertsRequest
 ) -> ListIncidentAlertsResponse:
     """The alerts grouped into an incident."""
-    return await service.incident_alerts(ctx, req)
+    return await service.incident_alerts(
+        ctx.conn, ctx.actor, incident_id=req.incident_id, is_active=req.is_active,
+        include_events=req.include_events, offset=(req.p - 1) * req.limit, limit=req.limit)
 
 
 @router.post("/incident/past/list", permissions=_READ)

@@ -13,16 +13,25 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_
+from sqlalchemy import Boolean, ColumnElement, and_, func, literal_column, or_, select, tuple_
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
 
 from dutyline.db.like import contains_pattern
+from dutyline.db.paging import keyed, ordered
 from dutyline.db.tables.channel import channel, integration
-from dutyline.db.tables.incident import alert, alert_event, incident, incident_feed
+from dutyline.db.tables.incident import (
+    alert,
+    alert_event,
+    incident,
+    incident_feed,
+    incident_title_fts,
+)
 from dutyline.db.tables.platform import account, member
 from dutyline.incident import visibility
-from dutyline.incident.query.title_search import plan_for_the_query, title_contains
 from dutyline.incident.visibility import Scope
 
 
@@ -124,10 +133,7 @@ async def page(
     key = tuple_(incident.c.start_time, incident.c.incident_id)
     if after is not None:
         conds.append(key > tuple_(*after) if asc else key < tuple_(*after))
-    order = (
-        (incident.c.start_time.asc(), incident.c.incident_id.asc()) if asc
-        else (incident.c.start_time.desc(), incident.c.incident_id.desc())
-    )
+    order = ordered(incident.c.start_time, incident.c.incident_id, asc=asc)
     stmt = select(incident).where(*conds).order_by(*order).offset(offset).limit(limit)
     return list((await conn.execute(stmt)).all())
 
@@ -182,7 +188,7 @@ async def channels(conn: AsyncConnection, account_id: int, ids: set[int]) -> dic
         return {}
     stmt = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(
         channel.c.account_id == account_id, channel.c.channel_id.in_(ids))
-    return {r.channel_id: r for r in (await conn.execute(stmt)).all()}
+    return await keyed(conn, stmt, "channel_id")
 
 
 async def members(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, Any]:
@@ -191,7 +197,7 @@ async def members(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict
         return {}
     stmt = select(member.c.member_id, member.c.member_name, member.c.email).where(
         member.c.account_id == account_id, member.c.member_id.in_(ids))
-    return {r.member_id: r for r in (await conn.execute(stmt)).all()}
+    return await keyed(conn, stmt, "member_id")
 
 
 async def integrations_by_incident(
@@ -260,7 +266,7 @@ async def alert_page(
         .outerjoin(integration, integration.c.integration_id == alert.c.integration_id)
         .outerjoin(channel, channel.c.channel_id == alert.c.channel_id)
         .where(*_alert_conditions(scope, incident_id, is_active))
-        .order_by(alert.c.start_time.desc(), alert.c.alert_id.desc())
+        .order_by(*ordered(alert.c.start_time, alert.c.alert_id, asc=False))
         .offset(offset).limit(limit)
     )
     return list((await conn.execute(stmt)).all())
@@ -271,7 +277,7 @@ async def alert_events(conn: AsyncConnection, alert_ids: list[str]) -> dict[str,
         return {}
     stmt = (
         select(alert_event).where(alert_event.c.alert_id.in_(alert_ids))
-        .order_by(alert_event.c.event_time.desc(), alert_event.c.event_id.desc())
+        .order_by(*ordered(alert_event.c.event_time, alert_event.c.event_id, asc=False))
     )
     found: dict[str, list[Row[Any]]] = defaultdict(list)
     for r in (await conn.execute(stmt)).all():
@@ -301,7 +307,7 @@ async def past_candidates(conn: AsyncConnection, scope: Scope, ref: Row[Any]) ->
     columns = (incident.c.incident_id, incident.c.title, incident.c.labels,
                incident.c.start_time)
     recent = select(*columns).where(*conds).order_by(
-        incident.c.start_time.desc(), incident.c.incident_id.desc()).limit(PAST_RECENT)
+        *ordered(incident.c.start_time, incident.c.incident_id, asc=False)).limit(PAST_RECENT)
     found: dict[str, Any] = {r.incident_id: r for r in (await conn.execute(recent)).all()}
     if ref.equals_md5:
         same_group = select(*columns).where(
@@ -310,3 +316,79 @@ async def past_candidates(conn: AsyncConnection, scope: Scope, ref: Row[Any]) ->
         for r in (await conn.execute(same_group)).all():
             found.setdefault(r.incident_id, r)
     return list(found.values())
+
+
+# --- title search ---------------------------------------------------------------------------
+# The title condition of /incident/list's `query`: a case-insensitive substring match that an
+# index answers, with the same results on each database as the plain LIKE it stands for.
+#
+# The meaning is `lower(title) LIKE '%<query lowered by Python>%'`, with %, _ and / taken
+# literally. PostgreSQL runs exactly that, and a pg_trgm GIN index on lower(title) serves it
+# (migration 0005). SQLite cannot index a LIKE with a leading %, so there it becomes a MATCH on
+# an FTS5 trigram table of lower(title), which is the same test: the table holds what the LIKE
+# reads and matches case-sensitively, and a quoted FTS5 string of three or more characters
+# matches exactly the rows that contain it. Shorter queries have no trigram to look up and keep
+# the LIKE (a full read of the window, as before).
+
+TRIGRAM = 3
+
+
+def title_contains(query: str) -> ColumnElement[bool]:
+    """incident.title contains `query`, ignoring case as the database's lower() does (on
+    SQLite only ASCII letters; on PostgreSQL by the database's locale)."""
+    needle = query.lower()
+    like = func.lower(incident.c.title).like(contains_pattern(needle), escape="/")
+    # (No NUL can get here, which FTS5 would take for the end of its query: the request layer
+    # refuses strings holding one, api/handler.py.)
+    if len(needle) < TRIGRAM:
+        return like
+    return _IndexedTitleMatch(like, _fts_match(needle))
+
+
+async def plan_for_the_query(conn: AsyncConnection, query: str) -> None:
+    """On PostgreSQL, plan the rest of this transaction's statements for their actual values.
+
+    Statements are prepared, and after five runs PostgreSQL may keep one generic plan, made
+    without knowing the pattern. With the trigram index that plan reads every match of the
+    window and sorts it for a page (13 ms instead of 0.4 for 'disk' in 100,000 incidents),
+    or, for a 1-2 character query that no trigram narrows, scans the whole index. Only the
+    actual pattern tells whether walking the window in order or asking the index is
+    cheaper. One SET per title search; nothing for other lists or on SQLite."""
+    if query and conn.dialect.name == "postgresql":
+        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+
+
+def _fts_match(needle: str) -> ColumnElement[bool]:
+    # One FTS5 string (double quotes, a quote inside doubled): every character literal, the
+    # whole needle one phrase of consecutive trigrams, i.e. a substring.
+    phrase = '"' + needle.replace('"', '""') + '"'
+    matching = select(incident_title_fts.c.rowid).where(
+        incident_title_fts.c.incident_title_fts.match(phrase))
+    return literal_column(f"{incident.name}.rowid").in_(matching)
+
+
+class _IndexedTitleMatch(ColumnElement[bool]):
+    """The LIKE on PostgreSQL, the equivalent FTS5 MATCH on SQLite. Both stay in the
+    statement's cache key (and their bound values in its parameters): a statement is cached
+    per dialect, and each dialect renders only its own."""
+
+    type = Boolean()
+    inherit_cache = True
+    _traverse_internals: _TraverseInternalsType = [  # noqa: RUF012 (SQLAlchemy types it so)
+        ("plain_like", InternalTraversal.dp_clauseelement),
+        ("fts_match", InternalTraversal.dp_clauseelement),
+    ]
+
+    def __init__(self, plain_like: ColumnElement[bool], fts_match: ColumnElement[bool]) -> None:
+        self.plain_like = plain_like
+        self.fts_match = fts_match
+
+
+@compiles(_IndexedTitleMatch)
+def _compile_like(element: _IndexedTitleMatch, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.plain_like, **kw)
+
+
+@compiles(_IndexedTitleMatch, "sqlite")
+def _compile_fts(element: _IndexedTitleMatch, compiler: SQLCompiler, **kw: Any) -> str:
+    return compiler.process(element.fts_match, **kw)

@@ -1,6 +1,6 @@
 """Incident read records and requests (reference: IncidentInfo, Responder, ListIncidentsRequest,
-IncidentListResponse, ListIncidentFeedRequest, IncidentFeedItem, ListIncidentAlertsRequest,
-AlertInfo)."""
+IncidentListResponse, ListIncidentFeedRequest, IncidentFeedItem, ListIncidentAlertsRequest;
+the alert records, AlertInfo among them, are incident/alert/schemas.py's)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from dutyline.api.types import Id, NonNegInt64, PageRequest
+from dutyline.incident.alert.schemas import AlertInfo, Image
 
 # Incident and alert ids are 24 hex characters; anything else is refused by name at decode.
 IncidentId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
@@ -30,12 +31,6 @@ class Responder(msgspec.Struct, kw_only=True):
     acknowledged_at: int
     person_name: str = ""
     email: str = ""
-
-
-class Image(msgspec.Struct, kw_only=True):
-    src: str
-    href: str = ""
-    alt: str = ""
 
 
 class PersonShort(msgspec.Struct, kw_only=True):
@@ -194,75 +189,6 @@ class ListIncidentAlertsRequest(msgspec.Struct, kw_only=True):
     def __post_init__(self) -> None:
         if self.p * self.limit > 10_000:
             raise ValueError("p × limit must not exceed 10000")
-
-
-class IncidentShort(msgspec.Struct, kw_only=True):
-    incident_id: str
-    title: str
-    progress: str
-
-
-class AlertEventItem(msgspec.Struct, kw_only=True):
-    event_id: str
-    alert_id: str
-    account_id: int
-    channel_id: int
-    integration_id: int
-    title: str
-    description: str
-    event_severity: str
-    event_status: str
-    event_time: int
-    labels: dict[str, Any]
-    images: list[Image]
-    created_at: int
-
-
-class AlertInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    alert_id: str
-    integration_id: int
-    data_source_id: int
-    channel_id: int
-    account_id: int
-    description: str
-    title: str
-    title_rule: str
-    alert_key: str
-    alert_severity: str
-    alert_status: str
-    start_time: int
-    last_time: int
-    end_time: int
-    labels: dict[str, Any]
-    ever_muted: bool
-    deleted_at: int
-    created_at: int
-    updated_at: int
-    integration_name: str
-    integration_type: str
-    integration_ref_id: str
-    channel_name: str
-    channel_status: str
-    responder_name: str
-    responder_email: str
-    incident: IncidentShort
-    event_cnt: int
-    images: list[Image]
-    data_source_name: str
-    data_source_ref_id: str
-    # The names clients of the live service read, beside alert_severity, alert_status and
-    # start_time (same values).
-    severity: str = ""
-    status: str = ""
-    trigger_time: int = 0
-    # Only when asked for (include_events); left out otherwise, never null.
-    events: list[AlertEventItem] | None = None
-
-    def __post_init__(self) -> None:
-        # Whoever builds an AlertInfo gets the aliases filled from the reference fields.
-        self.severity = self.severity or self.alert_severity
-        self.status = self.status or self.alert_status
-        self.trigger_time = self.trigger_time or self.start_time
 
 
 class ListIncidentAlertsResponse(msgspec.Struct, kw_only=True):

@@ -11,6 +11,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -18,24 +19,17 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.incident import feed, visibility
+from dutyline.incident.alert.records import alert_fields, event_item, images_of
+from dutyline.incident.alert.schemas import AlertEventItem, AlertInfo, IncidentShort
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import (
-    AlertEventItem,
-    AlertInfo,
-    Image,
     IncidentFeedItem,
     IncidentInfo,
-    IncidentInfoRequest,
     IncidentListResponse,
-    IncidentShort,
-    ListIncidentAlertsRequest,
     ListIncidentAlertsResponse,
-    ListIncidentFeedRequest,
     ListIncidentFeedResponse,
-    ListIncidentsByIdsRequest,
-    ListIncidentsRequest,
     PersonShort,
     Responder,
 )
@@ -49,29 +43,26 @@ _json = msgspec.json.Decoder()
 _responders = msgspec.json.Decoder(list[Responder])
 
 
-def _images(text: str) -> list[Image]:
-    """Images as stored by whoever wrote them (ingestion, create); unknown keys are dropped
-    and an entry without a source is skipped rather than failing the whole record."""
-    found = _json.decode(text)
-    if not isinstance(found, list):
-        return []
-    return [
-        Image(src=str(i["src"]), href=str(i.get("href", "")), alt=str(i.get("alt", "")))
-        for i in found if isinstance(i, dict) and i.get("src")
-    ]
-
-
-async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
-    row = await repo.find(ctx.conn, await visibility.scope(ctx), req.incident_id.lower())
+async def incident_info(conn: AsyncConnection, actor: Actor, *, incident_id: str,
+                        base_url: str, include_alerts: bool = False) -> IncidentInfo:
+    """One incident the actor sees (`base_url` for its links), with its first alerts when
+    `include_alerts`; ResourceNotFound otherwise."""
+    scope = await visibility.scope(actor)
+    row = await repo.find(conn, scope, incident_id.lower())
     if row is None:
-        raise errors.not_found("incident", req.incident_id)
-    return (await records(ctx, [row], with_alerts=req.include_alerts))[0]
+        raise errors.not_found("incident", incident_id)
+    return (await records(conn, actor.account_id, [row], base_url=base_url,
+                          alerts_scope=scope if include_alerts else None))[0]
 
 
-async def list_by_ids(ctx: Context, req: ListIncidentsByIdsRequest) -> IncidentListResponse:
-    ids = list(dict.fromkeys(i.lower() for i in req.incident_ids))
-    rows = await repo.find_many(ctx.conn, await visibility.scope(ctx), ids)
-    items = await records(ctx, rows, with_alerts=req.include_alerts)
+async def list_by_ids(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
+                      base_url: str, include_alerts: bool = False) -> IncidentListResponse:
+    """The visible incidents among `incident_ids`, newest first; unknown ids left out."""
+    ids = list(dict.fromkeys(i.lower() for i in incident_ids))
+    scope = await visibility.scope(actor)
+    rows = await repo.find_many(conn, scope, ids)
+    items = await records(conn, actor.account_id, rows, base_url=base_url,
+                          alerts_scope=scope if include_alerts else None)
     return IncidentListResponse(items=items, total=len(items), has_next_page=False)
 
 
@@ -83,76 +74,86 @@ def _csv(value: str, field: str, allowed: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(parts))
 
 
-async def list_incidents(ctx: Context, req: ListIncidentsRequest) -> IncidentListResponse:
-    if req.end_time <= req.start_time:
+async def list_incidents(
+    conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, base_url: str,
+    cursor_key: str, asc: bool = False, offset: int = 0, limit: int = 20,
+    search_after_ctx: str = "", progress: str = "", incident_severity: str = "",
+    channel_ids: Sequence[int] = (), team_ids: Sequence[int] = (), is_my_team: bool = False,
+    is_my_channel: bool = False, responder_ids: Sequence[int] = (),
+    acker_ids: Sequence[int] = (), creator_ids: Sequence[int] = (),
+    closer_ids: Sequence[int] = (), incident_ids: Sequence[str] = (),
+    nums: Sequence[str] = (), query: str = "", is_snoozed: bool = False,
+    ever_muted: bool = False,
+) -> IncidentListResponse:
+    """Incidents started in [start_time, end_time) (at most 31 days), filtered, a page at a
+    time by offset or by the opaque `search_after_ctx` cursor (signed with `cursor_key`)."""
+    if end_time <= start_time:
         raise errors.invalid("end_time", "must be after start_time")
-    if req.end_time - req.start_time > MAX_WINDOW_S:
+    if end_time - start_time > MAX_WINDOW_S:
         raise errors.invalid("end_time", "must be at most 31 days after start_time")
-    if req.acker_ids:
+    if acker_ids:
         raise errors.invalid("acker_ids", "is not supported")
-    account_id = ctx.caller.account_id
+    account_id = actor.account_id
     f = repo.ListFilter(
-        start_time=req.start_time, end_time=req.end_time, now_s=ctx.now_s,
-        progress=_csv(req.progress, "progress", PROGRESSES),
-        severities=_csv(req.incident_severity, "incident_severity", SEVERITIES),
-        channel_ids=list(dict.fromkeys(req.channel_ids)),
-        creator_ids=list(dict.fromkeys(req.creator_ids)),
-        closer_ids=list(dict.fromkeys(req.closer_ids)),
-        responder_ids=list(dict.fromkeys(req.responder_ids)),
-        incident_ids=list(dict.fromkeys(i.lower() for i in req.incident_ids)),
-        nums=list(dict.fromkeys(n.strip().upper() for n in req.nums if n.strip())),
-        query=req.query.strip(), is_snoozed=req.is_snoozed, ever_muted=req.ever_muted,
+        start_time=start_time, end_time=end_time, now_s=actor.now_s,
+        progress=_csv(progress, "progress", PROGRESSES),
+        severities=_csv(incident_severity, "incident_severity", SEVERITIES),
+        channel_ids=list(dict.fromkeys(channel_ids)),
+        creator_ids=list(dict.fromkeys(creator_ids)),
+        closer_ids=list(dict.fromkeys(closer_ids)),
+        responder_ids=list(dict.fromkeys(responder_ids)),
+        incident_ids=list(dict.fromkeys(i.lower() for i in incident_ids)),
+        nums=list(dict.fromkeys(n.strip().upper() for n in nums if n.strip())),
+        query=query.strip(), is_snoozed=is_snoozed, ever_muted=ever_muted,
     )
-    team_ids = set(req.team_ids)
-    if req.is_my_team:
-        team_ids |= await ctx.caller_team_ids()
-        if not team_ids:
+    teams = set(team_ids)
+    if is_my_team:
+        teams |= await actor.team_ids()
+        if not teams:
             return IncidentListResponse(items=[], total=0, has_next_page=False)
-    if team_ids:
-        f.channel_scope = repo.team_channel_scope(account_id, sorted(team_ids))
-    if req.is_my_channel:
-        f.channel_scope = repo.creator_channel_scope(account_id, ctx.caller.person_id,
+    if teams:
+        f.channel_scope = repo.team_channel_scope(account_id, sorted(teams))
+    if is_my_channel:
+        f.channel_scope = repo.creator_channel_scope(account_id, actor.person_id,
                                                      within=f.channel_scope)
 
     after = None
-    offset = req.offset
-    if req.search_after_ctx:
-        after = _read_cursor(ctx, req.search_after_ctx, req.asc)
+    if search_after_ctx:
+        after = _read_cursor(cursor_key, search_after_ctx, asc)
         offset = 0  # a cursor replaces p: it already says where the page starts
-    scope = await visibility.scope(ctx)
-    total, rows = await repo.window(ctx.conn, scope, f, asc=req.asc, offset=offset,
-                                    limit=req.limit + 1, after=after)
-    has_next = len(rows) > req.limit
-    rows = rows[: req.limit]
+    scope = await visibility.scope(actor)
+    total, rows = await repo.window(conn, scope, f, asc=asc, offset=offset,
+                                    limit=limit + 1, after=after)
+    has_next = len(rows) > limit
+    rows = rows[:limit]
     cursor = ""
     if has_next and rows:
-        cursor = _write_cursor(ctx, rows[-1].start_time, rows[-1].incident_id, req.asc)
-    return IncidentListResponse(items=await records(ctx, rows), total=total,
-                                has_next_page=has_next, search_after_ctx=cursor)
+        cursor = _write_cursor(cursor_key, rows[-1].start_time, rows[-1].incident_id, asc)
+    return IncidentListResponse(items=await records(conn, account_id, rows, base_url=base_url),
+                                total=total, has_next_page=has_next, search_after_ctx=cursor)
 
 
 # The cursor is opaque to clients: base64 of (start_time, incident_id, direction) plus an
 # HMAC, so a client cannot forge a position or reuse a cursor in the other direction.
-def _cursor_mac(ctx: Context, payload: bytes) -> str:
-    key = ctx.runtime.settings.resolved_secret_key().encode()
-    digest = hmac.new(key, b"incident-list:" + payload, hashlib.sha256).digest()[:12]
+def _cursor_mac(key: str, payload: bytes) -> str:
+    digest = hmac.new(key.encode(), b"incident-list:" + payload, hashlib.sha256).digest()[:12]
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def _write_cursor(ctx: Context, start_time: int, incident_id: str, asc: bool) -> str:
+def _write_cursor(key: str, start_time: int, incident_id: str, asc: bool) -> str:
     payload = msgspec.json.encode([start_time, incident_id, asc])
     body = base64.urlsafe_b64encode(payload).decode().rstrip("=")
-    return f"{body}.{_cursor_mac(ctx, payload)}"
+    return f"{body}.{_cursor_mac(key, payload)}"
 
 
-def _read_cursor(ctx: Context, cursor: str, asc: bool) -> tuple[int, str]:
+def _read_cursor(key: str, cursor: str, asc: bool) -> tuple[int, str]:
     bad = errors.invalid("search_after_ctx", "is not a valid cursor")
     body, _, mac = cursor.partition(".")
     try:
         payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     except (binascii.Error, ValueError):
         raise bad from None
-    if not hmac.compare_digest(mac.encode(), _cursor_mac(ctx, payload).encode()):
+    if not hmac.compare_digest(mac.encode(), _cursor_mac(key, payload).encode()):
         raise bad
     try:
         start_time, incident_id, was_asc = msgspec.json.decode(
@@ -164,21 +165,12 @@ def _read_cursor(ctx: Context, cursor: str, asc: bool) -> tuple[int, str]:
     return start_time, incident_id
 
 
-async def records(
-    ctx: Context, rows: list[Row[Any]], *, with_alerts: bool = False
-) -> list[IncidentInfo]:
-    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads
-    (and one more per incident when its alerts are embedded)."""
-    return await records_of(
-        ctx.conn, ctx.caller.account_id, rows, base_url=ctx.runtime.settings.base_url,
-        alerts_scope=await visibility.scope(ctx) if with_alerts else None)
-
-
-async def records_of(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], *,
-                     base_url: str,
-                     alerts_scope: visibility.Scope | None = None) -> list[IncidentInfo]:
-    """records() for services that take a connection and an actor; with `alerts_scope`,
-    each incident's alerts visible in that scope are embedded."""
+async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], *,
+                  base_url: str, alerts_scope: visibility.Scope | None = None
+                  ) -> list[IncidentInfo]:
+    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads;
+    with `alerts_scope`, each incident's alerts visible in that scope are embedded (one more
+    read per incident)."""
     if not rows:
         return []
     acct = await repo.account_row(conn, account_id)
@@ -221,7 +213,7 @@ async def records_of(conn: AsyncConnection, account_id: int, rows: list[Row[Any]
             channel_status=chan.status if chan else "",
             detail_url=f"{base_url}/incident/detail/{r.incident_id}",
             silence_url=f"{base_url}/incident/silence/{r.incident_id}",
-            post_mortem_id="", images=_images(r.images), manual_overrides=[],
+            post_mortem_id="", images=images_of(r.images), manual_overrides=[],
             merged_into=r.merged_into or "",
             creator=_person(people, r.creator_id), closer=_person(people, r.closer_id),
             owner=_person(people, r.owner_id),
@@ -248,13 +240,17 @@ def _person(people: dict[int, Any], person_id: int) -> PersonShort | None:
     return PersonShort(person_id=person_id, person_name=found.member_name, email=found.email)
 
 
-async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncidentFeedResponse:
-    incident_id = req.incident_id.lower()
-    if await repo.find(ctx.conn, await visibility.scope(ctx), incident_id) is None:
-        raise errors.not_found("incident", req.incident_id)
-    rows = await repo.feed_page(ctx.conn, ctx.caller.account_id, incident_id,
-                                types=list(dict.fromkeys(req.types)), asc=req.asc,
-                                offset=req.offset, limit=req.limit + 1)
+async def incident_feed(
+    conn: AsyncConnection, actor: Actor, *, incident_id: str, types: Sequence[str] = (),
+    asc: bool = False, offset: int = 0, limit: int = 20,
+) -> ListIncidentFeedResponse:
+    """A page of the timeline of an incident the actor sees."""
+    wanted = incident_id.lower()
+    if await repo.find(conn, await visibility.scope(actor), wanted) is None:
+        raise errors.not_found("incident", incident_id)
+    rows = await repo.feed_page(conn, actor.account_id, wanted,
+                                types=list(dict.fromkeys(types)), asc=asc,
+                                offset=offset, limit=limit + 1)
     items = [
         IncidentFeedItem(
             ref_id=r.incident_id, type=r.type,
@@ -264,27 +260,31 @@ async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncid
             creator_name=r.member_name or "", deleted_at=0, created_at=r.created_at * 1000,
             updated_at=r.created_at * 1000,
         )
-        for r in rows[: req.limit]
+        for r in rows[:limit]
     ]
-    return ListIncidentFeedResponse(has_next_page=len(rows) > req.limit, items=items)
+    return ListIncidentFeedResponse(has_next_page=len(rows) > limit, items=items)
 
 
 async def incident_alerts(
-    ctx: Context, req: ListIncidentAlertsRequest
+    conn: AsyncConnection, actor: Actor, *, incident_id: str, is_active: bool | None = None,
+    include_events: bool = False, offset: int = 0, limit: int = 1000,
 ) -> ListIncidentAlertsResponse:
-    scope = await visibility.scope(ctx)
-    inc = await repo.find(ctx.conn, scope, req.incident_id.lower())
+    """A page of the alerts of an incident the actor sees (those it sees), newest first."""
+    scope = await visibility.scope(actor)
+    inc = await repo.find(conn, scope, incident_id.lower())
     if inc is None:
-        raise errors.not_found("incident", req.incident_id)
-    total = await repo.alert_count(ctx.conn, scope, inc.incident_id, req.is_active)
-    rows = await repo.alert_page(ctx.conn, scope, inc.incident_id, req.is_active,
-                                 offset=(req.p - 1) * req.limit, limit=req.limit)
-    history = (await repo.alert_events(ctx.conn, [r.alert_id for r in rows])
-               if req.include_events else {})
+        raise errors.not_found("incident", incident_id)
+    total = await repo.alert_count(conn, scope, inc.incident_id, is_active)
+    rows = await repo.alert_page(conn, scope, inc.incident_id, is_active,
+                                 offset=offset, limit=limit)
+    history = (await repo.alert_events(conn, [r.alert_id for r in rows])
+               if include_events else {})
     short = IncidentShort(incident_id=inc.incident_id, title=inc.title, progress=inc.progress)
     items = [
-        _alert_info(r, short, [_event(e) for e in history.get(r.alert_id, [])]
-                    if req.include_events else None)
+        _alert_info(r, short, [
+            event_item(e, integration_type=r.integration_type or "", title_rule=r.title_rule,
+                       alert_key=r.alert_key) for e in history.get(r.alert_id, [])
+        ] if include_events else None)
         for r in rows
     ]
     return ListIncidentAlertsResponse(items=items, total=total)
@@ -292,28 +292,9 @@ async def incident_alerts(
 
 def _alert_info(r: Row[Any], short: IncidentShort,
                 events: list[AlertEventItem] | None) -> AlertInfo:
+    """An alert row of repository.alert_page (with its integration's and channel's names)."""
     return AlertInfo(
-        alert_id=r.alert_id, integration_id=r.integration_id,
-        data_source_id=r.integration_id, channel_id=r.channel_id, account_id=r.account_id,
-        description=r.description, title=r.title, title_rule=r.title_rule,
-        alert_key=r.alert_key, alert_severity=r.alert_severity,
-        alert_status=r.alert_status, start_time=r.start_time, last_time=r.last_time,
-        end_time=r.end_time, labels=_json.decode(r.labels), ever_muted=bool(r.ever_muted),
-        deleted_at=r.deleted_at, created_at=r.created_at, updated_at=r.updated_at,
-        integration_name=r.integration_name or "",
-        integration_type=r.integration_type or "standard", integration_ref_id="",
-        channel_name=r.channel_name or "", channel_status=r.channel_status or "",
-        responder_name="", responder_email="", incident=short, event_cnt=r.event_cnt,
-        images=_images(r.images), data_source_name=r.integration_name or "",
-        data_source_ref_id="", events=events,
-    )
-
-
-def _event(e: Row[Any]) -> AlertEventItem:
-    return AlertEventItem(
-        event_id=e.event_id, alert_id=e.alert_id, account_id=e.account_id,
-        channel_id=e.channel_id, integration_id=e.integration_id, title=e.title,
-        description=e.description, event_severity=e.event_severity,
-        event_status=e.event_status, event_time=e.event_time, labels=_json.decode(e.labels),
-        images=_images(e.images), created_at=e.created_at,
+        **alert_fields(r, integration=(r.integration_name or "", r.integration_type or ""),
+                       channel=(r.channel_name or "", r.channel_status or "")),
+        incident=short, events=events,
     )

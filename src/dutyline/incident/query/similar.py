@@ -25,7 +25,7 @@ from dutyline.api.actor import Actor
 from dutyline.incident import visibility
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import PastIncidentItem
-from dutyline.incident.query.service import records_of
+from dutyline.incident.query.service import records
 
 DEFAULT_LIMIT = 5
 MIN_SCORE = 0.1
@@ -77,7 +77,7 @@ async def past_incidents(
 ) -> list[PastIncidentItem]:
     """The `limit` (0: the default) most similar earlier incidents of the incident's channel,
     as whole records (`base_url` for their links) with their score."""
-    scope = await visibility.scope_of(actor)
+    scope = await visibility.scope(actor)
     ref = await repo.find(conn, scope, incident_id.lower())
     if ref is None:
         raise errors.not_found("incident", incident_id)
@@ -93,6 +93,6 @@ async def past_incidents(
         return []
     rows = await repo.find_many(conn, scope, [i for _, i in best])
     infos = {info.incident_id: info
-             for info in await records_of(conn, actor.account_id, rows, base_url=base_url)}
+             for info in await records(conn, actor.account_id, rows, base_url=base_url)}
     return [PastIncidentItem(**msgspec.structs.asdict(infos[i]), score=score)
             for score, i in best if i in infos]

@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.incident.query import service as incidents
-from dutyline.incident.service import IncidentInfoRequest
+from dutyline.incident.service import query as incidents
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.schemas import (
     GetWebhookHistoryDetailRequest,
@@ -24,7 +23,8 @@ router = Router("Notifications")
 async def delivery_list(ctx: Context, req: ListDeliveriesRequest) -> ListDeliveriesResponse:
     """Every notification of an incident: recipient, channel, outcome and each attempt."""
     # The incident must be one the caller sees (not found otherwise).
-    await incidents.incident_info(ctx, IncidentInfoRequest(incident_id=req.incident_id))
+    await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
+                                  base_url=ctx.runtime.settings.base_url)
     return ListDeliveriesResponse(items=await service.deliveries(
         ctx.conn, ctx.actor, incident_id=req.incident_id))
 

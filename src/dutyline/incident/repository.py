@@ -1,0 +1,46 @@
+"""The queries of the incident package's own modules (creation, the feed, the event stream);
+each sub-package (query, alert, lifecycle, field, analytics, ingest) keeps its own
+repository.py.
+
+Opening an incident, adding a feed entry and emitting an event run on ingestion's hot path,
+inside a sync `Connection` (`Database.run_sync`): those are the sync helpers of the marked
+section, which the async callers reach through `run_sync`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+from sqlalchemy.engine import Row
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.db.tables.incident import incident, incident_event, incident_feed
+
+
+async def event_row(conn: AsyncConnection, event_id: int) -> Row[Any] | None:
+    stmt = select(incident_event).where(incident_event.c.id == event_id)
+    return (await conn.execute(stmt)).first()
+
+
+# --- hot path: sync helpers (run inside Database.run_sync / AsyncConnection.run_sync) -------
+
+
+def num_taken(conn: Connection, account_id: int, num: str) -> bool:
+    stmt = select(incident.c.incident_id).where(incident.c.account_id == account_id,
+                                                incident.c.num == num)
+    return conn.execute(stmt).first() is not None
+
+
+def insert_incident(conn: Connection, values: dict[str, Any]) -> None:
+    conn.execute(insert(incident).values(**values))
+
+
+def insert_feed_entry(conn: Connection, values: dict[str, Any]) -> None:
+    conn.execute(insert(incident_feed).values(**values))
+
+
+def insert_event(conn: Connection, values: dict[str, Any]) -> int:
+    """The new event's id."""
+    result = conn.execute(insert(incident_event).values(**values)
+                          .returning(incident_event.c.id))
+    return int(result.scalar_one())
