@@ -86,6 +86,11 @@ DOMAINS: tuple[Domain, ...] = (
         extra_routes=("dutyline.aisre.automation.fire_route:routes",),
     ),
     Domain(
+        "monit",
+        routers=("dutyline.monit.endpoints:router",),
+        task_modules=("dutyline.monit.tasks",),
+    ),
+    Domain(
         "status_page",
         routers=(
             "dutyline.status_page.page.endpoints:router",
