@@ -65,6 +65,12 @@ def check_integration(conn: Connection, key_hash: str) -> tuple[ResolvedIntegrat
     return integration, found.settings
 
 
+def ingest_all(conn: Connection, key_hash: str, reqs: list[PushRequest], *,
+               now_s: int) -> list[str]:
+    """Several events of one push (Alertmanager sends a group of alerts), in one transaction."""
+    return [ingest(conn, key_hash, req, now_s=now_s) for req in reqs]
+
+
 def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> str:
     """Store one event pushed with the key of `key_hash`; returns its alert_key. The key and
     channel are checked here, in the transaction that stores the event, so a key revoked a
