@@ -47,6 +47,7 @@ PUSH_PATH = "/event/push/alert/standard"
 PROMETHEUS_PATH = "/event/push/alert/prometheus"  # Alertmanager's webhook (sources.py)
 GRAFANA_PATH = "/event/push/alert/grafana"
 WEBHOOK_PATH = "/event/push/alert/webhook"  # any JSON, fields mapped in the query string
+INGESTION_PATHS = (PUSH_PATH, PROMETHEUS_PATH, GRAFANA_PATH, WEBHOOK_PATH)
 _JSON = "application/json"
 KNOWN_KEYS = 10_000
 Parse = Callable[[Request, bytes], list[PushRequest]]
