@@ -29,7 +29,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.channel.integration import service as integrations
 from dutyline.incident.ingest import service as ingestion
-from dutyline.incident.ingest.schemas import MAX_LABELS, PushRequest
 from dutyline.monit import conditions, prom
 from dutyline.monit import repository as repo
 from dutyline.monit import service as rules
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("dutyline.monit")
 
+MAX_LABELS = 50  # the push's label limit (incident/ingest/schemas.py)
 EVAL_JOB = "monit.evaluate"
 INTEGRATION_TYPE = "monit"
 INTEGRATION_NAME = "Alert rules (monit)"
@@ -240,7 +240,7 @@ def _check_cfg(body: RuleBody, check: str) -> Any:
 
 
 def _event(rule_row: Any, body: RuleBody, row: dict[str, Any], status: str,
-           value: float | None) -> PushRequest:
+           value: float | None) -> ingestion.PushRequest:
     labels: dict[str, str] = {}
     for source in (msgspec.json.decode(row["labels"]), body.labels, body.annotations):
         for k, v in source.items():
@@ -251,7 +251,7 @@ def _event(rule_row: Any, body: RuleBody, row: dict[str, Any], status: str,
     description = body.annotations.get("description") or body.description
     if value is not None:
         description = f"{description}\n\nvalue: {value:g}".strip()
-    return PushRequest(
+    return ingestion.PushRequest(
         title_rule=(body.annotations.get("summary") or rule_row.name)[:512],
         event_status=status,  # type: ignore[arg-type]
         alert_key=f"monit:{rule_row.id}:{row['series_key']}"[:255],
@@ -259,7 +259,7 @@ def _event(rule_row: Any, body: RuleBody, row: dict[str, Any], status: str,
     )
 
 
-async def _send(conn: AsyncConnection, rule_row: Any, body: RuleBody, req: PushRequest,
+async def _send(conn: AsyncConnection, rule_row: Any, body: RuleBody, req: Any,
                 now_s: int, problems: list[str]) -> None:
     for channel_id in body.channel_ids:
         key_hash = await integrations.system_integration(

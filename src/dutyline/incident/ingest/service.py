@@ -18,7 +18,7 @@ from dutyline.channel.noise import service as noise_rules
 from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
 from dutyline.incident.ingest.channels import IngestSettings, ResolvedIntegration, lookup
-from dutyline.incident.ingest.schemas import PushRequest
+from dutyline.incident.ingest.schemas import PushRequest as PushRequest  # for other domains
 
 BAD_KEY = "Missing or invalid integration_key"
 CHANNEL_OFF = "Channel {channel_id} is {status} and does not accept alerts"
