@@ -14,9 +14,11 @@ were and the reason in the rule's `last_error`: nothing is invented from a faile
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -121,9 +123,13 @@ def target_of(runtime: Runtime, row: Any) -> prom.Target:
 # --- the verdicts ----------------------------------------------------------------------
 
 
+# The client of the evaluation batch in progress (one connection pool for its queries).
+_batch_client: ContextVar[httpx.AsyncClient | None] = ContextVar("monit_client", default=None)
+
+
 async def _query(runtime: Runtime, target: prom.Target, expr: str, at_s: float) -> prom.Result:
     return await prom.instant_query(runtime.outbound_policy(), target, expr, at_s,
-                                    transport=transport_override)
+                                    transport=transport_override, client=_batch_client.get())
 
 
 async def _judge_source(runtime: Runtime, body: RuleBody, ds_id: int, target: prom.Target,
@@ -365,38 +371,85 @@ async def resolve_all(conn: AsyncConnection, rule_row: Any, *, now_s: int) -> No
     await repo.set_eval_status(conn, rule_row.id, {"firing_count": 0})
 
 
-# --- one evaluation --------------------------------------------------------------------
+# --- evaluations ----------------------------------------------------------------------
+
+# Rules of one job evaluated at once (their queries in flight together).
+PARALLEL_QUERIES = 32
+
+
+@dataclass
+class _Judged:
+    rule_id: int
+    outcome: Outcome
+    skipped: bool
+    started_ms: int
+    took_ms: int
 
 
 async def evaluate(runtime: Runtime, conn: AsyncConnection, *, rule_id: int,
                    due_ms: int) -> None:
-    started = time.perf_counter()
-    now_s = int(runtime.clock.now())
-    started_ms = int(runtime.clock.now() * 1000)
+    await evaluate_many(runtime, conn, [(rule_id, due_ms)])
+
+
+async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
+                        items: list[tuple[int, int]]) -> None:
+    """Evaluate rules (rule id, due time ms): every query of the batch in flight together
+    outside any write transaction, then each rule's verdicts written in a savepoint of the
+    job's transaction (one rule that fails to write loses only its own evaluation)."""
+    ids = [rule_id for rule_id, _ in items]
     async with runtime.db.transaction(write=False) as read:
-        rule_row = await repo.get_rule_any_account(read, rule_id)
-        if rule_row is None or not rule_row.enabled:
-            return
-        sources = await repo.list_datasources(read, rule_row.account_id, "")
-        known_rows = await repo.series_of(read, rule_id)
-    body = rules.decode_body(rule_row.body)
-    if not in_enabled_times(body, due_ms / 1000):
-        outcome = Outcome()
-        skipped = True
-    else:
-        skipped = False
-        outcome = await judge(runtime, rule_row, sources, known_rows,
-                              at_s=due_ms / 1000 - rule_row.delay_seconds, now_s=now_s)
-    # The write phase: the rule read again (locked on PostgreSQL); gone or off -> nothing.
-    current = await repo.get_rule_any_account(conn, rule_id, lock=True)
+        rows = {r.id: r for r in await repo.rules_any_account(read, ids)}
+        sources = {account: await repo.list_datasources(read, account, "")
+                   for account in {r.account_id for r in rows.values()}}
+        known = await repo.series_of_rules(read, ids)
+    gate = asyncio.Semaphore(PARALLEL_QUERIES)
+
+    async def one(rule_row: Any, due_ms: int) -> _Judged:
+        async with gate:
+            started = time.perf_counter()
+            started_ms = int(runtime.clock.now() * 1000)
+            body = rules.decode_body(rule_row.body)
+            if not in_enabled_times(body, due_ms / 1000):
+                return _Judged(rule_row.id, Outcome(), True, started_ms, 0)
+            outcome = await judge(runtime, rule_row, sources[rule_row.account_id],
+                                  known.get(rule_row.id, []),
+                                  at_s=due_ms / 1000 - rule_row.delay_seconds,
+                                  now_s=int(runtime.clock.now()))
+            return _Judged(rule_row.id, outcome, False, started_ms,
+                           int((time.perf_counter() - started) * 1000))
+
+    due = [(rows[rule_id], due_ms) for rule_id, due_ms in items
+           if rule_id in rows and rows[rule_id].enabled]
+    if not due:
+        return
+    async with prom.client_for(runtime.outbound_policy(), transport=transport_override) as http:
+        token = _batch_client.set(http)
+        try:
+            judged = await asyncio.gather(*(one(row, due_ms) for row, due_ms in due))
+        finally:
+            _batch_client.reset(token)
+    for result in judged:
+        try:
+            async with conn.begin_nested():
+                await _write(runtime, conn, result)
+        except Exception:
+            log.exception("writing an alert rule's evaluation failed", rule_id=result.rule_id)
+
+
+async def _write(runtime: Runtime, conn: AsyncConnection, judged: _Judged) -> None:
+    # The rule read again (locked on PostgreSQL): deleted or disabled since -> nothing.
+    current = await repo.get_rule_any_account(conn, judged.rule_id, lock=True)
     if current is None or not current.enabled:
         return
-    problems = [] if skipped else await write_verdicts(conn, current, outcome, now_s=now_s)
-    firing = sum(1 for r in await repo.series_of(conn, rule_id) if r.state == FIRING)
+    now_s = int(runtime.clock.now())
+    outcome = judged.outcome
+    problems = [] if judged.skipped else await write_verdicts(conn, current, outcome,
+                                                              now_s=now_s)
+    firing = sum(1 for r in await repo.series_of(conn, judged.rule_id) if r.state == FIRING)
     error = "; ".join(outcome.errors + problems)[:4000]
-    await repo.set_eval_status(conn, rule_id, {
-        "last_eval_at_ms": started_ms, "last_error": error, "firing_count": firing,
-        "last_eval_ms": int((time.perf_counter() - started) * 1000),
+    await repo.set_eval_status(conn, judged.rule_id, {
+        "last_eval_at_ms": judged.started_ms, "last_error": error, "firing_count": firing,
+        "last_eval_ms": judged.took_ms,
     })
     if error:
-        log.warning("alert rule evaluation had errors", rule_id=rule_id, error=error)
+        log.warning("alert rule evaluation had errors", rule_id=judged.rule_id, error=error)

@@ -100,10 +100,22 @@ def parse(body: bytes) -> Result:
     return Result(str(kind), samples)
 
 
+def client_for(policy: OutboundPolicy, *, timeout_s: float = QUERY_TIMEOUT_S,
+               transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """A guarded client for many queries (one evaluation batch). No retries: a failed
+    evaluation is recorded and the next one runs on time."""
+    return guarded_client(policy.without_retries(), timeout=timeout_s, transport=transport)
+
+
 async def instant_query(
     policy: OutboundPolicy, target: Target, expr: str, at_s: float, *,
     timeout_s: float = QUERY_TIMEOUT_S, transport: httpx.AsyncBaseTransport | None = None,
+    client: httpx.AsyncClient | None = None,
 ) -> Result:
+    if client is None:
+        async with client_for(policy, timeout_s=timeout_s, transport=transport) as own:
+            return await instant_query(policy, target, expr, at_s, timeout_s=timeout_s,
+                                       client=own)
     address = target.address.rstrip("/")
     headers = dict(target.headers)
     if target.basic_auth:
@@ -111,10 +123,7 @@ async def instant_query(
         headers["Authorization"] = f"Basic {token}"
     params = {**target.params, "query": expr, "time": f"{at_s:.3f}"}
     try:
-        # No retries: a failed evaluation is recorded and the next one runs on time.
-        async with guarded_client(policy.without_retries(), timeout=timeout_s, headers=headers,
-                                  transport=transport) as client:
-            response = await client.post(f"{address}/api/v1/query", data=params)
+        response = await client.post(f"{address}/api/v1/query", data=params, headers=headers)
     except OutboundBlocked as exc:
         raise QueryFailed(f"address refused: {exc.reason}") from None
     except httpx.TimeoutException:

@@ -76,6 +76,11 @@ async def get_rule_any_account(conn: AsyncConnection, rule_id: int, *,
     return (await conn.execute(stmt)).first()
 
 
+async def rules_any_account(conn: AsyncConnection, rule_ids: list[int]) -> list[Row[Any]]:
+    """For an evaluation batch (a job names its rules, of whatever account)."""
+    return list(await conn.execute(select(rule).where(rule.c.id.in_(rule_ids))))
+
+
 async def rules_by_ids(conn: AsyncConnection, account_id: int,
                        rule_ids: list[int]) -> list[Row[Any]]:
     stmt = select(rule).where(rule.c.account_id == account_id, rule.c.id.in_(rule_ids))
@@ -136,6 +141,14 @@ async def folder_status(conn: AsyncConnection, account_id: int,
 
 async def series_of(conn: AsyncConnection, rule_id: int) -> list[Row[Any]]:
     return list(await conn.execute(select(series).where(series.c.rule_id == rule_id)))
+
+
+async def series_of_rules(conn: AsyncConnection,
+                          rule_ids: list[int]) -> dict[int, list[Row[Any]]]:
+    out: dict[int, list[Row[Any]]] = {}
+    for row in await conn.execute(select(series).where(series.c.rule_id.in_(rule_ids))):
+        out.setdefault(row.rule_id, []).append(row)
+    return out
 
 
 async def upsert_series(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:

@@ -14,6 +14,8 @@ from dutyline.work import queue
 from dutyline.work.registry import JobContext, job_handler
 from dutyline.work.scheduler import Fire, schedule_batch_handler
 
+RULES_PER_JOB = 25
+
 
 @schedule_batch_handler(rules.SCHEDULE_KIND)
 async def fire_rules(conn: AsyncConnection, fires: list[Fire]) -> None:
@@ -21,8 +23,10 @@ async def fire_rules(conn: AsyncConnection, fires: list[Fire]) -> None:
     schedule removed or paused with it, and is passed over here). No outbound call here:
     the scheduler's transaction must stay short."""
     enabled = await repo.enabled_rule_ids(conn, [f.owner_id for f in fires])
-    payloads = [{"rule_id": int(f.owner_id), "due_ms": f.due_at_ms}
-                for f in fires if f.owner_id in enabled]
+    due = [[int(f.owner_id), f.due_at_ms] for f in fires if f.owner_id in enabled]
+    # A job per few rules: each evaluates its rules' queries together, and several jobs
+    # spread over the workers' slots.
+    payloads = [{"rules": due[n:n + RULES_PER_JOB]} for n in range(0, len(due), RULES_PER_JOB)]
     # One attempt: a failed evaluation is not retried late, the next fire runs on time.
     await queue.enqueue_many(conn, engine.EVAL_JOB, payloads, now_ms=fires[0].now_ms,
                              max_attempts=1)
@@ -30,5 +34,5 @@ async def fire_rules(conn: AsyncConnection, fires: list[Fire]) -> None:
 
 @job_handler(engine.EVAL_JOB)
 async def evaluate_rule(ctx: JobContext, payload: dict[str, Any]) -> None:
-    await engine.evaluate(ctx.runtime, ctx.conn, rule_id=int(payload["rule_id"]),
-                          due_ms=int(payload["due_ms"]))
+    items = [(int(rule_id), int(due_ms)) for rule_id, due_ms in payload["rules"]]
+    await engine.evaluate_many(ctx.runtime, ctx.conn, items)
