@@ -374,7 +374,7 @@ async def resolve_all(conn: AsyncConnection, rule_row: Any, *, now_s: int) -> No
 # --- evaluations ----------------------------------------------------------------------
 
 # Rules of one job evaluated at once (their queries in flight together).
-PARALLEL_QUERIES = 32
+PARALLEL_QUERIES = 64
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dutyline.work import queue
 from dutyline.work.registry import JobContext, job_handler
 from dutyline.work.scheduler import Fire, schedule_batch_handler
 
-RULES_PER_JOB = 25
+RULES_PER_JOB = 50
 
 
 @schedule_batch_handler(rules.SCHEDULE_KIND)
