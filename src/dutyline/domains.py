@@ -96,6 +96,11 @@ DOMAINS: tuple[Domain, ...] = (
         ),
     ),
     Domain(
+        "monit",
+        routers=("dutyline.monit.endpoints:router",),
+        task_modules=("dutyline.monit.tasks",),
+    ),
+    Domain(
         "status_page",
         routers=(
             "dutyline.status_page.page.endpoints:router",

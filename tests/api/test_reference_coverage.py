@@ -527,6 +527,38 @@ async def _enrichment(w: World) -> None:
     await w.call("/enrichment/mapping/data/truncate", schema)
     await w.call("/enrichment/mapping/schema/delete", schema)
 
+async def _monitors(w: World) -> None:
+    ds = await w.call("/monit/datasource/create", {
+        "type_ident": "prometheus", "name": "Prometheus Prod",
+        "address": "http://127.0.0.1:9090", "edge_cluster_name": "default",
+        "payload": {"prometheus": {"basic_auth_enabled": True, "basic_auth_username": "u",
+                                   "basic_auth_password": "p"}}})
+    await w.call("/monit/datasource/info", {"id": ds["id"]})
+    await w.call("/monit/datasource/list", {"type": "prometheus"})
+    await w.call("/monit/datasource/update", {**ds, "name": "Prometheus Prod v2"})
+    rule = {"folder_id": 0, "name": "CPU High", "ds_type": "prometheus", "ds_ids": [ds["id"]],
+            "enabled": False, "cron_pattern": "* * * * *", "channel_ids": [],
+            "labels": {"team": "sre"}, "enabled_times": [{"days": [1, 2], "stime": "09:00",
+                                                          "etime": "18:00"}],
+            "rule_configs": {"queries": [{"name": "A", "expr": "cpu_usage"}],
+                             "check_threshold": {"enabled": True, "critical": "$A > 90"}}}
+    created = await w.call("/monit/rule/create", rule)
+    await w.call("/monit/rule/info", {"id": created["id"]})
+    await w.call("/monit/rule/list/basic", {"folder_id": 0})
+    await w.call("/monit/rule/update", {**created, "name": "CPU Very High"})
+    await w.call("/monit/rule/update/fields", {"ids": [created["id"]], "fields": ["labels"],
+                                               "labels": {"team": "ops"}})
+    await w.call("/monit/rule/status", {"folder_id": 0})
+    exported = await w.call("/monit/rule/export", {"ids": [created["id"]]})
+    imported = await w.call("/monit/rule/import",
+                            [{**exported[0], "name": "Copy"}])  # type: ignore[arg-type]
+    assert imported == [{"name": "Copy", "message": ""}]
+    rules = await w.call("/monit/rule/list/basic", {})
+    copy = next(r["id"] for r in rules if r["name"] == "Copy")
+    await w.call("/monit/rule/delete/batch", {"ids": [copy]})
+    await w.call("/monit/rule/delete", {"id": created["id"]})
+    await w.call("/monit/datasource/delete", {"id": ds["id"]})
+
 
 async def _teardown_and_audit(w: World) -> None:
     await w.call("/member/delete", {"member_id": w.ids["invited"]})
@@ -541,7 +573,7 @@ async def _teardown_and_audit(w: World) -> None:
 
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
                                        _templates, _noise_rules, _schedules, _escalation,
-                                       _insight, _status_pages, _enrichment,
+                                       _insight, _status_pages, _enrichment, _monitors,
                                        _teardown_and_audit]
 
 

@@ -118,3 +118,21 @@ async def mark_deleted(conn: AsyncConnection, account_id: int, integration_id: i
                integration.c.integration_id == integration_id)
         .values(status="deleted", updated_at=now_s)
     )
+
+
+async def live_channel_exists(conn: AsyncConnection, account_id: int, channel_id: int) -> bool:
+    stmt = select(channel.c.channel_id).where(
+        channel.c.account_id == account_id, channel.c.channel_id == channel_id,
+        channel.c.deleted_at == 0)
+    return (await conn.execute(stmt)).first() is not None
+
+
+async def first_of_type(conn: AsyncConnection, account_id: int, channel_id: int,
+                        integration_type: str) -> Any:
+    stmt = (select(integration.c.integration_id, integration.c.key_hash)
+            .where(integration.c.account_id == account_id,
+                   integration.c.channel_id == channel_id,
+                   integration.c.integration_type == integration_type,
+                   integration.c.status == "enabled")
+            .order_by(integration.c.integration_id).limit(1))
+    return (await conn.execute(stmt)).first()

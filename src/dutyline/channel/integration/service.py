@@ -88,6 +88,33 @@ async def integration_ids_of_types(conn: AsyncConnection, account_id: int,
     return await repo.ids_of_types(conn, account_id, types) if types else []
 
 
+async def system_integration(conn: AsyncConnection, *, account_id: int, channel_id: int,
+                             integration_type: str, name: str, now_s: int) -> str | None:
+    """The key hash of a channel's integration for events the service raises itself (alert
+    rules of the monit domain), created on first use with a key nobody is ever shown; None
+    when the channel is not a live channel of the account. The hash is all ingestion needs."""
+    found = await repo.first_of_type(conn, account_id, channel_id, integration_type)
+    if found is not None:
+        return str(found.key_hash)
+    if not await repo.live_channel_exists(conn, account_id, channel_id):
+        return None
+    key_hash = hash_key(KEY_PREFIX + secrets.token_urlsafe(32))
+    try:
+        async with conn.begin_nested():
+            await repo.insert_integration(conn, {
+                "integration_id": numeric_id(), "account_id": account_id,
+                "channel_id": channel_id, "integration_name": name,
+                "integration_type": integration_type, "key_hash": key_hash,
+                "key_suffix": "", "status": "enabled", "creator_id": 0,
+                "created_at": now_s, "updated_at": now_s,
+            })
+    except IntegrityError:
+        # A concurrent first use created it: take that one.
+        found = await repo.first_of_type(conn, account_id, channel_id, integration_type)
+        return None if found is None else str(found.key_hash)
+    return key_hash
+
+
 async def create_integration(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
     account_id = ctx.caller.account_id

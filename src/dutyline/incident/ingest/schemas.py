@@ -34,3 +34,9 @@ class PushRequest(msgspec.Struct, kw_only=True):
 
 class PushResponse(msgspec.Struct, kw_only=True):
     alert_key: str
+
+
+class PushManyResponse(msgspec.Struct, kw_only=True):
+    """The answer of the pushes that carry several alerts (Alertmanager, Grafana, webhook)."""
+
+    alert_keys: list[str]

@@ -28,7 +28,7 @@ from dutyline.incident.ingest.channels import (
     lookup,
     routed_settings_sync,
 )
-from dutyline.incident.ingest.schemas import PushRequest
+from dutyline.incident.ingest.schemas import PushRequest as PushRequest  # for other domains
 
 BAD_KEY = "Missing or invalid integration_key"
 CHANNEL_OFF = "Channel {channel_id} is {status} and does not accept alerts"
@@ -73,6 +73,12 @@ def check_integration(conn: Connection, key_hash: str) -> tuple[ResolvedIntegrat
         raise errors.BadRequest(CHANNEL_OFF, channel_id=integration.channel_id,
                                 status=integration.channel_status)
     return integration, found.settings
+
+
+def ingest_all(conn: Connection, key_hash: str, reqs: list[PushRequest], *,
+               now_s: int) -> list[str]:
+    """Several events of one push (Alertmanager sends a group of alerts), in one transaction."""
+    return [ingest(conn, key_hash, req, now_s=now_s) for req in reqs]
 
 
 def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> str:

@@ -1,0 +1,1 @@
+"""Monitors: Prometheus-compatible data sources and alert rules that evaluate on a schedule."""

@@ -1,0 +1,192 @@
+"""Data sources of monit (Prometheus-compatible query APIs).
+
+Credentials (basic auth password, TLS key and its password, header values) are sealed at
+rest, never shown again, and dropped when an update moves the address to another origin
+without supplying them anew (kit/origin.py, issue 9)."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.kit.ids import numeric_id
+from dutyline.kit.origin import origin_of, same_origin
+from dutyline.kit.secretbox import SecretBox
+from dutyline.monit import repository as repo
+from dutyline.monit.schemas import (
+    DS_TYPES,
+    SUPPORTED_DS_TYPES,
+    DataSourceItem,
+    DataSourceUpsertRequest,
+    DSPayload,
+    DSPrometheusConfig,
+    RuleBody,
+)
+
+MASK = "******"
+_payload_decoder = msgspec.json.Decoder(DSPayload)
+_body_decoder = msgspec.json.Decoder(RuleBody)
+
+
+# --- data sources ----------------------------------------------------------------------
+
+
+def _check_address(address: str) -> str:
+    text = address.strip()
+    found = origin_of(text)
+    if found is None or found[0] not in ("http", "https"):
+        raise errors.invalid("address", "must be an http(s) URL")
+    return text
+
+
+def _header_pairs(lines: list[str], field: str) -> list[tuple[str, str]]:
+    pairs = []
+    for line in lines:
+        name, sep, value = line.partition(":" if field == "headers" else "=")
+        if not sep or not name.strip():
+            raise errors.invalid(f"payload.prometheus.{field}",
+                                 "entries must be 'Key: Value'" if field == "headers"
+                                 else "entries must be 'key=value'")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def _merge_secrets(new: DSPrometheusConfig, old: DSPrometheusConfig | None,
+                   keep: bool) -> DSPrometheusConfig:
+    """Blank (or masked) secret fields keep the stored value only on the same origin."""
+    if old is None or not keep:
+        old = DSPrometheusConfig()
+    old_headers = dict(_header_pairs(old.headers, "headers"))
+    headers = []
+    for name, value in _header_pairs(new.headers, "headers"):
+        if value == MASK:
+            if name not in old_headers:
+                continue
+            value = old_headers[name]
+        headers.append(f"{name}: {value}")
+
+    def pick(value: str, stored: str) -> str:
+        return stored if value in ("", MASK) else value
+
+    return msgspec.structs.replace(
+        new, headers=headers,
+        basic_auth_password=pick(new.basic_auth_password, old.basic_auth_password),
+        tls_key=pick(new.tls_key, old.tls_key),
+        tls_key_pwd=pick(new.tls_key_pwd, old.tls_key_pwd),
+    )
+
+
+def open_payload(box: SecretBox, sealed: str) -> DSPayload:
+    if not sealed:
+        return DSPayload()
+    return _payload_decoder.decode(box.open(sealed))
+
+
+def _public_payload(payload: DSPayload) -> DSPayload:
+    """Without credentials: secrets blank, header values masked."""
+    prom = payload.prometheus
+    if prom is None:
+        return payload
+    headers = [f"{n}: {MASK}" for n, _ in _header_pairs(prom.headers, "headers")]
+    return DSPayload(prometheus=msgspec.structs.replace(
+        prom, basic_auth_password="", tls_key="", tls_key_pwd="", headers=headers))
+
+
+def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:
+    return DataSourceItem(
+        id=row.id, account_id=row.account_id, type_ident=row.type_ident, name=row.name,
+        enabled=row.enabled, note=row.note, address=row.address,
+        payload=_public_payload(open_payload(box, row.payload_sealed)),
+        edge_cluster_name=row.edge_cluster_name, updated_at=row.updated_at,
+    )
+
+
+async def upsert_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
+                            req: DataSourceUpsertRequest, create: bool) -> DataSourceItem:
+    if req.type_ident not in DS_TYPES:
+        raise errors.invalid("type_ident", f"must be one of {', '.join(DS_TYPES)}")
+    if req.type_ident not in SUPPORTED_DS_TYPES:
+        raise errors.invalid("type_ident", "only prometheus data sources are supported")
+    name = req.name.strip()
+    if not name:
+        raise errors.invalid("name", "is required")
+    address = _check_address(req.address)
+    prom = req.payload.prometheus or DSPrometheusConfig()
+    _header_pairs(prom.params, "params")
+    old = None
+    if not create:
+        if not req.id:
+            raise errors.invalid("id", "is required")
+        old = await repo.get_datasource(conn, actor.account_id, req.id)
+        if old is None:
+            raise errors.not_found("datasource", req.id)
+    ds_id = old.id if old is not None else numeric_id()
+    if await repo.datasource_name_taken(conn, actor.account_id, name, ds_id):
+        raise errors.invalid("name", "already exists")
+    stored = None if old is None else open_payload(box, old.payload_sealed).prometheus
+    keep = old is not None and same_origin(old.address, address)
+    prom = _merge_secrets(prom, stored, keep)
+    values = {
+        "type_ident": req.type_ident, "name": name, "enabled": req.enabled,
+        "note": req.note, "address": address, "edge_cluster_name": req.edge_cluster_name,
+        "payload_sealed": box.seal(msgspec.json.encode(DSPayload(prometheus=prom)).decode()),
+        "updated_at": actor.now_s,
+    }
+    if old is None:
+        await repo.insert_datasource(conn, {"id": ds_id, "account_id": actor.account_id,
+                                            "created_at": actor.now_s, **values})
+    else:
+        await repo.update_datasource(conn, actor.account_id, ds_id, values)
+    row = await repo.get_datasource(conn, actor.account_id, ds_id)
+    return _ds_item(box, row)
+
+
+async def get_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
+                         ds_id: int) -> DataSourceItem:
+    row = await repo.get_datasource(conn, actor.account_id, ds_id)
+    if row is None:
+        raise errors.not_found("datasource", ds_id)
+    return _ds_item(box, row)
+
+
+async def require_datasource_row(conn: AsyncConnection, actor: Actor, *, ds_id: int) -> Any:
+    row = await repo.get_datasource(conn, actor.account_id, ds_id)
+    if row is None:
+        raise errors.not_found("datasource", ds_id)
+    return row
+
+
+async def list_datasources(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
+                           type_ident: str) -> list[DataSourceItem]:
+    if type_ident and type_ident not in DS_TYPES:
+        raise errors.invalid("type", f"must be one of {', '.join(DS_TYPES)}")
+    return [_ds_item(box, r) for r in await repo.list_datasources(conn, actor.account_id,
+                                                                  type_ident)]
+
+
+async def delete_datasource(conn: AsyncConnection, actor: Actor, *, ds_id: int) -> None:
+    row = await repo.get_datasource(conn, actor.account_id, ds_id)
+    if row is None:
+        raise errors.not_found("datasource", ds_id)
+    using = [r.name for r in await repo.list_rules(conn, actor.account_id, 0)
+             if ds_id in _body_decoder.decode(r.body).ds_ids]
+    if using:
+        raise errors.ReferenceExist("The data source is used by alert rules: {rules}",
+                                    rules=", ".join(using[:10]))
+    await repo.delete_datasource(conn, actor.account_id, ds_id)
+
+
+def matching_datasources(rows: list[Any], body: RuleBody, ds_type: str) -> list[Any]:
+    """The enabled data sources of the rule's type named by id or by a name pattern."""
+    chosen = []
+    for row in rows:
+        if not row.enabled or row.type_ident != ds_type:
+            continue
+        if row.id in body.ds_ids or any(fnmatch.fnmatchcase(row.name, p) for p in body.ds_list):
+            chosen.append(row)
+    return chosen

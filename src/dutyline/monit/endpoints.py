@@ -1,0 +1,154 @@
+"""/monit/datasource/* and /monit/rule/* operations (reference names and fields), plus
+/monit/datasource/query, our ad-hoc instant query for a rule editor.
+
+Every one needs the alert rule management permission (monit): the catalogue has no read
+permission of its own for monitors."""
+
+from __future__ import annotations
+
+from dutyline.api import errors
+from dutyline.api.operation import Context, Router
+from dutyline.monit import engine, prom, service
+from dutyline.monit.schemas import (
+    AlertRule,
+    AlertRuleBasic,
+    AlertRuleExport,
+    AlertRuleStatus,
+    DataSourceItem,
+    DataSourceListRequest,
+    DataSourceUpsertRequest,
+    IDRequest,
+    NameMessage,
+    QueryRequest,
+    QueryResponse,
+    QueryRow,
+    RuleFieldsUpdateRequest,
+    RuleFolderIDRequest,
+    RuleIDRequest,
+    RuleIDsRequest,
+    RuleImportRequest,
+    RuleListRequest,
+    RuleSpec,
+)
+from dutyline.platform.permissions import ALERT_RULE_MANAGE
+
+router = Router("Monitors")
+MANAGE = (ALERT_RULE_MANAGE,)
+
+
+@router.post("/monit/datasource/create", permissions=MANAGE, write=True)
+async def datasource_create(ctx: Context, req: DataSourceUpsertRequest) -> DataSourceItem:
+    """Create a data source (type prometheus; VictoriaMetrics and Thanos speak its API)."""
+    item = await service.upsert_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
+                                           create=True)
+    ctx.audit_targets.append(item.id)
+    return item
+
+
+@router.post("/monit/datasource/update", permissions=MANAGE, write=True)
+async def datasource_update(ctx: Context, req: DataSourceUpsertRequest) -> DataSourceItem:
+    """Update a data source; blank secrets are kept unless the address moves elsewhere."""
+    ctx.audit_targets.append(req.id)
+    return await service.upsert_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
+                                           create=False)
+
+
+@router.post("/monit/datasource/info", permissions=MANAGE)
+async def datasource_info(ctx: Context, req: IDRequest) -> DataSourceItem:
+    """One data source, without its credentials."""
+    return await service.get_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, ds_id=req.id)
+
+
+@router.post("/monit/datasource/list", permissions=MANAGE)
+async def datasource_list(ctx: Context, req: DataSourceListRequest) -> list[DataSourceItem]:
+    """The account's data sources, without their credentials."""
+    return await service.list_datasources(ctx.conn, ctx.actor, ctx.runtime.secrets,
+                                          type_ident=req.type)
+
+
+@router.post("/monit/datasource/delete", permissions=MANAGE, write=True)
+async def datasource_delete(ctx: Context, req: IDRequest) -> None:
+    """Delete a data source no alert rule names by id."""
+    ctx.audit_targets.append(req.id)
+    await service.delete_datasource(ctx.conn, ctx.actor, ds_id=req.id)
+
+
+@router.post("/monit/datasource/query", permissions=MANAGE)
+async def datasource_query(ctx: Context, req: QueryRequest) -> QueryResponse:
+    """Run a PromQL instant query against a data source: the rows a rule would see."""
+    row = await service.require_datasource_row(ctx.conn, ctx.actor, ds_id=req.ds_id)
+    target = engine.target_of(ctx.runtime, row)
+    try:
+        result = await prom.instant_query(ctx.runtime.outbound_policy(), target, req.expr,
+                                          float(req.time or ctx.now),
+                                          transport=engine.transport_override)
+    except prom.QueryFailed as exc:
+        raise errors.BadRequest("The query failed: {reason}", reason=exc.reason) from None
+    return QueryResponse(result_type=result.result_type,
+                         rows=[QueryRow(labels=s.labels, value=s.value) for s in result.samples])
+
+
+@router.post("/monit/rule/create", permissions=MANAGE, write=True)
+async def rule_create(ctx: Context, req: RuleSpec) -> AlertRule:
+    """Create an alert rule; an enabled one starts evaluating on its cron_pattern."""
+    rule = await service.create_rule(ctx.conn, ctx.actor, spec=req)
+    ctx.audit_targets.append(rule.id)
+    return rule
+
+
+@router.post("/monit/rule/update", permissions=MANAGE, write=True)
+async def rule_update(ctx: Context, req: RuleSpec) -> AlertRule:
+    """Replace an alert rule's definition."""
+    ctx.audit_targets.append(req.id)
+    return await service.update_rule(ctx.conn, ctx.actor, spec=req)
+
+
+@router.post("/monit/rule/update/fields", permissions=MANAGE, write=True)
+async def rule_update_fields(ctx: Context, req: RuleFieldsUpdateRequest) -> list[NameMessage]:
+    """Set the named fields on several rules; a result per rule."""
+    ctx.audit_targets.extend(req.ids)
+    return await service.update_fields(ctx.conn, ctx.actor, req=req)
+
+
+@router.post("/monit/rule/info", permissions=MANAGE)
+async def rule_info(ctx: Context, req: RuleIDRequest) -> AlertRule:
+    """One alert rule with its last evaluation's status."""
+    return await service.get_rule(ctx.conn, ctx.actor, rule_id=req.id)
+
+
+@router.post("/monit/rule/list/basic", permissions=MANAGE)
+async def rule_list_basic(ctx: Context, req: RuleListRequest) -> list[AlertRuleBasic]:
+    """The account's alert rules (of one folder, or all with folder_id 0)."""
+    return await service.list_rules(ctx.conn, ctx.actor, folder_id=req.folder_id)
+
+
+@router.post("/monit/rule/delete", permissions=MANAGE, write=True)
+async def rule_delete(ctx: Context, req: RuleIDRequest) -> None:
+    """Delete an alert rule: it stops evaluating at once and its firing alerts recover."""
+    ctx.audit_targets.append(req.id)
+    await service.delete_rules(ctx.conn, ctx.actor, rule_ids=[req.id])
+
+
+@router.post("/monit/rule/delete/batch", permissions=MANAGE, write=True)
+async def rule_delete_batch(ctx: Context, req: RuleIDsRequest) -> None:
+    """Delete several alert rules (all or none: an unknown id deletes nothing)."""
+    ctx.audit_targets.extend(req.ids)
+    await service.delete_rules(ctx.conn, ctx.actor, rule_ids=req.ids)
+
+
+@router.post("/monit/rule/status", permissions=MANAGE)
+async def rule_status(ctx: Context, req: RuleFolderIDRequest) -> list[AlertRuleStatus]:
+    """Rules and rules with firing alerts, per folder."""
+    return await service.rule_status(ctx.conn, ctx.actor, folder_id=req.folder_id)
+
+
+@router.post("/monit/rule/import", request=RuleImportRequest, permissions=MANAGE, write=True)
+async def rule_import(ctx: Context, req: list[RuleSpec]) -> list[NameMessage]:
+    """Create rules from exported definitions; a result per rule."""
+    return await service.import_rules(ctx.conn, ctx.actor, specs=req)
+
+
+@router.post("/monit/rule/export", permissions=MANAGE)
+async def rule_export(ctx: Context, req: RuleIDsRequest) -> list[AlertRuleExport]:
+    """Portable definitions of rules, for /monit/rule/import."""
+    return await service.export_rules(ctx.conn, ctx.actor, rule_ids=req.ids)

@@ -1,0 +1,137 @@
+"""The Prometheus HTTP query API (Prometheus, VictoriaMetrics and Thanos speak it): instant
+queries through the guarded outbound client. Every failure is a `QueryFailed` with a reason
+fit for a rule's status; nothing here invents a value."""
+
+from __future__ import annotations
+
+import base64
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import msgspec
+
+from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, guarded_client
+
+QUERY_TIMEOUT_S = 10.0
+MAX_SERIES = 10_000
+MAX_BODY = 32 * 1024 * 1024
+
+
+class QueryFailed(Exception):
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where and how to query one data source (credentials already unsealed)."""
+
+    address: str
+    headers: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    username: str = ""
+    password: str = ""
+    basic_auth: bool = False
+
+
+@dataclass(frozen=True)
+class Sample:
+    labels: dict[str, str]
+    value: float | None
+
+
+@dataclass(frozen=True)
+class Result:
+    result_type: str
+    samples: list[Sample]
+
+
+def _number(raw: Any) -> float | None:
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        raise QueryFailed(f"malformed sample value {str(raw)[:40]!r}") from None
+    return None if math.isnan(value) else value
+
+
+def _point(pair: Any) -> float | None:
+    if not isinstance(pair, list) or len(pair) != 2:
+        raise QueryFailed("malformed sample in the response")
+    return _number(pair[1])
+
+
+def _labels(raw: Any) -> dict[str, str]:
+    if not isinstance(raw, dict):
+        raise QueryFailed("malformed series labels in the response")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def parse(body: bytes) -> Result:
+    """The `data` of a /api/v1/query answer as samples."""
+    try:
+        doc = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        raise QueryFailed("the data source answered malformed JSON") from None
+    if not isinstance(doc, dict):
+        raise QueryFailed("the data source answered an unexpected JSON document")
+    if doc.get("status") != "success":
+        raise QueryFailed(f"query failed: {str(doc.get('error') or doc.get('status'))[:500]}")
+    data = doc.get("data")
+    if not isinstance(data, dict):
+        raise QueryFailed("the data source answered without data")
+    kind, result = data.get("resultType"), data.get("result")
+    if kind == "vector" and isinstance(result, list):
+        samples = [Sample(_labels(s.get("metric", {})), _point(s.get("value")))
+                   for s in result[:MAX_SERIES] if isinstance(s, dict)]
+    elif kind == "matrix" and isinstance(result, list):
+        samples = []
+        for s in result[:MAX_SERIES]:
+            values = s.get("values") if isinstance(s, dict) else None
+            if not isinstance(values, list) or not values:
+                continue
+            samples.append(Sample(_labels(s.get("metric", {})), _point(values[-1])))
+    elif kind == "scalar":
+        samples = [Sample({}, _point(result))]
+    else:
+        raise QueryFailed(f"unsupported result type {str(kind)[:40]!r}")
+    return Result(str(kind), samples)
+
+
+def client_for(policy: OutboundPolicy, *, timeout_s: float = QUERY_TIMEOUT_S,
+               transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """A guarded client for many queries (one evaluation batch). No retries: a failed
+    evaluation is recorded and the next one runs on time."""
+    return guarded_client(policy.without_retries(), timeout=timeout_s, transport=transport)
+
+
+async def instant_query(
+    policy: OutboundPolicy, target: Target, expr: str, at_s: float, *,
+    timeout_s: float = QUERY_TIMEOUT_S, transport: httpx.AsyncBaseTransport | None = None,
+    client: httpx.AsyncClient | None = None,
+) -> Result:
+    if client is None:
+        async with client_for(policy, timeout_s=timeout_s, transport=transport) as own:
+            return await instant_query(policy, target, expr, at_s, timeout_s=timeout_s,
+                                       client=own)
+    address = target.address.rstrip("/")
+    headers = dict(target.headers)
+    if target.basic_auth:
+        token = base64.b64encode(f"{target.username}:{target.password}".encode()).decode()
+        headers["Authorization"] = f"Basic {token}"
+    params = {**target.params, "query": expr, "time": f"{at_s:.3f}"}
+    try:
+        response = await client.post(f"{address}/api/v1/query", data=params, headers=headers)
+    except OutboundBlocked as exc:
+        raise QueryFailed(f"address refused: {exc.reason}") from None
+    except httpx.TimeoutException:
+        raise QueryFailed(f"the data source did not answer within {timeout_s:g} s") from None
+    except httpx.HTTPError as exc:
+        raise QueryFailed(f"the data source could not be reached: {type(exc).__name__}") from None
+    if len(response.content) > MAX_BODY:
+        raise QueryFailed("the data source answered too much data")
+    if response.status_code != 200 and response.status_code not in (400, 422):
+        raise QueryFailed(f"the data source answered HTTP {response.status_code}")
+    return parse(response.content)

@@ -1,0 +1,386 @@
+"""Rules of monit: alert rules, each rule's schedule kept in step with it in the same
+transaction (data sources: datasources.py)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.kit.cron import CronInvalid, next_after
+from dutyline.kit.ids import numeric_id
+from dutyline.monit import conditions, datasources
+from dutyline.monit import repository as repo
+from dutyline.monit.schemas import (
+    DS_TYPES,
+    SUPPORTED_DS_TYPES,
+    UPDATABLE_FIELDS,
+    AlertRule,
+    AlertRuleBasic,
+    AlertRuleExport,
+    AlertRuleStatus,
+    EvalStatus,
+    NameMessage,
+    RuleBody,
+    RuleFieldsUpdateRequest,
+    RuleSpec,
+)
+from dutyline.work import scheduler
+
+SCHEDULE_KIND = "monit.rule"
+_EVERY = re.compile(r"^@every\s+([0-9]+)(s|m|h)$")
+_TIME = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
+MIN_INTERVAL_S = 5
+
+_body_decoder = msgspec.json.Decoder(RuleBody)
+
+
+# Data sources live in datasources.py; what the rest of monit uses of them is named here.
+open_payload = datasources.open_payload
+matching_datasources = datasources.matching_datasources
+upsert_datasource = datasources.upsert_datasource
+get_datasource = datasources.get_datasource
+require_datasource_row = datasources.require_datasource_row
+list_datasources = datasources.list_datasources
+delete_datasource = datasources.delete_datasource
+
+
+# --- rules -----------------------------------------------------------------------------
+
+
+def decode_body(raw: str) -> RuleBody:
+    return _body_decoder.decode(raw)
+
+
+def schedule_of(cron_pattern: str) -> tuple[str, int]:
+    """(cron expression, interval ms) of a rule's `cron_pattern`: 5-field cron, or our
+    `@every 30s` form for an interval."""
+    text = " ".join(cron_pattern.split())
+    every = _EVERY.match(text)
+    if every:
+        seconds = int(every.group(1)) * {"s": 1, "m": 60, "h": 3600}[every.group(2)]
+        if not MIN_INTERVAL_S <= seconds <= 86_400:
+            raise errors.invalid("cron_pattern",
+                                 f"the interval must be {MIN_INTERVAL_S}s to 24h")
+        return "", seconds * 1000
+    if text.startswith("@") or len(text.split()) != 5:
+        raise errors.invalid("cron_pattern", "must be a 5-field cron expression or '@every 30s'")
+    try:
+        next_after(text, "UTC", 0)
+    except (CronInvalid, ValueError, KeyError):
+        raise errors.invalid("cron_pattern", "is not a valid cron expression") from None
+    return text, 0
+
+
+def _check_configs(spec: RuleSpec) -> None:
+    cfg = spec.rule_configs
+    queries = [q for q in cfg.queries if q.expr.strip()]
+    if not queries:
+        raise errors.invalid("rule_configs.queries", "needs at least one query with an expr")
+    names = [q.name for q in cfg.queries]
+    if len(set(names)) != len(names) or any(not n or not n.isalpha() for n in names):
+        raise errors.invalid("rule_configs.queries", "names must be unique letters")
+    if "R" in names:
+        raise errors.invalid("rule_configs.queries", "the name R is reserved")
+    relate = [r.name for r in cfg.relate_queries]
+    if set(relate) & set(names) or len(set(relate)) != len(relate) or any(
+            not r.name or not r.expr.strip() for r in cfg.relate_queries):
+        raise errors.invalid("rule_configs.relate_queries",
+                             "need a unique name and an expr each")
+    checks = [c for c in (cfg.check_threshold, cfg.check_anydata, cfg.check_nodata)
+              if c is not None and c.enabled]
+    if not checks:
+        raise errors.invalid("rule_configs", "enable one of check_threshold, check_anydata "
+                             "or check_nodata")
+    threshold = cfg.check_threshold
+    if threshold is not None and threshold.enabled:
+        exprs = {"critical": threshold.critical, "warning": threshold.warning,
+                 "info": threshold.info}
+        if not any(e.strip() for e in exprs.values()):
+            raise errors.invalid("rule_configs.check_threshold",
+                                 "needs a critical, warning or info condition")
+        recovery = threshold.recovery
+        if recovery is not None and recovery.mode == "threshold":
+            exprs["recovery.condition"] = recovery.condition or "?"
+        for key, expr in exprs.items():
+            if not expr.strip():
+                continue
+            try:
+                conditions.compile_condition(expr)
+            except conditions.ConditionInvalid as exc:
+                raise errors.invalid(f"rule_configs.check_threshold.{key}", str(exc)) from None
+            unknown = conditions.names_in(expr) - set(names)
+            if unknown:
+                raise errors.invalid(f"rule_configs.check_threshold.{key}",
+                                     f"names unknown queries {sorted(unknown)}")
+    anydata = cfg.check_anydata
+    if (anydata is not None and anydata.enabled and anydata.recovery is not None
+            and anydata.recovery.mode == "ql"):
+        if not anydata.recovery.condition.strip():
+            raise errors.invalid("rule_configs.check_anydata.recovery.condition",
+                                 "is required when mode is ql")
+        if names != ["A"]:
+            raise errors.invalid("rule_configs.check_anydata.recovery",
+                                 "mode ql allows a single query named A")
+
+
+def _check_times(spec: RuleSpec) -> None:
+    for n, window in enumerate(spec.enabled_times):
+        for key in ("stime", "etime"):
+            value = getattr(window, key)
+            if not _TIME.match(value):
+                raise errors.invalid(f"enabled_times[{n}].{key}", "must be HH:MM")
+
+
+async def _check_channels(conn: AsyncConnection, actor: Actor, channel_ids: list[int]) -> None:
+    from dutyline.channel.service import channel_names  # the channel domain's service
+
+    found = await channel_names(conn, actor.account_id, channel_ids)
+    for channel_id in channel_ids:
+        if channel_id not in found or found[channel_id][1] == "deleted":
+            raise errors.invalid("channel_ids", f"channel {channel_id} does not exist")
+
+
+async def _check_datasources(conn: AsyncConnection, actor: Actor, spec: RuleSpec) -> None:
+    if spec.ds_type not in DS_TYPES:
+        raise errors.invalid("ds_type", f"must be one of {', '.join(DS_TYPES)}")
+    if spec.ds_type not in SUPPORTED_DS_TYPES:
+        raise errors.invalid("ds_type", "only prometheus rules are supported")
+    if not spec.ds_ids and not spec.ds_list:
+        raise errors.invalid("ds_ids", "name data sources by ds_ids or ds_list")
+    for ds_id in spec.ds_ids:
+        if await repo.get_datasource(conn, actor.account_id, ds_id) is None:
+            raise errors.invalid("ds_ids", f"data source {ds_id} does not exist")
+
+
+async def _validate(conn: AsyncConnection, actor: Actor, spec: RuleSpec) -> tuple[str, int]:
+    if not spec.name.strip():
+        raise errors.invalid("name", "is required")
+    schedule = schedule_of(spec.cron_pattern)
+    _check_configs(spec)
+    _check_times(spec)
+    await _check_datasources(conn, actor, spec)
+    await _check_channels(conn, actor, spec.channel_ids)
+    return schedule
+
+
+def _body_of(spec: RuleSpec) -> str:
+    return msgspec.json.encode(RuleBody(
+        labels=spec.labels, ds_list=spec.ds_list, ds_ids=spec.ds_ids,
+        rule_configs=spec.rule_configs, enabled_times=spec.enabled_times,
+        annotations=spec.annotations, description_type=spec.description_type,
+        description=spec.description, channel_ids=list(dict.fromkeys(spec.channel_ids)),
+        repeat_interval=spec.repeat_interval, repeat_total=spec.repeat_total,
+    )).decode()
+
+
+async def _sync_schedule(conn: AsyncConnection, actor: Actor, rule_id: int, cron: str,
+                         interval_ms: int, enabled: bool) -> None:
+    await scheduler.set_schedule(conn, kind=SCHEDULE_KIND, owner_id=str(rule_id),
+                                 now_ms=actor.now_ms, cron_expr=cron, interval_ms=interval_ms,
+                                 active=enabled)
+
+
+def rule_record(row: Any) -> AlertRule:
+    body = decode_body(row.body)
+    return AlertRule(
+        id=row.id, account_id=row.account_id, folder_id=row.folder_id, name=row.name,
+        labels=body.labels, ds_type=row.ds_type, ds_list=body.ds_list, ds_ids=body.ds_ids,
+        enabled=row.enabled, debug_log_enabled=row.debug_log_enabled,
+        rule_configs=body.rule_configs, cron_pattern=row.cron_pattern,
+        delay_seconds=row.delay_seconds, enabled_times=body.enabled_times,
+        annotations=body.annotations, description_type=body.description_type,
+        description=body.description, channel_ids=body.channel_ids,
+        repeat_interval=body.repeat_interval, repeat_total=body.repeat_total,
+        creator_id=row.creator_id, creator_name=row.creator_name, updater_id=row.updater_id,
+        updater_name=row.updater_name, created_at=row.created_at, updated_at=row.updated_at,
+        eval_status=EvalStatus(last_eval_at_ms=row.last_eval_at_ms,
+                               last_eval_ms=row.last_eval_ms, last_error=row.last_error,
+                               firing_count=row.firing_count),
+    )
+
+
+def _spec_of(row: Any) -> RuleSpec:
+    body = decode_body(row.body)
+    return RuleSpec(
+        id=row.id, folder_id=row.folder_id, name=row.name, labels=body.labels,
+        ds_type=row.ds_type, ds_list=body.ds_list, ds_ids=body.ds_ids, enabled=row.enabled,
+        debug_log_enabled=row.debug_log_enabled, rule_configs=body.rule_configs,
+        cron_pattern=row.cron_pattern, delay_seconds=row.delay_seconds,
+        enabled_times=body.enabled_times, annotations=body.annotations,
+        description_type=body.description_type,  # type: ignore[arg-type]
+        description=body.description, channel_ids=body.channel_ids,
+        repeat_interval=body.repeat_interval, repeat_total=body.repeat_total,
+    )
+
+
+async def _require_rule(conn: AsyncConnection, actor: Actor, rule_id: int) -> Any:
+    row = await repo.get_rule(conn, actor.account_id, rule_id, lock=True)
+    if row is None:
+        raise errors.not_found("alert rule", rule_id)
+    return row
+
+
+async def create_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) -> AlertRule:
+    cron, interval_ms = await _validate(conn, actor, spec)
+    name = spec.name.strip()
+    if await repo.rule_name_taken(conn, actor.account_id, spec.folder_id, name, 0):
+        raise errors.invalid("name", "already exists in this folder")
+    rule_id = numeric_id()
+    now = actor.now_s
+    await repo.insert_rule(conn, {
+        "id": rule_id, "account_id": actor.account_id, "folder_id": spec.folder_id,
+        "name": name, "ds_type": spec.ds_type, "enabled": spec.enabled,
+        "debug_log_enabled": spec.debug_log_enabled,
+        "cron_pattern": " ".join(spec.cron_pattern.split()),
+        "delay_seconds": spec.delay_seconds, "body": _body_of(spec),
+        "creator_id": actor.person_id, "creator_name": actor.person_name,
+        "updater_id": actor.person_id, "updater_name": actor.person_name,
+        "created_at": now, "updated_at": now,
+    })
+    await _sync_schedule(conn, actor, rule_id, cron, interval_ms, spec.enabled)
+    return rule_record(await repo.get_rule(conn, actor.account_id, rule_id))
+
+
+async def update_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) -> AlertRule:
+    if not spec.id:
+        raise errors.invalid("id", "is required")
+    row = await _require_rule(conn, actor, spec.id)
+    cron, interval_ms = await _validate(conn, actor, spec)
+    name = spec.name.strip()
+    if await repo.rule_name_taken(conn, actor.account_id, spec.folder_id, name, row.id):
+        raise errors.invalid("name", "already exists in this folder")
+    await _write_update(conn, actor, row, spec, cron, interval_ms)
+    return rule_record(await repo.get_rule(conn, actor.account_id, row.id))
+
+
+async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: RuleSpec,
+                        cron: str, interval_ms: int) -> None:
+    from dutyline.monit import engine  # evaluation imports this module
+
+    if not spec.enabled and row.enabled:
+        # Turned off: what it had firing recovers now rather than staying open forever.
+        await engine.resolve_all(conn, row, now_s=actor.now_s)
+    elif set(spec.channel_ids) != set(decode_body(row.body).channel_ids):
+        await engine.resolve_all(conn, row, now_s=actor.now_s)
+    await repo.update_rule(conn, actor.account_id, row.id, {
+        "folder_id": spec.folder_id, "name": spec.name.strip(), "ds_type": spec.ds_type,
+        "enabled": spec.enabled, "debug_log_enabled": spec.debug_log_enabled,
+        "cron_pattern": " ".join(spec.cron_pattern.split()),
+        "delay_seconds": spec.delay_seconds, "body": _body_of(spec),
+        "updater_id": actor.person_id, "updater_name": actor.person_name,
+        "updated_at": actor.now_s,
+    })
+    await _sync_schedule(conn, actor, row.id, cron, interval_ms, spec.enabled)
+
+
+async def update_fields(conn: AsyncConnection, actor: Actor, *,
+                        req: RuleFieldsUpdateRequest) -> list[NameMessage]:
+    unknown = sorted(set(req.fields) - UPDATABLE_FIELDS)
+    if unknown:
+        raise errors.invalid("fields", f"cannot update {unknown}")
+    for name in req.fields:
+        if getattr(req, name) is None:
+            raise errors.invalid(name, "is required when named in fields")
+    results = []
+    for rule_id in dict.fromkeys(req.ids):
+        row = await repo.get_rule(conn, actor.account_id, rule_id, lock=True)
+        if row is None:
+            raise errors.not_found("alert rule", rule_id)
+        spec = msgspec.structs.replace(_spec_of(row),
+                                       **{f: getattr(req, f) for f in req.fields})
+        try:
+            async with conn.begin_nested():
+                cron, interval_ms = await _validate(conn, actor, spec)
+                await _write_update(conn, actor, row, spec, cron, interval_ms)
+            results.append(NameMessage(name=row.name, message=""))
+        except errors.ApiError as exc:
+            results.append(NameMessage(name=row.name, message=str(exc)))
+    return results
+
+
+async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> AlertRule:
+    row = await repo.get_rule(conn, actor.account_id, rule_id)
+    if row is None:
+        raise errors.not_found("alert rule", rule_id)
+    return rule_record(row)
+
+
+async def list_rules(conn: AsyncConnection, actor: Actor, *,
+                     folder_id: int) -> list[AlertRuleBasic]:
+    return [
+        AlertRuleBasic(
+            id=r.id, account_id=r.account_id, folder_id=r.folder_id, name=r.name,
+            labels=decode_body(r.body).labels, ds_type=r.ds_type, enabled=r.enabled,
+            debug_log_enabled=r.debug_log_enabled, cron_pattern=r.cron_pattern,
+            delay_seconds=r.delay_seconds, creator_id=r.creator_id,
+            creator_name=r.creator_name, updater_id=r.updater_id,
+            updater_name=r.updater_name, created_at=r.created_at, updated_at=r.updated_at,
+            triggered=r.firing_count > 0,
+        )
+        for r in await repo.list_rules(conn, actor.account_id, folder_id)
+    ]
+
+
+async def delete_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int]) -> None:
+    """Delete rules: unknown ids are a 400 (nothing deleted); their firing alerts recover,
+    their schedules go with them, so they stop evaluating at once."""
+    from dutyline.monit import engine
+
+    rows = []
+    for rule_id in dict.fromkeys(rule_ids):
+        rows.append(await _require_rule(conn, actor, rule_id))
+    for row in rows:
+        await engine.resolve_all(conn, row, now_s=actor.now_s)
+        await repo.delete_rule(conn, actor.account_id, row.id)
+        await scheduler.remove_schedule(conn, kind=SCHEDULE_KIND, owner_id=str(row.id))
+
+
+async def rule_status(conn: AsyncConnection, actor: Actor, *,
+                      folder_id: int) -> list[AlertRuleStatus]:
+    return [
+        AlertRuleStatus(folder_id=r.folder_id, folder_name="", rule_total=int(r.total),
+                        triggered_rule_count=int(r.triggered))
+        for r in await repo.folder_status(conn, actor.account_id, folder_id)
+    ]
+
+
+async def export_rules(conn: AsyncConnection, actor: Actor, *,
+                       rule_ids: list[int]) -> list[AlertRuleExport]:
+    rows = await repo.rules_by_ids(conn, actor.account_id, list(dict.fromkeys(rule_ids)))
+    found = {r.id for r in rows}
+    for rule_id in rule_ids:
+        if rule_id not in found:
+            raise errors.not_found("alert rule", rule_id)
+    out = []
+    for row in rows:
+        body = decode_body(row.body)
+        out.append(AlertRuleExport(
+            name=row.name, labels=body.labels, ds_type=row.ds_type, ds_list=body.ds_list,
+            ds_ids=body.ds_ids, enabled=row.enabled, debug_log_enabled=row.debug_log_enabled,
+            rule_configs=body.rule_configs, cron_pattern=row.cron_pattern,
+            delay_seconds=row.delay_seconds, enabled_times=body.enabled_times,
+            annotations=body.annotations, description_type=body.description_type,
+            description=body.description, repeat_interval=body.repeat_interval,
+            repeat_total=body.repeat_total,
+        ))
+    return out
+
+
+async def import_rules(conn: AsyncConnection, actor: Actor, *,
+                       specs: list[RuleSpec]) -> list[NameMessage]:
+    """Each rule is created on its own (a savepoint each): one bad rule is reported by name
+    and does not stop the others."""
+    results = []
+    for spec in specs:
+        try:
+            async with conn.begin_nested():
+                await create_rule(conn, actor, spec=msgspec.structs.replace(spec, id=0))
+            results.append(NameMessage(name=spec.name, message=""))
+        except errors.ApiError as exc:
+            results.append(NameMessage(name=spec.name, message=str(exc)))
+    return results
