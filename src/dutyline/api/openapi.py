@@ -59,6 +59,8 @@ def build(operations: list[Operation]) -> dict[str, Any]:
             },
             "400": error_response,
             "401": error_response,
+            # Any body over the limit (DUTYLINE_MAX_BODY_BYTES, or the operation's own).
+            "413": error_response,
             "429": error_response,
             "500": error_response,
         }
