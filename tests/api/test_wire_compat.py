@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from dutyline.platform import permissions
+from dutyline.api import permissions
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api

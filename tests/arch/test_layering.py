@@ -58,13 +58,8 @@ def _violations() -> set[tuple[str, str]]:
     return found
 
 
-# The permission catalogue still lives in platform/ while five domains land on top of it; it
-# moves to api/ once they have (issue 10). Nothing else may be added here.
-PENDING_MOVE = "dutyline.platform.permissions"
-
-
 def test_infrastructure_never_imports_a_domain_and_domains_meet_only_through_services() -> None:
-    assert sorted(v for v in _violations() if v[1] != PENDING_MOVE) == []
+    assert sorted(_violations()) == []
 
 
 def test_the_checker_sees_a_violation(tmp_path: Path) -> None:

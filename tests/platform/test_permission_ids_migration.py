@@ -11,10 +11,10 @@ import pytest
 from alembic import command
 from sqlalchemy import insert, select
 
+from dutyline.api import permissions
 from dutyline.db.engine import Database
 from dutyline.db.migrate import alembic_config, upgrade
 from dutyline.db.tables.platform import role, role_permission
-from dutyline.platform import permissions
 from dutyline.platform.account.service import create_account
 from tests.fixtures import databases as dbs
 

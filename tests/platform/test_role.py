@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dutyline.platform import permissions
+from dutyline.api import permissions
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 

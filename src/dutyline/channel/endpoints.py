@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import service
 from dutyline.channel.schemas import (
     ChannelCreateResponse,
@@ -16,7 +17,6 @@ from dutyline.channel.schemas import (
     UpdateChannelRequest,
     UpdateChannelResponse,
 )
-from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 
 router = Router("Channels")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.dispatch import service
 from dutyline.dispatch.schemas import (
     ChannelRuleIDRequest,
@@ -13,7 +14,6 @@ from dutyline.dispatch.schemas import (
     RuleCreateResponse,
     UpdateEscalationRuleRequest,
 )
-from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 
 router = Router("Escalation rules")
 

@@ -10,6 +10,12 @@ from collections.abc import AsyncIterator
 
 from dutyline.api import errors
 from dutyline.api.operation import Context, Empty, Router, StreamedDownload
+from dutyline.api.permissions import (
+    INTEGRATION_MANAGE,
+    INTEGRATION_VIEW,
+    MAPPING_DATA_MANAGE,
+    MAPPING_DATA_VIEW,
+)
 from dutyline.channel.integration import service as integrations
 from dutyline.enrichment import service, settings
 from dutyline.enrichment.schemas import (
@@ -32,12 +38,6 @@ from dutyline.enrichment.schemas import (
     SchemaUpdateRequest,
 )
 from dutyline.enrichment.tabular import MAX_UPLOAD_BYTES
-from dutyline.platform.permissions import (
-    INTEGRATION_MANAGE,
-    INTEGRATION_VIEW,
-    MAPPING_DATA_MANAGE,
-    MAPPING_DATA_VIEW,
-)
 
 router = Router("Enrichment")
 

@@ -13,6 +13,7 @@ import msgspec
 
 from dutyline.api import errors
 from dutyline.api.operation import Context, Download, Router
+from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.insight import service
 from dutyline.insight.schemas import (
     DimensionInsightResponse,
@@ -24,7 +25,6 @@ from dutyline.insight.schemas import (
     InsightTopkAlertByLabelRequest,
     ResponderInsightResponse,
 )
-from dutyline.platform.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 
 router = Router("Insights")
 _READ = (CHANNEL_VIEW, INCIDENT_MANAGE)

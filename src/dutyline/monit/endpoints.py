@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dutyline.api import errors
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.monit import engine, prom, service
 from dutyline.monit.schemas import (
     AlertRule,
@@ -30,7 +31,6 @@ from dutyline.monit.schemas import (
     RuleListRequest,
     RuleSpec,
 )
-from dutyline.platform.permissions import ALERT_RULE_MANAGE
 
 router = Router("Monitors")
 MANAGE = (ALERT_RULE_MANAGE,)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api import permissions
 from dutyline.api.auth import Caller, hash_app_key
 from dutyline.db.engine import Database
 from dutyline.kit.clock import Clock
-from dutyline.platform import permissions
 from dutyline.platform.app_key import repository as key_repo
 from dutyline.platform.app_key.misses import MISSED, MissedKeys
 

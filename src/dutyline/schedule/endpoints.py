@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Empty, Router
-from dutyline.platform.permissions import SCHEDULE_MANAGE, SCHEDULE_VIEW
+from dutyline.api.permissions import SCHEDULE_MANAGE, SCHEDULE_VIEW
 from dutyline.schedule import feed, service
 from dutyline.schedule.schemas import (
     FeedCreateResponse,

@@ -15,11 +15,10 @@ import msgspec
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors
+from dutyline.api import errors, permissions
 from dutyline.api.actor import Actor
 from dutyline.kit.ids import numeric_id
 from dutyline.kit.secretbox import SecretBox
-from dutyline.platform import permissions
 from dutyline.platform.account import service as account_service
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service

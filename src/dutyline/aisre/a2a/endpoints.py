@@ -12,7 +12,7 @@ from dutyline.aisre.a2a.schemas import (
     A2aAgentUpdateRequest,
 )
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import AGENT_MANAGE
+from dutyline.api.permissions import AGENT_MANAGE
 
 router = Router("A2A agents")
 

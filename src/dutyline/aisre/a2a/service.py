@@ -25,11 +25,11 @@ from dutyline.aisre.a2a.schemas import (
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import AGENT_MANAGE
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox, SecretBoxError
-from dutyline.platform.permissions import AGENT_MANAGE
 from dutyline.platform.team import service as team_service
 
 log = structlog.get_logger("dutyline.a2a")

@@ -12,7 +12,7 @@ from dutyline.aisre.mcp.schemas import (
     McpServerUpdateRequest,
 )
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import MCP_MANAGE
+from dutyline.api.permissions import MCP_MANAGE
 
 router = Router("MCP servers")
 

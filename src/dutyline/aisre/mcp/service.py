@@ -24,12 +24,12 @@ from dutyline.aisre.mcp.schemas import (
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import MCP_MANAGE
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url
 from dutyline.kit.secretbox import SecretBox
-from dutyline.platform.permissions import MCP_MANAGE
 from dutyline.platform.team import service as team_service
 
 DEFAULT_CONNECT_TIMEOUT = 10

@@ -21,7 +21,7 @@ from dutyline.aisre.runner.schemas import (
     WorknodeUpdateRequest,
 )
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import ACCOUNT_MANAGE
+from dutyline.api.permissions import ACCOUNT_MANAGE
 
 router = Router("BYOC runners")
 

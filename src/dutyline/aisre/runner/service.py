@@ -28,8 +28,8 @@ from dutyline.aisre.runner.schemas import (
 )
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import prefixed_id
-from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 # Three missed heartbeats (30 s each) and the worknode counts as offline.
 ONLINE_WINDOW_MS = 90_000

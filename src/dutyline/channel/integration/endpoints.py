@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel.integration import service
 from dutyline.channel.integration.schemas import (
     CreateIntegrationRequest,
@@ -12,7 +13,6 @@ from dutyline.channel.integration.schemas import (
     ListIntegrationsRequest,
     ListIntegrationsResponse,
 )
-from dutyline.platform.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 
 router = Router("Integrations")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel.noise import service
 from dutyline.channel.noise.schemas import (
     ChannelRuleIDRequest,
@@ -27,7 +28,6 @@ from dutyline.channel.noise.schemas import (
     UpdateSilenceRuleRequest,
 )
 from dutyline.incident.service import query as incidents
-from dutyline.platform.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 
 router = Router("Channel noise rules")
 

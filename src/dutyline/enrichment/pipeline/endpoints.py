@@ -9,11 +9,11 @@ from typing import Annotated, Any
 import msgspec
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.api.types import Id
 from dutyline.channel.integration import service as integrations
 from dutyline.enrichment.pipeline import service
 from dutyline.enrichment.pipeline.service import PipelineItem
-from dutyline.platform.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 
 router = Router("Alert pipelines")
 

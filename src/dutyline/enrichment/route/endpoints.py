@@ -9,11 +9,11 @@ from typing import Annotated
 import msgspec
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.api.types import Id, NonNegInt64
 from dutyline.channel.integration import service as integrations
 from dutyline.enrichment.route import service
 from dutyline.enrichment.route.service import RouteCase, RouteDefault, RouteItem, RouteSection
-from dutyline.platform.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 
 router = Router("Routes")
 

@@ -5,6 +5,7 @@ read-only built-in Member role holds: decisions.md §2 keeps that role read-only
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.incident.alert import service
 from dutyline.incident.alert.schemas import (
     AlertEventGlobalListRequest,
@@ -21,7 +22,6 @@ from dutyline.incident.alert.schemas import (
     AlertMergeRequest,
 )
 from dutyline.incident.lifecycle import alert_merge
-from dutyline.platform.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 
 router = Router("Alerts")
 VIEW = (CHANNEL_VIEW,)

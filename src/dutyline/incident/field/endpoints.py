@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Empty, Router
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.incident.field import service
 from dutyline.incident.field.schemas import (
     CreateFieldRequest,
@@ -12,7 +13,6 @@ from dutyline.incident.field.schemas import (
     ListFieldsResponse,
     UpdateFieldRequest,
 )
-from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 router = Router("Custom fields")
 

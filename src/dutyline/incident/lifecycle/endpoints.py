@@ -7,6 +7,7 @@ from __future__ import annotations
 import msgspec
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident.lifecycle import editing, responders, service
 from dutyline.incident.lifecycle.schemas import (
     AddIncidentResponderRequest,
@@ -24,7 +25,6 @@ from dutyline.incident.lifecycle.schemas import (
     SnoozeIncidentRequest,
     UpdateIncidentFieldsRequest,
 )
-from dutyline.platform.permissions import INCIDENT_MANAGE
 
 router = Router("Incidents")
 _MANAGE = (INCIDENT_MANAGE,)

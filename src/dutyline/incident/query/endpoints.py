@@ -4,6 +4,7 @@ channels (channel_view) or manage incidents (incident_manage)."""
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.incident.query import service, similar
 from dutyline.incident.query.schemas import (
     IncidentInfo,
@@ -18,7 +19,6 @@ from dutyline.incident.query.schemas import (
     ListPastIncidentsRequest,
     ListPastIncidentsResponse,
 )
-from dutyline.platform.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 
 router = Router("Incidents")
 # Anyone who may manage incidents may also read them, whatever else their role holds.

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.incident.service import query as incidents
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.schemas import (
@@ -14,7 +15,6 @@ from dutyline.notify.delivery.schemas import (
     ListWebhookHistoryResponse,
     WebhookHistoryDetail,
 )
-from dutyline.platform.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 
 router = Router("Notifications")
 

@@ -15,10 +15,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
 from dutyline.platform.member import service as members
-from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 SEVERITIES = ("critical", "warning", "info")
 PERSONAL_CHANNELS = ("email", "sms", "voice", "telegram")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 from dutyline.notify.template import service
 from dutyline.notify.template.schemas import (
     TemplateCreateRequest,
@@ -16,7 +17,6 @@ from dutyline.notify.template.schemas import (
     TemplatePreviewResponse,
     TemplateUpdateRequest,
 )
-from dutyline.platform.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 
 router = Router("Notification templates")
 

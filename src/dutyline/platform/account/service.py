@@ -7,10 +7,9 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors
+from dutyline.api import errors, permissions
 from dutyline.api.actor import Actor
 from dutyline.kit.ids import numeric_id
-from dutyline.platform import permissions
 from dutyline.platform.account import repository
 from dutyline.platform.account.schemas import AccountItem
 from dutyline.platform.app_key import keys

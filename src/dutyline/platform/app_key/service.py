@@ -12,10 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.app_key import keys
 from dutyline.platform.app_key import repository as repo
 from dutyline.platform.app_key.schemas import AppKeyItem
-from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 
 async def create_key(conn: AsyncConnection, actor: Actor, *, key_name: str,

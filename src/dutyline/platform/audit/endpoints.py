@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Empty, Router
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.audit import service
 from dutyline.platform.audit.schemas import (
     AuditOperationListResponse,
     AuditSearchRequest,
     AuditSearchResponse,
 )
-from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 router = Router("Audit logs")
 

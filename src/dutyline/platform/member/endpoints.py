@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Empty, Router
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.member import service
 from dutyline.platform.member.schemas import (
     MemberDeleteRequest,
@@ -17,7 +18,6 @@ from dutyline.platform.member.schemas import (
     PersonInfosRequest,
     PersonInfosResponse,
 )
-from dutyline.platform.permissions import ACCOUNT_MANAGE
 
 router = Router("Members")
 

@@ -15,6 +15,7 @@ from sqlalchemy.sql import Select
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.member import repository as repo
 from dutyline.platform.member.schemas import (
@@ -23,7 +24,6 @@ from dutyline.platform.member.schemas import (
     NewMemberItem,
     PersonItem,
 )
-from dutyline.platform.permissions import ACCOUNT_MANAGE
 from dutyline.platform.role import service as roles
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")

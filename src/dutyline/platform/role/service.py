@@ -9,10 +9,9 @@ from typing import Any
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors
+from dutyline.api import errors, permissions
 from dutyline.api.actor import Actor
 from dutyline.kit.ids import numeric_id
-from dutyline.platform import permissions
 from dutyline.platform.role import repository as repo
 from dutyline.platform.role.schemas import PermissionItem, RoleItem
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import ACCOUNT_MANAGE
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.team import service
 from dutyline.platform.team.schemas import (
     TeamInfosRequest,

@@ -4,7 +4,7 @@ management; reads are open to either status page permission (GET and POST)."""
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
+from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.status_page.change import service, timeline
 from dutyline.status_page.change.schemas import (
     ActiveChangeListRequest,

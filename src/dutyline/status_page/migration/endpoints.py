@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import STATUS_PAGE_MANAGE
+from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.status_page.migration import service
 from dutyline.status_page.migration.schemas import (
     MigrateStructureRequest,

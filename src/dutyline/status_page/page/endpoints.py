@@ -4,7 +4,7 @@ Reads are open to either status page permission; writes need status page managem
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
+from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.status_page.page import service
 from dutyline.status_page.page.schemas import (
     ComponentDeleteRequest,

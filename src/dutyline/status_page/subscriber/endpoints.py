@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dutyline.api.operation import Context, Router
-from dutyline.platform.permissions import STATUS_PAGE_MANAGE
+from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.status_page import tokens
 from dutyline.status_page.subscriber import service
 from dutyline.status_page.subscriber.schemas import (
