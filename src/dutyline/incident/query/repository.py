@@ -13,7 +13,18 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Boolean, ColumnElement, and_, func, literal_column, or_, select, tuple_
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    and_,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+    union_all,
+)
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.ext.compiler import compiles
@@ -285,6 +296,46 @@ async def alert_events(conn: AsyncConnection, alert_ids: list[str]) -> dict[str,
         if len(found[r.alert_id]) < 100:
             found[r.alert_id].append(r)
     return found
+
+
+# An incident record's `frequency` (reference IncidentInfo: "frequency bucket for recurrence
+# analysis: frequent or rare"): `frequent` when its channel opened at least RECURRENCE_FREQUENT
+# other incidents with the same title in the RECURRENCE_WINDOW_S before it started.
+RECURRENCE_WINDOW_S = 7 * 86_400
+RECURRENCE_FREQUENT = 3
+
+
+async def recurrences(conn: AsyncConnection, rows: list[Row[Any]]) -> dict[str, int]:
+    """For each incident row, how many earlier incidents of its channel had its title in the
+    window before it, counted up to RECURRENCE_FREQUENT (no further: that decides). One
+    statement for the page; each count a range of ix_incident_recurrence (account_id,
+    channel_id, title, start_time) that stops at the threshold."""
+    if not rows:
+        return {}
+    counts = []
+    for r in rows:
+        earlier = (
+            select(literal_column("1"))
+            .select_from(incident)
+            .where(incident.c.account_id == r.account_id,
+                   incident.c.channel_id == r.channel_id,
+                   incident.c.title == r.title,
+                   incident.c.start_time >= r.start_time - RECURRENCE_WINDOW_S,
+                   incident.c.start_time <= r.start_time,
+                   incident.c.incident_id != r.incident_id,
+                   incident.c.deleted_at == 0)
+            .limit(RECURRENCE_FREQUENT)
+            .subquery()
+        )
+        counts.append(select(literal(r.incident_id).label("incident_id"),
+                             select(func.count()).select_from(earlier).scalar_subquery()
+                             .label("n")))
+    stmt = counts[0] if len(counts) == 1 else union_all(*counts)
+    return {found.incident_id: int(found.n) for found in (await conn.execute(stmt)).all()}
+
+
+def frequency(recurred: int) -> str:
+    return "frequent" if recurred >= RECURRENCE_FREQUENT else "rare"
 
 
 # /incident/past/list: the candidates scored in Python are at most this many recent incidents
