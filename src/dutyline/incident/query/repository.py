@@ -17,13 +17,12 @@ from sqlalchemy import (
     Boolean,
     ColumnElement,
     and_,
+    bindparam,
     func,
-    literal,
     literal_column,
     or_,
     select,
     tuple_,
-    union_all,
 )
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -305,37 +304,40 @@ RECURRENCE_WINDOW_S = 7 * 86_400
 RECURRENCE_FREQUENT = 3
 
 
-async def recurrences(conn: AsyncConnection, rows: list[Row[Any]]) -> dict[str, int]:
-    """For each incident row, how many earlier incidents of its channel had its title in the
-    window before it, counted up to RECURRENCE_FREQUENT (no further: that decides). One
-    statement for the page; each count a range of ix_incident_recurrence (account_id,
-    channel_id, title, start_time) that stops at the threshold."""
-    if not rows:
-        return {}
-    counts = []
-    for r in rows:
-        earlier = (
-            select(literal_column("1"))
-            .select_from(incident)
-            .where(incident.c.account_id == r.account_id,
-                   incident.c.channel_id == r.channel_id,
-                   incident.c.title == r.title,
-                   incident.c.start_time >= r.start_time - RECURRENCE_WINDOW_S,
-                   incident.c.start_time <= r.start_time,
-                   incident.c.incident_id != r.incident_id,
-                   incident.c.deleted_at == 0)
-            .limit(RECURRENCE_FREQUENT)
-            .subquery()
-        )
-        counts.append(select(literal(r.incident_id).label("incident_id"),
-                             select(func.count()).select_from(earlier).scalar_subquery()
-                             .label("n")))
-    stmt = counts[0] if len(counts) == 1 else union_all(*counts)
-    return {found.incident_id: int(found.n) for found in (await conn.execute(stmt)).all()}
+def _recurrence_statement() -> Any:
+    """One statement of a fixed shape (compiled once, cached): for each incident of the
+    page, the start of the RECURRENCE_FREQUENT-th most recent earlier incident of its channel
+    with its title in the window, NULL when there are fewer. A correlated read of a short,
+    backwards range of ix_incident_recurrence (account_id, channel_id, title, start_time)
+    that stops at the threshold, whatever the channel's history."""
+    page = incident.alias("page")
+    earlier = incident.alias("earlier")
+    third = (
+        select(earlier.c.start_time)
+        .where(earlier.c.account_id == page.c.account_id,
+               earlier.c.channel_id == page.c.channel_id,
+               earlier.c.title == page.c.title,
+               earlier.c.start_time <= page.c.start_time,
+               earlier.c.start_time >= page.c.start_time - RECURRENCE_WINDOW_S,
+               earlier.c.incident_id != page.c.incident_id,
+               earlier.c.deleted_at == 0)
+        .order_by(earlier.c.start_time.desc())
+        .limit(1).offset(RECURRENCE_FREQUENT - 1)
+        .correlate(page)
+        .scalar_subquery()
+    )
+    return select(page.c.incident_id).where(
+        page.c.incident_id.in_(bindparam("ids", expanding=True)), third.is_not(None))
 
 
-def frequency(recurred: int) -> str:
-    return "frequent" if recurred >= RECURRENCE_FREQUENT else "rare"
+_RECURRENCE = _recurrence_statement()
+
+
+async def frequent(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
+    """Those of `incident_ids` (already read, so already visible) that are `frequent`."""
+    if not incident_ids:
+        return set()
+    return set((await conn.execute(_RECURRENCE, {"ids": incident_ids})).scalars())
 
 
 # /incident/past/list: the candidates scored in Python are at most this many recent incidents
