@@ -218,3 +218,21 @@ async def test_frequency_counts_the_channels_same_title_in_the_week_before(
     by_ids = await _post(capi, "/incident/list-by-ids", {"incident_ids": [fourth, old]}, acme)
     assert {i["incident_id"]: i["frequency"] for i in by_ids["data"]["items"]} == {
         fourth: "frequent", old: "rare"}
+
+
+async def test_owner_object_after_a_merge_names_the_owner(
+    capi: Api, clock: FakeClock, acme: Person
+) -> None:
+    mate = await new_member(capi, acme, name="Mate", builtin="admin", email="mate@acme.example")
+    ids = [(await _post(capi, "/incident/create", {
+        "incident_severity": "Info", "title": t}, acme))["data"]["incident_id"]
+        for t in ("one", "two")]
+    plain = (await _post(capi, "/incident/info", {"incident_id": ids[1]}, acme))["data"]
+    assert "owner" not in plain and plain["owner_id"] == 0
+    await _post(capi, "/incident/merge", {"source_incident_ids": [ids[0]],
+                                          "target_incident_id": ids[1],
+                                          "owner_id": mate.person_id}, acme)
+    info = (await _post(capi, "/incident/info", {"incident_id": ids[1]}, acme))["data"]
+    assert info["owner_id"] == mate.person_id
+    assert info["owner"] == {"person_id": mate.person_id, "person_name": "Mate",
+                             "email": "mate@acme.example"}
