@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -273,7 +274,7 @@ async def test_a_flood_of_wrong_keys_is_refused_from_memory(w: World) -> None:
 
     engine = w.api.runtime.db.engine.sync_engine
     event.listen(engine, "before_cursor_execute", count)
-    wrong = "wnt_" + "w" * 43
+    wrong = "wnt_" + secrets.token_urlsafe(32)  # the cache is per process: a fresh value
     try:
         with pytest.raises(InvalidStatus):
             async with runner_peer(w.host, wrong, w.workspace):
@@ -298,7 +299,7 @@ async def test_a_key_created_after_its_value_missed_works_at_once(
 ) -> None:
     from dutyline.aisre.runner import keys
 
-    value = "wnt_" + "z" * 43
+    value = "wnt_" + secrets.token_urlsafe(32)
     with pytest.raises(InvalidStatus):
         async with runner_peer(w.host, value, w.workspace):
             pass
