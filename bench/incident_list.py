@@ -9,6 +9,11 @@ over 60 days, the three severities and progresses, a few other accounts' rows mi
 the figures are about reading, not about creating. Requests run one at a time: this measures
 a page's latency, not throughput.
 
+--titles N draws titles from N recurring ones (default 0: every title unique), so that the
+`frequency` of each record (incident/query/repository.py `frequent`) finds earlier
+incidents of the same title. --compare-frequency measures every page with and without that
+count (the count replaced by an empty answer), alternating in the same run.
+
 --member reads as a plain member instead of the owner: three of the ten channels are
 private and the member's team owns one of them, so every page also filters out the incidents
 of the two private channels the member cannot see (incident/visibility.py)."""
@@ -65,7 +70,8 @@ async def _member_key(conn: Any, account_id: int, team_channel: int) -> str:
     return str(issued.app_key)
 
 
-async def seed(url: str, incidents: int, as_member: bool = False) -> tuple[str, list[int]]:
+async def seed(url: str, incidents: int, as_member: bool = False,
+               titles: int = 0) -> tuple[str, list[int]]:
     from sqlalchemy import insert
 
     from dutyline.db.engine import Database
@@ -101,7 +107,8 @@ async def seed(url: str, incidents: int, as_member: bool = False) -> tuple[str, 
             batch.append({
                 "incident_id": secrets.token_hex(12), "account_id": account_id,
                 "channel_id": rng.choice(channel_ids), "num": f"{n:08X}",
-                "title": f"{rng.choice(['db', 'api', 'disk', 'cpu'])} alert {n}",
+                "title": f"{rng.choice(['db', 'api', 'disk', 'cpu'])} alert "
+                         f"{rng.randrange(titles) if titles else n}",
                 "incident_severity": severity, "incident_status": "Ok" if closed else severity,
                 "progress": progress, "start_time": start, "last_time": start,
                 "end_time": start + 600 if closed else 0,
@@ -128,9 +135,15 @@ async def seed(url: str, incidents: int, as_member: bool = False) -> tuple[str, 
 
 
 async def measure(url: str, key: str, channel_ids: list[int],
-                  requests: int) -> dict[str, list[float]]:
+                  requests: int, compare_frequency: bool = False) -> dict[str, list[float]]:
     from dutyline.app import create_app
     from dutyline.config import Settings
+    from dutyline.incident.query import repository as repo
+
+    counted = repo.frequent
+
+    async def not_counted(conn: Any, incident_ids: Any) -> set[str]:
+        return set()
 
     settings = Settings(database_url=url, secret_key="bench", rate_limit_per_second=0,
                         rate_limit_per_minute=0, run_workers=False, log_level="warning")
@@ -163,6 +176,21 @@ async def measure(url: str, key: str, channel_ids: list[int],
                 _, data = await call(body)
                 assert data["items"], body
             cursor_name = "Triggered+Processing, Critical"
+            if compare_frequency:
+                for _ in range(requests):
+                    for variant, count in (("without frequency", not_counted),
+                                           ("with frequency", counted)):
+                        repo.frequent = count  # type: ignore[assignment]
+                        for name, body in bodies.items():
+                            cpu_ms.append([])
+                            ms, data = await call(body)
+                            label = f"{name}, {variant}"
+                            timings.setdefault(label, []).append(ms)
+                            timings.setdefault(f"{label} (CPU)", []).extend(cpu_ms[-1])
+                repo.frequent = counted  # type: ignore[assignment]
+                for name in [*bodies, "cursor: next page"]:
+                    timings.pop(name, None)
+                return timings
             for _ in range(requests):
                 cursor = ""
                 for name, body in bodies.items():
@@ -190,6 +218,10 @@ def main() -> int:
     p.add_argument("--postgres", action="store_true")
     p.add_argument("--incidents", type=int, default=100_000)
     p.add_argument("--requests", type=int, default=300)
+    p.add_argument("--titles", type=int, default=0,
+                   help="draw titles from this many recurring ones (0: all unique)")
+    p.add_argument("--compare-frequency", action="store_true",
+                   help="every page with and without the frequency count, alternating")
     p.add_argument("--member", action="store_true",
                    help="read as a member who cannot see 2 of the 10 channels (private)")
     args = p.parse_args()
@@ -203,9 +235,10 @@ def main() -> int:
         else:
             url = f"sqlite+aiosqlite:///{tmp / 'incidents.db'}"
         started = time.perf_counter()
-        key, channel_ids = asyncio.run(seed(url, args.incidents, args.member))
+        key, channel_ids = asyncio.run(seed(url, args.incidents, args.member, args.titles))
         seeded = time.perf_counter() - started
-        timings = asyncio.run(measure(url, key, channel_ids, args.requests))
+        timings = asyncio.run(measure(url, key, channel_ids, args.requests,
+                                      args.compare_frequency))
     finally:
         if db_name:
             asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))

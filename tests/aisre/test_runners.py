@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import secrets
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,6 +257,58 @@ async def test_unknown_and_revoked_keys_are_refused(w: World) -> None:
     assert refused.value.response.status_code == 403
     revoked = await call(w, "/safari/runner/key/list", {"include_revoked": True})
     assert revoked["items"][0]["revoked"] is True and revoked["items"][0]["revoked_at"] > 0
+
+
+async def test_a_flood_of_wrong_keys_is_refused_from_memory(w: World) -> None:
+    """Failed runner authentication is cheap and bounded, as for app keys: a wrong key just
+    refused, or a malformed one, is refused without a database statement; a key created
+    after its value missed works at once; a revoked key is never cached as good."""
+    from sqlalchemy import event
+
+    from dutyline.aisre.runner import keys
+
+    statements: list[str] = []
+
+    def count(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        statements.append(statement)
+
+    engine = w.api.runtime.db.engine.sync_engine
+    event.listen(engine, "before_cursor_execute", count)
+    wrong = "wnt_" + secrets.token_urlsafe(32)  # the cache is per process: a fresh value
+    try:
+        with pytest.raises(InvalidStatus):
+            async with runner_peer(w.host, wrong, w.workspace):
+                pass
+        assert statements, "the first miss is looked up"
+        statements.clear()
+        for presented in [wrong] * 20 + ["not-a-runner-key", "wnt_" + "y" * 300]:
+            with pytest.raises(InvalidStatus) as refused:
+                async with runner_peer(w.host, presented, w.workspace):
+                    pass
+            assert refused.value.response.status_code == 403
+        assert statements == []
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
+    assert keys.MISSED.recently_missed(keys.key_hash(wrong), w.api.runtime.clock.now())
+    assert len(keys.MISSED) <= keys.MAX_MISSES
+
+
+
+async def test_a_key_created_after_its_value_missed_works_at_once(
+    w: World, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dutyline.aisre.runner import keys
+
+    value = "wnt_" + secrets.token_urlsafe(32)
+    with pytest.raises(InvalidStatus):
+        async with runner_peer(w.host, value, w.workspace):
+            pass
+    assert keys.MISSED.recently_missed(keys.key_hash(value), w.api.runtime.clock.now())
+    monkeypatch.setattr(keys, "new_key", lambda: value)
+    _, key = await worknode_with_key(w)
+    assert key == value
+    async with runner_peer(w.host, key, w.workspace):
+        pass
 
 
 # --- runs -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.channel_noise import noise_rule
 from dutyline.db.tables.platform import audit_log
-from tests.api.test_reference_schemas import check
+from tests.api.test_reference_schemas import check, reference
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 
@@ -247,3 +247,79 @@ async def test_recurring_silence_record(api: Api, owner: Person) -> None:
     assert info.data["from_incident_id"] == "0" * 24
     assert info.data["time_filters"] == [{"start": "00:00", "end": "24:00", "repeat": []}]
     assert info.data["is_effective"] is True
+
+
+def _reference_example(path: str) -> dict[str, Any]:
+    """The request example the reference gives for `path`."""
+    body = reference()["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    return dict(body["example"])
+
+
+@pytest.mark.parametrize(("prefix", "body", "kept"), [
+    ("/channel/inhibit/rule", INHIBIT,
+     ("source_filters", "target_filters", "priority", "description", "is_directly_discard")),
+    ("/channel/silence/rule", {**SILENCE, "priority": 3, "description": "d",
+                               "is_directly_discard": True},
+     ("time_filter", "filters", "priority", "description", "is_directly_discard")),
+    ("/channel/unsubscribe/rule", {**DROP, "priority": 4, "description": "d"},
+     ("filters", "priority", "description")),
+])
+async def test_update_with_the_reference_example_keeps_what_it_leaves_out(
+    api: Api, owner: Person, prefix: str, body: dict[str, Any], kept: tuple[str, ...]
+) -> None:
+    """The reference's own update examples leave out most settings (source_filters and
+    target_filters on inhibit rules): a partial update, the rest kept as stored."""
+    channel_id = await _channel(api, owner)
+    created = await api.call(f"{prefix}/create", {"channel_id": channel_id, **body},
+                             key=owner.key)
+    ids = {"channel_id": channel_id, "rule_id": created.data["rule_id"]}
+    before = (await api.call(f"{prefix}/info", ids, key=owner.key)).data
+    example = _reference_example(f"{prefix}/update")
+    sent = {k: v for k, v in example.items() if k not in ("channel_id", "rule_id")}
+    updated = check(f"{prefix}/update", await _post(api, f"{prefix}/update", {**example, **ids},
+                                                    owner.key))
+    assert updated["data"] is None or updated["data"] == {}
+    after = (await api.call(f"{prefix}/info", ids, key=owner.key)).data
+    for name, value in sent.items():
+        assert after[name] == value, name
+    for name in kept:
+        if name not in sent:
+            assert after[name] == before[name], name
+
+
+@pytest.mark.parametrize(("prefix", "body", "field", "value"), [
+    ("/channel/inhibit/rule", INHIBIT, "source_filters", []),
+    ("/channel/inhibit/rule", INHIBIT, "target_filters", None),
+    ("/channel/silence/rule", SILENCE, "filters", [[]]),
+    ("/channel/unsubscribe/rule", DROP, "filters", []),
+])
+async def test_update_still_refuses_an_explicit_match_everything_filter(
+    api: Api, owner: Person, prefix: str, body: dict[str, Any], field: str, value: Any
+) -> None:
+    channel_id = await _channel(api, owner)
+    created = await api.call(f"{prefix}/create", {"channel_id": channel_id, **body},
+                             key=owner.key)
+    ids = {"channel_id": channel_id, "rule_id": created.data["rule_id"]}
+    fields = {k: body[k] for k in ("rule_name", "equals") if k in body}
+    reply = await api.call(f"{prefix}/update", {**ids, **fields, field: value}, key=owner.key)
+    assert reply.status == 400 and reply.code == "InvalidParameter", reply.body
+    assert field in reply.message
+    info = await api.call(f"{prefix}/info", ids, key=owner.key)
+    assert info.data[field] == body[field]
+
+
+async def test_silence_update_keeps_a_recurring_window_it_does_not_name(
+    api: Api, owner: Person
+) -> None:
+    channel_id = await _channel(api, owner)
+    recurring = [{"start": "01:00", "end": "02:00", "repeat": [1, 2]}]
+    created = await api.call("/channel/silence/rule/create", {
+        "channel_id": channel_id, "rule_name": "Nightly", "filters": SILENCE["filters"],
+        "time_filters": recurring}, key=owner.key)
+    ids = {"channel_id": channel_id, "rule_id": created.data["rule_id"]}
+    reply = await api.call("/channel/silence/rule/update",
+                           {**ids, "rule_name": "Nightly 2"}, key=owner.key)
+    assert reply.status == 200, reply.body
+    info = (await api.call("/channel/silence/rule/info", ids, key=owner.key)).data
+    assert info["time_filters"] == recurring and info["filters"] == SILENCE["filters"]
+    assert info["rule_name"] == "Nightly 2"

@@ -183,3 +183,56 @@ async def test_alert_records_name_the_integrations_own_type_in_every_read(
         await conn.execute(update(alert).values(integration_id=987_654))
         await conn.execute(update(alert_event).values(integration_id=987_654))
     assert await types() == [("", "")] * 4
+
+
+async def test_frequency_counts_the_channels_same_title_in_the_week_before(
+    capi: Api, clock: FakeClock, acme: Person, channel_with_integration: Make
+) -> None:
+    """`frequency` (reference: "frequent" or "rare"): frequent once the channel opened
+    RECURRENCE_FREQUENT (3) other incidents with the same title in the 7 days before."""
+    wired = await channel_with_integration()
+    other = await channel_with_integration(name="Other")
+
+    async def create(title: str, channel_id: int = wired.channel_id) -> str:
+        clock.advance(60)
+        made = await _post(capi, "/incident/create", {
+            "incident_severity": "Info", "title": title, "channel_id": channel_id}, acme)
+        return str(made["data"]["incident_id"])
+
+    old = await create("disk full")
+    clock.advance(8 * 86_400)  # out of the window of what follows
+    recent = [await create("disk full") for _ in range(3)]
+    unrelated = await create("cpu high")
+    elsewhere = await create("disk full", other.channel_id)
+    fourth = await create("disk full")
+
+    now = int(clock.now())
+    listed = await _post(capi, "/incident/list", {
+        "start_time": now - 10 * 86_400, "end_time": now + 60, "limit": 100}, acme)
+    frequency = {i["incident_id"]: i["frequency"] for i in listed["data"]["items"]}
+    assert frequency == {old: "rare", recent[0]: "rare", recent[1]: "rare",
+                         recent[2]: "rare", unrelated: "rare", elsewhere: "rare",
+                         fourth: "frequent"}
+    info = await _post(capi, "/incident/info", {"incident_id": fourth}, acme)
+    assert info["data"]["frequency"] == "frequent"
+    by_ids = await _post(capi, "/incident/list-by-ids", {"incident_ids": [fourth, old]}, acme)
+    assert {i["incident_id"]: i["frequency"] for i in by_ids["data"]["items"]} == {
+        fourth: "frequent", old: "rare"}
+
+
+async def test_owner_object_after_a_merge_names_the_owner(
+    capi: Api, clock: FakeClock, acme: Person
+) -> None:
+    mate = await new_member(capi, acme, name="Mate", builtin="admin", email="mate@acme.example")
+    ids = [(await _post(capi, "/incident/create", {
+        "incident_severity": "Info", "title": t}, acme))["data"]["incident_id"]
+        for t in ("one", "two")]
+    plain = (await _post(capi, "/incident/info", {"incident_id": ids[1]}, acme))["data"]
+    assert "owner" not in plain and plain["owner_id"] == 0
+    await _post(capi, "/incident/merge", {"source_incident_ids": [ids[0]],
+                                          "target_incident_id": ids[1],
+                                          "owner_id": mate.person_id}, acme)
+    info = (await _post(capi, "/incident/info", {"incident_id": ids[1]}, acme))["data"]
+    assert info["owner_id"] == mate.person_id
+    assert info["owner"] == {"person_id": mate.person_id, "person_name": "Mate",
+                             "email": "mate@acme.example"}

@@ -170,6 +170,8 @@ async def create_key(
     await _worknode(conn, actor, worknode_id)
     for _ in range(3):
         key = keys.new_key()
+        # A miss remembered for this value must not outlive the key's creation (keys.py).
+        keys.MISSED.forget(keys.key_hash(key))
         values = {
             "key_id": prefixed_id("rkey"), "account_id": actor.account_id,
             "worknode_id": worknode_id, "name": name.strip(), "key_hash": keys.key_hash(key),
@@ -219,7 +221,7 @@ class KeyRefused(Exception):
 
 async def open_with_key(conn: AsyncConnection, key: str, *, now_ms: int) -> tuple[Any, Any]:
     """The key's row and its worknode's, for a runner connecting; KeyRefused otherwise."""
-    if not key.startswith(keys.PREFIX) or len(key) > 256:
+    if not keys.well_formed(key):
         raise KeyRefused()
     digest = keys.key_hash(key)
     row = await repo.key_by_hash(conn, digest)

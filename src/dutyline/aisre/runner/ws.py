@@ -18,7 +18,7 @@ import structlog
 from starlette.routing import BaseRoute, WebSocketRoute
 from starlette.websockets import WebSocket
 
-from dutyline.aisre.runner import protocol, service
+from dutyline.aisre.runner import keys, protocol, service
 from dutyline.aisre.runner.hub import Connection, RunnerHub, hub_of
 from dutyline.api.runtime import Runtime
 
@@ -48,16 +48,21 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
 async def serve_runner(runtime: Runtime, websocket: WebSocket) -> None:
     hub = hub_of(runtime)
     now = hub.now_ms()
+    presented = presented_key(websocket)
+    # A malformed key, or one refused moments ago, is refused before any database work:
+    # a flood of wrong keys costs no transaction each (keys.MISSED, as for app keys).
+    digest = keys.key_hash(presented) if keys.well_formed(presented) else ""
+    if not digest or keys.MISSED.recently_missed(digest, now / 1000):
+        await _refuse(websocket)
+        return
     try:
         async with runtime.db.transaction(write=True) as conn:
-            key, worknode = await service.open_with_key(conn, presented_key(websocket),
-                                                        now_ms=now)
+            key, worknode = await service.open_with_key(conn, presented, now_ms=now)
             await service.mark_connected(conn, worknode.worknode_id, holder=hub.holder,
                                          now_ms=now)
     except service.KeyRefused:
-        # Never log the key itself.
-        log.info("runner refused", client=str(websocket.client and websocket.client.host))
-        await websocket.close(CLOSE_POLICY)
+        keys.MISSED.remember(digest, now / 1000)
+        await _refuse(websocket)
         return
     worknode_id = str(worknode.worknode_id)
     await websocket.accept(headers=[(protocol.WORKNODE_ID_HEADER.lower().encode(),
@@ -88,6 +93,12 @@ async def serve_runner(runtime: Runtime, websocket: WebSocket) -> None:
                 await service.mark_disconnected(conn, worknode_id, holder=hub.holder,
                                                 now_ms=hub.now_ms())
         log.info("runner disconnected", worknode_id=worknode_id)
+
+
+async def _refuse(websocket: WebSocket) -> None:
+    # Never log the key itself.
+    log.info("runner refused", client=str(websocket.client and websocket.client.host))
+    await websocket.close(CLOSE_POLICY)
 
 
 async def _handle(runtime: Runtime, hub: RunnerHub, connection: Connection,

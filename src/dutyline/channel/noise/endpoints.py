@@ -96,8 +96,8 @@ async def inhibit_create(ctx: Context, req: CreateInhibitRuleRequest) -> RuleCre
 
 @router.post("/channel/inhibit/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def inhibit_update(ctx: Context, req: UpdateInhibitRuleRequest) -> None:
-    """Replace an inhibit rule's settings."""
-    config = service.inhibit_config(
+    """Change an inhibit rule's settings; a field left out keeps its stored value."""
+    config = service.inhibit_update(
         equals=req.equals, source_filters=req.source_filters,
         target_filters=req.target_filters, is_directly_discard=req.is_directly_discard)
     await service.update_rule(ctx.conn, ctx.actor, kind=INHIBIT, channel_id=req.channel_id,
@@ -139,11 +139,15 @@ async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCre
 
 @router.post("/channel/silence/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def silence_update(ctx: Context, req: UpdateSilenceRuleRequest) -> None:
-    """Replace a silence rule's settings."""
+    """Change a silence rule's settings; a field left out keeps its stored value (the window,
+    `time_filter` with `time_filters`, is replaced as a whole when either is given)."""
     await service.update_rule(ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
                               rule_id=req.rule_id, rule_name=req.rule_name,
                               description=req.description, priority=req.priority,
-                              config=_silence_config(req))
+                              config=service.silence_update(
+                                  time_filters=req.time_filters, time_filter=req.time_filter,
+                                  filters=req.filters,
+                                  is_directly_discard=req.is_directly_discard))
     ctx.audit_targets.append(req.rule_id)
 
 
@@ -183,11 +187,11 @@ async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateRes
 
 @router.post("/channel/unsubscribe/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def drop_update(ctx: Context, req: UpdateDropRuleRequest) -> None:
-    """Replace a drop rule's settings."""
+    """Change a drop rule's settings; a field left out keeps its stored value."""
     await service.update_rule(ctx.conn, ctx.actor, kind=DROP, channel_id=req.channel_id,
                               rule_id=req.rule_id, rule_name=req.rule_name,
                               description=req.description, priority=req.priority,
-                              config=service.drop_config(filters=req.filters))
+                              config=service.drop_update(filters=req.filters))
     ctx.audit_targets.append(req.rule_id)
 
 

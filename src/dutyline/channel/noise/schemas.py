@@ -58,8 +58,21 @@ class CreateInhibitRuleRequest(msgspec.Struct, kw_only=True):
     is_directly_discard: bool = False
 
 
-class UpdateInhibitRuleRequest(CreateInhibitRuleRequest, kw_only=True):
+# Updates are partial, as the reference's update schemas imply (only the ids, the name and, for
+# inhibit rules, `equals` are required): a field left out (UNSET) keeps its stored value. An
+# explicit `null` or empty filter is not "left out": it is refused like an empty one on create.
+
+
+class UpdateInhibitRuleRequest(msgspec.Struct, kw_only=True):
+    channel_id: Id
     rule_id: RuleId
+    rule_name: RuleName
+    equals: Equals
+    priority: Priority | msgspec.UnsetType = msgspec.UNSET
+    description: Description | msgspec.UnsetType = msgspec.UNSET
+    source_filters: Any = msgspec.UNSET
+    target_filters: Any = msgspec.UNSET
+    is_directly_discard: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class CreateSilenceRuleRequest(msgspec.Struct, kw_only=True):
@@ -74,8 +87,19 @@ class CreateSilenceRuleRequest(msgspec.Struct, kw_only=True):
     is_directly_discard: bool = False
 
 
-class UpdateSilenceRuleRequest(CreateSilenceRuleRequest, kw_only=True):
+class UpdateSilenceRuleRequest(msgspec.Struct, kw_only=True):
+    """`time_filter` and `time_filters` are one setting, the rule's window: either given
+    replaces the stored window; neither keeps it."""
+
+    channel_id: Id
     rule_id: RuleId
+    rule_name: RuleName
+    priority: Priority | msgspec.UnsetType = msgspec.UNSET
+    description: Description | msgspec.UnsetType = msgspec.UNSET
+    time_filters: Any = msgspec.UNSET
+    time_filter: OnceWindow | msgspec.UnsetType | None = msgspec.UNSET
+    filters: Any = msgspec.UNSET
+    is_directly_discard: bool | msgspec.UnsetType = msgspec.UNSET
 
 
 class CreateDropRuleRequest(msgspec.Struct, kw_only=True):
@@ -86,8 +110,13 @@ class CreateDropRuleRequest(msgspec.Struct, kw_only=True):
     filters: Any = None
 
 
-class UpdateDropRuleRequest(CreateDropRuleRequest, kw_only=True):
+class UpdateDropRuleRequest(msgspec.Struct, kw_only=True):
+    channel_id: Id
     rule_id: RuleId
+    rule_name: RuleName
+    priority: Priority | msgspec.UnsetType = msgspec.UNSET
+    description: Description | msgspec.UnsetType = msgspec.UNSET
+    filters: Any = msgspec.UNSET
 
 
 class QuickSilenceRequest(msgspec.Struct, kw_only=True):

@@ -8,7 +8,7 @@ Also the hot helpers ingestion calls (`rules_for_sync`, `count_drop_sync`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -215,16 +215,68 @@ async def create_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel
 
 
 async def update_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
-                      rule_id: str, rule_name: str, description: str, priority: int,
-                      config: dict[str, Any]) -> None:
+                      rule_id: str, rule_name: str, description: str | msgspec.UnsetType,
+                      priority: int | msgspec.UnsetType,
+                      config: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """A partial update: `description` and `priority` UNSET keep their stored values, and
+    `config` makes the new settings from the stored ones (see the *_update helpers)."""
     row = await _rule(conn, actor, kind, channel_id, rule_id)
+    new_config = config(_decode_config.decode(row.config))
     await repo.update_rule(conn, actor.account_id, channel_id, kind, row.rule_id, {
-        "rule_name": _name(rule_name), "description": description, "priority": priority,
-        "config": _encode(config).decode(), "updated_by": actor.person_id,
+        "rule_name": _name(rule_name),
+        "description": row.description if description is msgspec.UNSET else description,
+        "priority": row.priority if priority is msgspec.UNSET else priority,
+        "config": _encode(new_config).decode(), "updated_by": actor.person_id,
         "updated_at": actor.now_s,
     })
     live = kind == INHIBIT and row.status == "enabled"
-    await _changed(conn, actor, channel_id, kind, row.rule_id, config if live else None)
+    await _changed(conn, actor, channel_id, kind, row.rule_id, new_config if live else None)
+
+
+def _given(value: Any, stored: Any) -> Any:
+    return stored if value is msgspec.UNSET else value
+
+
+def inhibit_update(*, equals: Sequence[str], source_filters: Any, target_filters: Any,
+                   is_directly_discard: bool | msgspec.UnsetType
+                   ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The new settings of an inhibit rule: what is UNSET keeps its stored value; an explicit
+    null or empty filter is refused, as on create."""
+    def make(stored: dict[str, Any]) -> dict[str, Any]:
+        return inhibit_config(
+            equals=equals,
+            source_filters=_given(source_filters, stored.get("source_filters")),
+            target_filters=_given(target_filters, stored.get("target_filters")),
+            is_directly_discard=bool(_given(is_directly_discard,
+                                            stored.get("is_directly_discard"))))
+    return make
+
+
+def silence_update(*, time_filters: Any, time_filter: OnceWindow | msgspec.UnsetType | None,
+                   filters: Any, is_directly_discard: bool | msgspec.UnsetType
+                   ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The new settings of a silence rule. The window (`time_filter` with `time_filters`) is
+    one setting: either given replaces it, neither keeps the stored one."""
+    def make(stored: dict[str, Any]) -> dict[str, Any]:
+        once, recurring = time_filter, time_filters
+        if once is msgspec.UNSET and recurring is msgspec.UNSET:
+            stored_once = stored.get("time_filter")
+            once = OnceWindow(**stored_once) if stored_once else None
+            recurring = stored.get("time_filters") or None
+        return silence_config(
+            time_filters=None if recurring is msgspec.UNSET else recurring,
+            time_filter=None if once is msgspec.UNSET else once,
+            filters=_given(filters, stored.get("filters")),
+            is_directly_discard=bool(_given(is_directly_discard,
+                                            stored.get("is_directly_discard"))),
+            from_incident_id=stored.get("from_incident_id") or "")
+    return make
+
+
+def drop_update(*, filters: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def make(stored: dict[str, Any]) -> dict[str, Any]:
+        return drop_config(filters=_given(filters, stored.get("filters")))
+    return make
 
 
 async def delete_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,

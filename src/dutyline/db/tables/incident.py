@@ -148,6 +148,8 @@ incident = Table(
     Index("ix_incident_channel_group", "channel_id", "equals_md5", "progress"),
     # /incident/past/list: a channel's most recent incidents, the bounded candidate set.
     Index("ix_incident_channel_start", "channel_id", "start_time"),
+    # An incident's `frequency`: the same title in its channel in the week before it.
+    Index("ix_incident_recurrence", "account_id", "channel_id", "title", "start_time"),
 )
 
 # SQLite's index for the title search of /incident/list (migration 0005): a contentless FTS5

@@ -13,7 +13,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Boolean, ColumnElement, and_, func, literal_column, or_, select, tuple_
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    and_,
+    bindparam,
+    func,
+    literal_column,
+    or_,
+    select,
+    tuple_,
+)
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.ext.compiler import compiles
@@ -285,6 +295,49 @@ async def alert_events(conn: AsyncConnection, alert_ids: list[str]) -> dict[str,
         if len(found[r.alert_id]) < 100:
             found[r.alert_id].append(r)
     return found
+
+
+# An incident record's `frequency` (reference IncidentInfo: "frequency bucket for recurrence
+# analysis: frequent or rare"): `frequent` when its channel opened at least RECURRENCE_FREQUENT
+# other incidents with the same title in the RECURRENCE_WINDOW_S before it started.
+RECURRENCE_WINDOW_S = 7 * 86_400
+RECURRENCE_FREQUENT = 3
+
+
+def _recurrence_statement() -> Any:
+    """One statement of a fixed shape (compiled once, cached): for each incident of the
+    page, the start of the RECURRENCE_FREQUENT-th most recent earlier incident of its channel
+    with its title in the window, NULL when there are fewer. A correlated read of a short,
+    backwards range of ix_incident_recurrence (account_id, channel_id, title, start_time)
+    that stops at the threshold, whatever the channel's history."""
+    page = incident.alias("page")
+    earlier = incident.alias("earlier")
+    third = (
+        select(earlier.c.start_time)
+        .where(earlier.c.account_id == page.c.account_id,
+               earlier.c.channel_id == page.c.channel_id,
+               earlier.c.title == page.c.title,
+               earlier.c.start_time <= page.c.start_time,
+               earlier.c.start_time >= page.c.start_time - RECURRENCE_WINDOW_S,
+               earlier.c.incident_id != page.c.incident_id,
+               earlier.c.deleted_at == 0)
+        .order_by(earlier.c.start_time.desc())
+        .limit(1).offset(RECURRENCE_FREQUENT - 1)
+        .correlate(page)
+        .scalar_subquery()
+    )
+    return select(page.c.incident_id).where(
+        page.c.incident_id.in_(bindparam("ids", expanding=True)), third.is_not(None))
+
+
+_RECURRENCE = _recurrence_statement()
+
+
+async def frequent(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
+    """Those of `incident_ids` (already read, so already visible) that are `frequent`."""
+    if not incident_ids:
+        return set()
+    return set((await conn.execute(_RECURRENCE, {"ids": incident_ids})).scalars())
 
 
 # /incident/past/list: the candidates scored in Python are at most this many recent incidents

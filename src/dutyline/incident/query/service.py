@@ -180,6 +180,7 @@ async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], 
         conn, account_id, {p.person_id for rs in responders.values() for p in rs}
         | {i for r in rows for i in (r.creator_id, r.closer_id, r.owner_id)})
     integrations = await repo.integrations_by_incident(conn, [r.incident_id for r in rows])
+    frequent = await repo.frequent(conn, [r.incident_id for r in rows])
     items: list[IncidentInfo] = []
     for r in rows:
         chan = chans.get(r.channel_id)
@@ -222,6 +223,7 @@ async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], 
             integration_type=sources[0][1] if sources else None,
             # Channel link integrations do not exist here yet: none to render.
             links=[],
+            frequency="frequent" if r.incident_id in frequent else "rare",
         ))
     if alerts_scope is not None:
         for item in items:

@@ -12,41 +12,15 @@ flood."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from dutyline.kit.misses import MissedKeys as _MissedKeys
 
 NEGATIVE_TTL_S = 10.0
 MAX_ENTRIES = 50_000
 
 
-class MissedKeys:
+class MissedKeys(_MissedKeys):
     def __init__(self, ttl_s: float = NEGATIVE_TTL_S, size: int = MAX_ENTRIES) -> None:
-        self.ttl_s = ttl_s
-        self._size = size
-        self._until: OrderedDict[str, float] = OrderedDict()
-
-    def recently_missed(self, key_hash: str, now: float) -> bool:
-        until = self._until.get(key_hash)
-        if until is None:
-            return False
-        if until <= now:
-            del self._until[key_hash]
-            return False
-        return True
-
-    def remember(self, key_hash: str, now: float) -> None:
-        self._until[key_hash] = now + self.ttl_s
-        self._until.move_to_end(key_hash)
-        while len(self._until) > self._size:
-            self._until.popitem(last=False)
-
-    def forget(self, key_hash: str) -> None:
-        self._until.pop(key_hash, None)
-
-    def clear(self) -> None:
-        self._until.clear()
-
-    def __len__(self) -> int:
-        return len(self._until)
+        super().__init__(ttl_s, size)
 
 
 # One per process: keys.issue (any code path that creates a key) erases its hash here, and
