@@ -40,6 +40,18 @@ _AT_PATH = re.compile(r"^(?P<reason>.*?) - at `\$\.?(?P<path>[^`]*)`$")
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`")
 
 
+def failure(runtime: Runtime, locale: str, rid: str,
+            exc: errors.ApiError | None) -> tuple[int, str, bytes]:
+    """(status, code, envelope) of a call that failed: with the ApiError it raised, or, for
+    None, an unhandled error (500 InternalError, its text in the caller's language)."""
+    if exc is None:
+        code = "InternalError"
+        message = runtime.translator.render(locale, errors.InternalError.default_message, {})
+        return 500, code, error_body(rid, code, message)
+    return exc.status, exc.code, error_body(
+        rid, exc.code, runtime.translator.render(locale, exc.message, exc.fields))
+
+
 def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
     decoder = msgspec.json.Decoder(op.request_type)
     empty_data: Any = None if op.empty == "null" else {}
@@ -120,16 +132,12 @@ def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
                     result = result.content
                 content = success_body(rid, empty_data if result is None else result)
         except errors.ApiError as exc:
-            status, code = exc.status, exc.code
-            message = runtime.translator.render(locale, exc.message, exc.fields)
-            content = error_body(rid, code, message)
+            status, code, content = failure(runtime, locale, rid, exc)
             if op.audited and caller is not None and code != "RequestTooFrequently":
                 await _audit_failure(runtime, op, caller, rid, client_ip, body, code)
         except Exception:
             log.exception("unhandled error", request_id=rid, operation=op.path)
-            status, code = 500, "InternalError"
-            message = runtime.translator.render(locale, errors.InternalError.default_message, {})
-            content = error_body(rid, code, message)
+            status, code, content = failure(runtime, locale, rid, None)
             if op.audited and caller is not None:
                 await _audit_failure(runtime, op, caller, rid, client_ip, body, code)
         elapsed = time.perf_counter() - started

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import contains_pattern
+from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.channel import channel
 
 _ORDER_COLUMNS = {
@@ -133,16 +134,12 @@ async def list_page(
         pattern = contains_pattern(query.lower())
         conditions.append(or_(channel.c.name_key.like(pattern, escape="/"),
                               func.lower(channel.c.description).like(pattern, escape="/")))
-    column = _ORDER_COLUMNS[orderby]
-    order = ((column.asc(), channel.c.channel_id.asc()) if asc
-             else (column.desc(), channel.c.channel_id.desc()))
-    stmt = (select(channel, func.count().over().label("total")).where(*conditions)
-            .order_by(*order).offset(offset).limit(limit))
-    rows = list((await conn.execute(stmt)).all())
-    if rows:
-        return rows[0].total, rows
-    count = select(func.count()).select_from(channel).where(*conditions)
-    return (await conn.execute(count)).scalar_one(), []
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(channel).where(*conditions),
+        select(channel).where(*conditions).order_by(
+            *ordered(_ORDER_COLUMNS[orderby], channel.c.channel_id, asc=asc)),
+        offset=offset, limit=limit, window=True)
+    return total, list(rows)
 
 
 async def find_many_visible(

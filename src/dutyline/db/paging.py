@@ -1,13 +1,14 @@
 """Repository idioms every paged or keyed read repeats: an order with a tiebreak (so pages
 never overlap or skip rows of equal sort keys), a total with the page it counts (no page read
-past the end), and rows keyed by an id."""
+past the end), rows keyed by an id, and association rows as key -> ids."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, UnaryExpression
+from sqlalchemy import ColumnElement, Select, UnaryExpression, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,13 +22,38 @@ def ordered(column: ColumnElement[Any], tiebreak: ColumnElement[Any], *,
 
 
 async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
-                       offset: int, limit: int) -> tuple[int, Sequence[Row[Any]]]:
+                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
+                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
     """(total, rows of one page): `count` selects the total of the rows `page` (ordered)
-    walks; the page is not read when it lies past the end."""
-    total = int((await conn.execute(count)).scalar_one())
+    walks; `params` binds both statements' bound parameters.
+
+    By default the total is read first and the page is not read when it lies past the end.
+    With `window`, the page carries the total as a window count (a column `total` on every
+    row: one round trip), and `count` runs only when the page comes back empty."""
+    if window:
+        stmt = page.add_columns(func.count().over().label("total"))
+        rows = (await conn.execute(stmt.offset(offset).limit(limit), params)).all()
+        if rows:
+            return rows[0].total, rows
+        return int((await conn.execute(count, params)).scalar_one()), []
+    total = int((await conn.execute(count, params)).scalar_one())
     if total == 0 or offset >= total:
         return total, []
-    return total, (await conn.execute(page.offset(offset).limit(limit))).all()
+    return total, (await conn.execute(page.offset(offset).limit(limit), params)).all()
+
+
+async def ids_by_key(conn: AsyncConnection, key: ColumnElement[Any], value: ColumnElement[Any],
+                     keys: Iterable[Any]) -> dict[Any, list[Any]]:
+    """An association table read as key -> [values], both in ascending order; a key with no
+    row is absent (the result is a defaultdict(list), so it reads as an empty list)."""
+    result: dict[Any, list[Any]] = defaultdict(list)
+    wanted = list(keys)
+    if not wanted:
+        return result
+    rows = await conn.execute(select(key, value).where(key.in_(wanted)).order_by(key, value))
+    for k, v in rows:
+        result[k].append(v)
+    return result
 
 
 async def keyed(conn: AsyncConnection, stmt: Select[Any], key: str) -> dict[Any, Row[Any]]:

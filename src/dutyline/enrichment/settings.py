@@ -33,6 +33,7 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.enrichment import repository as repo
 from dutyline.enrichment.schemas import EnrichmentItem
+from dutyline.enrichment.stamps import saved_values
 from dutyline.enrichment.tabular import row_key
 from dutyline.kit.filters import Filter, FilterError, compile_filters, compile_regex
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
@@ -226,11 +227,7 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
     for i, rule in enumerate(rules):
         _compile_rule(rule, f"rules[{i}]", schemas)
     existing = await repo.get_setting(conn, actor.account_id, integration_id)
-    now = actor.now_s
-    values: dict[str, Any] = {"rules": _encode(rules).decode(), "updated_by": actor.person_id,
-                              "updated_at": now, "status": "enabled"}
-    if existing is None:
-        values.update(account_id=actor.account_id, creator_id=actor.person_id, created_at=now)
+    values = saved_values(actor, {"rules": _encode(rules).decode()}, new=existing is None)
     await repo.save_setting(conn, exists=existing is not None, integration_id=integration_id,
                             values=values, schema_ids=ids)
 

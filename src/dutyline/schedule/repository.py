@@ -21,6 +21,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import ESCAPE, contains_pattern
+from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.schedule import schedule, schedule_feed, schedule_person
 from dutyline.platform.member import service as member_service
 
@@ -86,12 +87,11 @@ async def list_page(
     if created_by is not None:
         conditions.append(schedule.c.created_by == created_by)
     where = and_(*conditions)
-    total = (await conn.execute(
-        select(func.count()).select_from(schedule).where(where))).scalar_one()
-    rows = (await conn.execute(
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(schedule).where(where),
         select(schedule).where(where)
-        .order_by(schedule.c.created_at.desc(), schedule.c.schedule_id.desc())
-        .offset(offset).limit(limit))).all()
+        .order_by(*ordered(schedule.c.created_at, schedule.c.schedule_id, asc=False)),
+        offset=offset, limit=limit)
     return total, list(rows)
 
 

@@ -13,6 +13,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from dutyline.aisre.scope import TeamScope, visible
 from dutyline.db.like import contains_pattern
+from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.aisre import a2a_agent
 
 
@@ -62,19 +63,12 @@ async def list_page(
         conditions.append(
             func.lower(a2a_agent.c.agent_name).like(contains_pattern(query.lower()), escape="/")
         )
-    total = (
-        await conn.execute(select(func.count()).select_from(a2a_agent).where(*conditions))
-    ).scalar_one()
-    if total == 0 or offset >= total:
-        return total, []
-    rows = await conn.execute(
-        select(a2a_agent)
-        .where(*conditions)
-        .order_by(a2a_agent.c.created_at.desc(), a2a_agent.c.agent_id.desc())
-        .offset(offset)
-        .limit(limit)
-    )
-    return total, list(rows.all())
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(a2a_agent).where(*conditions),
+        select(a2a_agent).where(*conditions)
+        .order_by(*ordered(a2a_agent.c.created_at, a2a_agent.c.agent_id, asc=False)),
+        offset=offset, limit=limit)
+    return total, list(rows)
 
 
 async def insert_agent(conn: AsyncConnection, values: dict[str, Any]) -> None:

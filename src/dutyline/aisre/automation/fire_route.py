@@ -25,8 +25,8 @@ from starlette.routing import Route
 
 from dutyline.aisre.automation import runs, tokens
 from dutyline.api import errors
-from dutyline.api.envelope import REQUEST_ID_HEADER, error_body, success_body
-from dutyline.api.handler import decode_json_body, read_body
+from dutyline.api.envelope import REQUEST_ID_HEADER, success_body
+from dutyline.api.handler import decode_json_body, failure, read_body
 from dutyline.api.i18n import negotiate
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import request_id as new_request_id
@@ -108,14 +108,10 @@ def routes(runtime: Runtime) -> list[Route]:
             content = success_body(rid, answer)
             status, code = 200, "OK"
         except errors.ApiError as exc:
-            status, code = exc.status, exc.code
-            message = runtime.translator.render(locale, exc.message, exc.fields)
-            content = error_body(rid, code, message)
+            status, code, content = failure(runtime, locale, rid, exc)
         except Exception:
             log.exception("unhandled error", request_id=rid, operation=FIRE_PATH)
-            status, code = 500, "InternalError"
-            message = runtime.translator.render(locale, errors.InternalError.default_message, {})
-            content = error_body(rid, code, message)
+            status, code, content = failure(runtime, locale, rid, None)
         elapsed = time.perf_counter() - started
         metrics.requests.labels(FIRE_PATH, code).inc()
         latency.observe(elapsed)

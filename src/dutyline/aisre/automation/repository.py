@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import ESCAPE, contains_pattern
+from dutyline.db.paging import counted_page
 from dutyline.db.tables.automation import (
     automation_rule,
     automation_run,
@@ -115,12 +116,11 @@ async def list_rules(
         conds.append(rule.c.team_id.in_(list(only_team_ids)))
     if query:
         conds.append(func.lower(rule.c.name).like(contains_pattern(query.lower()), escape=ESCAPE))
-    total = (await conn.execute(select(func.count()).select_from(rule).where(*conds))).scalar()
-    rows = (await conn.execute(
-        select(rule).where(*conds)
-        .order_by(rule.c.created_at.desc(), rule.c.rule_id).offset(offset).limit(limit)
-    )).all()
-    return int(total or 0), list(rows)
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(rule).where(*conds),
+        select(rule).where(*conds).order_by(rule.c.created_at.desc(), rule.c.rule_id),
+        offset=offset, limit=limit)
+    return total, list(rows)
 
 
 # --- triggers -------------------------------------------------------------------------------
@@ -215,12 +215,11 @@ async def list_runs(
         conds.append(run.c.rule_id == rule_id)
     if status:
         conds.append(run.c.status == status)
-    total = (await conn.execute(select(func.count()).select_from(run).where(*conds))).scalar()
-    rows = (await conn.execute(
-        select(run).where(*conds)
-        .order_by(run.c.created_at.desc(), run.c.run_id).offset(offset).limit(limit)
-    )).all()
-    return int(total or 0), list(rows)
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(run).where(*conds),
+        select(run).where(*conds).order_by(run.c.created_at.desc(), run.c.run_id),
+        offset=offset, limit=limit)
+    return total, list(rows)
 
 
 async def steps_of(conn: AsyncConnection, run_id: str) -> list[Row[Any]]:

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.scope import TeamScope, visible
 from dutyline.db.like import contains_pattern
+from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.aisre import mcp_server
 
 # Everything a record shows; the sealed header values stay in the table unless asked for.
@@ -60,17 +61,12 @@ async def list_page(
     # Two statements on purpose: the count is read from the covering index, and the page
     # walks the same index newest first and stops after `limit` rows. A window count (one
     # statement) made SQLite materialize and sort every visible row: 10x slower at 1,000.
-    total = (await conn.execute(select(func.count()).where(*conditions))).scalar_one()
-    if not total or offset >= total:
-        return int(total), []
-    page = (
-        select(*_RECORD_COLUMNS)
-        .where(*conditions)
-        .order_by(mcp_server.c.created_at.desc(), mcp_server.c.server_id.desc())
-        .offset(offset)
-        .limit(limit)
-    )
-    return int(total), list((await conn.execute(page)).all())
+    total, rows = await counted_page(
+        conn, select(func.count()).where(*conditions),
+        select(*_RECORD_COLUMNS).where(*conditions)
+        .order_by(*ordered(mcp_server.c.created_at, mcp_server.c.server_id, asc=False)),
+        offset=offset, limit=limit)
+    return total, list(rows)
 
 
 async def name_taken(

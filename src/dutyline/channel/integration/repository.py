@@ -11,6 +11,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel.repository import Viewer, visible_to
+from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.channel import channel, integration
 
 # Built once: ingestion runs this for every alert. The whole channel row comes along, so
@@ -65,19 +66,14 @@ async def list_page(conn: AsyncConnection, account_id: int, viewer: Viewer, *,
     conditions = _live(account_id, viewer)
     if channel_id is not None:
         conditions.append(integration.c.channel_id == channel_id)
-    stmt = (
-        _ITEM_ROWS.add_columns(func.count().over().label("total"))
-        .where(*conditions)
-        .order_by(integration.c.created_at.desc(), integration.c.integration_id.desc())
-        .offset(offset).limit(limit)
-    )
-    rows = list((await conn.execute(stmt)).all())
-    if rows:
-        return rows[0].total, rows
     count = (select(func.count()).select_from(integration)
              .join(channel, channel.c.channel_id == integration.c.channel_id)
              .where(*conditions))
-    return (await conn.execute(count)).scalar_one(), []
+    page = _ITEM_ROWS.where(*conditions).order_by(
+        *ordered(integration.c.created_at, integration.c.integration_id, asc=False))
+    total, rows = await counted_page(conn, count, page, offset=offset, limit=limit,
+                                     window=True)
+    return total, list(rows)
 
 
 async def name_taken(conn: AsyncConnection, channel_id: int, name: str) -> bool:

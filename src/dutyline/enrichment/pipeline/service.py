@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.enrichment.pipeline import repository as repo
+from dutyline.enrichment.stamps import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
 
@@ -115,11 +116,7 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
     for i, rule in enumerate(rules):
         _compile(rule, f"rules[{i}]")
     existing = await repo.get(conn, actor.account_id, integration_id)
-    now = actor.now_s
-    values: dict[str, Any] = {"rules": _encode(rules).decode(), "status": "enabled",
-                              "updated_by": actor.person_id, "updated_at": now}
-    if existing is None:
-        values.update(account_id=actor.account_id, creator_id=actor.person_id, created_at=now)
+    values = saved_values(actor, {"rules": _encode(rules).decode()}, new=existing is None)
     await repo.save(conn, exists=existing is not None, integration_id=integration_id,
                     values=values)
 

@@ -23,6 +23,7 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
 from dutyline.enrichment.route import repository as repo
+from dutyline.enrichment.stamps import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 
 MAX_CASES = 100
@@ -112,12 +113,8 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
     if version is not None and existing is not None and version != existing.version:
         raise errors.invalid("version", f"is {version} but the route is at version "
                                         f"{existing.version}; read it again")
-    now = actor.now_s
     config = {"cases": cases, "sections": sections, "default": default}
-    values: dict[str, Any] = {"config": _encode(config).decode(), "status": "enabled",
-                              "updated_by": actor.person_id, "updated_at": now}
-    if existing is None:
-        values.update(account_id=actor.account_id, creator_id=actor.person_id, created_at=now)
+    values = saved_values(actor, {"config": _encode(config).decode()}, new=existing is None)
     await repo.save(conn, exists=existing is not None, integration_id=integration_id,
                     values=values)
 

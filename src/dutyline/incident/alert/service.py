@@ -54,6 +54,20 @@ def _cursor(p: int) -> str:
     return base64.urlsafe_b64encode(f"p:{p}".encode()).decode()
 
 
+def _windowed_page(start: int, end: int, p: int, limit: int, search_after_ctx: str) -> int:
+    """The page to read (a cursor names its own) of a window of at most 31 days; the window
+    and the page must be in bounds."""
+    if end < start:
+        raise errors.invalid("end_time", "must be after start_time")
+    if end - start > MAX_SPAN_S:
+        raise errors.invalid("end_time", "must be at most 31 days after start_time")
+    if search_after_ctx:
+        p = _page_from_cursor(search_after_ctx)
+    if p * limit > MAX_PAGE_WINDOW:
+        raise errors.invalid("p", f"p × limit must not exceed {MAX_PAGE_WINDOW}")
+    return p
+
+
 async def list_alerts(
     conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, p: int = 1,
     limit: int = 20, search_after_ctx: str = "", by_updated_at: bool = False,
@@ -63,14 +77,7 @@ async def list_alerts(
     orderby: str = "created_at", asc: bool = False,
 ) -> AlertListResponse:
     """The visible alerts of a window (at most 31 days), filtered, by page or cursor."""
-    if end_time < start_time:
-        raise errors.invalid("end_time", "must be after start_time")
-    if end_time - start_time > MAX_SPAN_S:
-        raise errors.invalid("end_time", "must be at most 31 days after start_time")
-    if search_after_ctx:
-        p = _page_from_cursor(search_after_ctx)
-    if p * limit > MAX_PAGE_WINDOW:
-        raise errors.invalid("p", f"p × limit must not exceed {MAX_PAGE_WINDOW}")
+    p = _windowed_page(start_time, end_time, p, limit, search_after_ctx)
     filters: dict[str, Any] = {
         "start_time": start_time, "end_time": end_time,
         "by_updated_at": by_updated_at, "channel_ids": list(channel_ids),
@@ -174,14 +181,7 @@ async def list_account_events(
     """Raw events across the visible alerts of the account, newest first by default."""
     end = actor.now_s if end_time is None else end_time
     start = max(0, end - EVENT_WINDOW_S) if start_time is None else start_time
-    if end < start:
-        raise errors.invalid("end_time", "must be after start_time")
-    if end - start > MAX_SPAN_S:
-        raise errors.invalid("end_time", "must be at most 31 days after start_time")
-    if search_after_ctx:
-        p = _page_from_cursor(search_after_ctx)
-    if p * limit > MAX_PAGE_WINDOW:
-        raise errors.invalid("p", f"p × limit must not exceed {MAX_PAGE_WINDOW}")
+    p = _windowed_page(start, end, p, limit, search_after_ctx)
     account_id = actor.account_id
     integrations: list[int] | None = None
     if integration_types:

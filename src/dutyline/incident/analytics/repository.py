@@ -108,21 +108,30 @@ def hours_of(local: ColumnElement[int], grid: Grid) -> ColumnElement[str]:
 
 # --- the incidents of a filter ----------------------------------------------------------
 
+def _filtered(scope: Scope, f: Filter, severity: ColumnElement[Any], channel_id: ColumnElement[Any],
+              incident_id: ColumnElement[Any]) -> list[ColumnElement[bool]]:
+    """A filter's severities, channels, teams (their channels) and incidents, on the columns
+    of incidents or of alerts alike."""
+    conds: list[ColumnElement[bool]] = []
+    if f.severities:
+        conds.append(severity.in_(f.severities))
+    if f.channel_ids:
+        conds.append(channel_id.in_(f.channel_ids))
+    if f.team_ids:
+        conds.append(channel_id.in_(
+            select(channel.c.channel_id).where(channel.c.account_id == scope.account_id,
+                                               channel.c.team_id.in_(f.team_ids))))
+    if f.incident_ids:
+        conds.append(incident_id.in_(f.incident_ids))
+    return conds
+
+
 def _conditions(dialect: str, scope: Scope, f: Filter) -> list[ColumnElement[bool]]:
     c = incident.c
     conds: list[ColumnElement[bool]] = [
         *visibility.incidents(scope), c.start_time >= f.start_time, c.start_time < f.end_time,
     ]
-    if f.severities:
-        conds.append(c.incident_severity.in_(f.severities))
-    if f.channel_ids:
-        conds.append(c.channel_id.in_(f.channel_ids))
-    if f.team_ids:
-        conds.append(c.channel_id.in_(
-            select(channel.c.channel_id).where(channel.c.account_id == scope.account_id,
-                                               channel.c.team_id.in_(f.team_ids))))
-    if f.incident_ids:
-        conds.append(c.incident_id.in_(f.incident_ids))
+    conds += _filtered(scope, f, c.incident_severity, c.channel_id, c.incident_id)
     if f.responder_ids:
         # responders is JSON written only by the incident package, encoded by msgspec with
         # person_id first and no spaces (as /incident/list filters it).
@@ -398,16 +407,7 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
         *visibility.alerts(scope), a.start_time >= f.start_time, a.start_time < f.end_time,
         value.is_not(None), a.inhibited == false(),
     ]
-    if f.severities:
-        conds.append(a.alert_severity.in_(f.severities))
-    if f.channel_ids:
-        conds.append(a.channel_id.in_(f.channel_ids))
-    if f.team_ids:
-        conds.append(a.channel_id.in_(
-            select(channel.c.channel_id).where(channel.c.account_id == scope.account_id,
-                                               channel.c.team_id.in_(f.team_ids))))
-    if f.incident_ids:
-        conds.append(a.incident_id.in_(f.incident_ids))
+    conds += _filtered(scope, f, a.alert_severity, a.channel_id, a.incident_id)
     if f.query:
         pattern = contains_pattern(f.query.lower())
         conds.append(or_(func.lower(a.title).like(pattern, escape="/"),

@@ -30,8 +30,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from dutyline.api import errors
-from dutyline.api.envelope import error_body, request_id_headers, success_body
-from dutyline.api.handler import decode_json_body, read_body
+from dutyline.api.envelope import request_id_headers, success_body
+from dutyline.api.handler import decode_json_body, failure, read_body
 from dutyline.api.i18n import negotiate
 from dutyline.api.runtime import Runtime
 from dutyline.incident.ingest import service, sources
@@ -151,15 +151,10 @@ def routes(runtime: Runtime) -> list[Route]:
                 content = success_body(rid, answer)
                 status, code = 200, "OK"
             except errors.ApiError as exc:
-                status, code = exc.status, exc.code
-                message = runtime.translator.render(locale, exc.message, exc.fields)
-                content = error_body(rid, code, message)
+                status, code, content = failure(runtime, locale, rid, exc)
             except Exception:
                 log.exception("unhandled error", request_id=rid, operation=path)
-                status, code = 500, "InternalError"
-                message = runtime.translator.render(
-                    locale, errors.InternalError.default_message, {})
-                content = error_body(rid, code, message)
+                status, code, content = failure(runtime, locale, rid, None)
             elapsed = time.perf_counter() - started
             metrics.requests.labels(path, code).inc()
             metrics.latency.labels(path).observe(elapsed)

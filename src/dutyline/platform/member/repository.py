@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
@@ -10,6 +9,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
+from dutyline.db.paging import counted_page, ids_by_key, ordered
 from dutyline.db.tables.platform import account, app_key, member, member_role, role, team_member
 
 _ORDER_COLUMNS = {"created_at": member.c.created_at, "updated_at": member.c.updated_at}
@@ -44,19 +44,12 @@ async def list_page(
             member.c.phone.contains(query, autoescape=True),
         ))
     where = and_(*conditions)
-    column = _ORDER_COLUMNS[orderby]
-    order = (
-        (column.asc(), member.c.member_id.asc()) if asc
-        else (column.desc(), member.c.member_id.desc())
-    )
-    rows = (await conn.execute(
-        select(member, func.count().over().label("total"))
-        .where(where).order_by(*order).offset(offset).limit(limit)
-    )).all()
-    if rows:
-        return rows[0].total, list(rows)
-    total = (await conn.execute(select(func.count()).select_from(member).where(where))).scalar_one()
-    return total, []
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(member).where(where),
+        select(member).where(where).order_by(
+            *ordered(_ORDER_COLUMNS[orderby], member.c.member_id, asc=asc)),
+        offset=offset, limit=limit, window=True)
+    return total, list(rows)
 
 
 async def find_one(conn: AsyncConnection, account_id: int, **match: str | int) -> list[Row[Any]]:
@@ -92,17 +85,7 @@ async def taken_contacts(
 
 
 async def role_ids_by_member(conn: AsyncConnection, member_ids: list[int]) -> dict[int, list[int]]:
-    result: dict[int, list[int]] = defaultdict(list)
-    if not member_ids:
-        return result
-    rows = await conn.execute(
-        select(member_role.c.member_id, member_role.c.role_id)
-        .where(member_role.c.member_id.in_(member_ids))
-        .order_by(member_role.c.member_id, member_role.c.role_id)
-    )
-    for member_id, role_id in rows:
-        result[member_id].append(role_id)
-    return result
+    return await ids_by_key(conn, member_role.c.member_id, member_role.c.role_id, member_ids)
 
 
 async def owner_ids(conn: AsyncConnection, account_id: int, member_ids: list[int]) -> set[int]:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.paging import ids_by_key, ordered
 from dutyline.db.tables.platform import member_role, role, role_permission
 
 _ORDER_COLUMNS = {"created_at": role.c.created_at, "updated_at": role.c.updated_at}
@@ -17,8 +17,7 @@ _ORDER_COLUMNS = {"created_at": role.c.created_at, "updated_at": role.c.updated_
 async def list_all(
     conn: AsyncConnection, account_id: int, *, orderby: str, asc: bool
 ) -> list[Row[Any]]:
-    column = _ORDER_COLUMNS[orderby]
-    order = (column.asc(), role.c.role_id.asc()) if asc else (column.desc(), role.c.role_id.desc())
+    order = ordered(_ORDER_COLUMNS[orderby], role.c.role_id, asc=asc)
     rows = await conn.execute(select(role).where(role.c.account_id == account_id).order_by(*order))
     return list(rows)
 
@@ -51,17 +50,8 @@ async def find_by_name(conn: AsyncConnection, account_id: int, name: str) -> Row
 async def permission_ids_by_role(
     conn: AsyncConnection, role_ids: list[int]
 ) -> dict[int, list[int]]:
-    result: dict[int, list[int]] = defaultdict(list)
-    if not role_ids:
-        return result
-    rows = await conn.execute(
-        select(role_permission.c.role_id, role_permission.c.permission_id)
-        .where(role_permission.c.role_id.in_(role_ids))
-        .order_by(role_permission.c.role_id, role_permission.c.permission_id)
-    )
-    for role_id, permission_id in rows:
-        result[role_id].append(permission_id)
-    return result
+    return await ids_by_key(conn, role_permission.c.role_id, role_permission.c.permission_id,
+                            role_ids)
 
 
 async def insert_role(conn: AsyncConnection, values: dict[str, Any]) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
 from typing import Any
 
 from sqlalchemy import Select, String, bindparam, cast, delete, func, insert, select, update
@@ -11,6 +10,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import contains_pattern
+from dutyline.db.paging import counted_page, ids_by_key, ordered
 from dutyline.db.tables.platform import member, team, team_member
 
 _ORDER_COLUMNS = {
@@ -46,8 +46,9 @@ def parse_person_ids(csv: str | None) -> list[int]:
 
 
 @functools.cache
-def _page_statement(by_person: bool, by_name: bool, orderby: str, asc: bool) -> Select[Any]:
-    """The page query for one combination of filters, built once: values are bound
+def _page_statements(by_person: bool, by_name: bool, orderby: str,
+                     asc: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, page) queries for one combination of filters, built once: values are bound
     parameters, so SQLAlchemy reuses its compiled form instead of rebuilding it per call."""
     conditions = [team.c.account_id == bindparam("account_id")]
     if by_person:
@@ -61,16 +62,10 @@ def _page_statement(by_person: bool, by_name: bool, orderby: str, asc: bool) -> 
         )
     if by_name:
         conditions.append(team.c.name_key.like(bindparam("name_pattern"), escape="/"))
-    column = _ORDER_COLUMNS[orderby]
-    order = (column.asc(), team.c.team_id.asc()) if asc else (column.desc(), team.c.team_id.desc())
-    # The window count saves a second round trip; it is only missing past the last page.
-    return (
-        _TEAM_ROWS.add_columns(func.count().over().label("total"))
-        .where(*conditions)
-        .order_by(*order)
-        .offset(bindparam("offset"))
-        .limit(bindparam("limit"))
-    )
+    count = select(func.count()).select_from(team).where(*conditions)
+    page = _TEAM_ROWS.where(*conditions).order_by(
+        *ordered(_ORDER_COLUMNS[orderby], team.c.team_id, asc=asc))
+    return count, page
 
 
 async def list_page(
@@ -84,20 +79,17 @@ async def list_page(
     offset: int,
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
-    """A page of teams with creator/updater names and member ids, plus the total."""
-    params: dict[str, Any] = {"account_id": account_id, "offset": offset, "limit": limit}
+    """A page of teams with creator/updater names and member ids, plus the total (a window
+    count: one round trip, a second only past the last page)."""
+    params: dict[str, Any] = {"account_id": account_id}
     if person_id is not None:
         params["person_id"] = person_id
     if query:
         params["name_pattern"] = contains_pattern(query.lower())
-    stmt = _page_statement(person_id is not None, bool(query), orderby, asc)
-    rows = (await conn.execute(stmt, params)).all()
-    if rows:
-        return rows[0].total, list(rows)
-    count = select(func.count()).select_from(stmt.with_only_columns(team.c.team_id)
-                                              .order_by(None).offset(None).limit(None).subquery())
-    total = (await conn.execute(count, params)).scalar_one()
-    return total, []
+    count, page = _page_statements(person_id is not None, bool(query), orderby, asc)
+    total, rows = await counted_page(conn, count, page, offset=offset, limit=limit,
+                                     params=params, window=True)
+    return total, list(rows)
 
 
 async def get_full(conn: AsyncConnection, account_id: int, team_id: int) -> Row[Any] | None:
@@ -107,17 +99,7 @@ async def get_full(conn: AsyncConnection, account_id: int, team_id: int) -> Row[
 
 
 async def person_ids_by_team(conn: AsyncConnection, team_ids: list[int]) -> dict[int, list[int]]:
-    result: dict[int, list[int]] = defaultdict(list)
-    if not team_ids:
-        return result
-    rows = await conn.execute(
-        select(team_member.c.team_id, team_member.c.person_id)
-        .where(team_member.c.team_id.in_(team_ids))
-        .order_by(team_member.c.team_id, team_member.c.person_id)
-    )
-    for team_id, person_id in rows:
-        result[team_id].append(person_id)
-    return result
+    return await ids_by_key(conn, team_member.c.team_id, team_member.c.person_id, team_ids)
 
 
 async def find(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Select, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -87,52 +87,42 @@ async def delete_page(conn: AsyncConnection, page_id: int) -> None:
     await conn.execute(delete(status_page).where(status_page.c.page_id == page_id))
 
 
+def _in_display_order(table: Any, id_column: Any) -> Select[Any]:
+    """Sections and components show by their order_id, then by age, then by id."""
+    return select(table).order_by(table.c.order_id, table.c.created_at, id_column)
+
+
+async def _by_page(conn: AsyncConnection, table: Any, id_column: Any,
+                   page_ids: list[int]) -> dict[int, list[Row[Any]]]:
+    found: dict[int, list[Row[Any]]] = {p: [] for p in page_ids}
+    if page_ids:
+        rows = await conn.execute(
+            _in_display_order(table, id_column).where(table.c.page_id.in_(page_ids)))
+        for r in rows.all():
+            found[r.page_id].append(r)
+    return found
+
+
 async def sections(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
-    rows = await conn.execute(
-        select(status_section)
-        .where(status_section.c.page_id == page_id)
-        .order_by(status_section.c.order_id, status_section.c.created_at,
-                  status_section.c.section_id)
-    )
-    return list(rows.all())
+    stmt = _in_display_order(status_section, status_section.c.section_id)
+    return list((await conn.execute(stmt.where(status_section.c.page_id == page_id))).all())
 
 
 async def components(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
-    rows = await conn.execute(
-        select(status_component)
-        .where(status_component.c.page_id == page_id)
-        .order_by(status_component.c.order_id, status_component.c.created_at,
-                  status_component.c.component_id)
-    )
-    return list(rows.all())
+    stmt = _in_display_order(status_component, status_component.c.component_id)
+    return list((await conn.execute(stmt.where(status_component.c.page_id == page_id))).all())
 
 
 async def sections_of(conn: AsyncConnection, page_ids: list[int]) -> dict[int, list[Row[Any]]]:
     """The sections of several pages (one query), each page's in display order."""
-    found: dict[int, list[Row[Any]]] = {p: [] for p in page_ids}
-    if page_ids:
-        rows = await conn.execute(
-            select(status_section).where(status_section.c.page_id.in_(page_ids))
-            .order_by(status_section.c.order_id, status_section.c.created_at,
-                      status_section.c.section_id))
-        for r in rows.all():
-            found[r.page_id].append(r)
-    return found
+    return await _by_page(conn, status_section, status_section.c.section_id, page_ids)
 
 
 async def components_of(
     conn: AsyncConnection, page_ids: list[int]
 ) -> dict[int, list[Row[Any]]]:
     """The components of several pages (one query), each page's in display order."""
-    found: dict[int, list[Row[Any]]] = {p: [] for p in page_ids}
-    if page_ids:
-        rows = await conn.execute(
-            select(status_component).where(status_component.c.page_id.in_(page_ids))
-            .order_by(status_component.c.order_id, status_component.c.created_at,
-                      status_component.c.component_id))
-        for r in rows.all():
-            found[r.page_id].append(r)
-    return found
+    return await _by_page(conn, status_component, status_component.c.component_id, page_ids)
 
 
 async def get_section(conn: AsyncConnection, page_id: int, section_id: str) -> Row[Any] | None:

@@ -29,6 +29,7 @@ from dutyline.status_page import tokens
 from dutyline.status_page.public import render, snapshot, subscribe
 from dutyline.status_page.public.rendercache import RenderCache, Rendered
 from dutyline.status_page.public.snapshot import PageHead
+from dutyline.status_page.subscriber.address import normalize_email
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
@@ -276,7 +277,7 @@ class PublicSite:
             raise Reject(503, "Email updates unavailable",
                          "This server does not send email, so it cannot take subscriptions.")
         fields = await _form_fields(request)
-        email = subscribe.normalize_email(fields.get("email", ""))
+        email = normalize_email(fields.get("email", ""))
         if email is None:
             raise Reject(400, "Check the address", "Enter a valid email address.")
         async with self.runtime.db.transaction() as conn:

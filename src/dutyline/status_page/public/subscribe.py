@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -45,15 +44,6 @@ CONFIRM_MAIL_JOB = "status_page.subscriber_confirm_mail"
 # A pending address gets at most one confirmation mail per this many seconds, so the form
 # cannot be used to flood somebody's inbox.
 RESEND_AFTER_S = 300
-MAX_EMAIL = 254
-# Deliberately simple: one @, no spaces, separators or angle brackets, a dotted domain.
-_EMAIL = re.compile(r"^[^\s@,;<>\"()\[\]\\]{1,64}@[^\s@,;<>\"()\[\]\\]+\.[^\s@,;<>\"()\[\]\\.]+$")
-
-def normalize_email(raw: str) -> str | None:
-    email = raw.strip().lower()
-    if len(email) > MAX_EMAIL or not _EMAIL.match(email):
-        return None
-    return email
 
 
 def confirm_token(key: str, subscriber_id: str, nonce: str) -> str:

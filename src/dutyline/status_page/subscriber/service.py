@@ -12,7 +12,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,9 +25,9 @@ from dutyline.status_page import tokens
 from dutyline.status_page.page import repository as page_repo
 from dutyline.status_page.page import service as pages
 from dutyline.status_page.subscriber import repository as repo
+from dutyline.status_page.subscriber.address import normalize_email
 from dutyline.status_page.subscriber.schemas import SubscribedComponentItem, SubscriberItem
 
-_EMAIL = re.compile(r"^[^@\s\"<>,;]+@[^@\s\"<>,;]+\.[^@\s\"<>,;.]+$")
 # Checks against the database in chunks: bounded IN lists on both backends.
 _CHUNK = 500
 EXPORT_COLUMNS = ("Method", "Recipient", "Components", "Subscribe All", "Locale")
@@ -46,14 +45,6 @@ class ImportResult:
     imported: int = 0
     duplicates: int = 0
     invalid: list[tuple[str, str]] = field(default_factory=list)
-
-
-def normalize_email(value: str) -> str | None:
-    """The address lower-cased, or None when it is not one."""
-    email = value.strip().lower()
-    if len(email) > 255 or not _EMAIL.match(email):
-        return None
-    return email
 
 
 async def import_subscribers(
