@@ -142,7 +142,9 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 "title": "warm-up", "incident_severity": "Critical",
                 "channel_id": warm["channel_id"]})
             waited = time.time()
-            while not (await asyncio.to_thread(Path(log_path).read_text)):
+            for _ in range(600):
+                if await asyncio.to_thread(Path(log_path).read_text):
+                    break
                 await asyncio.sleep(0.2)
             print(f"workers up: warm-up page after {time.time() - waited:.1f} s",
                   file=sys.stderr, flush=True)
