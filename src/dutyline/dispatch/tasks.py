@@ -30,8 +30,8 @@ async def _pick_rule(ctx: JobContext, actor: Actor, info: Any) -> Any | None:
         return None
     subject = _subject(info)
     for rule in await rules.enabled_rules(ctx.conn, actor, channel_id=info.channel_id):
-        if peers.rule_matches(rules.loads(rule.filters), rules.loads(rule.time_filters),
-                              subject, actor.now_s, info.account_time_zone):
+        if peers.rule_matches(rule.filters, rule.time_filters, subject, actor.now_s,
+                              info.account_time_zone):
             return rule
     return None
 

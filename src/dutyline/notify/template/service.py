@@ -231,6 +231,11 @@ async def preview(conn: AsyncConnection, actor: Actor, *, channel: str, content:
     return TemplatePreviewResponse(success=True, content=text, message="")
 
 
+def has_body_for(channel: str) -> bool:
+    """Whether templates carry a body for this channel (email, sms, the chat platforms...)."""
+    return channel in DEFAULT_BODIES
+
+
 async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_id: str | None,
                               channel: str, incident_id: str, base_url: str = ""
                               ) -> RenderedMessage:
