@@ -1,8 +1,10 @@
-"""Fixtures of the durable-work tests: a runtime on a fake clock and the effect table."""
+"""Fixtures of the durable-work tests: a runtime on a fake clock, the effect table, and a
+database of its own for the tests that run real worker processes."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -10,7 +12,9 @@ from sqlalchemy import text
 from dutyline.api.runtime import Runtime
 from dutyline.app import build_runtime
 from dutyline.config import Settings
+from dutyline.db.migrate import upgrade
 from dutyline.kit.clock import FakeClock
+from tests.fixtures import databases as dbs
 from tests.work.jobs_for_test import CREATE_EFFECT_TABLE, DROP_EFFECT_TABLE
 
 
@@ -32,3 +36,25 @@ async def runtime(settings: Settings, clock: FakeClock) -> AsyncIterator[Runtime
         async with rt.db.transaction() as conn:
             await conn.execute(text(DROP_EFFECT_TABLE))
         await rt.db.dispose()
+
+
+def _backends() -> list[str]:
+    return ["sqlite", "postgres"] if dbs.postgres_admin_url() else ["sqlite"]
+
+
+@pytest.fixture(params=_backends())
+def own_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh migrated database for worker processes. Sync on purpose: the PostgreSQL
+    helpers run their own event loop."""
+    if request.param == "sqlite":
+        url = dbs.sqlite_url(tmp_path / "own.db")
+        upgrade(url)
+        yield url
+        return
+    admin = dbs.postgres_admin_url()
+    assert admin is not None
+    url = dbs.create_postgres_database(admin)
+    try:
+        yield url
+    finally:
+        dbs.drop_postgres_database(admin, url)

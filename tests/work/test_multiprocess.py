@@ -20,11 +20,9 @@ import pytest
 from sqlalchemy import func, select, text, update
 
 from dutyline.db.engine import Database
-from dutyline.db.migrate import upgrade
 from dutyline.db.tables.work import job
 from dutyline.kit.clock import SystemClock, millis
 from dutyline.work import queue
-from tests.fixtures import databases as dbs
 from tests.work.jobs_for_test import (
     CREATE_DEAD_TABLE,
     CREATE_EFFECT_TABLE,
@@ -44,26 +42,6 @@ LEASE_SECONDS = 2
 # Long enough that the kill surely lands while it sleeps; it only sleeps on the first attempt.
 HANG_SECONDS = 120
 
-
-def _backends() -> list[str]:
-    return ["sqlite", "postgres"] if dbs.postgres_admin_url() else ["sqlite"]
-
-
-@pytest.fixture(params=_backends())
-def own_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """Sync on purpose: the PostgreSQL helpers run their own event loop."""
-    if request.param == "sqlite":
-        url = dbs.sqlite_url(tmp_path / "multiprocess.db")
-        upgrade(url)
-        yield url
-        return
-    admin = dbs.postgres_admin_url()
-    assert admin is not None
-    url = dbs.create_postgres_database(admin)
-    try:
-        yield url
-    finally:
-        dbs.drop_postgres_database(admin, url)
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -16,11 +15,9 @@ import pytest
 from sqlalchemy import func, select, text
 
 from dutyline.db.engine import Database
-from dutyline.db.migrate import upgrade
 from dutyline.db.tables.scheduler import work_schedule as schedule
 from dutyline.kit.clock import SystemClock, millis
 from dutyline.work import scheduler
-from tests.fixtures import databases as dbs
 from tests.work.jobs_for_test import eventually
 from tests.work.schedules_for_test import CREATE_FIRE_TABLE, TICK_KIND, fires
 
@@ -32,25 +29,6 @@ SCHEDULES = 40
 INTERVAL_MS = 700
 FIRES_EACH = 6
 
-
-def _backends() -> list[str]:
-    return ["sqlite", "postgres"] if dbs.postgres_admin_url() else ["sqlite"]
-
-
-@pytest.fixture(params=_backends())
-def own_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        url = dbs.sqlite_url(tmp_path / "scheduler.db")
-        upgrade(url)
-        yield url
-        return
-    admin = dbs.postgres_admin_url()
-    assert admin is not None
-    url = dbs.create_postgres_database(admin)
-    try:
-        yield url
-    finally:
-        dbs.drop_postgres_database(admin, url)
 
 
 async def _start(url: str, log: IO[bytes]) -> asyncio.subprocess.Process:
