@@ -13,20 +13,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import secrets
-import shutil
 import sys
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
-import httpx
-
-from bench.http_bench import PG_BASE, _pg_exec
-from bench.incident_list import _p
+from bench.in_process import Calls, measure, print_table, scratch_database
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -98,16 +90,9 @@ async def seed(url: str, events: int) -> tuple[str, str, list[int]]:
     return created.app_key, first_alert, channel_ids
 
 
-async def measure(url: str, key: str, alert_id: str, channel_ids: list[int],
-                  requests: int) -> dict[str, list[float]]:
-    from dutyline.app import create_app
-    from dutyline.config import Settings
-
-    settings = Settings(database_url=url, secret_key="bench", rate_limit_per_second=0,
-                        rate_limit_per_minute=0, run_workers=False, log_level="warning")
-    app = create_app(settings)
+def calls(alert_id: str, channel_ids: list[int]) -> Calls:
     day = {"start_time": NOW - DAY, "end_time": NOW}
-    calls = {
+    return {
         "/alert/info (baseline)": ("/alert/info", {"alert_id": alert_id}),
         "/alert-event/list, a day, 20": ("/alert-event/list", day),
         "/alert-event/list, a day, Critical, one channel": (
@@ -117,27 +102,11 @@ async def measure(url: str, key: str, alert_id: str, channel_ids: list[int],
             "/alert-event/list", {"start_time": NOW - 31 * DAY + 1, "end_time": NOW,
                                   "p": 5, "limit": 100}),
     }
-    timings: dict[str, list[float]] = {}
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-            async def call(path: str, body: dict[str, Any]) -> tuple[float, float, Any]:
-                started, cpu = time.perf_counter(), time.process_time()
-                r = await client.post(path, params={"app_key": key}, json=body)
-                wall = (time.perf_counter() - started) * 1000
-                assert r.status_code == 200, r.text
-                return wall, (time.process_time() - cpu) * 1000, r.json()["data"]
 
-            for name, (path, body) in calls.items():
-                _, _, data = await call(path, body)
-                if name == "/alert-event/list, a day, 20":
-                    assert data["total"] > 20, data["total"]
-            for _ in range(requests):
-                for name, (path, body) in calls.items():
-                    wall, cpu, _ = await call(path, body)
-                    timings.setdefault(name, []).append(wall)
-                    timings.setdefault(f"{name} (CPU)", []).append(cpu)
-    return timings
+
+def check(name: str, data: Any) -> None:
+    if name == "/alert-event/list, a day, 20":
+        assert data["total"] > 20, data["total"]
 
 
 def main() -> int:
@@ -146,33 +115,13 @@ def main() -> int:
     p.add_argument("--events", type=int, default=200_000)
     p.add_argument("--requests", type=int, default=200)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-events-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_events_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'events.db'}"
+    with scratch_database("events", args.postgres) as url:
         key, alert_id, channel_ids = asyncio.run(seed(url, args.events))
-        timings = asyncio.run(measure(url, key, alert_id, channel_ids, args.requests))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
+        timings = asyncio.run(measure(url, key, calls(alert_id, channel_ids), args.requests,
+                                      check))
     backend = "PostgreSQL" if args.postgres else "SQLite"
-    print(f"{backend}: {args.events} events, {args.requests} requests each, interleaved, "
-          "one at a time\n")
-    print("| operation | wall p50 ms | wall p99 ms | CPU p50 ms | CPU p99 ms | "
-          "CPU p50 / baseline |\n|---|---:|---:|---:|---:|---:|")
-    base = _p(timings["/alert/info (baseline) (CPU)"], 0.5)
-    for name, values in timings.items():
-        if name.endswith("(CPU)"):
-            continue
-        cpu = timings[f"{name} (CPU)"]
-        print(f"| {name} | {_p(values, 0.5):.1f} | {_p(values, 0.99):.1f} | "
-              f"{_p(cpu, 0.5):.1f} | {_p(cpu, 0.99):.1f} | {_p(cpu, 0.5) / base:.2f} |")
+    print_table(f"{backend}: {args.events} events, {args.requests} requests each, "
+                "interleaved, one at a time", timings, "/alert/info (baseline)")
     return 0
 
 

@@ -19,10 +19,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,29 +28,9 @@ from typing import Any
 import httpx
 
 from bench import bare_asgi
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.in_process import migrated_database
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-async def _database(postgres: bool) -> tuple[str, Any]:
-    from dutyline.db.migrate import upgrade
-
-    if postgres:
-        name = f"bench_auto_{secrets.token_hex(4)}"
-        await _pg_exec(f'CREATE DATABASE "{name}"')
-        url = f"{PG_BASE}/{name}"
-
-        async def drop() -> None:
-            await _pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    else:
-        folder = tempfile.mkdtemp(prefix="bench-auto-")
-        url = f"sqlite+aiosqlite:///{folder}/bench.db"
-
-        async def drop() -> None:
-            return None
-    await asyncio.to_thread(upgrade, url)
-    return url, drop
 
 
 async def _owner(url: str) -> Any:
@@ -94,7 +72,7 @@ async def bench_fire(postgres: bool, requests: int, concurrency: int) -> None:
     from dutyline.app import create_app
     from dutyline.config import Settings
 
-    url, drop = await _database(postgres)
+    url, drop = await migrated_database("auto", postgres)
     try:
         owner = await _owner(url)
         settings = Settings(database_url=url, secret_key="bench", run_workers=False,
@@ -170,7 +148,7 @@ async def bench_schedule(postgres: bool, rules: int, workers: int) -> None:
     from dutyline.db.tables.automation import automation_run
     from dutyline.kit.clock import SystemClock
 
-    url, drop = await _database(postgres)
+    url, drop = await migrated_database("auto", postgres)
     procs: list[asyncio.subprocess.Process] = []
     db = Database(url)
     try:
@@ -180,13 +158,17 @@ async def bench_schedule(postgres: bool, rules: int, workers: int) -> None:
         now = time.time()
         # Rows written in bulk (the service path costs ~40 ms a rule on a busy machine, and
         # every rule must be in before its due minute); the values are the service's own.
-        first_minute = (int(now) // 60 + (2 if now % 60 > 45 else 1)) * 60
+        # At least 75 s ahead: seeding (~20 s) and the workers' start-up (up to ~40 s on a
+        # loaded machine) must be over before the first due minute, or it measures start-up.
+        first_minute = (int(now + 75) // 60 + 1) * 60
         minutes = [first_minute, first_minute + 60]
         await _bulk_rules(db, actor, rules, minutes, int(now * 1000))
         seeded = time.time()
         with fake_llm() as llm:
             llm.script = []
-            env = {**os.environ, "PYTHONPATH": str(ROOT), "DUTYLINE_DATABASE_URL": url,
+            # src first: a copy of another revision (a baseline) runs its own code.
+            env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",
+                   "DUTYLINE_DATABASE_URL": url,
                    "DUTYLINE_SECRET_KEY": "bench", "DUTYLINE_LOG_LEVEL": "warning",
                    "DUTYLINE_LLM_BASE_URL": llm.base_url, "DUTYLINE_LLM_API_KEY": llm.api_key,
                    "DUTYLINE_LLM_MODEL": "fake", "DUTYLINE_ALLOW_PRIVATE_NETWORK": "1",

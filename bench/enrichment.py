@@ -15,15 +15,13 @@ stored and grouped. Measurements alternate plain, enriched per round; medians sh
 
 from __future__ import annotations
 
-import argparse
 import json
-import statistics
 import sys
 import urllib.request
 from typing import Any
 
-from bench.http_bench import Bench, Server, post
-from bench.ingest import prepare
+from bench.http_bench import Server, post
+from bench.ingest_pair import run_pair
 
 SCHEMAS = 10
 ROWS = 100_000
@@ -67,75 +65,16 @@ def add_rules(server: Server, schema_ids: list[str]) -> None:
         raise RuntimeError(f"enrichment upsert failed: {reply}")
 
 
+def set_up(name: str, server: Server, _push_url: str) -> None:
+    schema_ids = load_schemas(server)
+    if name == "enriched":
+        add_rules(server, schema_ids)
+
+
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--seconds", type=int, default=10, help="per measurement")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--connections", type=int, default=32)
-    p.add_argument("--threads", type=int, default=2, help="wrk threads")
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--postgres", action="store_true", help="PostgreSQL instead of SQLite")
-    p.add_argument("--no-pin", dest="pin", action="store_false")
-    p.add_argument("--server-cpus", default="0")
-    p.add_argument("--wrk-cpus", default="1")
-    p.add_argument("--json-out", default="")
-    args = p.parse_args()
-    bench = Bench(args)
-    results: dict[str, list[dict[str, Any]]] = {}
-    try:
-        prepared: list[tuple[str, Server, str]] = []
-        for name in ("plain", "enriched"):
-            url = (bench.create_pg_database() if args.postgres
-                   else f"sqlite+aiosqlite:///{bench.tmp}/{name}.db")
-            server, push_url = prepare(bench, name, url)
-            schema_ids = load_schemas(server)
-            if name == "enriched":
-                add_rules(server, schema_ids)
-            prepared.append((name, server, push_url))
-        for name, _server, url in prepared:
-            bench.wrk(url, "ingest.lua", args.warmup, tag=f"warm{name}")
-        for r in range(args.rounds):
-            for name, server, url in prepared:
-                got = bench.wrk(url, "ingest.lua", args.seconds, tag=f"r{r}{name}",
-                                pid=server.proc.pid)
-                results.setdefault(name, []).append(got)
-                print(f"round {r + 1} {name}: {got['rps']:.0f} events/s, "
-                      f"p99 {got['p99_us'] / 1000:.1f} ms, errors "
-                      f"{got['status_errors'] + got['socket_errors']}", file=sys.stderr)
-    finally:
-        bench.close()
-    print(report(args, results))
-    if args.json_out:
-        with open(args.json_out, "w") as fh:
-            json.dump(results, fh, indent=1)
-    return 0
-
-
-def report(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]]) -> str:
-    def med(name: str, key: str) -> float:
-        return statistics.median(r[key] for r in results[name])
-
-    db = "PostgreSQL" if args.postgres else "SQLite"
-    lines = [
-        f"alert ingestion with enrichment ({db}), {args.rounds} rounds x {args.seconds}s, "
-        f"wrk {args.threads} threads {args.connections} connections, medians; both databases "
-        f"hold {SCHEMAS} mapping schemas x {ROWS:,} rows",
-        "",
-        "| target | events/s | p50 ms | p99 ms | server CPU µs/req | non-2xx | vs plain |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    plain = med("plain", "rps")
-    for name in results:
-        lines.append(
-            f"| {name} | {med(name, 'rps'):,.0f} | {med(name, 'p50_us') / 1000:.1f} | "
-            f"{med(name, 'p99_us') / 1000:.1f} | {med(name, 'cpu_us_per_req'):.0f} | "
-            f"{sum(r['status_errors'] for r in results[name])} | "
-            f"{med(name, 'rps') / plain:.1%} |"
-        )
-    ratio = med("enriched", "rps") / plain
-    lines += ["", f"goal (enriched >= {GOAL_RATIO:.0%} of plain): "
-              + ("met" if ratio >= GOAL_RATIO else f"NOT met ({ratio:.1%})")]
-    return "\n".join(lines)
+    return run_pair(__doc__.split("\n")[0], feature="enriched", set_up=set_up,
+                    title="alert ingestion with enrichment",
+                    holds=f"{SCHEMAS} mapping schemas x {ROWS:,} rows", goal_ratio=GOAL_RATIO)
 
 
 if __name__ == "__main__":

@@ -231,8 +231,9 @@ def report(name: str, args: argparse.Namespace, got: dict[str, Any], log_path: s
                 by_offset[offset].append(t - (t0 + offset))
                 chain.append((offset, t))
         chain.sort()
-        # Against the engine's own due time: it schedules each step from the moment the
-        # previous one ran, so a late page moves the rest of the incident's timeline.
+        # Between consecutive pages of an incident: how far each lands from the previous one
+        # plus its interval (the engine plans every page from the layer's start, so a late
+        # page should not carry its lateness into the next).
         for (o0, t0_), (o1, t1) in itertools.pairwise(chain):
             gaps.append(t1 - t0_ - (o1 - o0))
         chain.clear()

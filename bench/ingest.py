@@ -26,8 +26,12 @@ GOAL_EPS = 1000.0
 GOAL_P99_MS = 50.0
 
 
-def prepare(bench: Bench, name: str, database_url: str) -> tuple[Server, str]:
-    env = bench.dutyline_env(database_url)
+def prepare(bench: Bench, name: str, database_url: str,
+            extra_env: dict[str, str] | None = None) -> tuple[Server, str]:
+    """A server with the bench's channel, integration and seeded keys. `extra_env` is added
+    to the server's environment (bench/ingest_baseline.py runs another checkout's code with
+    PYTHONPATH)."""
+    env = {**bench.dutyline_env(database_url), **(extra_env or {})}
     env.update(SEED_KEYS=str(SEED_KEYS), WRK_THREADS=str(bench.args.threads))
     app_key = bench.init_account(env, f"bench-{name}")["app_key"]
     server = bench.start(name, [_venv_bin("dutyline"), "serve"], env)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
 import shutil
 import subprocess
 import sys
@@ -28,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.in_process import migrated_database
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,26 +68,6 @@ def _prometheus(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
         time.sleep(0.2)
     proc.kill()
     sys.exit("prometheus did not start")
-
-
-async def _database(postgres: bool) -> tuple[str, Any]:
-    from dutyline.db.migrate import upgrade
-
-    if postgres:
-        name = f"bench_monit_{secrets.token_hex(4)}"
-        await _pg_exec(f'CREATE DATABASE "{name}"')
-        url = f"{PG_BASE}/{name}"
-
-        async def drop() -> None:
-            await _pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    else:
-        folder = tempfile.mkdtemp(prefix="bench-monit-")
-        url = f"sqlite+aiosqlite:///{folder}/bench.db"
-
-        async def drop() -> None:
-            return None
-    await asyncio.to_thread(upgrade, url)
-    return url, drop
 
 
 async def _seed(url: str, prom_url: str, rules: int, firing: float) -> None:
@@ -140,7 +119,7 @@ async def bench(postgres: bool, rules: int, workers: int, firing: float) -> None
 
     folder = Path(tempfile.mkdtemp(prefix="bench-prom-"))
     prom, prom_url = _prometheus(folder)
-    url, drop = await _database(postgres)
+    url, drop = await migrated_database("monit", postgres)
     procs: list[asyncio.subprocess.Process] = []
     db = Database(url)
     results: dict[int, list[Any]] = {}

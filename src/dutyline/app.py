@@ -21,6 +21,7 @@ from dutyline.api.envelope import encode, error_body, request_id_headers
 from dutyline.api.handler import make_endpoint
 from dutyline.api.i18n import Translator, negotiate
 from dutyline.api.observe import Metrics, configure_logging
+from dutyline.api.operation import Operation
 from dutyline.api.ratelimit import MemoryRateLimiter, NoRateLimiter, RateLimiter, default_windows
 from dutyline.api.routing import ExactPathRouter
 from dutyline.api.runtime import Runtime
@@ -72,6 +73,119 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
     )
 
 
+class ServicePages:
+    """The routes that are not operations: the API's description and the probes."""
+
+    def __init__(self, runtime: Runtime, operations: list[Operation]) -> None:
+        self.runtime = runtime
+        spec = openapi.build(operations)
+        self.spec_bytes = encode(spec)
+        self.docs_html = docs.render(spec)
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/openapi.json", self.openapi_json, methods=["GET"]),
+            Route("/docs", self.docs_page, methods=["GET"]),
+            Route("/healthz", self.healthz, methods=["GET"]),
+            Route("/readyz", self.readyz, methods=["GET"]),
+            Route("/metrics", self.metrics, methods=["GET"]),
+        ]
+
+    async def openapi_json(self, _: Request) -> Response:
+        return Response(self.spec_bytes, media_type="application/json")
+
+    async def docs_page(self, _: Request) -> Response:
+        return HTMLResponse(self.docs_html)
+
+    async def healthz(self, _: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(self, _: Request) -> Response:
+        try:
+            async with self.runtime.db.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+        except Exception as exc:  # any failure means not ready
+            log.warning("readiness check failed", error=str(exc))
+            return JSONResponse({"status": "unavailable"}, status_code=503)
+        return JSONResponse({"status": "ok"})
+
+    async def metrics(self, _: Request) -> Response:
+        return Response(generate_latest(self.runtime.metrics.registry),
+                        media_type=CONTENT_TYPE_LATEST)
+
+
+class HttpErrors:
+    """Failures outside an operation (unknown path, wrong method, a crash in a route that is
+    not an operation), answered with the same envelope as an operation's errors."""
+
+    def __init__(self, translator: Translator) -> None:
+        self.translator = translator
+
+    def __call__(self, request: Request, exc: Exception) -> Response:
+        rid = new_request_id()
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        error: errors.ApiError
+        if status == 404:
+            error = errors.RouteNotFound(path=request.url.path)
+        elif status == 405:
+            error = errors.MethodNotAllowed(method=request.method, path=request.url.path)
+        else:
+            log.error("unhandled error outside an operation", request_id=rid, error=repr(exc))
+            error = errors.InternalError()
+        locale = negotiate(request.headers.get("accept-language"))
+        message = self.translator.render(locale, error.message, error.fields)
+        headers = request_id_headers(rid)
+        if status == 405 and isinstance(exc, HTTPException) and exc.headers:
+            # Starlette names the methods the route takes; RFC 9110 wants them on a 405.
+            allow = exc.headers.get("Allow") or exc.headers.get("allow")
+            if allow:
+                headers["Allow"] = allow
+        return Response(
+            error_body(rid, error.code, message), error.status, headers,
+            media_type="application/json",
+        )
+
+
+class Lifespan:
+    """Starts the background tasks with the app and, at shutdown, stops them, writes the
+    buffered app-key uses and closes the rate limiter and the database."""
+
+    def __init__(self, runtime: Runtime, background: list[BackgroundTask]) -> None:
+        authenticator = runtime.authenticator
+        assert isinstance(authenticator, DatabaseAuthenticator)
+        self.runtime = runtime
+        self.authenticator = authenticator
+        self.tasks = [self.flush_key_use, *background]
+
+    async def flush_key_use(self, runtime: Runtime) -> None:
+        while True:
+            await asyncio.sleep(KEY_USE_FLUSH_SECONDS)
+            try:
+                await self.authenticator.flush_last_used(runtime.db)
+            except Exception as exc:  # keep flushing; a missed flush only delays a timestamp
+                log.warning("could not record app key use", error=repr(exc))
+
+    @contextlib.asynccontextmanager
+    async def __call__(self, app: Starlette) -> AsyncIterator[None]:
+        runtime = self.runtime
+        running = [asyncio.create_task(task(runtime)) for task in self.tasks]
+        try:
+            yield
+        finally:
+            for t in running:
+                t.cancel()
+            for t in running:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+            with contextlib.suppress(Exception):
+                await self.authenticator.flush_last_used(runtime.db)
+            if runtime.runner_hub is not None:  # its relay loop and Redis subscription
+                with contextlib.suppress(Exception):
+                    await runtime.runner_hub.close()
+            await runtime.limiter.close()
+            await runtime.db.dispose()
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -85,97 +199,13 @@ def create_app(
         Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations
     ]
     routes += extra_routes(runtime)
-    spec = openapi.build(operations)
-    spec_bytes = encode(spec)
-    docs_html = docs.render(spec)
-
-    async def openapi_json(_: Request) -> Response:
-        return Response(spec_bytes, media_type="application/json")
-
-    async def docs_page(_: Request) -> Response:
-        return HTMLResponse(docs_html)
-
-    async def healthz(_: Request) -> Response:
-        return JSONResponse({"status": "ok"})
-
-    async def readyz(_: Request) -> Response:
-        try:
-            async with runtime.db.connect() as conn:
-                await conn.execute(text("SELECT 1"))
-        except Exception as exc:  # any failure means not ready
-            log.warning("readiness check failed", error=str(exc))
-            return JSONResponse({"status": "unavailable"}, status_code=503)
-        return JSONResponse({"status": "ok"})
-
-    async def metrics(_: Request) -> Response:
-        return Response(generate_latest(runtime.metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    routes += [
-        Route("/openapi.json", openapi_json, methods=["GET"]),
-        Route("/docs", docs_page, methods=["GET"]),
-        Route("/healthz", healthz, methods=["GET"]),
-        Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics, methods=["GET"]),
-    ]
-
-    def http_error(request: Request, exc: Exception) -> Response:
-        rid = new_request_id()
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        error: errors.ApiError
-        if status == 404:
-            error = errors.RouteNotFound(path=request.url.path)
-        elif status == 405:
-            error = errors.MethodNotAllowed(method=request.method, path=request.url.path)
-        else:
-            log.error("unhandled error outside an operation", request_id=rid, error=repr(exc))
-            error = errors.InternalError()
-        locale = negotiate(request.headers.get("accept-language"))
-        message = runtime.translator.render(locale, error.message, error.fields)
-        headers = request_id_headers(rid)
-        if status == 405 and isinstance(exc, HTTPException) and exc.headers:
-            # Starlette names the methods the route takes; RFC 9110 wants them on a 405.
-            allow = exc.headers.get("Allow") or exc.headers.get("allow")
-            if allow:
-                headers["Allow"] = allow
-        return Response(
-            error_body(rid, error.code, message), error.status, headers,
-            media_type="application/json",
-        )
-
-    authenticator = runtime.authenticator
-    assert isinstance(authenticator, DatabaseAuthenticator)
-
-    async def flush_key_use(runtime: Runtime) -> None:
-        while True:
-            await asyncio.sleep(KEY_USE_FLUSH_SECONDS)
-            try:
-                await authenticator.flush_last_used(runtime.db)
-            except Exception as exc:  # keep flushing; a missed flush only delays a timestamp
-                log.warning("could not record app key use", error=repr(exc))
-
-    tasks = [flush_key_use, *(background or [])]
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        running = [asyncio.create_task(task(runtime)) for task in tasks]
-        try:
-            yield
-        finally:
-            for t in running:
-                t.cancel()
-            for t in running:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await t
-            with contextlib.suppress(Exception):
-                await authenticator.flush_last_used(runtime.db)
-            await runtime.limiter.close()
-            await runtime.db.dispose()
-
+    routes += ServicePages(runtime, operations).routes()
+    http_error = HttpErrors(runtime.translator)
     app = Starlette(
         exception_handlers={404: http_error, 405: http_error, Exception: http_error},
     )
     # Set before the first request builds the middleware stack around it.
-    app.router = ExactPathRouter(routes=routes, lifespan=lifespan)
+    app.router = ExactPathRouter(routes=routes, lifespan=Lifespan(runtime, background or []))
     app.state.runtime = runtime
     app.state.operations = operations
     configure_logging(settings.log_level, settings.log_json)

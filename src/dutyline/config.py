@@ -30,6 +30,66 @@ def _int(env: dict[str, str], name: str, default: int) -> int:
 
 
 @dataclass(frozen=True)
+class ChatApps:
+    """The server's own chat-platform apps (bots) that page a person in a direct message and
+    post into the group chats a layer names (`*_app` targets). One app per platform per
+    server: the reference's IM-app integrations (`data_source_id`) have no operations in the
+    contract, so their credentials are settings, like Twilio's. Base URLs are settings so a
+    private deployment (Lark instead of Feishu, a proxy) or a test's fake can stand in."""
+
+    slack_api_url: str = "https://slack.com/api"
+    slack_bot_token: str | None = field(default=None, repr=False)
+    feishu_api_url: str = "https://open.feishu.cn"
+    feishu_app_id: str | None = None
+    feishu_app_secret: str | None = field(default=None, repr=False)
+    dingtalk_api_url: str = "https://api.dingtalk.com"
+    dingtalk_app_key: str | None = None
+    dingtalk_app_secret: str | None = field(default=None, repr=False)
+    # The app's robot; DingTalk's internal apps use the app key as robot code by default.
+    dingtalk_robot_code: str | None = None
+    wecom_api_url: str = "https://qyapi.weixin.qq.com"
+    wecom_corp_id: str | None = None
+    wecom_corp_secret: str | None = field(default=None, repr=False)
+    wecom_agent_id: int = 0
+    zoom_oauth_url: str = "https://zoom.us"
+    zoom_api_url: str = "https://api.zoom.us"
+    zoom_client_id: str | None = None
+    zoom_client_secret: str | None = field(default=None, repr=False)
+    zoom_bot_jid: str | None = None
+    zoom_account_id: str | None = None
+
+    @classmethod
+    def from_env(cls, e: dict[str, str]) -> ChatApps:
+        def url(name: str, default: str) -> str:
+            return (e.get(name) or default).rstrip("/")
+
+        def opt(name: str) -> str | None:
+            return e.get(name) or None
+
+        return cls(
+            slack_api_url=url("DUTYLINE_SLACK_API_URL", cls.slack_api_url),
+            slack_bot_token=opt("DUTYLINE_SLACK_BOT_TOKEN"),
+            feishu_api_url=url("DUTYLINE_FEISHU_API_URL", cls.feishu_api_url),
+            feishu_app_id=opt("DUTYLINE_FEISHU_APP_ID"),
+            feishu_app_secret=opt("DUTYLINE_FEISHU_APP_SECRET"),
+            dingtalk_api_url=url("DUTYLINE_DINGTALK_API_URL", cls.dingtalk_api_url),
+            dingtalk_app_key=opt("DUTYLINE_DINGTALK_APP_KEY"),
+            dingtalk_app_secret=opt("DUTYLINE_DINGTALK_APP_SECRET"),
+            dingtalk_robot_code=opt("DUTYLINE_DINGTALK_ROBOT_CODE"),
+            wecom_api_url=url("DUTYLINE_WECOM_API_URL", cls.wecom_api_url),
+            wecom_corp_id=opt("DUTYLINE_WECOM_CORP_ID"),
+            wecom_corp_secret=opt("DUTYLINE_WECOM_CORP_SECRET"),
+            wecom_agent_id=_int(e, "DUTYLINE_WECOM_AGENT_ID", 0),
+            zoom_oauth_url=url("DUTYLINE_ZOOM_OAUTH_URL", cls.zoom_oauth_url),
+            zoom_api_url=url("DUTYLINE_ZOOM_API_URL", cls.zoom_api_url),
+            zoom_client_id=opt("DUTYLINE_ZOOM_CLIENT_ID"),
+            zoom_client_secret=opt("DUTYLINE_ZOOM_CLIENT_SECRET"),
+            zoom_bot_jid=opt("DUTYLINE_ZOOM_BOT_JID"),
+            zoom_account_id=opt("DUTYLINE_ZOOM_ACCOUNT_ID"),
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
     redis_url: str | None = None
@@ -52,12 +112,16 @@ class Settings:
     twilio_from_number: str | None = None
     telegram_api_url: str = "https://api.telegram.org"
     telegram_bot_token: str | None = field(default=None, repr=False)
+    chat_apps: ChatApps = field(default_factory=ChatApps)
     max_body_bytes: int = 1024 * 1024
     rate_limit_per_second: int = 50
     rate_limit_per_minute: int = 1000
     # Durable-work loops run inside `serve` unless turned off (then run `dutyline worker`).
     run_workers: bool = True
     worker_concurrency: int = 4
+    # How often a process polls the runner_task rows it relays (aisre/runner/hub.py); with
+    # Redis, rings wake it sooner and this is only the fallback.
+    runner_relay_poll_seconds: float = 0.2
     job_lease_seconds: int = 30
     # Done jobs older than this are pruned by the workers (dead ones are kept for inspection).
     job_retention_days: int = 7
@@ -94,11 +158,14 @@ class Settings:
             telegram_api_url=(get("DUTYLINE_TELEGRAM_API_URL")
                               or "https://api.telegram.org").rstrip("/"),
             telegram_bot_token=get("DUTYLINE_TELEGRAM_BOT_TOKEN") or None,
+            chat_apps=ChatApps.from_env(e),
             max_body_bytes=_int(e, "DUTYLINE_MAX_BODY_BYTES", 1024 * 1024),
             rate_limit_per_second=_int(e, "DUTYLINE_RATE_LIMIT_PER_SECOND", 50),
             rate_limit_per_minute=_int(e, "DUTYLINE_RATE_LIMIT_PER_MINUTE", 1000),
             run_workers=_bool(get("DUTYLINE_RUN_WORKERS"), True),
             worker_concurrency=_int(e, "DUTYLINE_WORKER_CONCURRENCY", 4),
+            runner_relay_poll_seconds=float(
+                get("DUTYLINE_RUNNER_RELAY_POLL_SECONDS") or 0.2),
             job_lease_seconds=_int(e, "DUTYLINE_JOB_LEASE_SECONDS", 30),
             job_retention_days=_int(e, "DUTYLINE_JOB_RETENTION_DAYS", 7),
             job_modules=tuple(

@@ -48,12 +48,14 @@ DOMAINS: tuple[Domain, ...] = (
         "dutyline.channel.endpoints:router",
         "dutyline.channel.integration.endpoints:router",
         "dutyline.channel.noise.endpoints:router",
+        "dutyline.channel.pipeline.endpoints:router",
+        "dutyline.channel.route.endpoints:router",
     )),
     Domain(
         "dispatch",
         routers=("dutyline.dispatch.endpoints:router",),
         task_modules=("dutyline.dispatch.tasks",),
-        extra_routes=("dutyline.dispatch.links:routes",),
+        extra_routes=("dutyline.dispatch.links:routes", "dutyline.dispatch.voice:routes"),
     ),
     Domain(
         "notify",
@@ -78,8 +80,7 @@ DOMAINS: tuple[Domain, ...] = (
     Domain("insight", routers=("dutyline.insight.endpoints:router",)),
     Domain("enrichment", routers=(
         "dutyline.enrichment.endpoints:router",
-        "dutyline.enrichment.pipeline.endpoints:router",
-        "dutyline.enrichment.route.endpoints:router",
+        "dutyline.enrichment.api.endpoints:router",
     )),
     Domain(
         "aisre",

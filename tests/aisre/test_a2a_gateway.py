@@ -9,6 +9,7 @@ import pytest
 
 from dutyline.aisre.a2a.gateway import A2aError, A2aGateway
 from dutyline.aisre.a2a.service import A2aTarget, enabled_targets
+from dutyline.api.actor import Actor
 from dutyline.kit.outbound import OutboundPolicy
 from tests.aisre.a2a_peers import a2a_peer
 from tests.fixtures.accounts import Person
@@ -28,7 +29,9 @@ async def register(api: Api, who: Person, card_url: str, **fields: Any) -> str:
 
 async def target(api: Api, who: Person, agent_id: str, team_id: int = 0) -> A2aTarget:
     async with api.runtime.db.connect() as conn:
-        found = await enabled_targets(conn, api.runtime.secrets, who.account_id, team_id)
+        found = await enabled_targets(conn, api.runtime.secrets,
+                                      Actor.system(who.account_id, api.runtime.clock),
+                                      team_id=team_id)
     return next(t for t in found if t.agent_id == agent_id)
 
 
@@ -127,9 +130,10 @@ async def test_enabled_targets_follow_status_and_scope(api: Api, owner: Person) 
         await api.call("/safari/a2a-agent/disable", {"agent_id": off}, key=owner.key)
     async with api.runtime.db.connect() as conn:
         box = api.runtime.secrets
-        in_team = {t.agent_id for t in await enabled_targets(conn, box, owner.account_id,
-                                                             team_id)}
-        account_only = {t.agent_id for t in await enabled_targets(conn, box, owner.account_id)}
+        system = Actor.system(owner.account_id, api.runtime.clock)
+        in_team = {t.agent_id for t in await enabled_targets(conn, box, system,
+                                                             team_id=team_id)}
+        account_only = {t.agent_id for t in await enabled_targets(conn, box, system)}
     assert in_team == {account, mine}
     assert account_only == {account}
     assert theirs not in in_team and off not in in_team

@@ -195,15 +195,63 @@ async def test_update_field_rules(w: World) -> None:
     assert "oncall_incident_trigger_id" not in got.data
 
 
+async def worknode(w: World, who: Person, name: str) -> str:
+    made = await w.api.call("/safari/worknode/create", {"name": name}, key=who.key)
+    assert made.status == 200, made.body
+    return str(made.data["worknode_id"])
+
+
 async def test_environment(w: World) -> None:
+    node = await worknode(w, w.owner, "runner-1")
     rule = await create(w)
     byoc = await update(w, w.owner, rule_id=rule["rule_id"], environment_kind="byoc",
-                        environment_id="runner-1")
-    assert (byoc.data["environment_kind"], byoc.data["environment_id"]) == ("byoc", "runner-1")
+                        environment_id=node)
+    assert (byoc.data["environment_kind"], byoc.data["environment_id"]) == ("byoc", node)
     cloud = await update(w, w.owner, rule_id=rule["rule_id"], environment_kind="cloud")
     assert cloud.data["environment_kind"] == "cloud"
     auto = await update(w, w.owner, rule_id=rule["rule_id"], environment_kind="")
     assert auto.data["environment_kind"] == ""
+    made = await create(w, environment_kind="byoc", environment_id=node)
+    assert (made["environment_kind"], made["environment_id"]) == ("byoc", node)
+
+
+async def rule_count(w: World) -> int:
+    listed = await w.api.call("/safari/automation/rule/list", {}, key=w.owner.key)
+    return int(listed.data["total"])
+
+
+async def test_a_byoc_rule_must_name_a_worknode_of_its_account(w: World) -> None:
+    """On create and update, an unknown worknode and another account's get the same 400, and
+    nothing is written."""
+    theirs = await worknode(w, w.stranger, "globex-runner")
+    mine = await worknode(w, w.owner, "acme-runner")
+    rule = await create(w)
+    before = await rule_count(w)
+    for wrong in ("wn_000000000000000000000000", theirs, "runner-1"):
+        made = await w.api.call("/safari/automation/rule/create", rule_body(
+            environment_kind="byoc", environment_id=wrong), key=w.owner.key)
+        assert (made.status, made.code) == (400, "InvalidParameter"), wrong
+        assert made.message == ("Invalid parameter environment_id: names no worknode of this "
+                                "account (see /safari/worknode/list)")
+        changed = await update(w, w.owner, rule_id=rule["rule_id"], environment_kind="byoc",
+                               environment_id=wrong, name="renamed")
+        assert (changed.status, changed.message) == (400, made.message)
+    assert await rule_count(w) == before
+    got = await w.api.call("/safari/automation/rule/get", {"rule_id": rule["rule_id"]},
+                           key=w.owner.key)
+    assert (got.data["environment_kind"], got.data["environment_id"]) == ("", "")
+    assert got.data["name"] == "Morning check"
+    # Naming the worknode alone checks it against the rule's kind, byoc once set.
+    ok = await update(w, w.owner, rule_id=rule["rule_id"], environment_kind="byoc",
+                      environment_id=mine)
+    assert ok.status == 200
+    moved = await update(w, w.owner, rule_id=rule["rule_id"], environment_id=theirs)
+    assert (moved.status, moved.code) == (400, "InvalidParameter")
+    # An update that leaves the environment alone is not refused once its worknode is gone.
+    gone = await w.api.call("/safari/worknode/delete", {"worknode_id": mine}, key=w.owner.key)
+    assert gone.status == 200
+    disabled = await update(w, w.owner, rule_id=rule["rule_id"], enabled=False)
+    assert disabled.status == 200 and disabled.data["environment_id"] == mine
 
 
 async def test_http_post_trigger_token_is_shown_once_and_stored_hashed(w: World) -> None:

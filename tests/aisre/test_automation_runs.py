@@ -231,12 +231,16 @@ async def test_without_an_llm_runs_fail_clearly(settings: Settings, clock: FakeC
 
 
 async def test_byoc_runs_fail_clearly(w: World) -> None:
-    r = await rule(w, environment_kind="byoc", environment_id="runner-7")
+    # A worknode of the account (a rule may name no other), with no runner connected.
+    made = await w.api.call("/safari/worknode/create", {"name": "runner-7"}, key=w.owner.key)
+    assert made.status == 200, made.body
+    node = str(made.data["worknode_id"])
+    r = await rule(w, environment_kind="byoc", environment_id=node)
     started = await w.api.call("/safari/automation/rule/run", {"rule_id": r["rule_id"]},
                                key=w.owner.key)
     await run_jobs(w.api)
     run = await get_run(w, started.data["run_id"])
-    assert run["status"] == "failed" and "runner-7" in run["error"]
+    assert run["status"] == "failed" and node in run["error"] and "offline" in run["error"]
 
 
 # --- manual runs ----------------------------------------------------------------------------

@@ -399,7 +399,15 @@ async def test_a_run_whose_runner_is_offline_fails_clearly(w: World, llm: FakeLl
     assert llm.requests == []  # the model is never asked
     clock: FakeClock = w.api.runtime.clock
     clock.advance(61)  # manual runs: one a minute per rule
-    unknown = await byoc_run(w, "wn_000000000000000000000000")
+    # A worknode deleted after the rule named it: the run fails, naming the cause.
+    gone, _ = await worknode_with_key(w, name="edge-8")
+    rule = await call(w, "/safari/automation/rule/create", {
+        "name": "Orphan", "prompt": "Look", "cron_expr": "9 * * *", "enabled": True,
+        "environment_kind": "byoc", "environment_id": gone["worknode_id"]})
+    await call(w, "/safari/worknode/delete", {"worknode_id": gone["worknode_id"]})
+    started = await call(w, "/safari/automation/rule/run", {"rule_id": rule["rule_id"]})
+    await run_jobs(w.api.runtime)
+    unknown = await call(w, "/safari/automation/run/get", {"run_id": started["run_id"]})
     assert unknown["status"] == "failed" and "names no worknode" in unknown["error"]
 
 

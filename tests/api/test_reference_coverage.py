@@ -510,6 +510,16 @@ async def _enrichment(w: World) -> None:
     await w.call("/enrichment/info", integration)
     await w.call("/enrichment/list", {"integration_ids": [w.ids["integration_id"]]})
     await w.call("/enrichment/upsert", {**integration, "rules": []})
+    made = await w.call("/enrichment/mapping/api/create", {
+        "api_name": "CMDB API", "description": "Query CMDB for host metadata",
+        "url": f"{w.receiver.base_url}/lookup", "headers": {"X-Token": "mytoken"},
+        "timeout": 2, "retry_count": 1, "insecure_skip_verify": False})
+    mapping_api = {"api_id": made["api_id"]}
+    await w.call("/enrichment/mapping/api/info", mapping_api)
+    await w.call("/enrichment/mapping/api/list", {})
+    await w.call("/enrichment/mapping/api/update", {**mapping_api, "timeout": 3,
+                                                    "retry_count": 0})
+    await w.call("/enrichment/mapping/api/delete", mapping_api)
     # Only settings-free rules here: the reference's AlertPipeline.settings is a oneOf whose
     # empty ApAlertDrop matches any object, so non-empty settings cannot validate against it.
     await w.call("/alert/pipeline/upsert", {**integration, "rules": [
@@ -521,6 +531,13 @@ async def _enrichment(w: World) -> None:
         {"if": [{"key": "labels.service", "oper": "IN", "vals": ["db*"]}],
          "channel_ids": [w.ids["channel_id"]], "fallthrough": False}],
         "sections": [{"name": "Storage", "position": 0}],
+        "default": {"channel_ids": [w.ids["channel_id"]]}})
+    await w.call("/route/upsert", {**integration, "cases": [
+        {"if": [{"key": "severity", "oper": "IN", "vals": ["Critical"]}],
+         "channel_ids": [w.ids["channel_id"]], "fallthrough": True, "routing_mode": "standard"},
+        {"if": [{"key": "severity", "oper": "IN", "vals": ["Warning"]}], "channel_ids": None,
+         "fallthrough": False, "routing_mode": "name_mapping",
+         "name_mapping_label": "labels.service"}],
         "default": {"channel_ids": [w.ids["channel_id"]]}})
     await w.call("/route/info", integration)
     await w.call("/route/list", {"integration_ids": [w.ids["integration_id"]]})
@@ -555,7 +572,22 @@ async def _monitors(w: World) -> None:
     assert imported == [{"name": "Copy", "message": ""}]
     rules = await w.call("/monit/rule/list/basic", {})
     copy = next(r["id"] for r in rules if r["name"] == "Copy")
+    moved = await w.call("/monit/rule/move", {"ids": [copy], "dest_folder_id": 7})
+    assert moved == [{"name": "Copy", "message": ""}]
+    audits = await w.call("/monit/rule/audits", {"id": created["id"]})
+    await w.call("/monit/rule/audit/detail", {"id": audits[0]["id"]})
+    await w.call("/monit/rule/dstypes", {})
+    for counter in ("total", "status", "channel", "node"):
+        await w.call(f"/monit/rule/counter/{counter}", {})
     await w.call("/monit/rule/delete/batch", {"ids": [copy]})
+    ruleset = await w.call("/monit/store/ruleset/create", {
+        "type_ident": "prometheus", "note": "Node basics", "open_flag": 1,
+        "payload": json.dumps(exported)})
+    await w.call("/monit/store/ruleset/info", {"id": ruleset["id"]})
+    await w.call("/monit/store/ruleset/list", {"type_ident": "prometheus"})
+    await w.call("/monit/store/ruleset/update", {"id": ruleset["id"], "note": "Node",
+                                                 "payload": "[]"})
+    await w.call("/monit/store/ruleset/delete", {"id": ruleset["id"]})
     await w.call("/monit/rule/delete", {"id": created["id"]})
     await w.call("/monit/datasource/delete", {"id": ds["id"]})
 

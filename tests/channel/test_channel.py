@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
+from dutyline.api.actor import Actor
 from dutyline.channel.service import load_settings, touch_last_incident
+from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
@@ -407,8 +409,10 @@ async def test_last_incident_at_drives_ranking(api: Api, owner: Person) -> None:
     busy = await _create(api, owner, "Busy")
     other = await _create(api, owner, "Other")
     async with api.runtime.db.transaction() as conn:
-        await touch_last_incident(conn, owner.account_id, quiet, 1_700_000_100)
-        await touch_last_incident(conn, owner.account_id, busy, 1_700_000_200)
+        clock = FakeClock(1_700_000_100)
+        await touch_last_incident(conn, Actor.system(owner.account_id, clock), channel_id=quiet)
+        clock.set(1_700_000_200)
+        await touch_last_incident(conn, Actor.system(owner.account_id, clock), channel_id=busy)
     ranked = await api.call("/channel/list", {}, key=owner.key)
     assert [c["channel_id"] for c in ranked.data["items"]][:2] == [busy, quiet]
     assert ranked.data["items"][2]["channel_id"] == other

@@ -121,3 +121,51 @@ async def test_a_connection_that_cannot_open_leaves_no_thread_behind(tmp_path: P
             assert set(_connection_threads()) - before == set()
     finally:
         await database.dispose()
+
+
+async def test_a_lazy_writer_takes_the_process_lock_with_its_first_statement(
+        db: Database) -> None:
+    """A job's transaction (work/worker.py) holds no lock until it writes, then queues behind
+    this process's other writers in order, and gives the lock back however it ends."""
+    options = db.lazy_writer()
+    lock = options["sqlite_writer_lock"]
+
+    async with db.engine.connect() as conn:
+        await conn.execution_options(**options)
+        async with conn.begin():
+            assert not lock.locked()  # begun, nothing ran: others may write meanwhile
+            async with db.transaction() as other:
+                await other.execute(insert(counter).values(value=1, label="other"))
+            await conn.execute(insert(counter).values(value=2, label="mine"))
+            assert lock.locked()
+        assert not lock.locked()  # committed
+
+        with pytest.raises(IntegrityError):
+            async with conn.begin():
+                await conn.execute(insert(counter).values(value=3, label="mine"))
+        assert not lock.locked()  # rolled back after a failed statement
+
+        async with conn.begin():
+            pass
+        assert not lock.locked()  # never wrote, never locked
+
+    # Another writer of this process waits its turn instead of meeting the file lock.
+    order: list[str] = []
+    async with db.engine.connect() as conn:
+        await conn.execution_options(**options)
+        async with conn.begin():
+            await conn.execute(update(counter).values(value=10))
+
+            async def second() -> None:
+                async with db.transaction() as other:
+                    order.append("second")
+                    await other.execute(update(counter).values(value=20))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(second)
+                await anyio.sleep(0.05)
+                order.append("first commits")
+                await conn.commit()
+    assert order == ["first commits", "second"]
+    async with db.connect() as conn:
+        assert set((await conn.execute(select(counter.c.value))).scalars()) == {20}

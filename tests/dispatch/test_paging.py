@@ -180,6 +180,40 @@ async def test_repeats_then_escalation_then_done(papi: Api, owner: Person,
     assert state.status == engine.DONE and state.layer_idx == 1
 
 
+async def test_a_late_step_does_not_push_the_timeline_back(
+        papi: Api, owner: Person, clock: FakeClock) -> None:
+    incident_id = await open_incident(papi, owner, [
+        layer(emails=["a@example.com"], max_times=3, notify_step=1, escalate_window=10)])
+    await run_jobs(papi)
+    async with papi.runtime.db.transaction() as conn:
+        begun = (await conn.execute(select(dispatch_state))).one()
+    t0 = begun.layer_started_at
+    assert begun.next_at == t0 + 60_000  # milliseconds, to the planned instant
+
+    # The first repeat runs 30 s late; the second is still due at t0 + 120 s, not 30 s later.
+    await advance(papi, clock, 90)
+    assert [d.fire_type for d in await deliveries(papi, incident_id)] == ["fire", "refire"]
+    async with papi.runtime.db.transaction() as conn:
+        state = (await conn.execute(select(dispatch_state))).one()
+    assert state.last_notified_at == t0 + 60_000 and state.next_at == t0 + 120_000
+    await advance(papi, clock, 30)
+    assert [d.fire_type for d in await deliveries(papi, incident_id)] == [
+        "fire", "refire", "refire"]
+
+
+async def test_after_an_outage_missed_repeats_are_not_sent_in_a_burst(
+        papi: Api, owner: Person, clock: FakeClock) -> None:
+    incident_id = await open_incident(papi, owner, [
+        layer(emails=["a@example.com"], max_times=5, notify_step=1, escalate_window=30)])
+    await run_jobs(papi)
+    # Nothing ran for ten minutes: one repeat now, then a fresh timeline from now.
+    await advance(papi, clock, 600)
+    assert [d.fire_type for d in await deliveries(papi, incident_id)] == ["fire", "refire"]
+    async with papi.runtime.db.transaction() as conn:
+        state = (await conn.execute(select(dispatch_state))).one()
+    assert state.next_at == int(clock.now() * 1000) + 60_000
+
+
 async def test_ack_pauses_unack_resumes_and_force_escalate_goes_on(
         papi: Api, owner: Person, clock: FakeClock) -> None:
     incident_id = await open_incident(papi, owner, [

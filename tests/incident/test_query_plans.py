@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from dutyline.channel import service as channels
+from dutyline.channel import repository as repo_of_channels
 from dutyline.channel.repository import Viewer
 from dutyline.db.engine import Database
 from dutyline.incident.query import repository as repo
@@ -28,7 +28,7 @@ async def test_reads_by_id_use_the_primary_key(sqlite_url: str, admin: bool) -> 
             seen.append((statement, params))
 
     event.listen(db.engine.sync_engine, "before_cursor_execute", capture)
-    scope = Scope(7, None if admin else channels.visible_channel_ids(
+    scope = Scope(7, None if admin else repo_of_channels.visible_ids(
         7, Viewer(is_admin=False, team_ids=frozenset({1}))))
     try:
         async with db.transaction(write=False) as conn:

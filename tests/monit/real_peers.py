@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import ssl
 import subprocess
 import time
 from collections.abc import Iterator
@@ -28,6 +29,7 @@ from starlette.routing import Route
 
 from tests.fixtures.loopback import serve_asgi
 from tests.fixtures.server import free_port
+from tests.fixtures.tls_certs import Issued, ThrowawayCA
 
 REQUIRED_ENV = "DUTYLINE_TEST_PROMETHEUS"
 START_TIMEOUT_S = 30.0
@@ -56,13 +58,14 @@ async def _metrics(_: Request) -> PlainTextResponse:
     return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
 
-def _wait(url: str, process: subprocess.Popen[bytes], what: str) -> None:
+def _wait(url: str, process: subprocess.Popen[bytes], what: str,
+          verify: ssl.SSLContext | bool = True) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"{what} exited with {process.returncode}")
         try:
-            if httpx.get(url, timeout=1).status_code == 200:
+            if httpx.get(url, timeout=1, verify=verify).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -111,6 +114,50 @@ def prometheus_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Promet
             yield PrometheusPeer(url)
         finally:
             _stop(process)
+
+
+@dataclass(frozen=True)
+class PrometheusTlsPeer:
+    """A real Prometheus serving its API over HTTPS only to clients with a certificate of
+    `ca` (web.config.file: RequireAndVerifyClientCert); its certificate names `server_name`."""
+
+    url: str
+    ca: ThrowawayCA
+    client: Issued
+    server_name: str = "prometheus.test"
+
+
+@pytest.fixture(scope="session")
+def prometheus_tls_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrometheusTlsPeer]:
+    exe = binary("prometheus")
+    root = tmp_path_factory.mktemp("prometheus-tls")
+    ca = ThrowawayCA()
+    cert, key = ca.issue("prometheus", dns=PrometheusTlsPeer.server_name).write(root, "server")
+    client = ca.issue("dutyline", client=True)
+    (root / "ca.crt").write_text(ca.cert_pem)
+    port = free_port()
+    (root / "web.yml").write_text(
+        f"tls_server_config:\n  cert_file: {cert}\n  key_file: {key}\n"
+        f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {root / 'ca.crt'}\n")
+    (root / "prometheus.yml").write_text(
+        "global:\n  scrape_interval: 1s\n"
+        "scrape_configs:\n  - job_name: static\n    static_configs:\n"
+        "      - targets: ['127.0.0.1:1']\n")  # nothing answers: up == 0 after a scrape
+    process = subprocess.Popen(
+        [exe, f"--config.file={root / 'prometheus.yml'}", f"--web.config.file={root / 'web.yml'}",
+         f"--storage.tsdb.path={root / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
+         "--log.level=warn"],
+        stdout=subprocess.DEVNULL, stderr=(root / "stderr.log").open("wb"),
+    )
+    try:
+        verify = ssl.create_default_context(cadata=ca.cert_pem)
+        verify.check_hostname = False  # readiness only: the test checks the name itself
+        verify.load_cert_chain(*client.write(root, "client"))
+        url = f"https://127.0.0.1:{port}"
+        _wait(f"{url}/-/ready", process, "prometheus (TLS)", verify)
+        yield PrometheusTlsPeer(url, ca, client)
+    finally:
+        _stop(process)
 
 
 @dataclass(frozen=True)

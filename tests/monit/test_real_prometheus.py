@@ -26,7 +26,7 @@ from dutyline.platform.account.service import create_account
 from tests.fixtures.accounts import new_account
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.loopback import serve_asgi
-from tests.monit.real_peers import AlertmanagerPeer, Gauge, PrometheusPeer
+from tests.monit.real_peers import AlertmanagerPeer, Gauge, PrometheusPeer, PrometheusTlsPeer
 from tests.monit.support import channel, create_rule, datasource, incidents, run_due
 
 pytestmark = pytest.mark.anyio
@@ -116,6 +116,47 @@ async def test_a_rule_opens_and_closes_an_incident_on_real_prometheus(
     info = (await api.call("/monit/rule/info", {"id": rule_id}, key=owner.key)).data
     assert info["eval_status"]["last_error"] == ""
     assert info["eval_status"]["last_eval_at_ms"] > 0
+
+
+async def test_a_rule_queries_real_prometheus_over_mutual_tls(
+    api: Api, prometheus_tls_peer: PrometheusTlsPeer, clock: SkewClock
+) -> None:
+    peer = prometheus_tls_peer
+    owner = await new_account(api)
+    channel_id = await channel(api, owner)
+    tls = {"tls_ca": peer.ca.cert_pem, "tls_server_name": peer.server_name}
+    ds_id = await datasource(api, owner, peer.url, **tls)
+
+    async def query() -> Any:
+        return await api.call("/monit/datasource/query", {"ds_id": ds_id, "expr": "up"},
+                              key=owner.key)
+
+    # No client certificate: Prometheus refuses the connection.
+    refused = await query()
+    assert refused.status == 400 and "TLS error" in refused.message, refused.body
+    update = {"id": ds_id, "type_ident": "prometheus", "name": "prom", "address": peer.url,
+              "edge_cluster_name": "default", "payload": {"prometheus": {
+                  **tls, "tls_cert": peer.client.cert_pem, "tls_key": peer.client.key_pem}}}
+    assert (await api.call("/monit/datasource/update", update, key=owner.key)).status == 200
+
+    async def scraped() -> list[Any]:
+        reply = await query()
+        assert reply.status == 200, reply.body
+        return list(reply.data["rows"])
+
+    (row,) = await eventually(scraped, "prometheus to scrape its (dead) target")
+    assert row["labels"]["job"] == "static" and row["value"] == 0.0
+    body = {"name": "Target down", "ds_type": "prometheus", "ds_ids": [ds_id],
+            "cron_pattern": "@every 5s", "channel_ids": [channel_id],
+            "rule_configs": {"queries": [{"name": "A", "expr": "up"}],
+                             "check_threshold": {"enabled": True, "critical": "$A < 1"}}}
+    rule_id = await create_rule(api, owner, body)
+    clock.offset_s += 6
+    await run_due(api, int(clock.now() * 1000))
+    info = (await api.call("/monit/rule/info", {"id": rule_id}, key=owner.key)).data
+    assert info["eval_status"]["last_error"] == "", info["eval_status"]
+    (opened,) = await incidents(api, owner.account_id)
+    assert opened.incident_status == "Critical"
 
 
 async def test_alertmanager_delivers_firing_and_resolved(

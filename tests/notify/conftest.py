@@ -10,6 +10,7 @@ from dutyline.config import Settings
 from dutyline.kit.clock import FakeClock
 from tests.dispatch.receiver import receiver  # noqa: F401  (the fixture)
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.fake_chat_apps import fake_chat_apps  # noqa: F401  (the fixture)
 from tests.fixtures.fake_twilio import fake_twilio  # noqa: F401  (the fixture)
 from tests.fixtures.smtp import SmtpSink
 

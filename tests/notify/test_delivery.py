@@ -1,6 +1,7 @@
 """Delivery: retries with backoff then failed, one delivery never holding up another, the
-outbound guard on redirects, chat payloads (Slack, Feishu with signing), channels without an
-adapter yet, the webhook history (reference schemas), and the signed links' refusals."""
+outbound guard on redirects, chat payloads (Slack, Feishu with signing), chat apps with no
+credentials configured, the webhook history (reference schemas), and the signed links'
+refusals."""
 
 from __future__ import annotations
 
@@ -186,16 +187,21 @@ async def test_dingtalk_wecom_and_teams_payloads(papi: Api, owner: Person, clock
     assert "checkout" in attachment["content"]["body"][0]["text"]
 
 
-async def test_channels_without_an_adapter_are_recorded_failed(papi: Api,
-                                                               owner: Person) -> None:
+async def test_chat_apps_without_credentials_are_recorded_failed_with_what_they_need(
+        papi: Api, owner: Person) -> None:
     incident_id = await page(papi, owner, [layer(
-        person_ids=[owner.person_id], by={"critical": ["feishu_app", "slack", "email"]})])
-    states = {d.channel: (d.status, d.last_error) for d in
-              await rows(papi, notify_delivery, incident_id)}
-    assert states["email"] == ("success", "")
-    assert states["feishu_app"] == ("failed", "channel 'feishu_app' is not supported yet")
-    # Slack posts to a channel's webhook; a person has no Slack address of their own yet.
-    assert states["slack"] == ("failed", "channel 'slack' is not supported for a person yet")
+        person_ids=[owner.person_id],
+        by={"critical": ["feishu_app", "slack", "teams_app", "email"]})])
+    found = await rows(papi, notify_delivery, incident_id)
+    states = {d.channel: (d.status, d.attempts, d.last_error) for d in found}
+    assert states["email"] == ("success", 1, "")
+    # No app configured on this server: failed at once (no retry), saying what is missing.
+    assert states["feishu_app"] == (
+        "failed", 1, "feishu_app needs DUTYLINE_FEISHU_APP_ID and DUTYLINE_FEISHU_APP_SECRET")
+    assert states["slack"] == ("failed", 1,
+                               "slack needs a bot token (DUTYLINE_SLACK_BOT_TOKEN)")
+    assert states["teams_app"][:2] == ("failed", 1)
+    assert states["teams_app"][2].startswith("teams_app needs a Bot Framework bot")
 
 
 async def test_webhook_history_list_and_detail(papi: Api, owner: Person, clock: FakeClock,

@@ -2,9 +2,11 @@
 
 Services have the shape `(conn, actor, *, domain arguments) -> domain values`, so that
 endpoints, jobs, the CLI and the console call the same functions. An endpoint builds its
-actor from the request (`ctx.actor`); a job or the CLI builds one with `Actor.system(...)`
-or `Actor.of_member(...)`. The clock travels with the actor, so a service never reads the
-time any other way (rule 4 of the house)."""
+actor from the request (`ctx.actor`); a job or the CLI builds one with `Actor.system(...)`,
+and code acting for one person outside a request constructs one with their id (a signed
+link: dispatch/system.py; an automation's reads: aisre/automation/tools.py). The clock
+travels with the actor, so a service never reads the time any other way (rule 4 of the
+house)."""
 
 from __future__ import annotations
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.datastructures import Headers
 from starlette.formparsers import MultiPartParser
 from starlette.requests import Request
@@ -52,109 +54,186 @@ def failure(runtime: Runtime, locale: str, rid: str,
         rid, exc.code, runtime.translator.render(locale, exc.message, exc.fields))
 
 
-def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
-    decoder = msgspec.json.Decoder(op.request_type)
-    empty_data: Any = None if op.empty == "null" else {}
-    metrics = runtime.metrics
-    latency = metrics.latency.labels(op.path)
-    body_limit = op.max_body_bytes or runtime.settings.max_body_bytes
+class CallLog:
+    """Built once per route: each call's metrics and its one structured access line. Shared
+    by the operations and by alert ingestion, which answer alike."""
 
-    async def endpoint(request: Request) -> Response:
+    def __init__(self, runtime: Runtime, path: str) -> None:
+        self.path = path
+        self.requests = runtime.metrics.requests
+        self.latency = runtime.metrics.latency.labels(path)
+
+    def record(self, rid: str, started: float, status: int, code: str, **who: Any) -> None:
+        """`who` names the caller (account_id, person_id, a trigger's id) in the line."""
+        elapsed = time.perf_counter() - started
+        self.requests.labels(self.path, code).inc()
+        self.latency.observe(elapsed)
+        # Never the query string (it holds the app_key or integration key) or the body.
+        log.info("request", request_id=rid, operation=self.path, status=status, code=code,
+                 **who, ms=round(elapsed * 1000, 2))
+
+
+async def rate_limit(runtime: Runtime, key: str, headers: dict[str, str]) -> None:
+    """Count a call on `key`'s windows; the answer's rate-limit headers go into `headers`."""
+    decision = await runtime.limiter.hit(key)
+    headers.update(decision.headers())
+    if not decision.allowed:
+        raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
+
+
+class Pipeline:
+    """What every endpoint of the API does around its own steps: a request id, the caller's
+    language, the envelope or the localized error, the metrics and the access line. The
+    operations (OperationEndpoint: app_key) and alert ingestion (incident/ingest/endpoint.py:
+    integration key) each supply `_run`, their authentication, limit, decoding and action;
+    they may answer other than with the envelope (`_answer`) or note a failure (`_failed`)."""
+
+    def __init__(self, runtime: Runtime, path: str) -> None:
+        self.runtime = runtime
+        self.path = path
+        self.log = CallLog(runtime, path)
+
+    async def __call__(self, request: Request) -> Response:
         started = time.perf_counter()
-        rid = new_request_id()
-        locale = negotiate(request.headers.get("accept-language"))
-        caller: Caller | None = None
+        call = Call(new_request_id(), negotiate(request.headers.get("accept-language")),
+                    request.client.host if request.client else "")
+        runtime = self.runtime
+        headers = request_id_headers(call.rid)
         media_type = _JSON
-        body = b""
-        headers = request_id_headers(rid)
-        client_ip = request.client.host if request.client else ""
         stream: AsyncIterator[bytes] | None = None
         try:
-            body = await read_body(request, body_limit)
-            app_key = request.query_params.get("app_key")
-            if not app_key or len(app_key) > 256:
-                raise errors.Unauthorized()
-            # A key that failed moments ago fails again without a connection or a query
-            # (platform/app_key/misses.py: only failures are remembered, briefly).
-            if runtime.authenticator.recently_failed(app_key):
-                raise errors.Unauthorized()
-            # Authentication runs on the request's own connection, inside its transaction:
-            # one round trip, and no success cached that a revoked key could outlive.
-            write_now = op.write and not op.outbound
-            async with RequestTransaction(runtime.db, write=write_now) as transaction:
-                conn = transaction.conn
-                caller = await runtime.authenticator.authenticate(conn, app_key)
-                if caller is None:
-                    raise errors.Unauthorized()
-                if op.rate_scope != "none":
-                    key = (
-                        f"k:{caller.key_id}"
-                        if op.rate_scope == "app_key"
-                        else f"a:{caller.account_id}"
-                    )
-                    decision = await runtime.limiter.hit(key)
-                    headers.update(decision.headers())
-                    if not decision.allowed:
-                        raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
-                if op.permissions and not caller.has_any(op.permissions):
-                    raise errors.AccessDenied()
-                raw: bytes | None = None
-                if op.raw_body and _content_type(request) not in ("", _JSON):
-                    req, raw = await _decode_raw(op, request, body)
-                else:
-                    req = _decode(op, decoder, request, body)
-                ctx = Context(transaction, caller, runtime, rid, locale, client_ip,
-                              raw_body=raw)
-                result = await op.handler(ctx, req)
-                if op.audited:
-                    await transaction.begin_writes()  # no-op unless still reading
-                    await runtime.audit.record(
-                        transaction.conn, caller=caller, operation=op.operation_name,
-                        request_id=rid, client_ip=client_ip, body=body, targets=ctx.audit_targets,
-                        outcome="OK", is_write=op.write, is_dangerous=op.dangerous,
-                    )
+            result = await self._run(request, call, headers)
             status, code = 200, "OK"
-            if isinstance(result, StreamedDownload):
-                if _wants_json(request):
-                    text = b"".join([chunk async for chunk in result.chunks()]).decode()
-                    content = success_body(rid, text)
-                else:
-                    media_type = result.media_type
-                    content = b""
-                    stream = _logged(result.chunks(), rid, op.path)
-                    headers["Content-Disposition"] = _attachment(result.filename)
-            elif isinstance(result, Download) and not _wants_json(request):
-                media_type = result.media_type
-                content = result.content.encode()
-                headers["Content-Disposition"] = _attachment(result.filename)
-            else:
-                if isinstance(result, Download):
-                    result = result.content
-                content = success_body(rid, empty_data if result is None else result)
+            content, media_type, stream = await self._answer(request, call.rid, result,
+                                                             headers)
         except errors.ApiError as exc:
-            status, code, content = failure(runtime, locale, rid, exc)
-            if op.audited and caller is not None and code != "RequestTooFrequently":
-                await _audit_failure(runtime, op, caller, rid, client_ip, body, code)
+            status, code, content = failure(runtime, call.locale, call.rid, exc)
+            await self._failed(call, code)
         except Exception:
-            log.exception("unhandled error", request_id=rid, operation=op.path)
-            status, code, content = failure(runtime, locale, rid, None)
-            if op.audited and caller is not None:
-                await _audit_failure(runtime, op, caller, rid, client_ip, body, code)
-        elapsed = time.perf_counter() - started
-        metrics.requests.labels(op.path, code).inc()
-        latency.observe(elapsed)
-        # One structured line per call; never the query string (it holds the app_key) or body.
-        log.info(
-            "request", request_id=rid, operation=op.path, status=status, code=code,
-            account_id=caller.account_id if caller else None,
-            person_id=caller.person_id if caller else None,
-            ms=round(elapsed * 1000, 2),
-        )
+            log.exception("unhandled error", request_id=call.rid, operation=self.path)
+            status, code, content = failure(runtime, call.locale, call.rid, None)
+            await self._failed(call, code)
+        self.log.record(call.rid, started, status, code, **call.who)
         if stream is not None:
             return StreamingResponse(stream, status, headers, media_type=media_type)
         return Response(content, status, headers, media_type=media_type)
 
-    return endpoint
+    async def _run(self, request: Request, call: Call, headers: dict[str, str]) -> Any:
+        """Authenticate, limit, decode and act; the result goes into the envelope."""
+        raise NotImplementedError
+
+    async def _answer(self, request: Request, rid: str, result: Any, headers: dict[str, str],
+                      ) -> tuple[bytes, str, AsyncIterator[bytes] | None]:
+        """(content, media type, stream) of a success."""
+        return success_body(rid, result), _JSON, None
+
+    async def _failed(self, call: Call, code: str) -> None:
+        """Called once for a call that failed, after its error envelope is made."""
+
+
+class OperationEndpoint(Pipeline):
+    """The endpoint of one operation: the steps of the module's docstring."""
+
+    def __init__(self, op: Operation, runtime: Runtime) -> None:
+        super().__init__(runtime, op.path)
+        self.op = op
+        self.decoder = msgspec.json.Decoder(op.request_type)
+        self.empty_data: Any = None if op.empty == "null" else {}
+        self.body_limit = op.max_body_bytes or runtime.settings.max_body_bytes
+
+    async def _failed(self, call: Call, code: str) -> None:
+        if self.op.audited and call.caller is not None and code != "RequestTooFrequently":
+            await _audit_failure(self.runtime, self.op, call, code)
+
+    def credential(self, request: Request) -> str:
+        """The app_key, refused (401) before any connection is taken when it is missing or
+        failed moments ago (platform/app_key/misses.py: only failures are remembered)."""
+        app_key = request.query_params.get("app_key")
+        if not app_key or len(app_key) > 256 or self.runtime.authenticator.recently_failed(
+                app_key):
+            raise errors.Unauthorized()
+        return app_key
+
+    async def authenticate(self, conn: AsyncConnection, app_key: str) -> Caller:
+        """On the request's own connection, inside its transaction: one round trip, and no
+        success cached that a revoked key could outlive."""
+        caller = await self.runtime.authenticator.authenticate(conn, app_key)
+        if caller is None:
+            raise errors.Unauthorized()
+        return caller
+
+    async def _run(self, request: Request, call: Call, headers: dict[str, str]) -> Any:
+        """Authenticate, limit, check the permission, decode, and run the handler and its
+        audit row in one transaction."""
+        op, runtime = self.op, self.runtime
+        call.body = await read_body(request, self.body_limit)
+        app_key = self.credential(request)
+        async with RequestTransaction(runtime.db,
+                                      write=op.write and not op.outbound) as transaction:
+            caller = await self.authenticate(transaction.conn, app_key)
+            call.identify(caller)
+            if op.rate_scope != "none":
+                await rate_limit(runtime, f"k:{caller.key_id}" if op.rate_scope == "app_key"
+                                 else f"a:{caller.account_id}", headers)
+            if op.permissions and not caller.has_any(op.permissions):
+                raise errors.AccessDenied()
+            raw: bytes | None = None
+            if op.raw_body and _content_type(request) not in ("", _JSON):
+                req, raw = await _decode_raw(op, request, call.body)
+            else:
+                req = _decode(op, self.decoder, request, call.body)
+            ctx = Context(transaction, caller, runtime, call.rid, call.locale, call.client_ip,
+                          raw_body=raw)
+            result = await op.handler(ctx, req)
+            if op.audited:
+                await transaction.begin_writes()  # no-op unless still reading
+                await runtime.audit.record(
+                    transaction.conn, caller=caller, operation=op.operation_name,
+                    request_id=call.rid, client_ip=call.client_ip, body=call.body,
+                    targets=ctx.audit_targets, outcome="OK", is_write=op.write,
+                    is_dangerous=op.dangerous,
+                )
+        return result
+
+    async def _answer(self, request: Request, rid: str, result: Any, headers: dict[str, str],
+                      ) -> tuple[bytes, str, AsyncIterator[bytes] | None]:
+        """(content, media type, stream) of a success: the envelope, or a file."""
+        if isinstance(result, StreamedDownload):
+            if _wants_json(request):
+                text = b"".join([chunk async for chunk in result.chunks()]).decode()
+                return success_body(rid, text), _JSON, None
+            headers["Content-Disposition"] = _attachment(result.filename)
+            return b"", result.media_type, _logged(result.chunks(), rid, self.op.path)
+        if isinstance(result, Download):
+            if not _wants_json(request):
+                headers["Content-Disposition"] = _attachment(result.filename)
+                return result.content.encode(), result.media_type, None
+            result = result.content
+        return success_body(rid, self.empty_data if result is None else result), _JSON, None
+
+
+@dataclass(slots=True)
+class Call:
+    """What one call has learnt so far, for its answer, its audit row and its access line."""
+
+    rid: str
+    locale: str
+    client_ip: str
+    caller: Caller | None = None
+    body: bytes = b""
+    # Who the access line names: the app key's account and person, or an integration's
+    # account (a push); None until the credential is known.
+    who: dict[str, Any] = field(default_factory=lambda: {"account_id": None,
+                                                         "person_id": None})
+
+    def identify(self, caller: Caller) -> None:
+        self.caller = caller
+        self.who = {"account_id": caller.account_id, "person_id": caller.person_id}
+
+
+def make_endpoint(op: Operation, runtime: Runtime) -> Endpoint:
+    # A bound method, not the instance: Starlette treats any other callable as a raw ASGI app.
+    return OperationEndpoint(op, runtime).__call__
 
 
 async def _logged(chunks: AsyncIterator[bytes], rid: str, path: str) -> AsyncIterator[bytes]:
@@ -317,15 +396,14 @@ def _is_utf8_encodable(value: str) -> bool:
     return True
 
 
-async def _audit_failure(
-    runtime: Runtime, op: Operation, caller: Caller, rid: str, ip: str, body: bytes, code: str
-) -> None:
+async def _audit_failure(runtime: Runtime, op: Operation, call: Call, code: str) -> None:
+    assert call.caller is not None
     try:
         async with runtime.db.transaction(write=True) as conn:
             await runtime.audit.record(
-                conn, caller=caller, operation=op.operation_name, request_id=rid, client_ip=ip,
-                body=body, targets=[], outcome=code, is_write=op.write,
-                is_dangerous=op.dangerous,
+                conn, caller=call.caller, operation=op.operation_name, request_id=call.rid,
+                client_ip=call.client_ip, body=call.body, targets=[], outcome=code,
+                is_write=op.write, is_dangerous=op.dangerous,
             )
     except Exception:
-        log.exception("could not record failed call in the audit log", request_id=rid)
+        log.exception("could not record failed call in the audit log", request_id=call.rid)

@@ -75,12 +75,21 @@ class Metrics:
             ["kind", "outcome"],
             registry=self.registry,
         )
+        self.enrichment_lookups = Counter(
+            "dutyline_enrichment_api_lookups",
+            "Calls to mapping APIs at ingest, by outcome (ok, failed)",
+            ["outcome"],
+            registry=self.registry,
+        )
         self.outbound_retries = Counter(
             "dutyline_outbound_retries",
             "Outbound HTTP requests sent again, by reason (connect_error, http_503...)",
             ["reason"],
             registry=self.registry,
         )
+
+    def count_enrichment_lookup(self, outcome: str) -> None:
+        self.enrichment_lookups.labels(outcome=outcome).inc()
 
     def count_outbound_retry(self, reason: str) -> None:
         self.outbound_retries.labels(reason=reason).inc()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import msgspec
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import service
@@ -21,49 +23,73 @@ from dutyline.channel.schemas import (
 router = Router("Channels")
 
 
+def _changes(req: CreateChannelRequest | UpdateChannelRequest) -> service.ChannelChanges:
+    """The request's settings; both requests name them as ChannelChanges does."""
+    fields = msgspec.structs.asdict(req)
+    fields.pop("channel_id", None)
+    return service.ChannelChanges(**fields)
+
+
 @router.post("/channel/create", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_create(ctx: Context, req: CreateChannelRequest) -> ChannelCreateResponse:
     """Create a channel."""
-    return await service.create_channel(ctx, req)
+    created = await service.create_channel(ctx.conn, ctx.actor, channel=_changes(req))
+    ctx.audit_targets.append(created.channel_id)
+    return ChannelCreateResponse(channel_id=created.channel_id,
+                                 channel_name=created.channel_name)
 
 
 @router.post("/channel/info", permissions=(CHANNEL_VIEW,))
 async def channel_info(ctx: Context, req: ChannelIDRequest) -> ChannelItem:
     """Get one channel (deleted ones too, with status `deleted`)."""
-    return await service.channel_info(ctx, req)
+    return await service.channel_info(ctx.conn, ctx.actor, channel_id=req.channel_id)
 
 
 @router.post("/channel/infos", permissions=(CHANNEL_VIEW,))
 async def channel_infos(ctx: Context, req: ChannelInfosRequest) -> ChannelInfosResponse:
     """Get up to 1000 live channels by id; unknown ids are left out."""
-    return await service.channel_infos(ctx, req)
+    return ChannelInfosResponse(items=await service.channel_infos(
+        ctx.conn, ctx.actor, channel_ids=req.channel_ids))
 
 
 @router.post("/channel/list", permissions=(CHANNEL_VIEW,))
 async def channel_list(ctx: Context, req: ListChannelsRequest) -> ListChannelsResponse:
     """List the live channels the caller sees, a page at a time."""
-    return await service.list_channels(ctx, req)
+    offset = (req.p - 1) * req.limit
+    total, items = await service.list_channels(
+        ctx.conn, ctx.actor, offset=offset, limit=req.limit, q=service.ChannelQuery(
+            orderby=req.orderby, asc=req.asc, is_my_managed=req.is_my_managed,
+            is_my_starred=req.is_my_starred, is_my_team=req.is_my_team,
+            is_brief=req.is_brief, team_ids=req.team_ids, channel_ids=req.channel_ids,
+            channel_name=req.channel_name, query=req.query))
+    return ListChannelsResponse(items=items, total=total,
+                                has_next_page=offset + len(items) < total)
 
 
 @router.post("/channel/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_update(ctx: Context, req: UpdateChannelRequest) -> UpdateChannelResponse:
     """Update a channel; only the fields given change."""
-    return await service.update_channel(ctx, req)
+    ctx.audit_targets.append(await service.update_channel(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, changes=_changes(req)))
+    return UpdateChannelResponse()
 
 
 @router.post("/channel/delete", permissions=(CHANNEL_MANAGE,), write=True, dangerous=True)
 async def channel_delete(ctx: Context, req: ChannelIDRequest) -> None:
     """Delete a channel (soft): its name is free again and its integrations stop."""
-    await service.delete_channel(ctx, req)
+    ctx.audit_targets.append(await service.delete_channel(ctx.conn, ctx.actor,
+                                                          channel_id=req.channel_id))
 
 
 @router.post("/channel/enable", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_enable(ctx: Context, req: ChannelIDRequest) -> None:
     """Enable a channel."""
-    await service.set_status(ctx, req, "enabled")
+    ctx.audit_targets.append(await service.set_status(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, status="enabled"))
 
 
 @router.post("/channel/disable", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_disable(ctx: Context, req: ChannelIDRequest) -> None:
     """Disable a channel."""
-    await service.set_status(ctx, req, "disabled")
+    ctx.audit_targets.append(await service.set_status(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, status="disabled"))

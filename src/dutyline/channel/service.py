@@ -5,6 +5,8 @@ integration keys."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -14,24 +16,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.api.operation import Context
 from dutyline.channel import repository as repo
 from dutyline.channel.repository import Viewer
 from dutyline.channel.schemas import (
     DEFAULT_FLAPPING,
     DEFAULT_GROUP,
-    ChannelCreateResponse,
-    ChannelIDRequest,
-    ChannelInfosRequest,
-    ChannelInfosResponse,
     ChannelItem,
     ChannelShort,
-    CreateChannelRequest,
+    Flapping,
     Group,
-    ListChannelsRequest,
-    ListChannelsResponse,
-    UpdateChannelRequest,
-    UpdateChannelResponse,
 )
 from dutyline.channel.settings import (
     ChannelSettings,
@@ -53,186 +46,220 @@ __all__ = [
     "load_settings",
     "load_settings_sync",
     "require_visible",
-    "require_visible_to",
     "touch_last_incident",
     "viewer",
-    "viewer_of",
     "visible_channel_ids",
 ]
 
 _encode = msgspec.json.encode
 
 
-async def viewer(ctx: Context) -> Viewer:
-    if ctx.caller.is_admin:
-        return Viewer(is_admin=True, team_ids=frozenset())
-    return Viewer(is_admin=False, team_ids=await ctx.caller_team_ids())
-
-
-async def viewer_of(actor: Actor) -> Viewer:
-    """viewer() for services that take an actor (the shape of api/actor.py)."""
+async def viewer(actor: Actor) -> Viewer:
     if actor.is_admin:
         return Viewer(is_admin=True, team_ids=frozenset())
     return Viewer(is_admin=False, team_ids=await actor.team_ids())
 
 
-def visible_channel_ids(account_id: int, viewer: Viewer) -> Select[tuple[int]] | None:
-    """The ids of the channels `viewer` sees, as a subquery, for the records that belong to a
+async def visible_channel_ids(actor: Actor) -> Select[tuple[int]] | None:
+    """The ids of the channels the actor sees, as a subquery, for the records that belong to a
     channel (incidents, alerts) to be hidden with it; None when every channel is visible
-    (owners and admins), so their reads carry no extra condition."""
-    return None if viewer.is_admin else repo.visible_ids(account_id, viewer)
+    (owners, admins and the system), so their reads carry no extra condition."""
+    if actor.is_admin:
+        return None
+    return repo.visible_ids(actor.account_id, await viewer(actor))
 
 
-async def require_visible(ctx: Context, channel_id: int) -> Any:
-    """A live channel the caller may see, or ResourceNotFound (also for other accounts')."""
-    row = await repo.get_visible(ctx.conn, ctx.caller.account_id, channel_id, await viewer(ctx))
+async def require_visible(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
+    """A live channel the actor may see, or ResourceNotFound (also for other accounts')."""
+    row = await repo.get_visible(conn, actor.account_id, channel_id, await viewer(actor))
     if row is None:
         raise errors.not_found("channel", channel_id)
     return row
 
 
-async def require_visible_to(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
-    """require_visible() for services that take an actor."""
-    row = await repo.get_visible(conn, actor.account_id, channel_id, await viewer_of(actor))
-    if row is None:
-        raise errors.not_found("channel", channel_id)
-    return row
-
-
-async def channel_names(conn: AsyncConnection, account_id: int,
+async def channel_names(conn: AsyncConnection, actor: Actor,
                         channel_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{channel_id: (channel_name, status)}, deleted channels included, for records (alerts,
     incidents) that name their channel."""
-    return await repo.names(conn, account_id, list(dict.fromkeys(channel_ids)))
+    return await repo.names(conn, actor.account_id, list(dict.fromkeys(channel_ids)))
 
 
-async def touch_last_incident(conn: AsyncConnection, account_id: int, channel_id: int,
-                              now_s: int) -> None:
+async def touch_last_incident(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> None:
     """Record that the channel just opened an incident (ChannelItem.last_incident_at, and the
     `ranking` order of /channel/list). For incident creation to call."""
-    await repo.update_channel(conn, account_id, channel_id, {"last_incident_at": now_s})
+    await repo.update_channel(conn, actor.account_id, channel_id,
+                              {"last_incident_at": actor.now_s})
 
 
-async def create_channel(ctx: Context, req: CreateChannelRequest) -> ChannelCreateResponse:
-    account_id = ctx.caller.account_id
-    name = _clean_name(req.channel_name)
-    await _check_teams(ctx, req.team_id, req.managing_team_ids)
-    group = _checked_group(req.group) if req.group is not None else DEFAULT_GROUP
-    if await repo.name_taken(ctx.conn, account_id, name.lower()):
+@dataclass(frozen=True)
+class ChannelChanges:
+    """A channel's settings to create it with or to change. None leaves a field unchanged
+    (on create: the field's default)."""
+
+    channel_name: str | None = None
+    team_id: int | None = None  # 0: no owning team (the channel belongs to the account)
+    managing_team_ids: Sequence[int] | None = None
+    description: str | None = None
+    group: Group | None = None
+    flapping: Flapping | None = None
+    auto_resolve_timeout: int | None = None
+    auto_resolve_mode: str | None = None
+    is_private: bool | None = None
+    disable_outlier_detection: bool | None = None
+    disable_auto_close: bool | None = None
+    is_external_report_enabled: bool | None = None
+
+
+# The plain settings stored as given, and their values on create when not given.
+_PLAIN_DEFAULTS: dict[str, Any] = {
+    "description": "", "auto_resolve_timeout": 0, "auto_resolve_mode": "trigger",
+    "is_private": False, "disable_outlier_detection": False, "disable_auto_close": False,
+    "is_external_report_enabled": False,
+}
+
+
+@dataclass(frozen=True)
+class CreatedChannel:
+    channel_id: int
+    channel_name: str
+
+
+async def create_channel(conn: AsyncConnection, actor: Actor, *,
+                         channel: ChannelChanges) -> CreatedChannel:
+    account_id = actor.account_id
+    name = _clean_name(channel.channel_name or "")
+    team_id = channel.team_id or 0
+    managing = channel.managing_team_ids or []
+    await _check_teams(conn, actor, team_id, managing)
+    group = _checked_group(channel.group) if channel.group is not None else DEFAULT_GROUP
+    if await repo.name_taken(conn, account_id, name.lower()):
         raise errors.invalid("channel_name", "already exists")
     channel_id = numeric_id()
-    now = ctx.now_s
+    now = actor.now_s
+    plain = {f: v if (v := getattr(channel, f)) is not None else default
+             for f, default in _PLAIN_DEFAULTS.items()}
     values = {
-        "channel_id": channel_id, "account_id": account_id, "team_id": req.team_id,
-        "managing_team_ids": _team_list(req.managing_team_ids),
-        "creator_id": ctx.caller.person_id, "channel_name": name, "name_key": name.lower(),
-        "description": req.description, "status": "enabled",
-        "auto_resolve_timeout": req.auto_resolve_timeout,
-        "auto_resolve_mode": req.auto_resolve_mode, "is_private": req.is_private,
-        "disable_outlier_detection": req.disable_outlier_detection,
-        "disable_auto_close": req.disable_auto_close,
-        "is_external_report_enabled": req.is_external_report_enabled,
+        "channel_id": channel_id, "account_id": account_id, "team_id": team_id,
+        "managing_team_ids": _team_list(managing),
+        "creator_id": actor.person_id, "channel_name": name, "name_key": name.lower(),
+        "status": "enabled", **plain,
         "group_config": _encode(group).decode(),
-        "flapping": _encode(req.flapping or DEFAULT_FLAPPING).decode(),
+        "flapping": _encode(channel.flapping or DEFAULT_FLAPPING).decode(),
         "last_incident_at": 0, "deleted_at": 0, "created_at": now, "updated_at": now,
     }
     try:
-        await repo.insert_channel(ctx.conn, values)
+        await repo.insert_channel(conn, values)
     except IntegrityError:
         # Lost a race with a concurrent create of the same name.
         raise errors.invalid("channel_name", "already exists") from None
-    ctx.audit_targets.append(channel_id)
-    return ChannelCreateResponse(channel_id=channel_id, channel_name=name)
+    return CreatedChannel(channel_id=channel_id, channel_name=name)
 
 
-async def channel_info(ctx: Context, req: ChannelIDRequest) -> ChannelItem:
+async def channel_info(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> ChannelItem:
     """Deleted channels stay readable by id (status `deleted`, `deleted_at`), so records
     that name them can still be explained."""
-    row = await repo.get_visible(ctx.conn, ctx.caller.account_id, req.channel_id,
-                                 await viewer(ctx), include_deleted=True)
+    row = await repo.get_visible(conn, actor.account_id, channel_id, await viewer(actor),
+                                 include_deleted=True)
     if row is None:
-        raise errors.not_found("channel", req.channel_id)
+        raise errors.not_found("channel", channel_id)
     return _item(row)
 
 
-async def channel_infos(ctx: Context, req: ChannelInfosRequest) -> ChannelInfosResponse:
-    ids = list(dict.fromkeys(req.channel_ids))
-    rows = await repo.find_many_visible(ctx.conn, ctx.caller.account_id, ids, await viewer(ctx))
-    return ChannelInfosResponse(items=[
-        ChannelShort(channel_id=r.channel_id, channel_name=r.channel_name, status=r.status,
-                     team_id=r.team_id, creator_id=r.creator_id)
-        for r in rows
-    ])
+async def channel_infos(conn: AsyncConnection, actor: Actor, *,
+                        channel_ids: Sequence[int]) -> list[ChannelShort]:
+    """The live channels among these ids that the actor sees; unknown ids are left out."""
+    ids = list(dict.fromkeys(channel_ids))
+    rows = await repo.find_many_visible(conn, actor.account_id, ids, await viewer(actor))
+    return [ChannelShort(channel_id=r.channel_id, channel_name=r.channel_name, status=r.status,
+                         team_id=r.team_id, creator_id=r.creator_id)
+            for r in rows]
 
 
-async def list_channels(ctx: Context, req: ListChannelsRequest) -> ListChannelsResponse:
-    if req.is_my_starred and req.is_my_team:
+@dataclass(frozen=True)
+class ChannelQuery:
+    """Which live channels to list, in which order, and how much of each."""
+
+    orderby: str = "ranking"
+    asc: bool = False
+    is_my_managed: bool = False
+    is_my_starred: bool = False
+    is_my_team: bool = False
+    is_brief: bool = False
+    team_ids: Sequence[int] = ()
+    channel_ids: Sequence[int] = ()
+    channel_name: str = ""
+    query: str = ""
+
+
+async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery, offset: int,
+                        limit: int) -> tuple[int, list[ChannelItem]]:
+    """(total, one page of the live channels the actor sees)."""
+    if q.is_my_starred and q.is_my_team:
         raise errors.invalid("is_my_starred", "cannot be combined with is_my_team")
-    offset = (req.p - 1) * req.limit
-    if req.is_my_starred:
+    if q.is_my_starred:
         # Nobody can star a channel yet (no endpoint does it), so no channel is starred.
-        return ListChannelsResponse(items=[], total=0, has_next_page=False)
-    my_teams = await ctx.caller_team_ids() if (req.is_my_team or req.is_my_managed) else None
+        return 0, []
+    my_teams = await actor.team_ids() if (q.is_my_team or q.is_my_managed) else None
     total, rows = await repo.list_page(
-        ctx.conn, ctx.caller.account_id, await viewer(ctx),
-        mine=my_teams if req.is_my_team else None,
-        managed_by=my_teams if req.is_my_managed else None,
-        team_ids=list(dict.fromkeys(req.team_ids)),
-        channel_ids=list(dict.fromkeys(req.channel_ids)),
-        channel_name=req.channel_name.strip(), query=req.query.strip(),
-        orderby=req.orderby, asc=req.asc, offset=offset, limit=req.limit,
+        conn, actor.account_id, await viewer(actor),
+        mine=my_teams if q.is_my_team else None,
+        managed_by=my_teams if q.is_my_managed else None,
+        team_ids=list(dict.fromkeys(q.team_ids)),
+        channel_ids=list(dict.fromkeys(q.channel_ids)),
+        channel_name=q.channel_name.strip(), query=q.query.strip(),
+        orderby=q.orderby, asc=q.asc, offset=offset, limit=limit,
     )
-    items = [_brief(r) if req.is_brief else _item(r) for r in rows]
-    return ListChannelsResponse(items=items, total=total,
-                                has_next_page=offset + len(rows) < total)
+    return total, [_brief(r) if q.is_brief else _item(r) for r in rows]
 
 
-async def update_channel(ctx: Context, req: UpdateChannelRequest) -> UpdateChannelResponse:
-    account_id = ctx.caller.account_id
-    row = await require_visible(ctx, req.channel_id)
-    values: dict[str, Any] = {"updated_at": ctx.now_s}
-    if req.channel_name is not None:
-        name = _clean_name(req.channel_name)
-        if await repo.name_taken(ctx.conn, account_id, name.lower(), except_id=row.channel_id):
+async def update_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                         changes: ChannelChanges) -> int:
+    """Change the given settings of a live channel the actor sees; returns its id."""
+    account_id = actor.account_id
+    row = await require_visible(conn, actor, channel_id)
+    values: dict[str, Any] = {"updated_at": actor.now_s}
+    if changes.channel_name is not None:
+        name = _clean_name(changes.channel_name)
+        if await repo.name_taken(conn, account_id, name.lower(), except_id=row.channel_id):
             raise errors.invalid("channel_name", "already exists")
         values.update(channel_name=name, name_key=name.lower())
-    if req.team_id is not None or req.managing_team_ids is not None:
-        await _check_teams(ctx, req.team_id or 0, req.managing_team_ids or [])
-    if req.team_id is not None:
-        values["team_id"] = req.team_id
-    if req.managing_team_ids is not None:
-        values["managing_team_ids"] = _team_list(req.managing_team_ids)
-    if req.group is not None:
-        values["group_config"] = _encode(_checked_group(req.group)).decode()
-    if req.flapping is not None:
-        values["flapping"] = _encode(req.flapping).decode()
-    for field in ("description", "auto_resolve_timeout", "auto_resolve_mode", "is_private",
-                  "disable_outlier_detection", "disable_auto_close",
-                  "is_external_report_enabled"):
-        if (value := getattr(req, field)) is not None:
+    if changes.team_id is not None or changes.managing_team_ids is not None:
+        await _check_teams(conn, actor, changes.team_id or 0, changes.managing_team_ids or [])
+    if changes.team_id is not None:
+        values["team_id"] = changes.team_id
+    if changes.managing_team_ids is not None:
+        values["managing_team_ids"] = _team_list(changes.managing_team_ids)
+    if changes.group is not None:
+        values["group_config"] = _encode(_checked_group(changes.group)).decode()
+    if changes.flapping is not None:
+        values["flapping"] = _encode(changes.flapping).decode()
+    for field in _PLAIN_DEFAULTS:
+        if (value := getattr(changes, field)) is not None:
             values[field] = value
     try:
-        await repo.update_channel(ctx.conn, account_id, row.channel_id, values)
+        await repo.update_channel(conn, account_id, row.channel_id, values)
     except IntegrityError:
         raise errors.invalid("channel_name", "already exists") from None
-    ctx.audit_targets.append(row.channel_id)
-    return UpdateChannelResponse()
+    return int(row.channel_id)
 
 
-async def delete_channel(ctx: Context, req: ChannelIDRequest) -> None:
-    row = await require_visible(ctx, req.channel_id)
-    now = ctx.now_s
-    await repo.update_channel(ctx.conn, ctx.caller.account_id, row.channel_id,
+async def delete_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> int:
+    """Soft delete: the name is free again and the channel's integration keys stop."""
+    row = await require_visible(conn, actor, channel_id)
+    now = actor.now_s
+    await repo.update_channel(conn, actor.account_id, row.channel_id,
                               {"status": "deleted", "deleted_at": now, "updated_at": now})
-    ctx.audit_targets.append(row.channel_id)
+    return int(row.channel_id)
 
 
-async def set_status(ctx: Context, req: ChannelIDRequest, status: str) -> None:
-    row = await require_visible(ctx, req.channel_id)
+async def set_status(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                     status: str) -> int:
+    """Enable or disable a live channel the actor sees; returns its id."""
+    row = await require_visible(conn, actor, channel_id)
     if row.status != status:
-        await repo.update_channel(ctx.conn, ctx.caller.account_id, row.channel_id,
-                                  {"status": status, "updated_at": ctx.now_s})
-    ctx.audit_targets.append(row.channel_id)
+        await repo.update_channel(conn, actor.account_id, row.channel_id,
+                                  {"status": status, "updated_at": actor.now_s})
+    return int(row.channel_id)
 
 
 def _clean_name(raw: str) -> str:
@@ -242,15 +269,16 @@ def _clean_name(raw: str) -> str:
     return name
 
 
-async def _check_teams(ctx: Context, team_id: int, managing: list[int]) -> None:
+async def _check_teams(conn: AsyncConnection, actor: Actor, team_id: int,
+                       managing: Sequence[int]) -> None:
     wanted = list(dict.fromkeys([t for t in [team_id, *managing] if t]))
-    found = await teams.existing_team_ids(ctx.conn, ctx.caller.account_id, wanted)
+    found = await teams.existing_team_ids(conn, actor, wanted)
     for t in wanted:
         if t not in found:
             raise errors.not_found("team", t)
 
 
-def _team_list(team_ids: list[int]) -> str:
+def _team_list(team_ids: Sequence[int]) -> str:
     return _encode(list(dict.fromkeys(team_ids))).decode()
 
 

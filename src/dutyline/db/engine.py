@@ -15,6 +15,7 @@ cost. On PostgreSQL the same function runs through the async driver (`run_sync`)
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -23,12 +24,17 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from dutyline.db import commit_hooks
 from dutyline.db.sqlite_driver import OneHopConnection  # also registers `sqlite+dutyline`
 from dutyline.kit.private_files import private_file
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
+# A pooled PostgreSQL connection idle longer than this is pinged before use.
+IDLE_PING_S = 10.0
+_IDLE_SINCE = "dutyline.idle_since"
 # Threads that run sync reads on SQLite (run_sync(write=False)); writes have their own one.
 SQLITE_READ_THREADS = 2
 
@@ -56,13 +62,15 @@ class Database:
             # transaction (SQLAlchemy rolls back an open one on close), so the pool's own
             # reset ROLLBACK would only add a thread hop per request.
             kwargs["pool_reset_on_return"] = None
-        else:
-            kwargs["pool_pre_ping"] = True
         self.engine: AsyncEngine = create_async_engine(parsed, **kwargs)
+        commit_hooks.install(self.engine.sync_engine)
+        if not self.is_sqlite:
+            _ping_idle_connections(self.engine.sync_engine)
         self._sync: _SyncSQLite | None = None
         if self.is_sqlite:
             _install_sqlite_hooks(self.engine.sync_engine)
             self._sync = _SyncSQLite(parsed.set(drivername="sqlite+pysqlite"))
+            commit_hooks.install(self._sync.engine)
 
     @property
     def is_sqlite(self) -> bool:
@@ -103,6 +111,17 @@ class Database:
             await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE" if write else "BEGIN")
         async with conn.begin():
             yield
+
+    def lazy_writer(self) -> dict[str, Any]:
+        """Execution options for a write transaction begun by its first statement, where
+        the process's writer lock is taken only then (db/sqlite_driver.py), so work done
+        before the first write holds no lock. The caller must not hold that lock itself.
+        Empty on PostgreSQL, which needs neither."""
+        if not self.is_sqlite:
+            return {}
+        if self._sqlite_writer is None:
+            self._sqlite_writer = asyncio.Lock()
+        return {"sqlite_begin": "BEGIN IMMEDIATE", "sqlite_writer_lock": self._sqlite_writer}
 
     async def run_sync(
         self, fn: Callable[[Connection], T], *, write: bool = True
@@ -169,6 +188,34 @@ class _SyncSQLite:
         self.engine.dispose()
 
 
+def _ping_idle_connections(sync_engine: Engine) -> None:
+    """Check a pooled connection before use only when it sat idle for a while.
+
+    SQLAlchemy's `pool_pre_ping` checks every checkout, which on asyncpg is three round trips
+    (BEGIN, a no-op, ROLLBACK): under load, when connections go back and forth every few
+    milliseconds, that was about one statement in three a job sent. A connection idle for
+    less than `IDLE_PING_S` was in use a moment ago; one idle longer (across a database
+    restart, a proxy's idle timeout) is pinged, and a dead one is replaced before anyone
+    uses it. A restart inside that window costs the few statements that meet it one error,
+    after which SQLAlchemy recycles the whole pool."""
+
+    @event.listens_for(sync_engine, "connect")
+    @event.listens_for(sync_engine, "checkin")
+    def _on_idle(_dbapi_conn: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(sync_engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get(_IDLE_SINCE)
+        if since is not None and time.monotonic() - since < IDLE_PING_S:
+            return
+        try:
+            dbapi_conn.ping()
+        except Exception as exc:
+            # The pool discards this connection and checks out another.
+            raise DisconnectionError(f"pooled connection failed its ping: {exc}") from exc
+
+
 def _install_sqlite_hooks(sync_engine: Engine) -> None:
     @event.listens_for(sync_engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -183,9 +230,10 @@ def _install_sqlite_hooks(sync_engine: Engine) -> None:
 
     @event.listens_for(sync_engine, "begin")
     def _on_begin(conn: Any) -> None:
-        statement = conn.get_execution_options().get("sqlite_begin", "BEGIN")
+        options = conn.get_execution_options()
+        statement = options.get("sqlite_begin", "BEGIN")
         dbapi_conn = conn.connection.dbapi_connection
         if isinstance(dbapi_conn, OneHopConnection):
-            dbapi_conn.defer_begin(statement)
+            dbapi_conn.defer_begin(statement, options.get("sqlite_writer_lock"))
         else:
             conn.exec_driver_sql(statement)

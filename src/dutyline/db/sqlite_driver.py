@@ -10,6 +10,13 @@ keeps what SQLAlchemy later asks for (description, rowcount, lastrowid) from tha
 It uses aiosqlite's `_execute` and `_conn`, which are internal: pyproject pins aiosqlite below
 its next minor release, and tests/db exercise this driver on every run.
 
+A transaction may also hand in the process's writer lock with its deferred BEGIN (db/engine.py
+`Database.lazy_writer`): the lock is then taken just before the BEGIN IMMEDIATE travels, and
+given back when the transaction ends. A job that does slow outbound work before its first
+write holds no lock meanwhile, yet its write queues behind this process's other writers in
+order, instead of polling the file lock through SQLite's sleeping busy handler (1 to 100 ms
+naps, which left the lock idle while a dozen job transactions slept on it).
+
 The dialect is registered as `sqlite+dutyline`; db/engine.py swaps it in for `sqlite+aiosqlite`
 URLs, so configuration keeps the standard URL.
 """
@@ -33,6 +40,9 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.util.concurrency import await_
 
 _Result = tuple[Any, list[Any], int, int | None]
+# As long as SQLite's own busy timeout (db/engine.py): a writer that cannot get the lock in
+# that time fails the same way SQLite would, instead of waiting forever.
+WRITER_LOCK_WAIT_S = 10.0
 
 
 def _run(
@@ -89,6 +99,8 @@ class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
     async def _one_hop(self, operation: str, parameters: Any, many: bool) -> None:
         connection: Any = self._connection
         adapt: Any = self._adapt_connection
+        if adapt._pending_begin is not None and adapt._pending_lock is not None:
+            await adapt.take_writer_lock()
         async with adapt._execute_mutex:
             begin, adapt._pending_begin = adapt._pending_begin, None
             # From here on a real rollback/commit is due even if the statement fails: the
@@ -120,28 +132,60 @@ class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
 class OneHopConnection(AsyncAdapt_aiosqlite_connection):
     """Also defers BEGIN: it travels with the transaction's first statement, saving a hop."""
 
-    __slots__ = ("_pending_begin",)
+    __slots__ = ("_held_lock", "_pending_begin", "_pending_lock")
     _cursor_cls = OneHopCursor
 
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
         self._pending_begin: str | None = None
+        self._pending_lock: asyncio.Lock | None = None
+        self._held_lock: asyncio.Lock | None = None
 
-    def defer_begin(self, statement: str) -> None:
+    def defer_begin(self, statement: str, writer_lock: asyncio.Lock | None = None) -> None:
         self._pending_begin = statement
+        self._pending_lock = writer_lock
+
+    async def take_writer_lock(self) -> None:
+        lock, self._pending_lock = self._pending_lock, None
+        assert lock is not None
+        try:
+            await asyncio.wait_for(lock.acquire(), WRITER_LOCK_WAIT_S)
+        except TimeoutError:
+            raise sqlite3.OperationalError(
+                "database is locked (this process's other writers held it too long)") from None
+        self._held_lock = lock
+
+    def _end(self) -> bool:
+        """True when a transaction really began (a statement ran) and must be ended."""
+        began = self._pending_begin is None
+        self._pending_begin = self._pending_lock = None
+        return began
+
+    def _release_writer_lock(self) -> None:
+        lock, self._held_lock = self._held_lock, None
+        if lock is not None:
+            lock.release()
 
     def commit(self) -> None:
         # A transaction that ran no statement never began: nothing to commit.
-        if self._pending_begin is not None:
-            self._pending_begin = None
-            return
-        super().commit()
+        try:
+            if self._end():
+                super().commit()
+        finally:
+            self._release_writer_lock()
 
     def rollback(self) -> None:
-        if self._pending_begin is not None:
-            self._pending_begin = None
-            return
-        super().rollback()
+        try:
+            if self._end():
+                super().rollback()
+        finally:
+            self._release_writer_lock()
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._release_writer_lock()
 
 
 class OneHopDBAPI(AsyncAdapt_aiosqlite_dbapi):

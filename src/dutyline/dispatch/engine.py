@@ -13,7 +13,13 @@ acknowledged, again every `notify_step` minutes, `max_times` more times at most;
 `escalate_window` minutes the next layer begins (even when acknowledged, if the layer says
 `force_escalate`). Acknowledged otherwise: paused until un-acknowledged. Closed: stopped.
 Snoozed: the next step waits for the snooze to end; a wake or an un-ack begins the current
-layer again."""
+layer again.
+
+The timeline is fixed when a layer begins, in milliseconds: a repeat is due `notify_step`
+after the previous one was DUE, an escalation `escalate_window` after the layer was due to
+begin, so a step that ran late does not push every later one back (lateness would otherwise
+add up along an incident). A step further behind than one whole `notify_step` (a long
+outage) starts a new timeline from now instead of firing every missed repeat in a burst."""
 
 from __future__ import annotations
 
@@ -46,9 +52,9 @@ def _dump(value: Any) -> str:
 
 async def incident_record(conn: AsyncConnection, runtime: Runtime, account_id: int,
                           incident_id: str) -> IncidentInfo | None:
-    ctx = system.context(conn, runtime, account_id)
     try:
-        return await incidents.incident_info(ctx.conn, ctx.actor, incident_id=incident_id,
+        return await incidents.incident_info(conn, system.actor(runtime, account_id),
+                                             incident_id=incident_id,
                                              base_url=runtime.settings.base_url)
     except ApiError:
         return None  # removed since
@@ -62,9 +68,9 @@ def snapshot(rule: Any) -> dict[str, Any]:
 
 
 async def _schedule(conn: AsyncConnection, actor: Actor, incident_id: str, seq: int,
-                    at_s: int) -> None:
+                    at_ms: int) -> None:
     await queue.enqueue(conn, STEP_JOB, {"incident_id": incident_id, "seq": seq},
-                        now_ms=actor.now_ms, run_at_ms=at_s * 1000,
+                        now_ms=actor.now_ms, run_at_ms=at_ms,
                         dedupe_key=f"{STEP_JOB}:{incident_id}:{seq}")
 
 
@@ -73,22 +79,23 @@ async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: 
     """Begin (or begin again) the incident's escalation with this rule, at `layer_idx` (an
     assignment may name one; the last layer when past it), after its aggregation window."""
     state = await repo.lock_state(conn, incident_id)
-    now = actor.now_s
+    now, now_ms = actor.now_s, actor.now_ms
     snap = snapshot(rule)
+    first_at = now_ms + snap["aggr_window"] * 1000
     seq = int(state.seq) + 1 if state is not None else 1
     values = {
         "account_id": actor.account_id, "run_id": hex_id(), "assign_type": assign_type,
         "rule": _dump(snap), "status": WAITING, "seq": seq,
         "layer_idx": max(0, min(layer_idx, len(snap["layers"]) - 1)),
         "layer_started_at": 0, "times": 0, "last_notified_at": 0,
-        "next_at": now + snap["aggr_window"], "updated_at": now,
+        "next_at": first_at, "updated_at": now,
     }
     if state is None:
         await repo.insert_state(conn, {"incident_id": incident_id, "created_at": now, **values})
     else:
         await repo.update_state(conn, incident_id, values)
     if schedule:
-        await _schedule(conn, actor, incident_id, seq, now + snap["aggr_window"])
+        await _schedule(conn, actor, incident_id, seq, first_at)
     return seq
 
 
@@ -107,8 +114,8 @@ async def resume(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
     seq = int(state.seq) + 1
     await repo.update_state(conn, incident_id, {
         "status": RUNNING, "seq": seq, "layer_started_at": 0, "times": 0,
-        "next_at": actor.now_s, "updated_at": actor.now_s})
-    await _schedule(conn, actor, incident_id, seq, actor.now_s)
+        "next_at": actor.now_ms, "updated_at": actor.now_s})
+    await _schedule(conn, actor, incident_id, seq, actor.now_ms)
 
 
 async def acknowledged(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
@@ -123,20 +130,27 @@ async def acknowledged(conn: AsyncConnection, actor: Actor, incident_id: str) ->
         "status": PAUSED, "seq": int(state.seq) + 1, "updated_at": actor.now_s})
 
 
-async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int) -> None:
+async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int,
+               info: IncidentInfo | None = None) -> None:
+    """Run the step timed `seq`; `info` is the incident as this transaction already read it
+    (the first step runs inside the event's own job), else it is read here."""
     state = await repo.lock_state(conn, incident_id)
     if state is None or int(state.seq) != seq or state.status not in (WAITING, RUNNING):
         return  # a stale timer
     actor = Actor.system(int(state.account_id), runtime.clock)
     now = actor.now_s
-    info = await incident_record(conn, runtime, actor.account_id, incident_id)
+    # The moment this step was due (its timer's run_at), or now for one that is early.
+    at = int(state.next_at) if 0 < int(state.next_at) <= actor.now_ms else actor.now_ms
+    if info is None:
+        info = await incident_record(conn, runtime, actor.account_id, incident_id)
     values: dict[str, Any] = {"seq": seq + 1, "updated_at": now}
     if info is None or info.progress == CLOSED:
         await repo.update_state(conn, incident_id, {**values, "status": STOPPED})
         return
     if info.snoozed_before > now:
-        await repo.update_state(conn, incident_id, {**values, "next_at": info.snoozed_before})
-        await _schedule(conn, actor, incident_id, seq + 1, info.snoozed_before)
+        wake_ms = info.snoozed_before * 1000
+        await repo.update_state(conn, incident_id, {**values, "next_at": wake_ms})
+        await _schedule(conn, actor, incident_id, seq + 1, wake_ms)
         return
     rule = _json.decode(state.rule)
     layers: list[dict[str, Any]] = rule["layers"]
@@ -147,7 +161,7 @@ async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq
 
     async def begin(new_idx: int) -> None:
         nonlocal idx, times, started, last, layer
-        idx, times, started, last, layer = new_idx, 1, now, now, layers[new_idx]
+        idx, times, started, last, layer = new_idx, 1, at, at, layers[new_idx]
         await notify_layer(conn, runtime, actor, info=info, rule=rule, layer_idx=idx,
                            fire_type="fire", run_id=state.run_id,
                            assign_type=state.assign_type, announce=True)
@@ -161,32 +175,37 @@ async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq
         if acked and not layer.get("force_escalate"):
             await repo.update_state(conn, incident_id, {**values, "status": PAUSED})
             return
-        escalate_at = started + int(layer.get("escalate_window", 0)) * 60
-        if idx + 1 < len(layers) and now >= escalate_at:
+        if idx + 1 < len(layers) and at >= _escalate_at(started, layer):
             await begin(idx + 1)
         elif not acked and times <= int(layer.get("max_times", 0)) \
-                and now >= last + _step_s(layer):
-            times, last = times + 1, now
+                and at >= last + _step_ms(layer):
+            times, last = times + 1, last + _step_ms(layer)
             await notify_layer(conn, runtime, actor, info=info, rule=rule, layer_idx=idx,
                                fire_type="refire", run_id=state.run_id,
                                assign_type=state.assign_type, announce=False)
+    if last + _step_ms(layer) < actor.now_ms - _step_ms(layer):
+        last = actor.now_ms  # more than a whole step behind: a new timeline from now
     due: list[int] = []
     if not acked and times <= int(layer.get("max_times", 0)):
-        due.append(last + _step_s(layer))
+        due.append(last + _step_ms(layer))
     if idx + 1 < len(layers):
-        due.append(started + int(layer.get("escalate_window", 0)) * 60)
+        due.append(_escalate_at(started, layer))
     values.update(layer_idx=idx, times=times, layer_started_at=started, last_notified_at=last)
     if not due:
         await repo.update_state(conn, incident_id, {**values, "status": DONE, "next_at": 0})
         return
-    next_at = max(now, min(due))
+    next_at = max(actor.now_ms, min(due))
     await repo.update_state(conn, incident_id, {**values, "status": RUNNING,
                                                 "next_at": next_at})
     await _schedule(conn, actor, incident_id, seq + 1, next_at)
 
 
-def _step_s(layer: dict[str, Any]) -> int:
-    return max(1, int(float(layer.get("notify_step", 10)) * 60))
+def _escalate_at(started_ms: int, layer: dict[str, Any]) -> int:
+    return started_ms + int(layer.get("escalate_window", 0)) * 60_000
+
+
+def _step_ms(layer: dict[str, Any]) -> int:
+    return max(1000, int(float(layer.get("notify_step", 10)) * 60_000))
 
 
 async def note_no_rule(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:

@@ -37,6 +37,8 @@ log = structlog.get_logger("dutyline.dispatch.links")
 ACTIONS = ("ack", "resolve", "open")
 LINK_TTL_S = 7 * 86_400
 PATH = "/incident/link/"
+# Twilio's callback with the digit a called person pressed (dispatch/voice.py).
+VOICE_PATH = "/incident/voice/"
 
 
 @dataclass(frozen=True)
@@ -84,19 +86,52 @@ def verify(server_key: str, token: str, now_s: int) -> Link | None:
 
 def links_for(settings: Settings, server_key: str, *, account_id: int, person_id: int,
               incident_id: str, now_s: int) -> dict[str, str]:
-    """{action: URL} for one person and incident."""
+    """{action: URL} for one person and incident, and `voice`: where a call's keypress is
+    sent (an acknowledge link that only a request signed by Twilio may use)."""
     base = settings.base_url.rstrip("/")
-    return {
+    out = {
         action: base + PATH + sign(server_key, Link(action, account_id, person_id, incident_id,
                                                     now_s + LINK_TTL_S))
         for action in ACTIONS
     }
+    out["voice"] = base + VOICE_PATH + out["ack"].rsplit("/", 1)[1]
+    return out
 
 
 async def server_key(settings: Settings) -> str:
     if settings.secret_key:
         return settings.secret_key
     return await asyncio.to_thread(settings.resolved_secret_key)
+
+
+DONE, NOT_MEMBER, REFUSED = "done", "not_member", "refused"
+
+
+async def perform(runtime: Runtime, link: Link) -> str:
+    """Acknowledge or resolve the link's incident as its person, in a transaction of its own:
+    DONE, NOT_MEMBER (removed from the account since), or REFUSED (already in that state, or
+    closed). Used by the link's button and by a call's keypress."""
+    try:
+        async with runtime.db.transaction(write=True) as conn:
+            people = await members.contacts(conn, system.actor(runtime, link.account_id),
+                                            [link.person_id])
+            person = people.get(link.person_id)
+            if person is None:
+                return NOT_MEMBER
+            actor = system.actor(runtime, link.account_id, person_id=person.person_id,
+                                 person_name=person.person_name)
+            ids = [link.incident_id]
+            if link.action == "ack":
+                await lifecycle.ack(conn, actor, incident_ids=ids)
+            else:
+                await lifecycle.resolve(conn, actor, incident_ids=ids)
+    except ApiError as exc:
+        log.info("dispatch.link.refused", action=link.action, incident_id=link.incident_id,
+                 code=exc.code)
+        return REFUSED
+    log.info("dispatch.link.used", action=link.action, incident_id=link.incident_id,
+             person_id=link.person_id)
+    return DONE
 
 
 _VERB = {"ack": "Acknowledge", "resolve": "Resolve"}
@@ -125,10 +160,9 @@ def routes(runtime: Runtime) -> list[Route]:
         if link is None:
             return _page("Link expired or invalid", "<p>Open the incident in dutyline.</p>", 404)
         async with runtime.db.transaction(write=False) as conn:
-            ctx = system.context(conn, runtime, link.account_id)
             try:
                 info = await incidents.incident_info(
-                    ctx.conn, ctx.actor, incident_id=link.incident_id,
+                    conn, system.actor(runtime, link.account_id), incident_id=link.incident_id,
                     base_url=runtime.settings.base_url)
             except ApiError:
                 return _page("Incident not found", "", 404)
@@ -145,27 +179,12 @@ def routes(runtime: Runtime) -> list[Route]:
         link = verify(await server_key(runtime.settings), token, int(runtime.clock.now()))
         if link is None or link.action == "open":
             return _page("Link expired or invalid", "", 404)
-        try:
-            async with runtime.db.transaction(write=True) as conn:
-                people = await members.contacts(conn, link.account_id, [link.person_id])
-                person = people.get(link.person_id)
-                if person is None:
-                    return _page("Link no longer valid", "<p>You are not a member.</p>", 403)
-                ctx = system.context(conn, runtime, link.account_id,
-                                     person_id=person.person_id,
-                                     person_name=person.person_name)
-                ids = [link.incident_id]
-                if link.action == "ack":
-                    await lifecycle.ack(ctx.conn, ctx.actor, incident_ids=ids)
-                else:
-                    await lifecycle.resolve(ctx.conn, ctx.actor, incident_ids=ids)
-        except ApiError as exc:
-            log.info("dispatch.link.refused", action=link.action, incident_id=link.incident_id,
-                     code=exc.code)
+        outcome = await perform(runtime, link)
+        if outcome == NOT_MEMBER:
+            return _page("Link no longer valid", "<p>You are not a member.</p>", 403)
+        if outcome == REFUSED:
             return _page("Nothing to do", "<p>The incident is not in a state this link "
                          "changes (already done, or closed).</p>", 409)
-        log.info("dispatch.link.used", action=link.action, incident_id=link.incident_id,
-                 person_id=link.person_id)
         done = "acknowledged" if link.action == "ack" else "resolved"
         return _page(f"Incident {done}", "<p>Thank you.</p>")
 

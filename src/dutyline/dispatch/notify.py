@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.dispatch import compose, links, peers
+from dutyline.dispatch.schemas import APP_TYPES
 from dutyline.incident.lifecycle import service as lifecycle
 from dutyline.incident.service import IncidentInfo, feed
 from dutyline.kit.ids import hex_id
@@ -30,7 +31,7 @@ CHAT_SETTINGS = ("secret", "sign_secret", "token", "chat_id")
 
 async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any]) -> list[int]:
     ids: list[int] = list(target.get("person_ids") or [])
-    by_team = await teams.person_ids_of_teams(conn, actor.account_id,
+    by_team = await teams.person_ids_of_teams(conn, actor,
                                               list(target.get("team_ids") or []))
     for team_id in target.get("team_ids") or []:
         ids += by_team.get(team_id, [])
@@ -40,6 +41,12 @@ async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any
         for sid in schedules:
             ids += oncall.get(sid, [])
     return list(dict.fromkeys(ids))
+
+
+def app_chat_ids(settings: dict[str, Any]) -> list[str]:
+    """The group chats of an app target: `chat_ids` (the reference), or one `chat_id`."""
+    ids = settings.get("chat_ids") or ([settings["chat_id"]] if settings.get("chat_id") else [])
+    return list(dict.fromkeys(str(i).strip() for i in ids if str(i).strip()))
 
 
 def _channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
@@ -54,7 +61,8 @@ def _address(person: members.Contact, pref: preferences.Preference, channel: str
         return person.email
     if channel in ("sms", "voice"):
         return person.e164_phone
-    return pref.im.get(channel, "")
+    # `slack` and `slack_app` both reach the member's Slack handle (`im.slack`), and so on.
+    return pref.im.get(channel.removesuffix("_app"), "")
 
 
 def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, str],
@@ -64,7 +72,9 @@ def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, 
     if channel == "sms":
         return {"text": compose.sms_text(info, person_links, rendered)}
     if channel == "voice":
-        return {"text": compose.voice_text(info, rendered)}
+        # The call gathers a keypress; "1" acknowledges, through this signed callback URL.
+        return {"text": compose.voice_text(info, rendered),
+                "gather_url": person_links["voice"]}
     return {"text": compose.personal_chat_text(info, person_links, rendered)}
 
 
@@ -73,8 +83,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
                        fire_type: str, run_id: str, assign_type: str, announce: bool) -> None:
     target: dict[str, Any] = rule["layers"][layer_idx].get("target") or {}
     now = actor.now_s
-    people = await members.contacts(conn, actor.account_id, await _person_ids(conn, actor,
-                                                                              target))
+    people = await members.contacts(conn, actor, await _person_ids(conn, actor, target))
     assigned_to = {"escalate_rule_id": rule["rule_id"], "escalate_rule_name": rule["rule_name"],
                    "layer_idx": layer_idx, "type": assign_type, "id": run_id,
                    "assigned_at": now}
@@ -92,7 +101,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
     by: dict[str, Any] | None = target.get("by")
     follow = bool(by and by.get("follow_preference"))
     channels = _channels_for(by, info.incident_severity)
-    prefs = await preferences.preferences(conn, actor.account_id, sorted(people))
+    prefs = await preferences.preferences(conn, actor, sorted(people))
     rendered: dict[str, str | None] = {}
 
     async def render(channel: str) -> str | None:
@@ -124,6 +133,16 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
     for hook in target.get("webhooks") or []:
         kind = str(hook.get("type", ""))
         settings: dict[str, Any] = hook.get("settings") or {}
+        if kind in APP_TYPES:
+            # One delivery per group chat, posted by the server's app for the platform.
+            text = compose.chat_text(info, await render(kind))
+            for chat_id in app_chat_ids(settings):
+                await delivery.enqueue(conn, actor, **common, channel=kind, person_id=0,
+                                       address=chat_id, content={
+                                           "text": text, "alias": settings.get("alias", ""),
+                                           "data_source_id": settings.get("data_source_id", 0)})
+                made += 1
+            continue
         channel = CHAT_TYPES.get(kind, kind)
         url = str(settings.get("url", ""))
         event_id = hex_id()

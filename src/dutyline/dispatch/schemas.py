@@ -28,8 +28,9 @@ class NotifyBy(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class WebhookTarget(msgspec.Struct, kw_only=True):
-    """A group chat / webhook target. `settings` by type: `url` for all; `secret` (HMAC-SHA256
-    signature, custom webhooks) or `sign_secret` (Feishu, DingTalk): write-only."""
+    """A group chat / webhook target. `settings` by type: `url` for all but the apps'
+    (`feishu_app`..., which name `chat_ids`); `secret` (HMAC-SHA256 signature, custom
+    webhooks) or `sign_secret` (Feishu, DingTalk): write-only."""
 
     type: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
     settings: dict[str, Any]
@@ -128,6 +129,9 @@ def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+# Webhook types that are group chats of the server's app for the platform: they name
+# `chat_ids` (reference ScheduleImNotifySettings) instead of a robot's `url`.
+APP_TYPES = frozenset({"feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app"})
 # Keys of a webhook's settings that are secrets: sealed at rest, never read back.
 SECRET_SETTINGS = ("secret", "sign_secret", "token")
 

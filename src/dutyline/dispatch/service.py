@@ -18,6 +18,7 @@ from dutyline.channel import service as channels
 from dutyline.dispatch import peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import (
+    APP_TYPES,
     SECRET_SETTINGS,
     EscalateLayer,
     EscalateRuleItem,
@@ -41,7 +42,22 @@ WEBHOOK_TYPES = frozenset({
     "custom", "webhook", "slack", "teams", "feishu", "dingtalk", "wecom", "telegram", "zoom",
     "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",
 })
+MAX_CHAT_IDS = 20
 _json = msgspec.json.Decoder()
+
+
+def _check_chat_ids(path: str, settings: dict[str, Any]) -> None:
+    """An app target names its group chats in `chat_ids` (the reference; or one `chat_id`)."""
+    ids = settings.get("chat_ids")
+    if ids is None and settings.get("chat_id") is not None:
+        ids = [settings["chat_id"]]
+    if not isinstance(ids, list) or not ids:
+        raise errors.invalid(f"{path}.chat_ids", "names no group chat")
+    if len(ids) > MAX_CHAT_IDS:
+        raise errors.invalid(f"{path}.chat_ids", f"at most {MAX_CHAT_IDS} chats")
+    for k, chat_id in enumerate(ids):
+        if not isinstance(chat_id, str) or not chat_id.strip() or len(chat_id) > 128:
+            raise errors.invalid(f"{path}.chat_ids[{k}]", "must be a chat id (1-128 chars)")
 
 
 def _dump(value: Any) -> str:
@@ -49,7 +65,7 @@ def _dump(value: Any) -> str:
 
 
 async def _require_channel(conn: Any, actor: Actor, channel_id: int) -> None:
-    found = await channels.channel_names(conn, actor.account_id, [channel_id])
+    found = await channels.channel_names(conn, actor, [channel_id])
     if channel_id not in found or found[channel_id][1] == "deleted":
         raise errors.not_found("channel", channel_id)
 
@@ -95,6 +111,9 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer]) 
         for j, hook in enumerate(t.webhooks or []):
             if hook.type not in WEBHOOK_TYPES:
                 raise errors.invalid(f"{path}.webhooks[{j}].type", f"unknown type {hook.type!r}")
+            if hook.type in APP_TYPES:
+                _check_chat_ids(f"{path}.webhooks[{j}].settings", hook.settings)
+                continue
             url = hook.settings.get("url")
             if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https") \
                     or not urlsplit(url).hostname:
@@ -113,11 +132,11 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer]) 
             schedule_ids.add(int(key))
         person_ids.update(t.person_ids)
         team_ids.update(t.team_ids)
-    missing = person_ids - await members.existing_member_ids(conn, actor.account_id,
+    missing = person_ids - await members.existing_member_ids(conn, actor,
                                                              sorted(person_ids))
     if missing:
         raise errors.not_found("person", min(missing))
-    missing = team_ids - await teams.existing_team_ids(conn, actor.account_id, sorted(team_ids))
+    missing = team_ids - await teams.existing_team_ids(conn, actor, sorted(team_ids))
     if missing:
         raise errors.not_found("team", min(missing))
     missing = schedule_ids - await peers.schedules_exist(conn, actor, sorted(schedule_ids))
@@ -139,7 +158,7 @@ def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
             settings = hook["settings"]
             old = old_hooks[j]["settings"] if j < len(old_hooks) else {}
             same_origin = bool(old) and _origin(str(old.get("url", ""))) == _origin(
-                str(settings["url"]))
+                str(settings.get("url", "")))
             for key in SECRET_SETTINGS:
                 if isinstance(settings.get(key), str) and settings[key]:
                     settings[key] = box.seal(settings[key])

@@ -37,7 +37,7 @@ async def _pick_rule(ctx: JobContext, actor: Actor, info: Any) -> Any | None:
 
 
 async def _start(ctx: JobContext, actor: Actor, incident_id: str, rule: Any, *,
-                 assign_type: str, layer_idx: int = 0) -> None:
+                 assign_type: str, layer_idx: int = 0, info: Any = None) -> None:
     """Start dispatch; without an aggregation window the first step runs right here, in the
     event's transaction, rather than as a job of its own."""
     inline = int(rule.aggr_window) == 0
@@ -45,7 +45,7 @@ async def _start(ctx: JobContext, actor: Actor, incident_id: str, rule: Any, *,
                              assign_type=assign_type, layer_idx=layer_idx,
                              schedule=not inline)
     if inline:
-        await engine.step(ctx.conn, ctx.runtime, incident_id=incident_id, seq=seq)
+        await engine.step(ctx.conn, ctx.runtime, incident_id=incident_id, seq=seq, info=info)
 
 
 @events.subscriber("dispatch")
@@ -62,7 +62,8 @@ async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
             await engine.stop(ctx.conn, actor, incident_id)
             return
         await _start(ctx, actor, incident_id, rule,
-                     assign_type="reopen" if event.kind == events.REOPENED else "assign")
+                     assign_type="reopen" if event.kind == events.REOPENED else "assign",
+                     info=info)
     elif event.kind == events.ASSIGNED:
         assignment = event.payload.get("assignment") or {}
         rule_id = str(assignment.get("escalate_rule_id") or "")

@@ -150,7 +150,7 @@ async def data_download(ctx: Context, req: SchemaIDRequest) -> StreamedDownload:
 async def enrichment_upsert(ctx: Context, req: EnrichmentUpsertRequest) -> None:
     """Replace an integration's enrichment rules (extraction, composition, mapping, drop),
     applied in order to every alert it receives, before grouping and noise rules."""
-    await integrations.require_integration(ctx, req.integration_id)
+    await integrations.require_live(ctx.conn, ctx.actor, integration_id=req.integration_id)
     await settings.upsert(ctx.conn, ctx.actor, integration_id=req.integration_id,
                           rules=req.rules)
     ctx.audit_targets.append(req.integration_id)
@@ -159,7 +159,7 @@ async def enrichment_upsert(ctx: Context, req: EnrichmentUpsertRequest) -> None:
 @router.post("/enrichment/info", permissions=READ)
 async def enrichment_info(ctx: Context, req: EnrichmentInfoRequest) -> EnrichmentItem:
     """An integration's enrichment rules (an empty, enabled set when none were written)."""
-    await integrations.require_integration(ctx, req.integration_id)
+    await integrations.require_live(ctx.conn, ctx.actor, integration_id=req.integration_id)
     return await settings.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
 
 

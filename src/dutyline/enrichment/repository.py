@@ -7,11 +7,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import (
+    Connection,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.paging import ordered
 from dutyline.db.tables.enrichment import (
     enrichment_schema_ref,
     enrichment_setting,
@@ -124,15 +136,20 @@ async def count_rows(conn: AsyncConnection, schema_id: str, key: str | None = No
 
 
 async def page_rows(conn: AsyncConnection, schema_id: str, *, key: str | None, orderby: str,
-                    asc: bool, offset: int, limit: int) -> list[Row[Any]]:
+                    asc: bool, offset: int, limit: int,
+                    after: tuple[int, str] | None = None) -> list[Row[Any]]:
+    """One page in (orderby, row_key) order: by offset, or after the (value, key) of the last
+    row seen (keyset: a range read from there, whatever the page number)."""
     column = mapping_row.c[orderby]
     stmt = select(mapping_row).where(mapping_row.c.schema_id == schema_id)
     if key is not None:
         stmt = stmt.where(mapping_row.c.row_key == key)
-    order = (column.asc(), mapping_row.c.row_key.asc()) if asc else (
-        column.desc(), mapping_row.c.row_key.desc())
-    stmt = stmt.order_by(*order).offset(offset).limit(limit)
-    return list((await conn.execute(stmt)).all())
+    if after is not None:
+        position = tuple_(column, mapping_row.c.row_key)
+        bound = tuple_(literal(after[0]), literal(after[1]))
+        stmt = stmt.where(position > bound if asc else position < bound)
+    stmt = stmt.order_by(*ordered(column, mapping_row.c.row_key, asc=asc))
+    return list((await conn.execute(stmt.offset(offset).limit(limit))).all())
 
 
 _LINES_AFTER = text(

@@ -81,8 +81,9 @@ class DataListRequest(msgspec.Struct, kw_only=True):
     search_after_ctx: Annotated[str, msgspec.Meta(max_length=4096)] = ""
 
     def __post_init__(self) -> None:
+        # Deep pages go by cursor (search_after_ctx), which has no such bound.
         if self.p * self.limit > 10_000:
-            raise ValueError("p × limit must not exceed 10000")
+            raise ValueError("p × limit must not exceed 10000; page on with search_after_ctx")
 
 
 class MappingDataItem(msgspec.Struct, kw_only=True):

@@ -22,7 +22,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.db.engine import Database
+from dutyline.enrichment import cursor
 from dutyline.enrichment import repository as repo
+from dutyline.enrichment.api.lookup import Answers as Answers  # for ingestion
+from dutyline.enrichment.api.lookup import LookupsNeeded as LookupsNeeded
+from dutyline.enrichment.api.lookup import fetch as _fetch
 from dutyline.enrichment.schemas import (
     DataListRequest,
     DataListResponse,
@@ -32,7 +36,7 @@ from dutyline.enrichment.schemas import (
     SchemaCreateResponse,
     SchemaUpdateRequest,
 )
-from dutyline.enrichment.settings import enrich_sync as enrich_sync  # for ingestion
+from dutyline.enrichment.settings import enrich_sync as enrich_sync
 from dutyline.enrichment.tabular import (
     CsvWriter,
     check_value,
@@ -45,6 +49,8 @@ from dutyline.platform.team import service as teams
 
 _encode = msgspec.json.encode
 _labels = msgspec.json.Decoder(list[str])
+# For the ingest endpoint: make the mapping API calls a push raised LookupsNeeded for.
+fetch_lookups = _fetch
 DOWNLOAD_BATCH = 5000
 UPLOAD_BATCH = 1000
 
@@ -67,7 +73,7 @@ async def _schema(conn: AsyncConnection, actor: Actor, schema_id: str,
 
 
 async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None:
-    if team_id and not await teams.existing_team_ids(conn, actor.account_id, [team_id]):
+    if team_id and not await teams.existing_team_ids(conn, actor, [team_id]):
         raise errors.invalid("team_id", f"team {team_id} not found")
 
 
@@ -241,16 +247,24 @@ async def list_data(conn: AsyncConnection, actor: Actor, *,
             raise errors.invalid("query", "must give every source label ("
                                  + ",".join(source) + ") and nothing else")
         key = row_key([req.query[label] for label in source])
+    orderby = req.orderby or "updated_at"
+    after = None if not req.search_after_ctx else cursor.read(
+        req.search_after_ctx, schema_id=row.schema_id, orderby=orderby, asc=req.asc)
     total = await repo.count_rows(conn, row.schema_id, key)
-    rows = await repo.page_rows(conn, row.schema_id, key=key,
-                                orderby=req.orderby or "updated_at", asc=req.asc,
-                                offset=(req.p - 1) * req.limit, limit=req.limit)
+    # One row past the page tells whether there is a next one. With a cursor the page starts
+    # after it (keyset) and `p` is not used.
+    rows = await repo.page_rows(conn, row.schema_id, key=key, orderby=orderby, asc=req.asc,
+                                offset=0 if after else (req.p - 1) * req.limit,
+                                limit=req.limit + 1, after=after)
+    more, rows = len(rows) > req.limit, rows[:req.limit]
     labels = source + result
     items = [MappingDataItem(key=r.row_key, fields=dict(zip(labels, _labels.decode(r.vals),
                                                                 strict=False)),
                              created_at=r.created_at, updated_at=r.updated_at) for r in rows]
-    return DataListResponse(items=items, total=total,
-                            has_next_page=req.p * req.limit < total)
+    next_cursor = cursor.write(row.schema_id, orderby, req.asc, getattr(rows[-1], orderby),
+                               rows[-1].row_key) if more else ""
+    return DataListResponse(items=items, total=total, has_next_page=more,
+                            search_after_ctx=next_cursor)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ query a push costs) stays put; a miss in that cache is one primary-key probe per
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,9 +31,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.db.stamps import saved_values
 from dutyline.enrichment import repository as repo
+from dutyline.enrichment.api import lookup
+from dutyline.enrichment.api import repository as api_repo
+from dutyline.enrichment.api import service as api_service
+from dutyline.enrichment.api.lookup import Answers, ApiTarget, Key, LookupsNeeded
 from dutyline.enrichment.schemas import EnrichmentItem
-from dutyline.enrichment.stamps import saved_values
 from dutyline.enrichment.tabular import row_key
 from dutyline.kit.filters import Filter, FilterError, compile_filters, compile_regex
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
@@ -129,6 +133,9 @@ class Rule:
     # (result label, its position in the row's values)
     results: tuple[tuple[str, int], ...] = ()
     drop_labels: tuple[str, ...] = ()
+    # mapping_type api (internal kind "api"): the API to call and the labels it may set.
+    api: ApiTarget | None = None
+    api_results: tuple[str, ...] = ()
 
 
 def _check_rule(raw: Any, path: str) -> tuple[dict[str, Any], str]:
@@ -142,7 +149,8 @@ def _check_rule(raw: Any, path: str) -> tuple[dict[str, Any], str]:
 
 
 def _compile_rule(raw: dict[str, Any], path: str,
-                  schemas: dict[str, tuple[list[str], list[str]]]) -> Rule:
+                  schemas: dict[str, tuple[list[str], list[str]]],
+                  apis: Mapping[str, ApiTarget | None]) -> Rule:
     settings, kind = _check_rule(raw, path)
     spath = f"{path}.settings"
     when = _compile_if(raw.get("if"), f"{path}.if")
@@ -176,9 +184,14 @@ def _compile_rule(raw: dict[str, Any], path: str,
                     template=template)
     if kind == "mapping":
         mapping_type = settings.get("mapping_type") or "schema"
+        if mapping_type == "api":
+            api_id = _str(settings, "api_id", spath, max_len=24).lower()
+            if api_id not in apis:
+                raise errors.invalid(f"{spath}.api_id", f"mapping API {api_id} not found")
+            return Rule("api", when, override, api=apis[api_id],
+                        api_results=tuple(_label_list(settings, "result_labels", spath)))
         if mapping_type != "schema":
-            raise errors.invalid(f"{spath}.mapping_type",
-                                 "only schema mappings are supported (api: not yet)")
+            raise errors.invalid(f"{spath}.mapping_type", "must be schema or api")
         schema_id = _str(settings, "schema_id", spath, max_len=24).lower()
         if schema_id not in schemas:
             raise errors.invalid(f"{spath}.schema_id", f"mapping schema {schema_id} not found")
@@ -194,14 +207,22 @@ def _compile_rule(raw: dict[str, Any], path: str,
     return Rule(kind, when, drop_labels=tuple(_label_list(settings, "drop_labels", spath)))
 
 
-def _schema_ids(rules: Sequence[Any]) -> list[str]:
+def _referenced_ids(rules: Sequence[Any], field: str) -> list[str]:
+    """The schema ids (field "schema_id") or API ids ("api_id") mapping rules name."""
     ids: list[str] = []
     for rule in rules:
         if isinstance(rule, dict) and rule.get("kind") == "mapping":
             settings = rule.get("settings")
-            if isinstance(settings, dict) and isinstance(settings.get("schema_id"), str):
-                ids.append(settings["schema_id"].lower()[:24])
+            if not isinstance(settings, dict):
+                continue
+            is_api = settings.get("mapping_type") == "api"
+            if is_api == (field == "api_id") and isinstance(settings.get(field), str):
+                ids.append(settings[field].lower()[:24])
     return list(dict.fromkeys(ids))
+
+
+def _schema_ids(rules: Sequence[Any]) -> list[str]:
+    return _referenced_ids(rules, "schema_id")
 
 
 # -- service ---------------------------------------------------------------------------------------
@@ -224,12 +245,16 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
     found = await repo.schemas_by_id(conn, actor.account_id, ids) if ids else {}
     schemas = {sid: (_decode_labels.decode(r.source_labels), _decode_labels.decode(
         r.result_labels)) for sid, r in found.items()}
+    api_ids = _referenced_ids(rules, "api_id")
+    apis = dict.fromkeys(await api_service.existing_api_ids(conn, actor.account_id, api_ids))
     for i, rule in enumerate(rules):
-        _compile_rule(rule, f"rules[{i}]", schemas)
+        _compile_rule(rule, f"rules[{i}]", schemas, apis)
     existing = await repo.get_setting(conn, actor.account_id, integration_id)
     values = saved_values(actor, {"rules": _encode(rules).decode()}, new=existing is None)
+    # API ids share the reference table with schema ids (both random 24-hex ids): each is
+    # refused deletion while a setting names it.
     await repo.save_setting(conn, exists=existing is not None, integration_id=integration_id,
-                            values=values, schema_ids=ids)
+                            values=values, schema_ids=ids + api_ids)
 
 
 async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> EnrichmentItem:
@@ -280,10 +305,14 @@ def _load(conn: Connection, integration_id: int, version: int | None,
     schemas = {r.schema_id: (_decode_labels.decode(r.source_labels),
                              _decode_labels.decode(r.result_labels))
                for r in repo.schema_labels_sync(conn, ids)} if ids else {}
+    api_ids = _referenced_ids(raw, "api_id")
+    apis = {r.api_id: ApiTarget(r.api_id, r.url, r.headers_sealed, r.timeout, r.retry_count,
+                                r.updated_at)
+            for r in api_repo.targets_sync(conn, api_ids)} if api_ids else {}
     compiled: list[Rule] = []
     for i, rule in enumerate(raw):
         try:
-            compiled.append(_compile_rule(rule, f"rules[{i}]", schemas))
+            compiled.append(_compile_rule(rule, f"rules[{i}]", schemas, apis))
         except errors.ApiError:
             continue  # its schema vanished since it was written: skip it, keep the rest
     if len(_CACHE) >= _CACHE_MAX:
@@ -338,13 +367,16 @@ def _extract(rule: Rule, subject: dict[str, Any], labels: dict[str, str]) -> str
 
 
 def enrich_sync(conn: Connection, integration_id: int, *, version: int | None, epoch: int,
-                title: str, description: str, severity: str,
-                labels: dict[str, str]) -> dict[str, str] | None:
+                title: str, description: str, severity: str, labels: dict[str, str],
+                now_s: int = 0, answers: Answers | None = None) -> dict[str, str] | None:
     """The labels of an event after the integration's enrichment (at setting `version` and
-    data `epoch`, from `ingest_state_sync`), or None when it has no rules."""
+    data `epoch`, from `ingest_state_sync`), or None when it has no rules. A mapping API
+    whose answer is not known yet (in the process's cache or `answers`) raises
+    LookupsNeeded once every rule has run, before the caller writes anything."""
     rules, known = _load(conn, integration_id, version, epoch)
     if not rules:
         return None
+    pending: list[Key] = []
     out = dict(labels)
     subject: dict[str, Any] = {"title": title, "description": description,
                                "severity": severity, "event_status": severity,
@@ -361,6 +393,13 @@ def enrich_sync(conn: Connection, integration_id: int, *, version: int | None, e
         if rule.kind == "drop":
             for name in rule.drop_labels:
                 out.pop(name, None)
+        elif rule.kind == "api":
+            assert rule.api is not None
+            found = lookup.answer(rule.api, out, now_s=now_s, answers=answers,
+                                  pending=pending)
+            for name in rule.api_results:
+                if found and name in found:
+                    _set(out, name, found[name], rule.override)
         elif rule.kind == "extraction":
             value = _extract(rule, subject, out)
             if value is not None:
@@ -372,6 +411,8 @@ def enrich_sync(conn: Connection, integration_id: int, *, version: int | None, e
             except TemplateError:
                 continue
             _set(out, rule.result_label, value, rule.override)
+    if pending:
+        raise LookupsNeeded(pending)
     return out
 
 

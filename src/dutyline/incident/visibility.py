@@ -27,8 +27,7 @@ class Scope:
 async def scope(actor: Actor) -> Scope:
     """The actor's scope: one query for their teams (once for the actor's life), none for
     admins and the system."""
-    viewer = await channels.viewer_of(actor)
-    return Scope(actor.account_id, channels.visible_channel_ids(actor.account_id, viewer))
+    return Scope(actor.account_id, await channels.visible_channel_ids(actor))
 
 
 def channel_visible(column: ColumnElement[int], s: Scope) -> list[ColumnElement[bool]]:

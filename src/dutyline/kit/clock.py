@@ -17,6 +17,17 @@ class SystemClock:
         return time.time()
 
 
+class FixedClock:
+    """A clock stopped at one instant: for work done as of a known moment (an alert rule's
+    evaluation) that acts through services reading the time from their actor."""
+
+    def __init__(self, at: float) -> None:
+        self._at = at
+
+    def now(self) -> float:
+        return self._at
+
+
 class FakeClock:
     """A clock tests set and advance by hand."""
 

@@ -343,12 +343,14 @@ def _ssl_context2() -> ssl.SSLContext:
     return httpx2.create_ssl_context(trust_env=False)
 
 
-def _httpx_network(policy: OutboundPolicy) -> httpx.AsyncHTTPTransport:
-    transport = httpx.AsyncHTTPTransport(verify=_ssl_context(), trust_env=False)
+def _httpx_network(policy: OutboundPolicy,
+                   ssl_context: ssl.SSLContext | None = None) -> httpx.AsyncHTTPTransport:
+    context = ssl_context if ssl_context is not None else _ssl_context()
+    transport = httpx.AsyncHTTPTransport(verify=context, trust_env=False)
     # httpx does not expose the network backend; the pool it builds is replaced by the same
     # pool with our backend (the attribute has been `_pool` since httpx 0.18).
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=_ssl_context(),
+        ssl_context=context,
         network_backend=_HttpcoreBackend(httpcore.AnyIOBackend(), policy, httpcore.ConnectTimeout),
     )
     return transport
@@ -372,12 +374,14 @@ def guarded_client(
     headers: Mapping[str, str] | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
     follow_redirects: bool = False,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> httpx.AsyncClient:
     """An httpx client whose every request (and redirect hop) passes the guard, retried per
     `policy.retry`.
 
-    `transport` replaces the network (tests, third-party mocks); URLs are still checked."""
-    inner = transport if transport is not None else _httpx_network(policy)
+    `transport` replaces the network (tests, third-party mocks); URLs are still checked.
+    `ssl_context` replaces the system CA bundle (a peer's own CA, a client certificate)."""
+    inner = transport if transport is not None else _httpx_network(policy, ssl_context)
     return httpx.AsyncClient(
         transport=_httpx_stack(inner, policy, resolve_here=transport is not None),
         timeout=timeout,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
+import anyio
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -18,6 +19,7 @@ from dutyline.kit.ids import numeric_id
 from dutyline.kit.origin import origin_of, same_origin
 from dutyline.kit.secretbox import SecretBox
 from dutyline.monit import repository as repo
+from dutyline.monit import tls
 from dutyline.monit.schemas import (
     DS_TYPES,
     SUPPORTED_DS_TYPES,
@@ -81,6 +83,18 @@ def _merge_secrets(new: DSPrometheusConfig, old: DSPrometheusConfig | None,
     )
 
 
+async def _check_tls(cfg: DSPrometheusConfig) -> None:
+    """The TLS settings load now (a bad PEM, a key that does not match its certificate or its
+    password) rather than failing every evaluation later."""
+    settings = tls.settings_of(cfg)
+    if settings.is_default:
+        return
+    try:
+        await anyio.to_thread.run_sync(tls.context_for, settings)
+    except tls.TlsInvalid as exc:
+        raise errors.invalid(f"payload.prometheus.{exc.field}", exc.reason) from None
+
+
 def open_payload(box: SecretBox, sealed: str) -> DSPayload:
     if not sealed:
         return DSPayload()
@@ -131,6 +145,7 @@ async def upsert_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox,
     stored = None if old is None else open_payload(box, old.payload_sealed).prometheus
     keep = old is not None and same_origin(old.address, address)
     prom = _merge_secrets(prom, stored, keep)
+    await _check_tls(prom)
     values = {
         "type_ident": req.type_ident, "name": name, "enabled": req.enabled,
         "note": req.note, "address": address, "edge_cluster_name": req.edge_cluster_name,

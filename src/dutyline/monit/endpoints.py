@@ -9,27 +9,36 @@ from __future__ import annotations
 from dutyline.api import errors
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ALERT_RULE_MANAGE
-from dutyline.monit import engine, prom, service
+from dutyline.monit import engine, history, prom, rulesets, service
 from dutyline.monit.schemas import (
     AlertRule,
+    AlertRuleAudit,
     AlertRuleBasic,
+    AlertRuleCounter,
     AlertRuleExport,
     AlertRuleStatus,
     DataSourceItem,
     DataSourceListRequest,
     DataSourceUpsertRequest,
+    DSType,
     IDRequest,
     NameMessage,
     QueryRequest,
     QueryResponse,
     QueryRow,
+    RuleEmptyRequest,
     RuleFieldsUpdateRequest,
     RuleFolderIDRequest,
     RuleIDRequest,
     RuleIDsRequest,
     RuleImportRequest,
     RuleListRequest,
+    RuleMoveRequest,
     RuleSpec,
+    StoreRulesetItem,
+    StoreRulesetListRequest,
+    StoreRulesetUpdateRequest,
+    StoreRulesetUpsertRequest,
 )
 
 router = Router("Monitors")
@@ -152,3 +161,87 @@ async def rule_import(ctx: Context, req: list[RuleSpec]) -> list[NameMessage]:
 async def rule_export(ctx: Context, req: RuleIDsRequest) -> list[AlertRuleExport]:
     """Portable definitions of rules, for /monit/rule/import."""
     return await service.export_rules(ctx.conn, ctx.actor, rule_ids=req.ids)
+
+
+@router.post("/monit/rule/move", permissions=MANAGE, write=True)
+async def rule_move(ctx: Context, req: RuleMoveRequest) -> list[NameMessage]:
+    """Move rules to another folder; a result per rule."""
+    ctx.audit_targets.extend(req.ids)
+    return await service.move_rules(ctx.conn, ctx.actor, rule_ids=req.ids,
+                                    folder_id=req.dest_folder_id)
+
+
+@router.post("/monit/rule/audits", permissions=MANAGE)
+async def rule_audits(ctx: Context, req: RuleIDRequest) -> list[AlertRuleAudit]:
+    """A rule's change history, newest first (without the snapshots)."""
+    return await history.list_audits(ctx.conn, ctx.actor, rule_id=req.id)
+
+
+@router.post("/monit/rule/audit/detail", permissions=MANAGE)
+async def rule_audit_detail(ctx: Context, req: RuleIDRequest) -> AlertRuleAudit:
+    """One change-history record (by its own id) with the rule's snapshot in `content`."""
+    return await history.audit_detail(ctx.conn, ctx.actor, audit_id=req.id)
+
+
+@router.post("/monit/rule/dstypes", permissions=MANAGE)
+async def rule_dstypes(ctx: Context, req: RuleEmptyRequest) -> list[DSType]:
+    """The data source types rules can use."""
+    return history.ds_types()
+
+
+@router.post("/monit/rule/counter/total", permissions=MANAGE)
+async def rule_counter_total(ctx: Context, req: RuleEmptyRequest) -> list[AlertRuleCounter]:
+    """The account's rule total after each change, oldest first."""
+    return await history.counter_total(ctx.conn, ctx.actor)
+
+
+@router.post("/monit/rule/counter/status", permissions=MANAGE)
+async def rule_counter_status(ctx: Context, req: RuleEmptyRequest) -> list[AlertRuleStatus]:
+    """Rules and rules with firing alerts per top-level folder."""
+    return await service.rule_status(ctx.conn, ctx.actor, folder_id=0)
+
+
+@router.post("/monit/rule/counter/channel", permissions=MANAGE)
+async def rule_counter_channel(ctx: Context, req: RuleEmptyRequest) -> dict[str, int]:
+    """Rules per channel name (the channel id when the name is unknown)."""
+    return await history.counter_channel(ctx.conn, ctx.actor)
+
+
+@router.post("/monit/rule/counter/node", permissions=MANAGE)
+async def rule_counter_node(ctx: Context, req: RuleEmptyRequest) -> dict[str, int]:
+    """Rules per top-level folder (named by its id: there are no folder records)."""
+    return await history.counter_node(ctx.conn, ctx.actor)
+
+
+@router.post("/monit/store/ruleset/create", permissions=MANAGE, write=True)
+async def ruleset_create(ctx: Context, req: StoreRulesetUpsertRequest) -> StoreRulesetItem:
+    """Keep a set of rule definitions in the rule repository (private, account or public)."""
+    item = await rulesets.create_ruleset(ctx.conn, ctx.actor, req=req)
+    ctx.audit_targets.append(item.id)
+    return item
+
+
+@router.post("/monit/store/ruleset/info", permissions=MANAGE)
+async def ruleset_info(ctx: Context, req: IDRequest) -> StoreRulesetItem:
+    """One ruleset the caller can see, with its payload."""
+    return await rulesets.get_ruleset(ctx.conn, ctx.actor, ruleset_id=req.id)
+
+
+@router.post("/monit/store/ruleset/list", permissions=MANAGE)
+async def ruleset_list(ctx: Context, req: StoreRulesetListRequest) -> list[StoreRulesetItem]:
+    """The rulesets of a data source type the caller can see, without payloads."""
+    return await rulesets.list_rulesets(ctx.conn, ctx.actor, type_ident=req.type_ident)
+
+
+@router.post("/monit/store/ruleset/update", permissions=MANAGE, write=True)
+async def ruleset_update(ctx: Context, req: StoreRulesetUpdateRequest) -> StoreRulesetItem:
+    """Change a ruleset's note, sharing and payload (its creator's account only)."""
+    ctx.audit_targets.append(req.id)
+    return await rulesets.update_ruleset(ctx.conn, ctx.actor, req=req)
+
+
+@router.post("/monit/store/ruleset/delete", permissions=MANAGE, write=True)
+async def ruleset_delete(ctx: Context, req: IDRequest) -> None:
+    """Delete a ruleset (its creator's account only)."""
+    ctx.audit_targets.append(req.id)
+    await rulesets.delete_ruleset(ctx.conn, ctx.actor, ruleset_id=req.id)

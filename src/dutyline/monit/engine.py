@@ -9,8 +9,10 @@ in the job's transaction after the rule row is read again, locked on PostgreSQL:
 deleted meanwhile writes nothing, and a delete that comes after sees (and resolves) what
 this evaluation opened, so no alert is left behind by a rule that no longer exists.
 
-A data source that fails (times out, answers 5xx, malformed JSON) leaves its series as they
-were and the reason in the rule's `last_error`: nothing is invented from a failed query."""
+A data source that fails (times out, answers 5xx, malformed JSON, refuses the TLS handshake)
+leaves its series as they were and the reason in the rule's `last_error`: nothing is invented
+from a failed query. Each data source is queried with its own TLS settings (tls.py), and its
+relate queries (related.py) run only when one of its series alerts."""
 
 from __future__ import annotations
 
@@ -20,7 +22,6 @@ import hashlib
 import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -29,12 +30,16 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.channel.integration import service as integrations
 from dutyline.incident.ingest import service as ingestion
-from dutyline.monit import conditions, prom
+from dutyline.kit import localtime, timefilters
+from dutyline.kit.clock import FixedClock
+from dutyline.monit import conditions, prom, related, tls
 from dutyline.monit import repository as repo
 from dutyline.monit import service as rules
 from dutyline.monit.schemas import DSPrometheusConfig, RuleBody
+from dutyline.platform.account import service as accounts
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
@@ -61,6 +66,7 @@ class Verdict:
     severity: str = ""
     value: float | None = None
     forget: bool = False  # a no-data series past its resolve_timeout
+    related: dict[str, str] = field(default_factory=dict)  # relate query name -> its rows
 
 
 @dataclass
@@ -82,27 +88,21 @@ def _identity(labels: dict[str, str]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, v) for k, v in labels.items() if k != "__name__"))
 
 
-def in_enabled_times(body: RuleBody, now_s: float) -> bool:
+def in_enabled_times(body: RuleBody, now_s: float, time_zone: str = "UTC") -> bool:
+    """Whether `now_s` falls in one of the rule's windows, read on the wall clock of the
+    account's zone (the reference's AlertRule has no zone of its own): a 09:00 window opens
+    at 09:00 local on both sides of a daylight-saving change. `stime` inclusive, `etime`
+    exclusive; `stime >= etime` runs over midnight (kit/timefilters)."""
     if not body.enabled_times:
         return True
-    moment = datetime.fromtimestamp(now_s, tz=UTC)
-    weekday = (moment.weekday() + 1) % 7  # 0 = Sunday
-    minute = moment.hour * 60 + moment.minute
-    for window in body.enabled_times:
-        if window.days and weekday not in window.days:
-            continue
-        start = _minutes(window.stime)
-        end = _minutes(window.etime)
-        if start <= end and start <= minute <= end:
-            return True
-        if start > end and (minute >= start or minute <= end):  # over midnight
-            return True
-    return False
+    return enabled_window(body, time_zone).matches(now_s)
 
 
-def _minutes(text: str) -> int:
-    hours, _, minutes = text.partition(":")
-    return int(hours) * 60 + int(minutes or 0)
+def enabled_window(body: RuleBody, time_zone: str) -> timefilters.TimeFilter:
+    items = [{"start": w.stime, "end": w.etime, "repeat": list(w.days)}
+             for w in body.enabled_times]
+    return timefilters.compile_time_filters(items, path="enabled_times",
+                                            tz=localtime.zone(time_zone) or "UTC")
 
 
 def target_of(runtime: Runtime, row: Any) -> prom.Target:
@@ -117,23 +117,26 @@ def target_of(runtime: Runtime, row: Any) -> prom.Target:
         params[name.strip()] = value.strip()
     return prom.Target(address=row.address, headers=headers, params=params,
                        username=cfg.basic_auth_username, password=cfg.basic_auth_password,
-                       basic_auth=cfg.basic_auth_enabled)
+                       basic_auth=cfg.basic_auth_enabled, tls=tls.settings_of(cfg))
 
 
 # --- the verdicts ----------------------------------------------------------------------
 
 
-# The client of the evaluation batch in progress (one connection pool for its queries).
-_batch_client: ContextVar[httpx.AsyncClient | None] = ContextVar("monit_client", default=None)
+# The clients of the evaluation batch in progress (a connection pool per TLS settings).
+_batch_clients: ContextVar[prom.ClientPool | None] = ContextVar("monit_clients", default=None)
 
 
 async def _query(runtime: Runtime, target: prom.Target, expr: str, at_s: float) -> prom.Result:
+    pool = _batch_clients.get()
+    client = None if pool is None else await pool.get(target.tls)
     return await prom.instant_query(runtime.outbound_policy(), target, expr, at_s,
-                                    transport=transport_override, client=_batch_client.get())
+                                    transport=transport_override, client=client)
 
 
 async def _judge_source(runtime: Runtime, body: RuleBody, ds_id: int, target: prom.Target,
-                        at_s: float, known: dict[str, Any], now_s: int) -> list[Verdict]:
+                        at_s: float, known: dict[str, Any], now_s: int,
+                        problems: list[str]) -> list[Verdict]:
     cfg = body.rule_configs
     queries = [q for q in cfg.queries if q.expr.strip()]
     results = {q.name: await _query(runtime, target, q.expr, at_s) for q in queries}
@@ -203,6 +206,9 @@ async def _judge_source(runtime: Runtime, body: RuleBody, ds_id: int, target: pr
                      and anydata.recovery is not None and anydata.recovery.mode == "ql")
             verdicts.append(Verdict(row.check_kind, ds_id, msgspec.json.decode(row.labels),
                                     None if anyql else False))
+    if cfg.relate_queries and any(v.alerting for v in verdicts):
+        await related.attach(functools.partial(_query, runtime, target, at_s=at_s),
+                             body.rule_configs.relate_queries, verdicts, problems)
     return verdicts
 
 
@@ -227,9 +233,11 @@ async def judge(runtime: Runtime, rule_row: Any, sources: list[Any], known_rows:
         outcome.errors.append("no enabled data source matches ds_ids / ds_list")
     for source in chosen:
         try:
+            problems: list[str] = []
             outcome.verdicts += await _judge_source(runtime, body, source.id,
                                                     target_of(runtime, source), at_s, known,
-                                                    now_s)
+                                                    now_s, problems)
+            outcome.errors += [f"{source.name}: {p}" for p in problems]
         except prom.QueryFailed as exc:
             outcome.failed_ds.add(source.id)
             outcome.errors.append(f"{source.name}: {exc.reason}")
@@ -246,9 +254,12 @@ def _check_cfg(body: RuleBody, check: str) -> Any:
 
 
 def _event(rule_row: Any, body: RuleBody, row: dict[str, Any], status: str,
-           value: float | None) -> ingestion.PushRequest:
+           value: float | None,
+           related_rows: dict[str, str] | None = None) -> ingestion.PushRequest:
     labels: dict[str, str] = {}
-    for source in (msgspec.json.decode(row["labels"]), body.labels, body.annotations):
+    related_rows = related_rows or {}
+    context = {f"related_{name}": text for name, text in related_rows.items()}
+    for source in (msgspec.json.decode(row["labels"]), body.labels, body.annotations, context):
         for k, v in source.items():
             if k and len(labels) < MAX_LABELS - 3:
                 labels[str(k)[:128]] = str(v)[:2048]
@@ -257,6 +268,9 @@ def _event(rule_row: Any, body: RuleBody, row: dict[str, Any], status: str,
     description = body.annotations.get("description") or body.description
     if value is not None:
         description = f"{description}\n\nvalue: {value:g}".strip()
+    if related_rows:
+        lines = "\n".join(f"{name}: {text}" for name, text in related_rows.items())
+        description = f"{description}\n\nrelated queries:\n{lines}".strip()
     return ingestion.PushRequest(
         title_rule=(body.annotations.get("summary") or rule_row.name)[:512],
         event_status=status,  # type: ignore[arg-type]
@@ -269,8 +283,9 @@ async def _send(conn: AsyncConnection, rule_row: Any, body: RuleBody, req: Any,
                 now_s: int, problems: list[str]) -> None:
     for channel_id in body.channel_ids:
         key_hash = await integrations.system_integration(
-            conn, account_id=rule_row.account_id, channel_id=channel_id,
-            integration_type=INTEGRATION_TYPE, name=INTEGRATION_NAME, now_s=now_s)
+            conn, Actor.system(int(rule_row.account_id), FixedClock(now_s)),
+            channel_id=channel_id,
+            integration_type=INTEGRATION_TYPE, name=INTEGRATION_NAME)
         if key_hash is None:
             problems.append(f"channel {channel_id} does not exist")
             continue
@@ -345,8 +360,9 @@ async def write_verdicts(conn: AsyncConnection, rule_row: Any, outcome: Outcome,
         row["value"] = "" if v.value is None else f"{v.value:g}"[:64]
         status = _step(row, v, _check_cfg(body, v.check), body, now_s)
         if status is not None:
-            await _send(conn, rule_row, body, _event(rule_row, body, row, status, v.value),
-                        now_s, problems)
+            context = v.related if status != "Ok" else None  # a recovery needs none
+            await _send(conn, rule_row, body,
+                        _event(rule_row, body, row, status, v.value, context), now_s, problems)
         keep = row["state"] in (FIRING, PENDING) or (v.check == NODATA and not v.forget)
         if keep:
             writes.append(row)
@@ -402,6 +418,7 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
         sources = {account: await repo.list_datasources(read, account, "")
                    for account in {r.account_id for r in rows.values()}}
         known = await repo.series_of_rules(read, ids)
+        zones = {account: await accounts.account_time_zone(read, account) for account in sources}
     gate = asyncio.Semaphore(PARALLEL_QUERIES)
 
     async def one(rule_row: Any, due_ms: int) -> _Judged:
@@ -409,7 +426,7 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
             started = time.perf_counter()
             started_ms = int(runtime.clock.now() * 1000)
             body = rules.decode_body(rule_row.body)
-            if not in_enabled_times(body, due_ms / 1000):
+            if not in_enabled_times(body, due_ms / 1000, zones[rule_row.account_id]):
                 return _Judged(rule_row.id, Outcome(), True, started_ms, 0)
             outcome = await judge(runtime, rule_row, sources[rule_row.account_id],
                                   known.get(rule_row.id, []),
@@ -422,12 +439,13 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
            if rule_id in rows and rows[rule_id].enabled]
     if not due:
         return
-    async with prom.client_for(runtime.outbound_policy(), transport=transport_override) as http:
-        token = _batch_client.set(http)
-        try:
-            judged = await asyncio.gather(*(one(row, due_ms) for row, due_ms in due))
-        finally:
-            _batch_client.reset(token)
+    pool = prom.ClientPool(runtime.outbound_policy(), transport=transport_override)
+    token = _batch_clients.set(pool)
+    try:
+        judged = await asyncio.gather(*(one(row, due_ms) for row, due_ms in due))
+    finally:
+        _batch_clients.reset(token)
+        await pool.aclose()
     for result in judged:
         try:
             async with conn.begin_nested():

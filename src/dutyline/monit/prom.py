@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import base64
 import math
+import re
+import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import httpx
 import msgspec
 
 from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, guarded_client
+from dutyline.monit import tls
 
 QUERY_TIMEOUT_S = 10.0
 MAX_SERIES = 10_000
@@ -35,6 +39,7 @@ class Target:
     username: str = ""
     password: str = ""
     basic_auth: bool = False
+    tls: tls.TlsSettings = field(default_factory=tls.TlsSettings)
 
 
 @dataclass(frozen=True)
@@ -100,11 +105,69 @@ def parse(body: bytes) -> Result:
     return Result(str(kind), samples)
 
 
-def client_for(policy: OutboundPolicy, *, timeout_s: float = QUERY_TIMEOUT_S,
-               transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
-    """A guarded client for many queries (one evaluation batch). No retries: a failed
-    evaluation is recorded and the next one runs on time."""
-    return guarded_client(policy.without_retries(), timeout=timeout_s, transport=transport)
+async def client_for(policy: OutboundPolicy, settings: tls.TlsSettings | None = None, *,
+                     timeout_s: float = QUERY_TIMEOUT_S,
+                     transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """A guarded client for many queries to sources with these TLS settings. No retries: a
+    failed evaluation is recorded and the next one runs on time. Settings that do not load
+    (checked when saved; a key sealed by an older version) fail as a query would."""
+    context = None
+    if settings is not None and not settings.is_default and transport is None:
+        try:
+            context = await anyio.to_thread.run_sync(tls.context_for, settings)
+        except tls.TlsInvalid as exc:
+            raise QueryFailed(f"TLS settings: {exc}") from None
+    return guarded_client(policy.without_retries(), timeout=timeout_s, transport=transport,
+                          ssl_context=context)
+
+
+class ClientPool:
+    """The clients of one evaluation batch: one per distinct TLS settings, each with its own
+    connection pool, closed together at the end of the batch."""
+
+    def __init__(self, policy: OutboundPolicy, *,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._policy = policy
+        self._transport = transport
+        self._clients: dict[tls.TlsSettings, httpx.AsyncClient] = {}
+        self._lock = anyio.Lock()
+
+    async def get(self, settings: tls.TlsSettings) -> httpx.AsyncClient:
+        async with self._lock:
+            if settings not in self._clients:
+                self._clients[settings] = await client_for(self._policy, settings,
+                                                           transport=self._transport)
+            return self._clients[settings]
+
+    async def aclose(self) -> None:
+        for client in self._clients.values():
+            await client.aclose()
+        self._clients.clear()
+
+
+_SSL_REASON = re.compile(r"\[SSL: [A-Z0-9_]+\][^(]*")
+
+
+def _failure(exc: Exception, address: str) -> str:
+    """A reason for the rule's status: TLS failures say what the handshake refused (the
+    ssl error may sit down the exception chain: a TLS 1.3 server refuses a missing client
+    certificate only on the first read)."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ssl.SSLError):
+            reason = seen.reason or type(seen).__name__
+            return f"TLS error: {reason}: {seen.strerror or seen}"[:300]
+        found = _SSL_REASON.search(str(seen))
+        if found:
+            return f"TLS error: {found.group(0).strip()}"[:300]
+        seen = seen.__cause__ or seen.__context__
+    if address.startswith("https:") and isinstance(exc, (httpx.ReadError,
+                                                         httpx.RemoteProtocolError)):
+        # TLS 1.3 ends the handshake before the server checks the client's certificate: a
+        # refusal then shows only as a closed connection (or an alert, whichever wins).
+        return (f"TLS error or closed connection ({type(exc).__name__}): the server hung up "
+                "after the handshake, as one that requires a client certificate does")
+    return f"the data source could not be reached: {type(exc).__name__}"
 
 
 async def instant_query(
@@ -113,7 +176,8 @@ async def instant_query(
     client: httpx.AsyncClient | None = None,
 ) -> Result:
     if client is None:
-        async with client_for(policy, timeout_s=timeout_s, transport=transport) as own:
+        async with await client_for(policy, target.tls, timeout_s=timeout_s,
+                                    transport=transport) as own:
             return await instant_query(policy, target, expr, at_s, timeout_s=timeout_s,
                                        client=own)
     address = target.address.rstrip("/")
@@ -123,13 +187,17 @@ async def instant_query(
         headers["Authorization"] = f"Basic {token}"
     params = {**target.params, "query": expr, "time": f"{at_s:.3f}"}
     try:
-        response = await client.post(f"{address}/api/v1/query", data=params, headers=headers)
+        extensions = {"sni_hostname": target.tls.server_name} if target.tls.server_name else {}
+        response = await client.post(f"{address}/api/v1/query", data=params, headers=headers,
+                                     extensions=extensions)
     except OutboundBlocked as exc:
         raise QueryFailed(f"address refused: {exc.reason}") from None
     except httpx.TimeoutException:
         raise QueryFailed(f"the data source did not answer within {timeout_s:g} s") from None
-    except httpx.HTTPError as exc:
-        raise QueryFailed(f"the data source could not be reached: {type(exc).__name__}") from None
+    except (httpx.HTTPError, ssl.SSLError) as exc:
+        # An alert read after the handshake (Go's servers refuse a missing client
+        # certificate so) escapes httpcore as a bare ssl.SSLError.
+        raise QueryFailed(_failure(exc, address)) from None
     if len(response.content) > MAX_BODY:
         raise QueryFailed("the data source answered too much data")
     if response.status_code != 200 and response.status_code not in (400, 422):

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import case, delete, func, insert, select, update
+from sqlalchemy import and_, case, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.monit import monit_datasource as ds
 from dutyline.db.tables.monit import monit_rule as rule
+from dutyline.db.tables.monit import monit_rule_audit as audit
+from dutyline.db.tables.monit import monit_rule_counter as counter
+from dutyline.db.tables.monit import monit_ruleset as ruleset
 from dutyline.db.tables.monit import monit_series as series
 
 # --- data sources ----------------------------------------------------------------------
@@ -170,3 +173,101 @@ async def delete_series(conn: AsyncConnection, rule_id: int, keys: list[str]) ->
 async def firing_series(conn: AsyncConnection, rule_id: int) -> list[Row[Any]]:
     stmt = select(series).where(series.c.rule_id == rule_id, series.c.state == "firing")
     return list(await conn.execute(stmt))
+
+
+# --- rule history and counts -----------------------------------------------------------
+
+
+async def insert_audit(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(audit).values(**values))
+
+
+async def list_audits(conn: AsyncConnection, account_id: int,
+                      rule_id: int) -> list[Row[Any]]:
+    """Newest first, without the snapshots (a list of many large JSON texts)."""
+    stmt = (select(audit.c.id, audit.c.account_id, audit.c.alert_rule_id, audit.c.action,
+                   audit.c.creator_id, audit.c.creator_name, audit.c.created_at)
+            .where(audit.c.account_id == account_id, audit.c.alert_rule_id == rule_id)
+            .order_by(audit.c.created_at.desc(), audit.c.id.desc()))
+    return list(await conn.execute(stmt))
+
+
+async def get_audit(conn: AsyncConnection, account_id: int, audit_id: int) -> Row[Any] | None:
+    stmt = select(audit).where(audit.c.account_id == account_id, audit.c.id == audit_id)
+    return (await conn.execute(stmt)).first()
+
+
+async def count_rules(conn: AsyncConnection, account_id: int) -> int:
+    stmt = select(func.count()).select_from(rule).where(rule.c.account_id == account_id)
+    return int((await conn.execute(stmt)).scalar() or 0)
+
+
+async def put_counter(conn: AsyncConnection, account_id: int, clock: int, num: int,
+                      new_id: int) -> None:
+    """The sample of this second: replaced when there is one already."""
+    await conn.execute(delete(counter).where(counter.c.account_id == account_id,
+                                             counter.c.clock == clock))
+    await conn.execute(insert(counter).values(id=new_id, account_id=account_id, clock=clock,
+                                              num=num))
+
+
+async def list_counters(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
+    stmt = select(counter).where(counter.c.account_id == account_id).order_by(counter.c.clock)
+    return list(await conn.execute(stmt))
+
+
+async def rule_channels(conn: AsyncConnection, account_id: int) -> list[str]:
+    """Every rule's stored body (the channel ids live in it)."""
+    stmt = select(rule.c.body).where(rule.c.account_id == account_id)
+    return [r.body for r in await conn.execute(stmt)]
+
+
+async def count_by_folder(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
+    stmt = (select(rule.c.folder_id, func.count().label("total"))
+            .where(rule.c.account_id == account_id).group_by(rule.c.folder_id)
+            .order_by(rule.c.folder_id))
+    return list(await conn.execute(stmt))
+
+
+# --- the rule repository (rulesets) ----------------------------------------------------
+# Who sees a ruleset lives here: public ones (open_flag 2) every account, account-shared ones
+# (1) the creator's account, private ones (0) their creator. Only the creator's account may
+# change one (a private one: only its creator).
+
+
+def _visible(account_id: int, person_id: int) -> Any:
+    return or_(ruleset.c.open_flag == 2,
+               and_(ruleset.c.creator_account_id == account_id,
+                    or_(ruleset.c.open_flag == 1, ruleset.c.creator_id == person_id)))
+
+
+def _changeable(account_id: int, person_id: int) -> Any:
+    return and_(ruleset.c.creator_account_id == account_id,
+                or_(ruleset.c.open_flag != 0, ruleset.c.creator_id == person_id))
+
+
+async def insert_ruleset(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(ruleset).values(**values))
+
+
+async def get_ruleset(conn: AsyncConnection, account_id: int, person_id: int, ruleset_id: int,
+                      *, to_change: bool = False) -> Row[Any] | None:
+    scope = (_changeable if to_change else _visible)(account_id, person_id)
+    stmt = select(ruleset).where(ruleset.c.id == ruleset_id, scope)
+    return (await conn.execute(stmt)).first()
+
+
+async def list_rulesets(conn: AsyncConnection, account_id: int, person_id: int,
+                        type_ident: str) -> list[Row[Any]]:
+    stmt = (select(*[c for c in ruleset.c if c.name != "payload"])
+            .where(ruleset.c.type_ident == type_ident, _visible(account_id, person_id))
+            .order_by(ruleset.c.updated_at.desc(), ruleset.c.id.desc()))
+    return list(await conn.execute(stmt))
+
+
+async def update_ruleset(conn: AsyncConnection, ruleset_id: int, values: dict[str, Any]) -> None:
+    await conn.execute(update(ruleset).where(ruleset.c.id == ruleset_id).values(**values))
+
+
+async def delete_ruleset(conn: AsyncConnection, ruleset_id: int) -> None:
+    await conn.execute(delete(ruleset).where(ruleset.c.id == ruleset_id))

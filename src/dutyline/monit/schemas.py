@@ -363,3 +363,75 @@ class AlertRuleStatus(msgspec.Struct, kw_only=True):
 
 
 RuleImportRequest = Annotated[list[RuleSpec], msgspec.Meta(min_length=1, max_length=500)]
+
+
+class RuleMoveRequest(msgspec.Struct, kw_only=True):
+    ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=1000)]
+    dest_folder_id: NonNegInt64
+
+
+class RuleEmptyRequest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """No parameters (the reference's RuleEmptyRequest admits no fields)."""
+
+
+class AlertRuleAudit(msgspec.Struct, kw_only=True, omit_defaults=True):
+    id: int
+    account_id: int
+    alert_rule_id: int
+    action: str
+    creator_id: int
+    creator_name: str
+    created_at: int
+    content: str = ""  # the rule's JSON snapshot: on audit/detail only
+
+
+class DSType(msgspec.Struct, kw_only=True):
+    id: int
+    name: str
+    ident: str
+    account_id: int
+    weight: int
+
+
+class AlertRuleCounter(msgspec.Struct, kw_only=True):
+    id: int
+    account_id: int
+    num: int
+    clock: int
+
+
+# --- the rule repository ---------------------------------------------------------------
+
+OpenFlag = Literal[0, 1, 2]
+RulesetPayload = Annotated[str, msgspec.Meta(min_length=1, max_length=1_048_576)]
+
+
+class StoreRulesetUpsertRequest(msgspec.Struct, kw_only=True):
+    type_ident: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+    note: Short
+    payload: RulesetPayload
+    open_flag: OpenFlag = 0
+
+
+class StoreRulesetUpdateRequest(msgspec.Struct, kw_only=True):
+    id: Id
+    note: Short
+    payload: RulesetPayload
+    open_flag: OpenFlag | None = None  # omitted: unchanged
+
+
+class StoreRulesetListRequest(msgspec.Struct, kw_only=True):
+    type_ident: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+
+
+class StoreRulesetItem(msgspec.Struct, kw_only=True, omit_defaults=True):
+    id: int
+    type_ident: str
+    note: str
+    open_flag: int
+    creator_account_id: int
+    creator_id: int
+    creator_name: str
+    created_at: int
+    updated_at: int
+    payload: str = ""  # on create, info and update; not in lists

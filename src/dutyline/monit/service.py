@@ -13,7 +13,7 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
-from dutyline.monit import conditions, datasources
+from dutyline.monit import conditions, datasources, history
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
     DS_TYPES,
@@ -139,7 +139,7 @@ def _check_times(spec: RuleSpec) -> None:
 async def _check_channels(conn: AsyncConnection, actor: Actor, channel_ids: list[int]) -> None:
     from dutyline.channel.service import channel_names  # the channel domain's service
 
-    found = await channel_names(conn, actor.account_id, channel_ids)
+    found = await channel_names(conn, actor, channel_ids)
     for channel_id in channel_ids:
         if channel_id not in found or found[channel_id][1] == "deleted":
             raise errors.invalid("channel_ids", f"channel {channel_id} does not exist")
@@ -204,6 +204,19 @@ def rule_record(row: Any) -> AlertRule:
     )
 
 
+def _snapshot(row: Any) -> str:
+    """The rule's definition as JSON for its audit trail (the evaluation status left out:
+    it changes on every evaluation, not by anyone's hand)."""
+    record = msgspec.to_builtins(rule_record(row))
+    record.pop("eval_status", None)
+    return msgspec.json.encode(record).decode()
+
+
+async def _audit(conn: AsyncConnection, actor: Actor, rule_id: int, action: str) -> None:
+    row = await repo.get_rule(conn, actor.account_id, rule_id)
+    await history.record(conn, actor, rule_id=rule_id, action=action, content=_snapshot(row))
+
+
 def _spec_of(row: Any) -> RuleSpec:
     body = decode_body(row.body)
     return RuleSpec(
@@ -226,6 +239,11 @@ async def _require_rule(conn: AsyncConnection, actor: Actor, rule_id: int) -> An
 
 
 async def create_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) -> AlertRule:
+    return await _create(conn, actor, spec, "create")
+
+
+async def _create(conn: AsyncConnection, actor: Actor, spec: RuleSpec,
+                  action: str) -> AlertRule:
     cron, interval_ms = await _validate(conn, actor, spec)
     name = spec.name.strip()
     if await repo.rule_name_taken(conn, actor.account_id, spec.folder_id, name, 0):
@@ -243,6 +261,8 @@ async def create_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) ->
         "created_at": now, "updated_at": now,
     })
     await _sync_schedule(conn, actor, rule_id, cron, interval_ms, spec.enabled)
+    await _audit(conn, actor, rule_id, action)
+    await history.record_count(conn, actor)
     return rule_record(await repo.get_rule(conn, actor.account_id, rule_id))
 
 
@@ -255,6 +275,7 @@ async def update_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) ->
     if await repo.rule_name_taken(conn, actor.account_id, spec.folder_id, name, row.id):
         raise errors.invalid("name", "already exists in this folder")
     await _write_update(conn, actor, row, spec, cron, interval_ms)
+    await _audit(conn, actor, row.id, "update")
     return rule_record(await repo.get_rule(conn, actor.account_id, row.id))
 
 
@@ -297,6 +318,7 @@ async def update_fields(conn: AsyncConnection, actor: Actor, *,
             async with conn.begin_nested():
                 cron, interval_ms = await _validate(conn, actor, spec)
                 await _write_update(conn, actor, row, spec, cron, interval_ms)
+                await _audit(conn, actor, row.id, "update")
             results.append(NameMessage(name=row.name, message=""))
         except errors.ApiError as exc:
             results.append(NameMessage(name=row.name, message=str(exc)))
@@ -336,8 +358,34 @@ async def delete_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[in
         rows.append(await _require_rule(conn, actor, rule_id))
     for row in rows:
         await engine.resolve_all(conn, row, now_s=actor.now_s)
+        await history.record(conn, actor, rule_id=row.id, action="delete",
+                             content=_snapshot(row))
         await repo.delete_rule(conn, actor.account_id, row.id)
         await scheduler.remove_schedule(conn, kind=SCHEDULE_KIND, owner_id=str(row.id))
+    if rows:
+        await history.record_count(conn, actor)
+
+
+async def move_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int],
+                     folder_id: int) -> list[NameMessage]:
+    """Move rules to another folder: unknown ids are a 400 (nothing moved); a rule whose name
+    the destination already has stays where it is, reported by name."""
+    rows = [await _require_rule(conn, actor, rule_id) for rule_id in dict.fromkeys(rule_ids)]
+    results = []
+    for row in rows:
+        if row.folder_id == folder_id:
+            results.append(NameMessage(name=row.name, message=""))
+            continue
+        if await repo.rule_name_taken(conn, actor.account_id, folder_id, row.name, row.id):
+            results.append(NameMessage(name=row.name,
+                                       message="a rule of this name exists in that folder"))
+            continue
+        await repo.update_rule(conn, actor.account_id, row.id, {
+            "folder_id": folder_id, "updater_id": actor.person_id,
+            "updater_name": actor.person_name, "updated_at": actor.now_s})
+        await _audit(conn, actor, row.id, "move")
+        results.append(NameMessage(name=row.name, message=""))
+    return results
 
 
 async def rule_status(conn: AsyncConnection, actor: Actor, *,
@@ -379,7 +427,7 @@ async def import_rules(conn: AsyncConnection, actor: Actor, *,
     for spec in specs:
         try:
             async with conn.begin_nested():
-                await create_rule(conn, actor, spec=msgspec.structs.replace(spec, id=0))
+                await _create(conn, actor, msgspec.structs.replace(spec, id=0), "import")
             results.append(NameMessage(name=spec.name, message=""))
         except errors.ApiError as exc:
             results.append(NameMessage(name=spec.name, message=str(exc)))

@@ -16,6 +16,7 @@ from dutyline.db.engine import Database
 from dutyline.kit.clock import Clock
 from dutyline.platform.app_key import repository as key_repo
 from dutyline.platform.app_key.misses import MISSED, MissedKeys
+from dutyline.platform.team import repository as team_repo
 
 _BUILTIN_RANK = {"owner": 2, "admin": 1}
 
@@ -73,4 +74,4 @@ class DatabaseAuthenticator:
         return len(pending)
 
     async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:
-        return await key_repo.team_ids_of(conn, caller.account_id, caller.person_id)
+        return await team_repo.team_ids_of(conn, caller.account_id, caller.person_id)

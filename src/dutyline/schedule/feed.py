@@ -59,7 +59,9 @@ async def render_feed(conn: AsyncConnection, token: str, clock: Clock) -> bytes 
     if row is None:
         return None
     account_id, person_id = int(row.account_id), int(row.person_id)
-    if person_id not in await member_service.existing_member_ids(conn, account_id,
+    # The token is the credential: the service acts as the system on its account's behalf.
+    reader = Actor.system(account_id, clock)
+    if person_id not in await member_service.existing_member_ids(conn, reader,
                                                                  [person_id]):
         return None
     now = int(clock.now())

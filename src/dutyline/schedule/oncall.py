@@ -144,7 +144,7 @@ async def oncall_for_schedules(
             wanted[row.schedule_id] = compiled.persons_at(
                 at_s, _roles(schedule_role_ids[row.schedule_id]))
         everyone = sorted({p for persons in wanted.values() for p in persons})
-        alive = (await member_service.existing_member_ids(conn, account_id, everyone)
+        alive = (await member_service.existing_member_ids(conn, actor, everyone)
                  if everyone else set())
         out.update({sid: [p for p in persons if p in alive] for sid, persons in wanted.items()})
     return out

@@ -89,7 +89,7 @@ async def _validated_layers(conn: AsyncConnection, actor: Actor, layers: list[La
         person_id=actor.person_id, now_s=actor.now_s)
     named = list(definition.person_fields(stored))
     live = await member_service.existing_member_ids(
-        conn, actor.account_id, [p for _, p in named])
+        conn, actor, [p for _, p in named])
     for field, person_id in named:
         if person_id not in live:
             raise errors.invalid(field, f"{person_id} is not a member of the account")
@@ -122,7 +122,7 @@ async def _common_values(
     if team_id is not None:
         if team_id < 0:
             raise errors.invalid("team_id", "must not be negative")
-        if team_id and not await team_service.existing_team_ids(conn, actor.account_id,
+        if team_id and not await team_service.existing_team_ids(conn, actor,
                                                                 [team_id]):
             raise errors.invalid("team_id", f"team {team_id} does not exist")
         values["team_id"] = team_id

@@ -38,18 +38,19 @@ row and never wait on each other; SQLite has one writer, so the claim runs in a
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, delete, select, update
+import msgspec
+from sqlalchemy import Connection, and_, case, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import Database
 from dutyline.db.tables.work import job
+from dutyline.work import wakeup
 
 PENDING = "pending"
 RUNNING = "running"
@@ -60,6 +61,14 @@ LAST_ERROR_MAX = 2000
 LEASE_EXPIRED = "lease expired"
 RETRY_BASE_MS = 1_000
 RETRY_CAP_MS = 3_600_000
+
+
+# msgspec, not json: a burst of scheduled fires encodes thousands of payloads at once.
+_decoder = msgspec.json.Decoder()
+
+
+def _encode(payload: dict[str, Any]) -> str:
+    return msgspec.json.encode(payload).decode()
 
 
 class LeaseLost(Exception):
@@ -108,7 +117,7 @@ def enqueue_sync(
     Returns the new job's id, or None when `dedupe_key` is held by an unfinished job."""
     values = {
         "kind": kind,
-        "payload": json.dumps(payload, separators=(",", ":")),
+        "payload": _encode(payload),
         "status": PENDING,
         "dedupe_key": dedupe_key,
         "run_at": now_ms if run_at_ms is None else run_at_ms,
@@ -122,7 +131,10 @@ def enqueue_sync(
     if dedupe_key is not None:
         stmt = stmt.on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
     row = conn.execute(stmt.returning(job.c.id)).first()
-    return None if row is None else int(row[0])
+    if row is None:
+        return None
+    wakeup.note_due(conn, now_ms if run_at_ms is None else run_at_ms, now_ms)
+    return int(row[0])
 
 
 async def enqueue(
@@ -155,11 +167,12 @@ async def enqueue_many(
     if not payloads:
         return
     await conn.execute(job.insert(), [
-        {"kind": kind, "payload": json.dumps(p, separators=(",", ":")), "status": PENDING,
+        {"kind": kind, "payload": _encode(p), "status": PENDING,
          "dedupe_key": None, "run_at": now_ms, "attempts": 0, "max_attempts": max_attempts,
          "created_at": now_ms, "updated_at": now_ms}
         for p in payloads
     ])
+    await conn.run_sync(wakeup.note_due, now_ms, now_ms)
 
 
 def schedule_sync(
@@ -177,7 +190,7 @@ def schedule_sync(
     on and hand over to a successor (`drop_dedupe_key`, then `schedule`) when not yet due."""
     values = {
         "kind": kind,
-        "payload": json.dumps(payload, separators=(",", ":")),
+        "payload": _encode(payload),
         "status": PENDING,
         "dedupe_key": dedupe_key,
         "run_at": run_at_ms,
@@ -194,6 +207,7 @@ def schedule_sync(
         where=job.c.status == PENDING,
     )
     conn.execute(stmt)
+    wakeup.note_due(conn, run_at_ms, now_ms)
 
 
 async def schedule(
@@ -271,8 +285,17 @@ async def claim(
     return claimed
 
 
+async def next_due_at(db: Database) -> int | None:
+    """When the earliest pending job is due (epoch ms), or None: one read of the claim
+    index, for an idle worker to sleep exactly until then."""
+    async with db.transaction(write=False) as conn:
+        due = (await conn.execute(
+            select(func.min(job.c.run_at)).where(job.c.status == PENDING))).scalar()
+    return None if due is None else int(due)
+
+
 def _decode(raw: str) -> dict[str, Any]:
-    value = json.loads(raw or "{}")
+    value = _decoder.decode(raw or "{}")
     return value if isinstance(value, dict) else {"value": value}
 
 

@@ -18,7 +18,7 @@ into one fire at the latest of them, and the handler is told how many were misse
 fire is the first due time after now. Catching up on a backlog would only stack up stale work.
 
 A handler is called per fire (`@schedule_handler`) or per batch of due fires of its kind
-(`@schedule_batch_handler`: a few multi-row statements for a hundred fires, which is what
+(`@schedule_batch_handler`: a few multi-row statements for hundreds of fires, which is what
 keeps a thousand fires a minute on time). A handler that raises loses only its own writes (it
 runs in a savepoint; a failed batch is retried fire by fire, so only the bad fire is lost);
 the due time is still advanced and the error kept in `last_error`, so one bad record never
@@ -31,10 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import structlog
-from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy import BigInteger, Text, bindparam, cast, delete, func, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import Database
@@ -43,7 +45,11 @@ from dutyline.kit.cron import CronInvalid, next_after
 
 log = structlog.get_logger("dutyline.scheduler")
 
-BATCH = 100
+# Fires claimed per transaction. Round trips, not rows, are what a burst costs on a busy
+# machine (each waits for the database process to be scheduled): 500 keeps the 10,000 fires
+# of a minute to a few transactions per worker, while one claim's writes stay well under a
+# second.
+BATCH = 500
 # Past this many missed due times the count stops (a month of per-minute fires): the handler
 # is told "at least this many", and the next fire is computed from now.
 MAX_COALESCE_SCAN = 50_000
@@ -196,6 +202,12 @@ async def next_fire_times(
 # --- firing ----------------------------------------------------------------------------
 
 
+# A burst of fires is mostly the same few expressions at the same due time (every rule
+# "5 * * * *" due at 10:05): computing the next time once per (expression, zone, time) instead
+# of once per row took a tenth of a 10,000-fire minute. Pure function, so caching is safe.
+_cron_next = lru_cache(maxsize=4096)(next_after)
+
+
 def _coalesce(row: Any, now_ms: int) -> tuple[int, int, int]:
     """(latest due time <= now, how many earlier ones it stands for, next due time > now)."""
     due = int(row.next_fire_at)
@@ -205,12 +217,12 @@ def _coalesce(row: Any, now_ms: int) -> tuple[int, int, int]:
         latest = due + missed * step
         return latest, missed, latest + step
     latest, missed = due, 0
-    following = next_after(row.cron_expr, row.timezone, due)
+    following = _cron_next(row.cron_expr, row.timezone, due)
     while following <= now_ms and missed < MAX_COALESCE_SCAN:
         latest, missed = following, missed + 1
-        following = next_after(row.cron_expr, row.timezone, following)
+        following = _cron_next(row.cron_expr, row.timezone, following)
     if following <= now_ms:
-        following = next_after(row.cron_expr, row.timezone, now_ms)
+        following = _cron_next(row.cron_expr, row.timezone, now_ms)
     return latest, missed, following
 
 
@@ -234,16 +246,23 @@ async def fire_due(
                schedule.c.interval_ms, schedule.c.timezone, schedule.c.next_fire_at)
         # Only kinds this process can fire: a newer worker may know kinds we do not.
         .where(schedule.c.next_fire_at <= now_ms, schedule.c.kind.in_(sorted(known)))
-        .order_by(schedule.c.next_fire_at, schedule.c.id)
+        # By due time alone: PostgreSQL then walks ix_work_schedule_due and stops after
+        # `limit` rows. A tie-break on id made it sort every due row under FOR UPDATE on each
+        # claim (11 ms a claim with 10,000 due rows, quadratic over a burst).
+        .order_by(schedule.c.next_fire_at)
         .limit(limit)
     )
-    # Most ticks find nothing: look in a read transaction first, so an idle tick never
-    # takes SQLite's writer lock nor PostgreSQL row locks.
-    async with db.transaction(write=False) as conn:
-        if (await conn.execute(due.with_only_columns(schedule.c.id).limit(1))).first() is None:
-            return 0
     if db.is_postgres:
+        # Claimed straight away: a claim that finds nothing locks nothing, and a look-first
+        # read transaction cost four more round trips per batch of a burst.
         due = due.with_for_update(skip_locked=True)
+    else:
+        # Most ticks find nothing: look in a read transaction first, so an idle tick never
+        # takes SQLite's writer lock.
+        async with db.transaction(write=False) as conn:
+            if (await conn.execute(
+                    due.with_only_columns(schedule.c.id).limit(1))).first() is None:
+                return 0
     async with db.transaction(write=True) as conn:
         rows = (await conn.execute(due)).all()
         await _fire_rows(conn, rows, known, now_ms)
@@ -280,14 +299,41 @@ async def _fire_rows(
                           owner_id=row.owner_id, due_at_ms=fire.due_at_ms, error=error)
             advances.append({"b_id": row.id, "b_next": following, "b_last": fire.due_at_ms,
                              "b_error": error})
-    if advances:
+    await _advance(conn, advances, now_ms)
+
+
+async def _advance(conn: AsyncConnection, advances: list[dict[str, Any]], now_ms: int) -> None:
+    """Move every fired row to its next due time in one statement."""
+    if not advances:
+        return
+    if conn.dialect.name == "postgresql":
+        # One UPDATE joined to the new values passed as arrays: an executemany is one
+        # statement per row on the server, two to four times slower for a batch of 500.
+        new = func.unnest(
+            _array([a["b_id"] for a in advances], BigInteger()),
+            _array([a["b_next"] for a in advances], BigInteger()),
+            _array([a["b_last"] for a in advances], BigInteger()),
+            _array([a["b_error"] for a in advances], Text()),
+        ).table_valued("id", "next", "last", "error").render_derived("new")
         await conn.execute(
-            update(schedule).where(schedule.c.id == bindparam("b_id")).values(
-                next_fire_at=bindparam("b_next"), last_fire_at=bindparam("b_last"),
-                fire_count=schedule.c.fire_count + 1, last_error=bindparam("b_error"),
-                updated_at=now_ms),
-            advances,
+            update(schedule).where(schedule.c.id == new.c.id).values(
+                next_fire_at=new.c.next, last_fire_at=new.c.last,
+                fire_count=schedule.c.fire_count + 1, last_error=new.c.error,
+                updated_at=now_ms)
         )
+        return
+    # SQLite runs an executemany in process, one prepared statement for every row.
+    await conn.execute(
+        update(schedule).where(schedule.c.id == bindparam("b_id")).values(
+            next_fire_at=bindparam("b_next"), last_fire_at=bindparam("b_last"),
+            fire_count=schedule.c.fire_count + 1, last_error=bindparam("b_error"),
+            updated_at=now_ms),
+        advances,
+    )
+
+
+def _array(values: list[Any], item: Any) -> Any:
+    return cast(bindparam(None, values, type_=ARRAY(item)), ARRAY(item))
 
 
 async def _run_handler(conn: AsyncConnection, entry: _Entry, fires: list[Fire]) -> dict[int, str]:

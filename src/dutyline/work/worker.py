@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import Database
 from dutyline.kit.clock import millis
-from dutyline.work import queue, scheduler
+from dutyline.work import queue, scheduler, wakeup
 from dutyline.work.registry import DeadJobContext, JobContext, Registry, load_handler_modules
 from dutyline.work.registry import registry as default_registry
 
@@ -36,6 +36,10 @@ DAY_MS = 86_400_000
 PRUNE_INTERVAL_S = 3600.0
 # How often the loop fires due schedules (work/scheduler.py): a fire is at most this late.
 SCHEDULE_INTERVAL_S = 0.5
+# How long an idle loop sleeps at most before it looks at the table again, when nothing it
+# knows of is due sooner and no ring woke it (wakeup.py). SQLite's other processes cannot
+# ring it, so it looks more often there; a look is one read of the claim index.
+POLL_S = {"postgresql": 1.0, "sqlite": 0.25}
 SHUTDOWN_GRACE_S = 10.0
 
 
@@ -53,7 +57,8 @@ async def job_transaction(db: Database) -> AsyncIterator[AsyncConnection]:
     (and this job's own heartbeat) meanwhile. Committed on success, rolled back on error."""
     async with db.engine.connect() as conn:
         if db.is_sqlite:
-            await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+            # The writer lock too is taken by the first statement, not here (lazy_writer).
+            await conn.execution_options(**db.lazy_writer())
         try:
             yield conn
         except BaseException:
@@ -76,7 +81,7 @@ class Worker:
         concurrency: int | None = None,
         lease_ms: int | None = None,
         idle_min_s: float = 0.05,
-        idle_max_s: float = 1.0,
+        idle_max_s: float | None = None,
         rng: random.Random | None = None,
     ) -> None:
         settings = runtime.settings
@@ -91,8 +96,10 @@ class Worker:
         # Often enough that a dead worker's jobs wait about one lease, rarely enough to be free.
         self.reap_interval_s = max(0.2, min(self.lease_ms / 4000, 15.0))
         self.retention_ms = settings.job_retention_days * DAY_MS
+        # The shortest sleep (a due job another loop holds) and the longest (see POLL_S).
         self.idle_min_s = idle_min_s
-        self.idle_max_s = idle_max_s
+        self.idle_max_s = idle_max_s or min(POLL_S.get(self.db.dialect, 1.0),
+                                            wakeup.HORIZON_MS / 1000)
         self.rng = rng or random.Random()
         self.log = log.bind(worker_id=self.worker_id)
 
@@ -250,6 +257,18 @@ class Worker:
             self.log.warning("firing schedules failed", cause=repr(exc))
             return fired
 
+    async def until_due(self) -> float:
+        """How long an idle loop may sleep: until the earliest pending job is due, at most
+        one poll interval, at least `idle_min_s` (a due job may be held by another loop)."""
+        try:
+            due = await queue.next_due_at(self.db)
+        except Exception as exc:
+            self.log.warning("reading the next due job failed", cause=repr(exc))
+            return self.idle_max_s
+        if due is None:
+            return self.idle_max_s
+        return min(self.idle_max_s, max(self.idle_min_s, (due - self._now()) / 1000))
+
     async def prune(self) -> None:
         try:
             pruned = await queue.prune_done(self.db, older_than_ms=self._now() - self.retention_ms)
@@ -266,12 +285,15 @@ class Worker:
         loop = asyncio.get_running_loop()
         in_flight: set[asyncio.Task[str]] = set()
         stopping = asyncio.create_task(stop.wait())
-        idle = self.idle_min_s
+        bell = wakeup.Doorbell()
+        listener = (asyncio.create_task(wakeup.listen(self.db, bell, stop))
+                    if self.db.is_postgres else None)
         next_reap = next_prune = next_schedule = loop.time()
         self.log.info("worker started", concurrency=self.concurrency, lease_ms=self.lease_ms,
                       kinds=self.registry.kinds())
         try:
             while not stop.is_set():
+                bell.clear()  # before looking: a ring from here on wakes the wait below
                 if loop.time() >= next_reap:
                     await self.reap()
                     next_reap = loop.time() + self.reap_interval_s
@@ -293,20 +315,23 @@ class Worker:
                     in_flight.add(task)
                     task.add_done_callback(in_flight.discard)
                 if jobs:
-                    idle = self.idle_min_s
                     continue
-                if free > 0:
-                    timeout, idle = idle, min(idle * 2, self.idle_max_s)
-                else:
-                    timeout = self.reap_interval_s
+                timeout = await self.until_due() if free > 0 else self.reap_interval_s
                 timeout = min(timeout, max(0.0, next_schedule - loop.time()))
-                # Wake on stop, on a free slot, or when the idle sleep is over.
-                await asyncio.wait({stopping, *in_flight}, timeout=timeout,
+                # Wake on stop, a ring, a free slot, or when the next job is due.
+                rung = asyncio.create_task(bell.wait())
+                await asyncio.wait({stopping, rung, *in_flight}, timeout=timeout,
                                    return_when=asyncio.FIRST_COMPLETED)
+                rung.cancel()
             if in_flight:
                 await asyncio.wait(in_flight, timeout=SHUTDOWN_GRACE_S)
         finally:
             stopping.cancel()
+            bell.close()
+            if listener is not None:
+                listener.cancel()
+                with contextlib.suppress(BaseException):
+                    await listener
             for task in in_flight:
                 task.cancel()
             for task in list(in_flight):

@@ -55,7 +55,7 @@ async def _require_for_write(conn: AsyncConnection, actor: Actor, agent_id: str)
 
 
 async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None:
-    if team_id and not await team_service.existing_team_ids(conn, actor.account_id, [team_id]):
+    if team_id and not await team_service.existing_team_ids(conn, actor, [team_id]):
         raise errors.invalid("team_id", "no such team")
 
 
@@ -285,13 +285,14 @@ class A2aTarget:
 
 
 async def enabled_targets(
-    conn: AsyncConnection, box: SecretBox, account_id: int, team_id: int = 0
+    conn: AsyncConnection, box: SecretBox, actor: Actor, *, team_id: int = 0
 ) -> list[A2aTarget]:
     """The enabled agents a run in this scope may call (account-level plus the team's).
 
     An agent whose secret cannot be opened (sealed under another server key) is left out
     and logged, rather than failing the whole run."""
     targets: list[A2aTarget] = []
+    account_id = actor.account_id
     for r in await repo.enabled_in_scope(conn, account_id, team_id):
         try:
             auth = open_auth(box, r.auth_type, r.auth_config_encrypted)

@@ -22,6 +22,7 @@ from dutyline.aisre.automation.runner_tools import RunnerTools, mcp_server_confi
 from dutyline.aisre.automation.runs import FAILED, SUCCEEDED
 from dutyline.aisre.automation.tools import AgentTool, ToolFailed, toolbox
 from dutyline.aisre.mcp import service as mcp_service
+from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 
 log = structlog.get_logger("dutyline.automation")
@@ -94,7 +95,7 @@ async def run_loop(
         async with asyncio.timeout(RUN_DEADLINE_S):
             problems: list[str] = []
             tools = await toolbox(runtime, account_id=account_id, team_id=team_id,
-                                  owner_id=owner_id, run_id=run_id, problems=problems)
+                                  owner_id=owner_id, problems=problems)
             if worknode_id:
                 tools = await _runner_tools(runtime, steps, account_id=account_id,
                                             team_id=team_id, worknode_id=worknode_id,
@@ -118,7 +119,8 @@ async def _runner_tools(
                        run_id=steps.run_id, add_step=steps.add)
     async with runtime.db.transaction(write=False) as conn:
         servers = await mcp_service.byoc_targets(
-            conn, runtime, account_id, [team_id] if team_id else [], worknode_id)
+            conn, runtime, Actor.system(account_id, runtime.clock),
+            team_ids=[team_id] if team_id else [], worknode_id=worknode_id)
     configs = [{"config": mcp_server_config(target, name),
                 "connect_timeout": target.connect_timeout, "call_timeout": target.call_timeout}
                for name, target in servers]

@@ -26,7 +26,7 @@ from starlette.routing import Route
 from dutyline.aisre.automation import runs, tokens
 from dutyline.api import errors
 from dutyline.api.envelope import REQUEST_ID_HEADER, success_body
-from dutyline.api.handler import decode_json_body, failure, read_body
+from dutyline.api.handler import CallLog, decode_json_body, failure, rate_limit, read_body
 from dutyline.api.i18n import negotiate
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import request_id as new_request_id
@@ -74,9 +74,8 @@ class KnownTokens:
 
 
 def routes(runtime: Runtime) -> list[Route]:
-    metrics = runtime.metrics
     known = KnownTokens()
-    latency = metrics.latency.labels(FIRE_PATH)
+    call_log = CallLog(runtime, FIRE_PATH)
 
     async def fire(request: Request) -> Response:
         started = time.perf_counter()
@@ -92,10 +91,7 @@ def routes(runtime: Runtime) -> list[Route]:
                 await runtime.db.run_sync(functools.partial(
                     runs.check_fire_token_sync, trigger_id=trigger_id, token=token), write=False)
                 known.put(trigger_id, token_hash)
-            decision = await runtime.limiter.hit(f"atrig:{trigger_id}")
-            headers.update(decision.headers())
-            if not decision.allowed:
-                raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
+            await rate_limit(runtime, f"atrig:{trigger_id}", headers)
             context = decode_json_body(_any, request, body)
             now_ms = int(runtime.clock.now() * 1000)
             try:
@@ -112,12 +108,8 @@ def routes(runtime: Runtime) -> list[Route]:
         except Exception:
             log.exception("unhandled error", request_id=rid, operation=FIRE_PATH)
             status, code, content = failure(runtime, locale, rid, None)
-        elapsed = time.perf_counter() - started
-        metrics.requests.labels(FIRE_PATH, code).inc()
-        latency.observe(elapsed)
         # Never the Authorization header: it holds the token.
-        log.info("request", request_id=rid, operation=FIRE_PATH, trigger_id=trigger_id,
-                 status=status, code=code, ms=round(elapsed * 1000, 2))
+        call_log.record(rid, started, status, code, trigger_id=trigger_id)
         return Response(content, status, headers, media_type=_JSON)
 
     return [Route(FIRE_PATH, fire, methods=["POST"])]

@@ -49,12 +49,21 @@ async def get_rule(conn: AsyncConnection, account_id: int, rule_id: str) -> Row[
     return (await conn.execute(stmt)).first()
 
 
-async def rules_by_ids(conn: AsyncConnection, rule_ids: Sequence[str]) -> list[Row[Any]]:
-    """For the scheduler's batch of fires (each names its rule, of whatever account)."""
+async def scheduled_rules(
+    conn: AsyncConnection, rule_ids: Sequence[str], *, trigger_kind: str
+) -> list[Any]:
+    """For the scheduler's batch of fires (each names its rule, of whatever account): the
+    enabled rules among them whose schedule trigger is on, with that trigger's id, in one
+    query (rule_id, account_id, trigger_id)."""
     if not rule_ids:
         return []
-    return list((await conn.execute(
-        select(rule).where(rule.c.rule_id.in_(list(rule_ids))))).all())
+    stmt = (
+        select(rule.c.rule_id, rule.c.account_id, trigger.c.trigger_id)
+        .join(trigger, and_(trigger.c.rule_id == rule.c.rule_id, trigger.c.kind == trigger_kind))
+        .where(rule.c.rule_id.in_(list(rule_ids)), rule.c.enabled.is_(True),
+               trigger.c.enabled.is_(True))
+    )
+    return list((await conn.execute(stmt)).all())
 
 
 async def get_rule_any_account(conn: AsyncConnection, rule_id: str) -> Row[Any] | None:

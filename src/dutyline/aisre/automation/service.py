@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import tokens
 from dutyline.aisre.automation.schemas import AutomationRuleItem, RuleListResponse
+from dutyline.aisre.runner import service as runner_service
 from dutyline.aisre.scope import in_team_scope
 from dutyline.api import errors
 from dutyline.api.actor import Actor
@@ -105,11 +106,11 @@ async def create_rule(
         "timezone": _timezone(changes.timezone or "UTC"),
     }
     team_id = changes.team_id or 0
-    if team_id and not await team_service.existing_team_ids(conn, actor.account_id, [team_id]):
+    if team_id and not await team_service.existing_team_ids(conn, actor, [team_id]):
         raise errors.invalid("team_id", "no such team")
     kind = changes.environment_kind or ""
     environment_id = (changes.environment_id or "").strip()
-    _check_environment(kind, environment_id)
+    await _check_environment(conn, actor, kind, environment_id)
     now = actor.now_ms
     rule_id = prefixed_id("arule")
     await repo.insert_rule(conn, {
@@ -154,7 +155,10 @@ async def update_rule(
         values["enabled"] = c.enabled
     kind = row.environment_kind if c.environment_kind is None else c.environment_kind
     environment_id = row.environment_id if c.environment_id is None else c.environment_id.strip()
-    _check_environment(kind, environment_id)
+    if c.environment_kind is not None or c.environment_id is not None:
+        # Only when the update sets the environment: a worknode deleted since must not block
+        # unrelated changes (disabling the rule); its runs fail clearly instead.
+        await _check_environment(conn, actor, kind, environment_id)
     values.update(environment_kind=kind, environment_id=environment_id)
     triggers = (await repo.triggers_of(conn, [row.rule_id]))[row.rule_id]
     now = actor.now_ms
@@ -284,7 +288,7 @@ async def _incident_filter(
     if existing is None or channel_ids is not None:
         if not channel_ids:
             raise errors.invalid("oncall_incident_channel_ids", "is required")
-        known = await channel_service.channel_names(conn, actor.account_id, channel_ids)
+        known = await channel_service.channel_names(conn, actor, channel_ids)
         missing = [i for i in channel_ids if i not in known]
         if missing:
             raise errors.invalid("oncall_incident_channel_ids", f"no such channel {missing[0]}")
@@ -401,6 +405,15 @@ def _timezone(raw: str) -> str:
         raise errors.invalid("timezone", str(exc)) from None
 
 
-def _check_environment(kind: str, environment_id: str) -> None:
-    if kind == "byoc" and not environment_id:
+async def _check_environment(
+    conn: AsyncConnection, actor: Actor, kind: str, environment_id: str
+) -> None:
+    """A byoc rule names a worknode of the caller's account (another account's is as
+    unknown as one that never existed)."""
+    if kind != "byoc":
+        return
+    if not environment_id:
         raise errors.invalid("environment_id", "is required with environment_kind byoc")
+    if await runner_service.worknode_for_run(conn, actor.account_id, environment_id) is None:
+        raise errors.invalid(
+            "environment_id", "names no worknode of this account (see /safari/worknode/list)")

@@ -27,17 +27,10 @@ log = structlog.get_logger("dutyline.automation")
 async def fire_schedules(conn: AsyncConnection, fires: list[Fire]) -> None:
     """One run per fire of an enabled rule whose schedule trigger is on; a rule deleted or
     turned off since has its schedule removed or paused with it, and is passed over here."""
-    rule_rows = {r.rule_id: r for r in await repo.rules_by_ids(conn, [f.owner_id for f in fires])}
-    triggers = await repo.triggers_of(conn, list(rule_rows))
-    due: list[tuple[Any, str, int, int]] = []
-    for fire in fires:
-        rule = rule_rows.get(fire.owner_id)
-        if rule is None or not rule.enabled:
-            continue
-        schedule = triggers[rule.rule_id].get(rules.SCHEDULE)
-        if schedule is None or not schedule.enabled:
-            continue
-        due.append((rule, schedule.trigger_id, fire.due_at_ms, fire.missed))
+    on = {r.rule_id: r for r in await repo.scheduled_rules(
+        conn, [f.owner_id for f in fires], trigger_kind=rules.SCHEDULE)}
+    due = [(on[f.owner_id], on[f.owner_id].trigger_id, f.due_at_ms, f.missed)
+           for f in fires if f.owner_id in on]
     if due:
         await runs.queue_scheduled_runs(conn, due, now_ms=fires[0].now_ms)
 

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.a2a import service as a2a_service
 from dutyline.aisre.a2a.gateway import A2aError, A2aGateway
 from dutyline.aisre.mcp import service as mcp_service
 from dutyline.aisre.mcp.gateway import McpError, McpTarget
-from dutyline.api.auth import Caller
-from dutyline.api.operation import Context
+from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
-from dutyline.api.transaction import RequestTransaction
 from dutyline.incident.service import query as incident_service
+from dutyline.platform.team import service as team_service
 
 MAX_RESULT_CHARS = 16_000
 INCIDENT_TOOL_TIMEOUT_S = 15.0
@@ -148,21 +148,25 @@ class ReadScope:
 
 
 @asynccontextmanager
-async def _reading(runtime: Runtime, scope: ReadScope, run_id: str) -> AsyncIterator[Context]:
-    """A read transaction of the run's own, with a non-admin caller of the rule's scope (its
-    `actor` is what the incident services take)."""
+async def _reading(runtime: Runtime,
+                   scope: ReadScope) -> AsyncIterator[tuple[AsyncConnection, Actor]]:
+    """A read transaction of the run's own, with a non-admin actor of the rule's scope."""
     personal = scope.team_id == 0
-    caller = Caller(account_id=scope.account_id, person_id=scope.owner_id if personal else 0,
-                    person_name="automation", key_id=0, key_suffix="",
-                    permissions=frozenset(), builtin_role="")
-    async with RequestTransaction(runtime.db, write=False) as tx:
-        yield Context(transaction=tx, caller=caller, runtime=runtime, request_id=run_id,
-                      locale="en",
-                      # A team rule reads as its team; a personal one loads its creator's.
-                      _team_ids=None if personal else frozenset({scope.team_id}))
+    async with runtime.db.transaction(write=False) as conn:
+
+        async def team_ids() -> frozenset[int]:
+            # A team rule reads as its team; a personal one as its creator, with their teams.
+            if not personal:
+                return frozenset({scope.team_id})
+            return await team_service.member_team_ids(conn, actor)
+
+        actor = Actor(account_id=scope.account_id,
+                      person_id=scope.owner_id if personal else 0, clock=runtime.clock,
+                      person_name="automation", _load_team_ids=team_ids)
+        yield conn, actor
 
 
-def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[AgentTool]:
+def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
     def encode(value: Any) -> str:
         return _clip(msgspec.json.encode(value).decode())
 
@@ -170,9 +174,9 @@ def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[Agen
         hours = max(1, min(int(arguments.get("hours") or 24), 31 * 24))
         now = int(runtime.clock.now())
         try:
-            async with _reading(runtime, scope, run_id) as ctx:
+            async with _reading(runtime, scope) as (conn, actor):
                 page = await incident_service.list_incidents(
-                    ctx.conn, ctx.actor, start_time=now - hours * 3600, end_time=now,
+                    conn, actor, start_time=now - hours * 3600, end_time=now,
                     limit=20, progress=str(arguments.get("progress") or ""),
                     incident_severity=str(arguments.get("severity") or ""),
                     base_url=runtime.settings.base_url,
@@ -187,9 +191,9 @@ def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[Agen
     async def get_incident(arguments: dict[str, Any]) -> str:
         try:
             incident_id = str(arguments.get("incident_id") or "")
-            async with _reading(runtime, scope, run_id) as ctx:
+            async with _reading(runtime, scope) as (conn, actor):
                 return encode(await incident_service.incident_info(
-                    ctx.conn, ctx.actor, incident_id=incident_id,
+                    conn, actor, incident_id=incident_id,
                     base_url=runtime.settings.base_url))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
@@ -197,9 +201,9 @@ def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[Agen
     async def incident_alerts(arguments: dict[str, Any]) -> str:
         try:
             incident_id = str(arguments.get("incident_id") or "")
-            async with _reading(runtime, scope, run_id) as ctx:
+            async with _reading(runtime, scope) as (conn, actor):
                 return encode(await incident_service.incident_alerts(
-                    ctx.conn, ctx.actor, incident_id=incident_id, limit=50))
+                    conn, actor, incident_id=incident_id, limit=50))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
 
@@ -226,17 +230,19 @@ def incident_tools(runtime: Runtime, scope: ReadScope, run_id: str) -> list[Agen
 
 
 async def toolbox(
-    runtime: Runtime, *, account_id: int, team_id: int, owner_id: int, run_id: str,
+    runtime: Runtime, *, account_id: int, team_id: int, owner_id: int,
     problems: list[str],
 ) -> list[AgentTool]:
     """Every tool of a run in this scope; servers that cannot be listed go to `problems`."""
+    system = Actor.system(account_id, runtime.clock)
     async with runtime.db.transaction(write=False) as conn:
         mcp_targets = await mcp_service.enabled_targets(
-            conn, runtime, account_id, [team_id] if team_id else [])
-        agents = await a2a_service.enabled_targets(conn, runtime.secrets, account_id, team_id)
+            conn, runtime, system, team_ids=[team_id] if team_id else [])
+        agents = await a2a_service.enabled_targets(conn, runtime.secrets, system,
+                                                   team_id=team_id)
     tools = await mcp_tools(runtime, mcp_targets, problems)
     tools += a2a_tools(runtime, agents)
-    tools += incident_tools(runtime, ReadScope(account_id, owner_id, team_id), run_id)
+    tools += incident_tools(runtime, ReadScope(account_id, owner_id, team_id))
     # Two tools of one name would be ambiguous to the model: keep the first.
     unique: dict[str, AgentTool] = {}
     for t in tools:

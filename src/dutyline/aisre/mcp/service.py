@@ -234,12 +234,12 @@ async def set_status(conn: AsyncConnection, actor: Actor, *, server_id: str,
 
 
 async def enabled_targets(
-    conn: AsyncConnection, runtime: Runtime, account_id: int, team_ids: Collection[int]
+    conn: AsyncConnection, runtime: Runtime, actor: Actor, *, team_ids: Collection[int]
 ) -> list[McpTarget]:
     """The enabled HTTP servers a run in this scope may use (account-level + these teams);
     never those that run on a BYOC runner (`byoc_targets`), which may not be reachable from
     here."""
-    rows = await repo.enabled_in_scope(conn, account_id, team_ids)
+    rows = await repo.enabled_in_scope(conn, actor.account_id, team_ids)
     return [
         target_of(r, runtime.secrets) for r in rows
         if r.transport in ("streamable-http", "sse") and r.environment_kind != "byoc"
@@ -247,12 +247,12 @@ async def enabled_targets(
 
 
 async def byoc_targets(
-    conn: AsyncConnection, runtime: Runtime, account_id: int, team_ids: Collection[int],
+    conn: AsyncConnection, runtime: Runtime, actor: Actor, *, team_ids: Collection[int],
     worknode_id: str,
 ) -> list[tuple[str, McpTarget]]:
     """(server name, target) of the enabled servers in this scope that run on the BYOC
     runner of `worknode_id` (environment_kind byoc): a byoc run reaches them through it."""
-    rows = await repo.enabled_in_scope(conn, account_id, team_ids)
+    rows = await repo.enabled_in_scope(conn, actor.account_id, team_ids)
     return [
         (r.server_name, target_of(r, runtime.secrets)) for r in rows
         if r.environment_kind == "byoc" and r.environment_id == worknode_id
@@ -299,7 +299,7 @@ async def _can_edit(actor: Actor, team_id: int) -> bool:
 async def _editable_team(conn: AsyncConnection, actor: Actor, team_id: int) -> int:
     """A team the actor may put a server in (0: account-level)."""
     teams = [team_id] if team_id else []
-    if teams and not await team_service.existing_team_ids(conn, actor.account_id, teams):
+    if teams and not await team_service.existing_team_ids(conn, actor, teams):
         raise errors.not_found("team", team_id)
     if not await _can_edit(actor, team_id):
         raise errors.AccessDenied()

@@ -8,15 +8,17 @@ and the same on SQLite (one process) and PostgreSQL (many):
 - Every task is a `runner_task` row. When this process holds the socket, it sends the task at
   once and waits on an in-memory future (the fast path; the row is the record).
 - Otherwise the row is written `pending`; the holder polls `runner_task` for its worknodes
-  (every RELAY_POLL_S, only while it holds a socket), claims the row (`pending -> sent`, one
+  (every poll interval, only while it holds a socket), claims the row (`pending -> sent`, one
   winner), sends it, appends the runner's `task.output` chunks to the row and writes the
   `task.result` back. The requester polls the row for output and the outcome.
 - On timeout the requester sends `task.cancel` itself (local) or sets `cancel_requested`,
   which the holder relays as `task.cancel`. A runner that disconnects fails its tasks at once.
 
-The relay costs one indexed query per RELAY_POLL_S per process that holds runners, and adds up
-to that much latency to a relayed task; Redis pub/sub could cut the latency later without
-changing the rows."""
+The relay costs one indexed query per poll interval (`runner_relay_poll_seconds`, 0.2 s) per
+process that holds runners. With Redis, the writer of a row also rings a bell (bell.py: the
+holder on `work:<worknode>`, the requester on `task:<task>`) so the other side reads it at
+once; the polling stays as the fallback, so a lost ring delays a task by one interval and
+loses nothing."""
 
 from __future__ import annotations
 
@@ -35,12 +37,12 @@ from starlette.websockets import WebSocket
 
 from dutyline.aisre.runner import protocol, service
 from dutyline.aisre.runner import repository as repo
+from dutyline.aisre.runner.bell import TASK, WORK, RelayBell
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 
 log = structlog.get_logger("dutyline.runner")
 
-RELAY_POLL_S = 0.2
 MAX_RESULT_CHARS = 64_000
 # Tasks are a trail of what ran; rows older than this are dropped by the relay loop.
 TASK_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -104,9 +106,50 @@ class RunnerHub:
         self._relayed: dict[str, str] = {}  # task_id -> worknode_id, for other processes
         self._mcp: dict[str, asyncio.Future[TaskOutcome]] = {}
         self._relay_task: asyncio.Task[None] | None = None
+        self.poll_s = runtime.settings.runner_relay_poll_seconds
+        self._bell: RelayBell | None = None
+        if runtime.settings.redis_url:
+            self._bell = RelayBell(runtime.settings.redis_url, self._on_ring)
+        # Set by a ring: work for one of our worknodes; a relayed task of ours changed.
+        self._work = asyncio.Event()
+        self._task_changed: dict[str, asyncio.Event] = {}
 
     def now_ms(self) -> int:
         return int(self.runtime.clock.now() * 1000)
+
+    async def close(self) -> None:
+        if self._relay_task is not None:
+            self._relay_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._relay_task
+        if self._bell is not None:
+            await self._bell.close()
+
+    # --- wake-ups (bell.py) -----------------------------------------------------------------
+
+    def _on_ring(self, name: str) -> None:
+        if name.startswith(WORK):
+            if name.removeprefix(WORK) in self.connections:
+                self._work.set()
+        elif name.startswith(TASK):
+            event = self._task_changed.get(name.removeprefix(TASK))
+            if event is not None:
+                event.set()
+
+    async def _ring(self, name: str) -> None:
+        if self._bell is not None:
+            await self._bell.ring(name)
+
+    async def _listen(self) -> None:
+        """Subscribe before writing what another process will answer, so its ring is heard."""
+        if self._bell is not None:
+            await self._bell.start()
+
+    async def _nap(self, event: asyncio.Event, timeout_s: float) -> None:
+        """Until a ring sets `event`, or the poll interval is over."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await event.wait()
 
     # --- connections ------------------------------------------------------------------------
 
@@ -118,6 +161,7 @@ class RunnerHub:
             with contextlib.suppress(Exception):
                 await old.websocket.close(4000)
         if self._relay_task is None or self._relay_task.done():
+            await self._listen()
             self._relay_task = asyncio.create_task(self._relay_loop())
 
     async def detach(self, connection: Connection) -> bool:
@@ -136,7 +180,7 @@ class RunnerHub:
             if owner == worknode_id:
                 del self._relayed[task_id]
                 await self._finish_row(
-                    task_id, {"status": "failed", "error": reason, "exit_code": 1})
+                    task_id, {"status": "failed", "error": reason, "exit_code": 1}, ring=True)
 
     # --- frames from runners ----------------------------------------------------------------
 
@@ -154,6 +198,7 @@ class RunnerHub:
                 chunk = json.dumps({"stream": payload.stream, "data": payload.data}) + "\n"
                 async with self.runtime.db.transaction(write=True) as conn:
                     await repo.append_output(conn, payload.task_id, chunk, self.now_ms())
+                await self._ring(TASK + payload.task_id)
         except Exception as exc:
             log.warning("could not store runner output", task_id=payload.task_id,
                         error=repr(exc))
@@ -178,7 +223,7 @@ class RunnerHub:
                     exit_code=payload.exit_code))
             await self._finish_row(payload.task_id, values)
         elif self._relayed.pop(payload.task_id, None) is not None:
-            await self._finish_row(payload.task_id, values)
+            await self._finish_row(payload.task_id, values, ring=True)
 
     def on_mcp_result(self, payload: protocol.McpResult) -> None:
         future = self._mcp.pop(payload.call_id, None)
@@ -190,13 +235,18 @@ class RunnerHub:
             future.set_result(TaskOutcome(success=payload.success, result=result,
                                           error=payload.error, exit_code=0))
 
-    async def _finish_row(self, task_id: str, values: dict[str, Any]) -> None:
+    async def _finish_row(self, task_id: str, values: dict[str, Any], *,
+                          ring: bool = False) -> None:
+        """Store a task's outcome; `ring` tells its requester in another process."""
         try:
             async with self.runtime.db.transaction(write=True) as conn:
                 await repo.update_task(conn, task_id, {**values, "updated_at": self.now_ms()},
                                        only_status=["pending", "sent"])
         except Exception as exc:  # the record only; the requester already has its answer
             log.warning("could not record a runner task", task_id=task_id, error=repr(exc))
+            return
+        if ring:
+            await self._ring(TASK + task_id)
 
     # --- tasks ------------------------------------------------------------------------------
 
@@ -205,6 +255,8 @@ class RunnerHub:
         args: dict[str, Any], timeout_s: float, on_output: OutputFn | None = None,
     ) -> TaskOutcome:
         """Send one task.request to the worknode's runner and wait for its task.result."""
+        if worknode_id not in self.connections:
+            await self._listen()
         now = self.now_ms()
         async with self.runtime.db.transaction(write=True) as conn:
             worknode = await service.worknode_for_run(conn, account_id, worknode_id)
@@ -223,7 +275,12 @@ class RunnerHub:
             })
         if local is not None:
             return await self._run_local(local, task_id, operation, args, timeout_s, on_output)
-        return await self._run_relayed(task_id, timeout_s, on_output)
+        changed = self._task_changed[task_id] = asyncio.Event()
+        try:
+            await self._ring(WORK + worknode_id)
+            return await self._run_relayed(task_id, worknode_id, timeout_s, on_output, changed)
+        finally:
+            self._task_changed.pop(task_id, None)
 
     def _request(self, task_id: str, operation: str, args: dict[str, Any]) -> str:
         return protocol.frame(protocol.TASK_REQUEST, {
@@ -255,12 +312,14 @@ class RunnerHub:
             self._waiters.pop(task_id, None)
 
     async def _run_relayed(
-        self, task_id: str, timeout_s: float, on_output: OutputFn | None
+        self, task_id: str, worknode_id: str, timeout_s: float, on_output: OutputFn | None,
+        changed: asyncio.Event,
     ) -> TaskOutcome:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         seen = 0
         while True:
+            changed.clear()  # before the read: a ring after it wakes the next nap
             async with self.runtime.db.transaction(write=False) as conn:
                 row = await repo.get_task(conn, task_id)
             if row is None:
@@ -285,13 +344,15 @@ class RunnerHub:
                             "updated_at": now}, only_status=["pending"]):
                         await repo.update_task(conn, task_id, {
                             "cancel_requested": True, "updated_at": now}, only_status=["sent"])
+                await self._ring(WORK + worknode_id)
                 raise TaskTimedOut(task_id)
-            await asyncio.sleep(min(RELAY_POLL_S, max(0.0, deadline - loop.time())))
+            await self._nap(changed, min(self.poll_s, max(0.0, deadline - loop.time())))
 
     async def _relay_loop(self) -> None:
         """Send the tasks other processes wrote for our runners, and their cancels."""
         last_cleanup = 0
         while self.connections:
+            self._work.clear()  # before the read: a ring after it wakes the next nap
             try:
                 await self._relay_once()
                 now = self.now_ms()
@@ -303,7 +364,7 @@ class RunnerHub:
                 raise
             except Exception as exc:  # keep relaying; a missed poll only delays a task
                 log.warning("runner task relay failed", error=repr(exc))
-            await asyncio.sleep(RELAY_POLL_S)
+            await self._nap(self._work, self.poll_s)
 
     async def _relay_once(self) -> None:
         async with self.runtime.db.transaction(write=False) as conn:

@@ -21,23 +21,32 @@ router = Router("Integrations")
 async def integration_create(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
     """Create an integration of a channel; its key is shown in this response only."""
-    return await service.create_integration(ctx, req)
+    created = await service.create_integration(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                                               integration_name=req.integration_name)
+    ctx.audit_targets.append(created.integration_id)
+    return CreateIntegrationResponse(integration_id=created.integration_id,
+                                     integration_name=created.integration_name,
+                                     integration_key=created.integration_key)
 
 
 @router.post("/integration/info", permissions=(INTEGRATION_VIEW,))
 async def integration_info(ctx: Context, req: IntegrationIDRequest) -> IntegrationItem:
     """Get one integration (never its key)."""
-    return await service.integration_info(ctx, req)
+    return await service.integration_info(ctx.conn, ctx.actor,
+                                          integration_id=req.integration_id)
 
 
 @router.post("/integration/list", permissions=(INTEGRATION_VIEW,))
 async def integration_list(ctx: Context,
                            req: ListIntegrationsRequest) -> ListIntegrationsResponse:
     """List integrations, of one channel or of every channel the caller sees."""
-    return await service.list_integrations(ctx, req)
+    total, items = await service.list_integrations(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, offset=req.offset, limit=req.limit)
+    return ListIntegrationsResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 
 @router.post("/integration/delete", permissions=(INTEGRATION_MANAGE,), write=True, dangerous=True)
 async def integration_delete(ctx: Context, req: IntegrationIDRequest) -> None:
     """Delete an integration: its key stops accepting alerts at once."""
-    await service.delete_integration(ctx, req)
+    ctx.audit_targets.append(await service.delete_integration(
+        ctx.conn, ctx.actor, integration_id=req.integration_id))

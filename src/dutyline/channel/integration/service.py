@@ -12,18 +12,11 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
-from dutyline.api.operation import Context
 from dutyline.channel import service as channels
 from dutyline.channel.integration import repository as repo
-from dutyline.channel.integration.schemas import (
-    CreateIntegrationRequest,
-    CreateIntegrationResponse,
-    IntegrationIDRequest,
-    IntegrationItem,
-    ListIntegrationsRequest,
-    ListIntegrationsResponse,
-)
+from dutyline.channel.integration.schemas import IntegrationItem
 from dutyline.channel.settings import ChannelSettings, settings_from_row
 from dutyline.kit.ids import numeric_id
 
@@ -74,106 +67,116 @@ def lookup_key_sync(conn: Connection, key_hash: str) -> KeyLookup | None:
     )
 
 
-async def integration_names(conn: AsyncConnection, account_id: int,
+async def integration_names(conn: AsyncConnection, actor: Actor,
                             integration_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{integration_id: (integration_name, integration_type)}, deleted ones included, for
     records (alerts, incidents) that name the integration they came through."""
-    return await repo.names(conn, account_id, integration_ids)
+    return await repo.names(conn, actor.account_id, integration_ids)
 
 
-async def integration_ids_of_types(conn: AsyncConnection, account_id: int,
+async def integration_ids_of_types(conn: AsyncConnection, actor: Actor,
                                    types: list[str]) -> list[int]:
     """The account's integrations (deleted ones included) of these types, for filters of
     records by integration type (/alert-event/list)."""
-    return await repo.ids_of_types(conn, account_id, types) if types else []
+    return await repo.ids_of_types(conn, actor.account_id, types) if types else []
 
 
-async def system_integration(conn: AsyncConnection, *, account_id: int, channel_id: int,
-                             integration_type: str, name: str, now_s: int) -> str | None:
+async def system_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                             integration_type: str, name: str) -> str | None:
     """The key hash of a channel's integration for events the service raises itself (alert
     rules of the monit domain), created on first use with a key nobody is ever shown; None
     when the channel is not a live channel of the account. The hash is all ingestion needs."""
-    found = await repo.first_of_type(conn, account_id, channel_id, integration_type)
+    found = await repo.first_of_type(conn, actor.account_id, channel_id, integration_type)
     if found is not None:
         return str(found.key_hash)
-    if not await repo.live_channel_exists(conn, account_id, channel_id):
+    if not await repo.live_channel_exists(conn, actor.account_id, channel_id):
         return None
     key_hash = hash_key(KEY_PREFIX + secrets.token_urlsafe(32))
     try:
         async with conn.begin_nested():
             await repo.insert_integration(conn, {
-                "integration_id": numeric_id(), "account_id": account_id,
+                "integration_id": numeric_id(), "account_id": actor.account_id,
                 "channel_id": channel_id, "integration_name": name,
                 "integration_type": integration_type, "key_hash": key_hash,
                 "key_suffix": "", "status": "enabled", "creator_id": 0,
-                "created_at": now_s, "updated_at": now_s,
+                "created_at": actor.now_s, "updated_at": actor.now_s,
             })
     except IntegrityError:
         # A concurrent first use created it: take that one.
-        found = await repo.first_of_type(conn, account_id, channel_id, integration_type)
+        found = await repo.first_of_type(conn, actor.account_id, channel_id, integration_type)
         return None if found is None else str(found.key_hash)
     return key_hash
 
 
-async def create_integration(ctx: Context,
-                             req: CreateIntegrationRequest) -> CreateIntegrationResponse:
-    account_id = ctx.caller.account_id
-    row = await channels.require_visible(ctx, req.channel_id)
-    name = req.integration_name.strip()
+@dataclass(frozen=True, slots=True)
+class CreatedIntegration:
+    integration_id: int
+    integration_name: str
+    integration_key: str  # the plaintext key: shown in the create answer only, never again
+
+
+async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                             integration_name: str) -> CreatedIntegration:
+    """A standard integration of a live channel the actor sees, with a fresh key."""
+    row = await channels.require_visible(conn, actor, channel_id)
+    name = integration_name.strip()
     if not name:
         raise errors.invalid("integration_name", "is required")
-    if await repo.name_taken(ctx.conn, row.channel_id, name):
+    if await repo.name_taken(conn, row.channel_id, name):
         raise errors.invalid("integration_name", "already exists")
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     integration_id = numeric_id()
-    now = ctx.now_s
+    now = actor.now_s
     try:
-        await repo.insert_integration(ctx.conn, {
-            "integration_id": integration_id, "account_id": account_id,
+        await repo.insert_integration(conn, {
+            "integration_id": integration_id, "account_id": actor.account_id,
             "channel_id": row.channel_id, "integration_name": name,
             "integration_type": STANDARD, "key_hash": hash_key(plaintext),
             "key_suffix": plaintext[-SUFFIX_LENGTH:], "status": "enabled",
-            "creator_id": ctx.caller.person_id, "created_at": now, "updated_at": now,
+            "creator_id": actor.person_id, "created_at": now, "updated_at": now,
         })
     except IntegrityError:
         # Lost a race with a concurrent create of the same name in this channel.
         raise errors.invalid("integration_name", "already exists") from None
-    ctx.audit_targets.append(integration_id)
-    return CreateIntegrationResponse(integration_id=integration_id, integration_name=name,
-                                     integration_key=plaintext)
+    return CreatedIntegration(integration_id=integration_id, integration_name=name,
+                              integration_key=plaintext)
 
 
-async def integration_info(ctx: Context, req: IntegrationIDRequest) -> IntegrationItem:
-    return _item(await _require(ctx, req.integration_id))
+async def integration_info(conn: AsyncConnection, actor: Actor, *,
+                           integration_id: int) -> IntegrationItem:
+    return _item(await _require(conn, actor, integration_id))
 
 
-async def list_integrations(ctx: Context,
-                            req: ListIntegrationsRequest) -> ListIntegrationsResponse:
-    if req.channel_id is not None:
-        await channels.require_visible(ctx, req.channel_id)
+async def list_integrations(conn: AsyncConnection, actor: Actor, *, channel_id: int | None,
+                            offset: int, limit: int) -> tuple[int, list[IntegrationItem]]:
+    """(total, one page of the live integrations of one channel or of every channel the
+    actor sees)."""
+    if channel_id is not None:
+        await channels.require_visible(conn, actor, channel_id)
     total, rows = await repo.list_page(
-        ctx.conn, ctx.caller.account_id, await channels.viewer(ctx),
-        channel_id=req.channel_id, offset=req.offset, limit=req.limit,
+        conn, actor.account_id, await channels.viewer(actor),
+        channel_id=channel_id, offset=offset, limit=limit,
     )
-    return ListIntegrationsResponse(p=req.p, limit=req.limit, total=total,
-                                    items=[_item(r) for r in rows])
+    return total, [_item(r) for r in rows]
 
 
-async def delete_integration(ctx: Context, req: IntegrationIDRequest) -> None:
-    row = await _require(ctx, req.integration_id)
-    await repo.mark_deleted(ctx.conn, ctx.caller.account_id, row.integration_id, ctx.now_s)
-    ctx.audit_targets.append(row.integration_id)
+async def delete_integration(conn: AsyncConnection, actor: Actor, *,
+                             integration_id: int) -> int:
+    """The key stops accepting alerts at once; returns the integration's id."""
+    row = await _require(conn, actor, integration_id)
+    await repo.mark_deleted(conn, actor.account_id, row.integration_id, actor.now_s)
+    return int(row.integration_id)
 
 
-async def require_integration(ctx: Context, integration_id: int) -> int:
-    """For other domains keyed by integration (enrichment): 400 unless the caller sees this
-    live integration."""
-    return int((await _require(ctx, integration_id)).integration_id)
+async def require_live(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> int:
+    """For other domains keyed by integration (enrichment): not found unless the actor sees
+    this live integration."""
+    return int((await _require(conn, actor, integration_id)).integration_id)
 
 
-async def _require(ctx: Context, integration_id: int) -> Any:
-    row = await repo.get_visible(ctx.conn, ctx.caller.account_id, integration_id,
-                                 await channels.viewer(ctx))
+async def _require(conn: AsyncConnection, actor: Actor, integration_id: int) -> Any:
+    row = await repo.get_visible(conn, actor.account_id, integration_id,
+                                 await channels.viewer(actor))
     if row is None:
         raise errors.not_found("integration", integration_id)
     return row

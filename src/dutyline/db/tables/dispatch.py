@@ -32,6 +32,8 @@ escalate_rule = Table(
 # One row per incident: where its escalation stands. Every timer is a job carrying the `seq`
 # it was scheduled for; a job whose seq is no longer the row's does nothing, so a step runs
 # once even when a timer is delivered twice or an event moved the escalation meanwhile.
+# `layer_started_at`, `last_notified_at` and `next_at` are epoch MILLISECONDS (the planned
+# timeline, migration 0024); `created_at` and `updated_at` are seconds like everywhere else.
 dispatch_state = Table(
     "dispatch_state",
     metadata,

@@ -7,7 +7,17 @@ rows; `version` on a setting counts writes to it, so ingestion recompiles only o
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, String, Table, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Index,
+    Integer,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
 
 from dutyline.db.tables.meta import metadata
 
@@ -70,7 +80,7 @@ enrichment_schema_ref = Table(
     Index("ix_enrichment_schema_ref_schema", "schema_id"),
 )
 
-# Alert pipelines (enrichment/pipeline): per-integration title/description/severity rewrites and
+# Alert pipelines (channel/pipeline): per-integration title/description/severity rewrites and
 # drops, run on every event before enrichment. Kept beside the enrichment settings: the same
 # shape (one rule list per integration, versioned for ingestion's cache).
 alert_pipeline = Table(
@@ -87,7 +97,7 @@ alert_pipeline = Table(
     Column("updated_at", BigInteger, nullable=False),
 )
 
-# Routes (enrichment/route): a shared integration's cases sending alerts to other channels.
+# Routes (channel/route): a shared integration's cases sending alerts to other channels.
 integration_route = Table(
     "integration_route",
     metadata,
@@ -101,4 +111,28 @@ integration_route = Table(
     Column("updated_by", BigInteger, nullable=False, server_default="0"),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
+)
+
+# Mapping APIs (enrichment/api): HTTP endpoints a `mapping` rule with `mapping_type: api`
+# calls at ingest. Referenced through enrichment_schema_ref like schemas (ids never collide).
+mapping_api = Table(
+    "mapping_api",
+    metadata,
+    Column("api_id", String(24), primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("team_id", BigInteger, nullable=False, server_default="0"),
+    Column("api_name", String(199), nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("url", String(500), nullable=False),
+    # JSON {name: value}, sealed with the server's key (values may be tokens).
+    Column("headers_sealed", Text, nullable=False, server_default=""),
+    Column("timeout", Integer, nullable=False, server_default="2"),
+    Column("retry_count", Integer, nullable=False, server_default="0"),
+    Column("insecure_skip_verify", Boolean, nullable=False, server_default="0"),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("creator_id", BigInteger, nullable=False),
+    Column("updated_by", BigInteger, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("uq_mapping_api_name", "account_id", "api_name", unique=True),
 )

@@ -53,12 +53,14 @@ alert = Table(
     Column("deleted_at", BigInteger, nullable=False, server_default="0"),
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
-    # One active alert per key and integration: the same alert_key updates it, and
-    # concurrent deliveries of one key cannot create two.
+    # One active alert per key, integration and channel: the same alert_key updates it, and
+    # concurrent deliveries of one key cannot create two. The channel is part of it because
+    # an integration's route may deliver one event to several channels (channel/route).
     Index(
         "uq_alert_active_key",
         "integration_id",
         "alert_key",
+        "channel_id",
         unique=True,
         sqlite_where=Column("end_time") == 0,
         postgresql_where=Column("end_time") == 0,

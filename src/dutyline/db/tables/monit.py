@@ -75,3 +75,52 @@ monit_series = Table(
     Column("sent_count", Integer, nullable=False, server_default="0"),
     Column("last_seen_at", BigInteger, nullable=False, server_default="0"),
 )
+
+# The change history of rules (/monit/rule/audits): a snapshot of the rule after each change
+# (its last state for a delete); kept when the rule is deleted.
+monit_rule_audit = Table(
+    "monit_rule_audit",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("alert_rule_id", BigInteger, nullable=False),
+    Column("action", String(32), nullable=False),  # create | update | delete | move | import
+    Column("content", Text, nullable=False),  # JSON of the AlertRule record
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),
+    Column("creator_name", String(255), nullable=False, server_default=""),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ix_monit_rule_audit_rule", "account_id", "alert_rule_id", "created_at"),
+)
+
+# The account's rule total after each change that moved it (/monit/rule/counter/total): one
+# sample per second (the last change of that second replaces it). Not a unique index: two
+# requests in the same second on PostgreSQL may both insert, which a reader can bear better
+# than one of the two requests failing.
+monit_rule_counter = Table(
+    "monit_rule_counter",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("num", BigInteger, nullable=False),
+    Column("clock", BigInteger, nullable=False),
+    Index("ix_monit_rule_counter_account", "account_id", "clock"),
+)
+
+# The rule repository (/monit/store/ruleset/*): shareable sets of rule definitions. open_flag
+# 0 = private (its creator), 1 = the creator's account, 2 = every account (read only there).
+monit_ruleset = Table(
+    "monit_ruleset",
+    metadata,
+    Column("id", BigInteger, primary_key=True, autoincrement=False),
+    Column("type_ident", String(32), nullable=False),
+    Column("note", String(1024), nullable=False),
+    Column("open_flag", Integer, nullable=False, server_default="0"),
+    Column("payload", Text, nullable=False),
+    Column("creator_account_id", BigInteger, nullable=False),
+    Column("creator_id", BigInteger, nullable=False),
+    Column("creator_name", String(255), nullable=False, server_default=""),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_monit_ruleset_type", "type_ident", "open_flag"),
+    Index("ix_monit_ruleset_account", "creator_account_id", "type_ident"),
+)

@@ -94,7 +94,7 @@ async def list_alerts(
     return AlertListResponse(
         total=total, has_next_page=has_next,
         search_after_ctx=_cursor(p + 1) if has_next else "",
-        items=await _items(conn, scope, rows),
+        items=await _items(conn, actor, scope, rows),
     )
 
 
@@ -104,7 +104,7 @@ async def alert_info(conn: AsyncConnection, actor: Actor, *, alert_id: str) -> A
     row = await repo.get_alert(conn, scope, alert_id)
     if row is None:
         raise errors.not_found("alert", alert_id)
-    return (await _items(conn, scope, [row]))[0]
+    return (await _items(conn, actor, scope, [row]))[0]
 
 
 async def list_events(conn: AsyncConnection, actor: Actor, *, alert_id: str, offset: int = 0,
@@ -116,7 +116,7 @@ async def list_events(conn: AsyncConnection, actor: Actor, *, alert_id: str, off
         raise errors.not_found("alert", alert_id)
     total, rows = await repo.list_events(conn, account_id, alert_id, offset=offset,
                                          limit=limit)
-    found = await names(conn, account_id, (), [parent.integration_id])
+    found = await names(conn, actor, (), [parent.integration_id])
     integration_type = found.integrations.get(parent.integration_id, ("", ""))[1]
     items = [event_item(r, integration_type=integration_type, title_rule=parent.title_rule,
                         alert_key=parent.alert_key) for r in rows]
@@ -135,7 +135,7 @@ async def list_by_ids(conn: AsyncConnection, actor: Actor, *,
     if missing := [i for i in ids if i not in found]:
         raise errors.ResourceNotFound("{field}: alerts not found: {ids}", field="alert_ids",
                                       ids=", ".join(missing))
-    items = await _items(conn, scope, [found[i] for i in ids])
+    items = await _items(conn, actor, scope, [found[i] for i in ids])
     return AlertListResponse(total=len(items), has_next_page=False, search_after_ctx="",
                              items=items)
 
@@ -182,10 +182,9 @@ async def list_account_events(
     end = actor.now_s if end_time is None else end_time
     start = max(0, end - EVENT_WINDOW_S) if start_time is None else start_time
     p = _windowed_page(start, end, p, limit, search_after_ctx)
-    account_id = actor.account_id
     integrations: list[int] | None = None
     if integration_types:
-        of_types = set(await integrations_of_types(conn, account_id, integration_types))
+        of_types = set(await integrations_of_types(conn, actor, integration_types))
         integrations = ([i for i in integration_ids if i in of_types] if integration_ids
                         else sorted(of_types))
     elif integration_ids:
@@ -197,7 +196,7 @@ async def list_account_events(
     offset = (p - 1) * limit
     total, rows = await repo.list_account_events(
         conn, await visibility.scope(actor), filters, offset=offset, limit=limit, asc=asc)
-    found = await names(conn, account_id, (), (r.integration_id for r in rows))
+    found = await names(conn, actor, (), (r.integration_id for r in rows))
     items = [
         event_item(r, integration_type=found.integrations.get(r.integration_id, NO_NAMES)[1],
                    title_rule=r.title_rule, alert_key=r.alert_key)
@@ -209,10 +208,10 @@ async def list_account_events(
         search_after_ctx=_cursor(p + 1) if has_next else "", items=items)
 
 
-async def _items(conn: AsyncConnection, scope: visibility.Scope,
+async def _items(conn: AsyncConnection, actor: Actor, scope: visibility.Scope,
                  rows: Any) -> list[AlertItem]:
     found = await names(
-        conn, scope.account_id, (r.channel_id for r in rows),
+        conn, actor, (r.channel_id for r in rows),
         (r.integration_id for r in rows),
     )
     briefs = await repo.incidents_brief(

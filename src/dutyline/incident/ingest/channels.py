@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.actor import Actor
 from dutyline.channel import service as channel_service
 from dutyline.channel.integration.service import (
     ResolvedIntegration,
@@ -90,17 +91,17 @@ class Names:
 
 
 async def names(
-    conn: AsyncConnection, account_id: int, channel_ids: Iterable[int],
+    conn: AsyncConnection, actor: Actor, channel_ids: Iterable[int],
     integration_ids: Iterable[int],
 ) -> Names:
     """Display names for alert records (deleted channels and integrations included)."""
     return Names(
-        await channel_names(conn, account_id, sorted(set(channel_ids))),
-        await integration_names(conn, account_id, sorted(set(integration_ids))),
+        await channel_names(conn, actor, sorted(set(channel_ids))),
+        await integration_names(conn, actor, sorted(set(integration_ids))),
     )
 
 
-async def integrations_of_types(conn: AsyncConnection, account_id: int,
+async def integrations_of_types(conn: AsyncConnection, actor: Actor,
                                 types: Iterable[str]) -> list[int]:
     """The account's integration ids of these types (for filters by integration type)."""
-    return await integration_ids_of_types(conn, account_id, sorted(set(types)))
+    return await integration_ids_of_types(conn, actor, sorted(set(types)))

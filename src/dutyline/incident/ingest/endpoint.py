@@ -2,9 +2,14 @@
 the same pipeline for other tools' payloads (sources.py): /event/push/alert/prometheus
 (Alertmanager's webhook), /event/push/alert/grafana and /event/push/alert/webhook.
 
-Not an app_key operation (the integration key authenticates and routes it), but it answers
-like one: the same envelope, Service-Request-Id, body limit, content type and JSON rules,
-localized errors, rate-limit headers, metrics and access line (api/handler.py).
+Not an app_key operation (the integration key authenticates and routes it), but it runs
+through the same pipeline (api/handler.py `Pipeline`: request id, envelope, localized errors,
+metrics and access line) with its own steps in place of an operation's: the integration key
+is its authentication, checked BEFORE any transaction (an operation authenticates inside its
+one transaction), so a flood of pushes is rate-limited per integration without costing a
+transaction each; keys resolve from memory (KnownKeys); and on SQLite the pushes that arrive
+together share one write transaction (batch.py). The body size, content type and JSON rules
+and the rate-limit step and its headers are the operations' own functions.
 
 Order: body size -> integration key (401, nothing stored) -> rate limit per integration
 (429) -> channel state (400) -> body schema (400) -> one write transaction -> 200.
@@ -18,38 +23,33 @@ lookup's query before the rate limit is saved."""
 from __future__ import annotations
 
 import functools
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import structlog
 from starlette.requests import Request
-from starlette.responses import Response
 from starlette.routing import Route
 
 from dutyline.api import errors
-from dutyline.api.envelope import request_id_headers, success_body
-from dutyline.api.handler import decode_json_body, failure, read_body
-from dutyline.api.i18n import negotiate
+from dutyline.api.handler import Call, Pipeline, decode_json_body, rate_limit, read_body
 from dutyline.api.runtime import Runtime
+from dutyline.enrichment import service as enrichment
 from dutyline.incident.ingest import service, sources
 from dutyline.incident.ingest.batch import IngestBatcher
 from dutyline.incident.ingest.channels import Lookup, hash_key, is_well_formed, lookup
 from dutyline.incident.ingest.schemas import PushManyResponse, PushRequest, PushResponse
 from dutyline.incident.ingest.service import BAD_KEY, CHANNEL_OFF
-from dutyline.kit.ids import request_id as new_request_id
-
-log = structlog.get_logger("dutyline.api")
 
 PUSH_PATH = "/event/push/alert/standard"
 PROMETHEUS_PATH = "/event/push/alert/prometheus"  # Alertmanager's webhook (sources.py)
 GRAFANA_PATH = "/event/push/alert/grafana"
 WEBHOOK_PATH = "/event/push/alert/webhook"  # any JSON, fields mapped in the query string
 INGESTION_PATHS = (PUSH_PATH, PROMETHEUS_PATH, GRAFANA_PATH, WEBHOOK_PATH)
-_JSON = "application/json"
 KNOWN_KEYS = 10_000
+# Runs of a push whose enrichment calls mapping APIs: the answers of one round may feed the
+# labels of the next API's call (chained mappings); the answers given to the last are final.
+_LOOKUP_ROUNDS = 3
 Parse = Callable[[Request, bytes], list[PushRequest]]
 
 
@@ -80,92 +80,114 @@ class KnownKeys:
         return len(self._entries)
 
 
-def routes(runtime: Runtime) -> list[Route]:
-    decoder = msgspec.json.Decoder(PushRequest)
-    batcher = IngestBatcher(runtime.db)
-    known = KnownKeys()
-    any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
-    metrics = runtime.metrics
+class Ingestion:
+    """What the push endpoints of one app share: the batcher of SQLite writes, the keys seen
+    lately, and the steps around a push's one transaction."""
 
-    async def check(key_hash: str) -> Lookup:
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.batcher = IngestBatcher(runtime.db)
+        self.known = KnownKeys()
+
+    async def check(self, key_hash: str) -> Lookup:
         """The key's integration, read now: 401 when it is not live."""
-        found = await runtime.db.run_sync(functools.partial(lookup, key_hash=key_hash),
-                                          write=False)
+        found = await self.runtime.db.run_sync(functools.partial(lookup, key_hash=key_hash),
+                                               write=False)
         if found is None:
-            known.forget(key_hash)
+            self.known.forget(key_hash)
             raise errors.Unauthorized(BAD_KEY)
-        known.put(key_hash, found.integration.integration_id, found.integration.account_id)
+        self.known.put(key_hash, found.integration.integration_id,
+                       found.integration.account_id)
         return found
 
-    def refuse_if_off(found: Lookup) -> None:
-        integration = found.integration
-        if integration.channel_status != "enabled":
-            raise errors.BadRequest(CHANNEL_OFF, channel_id=integration.channel_id,
-                                    status=integration.channel_status)
-
-    def endpoint(path: str, parse: Parse) -> Route:
-        async def push(request: Request) -> Response:
-            started = time.perf_counter()
-            rid = new_request_id()
-            locale = negotiate(request.headers.get("accept-language"))
-            headers = request_id_headers(rid)
-            account_id: int | None = None
+    async def ingest(self, key_hash: str, reqs: list[PushRequest], now_s: int) -> list[str]:
+        """Ingest the push; when its enrichment needs mapping API answers it does not have
+        (enrichment.LookupsNeeded, raised before anything is written, its transaction or
+        savepoint rolled back), make those calls here, outside any transaction, and run it
+        again with them. The last round's answers are final: a push never loops."""
+        runtime = self.runtime
+        answers = enrichment.Answers()  # none yet: ask for the calls needed
+        for round_ in range(_LOOKUP_ROUNDS):
             try:
-                body = await read_body(request, runtime.settings.max_body_bytes)
-                key = request.query_params.get("integration_key")
-                if not key or not is_well_formed(key):
-                    raise errors.Unauthorized(BAD_KEY)
-                key_hash = hash_key(key)
-                fresh: Lookup | None = None
-                remembered = known.get(key_hash)
-                if remembered is None:
-                    fresh = await check(key_hash)
-                    remembered = (fresh.integration.integration_id, fresh.integration.account_id)
-                integration_id, account_id = remembered
-                decision = await runtime.limiter.hit(f"i:{integration_id}")
-                headers.update(decision.headers())
-                if not decision.allowed:
-                    raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
-                if fresh is not None:
-                    refuse_if_off(fresh)
-                try:
-                    reqs = parse(request, body)
-                except errors.ApiError:
-                    if fresh is None:
-                        refuse_if_off(await check(key_hash))  # a dead key answers 401 first
-                    raise
-                # One write transaction per push, or on SQLite one per batch of pushes that
-                # arrive together, each in its own savepoint (incident/ingest/batch.py). The key
-                # and channel are checked again in it.
-                now_s = int(runtime.clock.now())
-                try:
-                    alert_keys = await batcher.run(
-                        functools.partial(service.ingest_all, key_hash=key_hash, reqs=reqs,
-                                          now_s=now_s)
-                    )
-                except errors.Unauthorized:
-                    known.forget(key_hash)
-                    raise
-                answer: Any = (PushResponse(alert_key=alert_keys[0]) if path == PUSH_PATH
-                               else PushManyResponse(alert_keys=alert_keys))
-                content = success_body(rid, answer)
-                status, code = 200, "OK"
-            except errors.ApiError as exc:
-                status, code, content = failure(runtime, locale, rid, exc)
-            except Exception:
-                log.exception("unhandled error", request_id=rid, operation=path)
-                status, code, content = failure(runtime, locale, rid, None)
-            elapsed = time.perf_counter() - started
-            metrics.requests.labels(path, code).inc()
-            metrics.latency.labels(path).observe(elapsed)
-            # Never the query string: it holds the integration key.
-            log.info(
-                "request", request_id=rid, operation=path, status=status, code=code,
-                account_id=account_id, ms=round(elapsed * 1000, 2),
-            )
-            return Response(content, status, headers, media_type=_JSON)
+                return await self.batcher.run(functools.partial(
+                    service.ingest_all, key_hash=key_hash, reqs=reqs, now_s=now_s,
+                    answers=answers))
+            except enrichment.LookupsNeeded as needed:
+                answers = await enrichment.fetch_lookups(
+                    needed, before=answers, final=round_ == _LOOKUP_ROUNDS - 2,
+                    policy=runtime.outbound_policy(), secrets=runtime.secrets, now_s=now_s,
+                    count=runtime.metrics.count_enrichment_lookup)
+        raise RuntimeError("mapping API answers were final and still asked for")
 
-        return Route(path, push, methods=["POST"])
+
+def refuse_if_off(found: Lookup) -> None:
+    integration = found.integration
+    if integration.channel_status != "enabled":
+        raise errors.BadRequest(CHANNEL_OFF, channel_id=integration.channel_id,
+                                status=integration.channel_status)
+
+
+class IngestEndpoint(Pipeline):
+    """One push path: the operation pipeline's frame (api/handler.py Pipeline) with the
+    integration key as its authentication step, in the order of the module's docstring."""
+
+    def __init__(self, ingestion: Ingestion, path: str, parse: Parse) -> None:
+        super().__init__(ingestion.runtime, path)
+        self.ingestion = ingestion
+        self.parse = parse
+
+    def credential(self, request: Request) -> str:
+        """The integration key's hash; 401 for a missing or malformed key."""
+        key = request.query_params.get("integration_key")
+        if not key or not is_well_formed(key):
+            raise errors.Unauthorized(BAD_KEY)
+        return hash_key(key)
+
+    async def authenticate(self, key_hash: str) -> tuple[int, int, Lookup | None]:
+        """(integration id, account id, the lookup when it was read now): a key seen lately
+        is taken from memory, since which integration a key names never changes; whether it
+        is still live is checked again in the push's transaction."""
+        ingestion = self.ingestion
+        remembered = ingestion.known.get(key_hash)
+        fresh: Lookup | None = None
+        if remembered is None:
+            fresh = await ingestion.check(key_hash)
+            remembered = (fresh.integration.integration_id, fresh.integration.account_id)
+        return remembered[0], remembered[1], fresh
+
+    async def _run(self, request: Request, call: Call, headers: dict[str, str]) -> Any:
+        runtime, ingestion = self.runtime, self.ingestion
+        body = await read_body(request, runtime.settings.max_body_bytes)
+        key_hash = self.credential(request)
+        integration_id, account_id, fresh = await self.authenticate(key_hash)
+        call.who = {"account_id": account_id}
+        await rate_limit(runtime, f"i:{integration_id}", headers)
+        if fresh is not None:
+            refuse_if_off(fresh)
+        try:
+            reqs = self.parse(request, body)
+        except errors.ApiError:
+            if fresh is None:
+                refuse_if_off(await ingestion.check(key_hash))  # a dead key answers 401 first
+            raise
+        # One write transaction per push, or on SQLite one per batch of pushes that arrive
+        # together, each in its own savepoint (incident/ingest/batch.py). The key and channel
+        # are checked again in it.
+        now_s = int(runtime.clock.now())
+        try:
+            alert_keys = await ingestion.ingest(key_hash, reqs, now_s)
+        except errors.Unauthorized:
+            ingestion.known.forget(key_hash)
+            raise
+        if self.path == PUSH_PATH:
+            return PushResponse(alert_key=alert_keys[0])
+        return PushManyResponse(alert_keys=alert_keys)
+
+
+def routes(runtime: Runtime) -> list[Route]:
+    ingestion = Ingestion(runtime)
+    decoder = msgspec.json.Decoder(PushRequest)
+    any_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder()
 
     def standard(request: Request, body: bytes) -> list[PushRequest]:
         return [decode_json_body(decoder, request, body)]
@@ -178,6 +200,10 @@ def routes(runtime: Runtime) -> list[Route]:
     def webhook(request: Request, body: bytes) -> list[PushRequest]:
         return sources.generic(decode_json_body(any_decoder, request, body),
                                request.query_params)
+
+    def endpoint(path: str, parse: Parse) -> Route:
+        # A bound method: Starlette treats any other callable as a raw ASGI app.
+        return Route(path, IngestEndpoint(ingestion, path, parse).__call__, methods=["POST"])
 
     return [
         endpoint(PUSH_PATH, standard),

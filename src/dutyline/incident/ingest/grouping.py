@@ -18,21 +18,22 @@ resolve is the key; when none does, the first entry is used with empty values, u
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, case, delete, false, func, select, text, update
+from sqlalchemy import Connection
 
-from dutyline.db.tables.incident import alert, alert_event, incident
-from dutyline.db.tables.incident_noise import inhibit_source
 from dutyline.incident import events, feed
 from dutyline.incident.creation import NewIncident, open_incident_sync
-from dutyline.incident.ingest.alerts import OK, SEVERITY_RANK, encode
+from dutyline.incident.ingest import repository as repo
+from dutyline.incident.ingest.alerts import encode
 from dutyline.incident.ingest.channels import IngestSettings
+from dutyline.incident.ingest.repository import CLOSED, OK, SEVERITY_RANK
 from dutyline.work import queue
 
-CLOSED = "Closed"
+__all__ = ["AUTO_RESOLVE_JOB", "CLOSED", "attach", "close", "count_event", "drop_active_alert",
+           "group_key", "schedule_auto_resolve"]
+
 AUTO_RESOLVE_JOB = "incident.auto_resolve"
 DEFAULT_EQUALS: tuple[tuple[str, ...], ...] = (("title_rule",),)
 
@@ -73,32 +74,6 @@ def group_key(
     return hashlib.md5(encode([method, *chosen]).encode(), usedforsecurity=False).hexdigest()
 
 
-def _lock_id(channel_id: int, key: str) -> int:
-    digest = hashlib.blake2b(f"{channel_id}:{key}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
-def _rank(column: Any) -> Any:
-    return case(
-        {"Critical": 3, "Warning": 2, "Info": 1}, value=column, else_=0
-    )
-
-
-def _raised_severity(severity: str) -> dict[str, Any]:
-    """Values that raise the incident's severity to `severity` if that is worse; the
-    status follows the severity while the incident is open and stays Ok once closed."""
-    raised = case(
-        (_rank(incident.c.incident_severity) < SEVERITY_RANK[severity], severity),
-        else_=incident.c.incident_severity,
-    )
-    return {
-        "incident_severity": raised,
-        "incident_status": case(
-            (incident.c.progress == CLOSED, incident.c.incident_status), else_=raised
-        ),
-    }
-
-
 def attach(
     conn: Connection, settings: IngestSettings, *, account_id: int, channel_id: int,
     integration_id: int, alert_id: str, title: str, description: str, severity: str,
@@ -107,48 +82,18 @@ def attach(
     """Put a new alert into an incident (joining one or opening one); returns its id."""
     key = group_key(settings, fields=fields, labels=labels)
     if key is not None:
-        if conn.dialect.name == "postgresql":
-            # Two new alerts of one group arriving together must not open two incidents;
-            # SQLite writers are serialized already.
-            conn.execute(
-                text("SELECT pg_advisory_xact_lock(:k)"), {"k": _lock_id(channel_id, key)}
-            )
-        stmt = (
-            select(incident.c.incident_id)
-            .where(
-                incident.c.channel_id == channel_id,
-                incident.c.equals_md5 == key,
-                incident.c.progress != CLOSED,
-                incident.c.account_id == account_id,
-                incident.c.deleted_at == 0,
-                incident.c.merged_into.is_(None),
-                # /incident/disable-merge: such an incident takes no more alerts; the alert
-                # opens (or joins) another incident of its group.
-                incident.c.merge_disabled.is_(false()),
-            )
-            .order_by(incident.c.start_time.desc())
-            .limit(1)
-        )
-        if settings.time_window > 0:
-            stmt = stmt.where(incident.c.start_time >= now_s - settings.time_window)
-        found = conn.execute(stmt).scalar_one_or_none()
+        repo.lock_group(conn, channel_id, key)
+        found = repo.open_incident_of_group(
+            conn, account_id=account_id, channel_id=channel_id, key=key,
+            started_since=now_s - settings.time_window if settings.time_window > 0 else None)
         if found is not None:
-            conn.execute(
-                update(incident)
-                .where(incident.c.incident_id == found)
-                .values(
-                    alert_cnt=incident.c.alert_cnt + 1,
-                    active_alert_cnt=incident.c.active_alert_cnt + 1,
-                    alert_event_cnt=incident.c.alert_event_cnt + 1,
-                    last_time=now_s, updated_at=now_s, **_raised_severity(severity),
-                )
-            )
+            repo.count_joined_alert(conn, found, severity=severity, now_s=now_s)
             events.emit_sync(
                 conn, account_id=account_id, incident_id=found, kind=events.ALERT_ADDED,
                 now_s=now_s, payload={"alert_id": alert_id, "severity": severity},
             )
             schedule_auto_resolve(conn, settings, found, severity, now_s=now_s)
-            return str(found)
+            return found
     incident_id = open_incident_sync(
         conn,
         NewIncident(
@@ -158,36 +103,9 @@ def attach(
         ),
         now_s=now_s,
     )
-    conn.execute(
-        update(incident)
-        .where(incident.c.incident_id == incident_id)
-        .values(alert_cnt=1, active_alert_cnt=1, alert_event_cnt=1)
-    )
+    repo.count_first_alert(conn, incident_id)
     schedule_auto_resolve(conn, settings, incident_id, severity, now_s=now_s)
     return incident_id
-
-
-@functools.cache
-def _count_statement(raised_to: str | None, recovered: bool) -> Any:
-    """The incident UPDATE of count_event, built once per (raised severity, recovered):
-    it runs on nearly every push, and building it per call cost more than running it."""
-    values: dict[str, Any] = {
-        "alert_event_cnt": incident.c.alert_event_cnt + 1,
-        "last_time": bindparam("v_now"),
-        "updated_at": bindparam("v_now"),
-    }
-    if raised_to is not None:
-        values.update(_raised_severity(raised_to))
-    if recovered:
-        values["active_alert_cnt"] = case(
-            (incident.c.active_alert_cnt > 0, incident.c.active_alert_cnt - 1), else_=0
-        )
-    return (
-        update(incident)
-        .where(incident.c.incident_id == bindparam("v_incident_id"))
-        .values(values)
-        .returning(incident.c.account_id, incident.c.active_alert_cnt, incident.c.progress)
-    )
 
 
 def count_event(
@@ -199,12 +117,8 @@ def count_event(
     recovered = status == OK
     # The UPDATE comes first: on PostgreSQL it locks the incident row, so the severity
     # recomputed below sees every concurrent change to its alerts.
-    row = (
-        conn.execute(
-            _count_statement(raised_to, recovered),
-            {"v_now": now_s, "v_incident_id": incident_id},
-        )
-    ).first()
+    row = repo.count_event(conn, incident_id, raised_to=raised_to, recovered=recovered,
+                           now_s=now_s)
     if row is None or row[2] == CLOSED:
         return
     account_id, active_cnt = int(row[0]), int(row[1])
@@ -221,29 +135,16 @@ def count_event(
 
 def _recompute_severity(conn: Connection, incident_id: str) -> None:
     """An incident's severity is its worst active alert (after one recovered)."""
-    rows = conn.execute(
-        select(alert.c.alert_severity).where(
-            alert.c.incident_id == incident_id, alert.c.end_time == 0
-        )
-    )
-    severities = [r[0] for r in rows]
+    severities = repo.active_alert_severities(conn, incident_id)
     if not severities:
         return
     worst = max(severities, key=lambda s: SEVERITY_RANK.get(s, 0))
-    conn.execute(
-        update(incident)
-        .where(incident.c.incident_id == incident_id, incident.c.progress != CLOSED)
-        .values(incident_severity=worst, incident_status=worst)
-    )
+    repo.set_open_incident_severity(conn, incident_id, worst)
 
 
 def drop_active_alert(conn: Connection, incident_id: str, *, now_s: int) -> None:
     """One alert of a closed incident ended without an Ok: keep its counter honest."""
-    conn.execute(
-        update(incident)
-        .where(incident.c.incident_id == incident_id, incident.c.active_alert_cnt > 0)
-        .values(active_alert_cnt=incident.c.active_alert_cnt - 1, updated_at=now_s)
-    )
+    repo.drop_active_alert(conn, incident_id, now_s=now_s)
 
 
 def close(
@@ -253,28 +154,17 @@ def close(
     """Close an incident on the system's behalf. `recover_alerts` also ends its active alerts
     (a timeout: the next event of those keys starts fresh). `if_last_time_at_most` guards
     against an event that arrived after the caller looked. Returns whether it closed."""
-    conditions = [incident.c.incident_id == incident_id, incident.c.progress != CLOSED]
-    if if_last_time_at_most is not None:
-        conditions.append(incident.c.last_time <= if_last_time_at_most)
     values: dict[str, Any] = {
         "progress": CLOSED, "close_time": now_s, "end_time": now_s, "incident_status": OK,
         "closer_id": 0, "updated_at": now_s,
     }
     if recover_alerts:
         values["active_alert_cnt"] = 0
-    result = conn.execute(update(incident).where(*conditions).values(values))
-    if result.rowcount != 1:
+    if not repo.close_incident(conn, incident_id, values,
+                               if_last_time_at_most=if_last_time_at_most):
         return False
     if recover_alerts:
-        # Ended alerts are nobody's inhibit source any more (incident/ingest/noise.py).
-        conn.execute(delete(inhibit_source).where(inhibit_source.c.alert_id.in_(
-            select(alert.c.alert_id).where(alert.c.incident_id == incident_id,
-                                           alert.c.end_time == 0))))
-        conn.execute(
-            update(alert)
-            .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
-            .values(end_time=now_s, alert_status=OK, updated_at=now_s)
-        )
+        repo.end_active_alerts(conn, incident_id, now_s=now_s)
     feed.add_sync(
         conn, incident_id=incident_id, account_id=account_id, feed_type=feed.RESOLVE,
         creator_id=0, detail=feed.resolve_detail(reason), now_s=now_s,
@@ -299,13 +189,3 @@ def schedule_auto_resolve(
         conn, AUTO_RESOLVE_JOB, {"incident_id": incident_id}, now_ms=now_s * 1000,
         run_at_ms=(now_s + timeout) * 1000, dedupe_key=f"{AUTO_RESOLVE_JOB}:{incident_id}",
     )
-
-
-def last_trigger_time(conn: Connection, incident_id: str) -> int | None:
-    stmt = (
-        select(func.max(alert_event.c.event_time))
-        .select_from(alert_event.join(alert, alert.c.alert_id == alert_event.c.alert_id))
-        .where(alert.c.incident_id == incident_id, alert_event.c.event_status != OK)
-    )
-    value = conn.execute(stmt).scalar_one_or_none()
-    return None if value is None else int(value)

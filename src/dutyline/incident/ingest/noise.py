@@ -22,31 +22,17 @@ the alerts it inhibited at once (Alertmanager's behaviour)."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import (
-    Connection,
-    bindparam,
-    delete,
-    false,
-    or_,
-    select,
-    text,
-    union_all,
-    update,
-)
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Connection
 
 from dutyline.channel.noise import service as noise
 from dutyline.channel.noise.service import ChannelRules, InhibitRule
-from dutyline.db.tables.incident import alert, incident
-from dutyline.db.tables.incident_noise import inhibit_source
+from dutyline.incident.ingest import repository as repo
 
-TRIGGERED = "Triggered"
 _decode_labels = msgspec.json.Decoder(dict[str, str])
 # Alerts a rule write re-indexes at most (the channel's alerts seen in the last 10 minutes).
 MAX_BACKFILL = 100_000
@@ -91,71 +77,8 @@ def match_key(rule: InhibitRule, subject_: dict[str, Any]) -> str:
     return hashlib.md5(values, usedforsecurity=False).hexdigest()
 
 
-_SOURCE_LIVE = [
-    alert.c.end_time == 0,
-    alert.c.acked == false(),
-    alert.c.last_time >= bindparam("since"),
-    or_(alert.c.incident_id.is_(None), incident.c.progress == TRIGGERED),
-]
-_SOURCE_FROM = (
-    inhibit_source.join(alert, alert.c.alert_id == inhibit_source.c.alert_id)
-    .outerjoin(incident, incident.c.incident_id == alert.c.incident_id)
-)
-
-
-def _source_lookup(rule_param: str, key_param: str) -> Any:
-    """The first live source of one rule at one match key."""
-    return (
-        select(inhibit_source.c.rule_id, inhibit_source.c.alert_id)
-        .select_from(_SOURCE_FROM)
-        .where(inhibit_source.c.rule_id == bindparam(rule_param),
-               inhibit_source.c.match_key == bindparam(key_param), *_SOURCE_LIVE)
-        .limit(1)
-    )
-
-
-_FIND_SOURCE = _source_lookup("rule_id", "match_key")
-_SOURCE_STILL_LIVE = (
-    select(alert.c.alert_id)
-    .select_from(alert.outerjoin(incident, incident.c.incident_id == alert.c.incident_id))
-    .where(alert.c.alert_id == bindparam("alert_id"), *_SOURCE_LIVE)
-)
-_UNINDEX = delete(inhibit_source).where(inhibit_source.c.alert_id == bindparam("alert_id"))
-_HELD_BY = select(
-    alert.c.alert_id, alert.c.integration_id, alert.c.alert_key, alert.c.title,
-    alert.c.title_rule, alert.c.description, alert.c.alert_severity, alert.c.labels,
-).where(
-    alert.c.inhibited_by == bindparam("source"), alert.c.end_time == 0,
-    # Spelled as the partial index's own predicate (a literal, not a parameter), so both
-    # planners see the index applies (a bound `= ?` alone does not prove `!= ''`).
-    text("alert.inhibited_by != ''"),
-)
 # Rules looked up in one statement at most (more are looked up in several).
 _LOOKUP_CHUNK = 16
-
-
-@functools.cache
-def _find_sources_statement(count: int) -> Any:
-    """One live source (if any) of each of `count` rules, each at its own match key: a UNION
-    ALL of LIMIT 1 lookups, one round trip for every rule a new alert is a target of."""
-    if count == 1:
-        return _source_lookup("r0", "k0")
-    branches = [_source_lookup(f"r{i}", f"k{i}").subquery(f"s{i}") for i in range(count)]
-    return union_all(*(select(b.c.rule_id, b.c.alert_id) for b in branches))
-
-
-def _insert_ignore(conn: Connection) -> Any:
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    return dialect.insert(inhibit_source).on_conflict_do_nothing()
-
-
-def find_source(conn: Connection, rule: InhibitRule, subject_: dict[str, Any],
-                now_s: int) -> str | None:
-    row = conn.execute(_FIND_SOURCE, {
-        "rule_id": rule.rule_id, "match_key": match_key(rule, subject_),
-        "since": now_s - noise.SOURCE_FRESH_S,
-    }).first()
-    return None if row is None else str(row[0])
 
 
 def _inhibitor(conn: Connection, rules: ChannelRules, subject_: dict[str, Any],
@@ -166,14 +89,11 @@ def _inhibitor(conn: Connection, rules: ChannelRules, subject_: dict[str, Any],
     since = now_s - noise.SOURCE_FRESH_S
     for start in range(0, len(matched), _LOOKUP_CHUNK):
         chunk = matched[start:start + _LOOKUP_CHUNK]
-        params: dict[str, Any] = {"since": since}
-        for i, rule in enumerate(chunk):
-            params[f"r{i}"] = rule.rule_id
-            params[f"k{i}"] = match_key(rule, subject_)
-        found = dict(conn.execute(_find_sources_statement(len(chunk)), params).all())
+        found = repo.find_sources(
+            conn, [(rule.rule_id, match_key(rule, subject_)) for rule in chunk], since)
         for rule in chunk:
             if rule.rule_id in found:
-                return rule, str(found[rule.rule_id])
+                return rule, found[rule.rule_id]
     return None
 
 
@@ -204,10 +124,9 @@ def decide_new(conn: Connection, rules: ChannelRules, subject_: dict[str, Any],
 def recheck(conn: Connection, rules: ChannelRules, hold: Hold, subject_: dict[str, Any],
             now_s: int) -> Hold:
     """What holds an alert that was held, at its new event (never a drop: it is stored)."""
-    if hold.inhibit_rule_id and hold.inhibit_rule_id in rules.inhibit and conn.execute(
-        _SOURCE_STILL_LIVE, {"alert_id": hold.inhibited_by,
-                             "since": now_s - noise.SOURCE_FRESH_S}
-    ).first() is not None and rules.inhibit[hold.inhibit_rule_id].target.matches(subject_):
+    if hold.inhibit_rule_id and hold.inhibit_rule_id in rules.inhibit and (
+        repo.source_still_live(conn, hold.inhibited_by, now_s - noise.SOURCE_FRESH_S)
+    ) and rules.inhibit[hold.inhibit_rule_id].target.matches(subject_):
         return hold
     silence = rules.silence.get(hold.silence_rule_id)
     if silence is not None and silence.effective(now_s) and silence.filter.matches(subject_):
@@ -222,8 +141,7 @@ def recheck(conn: Connection, rules: ChannelRules, hold: Hold, subject_: dict[st
 
 
 def set_hold(conn: Connection, alert_id: str, hold: Hold, now_s: int) -> None:
-    conn.execute(update(alert).where(alert.c.alert_id == alert_id)
-                 .values(updated_at=now_s, **hold.values()))
+    repo.set_alert_values(conn, alert_id, {"updated_at": now_s, **hold.values()})
 
 
 def index_source(conn: Connection, rules: ChannelRules, *, alert_id: str, channel_id: int,
@@ -231,10 +149,10 @@ def index_source(conn: Connection, rules: ChannelRules, *, alert_id: str, channe
     """Record the alert as a possible source of every enabled rule whose source_filters it
     matches (again, after its labels changed)."""
     if relabelled:
-        conn.execute(_UNINDEX, {"alert_id": alert_id})
+        repo.unindex_source(conn, alert_id)
     matched = rules.inhibit_sources.matching(subject_) if rules.inhibit else []
     if matched:
-        conn.execute(_insert_ignore(conn), [
+        repo.index_sources(conn, [
             {"rule_id": r.rule_id, "match_key": match_key(r, subject_), "alert_id": alert_id,
              "channel_id": channel_id} for r in matched
         ])
@@ -243,8 +161,8 @@ def index_source(conn: Connection, rules: ChannelRules, *, alert_id: str, channe
 def recovered(conn: Connection, alert_id: str) -> list[Any]:
     """An alert recovered: it is nobody's source any more; the still-firing alerts it
     inhibited, to be looked at again."""
-    conn.execute(_UNINDEX, {"alert_id": alert_id})
-    return list(conn.execute(_HELD_BY, {"source": alert_id}).all())
+    repo.unindex_source(conn, alert_id)
+    return repo.held_by(conn, alert_id)
 
 
 def row_subject(row: Any) -> dict[str, Any]:
@@ -257,22 +175,15 @@ def reindex_rule(conn: Connection, *, channel_id: int, rule_id: str, rule: Inhib
                  now_s: int) -> None:
     """A rule was written: its index rows are rebuilt from the channel's alerts seen in the
     last 10 minutes (the only ones that can be sources), or removed when it is gone."""
-    conn.execute(delete(inhibit_source).where(inhibit_source.c.rule_id == rule_id))
+    repo.drop_rule_sources(conn, rule_id)
     if rule is None:
         return
-    rows = conn.execute(
-        select(alert.c.alert_id, alert.c.integration_id, alert.c.alert_key, alert.c.title,
-               alert.c.title_rule, alert.c.description, alert.c.alert_severity,
-               alert.c.labels)
-        .where(alert.c.channel_id == channel_id, alert.c.end_time == 0,
-               alert.c.last_time >= now_s - noise.SOURCE_FRESH_S)
-        .limit(MAX_BACKFILL)
-    )
+    rows = repo.recent_active_alerts(conn, channel_id, now_s - noise.SOURCE_FRESH_S,
+                                     MAX_BACKFILL)
     batch: list[dict[str, Any]] = []
     for row in rows:
         found = row_subject(row)
         if rule.source.matches(found):
             batch.append({"rule_id": rule_id, "match_key": match_key(rule, found),
                           "alert_id": row.alert_id, "channel_id": channel_id})
-    for start in range(0, len(batch), 1000):
-        conn.execute(_insert_ignore(conn), batch[start:start + 1000])
+    repo.index_sources(conn, batch)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -17,9 +18,9 @@ from sqlalchemy import Connection
 
 from dutyline.api import errors
 from dutyline.channel.noise import service as noise_rules
+from dutyline.channel.pipeline import service as pipeline
+from dutyline.channel.route import service as routes
 from dutyline.enrichment import service as enrichment
-from dutyline.enrichment.pipeline import service as pipeline
-from dutyline.enrichment.route import service as routes
 from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
 from dutyline.incident.ingest.channels import (
@@ -76,12 +77,14 @@ def check_integration(conn: Connection, key_hash: str) -> tuple[ResolvedIntegrat
 
 
 def ingest_all(conn: Connection, key_hash: str, reqs: list[PushRequest], *,
-               now_s: int) -> list[str]:
-    """Several events of one push (Alertmanager sends a group of alerts), in one transaction."""
-    return [ingest(conn, key_hash, req, now_s=now_s) for req in reqs]
+               now_s: int, answers: enrichment.Answers | None = None) -> list[str]:
+    """Several events of one push (Alertmanager sends a group of alerts), in one transaction.
+    `answers`: the mapping API answers the endpoint fetched after a LookupsNeeded."""
+    return [ingest(conn, key_hash, req, now_s=now_s, answers=answers) for req in reqs]
 
 
-def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> str:
+def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int,
+           answers: enrichment.Answers | None = None) -> str:
     """Store one event pushed with the key of `key_hash`; returns its alert_key. The key and
     channel are checked here, in the transaction that stores the event, so a key revoked a
     moment ago stores nothing. The channel's noise rules (incident/ingest/noise.py) may drop
@@ -90,7 +93,7 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     if not req.title_rule.strip():
         raise errors.invalid("title_rule", "must not be blank")
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
-    # The integration's pipeline (enrichment/pipeline) may rewrite the title, description or
+    # The integration's pipeline (channel/pipeline) may rewrite the title, description or
     # severity, or drop the event (answered, not stored).
     state = enrichment.ingest_state_sync(conn, integration.integration_id)
     processed = None if state.pipeline is None else pipeline.apply_sync(
@@ -109,13 +112,21 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
     enriched = None if state.enrichment is None else enrichment.enrich_sync(
         conn, integration.integration_id, version=state.enrichment, epoch=state.data_epoch,
         title=req.title_rule, description=req.description, severity=req.event_status,
-        labels=req.labels)
+        labels=req.labels, now_s=now_s, answers=answers)
     if enriched is not None:
         req = msgspec.structs.replace(req, labels=enriched)
     title = render_title(req.title_rule, req.labels)
-    if state.route is not None:
-        integration, settings = _route(conn, integration, settings, req, title, alert_key,
-                                       state.route)
+    targets = [(integration, settings)] if state.route is None else _route(
+        conn, integration, settings, req, title, alert_key, state.route)
+    for target, target_settings in targets:
+        _deliver(conn, target, target_settings, req, title, alert_key, now_s)
+    return alert_key
+
+
+def _deliver(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
+             req: PushRequest, title: str, alert_key: str, now_s: int) -> None:
+    """The event into one channel (`integration.channel_id`: its own, or one its route
+    chose): update or recover the key's active alert there, or start one."""
     rules = noise_rules.rules_for_sync(conn, integration.channel_id, settings.noise_version)
     scope = {
         "account_id": integration.account_id,
@@ -123,7 +134,8 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
         "integration_id": integration.integration_id,
     }
     for _ in range(_MAX_ATTEMPTS):
-        active = alerts.find_active(conn, integration.integration_id, alert_key)
+        active = alerts.find_active(conn, integration.integration_id,
+                                   integration.channel_id, alert_key)
         if (
             active is not None
             and active.incident_progress == grouping.CLOSED
@@ -154,11 +166,11 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
             ):
                 _revisit(conn, settings, rules, integration, active, req, title, alert_key,
                          severity, now_s)
-            return alert_key
+            return
         if req.event_status == OK:
             # Recovery of nothing we know: kept as an event, opens nothing.
             alerts.add_event(conn, alert_id="", req=req, title=title, now_s=now_s, **scope)
-            return alert_key
+            return
         subject = noise.subject(
             title=title, title_rule=req.title_rule, severity=req.event_status,
             description=req.description, alert_key=alert_key, labels=req.labels,
@@ -166,7 +178,7 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
         )
         hold = noise.decide_new(conn, rules, subject, now_s)
         if hold is noise.DROP:
-            return alert_key  # counted on its rule, not stored
+            return  # counted on its rule, not stored
         alert_id = alerts.insert_new(
             conn, alert_key=alert_key, req=req, title=title, now_s=now_s,
             hold=hold.values() if hold.held else None, **scope
@@ -182,27 +194,46 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int) -> 
             incident_id = _group(conn, settings, alert_id, alert_key, req, title, now_s,
                                  integration)
             alerts.set_incident(conn, alert_id, incident_id)
-        return alert_key
+        return
     raise RuntimeError(f"alert key {alert_key!r} changed hands {_MAX_ATTEMPTS} times")
 
 
 def _route(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
            req: PushRequest, title: str, alert_key: str, version: int,
-           ) -> tuple[ResolvedIntegration, IngestSettings]:
-    """The channel the integration's route (enrichment/route) sends this event to: the first
-    live, enabled one of the matching cases, then the default; else its own channel."""
+           ) -> list[tuple[ResolvedIntegration, IngestSettings]]:
+    """The channels the integration's route (channel/route) sends this event to: the live,
+    enabled ones of the matching cases, else of the default, else its own channel. A
+    recovery goes where the key's alert fires, whatever its labels say now."""
+    if req.event_status == OK:
+        held = _live(conn, integration, settings,
+                     alerts.active_channels(conn, integration.integration_id, alert_key))
+        if held:
+            return held
     subject = {"title": title, "title_rule": req.title_rule, "description": req.description,
                "severity": req.event_status, "alert_severity": req.event_status,
                "alert_key": alert_key, "labels": req.labels}
-    candidates = routes.candidates_sync(conn, integration.integration_id, version=version,
-                                        subject=subject)
-    for channel_id in candidates or ():
+    plan = routes.plan_sync(conn, integration.integration_id, account_id=integration.account_id,
+                            version=version, subject=subject)
+    for channel_ids in () if plan is None else (plan.matched, plan.default):
+        found = _live(conn, integration, settings, channel_ids)
+        if found:
+            return found
+    return [(integration, settings)]
+
+
+def _live(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
+          channel_ids: Sequence[int]) -> list[tuple[ResolvedIntegration, IngestSettings]]:
+    """These channels, those live and enabled, with their settings (the integration's own
+    channel was checked with its key)."""
+    found = []
+    for channel_id in channel_ids:
         if channel_id == integration.channel_id:
-            return integration, settings
+            found.append((integration, settings))
+            continue
         routed = routed_settings_sync(conn, integration.account_id, channel_id)
         if routed is not None:
-            return dataclasses.replace(integration, channel_id=channel_id), routed
-    return integration, settings
+            found.append((dataclasses.replace(integration, channel_id=channel_id), routed))
+    return found
 
 
 def _revisit(

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
-
-from dutyline.db.tables.incident import incident
 from dutyline.incident.ingest import grouping
+from dutyline.incident.ingest import repository as repo
 from dutyline.incident.ingest.channels import load_settings
 from dutyline.work import queue
 from dutyline.work.registry import JobContext, job_handler
@@ -22,14 +20,7 @@ RECHECK_S = 1
 async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
     incident_id = str(payload["incident_id"])
     conn = ctx.conn
-    row = (
-        await conn.execute(
-            select(
-                incident.c.account_id, incident.c.channel_id, incident.c.progress,
-                incident.c.last_time, incident.c.start_time,
-            ).where(incident.c.incident_id == incident_id)
-        )
-    ).first()
+    row = await repo.timer_incident(conn, incident_id)
     if row is None or row.progress == grouping.CLOSED:
         return
     settings = await load_settings(conn, row.account_id, row.channel_id)
@@ -38,7 +29,7 @@ async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
     if settings.auto_resolve_mode == "update":
         since = int(row.last_time)
     else:
-        last_trigger = await conn.run_sync(grouping.last_trigger_time, incident_id)
+        last_trigger = await conn.run_sync(repo.last_trigger_time, incident_id)
         since = int(row.start_time) if last_trigger is None else last_trigger
     now_s = int(ctx.clock.now())
     due = since + settings.auto_resolve_timeout

@@ -59,7 +59,7 @@ async def merge_alerts(
         raise errors.ResourceNotFound("{field}: alerts not found: {ids}", field="alert_ids",
                                       ids=", ".join(missing))
     if owner_id is not None and not await member_service.existing_member_ids(
-            conn, actor.account_id, [owner_id]):
+            conn, actor, [owner_id]):
         raise errors.invalid("owner_id", "unknown members: " + str(owner_id))
     moving = [found[i] for i in ids if found[i].incident_id != target.incident_id]
     now, person_id = actor.now_s, actor.person_id

@@ -41,7 +41,7 @@ async def _assignment(conn: AsyncConnection, actor: Actor, given: AssignedTo, fi
     person_ids = list(dict.fromkeys(given.person_ids or []))
     if not person_ids and not given.escalate_rule_id:
         raise errors.invalid(field, "needs person_ids or escalate_rule_id")
-    known = await member_service.existing_member_ids(conn, actor.account_id, list(person_ids))
+    known = await member_service.existing_member_ids(conn, actor, list(person_ids))
     if unknown := [p for p in person_ids if p not in known]:
         raise errors.invalid(f"{field}.person_ids",
                              "unknown members: " + ", ".join(map(str, unknown)))
@@ -67,7 +67,7 @@ async def create(
     account_id, now = actor.account_id, actor.now_s
     if channel_id:
         # A live channel the actor sees: a private one of other teams is not found.
-        await channels.require_visible_to(conn, actor, channel_id)
+        await channels.require_visible(conn, actor, channel_id)
     assignment = (await _assignment(conn, actor, assigned_to, "assigned_to", "assign")
                   if assigned_to is not None else {})
     incident_id = await open_incident(conn, NewIncident(
@@ -205,7 +205,7 @@ async def merge(
     target, sources = by_id[target_id], [by_id[i] for i in source_ids]
     require_progress([target], OPEN, "the target is Closed", field="target_incident_id")
     if owner_id is not None and not await member_service.existing_member_ids(
-            conn, actor.account_id, [owner_id]):
+            conn, actor, [owner_id]):
         raise errors.invalid("owner_id", "unknown members: " + str(owner_id))
     now, person_id = actor.now_s, actor.person_id
 

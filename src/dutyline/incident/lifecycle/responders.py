@@ -43,7 +43,7 @@ async def add_responders(
     require_progress([row], OPEN, "Closed incidents take no new responders",
                      field="incident_id")
     wanted = list(dict.fromkeys(person_ids))
-    known = await member_service.existing_member_ids(conn, actor.account_id, wanted)
+    known = await member_service.existing_member_ids(conn, actor, wanted)
     if unknown := [p for p in wanted if p not in known]:
         raise errors.invalid("person_ids", "unknown members: " + ", ".join(map(str, unknown)))
     present = {r.get("person_id") for r in loads(row.responders)}

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
 
 WEBHOOK_CHANNELS = ("webhook", "slack", "feishu", "dingtalk", "wecom", "teams", "telegram",
-                    "zoom")
+                    "zoom", "slack_app", "feishu_app", "dingtalk_app", "wecom_app", "teams_app")
 
 
 async def insert_delivery(conn: AsyncConnection, values: dict[str, Any]) -> None:

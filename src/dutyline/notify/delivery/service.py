@@ -113,6 +113,13 @@ def notify_detail(row: Any, attempt: Attempt, status: str) -> dict[str, Any]:
     }
     if row.person_id:
         detail["persons"] = [{"person_id": row.person_id, **failed}]
+    elif row.channel.endswith("_app"):
+        # A group chat an app posted into (reference NotifyChat).
+        content = _json.decode(row.content)
+        source = content.get("data_source_id")
+        detail["chats"] = [{"data_source_id": source if isinstance(source, int) else 0,
+                            "chat_id": row.address, "chat_name": str(content.get("alias", "")),
+                            **failed}]
     elif row.channel == "email":
         detail["emails"] = [{"email": row.address, **failed}]
     else:

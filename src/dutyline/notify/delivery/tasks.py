@@ -49,9 +49,9 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
     actor = Actor.system(int(row.account_id), ctx.clock)
     send = adapter(row.channel, personal=bool(row.person_id))
     if send is None:
-        what = "for a person " if row.person_id and adapter(row.channel) else ""
+        what = " for a person" if row.person_id else ""
         await service.record_failure_without_attempt(
-            ctx.conn, actor, row, f"channel {row.channel!r} is not supported {what}yet")
+            ctx.conn, actor, row, f"channel {row.channel!r} is not supported{what}")
         return
     out = Outgoing(delivery_id=row.delivery_id, channel=row.channel, address=row.address,
                    content=_json.decode(row.content), attempt=int(row.attempts) + 1)

@@ -1,8 +1,9 @@
 """Members' contact methods and notification preferences.
 
 A member reads and sets their own; another member's need `account_manage`. The channels a
-member may choose are those a person can be reached by (e-mail, SMS, voice, Telegram); a
-severity without a choice uses e-mail. The escalation engine reads `preferences` when a
+member may choose are those a person can be reached by (e-mail, SMS, voice, a direct message
+on Telegram, Slack, Feishu, DingTalk, WeCom or Zoom, to their handle in `im`); a severity
+without a choice uses e-mail. The escalation engine reads `preferences` when a
 layer says `by.follow_preference`."""
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from dutyline.notify.preference.schemas import MemberNotifyItem
 from dutyline.platform.member import service as members
 
 SEVERITIES = ("critical", "warning", "info")
-PERSONAL_CHANNELS = ("email", "sms", "voice", "telegram")
+# What a person can be paged by: e-mail, phone, and a direct message on a chat platform (the
+# plain and the `_app` names are the same app; Teams has no way to reach a person yet).
+PERSONAL_CHANNELS = ("email", "sms", "voice", "telegram", "slack", "feishu", "dingtalk",
+                     "wecom", "zoom", "slack_app", "feishu_app", "dingtalk_app", "wecom_app")
 IM_TYPES = frozenset({"telegram", "slack", "teams", "feishu", "dingtalk", "wecom", "zoom"})
 DEFAULT_CHANNELS = ("email",)
 
@@ -57,7 +61,7 @@ async def _target(conn: AsyncConnection, actor: Actor, member_id: int) -> member
         raise errors.invalid("member_id", "is required")
     if member_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
-    found = await members.contacts(conn, actor.account_id, [member_id])
+    found = await members.contacts(conn, actor, [member_id])
     if member_id not in found:
         raise errors.not_found("member", member_id)
     return found[member_id]
@@ -108,8 +112,9 @@ async def notify_reset(conn: AsyncConnection, actor: Actor, *, member_id: int,
     return person.person_id
 
 
-async def preferences(conn: AsyncConnection, account_id: int,
+async def preferences(conn: AsyncConnection, actor: Actor,
                       member_ids: list[int]) -> dict[int, Preference]:
     """Each member's preference (the default for those who set none): the engine's read."""
-    rows = {r.member_id: r for r in await repo.many(conn, account_id, sorted(set(member_ids)))}
+    rows = {r.member_id: r
+            for r in await repo.many(conn, actor.account_id, sorted(set(member_ids)))}
     return {m: _preference(rows.get(m)) for m in member_ids}

@@ -68,7 +68,7 @@ def validate_bodies(bodies: dict[str, str], now_s: int, base_url: str) -> None:
 async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None:
     if not team_id:
         return
-    if not await teams.existing_team_ids(conn, actor.account_id, [team_id]):
+    if not await teams.existing_team_ids(conn, actor, [team_id]):
         raise errors.not_found("team", team_id)
     if not actor.is_admin and team_id not in await actor.team_ids():
         raise errors.AccessDenied()

@@ -16,7 +16,6 @@ from dutyline.db.tables.platform import (
     member_role,
     role,
     role_permission,
-    team_member,
 )
 
 # Never the hash: nothing outside authentication needs it.
@@ -107,10 +106,3 @@ async def set_last_used(conn: AsyncConnection, last_used: dict[int, int]) -> Non
         [{"k": k, "t": t} for k, t in last_used.items()],
     )
 
-
-async def team_ids_of(conn: AsyncConnection, account_id: int, person_id: int) -> frozenset[int]:
-    rows = await conn.execute(
-        select(team_member.c.team_id).where(
-            team_member.c.account_id == account_id, team_member.c.person_id == person_id)
-    )
-    return frozenset(rows.scalars())

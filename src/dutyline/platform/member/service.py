@@ -327,11 +327,11 @@ async def _find_for_delete(
     return rows[0]
 
 
-async def existing_member_ids(conn: AsyncConnection, account_id: int,
+async def existing_member_ids(conn: AsyncConnection, actor: Actor,
                               member_ids: list[int]) -> set[int]:
-    """Which of these ids are live members of the account (for other domains that reference
-    members, e.g. status page event responders)."""
-    rows = await repo.find_many(conn, account_id, sorted(set(member_ids)))
+    """Which of these ids are live members of the actor's account (for other domains that
+    reference members, e.g. status page event responders)."""
+    rows = await repo.find_many(conn, actor.account_id, sorted(set(member_ids)))
     return {r.member_id for r in rows if r.status != "deleted"}
 
 
@@ -368,13 +368,13 @@ class Contact:
         return f"+{code}{digits}" if code else digits
 
 
-async def contacts(conn: AsyncConnection, account_id: int,
+async def contacts(conn: AsyncConnection, actor: Actor,
                    member_ids: list[int]) -> dict[int, Contact]:
     """Live members of the account among these ids, with their contact details; a removed
     member is left out (the escalation engine skips them)."""
     if not member_ids:
         return {}
-    rows = await repo.find_many(conn, account_id, sorted(set(member_ids)))
+    rows = await repo.find_many(conn, actor.account_id, sorted(set(member_ids)))
     return {
         r.member_id: Contact(r.member_id, r.member_name, r.email, r.phone, r.country_code)
         for r in rows if r.status != "deleted"

@@ -166,3 +166,12 @@ async def replace_members(
 async def delete_team(conn: AsyncConnection, team_id: int) -> None:
     await conn.execute(delete(team_member).where(team_member.c.team_id == team_id))
     await conn.execute(delete(team).where(team.c.team_id == team_id))
+
+
+async def team_ids_of(conn: AsyncConnection, account_id: int, person_id: int) -> frozenset[int]:
+    """The teams a member belongs to (a caller's teams, for channel visibility)."""
+    rows = await conn.execute(
+        select(team_member.c.team_id).where(
+            team_member.c.account_id == account_id, team_member.c.person_id == person_id)
+    )
+    return frozenset(rows.scalars())

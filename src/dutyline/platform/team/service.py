@@ -135,7 +135,7 @@ async def _resolve_people(conn: AsyncConnection, actor: Actor,
         return None
     account_id = actor.account_id
     wanted = list(dict.fromkeys(team.person_ids or []))
-    found = await member_service.existing_member_ids(conn, account_id, wanted)
+    found = await member_service.existing_member_ids(conn, actor, wanted)
     missing = [p for p in wanted if p not in found]
     if missing:
         raise errors.invalid("person_ids", "unknown members: " + ", ".join(map(str, missing)))
@@ -181,18 +181,27 @@ def _items(rows: list[Any]) -> list[TeamItem]:
     ]
 
 
-async def existing_team_ids(conn: AsyncConnection, account_id: int,
+async def existing_team_ids(conn: AsyncConnection, actor: Actor,
                             team_ids: list[int]) -> set[int]:
-    """Which of these ids are teams of the account (for other domains that reference teams)."""
+    """Which of these ids are teams of the actor's account (for other domains that
+    reference teams)."""
     if not team_ids:
         return set()
-    return {r.team_id for r in await repo.find_many(conn, account_id, list(team_ids))}
+    return {r.team_id for r in await repo.find_many(conn, actor.account_id, list(team_ids))}
 
 
-async def person_ids_of_teams(conn: AsyncConnection, account_id: int,
+async def person_ids_of_teams(conn: AsyncConnection, actor: Actor,
                               team_ids: list[int]) -> dict[int, list[int]]:
     """{team_id: member ids} for the account's teams among these ids (paging a team)."""
-    teams = await existing_team_ids(conn, account_id, team_ids)
+    teams = await existing_team_ids(conn, actor, team_ids)
     if not teams:
         return {}
     return await repo.person_ids_by_team(conn, sorted(teams))
+
+
+async def member_team_ids(conn: AsyncConnection, actor: Actor) -> frozenset[int]:
+    """The teams the actor's person belongs to (none for the system), for an actor built
+    outside a request to load its teams the way a caller's are (api/actor.py)."""
+    if not actor.person_id:
+        return frozenset()
+    return await repo.team_ids_of(conn, actor.account_id, actor.person_id)

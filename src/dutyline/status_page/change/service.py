@@ -85,7 +85,7 @@ async def _check_responders(conn: AsyncConnection, actor: Actor, field_name: str
                             responders: Sequence[int]) -> list[int]:
     wanted = list(dict.fromkeys(responders))
     if wanted:
-        found = await members.existing_member_ids(conn, actor.account_id, wanted)
+        found = await members.existing_member_ids(conn, actor, wanted)
         if missing := [p for p in wanted if p not in found]:
             raise errors.invalid(field_name, "unknown members: " + ", ".join(map(str, missing)))
     return wanted

@@ -90,7 +90,14 @@ async def post(env: SendEnv, url: str, body: bytes, headers: dict[str, str], *,
                content_type: str = "application/json", endpoint: str = "") -> Attempt:
     """`post_json` for any body type; `endpoint` names the URL in the history when the URL
     itself carries a secret (a bot token in its path)."""
-    sent_headers = {"Content-Type": content_type, **headers}
+    return await request(env, "POST", url, body, {"Content-Type": content_type, **headers},
+                         endpoint=endpoint)
+
+
+async def request(env: SendEnv, method: str, url: str, body: bytes, headers: dict[str, str],
+                  *, endpoint: str = "") -> Attempt:
+    """One guarded request of any method (a chat app's token is fetched by GET on WeCom)."""
+    sent_headers = dict(headers)
     attempt = Attempt(ok=False, endpoint=endpoint or outbound.redact_url(url),
                       request_headers=outbound.redact_headers(sent_headers),
                       request_body=body.decode("utf-8", "replace"))
@@ -100,7 +107,8 @@ async def post(env: SendEnv, url: str, body: bytes, headers: dict[str, str], *,
                                            timeout=HTTP_TIMEOUT_S,
                                            transport=env.transport,
                                            follow_redirects=True) as client:
-            response = await client.post(url, content=body, headers=sent_headers)
+            response = await client.request(method, url, content=body or None,
+                                            headers=sent_headers)
     except outbound.OutboundBlocked as exc:
         attempt.error, attempt.retryable = f"refused by the outbound guard: {exc.reason}", False
     except httpx.HTTPError as exc:

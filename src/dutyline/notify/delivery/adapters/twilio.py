@@ -3,7 +3,7 @@ speaking its REST shape): form-encoded POSTs with HTTP basic auth (account SID, 
 
 - SMS: `POST {base}/2010-04-01/Accounts/{sid}/Messages.json` with `To`, `From`, `Body`;
 - voice: `POST {base}/2010-04-01/Accounts/{sid}/Calls.json` with `To`, `From`, `Twiml`
-  (the page read out twice by `<Say>`);
+  (the page read out twice by `<Say>` inside a `<Gather>`: pressing 1 acknowledges);
 
 answered by a JSON resource whose `sid` becomes the notification's message id. Base URL,
 account, token and the from-number are settings (DUTYLINE_TWILIO_*). The recipient is the
@@ -22,9 +22,19 @@ VOICE_MAX = 1_000
 FORM = "application/x-www-form-urlencoded"
 
 
-def twiml(text: str) -> str:
+GATHER_PROMPT = "Press 1 to acknowledge."
+
+
+def twiml(text: str, gather_url: str = "") -> str:
+    """The call: the page read out twice; with a `gather_url`, inside a `<Gather>` of one
+    digit that Twilio POSTs there (signed), so pressing 1 acknowledges (dispatch/voice.py)."""
     said = escape(" ".join(text.split())[:VOICE_MAX])
-    return f'<Response><Say loop="2">{said}</Say></Response>'
+    if not gather_url:
+        return f'<Response><Say loop="2">{said}</Say></Response>'
+    action = escape(gather_url, {'"': "&quot;"})
+    return (f'<Response><Gather numDigits="1" timeout="10" method="POST" action="{action}">'
+            f'<Say loop="2">{said} {GATHER_PROMPT}</Say></Gather>'
+            f'<Say>No key was pressed. Goodbye.</Say></Response>')
 
 
 async def _create(env: SendEnv, out: Outgoing, resource: str, fields: dict[str, str]) -> Attempt:
@@ -56,4 +66,5 @@ async def send_sms(env: SendEnv, out: Outgoing) -> Attempt:
 
 async def send_voice(env: SendEnv, out: Outgoing) -> Attempt:
     return await _create(env, out, "Calls.json",
-                         {"Twiml": twiml(str(out.content.get("text", "")))})
+                         {"Twiml": twiml(str(out.content.get("text", "")),
+                                         str(out.content.get("gather_url", "")))})

@@ -9,6 +9,7 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.tables.channel import channel
 from dutyline.db.tables.enrichment import integration_route
 
 
@@ -49,3 +50,18 @@ _CONFIG = select(integration_route.c.version, integration_route.c.config).where(
 
 def config_sync(conn: Connection, integration_id: int) -> Any:
     return conn.execute(_CONFIG, {"integration_id": integration_id}).first()
+
+
+# A name_mapping case's channel: the account's live channel of that name (names are unique per
+# account among channels not deleted, compared lower-cased: channel.name_key).
+_NAMED = select(channel.c.channel_id).where(
+    channel.c.account_id == bindparam("account_id"),
+    channel.c.name_key == bindparam("name_key"), channel.c.deleted_at == 0)
+
+
+def channel_named_sync(conn: Connection, account_id: int, name: str) -> int | None:
+    name_key = name.strip().lower()
+    if not name_key or len(name_key) > 64:  # no channel has such a name
+        return None
+    found = conn.execute(_NAMED, {"account_id": account_id, "name_key": name_key}).scalar()
+    return None if found is None else int(found)

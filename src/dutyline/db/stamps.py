@@ -1,5 +1,6 @@
-"""An integration's enrichment config row (settings, pipeline, route) as it is saved: enabled,
-stamped with who changed it and when, and, the first time, who created it and when."""
+"""An integration's per-integration config row (enrichment settings, pipeline, route; the
+channel and enrichment domains share the shape) as it is saved: enabled, stamped with who
+changed it and when, and, the first time, who created it and when."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dutyline.db.tables.incident import alert
+from dutyline.db.tables.incident import alert, incident
 from tests.api.test_reference_schemas import check
 from tests.enrichment.test_mapping import post
 from tests.fixtures.accounts import Person, new_member
@@ -87,7 +87,14 @@ async def test_no_route_is_null_and_alerts_stay(api: Api, owner: Person) -> None
      "cases[0].channel_ids"),
     ({"cases": [{"if": [cond("a", "b")], "channel_ids": [1], "fallthrough": False,
                  "routing_mode": "name_mapping", "name_mapping_label": "team"}]},
-     "cases[0].routing_mode"),
+     "cases[0].channel_ids"),
+    ({"cases": [{"if": [cond("a", "b")], "channel_ids": None, "fallthrough": False,
+                 "routing_mode": "name_mapping"}]}, "cases[0].name_mapping_label"),
+    ({"cases": [{"if": [cond("a", "b")], "channel_ids": None, "fallthrough": False,
+                 "routing_mode": "name_mapping", "name_mapping_label": "labels.a b"}]},
+     "cases[0].name_mapping_label"),
+    ({"cases": [{"if": [cond("a", "b")], "channel_ids": [1], "fallthrough": False,
+                 "routing_mode": "by_magic"}]}, "cases[0].routing_mode"),
     ({"cases": [{"if": [{"key": "a", "oper": "LIKE", "vals": ["b"]}], "channel_ids": [1],
                  "fallthrough": False}]}, "cases[0].if"),
     ({"default": {"channel_ids": [123456]}}, "channel_ids"),
@@ -119,3 +126,97 @@ async def test_route_permissions_and_other_accounts(api: Api, owner: Person,
     reply = await post(api, "/route/upsert", {"integration_id": wired.integration_id,
                                               "default": {"channel_ids": [theirs]}}, owner.key)
     assert reply.status_code == 400 and "channel_ids" in reply.json()["error"]["message"]
+
+
+async def _alerts(api: Api, integration_id: int, key: str) -> dict[int, Any]:
+    """The key's alerts by channel."""
+    return {r.channel_id: r for r in await all_rows(
+        api, alert, alert.c.integration_id == integration_id, alert.c.alert_key == key)}
+
+
+async def test_name_mapping_routes_by_a_label_value_to_the_channel_of_that_name(
+        api: Api, owner: Person, other_owner: Person) -> None:
+    wired = await wire(api, owner, name="Shared")
+    payments, search, fallback = [await channel(api, owner, n)
+                                  for n in ("Payments", "search", "Rest")]
+    await channel(api, other_owner, "Billing")  # another account's channel is never found
+    body = {"integration_id": wired.integration_id, "cases": [
+        {"if": [cond("severity", "Critical", "Warning")], "channel_ids": None,
+         "fallthrough": False, "routing_mode": "name_mapping",
+         "name_mapping_label": "labels.service"}],
+        "default": {"channel_ids": [fallback]}}
+    check("/route/upsert", await post(api, "/route/upsert", body, owner.key))
+    info = check("/route/info", await post(api, "/route/info", {
+        "integration_id": wired.integration_id}, owner.key))["data"]
+    assert info["cases"][0]["routing_mode"] == "name_mapping"
+    assert info["cases"][0]["name_mapping_label"] == "labels.service"
+    assert info["cases"][0]["channel_ids"] == []
+
+    for key, labels, status in (("a", {"service": "payments"}, "Critical"),
+                                ("b", {"service": "SEARCH"}, "Warning"),
+                                ("c", {"service": "billing"}, "Critical"),
+                                ("d", {}, "Critical"),
+                                ("e", {"service": "payments"}, "Info"),
+                                ("h", {"service": "payments" + "x" * 70}, "Critical")):
+        pushed = await push(api, wired.key, event("x", status, key=key, labels=labels))
+        assert pushed.status == 200, pushed.body
+    stored = {r.alert_key: r.channel_id for r in await all_rows(
+        api, alert, alert.c.integration_id == wired.integration_id)}
+    # The label names the channel (without case); an unknown name, another account's
+    # channel, a missing label or an unmatched case fall to the default.
+    assert stored == {"a": payments, "b": search, "c": fallback, "d": fallback,
+                      "e": fallback, "h": fallback}
+
+    # A disabled channel of that name is skipped like any dead target.
+    assert (await post(api, "/channel/disable", {"channel_id": payments},
+                       owner.key)).status_code == 200
+    await push(api, wired.key, event("x", key="f", labels={"service": "payments"}))
+    assert set(await _alerts(api, wired.integration_id, "f")) == {fallback}
+
+    # A bare label name works as well as labels.<name>.
+    body["cases"][0]["name_mapping_label"] = "service"
+    check("/route/upsert", await post(api, "/route/upsert", body, owner.key))
+    await push(api, wired.key, event("x", key="g", labels={"service": "search"}))
+    assert set(await _alerts(api, wired.integration_id, "g")) == {search}
+
+
+async def test_fallthrough_delivers_one_event_to_several_channels(api: Api,
+                                                                  owner: Person) -> None:
+    wired = await wire(api, owner, name="Shared")
+    prod, db_team, rest, never = [await channel(api, owner, n)
+                                  for n in ("Prod", "DB", "Rest", "Never")]
+    body = {"integration_id": wired.integration_id, "cases": [
+        {"if": [cond("labels.env", "prod")], "channel_ids": [prod], "fallthrough": True},
+        {"if": [cond("labels.service", "db")], "channel_ids": [db_team, prod],
+         "fallthrough": False},
+        {"if": [cond("labels.service", "/.*/")], "channel_ids": [rest], "fallthrough": False},
+        {"if": [cond("labels.service", "/.*/")], "channel_ids": [never], "fallthrough": False},
+    ], "default": {"channel_ids": [never]}}
+    check("/route/upsert", await post(api, "/route/upsert", body, owner.key))
+
+    # prod + db: the first case falls through to the second, which stops the walk; each
+    # channel gets its own alert and incident, the same channel only once.
+    pushed = await push(api, wired.key, event("db down", key="a",
+                                              labels={"env": "prod", "service": "db"}))
+    assert pushed.status == 200, pushed.body
+    first = await _alerts(api, wired.integration_id, "a")
+    assert set(first) == {prod, db_team}
+    incidents = {r.channel_id for r in await all_rows(
+        api, incident, incident.c.incident_id.in_([a.incident_id for a in first.values()]))}
+    assert incidents == {prod, db_team}
+    # prod + web: first case, then the third.
+    await push(api, wired.key, event("web slow", key="b",
+                                     labels={"env": "prod", "service": "web"}))
+    assert set(await _alerts(api, wired.integration_id, "b")) == {prod, rest}
+
+    # Another event of the key updates both alerts; the recovery recovers both, wherever
+    # its own labels would route it.
+    await push(api, wired.key, event("db down", key="a",
+                                     labels={"env": "prod", "service": "db"}))
+    assert {c: a.event_cnt for c, a in (await _alerts(
+        api, wired.integration_id, "a")).items()} == {prod: 2, db_team: 2}
+    await push(api, wired.key, event("db down", "Ok", key="a", labels={"service": "zzz"}))
+    after = await _alerts(api, wired.integration_id, "a")
+    assert {c: (a.end_time > 0, a.alert_status) for c, a in after.items()} == {
+        prod: (True, "Ok"), db_team: (True, "Ok")}
+    assert never not in after and rest not in after

@@ -1,17 +1,18 @@
 """Routes (reference RouteItem, UpsertRouteRequest): a shared integration's ordered cases, each
-an AND list of conditions (`if`, the filter forms of kit/filters) and target `channel_ids`,
-with a `default`. At ingest, after the pipeline and enrichment, the first case that matches
-and names a live, enabled channel decides where the alert goes (its first such channel);
-otherwise `default`'s first live channel; otherwise the integration's own channel.
-
-Limits of this version, refused with a 400 naming the field rather than half-served:
-`routing_mode: name_mapping`, and an alert delivered to several channels at once (a case with
-`fallthrough: true` goes on to the next case only when its own channels are all gone, which
-is the single-channel reading of the reference). Writes honour `version` (optimistic
+an AND list of conditions (`if`, the filter forms of kit/filters) and its channels, with a
+`default`. At ingest, after the pipeline and enrichment, the cases are tried top to bottom:
+a matching case dispatches the alert to its channels and stops the walk, unless it has
+`fallthrough: true`, which goes on to the next cases (so an alert can land in several
+channels). A case's channels are its `channel_ids` (`routing_mode: standard`, the default) or,
+with `routing_mode: name_mapping`, the channel whose name equals the value of the label
+`name_mapping_label` (`labels.service` or `service`; compared as channel names are, without
+case). When the matched cases yield no live, enabled channel, `default`'s channels take the
+alert; failing those, the integration's own channel. Writes honour `version` (optimistic
 concurrency: a stale one is a 400)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,11 +23,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
-from dutyline.enrichment.route import repository as repo
-from dutyline.enrichment.stamps import saved_values
+from dutyline.channel.route import repository as repo
+from dutyline.db.stamps import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 
 MAX_CASES = 100
+_LABEL = re.compile(r"(labels\.)?[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 _encode = msgspec.json.encode
 _decode = msgspec.json.Decoder(dict[str, Any])
 
@@ -39,7 +41,8 @@ class RouteCondition(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
 
 class RouteCase(msgspec.Struct, kw_only=True):
     if_: list[Any] = msgspec.field(name="if", default_factory=list)
-    channel_ids: list[int] = msgspec.field(default_factory=list)
+    # null in the reference's name_mapping example; stored and shown as [].
+    channel_ids: list[int] | None = None
     fallthrough: bool = False
     routing_mode: str = ""
     name_mapping_label: str = ""
@@ -76,6 +79,30 @@ def _filter(conditions: list[Any], path: str) -> Filter:
         raise errors.invalid(exc.path.replace(f"{path}[0]", path, 1), exc.message) from None
 
 
+def _check_case(case: RouteCase, path: str) -> None:
+    """Check one case and spell out its defaults as records show them."""
+    case.channel_ids = case.channel_ids or []
+    if case.routing_mode in ("", "standard"):
+        case.routing_mode, case.name_mapping_label = "standard", ""
+        if not case.channel_ids:
+            raise errors.invalid(f"{path}.channel_ids", "is required")
+    elif case.routing_mode == "name_mapping":
+        if not _LABEL.fullmatch(case.name_mapping_label):
+            raise errors.invalid(f"{path}.name_mapping_label",
+                                 "is required with routing_mode name_mapping (a label: "
+                                 "labels.service or service)")
+        if case.channel_ids:
+            raise errors.invalid(f"{path}.channel_ids", "must be empty with routing_mode "
+                                 "name_mapping: the label's value names the channel")
+    else:
+        raise errors.invalid(f"{path}.routing_mode", "must be standard or name_mapping")
+    _filter(case.if_, f"{path}.if")
+
+
+def _label_name(name_mapping_label: str) -> str:
+    return name_mapping_label.removeprefix("labels.")
+
+
 async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                  cases: list[RouteCase] | None, sections: list[RouteSection] | None,
                  default: RouteDefault | None, version: int | None) -> None:
@@ -88,15 +115,8 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
         raise errors.invalid("cases", f"at most {MAX_CASES} cases")
     wanted: set[int] = set(default.channel_ids)
     for i, case in enumerate(cases):
-        path = f"cases[{i}]"
-        if case.routing_mode not in ("", "standard"):
-            raise errors.invalid(f"{path}.routing_mode",
-                                 "only standard routing is supported (name_mapping: not yet)")
-        case.routing_mode = "standard"  # the reference's default, spelled out in records
-        if not case.channel_ids:
-            raise errors.invalid(f"{path}.channel_ids", "is required")
-        _filter(case.if_, f"{path}.if")
-        wanted.update(case.channel_ids)
+        _check_case(case, f"cases[{i}]")
+        wanted.update(case.channel_ids or ())
     names = [s.name for s in sections]
     if len(set(names)) != len(names):
         raise errors.invalid("sections", "section names must be unique")
@@ -104,7 +124,7 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
         if not 0 <= section.position <= len(cases):
             raise errors.invalid(f"sections[{i}].position",
                                  f"must be between 0 and {len(cases)}")
-    found = await channels.channel_names(conn, actor.account_id, sorted(wanted))
+    found = await channels.channel_names(conn, actor, sorted(wanted))
     unknown = sorted(c for c in wanted if c not in found or found[c][1] == "deleted")
     if unknown:
         raise errors.invalid("channel_ids", "channels not found: "
@@ -150,8 +170,25 @@ async def list_routes(conn: AsyncConnection, actor: Actor, *,
 
 
 @dataclass(frozen=True, slots=True)
+class _Case:
+    when: Filter
+    channel_ids: tuple[int, ...]
+    label: str  # name_mapping: the label whose value names the channel; "" for standard
+    fallthrough: bool
+
+
+@dataclass(frozen=True, slots=True)
 class _Compiled:
-    cases: tuple[tuple[Filter, tuple[int, ...]], ...]
+    cases: tuple[_Case, ...]
+    default: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Where a route sends an alert: the channels of the cases it matched (in case order),
+    and the default's, for when none of those is live. The caller checks liveness."""
+
+    matched: tuple[int, ...]
     default: tuple[int, ...]
 
 
@@ -172,7 +209,9 @@ def _load(conn: Connection, integration_id: int, version: int | None) -> _Compil
     compiled: _Compiled | None
     try:
         compiled = _Compiled(
-            cases=tuple((_filter(c.if_, f"cases[{i}].if"), tuple(c.channel_ids))
+            cases=tuple(_Case(_filter(c.if_, f"cases[{i}].if"), tuple(c.channel_ids or ()),
+                              _label_name(c.name_mapping_label)
+                              if c.routing_mode == "name_mapping" else "", c.fallthrough)
                         for i, c in enumerate(config.cases)),
             default=tuple(config.default.channel_ids))
     except errors.ApiError:
@@ -183,16 +222,24 @@ def _load(conn: Connection, integration_id: int, version: int | None) -> _Compil
     return compiled
 
 
-def candidates_sync(conn: Connection, integration_id: int, *, version: int | None,
-                    subject: dict[str, Any]) -> list[int] | None:
-    """The channels an alert may go to, best first (matched cases in order, then the
-    default); None when the integration has no route. The caller takes the first live one."""
+def plan_sync(conn: Connection, integration_id: int, *, account_id: int, version: int | None,
+              subject: dict[str, Any]) -> Plan | None:
+    """The channels the integration's route (at `version`) gives an alert; None when the
+    integration has no route."""
     compiled = _load(conn, integration_id, version)
     if compiled is None:
         return None
     out: list[int] = []
-    for when, channel_ids in compiled.cases:
-        if when.matches(subject):
-            out.extend(channel_ids)
-    out.extend(compiled.default)
-    return list(dict.fromkeys(out))
+    for case in compiled.cases:
+        if not case.when.matches(subject):
+            continue
+        if case.label:
+            value = subject["labels"].get(case.label, "")
+            found = repo.channel_named_sync(conn, account_id, value) if value else None
+            if found is not None:
+                out.append(found)
+        else:
+            out.extend(case.channel_ids)
+        if not case.fallthrough:
+            break
+    return Plan(matched=tuple(dict.fromkeys(out)), default=compiled.default)

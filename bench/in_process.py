@@ -1,0 +1,110 @@
+"""The shape shared by the in-process read benchmarks (bench/past_incidents.py,
+bench/alert_events.py): a scratch database, the app driven over httpx's ASGI transport (the
+whole operation layer), a baseline call and the measured calls interleaved one at a time,
+and a table of wall and CPU times with the CPU ratio against the baseline."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.http_bench import PG_BASE, _pg_exec
+from bench.incident_list import _p
+
+# name -> (path, body); the first is the baseline.
+Calls = dict[str, tuple[str, dict[str, Any]]]
+# Checks a warm-up answer (name, data); raises when the data cannot be what is measured.
+Check = Callable[[str, Any], None]
+
+
+@contextlib.contextmanager
+def scratch_database(prefix: str, postgres: bool) -> Iterator[str]:
+    """The URL of a new database, dropped (or its directory removed) afterwards."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"dutyline-{prefix}-"))
+    db_name = None
+    try:
+        if postgres:
+            db_name = f"dutyline_{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
+            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
+            yield f"{PG_BASE}/{db_name}"
+        else:
+            yield f"sqlite+aiosqlite:///{tmp / (prefix + '.db')}"
+    finally:
+        if db_name:
+            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def migrated_database(prefix: str, postgres: bool
+                            ) -> tuple[str, Callable[[], Awaitable[None]]]:
+    """A new migrated database for a bench inside a running event loop: (URL, drop)."""
+    from dutyline.db.migrate import upgrade
+
+    if postgres:
+        name = f"bench_{prefix}_{secrets.token_hex(4)}"
+        await _pg_exec(f'CREATE DATABASE "{name}"')
+        url = f"{PG_BASE}/{name}"
+
+        async def drop() -> None:
+            await _pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    else:
+        folder = tempfile.mkdtemp(prefix=f"bench-{prefix}-")
+        url = f"sqlite+aiosqlite:///{folder}/bench.db"
+
+        async def drop() -> None:
+            shutil.rmtree(folder, ignore_errors=True)
+    await asyncio.to_thread(upgrade, url)
+    return url, drop
+
+
+async def measure(url: str, key: str, calls: Calls, requests: int,
+                  check: Check) -> dict[str, list[float]]:
+    """{name: wall ms per call, "<name> (CPU)": process CPU ms per call}."""
+    from dutyline.app import create_app
+    from dutyline.config import Settings
+
+    settings = Settings(database_url=url, secret_key="bench", rate_limit_per_second=0,
+                        rate_limit_per_minute=0, run_workers=False, log_level="warning")
+    app = create_app(settings)
+    timings: dict[str, list[float]] = {}
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            async def call(path: str, body: dict[str, Any]) -> tuple[float, float, Any]:
+                started, cpu = time.perf_counter(), time.process_time()
+                r = await client.post(path, params={"app_key": key}, json=body)
+                wall = (time.perf_counter() - started) * 1000
+                assert r.status_code == 200, r.text
+                return wall, (time.process_time() - cpu) * 1000, r.json()["data"]
+
+            for name, (path, body) in calls.items():  # warm-up and a check of the answers
+                check(name, (await call(path, body))[2])
+            for _ in range(requests):
+                for name, (path, body) in calls.items():
+                    wall, cpu, _ = await call(path, body)
+                    timings.setdefault(name, []).append(wall)
+                    timings.setdefault(f"{name} (CPU)", []).append(cpu)
+    return timings
+
+
+def print_table(heading: str, timings: dict[str, list[float]], baseline: str) -> None:
+    print(heading + "\n")
+    print("| operation | wall p50 ms | wall p99 ms | CPU p50 ms | CPU p99 ms | "
+          "CPU p50 / baseline |\n|---|---:|---:|---:|---:|---:|")
+    base = _p(timings[f"{baseline} (CPU)"], 0.5)
+    for name, values in timings.items():
+        if name.endswith("(CPU)"):
+            continue
+        cpu = timings[f"{name} (CPU)"]
+        print(f"| {name} | {_p(values, 0.5):.1f} | {_p(values, 0.99):.1f} | "
+              f"{_p(cpu, 0.5):.1f} | {_p(cpu, 0.99):.1f} | {_p(cpu, 0.5) / base:.2f} |")

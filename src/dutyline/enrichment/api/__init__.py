@@ -1,0 +1,1 @@
+"""Mapping APIs: HTTP endpoints that enrichment mappings call at ingest."""

@@ -1,0 +1,58 @@
+"""/enrichment/mapping/api/create|info|list|update|delete. Writes need mapping data
+management and are audited with the API's id; list needs mapping data view or management;
+info, as the reference says, any valid app_key (null for an id not in the account)."""
+
+from __future__ import annotations
+
+from dutyline.api.operation import Context, Empty, Router
+from dutyline.api.permissions import MAPPING_DATA_MANAGE, MAPPING_DATA_VIEW
+from dutyline.enrichment.api import service
+from dutyline.enrichment.api.schemas import (
+    ApiCreateRequest,
+    ApiCreateResponse,
+    ApiIDRequest,
+    ApiListResponse,
+    ApiUpdateRequest,
+    MappingApiItem,
+)
+
+router = Router("Mapping APIs")
+
+
+@router.post("/enrichment/mapping/api/create", permissions=(MAPPING_DATA_MANAGE,), write=True)
+async def api_create(ctx: Context, req: ApiCreateRequest) -> ApiCreateResponse:
+    """Register an HTTP API that `mapping` rules with `mapping_type: api` call at ingest."""
+    created = await service.create_api(ctx.conn, ctx.actor, req=req,
+                                       secrets=ctx.runtime.secrets,
+                                       policy=ctx.runtime.outbound_policy())
+    ctx.audit_targets.append(created.api_id)
+    return created
+
+
+@router.post("/enrichment/mapping/api/info", empty="null")
+async def api_info(ctx: Context, req: ApiIDRequest) -> MappingApiItem | None:
+    """One mapping API (headers masked); null when the account has no such API."""
+    return await service.api_info(ctx.conn, ctx.actor, api_id=req.api_id,
+                                  secrets=ctx.runtime.secrets)
+
+
+@router.post("/enrichment/mapping/api/list",
+             permissions=(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE))
+async def api_list(ctx: Context, req: Empty) -> ApiListResponse:
+    """Every mapping API of the account (headers masked)."""
+    items = await service.list_apis(ctx.conn, ctx.actor, secrets=ctx.runtime.secrets)
+    return ApiListResponse(total=len(items), items=items)
+
+
+@router.post("/enrichment/mapping/api/update", permissions=(MAPPING_DATA_MANAGE,), write=True)
+async def api_update(ctx: Context, req: ApiUpdateRequest) -> None:
+    """Change the fields given (headers are replaced whole)."""
+    await service.update_api(ctx.conn, ctx.actor, req=req, secrets=ctx.runtime.secrets,
+                             policy=ctx.runtime.outbound_policy())
+    ctx.audit_targets.append(req.api_id.lower())
+
+
+@router.post("/enrichment/mapping/api/delete", permissions=(MAPPING_DATA_MANAGE,), write=True)
+async def api_delete(ctx: Context, req: ApiIDRequest) -> None:
+    """Delete an API no enrichment rule uses (else 400 ReferenceExist naming them)."""
+    ctx.audit_targets.append(await service.delete_api(ctx.conn, ctx.actor, api_id=req.api_id))

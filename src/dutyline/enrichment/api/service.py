@@ -1,0 +1,157 @@
+"""Rules of mapping APIs (reference MappingAPI*): names unique in the account, at most 50,
+an http(s) address the outbound guard allows (private addresses only where the operator
+allows them, as for every outbound call), headers sealed at rest and shown masked, timeout
+1-3 s, retry_count 0-1. An API used by an enrichment rule cannot be deleted. TLS is always
+verified: `insecure_skip_verify: true` is refused rather than silently ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.enrichment.api import repository as repo
+from dutyline.enrichment.api.schemas import (
+    MASK,
+    MAX_APIS,
+    ApiCreateRequest,
+    ApiCreateResponse,
+    ApiUpdateRequest,
+    MappingApiItem,
+)
+from dutyline.kit.ids import hex_id
+from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url
+from dutyline.kit.secretbox import SecretBox
+from dutyline.platform.team import service as teams
+
+_decode_headers = msgspec.json.Decoder(dict[str, str])
+
+
+def _item(row: Any, secrets: SecretBox) -> MappingApiItem:
+    names = _decode_headers.decode(secrets.open(row.headers_sealed)) if row.headers_sealed \
+        else {}
+    return MappingApiItem(
+        api_id=row.api_id, api_name=row.api_name, description=row.description, url=row.url,
+        headers=dict.fromkeys(names, MASK), timeout=row.timeout, retry_count=row.retry_count,
+        insecure_skip_verify=bool(row.insecure_skip_verify), status=row.status,
+        team_id=row.team_id, creator_id=row.creator_id, updated_by=row.updated_by,
+        created_at=row.created_at, updated_at=row.updated_at)
+
+
+async def _check_url(url: str, policy: OutboundPolicy) -> str:
+    url = url.strip()
+    if not url.lower().startswith(("http://", "https://")):
+        raise errors.invalid("url", "must start with http:// or https://")
+    try:
+        await check_url(url, policy)
+    except OutboundBlocked as exc:
+        raise errors.InvalidParameter(
+            "Invalid parameter {field}: the address is refused ({detail})",
+            field="url", detail=exc.reason) from None
+    return url
+
+
+def _sealed(secrets: SecretBox, headers: dict[str, str]) -> str:
+    return secrets.seal(msgspec.json.encode(headers).decode()) if headers else ""
+
+
+async def _checks(conn: AsyncConnection, actor: Actor, *, name: str | None,
+                  insecure: bool | None, team_id: int | None, but: str = "") -> str | None:
+    if insecure:
+        raise errors.invalid("insecure_skip_verify", "is not supported: TLS certificates "
+                                                     "are always verified")
+    if team_id and not await teams.existing_team_ids(conn, actor, [team_id]):
+        raise errors.invalid("team_id", f"team {team_id} not found")
+    if name is None:
+        return None
+    name = name.strip()
+    if not name:
+        raise errors.invalid("api_name", "must not be blank")
+    if await repo.name_taken(conn, actor.account_id, name, but=but):
+        raise errors.invalid("api_name", f"{name!r} already exists")
+    return name
+
+
+async def create_api(conn: AsyncConnection, actor: Actor, *, req: ApiCreateRequest,
+                     secrets: SecretBox, policy: OutboundPolicy) -> ApiCreateResponse:
+    name = await _checks(conn, actor, name=req.api_name, insecure=req.insecure_skip_verify,
+                         team_id=req.team_id)
+    assert name is not None
+    url = await _check_url(req.url, policy)
+    if await repo.count(conn, actor.account_id) >= MAX_APIS:
+        raise errors.invalid("api_name", f"an account has at most {MAX_APIS} mapping APIs")
+    api_id, now = hex_id(), actor.now_s
+    try:
+        await repo.insert_api(conn, {
+            "api_id": api_id, "account_id": actor.account_id, "team_id": req.team_id,
+            "api_name": name, "description": req.description, "url": url,
+            "headers_sealed": _sealed(secrets, req.headers), "timeout": req.timeout,
+            "retry_count": req.retry_count, "insecure_skip_verify": False,
+            "status": "enabled", "creator_id": actor.person_id,
+            "updated_by": actor.person_id, "created_at": now, "updated_at": now})
+    except IntegrityError:
+        raise errors.invalid("api_name", f"{name!r} already exists") from None
+    return ApiCreateResponse(api_id=api_id, api_name=name)
+
+
+async def api_info(conn: AsyncConnection, actor: Actor, *, api_id: str,
+                   secrets: SecretBox) -> MappingApiItem | None:
+    """The API, or None (the reference answers null for an unknown id)."""
+    row = await repo.get(conn, actor.account_id, api_id)
+    return None if row is None else _item(row, secrets)
+
+
+async def list_apis(conn: AsyncConnection, actor: Actor, *,
+                    secrets: SecretBox) -> list[MappingApiItem]:
+    return [_item(r, secrets) for r in await repo.list_all(conn, actor.account_id)]
+
+
+async def _existing(conn: AsyncConnection, actor: Actor, api_id: str) -> Any:
+    row = await repo.get(conn, actor.account_id, api_id)
+    if row is None:
+        raise errors.not_found("mapping API", api_id)
+    return row
+
+
+async def update_api(conn: AsyncConnection, actor: Actor, *, req: ApiUpdateRequest,
+                     secrets: SecretBox, policy: OutboundPolicy) -> None:
+    row = await _existing(conn, actor, req.api_id)
+    name = await _checks(conn, actor, name=req.api_name, insecure=req.insecure_skip_verify,
+                         team_id=req.team_id, but=row.api_id)
+    values: dict[str, Any] = {"updated_by": actor.person_id,
+                              # Never the same second twice: it keys ingestion's caches.
+                              "updated_at": max(actor.now_s, row.updated_at + 1)}
+    if name is not None:
+        values["api_name"] = name
+    if req.url is not None:
+        values["url"] = await _check_url(req.url, policy)
+    if req.headers is not None:
+        values["headers_sealed"] = _sealed(secrets, req.headers)
+    for field in ("description", "timeout", "retry_count", "team_id"):
+        if getattr(req, field) is not None:
+            values[field] = getattr(req, field)
+    try:
+        await repo.update_api(conn, actor.account_id, row.api_id, values)
+    except IntegrityError:
+        raise errors.invalid("api_name", "already exists") from None
+
+
+async def delete_api(conn: AsyncConnection, actor: Actor, *, api_id: str) -> str:
+    row = await _existing(conn, actor, api_id)
+    users = await repo.referenced_by(conn, row.api_id)
+    if users:
+        raise errors.ReferenceExist(
+            "Mapping API {id} is used by the enrichment of integrations {users}",
+            id=row.api_id, users=",".join(map(str, users)))
+    await repo.delete_api(conn, actor.account_id, row.api_id)
+    return str(row.api_id)
+
+
+async def existing_api_ids(conn: AsyncConnection, account_id: int,
+                           api_ids: list[str]) -> set[str]:
+    """For enrichment rules: which of these ids are APIs of the account."""
+    return await repo.existing_ids(conn, account_id, api_ids) if api_ids else set()

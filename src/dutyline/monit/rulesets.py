@@ -1,0 +1,99 @@
+"""The rule repository (/monit/store/ruleset/*): sets of alert rule definitions kept to be
+shared and imported, each for one data source type. `payload` is a JSON text (typically an
+/monit/rule/export array) stored as given after a check that it is JSON. Who sees and who may
+change a ruleset is decided by the repository's scoped queries (open_flag 0 private to its
+creator, 1 its account, 2 every account, read only outside the creator's account); one out
+of reach behaves as an unknown id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.kit.ids import numeric_id
+from dutyline.monit import repository as repo
+from dutyline.monit.schemas import (
+    DS_TYPES,
+    StoreRulesetItem,
+    StoreRulesetUpdateRequest,
+    StoreRulesetUpsertRequest,
+)
+
+
+def _check_payload(payload: str) -> None:
+    try:
+        msgspec.json.decode(payload)
+    except msgspec.DecodeError:
+        raise errors.invalid("payload", "must be a JSON text") from None
+
+
+def _check_type(type_ident: str) -> None:
+    if type_ident not in DS_TYPES:
+        raise errors.invalid("type_ident", f"must be one of {', '.join(DS_TYPES)}")
+
+
+def _item(row: Any, *, with_payload: bool) -> StoreRulesetItem:
+    return StoreRulesetItem(
+        id=row.id, type_ident=row.type_ident, note=row.note, open_flag=row.open_flag,
+        creator_account_id=row.creator_account_id, creator_id=row.creator_id,
+        creator_name=row.creator_name, created_at=row.created_at, updated_at=row.updated_at,
+        payload=row.payload if with_payload else "",
+    )
+
+
+async def create_ruleset(conn: AsyncConnection, actor: Actor, *,
+                         req: StoreRulesetUpsertRequest) -> StoreRulesetItem:
+    _check_type(req.type_ident)
+    _check_payload(req.payload)
+    ruleset_id = numeric_id()
+    await repo.insert_ruleset(conn, {
+        "id": ruleset_id, "type_ident": req.type_ident, "note": req.note.strip(),
+        "open_flag": req.open_flag, "payload": req.payload,
+        "creator_account_id": actor.account_id, "creator_id": actor.person_id,
+        "creator_name": actor.person_name, "created_at": actor.now_s,
+        "updated_at": actor.now_s,
+    })
+    return await get_ruleset(conn, actor, ruleset_id=ruleset_id)
+
+
+async def get_ruleset(conn: AsyncConnection, actor: Actor, *,
+                      ruleset_id: int) -> StoreRulesetItem:
+    row = await repo.get_ruleset(conn, actor.account_id, actor.person_id, ruleset_id)
+    if row is None:
+        raise errors.not_found("ruleset", ruleset_id)
+    return _item(row, with_payload=True)
+
+
+async def list_rulesets(conn: AsyncConnection, actor: Actor, *,
+                        type_ident: str) -> list[StoreRulesetItem]:
+    _check_type(type_ident)
+    rows = await repo.list_rulesets(conn, actor.account_id, actor.person_id, type_ident)
+    return [_item(r, with_payload=False) for r in rows]
+
+
+async def _require_changeable(conn: AsyncConnection, actor: Actor, ruleset_id: int) -> Any:
+    row = await repo.get_ruleset(conn, actor.account_id, actor.person_id, ruleset_id,
+                                 to_change=True)
+    if row is None:
+        raise errors.not_found("ruleset", ruleset_id)
+    return row
+
+
+async def update_ruleset(conn: AsyncConnection, actor: Actor, *,
+                         req: StoreRulesetUpdateRequest) -> StoreRulesetItem:
+    row = await _require_changeable(conn, actor, req.id)
+    _check_payload(req.payload)
+    await repo.update_ruleset(conn, row.id, {
+        "note": req.note.strip(), "payload": req.payload, "updated_at": actor.now_s,
+        "open_flag": row.open_flag if req.open_flag is None else req.open_flag,
+    })
+    return await get_ruleset(conn, actor, ruleset_id=row.id)
+
+
+async def delete_ruleset(conn: AsyncConnection, actor: Actor, *, ruleset_id: int) -> None:
+    row = await _require_changeable(conn, actor, ruleset_id)
+    await repo.delete_ruleset(conn, row.id)
