@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dutyline.api.i18n import Translator
@@ -10,7 +10,7 @@ from dutyline.api.observe import Metrics
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.kit.clock import Clock
-from dutyline.kit.outbound import OutboundPolicy
+from dutyline.kit.outbound import KeptClients, OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 
 if TYPE_CHECKING:
@@ -56,6 +56,8 @@ class Runtime:
     operations: tuple[Operation, ...] = ()
     # The process's BYOC runner sockets (aisre/runner/hub.py), made on first use.
     runner_hub: Any = None
+    # Outbound clients kept for connection reuse (deliveries), closed with the runtime.
+    kept_clients: KeptClients = field(default_factory=KeptClients)
 
     def outbound_policy(self) -> OutboundPolicy:
         """Who outbound calls may reach (the operator's private-network switch), with the

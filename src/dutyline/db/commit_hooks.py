@@ -62,4 +62,9 @@ def _on_commit(conn: Any) -> None:
 
 
 def _on_rollback(conn: Any) -> None:
+    if conn.invalidated:
+        # A statement was interrupted (a cancelled task): the connection is being discarded
+        # and `info` would raise instead of answering. A mark left on its pool record can at
+        # worst ring once more after a later commit, which costs an idle worker one look.
+        return
     conn.info.pop(_MARKS, None)

@@ -41,6 +41,38 @@ SQLITE_READ_THREADS = 2
 T = TypeVar("T")
 
 
+class CancellationGuard:
+    """Let a cancellation out of a connection's block as what it is.
+
+    A task cancelled mid-statement leaves the connection invalidated, and cleaning it up on
+    the way out can raise an error of its own (SQLAlchemy's `PendingRollbackError`, raised
+    inside a greenlet, so not even chained to the `CancelledError`). Code that catches
+    `Exception` around a read (a worker loop that must go on after a failed poll) would then
+    swallow the cancellation and never stop. Enter the guard outside the connection's context
+    managers and `guard.body()` inside them:
+
+        async with (guard := CancellationGuard()), engine.connect() as conn, guard.body():
+    """
+
+    def __init__(self) -> None:
+        self.cancelled: asyncio.CancelledError | None = None
+
+    async def __aenter__(self) -> CancellationGuard:
+        return self
+
+    async def __aexit__(self, kind: Any, exc: BaseException | None, tb: Any) -> None:
+        if isinstance(exc, Exception) and self.cancelled is not None:
+            raise self.cancelled from exc
+
+    @asynccontextmanager
+    async def body(self) -> AsyncIterator[None]:
+        try:
+            yield
+        except asyncio.CancelledError as exc:
+            self.cancelled = exc
+            raise
+
+
 class Database:
     def __init__(self, url: str, *, pool_size: int = 20, echo: bool = False) -> None:
         self.url = url
@@ -82,7 +114,7 @@ class Database:
 
     @asynccontextmanager
     async def connect(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.connect() as conn:
+        async with (guard := CancellationGuard()), self.engine.connect() as conn, guard.body():
             yield conn
 
     @asynccontextmanager
@@ -96,13 +128,20 @@ class Database:
             if self._sqlite_writer is None:
                 self._sqlite_writer = asyncio.Lock()
             async with (
+                (guard := CancellationGuard()),
                 self._sqlite_writer,
                 self.engine.connect() as conn,
                 self.begin(conn, write=True),
+                guard.body(),
             ):
                 yield conn
             return
-        async with self.engine.connect() as conn, self.begin(conn, write=write):
+        async with (
+            (guard := CancellationGuard()),
+            self.engine.connect() as conn,
+            self.begin(conn, write=write),
+            guard.body(),
+        ):
             yield conn
 
     @asynccontextmanager

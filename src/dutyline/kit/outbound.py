@@ -20,6 +20,7 @@ what is safe to retry (GET/HEAD and requests marked `IDEMPOTENT`, on connect fai
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import ipaddress
 import re
@@ -27,6 +28,7 @@ import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -391,6 +393,37 @@ def guarded_client(
         # Environment proxies would bypass the transport, and with it the guard.
         trust_env=False,
     )
+
+
+class KeptClients:
+    """Guarded clients kept for the life of a process, one per purpose and event loop.
+
+    A client made per call pays a client build and a TCP handshake every time; a kept one
+    reuses its connections to the same receivers (the guard still checks every connection it
+    opens, and every request's URL). Kept clients never keep cookies: what one receiver sets
+    must not ride along to the next call. Bound to the loop they were made on, since their
+    connections are; a new loop (a test's) gets new ones."""
+
+    def __init__(self) -> None:
+        self._clients: dict[str, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
+
+    def get(self, purpose: str, make: Callable[[], httpx.AsyncClient]) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        kept = self._clients.get(purpose)
+        if kept is not None and kept[0] is loop and not kept[1].is_closed:
+            return kept[1]
+        client = make()
+        client.cookies = httpx.Cookies(CookieJar(DefaultCookiePolicy(allowed_domains=[])))
+        self._clients[purpose] = (loop, client)
+        return client
+
+    async def aclose(self) -> None:
+        """Close the clients of the running loop; forget those of loops gone since."""
+        loop = asyncio.get_running_loop()
+        kept, self._clients = self._clients, {}
+        for client_loop, client in kept.values():
+            if client_loop is loop:
+                await client.aclose()
 
 
 def guarded_httpx2_client(

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.engine import Database
+from dutyline.db.engine import CancellationGuard, Database
 from dutyline.kit.clock import millis
 from dutyline.work import queue, scheduler, wakeup
 from dutyline.work.registry import DeadJobContext, JobContext, Registry, load_handler_modules
@@ -55,12 +55,13 @@ async def job_transaction(db: Database) -> AsyncIterator[AsyncConnection]:
     Lazily, because on SQLite a write transaction holds the only writer lock: a handler that
     does slow outbound work before touching the database must not block every other writer
     (and this job's own heartbeat) meanwhile. Committed on success, rolled back on error."""
-    async with db.engine.connect() as conn:
+    async with (guard := CancellationGuard()), db.engine.connect() as conn:
         if db.is_sqlite:
             # The writer lock too is taken by the first statement, not here (lazy_writer).
             await conn.execution_options(**db.lazy_writer())
         try:
-            yield conn
+            async with guard.body():
+                yield conn
         except BaseException:
             await conn.rollback()
             raise
@@ -361,5 +362,6 @@ async def run_standalone(runtime: Runtime) -> None:
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
+        await runtime.kept_clients.aclose()
         await runtime.limiter.close()
         await runtime.db.dispose()

@@ -18,7 +18,7 @@ from dutyline.api.actor import Actor
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.adapters import adapter
-from dutyline.notify.delivery.adapters.base import Attempt, Outgoing, SendEnv
+from dutyline.notify.delivery.adapters.base import Attempt, Outgoing, SendEnv, client_for
 from dutyline.work.registry import JobContext, job_handler
 
 log = structlog.get_logger("dutyline.notify.delivery")
@@ -33,8 +33,9 @@ def send_env(ctx: JobContext) -> SendEnv:
     allowed = runtime.settings.extra.get("outbound_allow_hosts")
     if allowed:
         policy = replace(policy, allow_hosts=frozenset(allowed))
-    return SendEnv(settings=runtime.settings, policy=policy, secrets=runtime.secrets,
-                   clock=runtime.clock)
+    env = SendEnv(settings=runtime.settings, policy=policy, secrets=runtime.secrets,
+                  clock=runtime.clock)
+    return replace(env, client=runtime.kept_clients.get("delivery", lambda: client_for(env)))
 
 
 @job_handler(service.DELIVER_JOB)

@@ -34,6 +34,8 @@ class SendEnv:
     clock: Clock
     # Tests and the bench may hand in a transport; URLs are still checked by the guard.
     transport: httpx.AsyncBaseTransport | None = None
+    # The process's kept client (connections reused across deliveries); else one per call.
+    client: httpx.AsyncClient | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,13 @@ def response_field(attempt: Attempt, *path: str) -> str:
     return "" if value is None else str(value)
 
 
+def client_for(env: SendEnv) -> httpx.AsyncClient:
+    """A guarded client as every delivery uses it: no retries of its own (the delivery job
+    retries with backoff), redirects followed through the guard."""
+    return outbound.guarded_client(env.policy.without_retries(), timeout=HTTP_TIMEOUT_S,
+                                   transport=env.transport, follow_redirects=True)
+
+
 async def post_json(env: SendEnv, url: str, body: bytes,
                     headers: dict[str, str]) -> Attempt:
     """One guarded POST of a JSON body; 2xx is success. Redirects are followed through the
@@ -103,12 +112,13 @@ async def request(env: SendEnv, method: str, url: str, body: bytes, headers: dic
                       request_body=body.decode("utf-8", "replace"))
     started = time.monotonic()
     try:
-        async with outbound.guarded_client(env.policy.without_retries(),
-                                           timeout=HTTP_TIMEOUT_S,
-                                           transport=env.transport,
-                                           follow_redirects=True) as client:
-            response = await client.request(method, url, content=body or None,
-                                            headers=sent_headers)
+        if env.client is not None:
+            response = await env.client.request(method, url, content=body or None,
+                                                headers=sent_headers)
+        else:
+            async with client_for(env) as client:
+                response = await client.request(method, url, content=body or None,
+                                                headers=sent_headers)
     except outbound.OutboundBlocked as exc:
         attempt.error, attempt.retryable = f"refused by the outbound guard: {exc.reason}", False
     except httpx.HTTPError as exc:
