@@ -135,3 +135,32 @@ async def test_a_failing_subscriber_retries_without_blocking_another(
     clock.advance(3600)
     assert [await worker.execute(j) for j in await worker.claim(10)] == ["done"]
     assert sorted(k for _, k in seen["flaky"]) == ["created", "created"]
+
+
+async def test_a_subscriber_of_some_kinds_gets_jobs_for_those_only(
+    capi: Api, channel_with_integration: Make, test_subscribers: None
+) -> None:
+    events._kinds["test_flaky"] = frozenset({events.CREATED})
+    try:
+        w = await channel_with_integration(group={"method": "p", "equals": [["svc"]]})
+        await push(capi, w.key, event(key="1", labels={"svc": "s"}))  # created
+        await push(capi, w.key, event(key="2", labels={"svc": "s"}))  # alert_added
+        assert await _count(capi, incident_event) == 2  # the outbox keeps every event
+        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_audit") == 2
+        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_flaky") == 1
+        assert events.subscribers(events.ALERT_ADDED) == ["test_audit"]
+        assert events.subscribers() == ["test_audit", "test_flaky"]
+    finally:
+        events._kinds.pop("test_flaky", None)
+
+
+def test_the_domain_subscribers_name_the_kinds_they_act_on() -> None:
+    # An alert joining an open incident (the ingestion hot path) queues no job for the
+    # escalation engine or the automation trigger: neither acts on it.
+    from dutyline.aisre.automation import tasks as automation_tasks  # noqa: F401
+    from dutyline.dispatch import tasks as dispatch_tasks  # noqa: F401
+
+    assert "dispatch" in events.subscribers(events.ACKED)
+    assert "automation.oncall_incident" in events.subscribers(events.CREATED)
+    assert not {"dispatch", "automation.oncall_incident"} & set(
+        events.subscribers(events.ALERT_ADDED))

@@ -48,7 +48,9 @@ async def _start(ctx: JobContext, actor: Actor, incident_id: str, rule: Any, *,
         await engine.step(ctx.conn, ctx.runtime, incident_id=incident_id, seq=seq, info=info)
 
 
-@events.subscriber("dispatch")
+@events.subscriber("dispatch", kinds=(
+    events.CREATED, events.REOPENED, events.ASSIGNED, events.ACKED, events.UNACKED,
+    events.WOKEN, events.RESOLVED, events.REMOVED))
 async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
     actor = Actor.system(event.account_id, ctx.clock)
     incident_id = event.incident_id

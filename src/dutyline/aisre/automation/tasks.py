@@ -35,7 +35,7 @@ async def fire_schedules(conn: AsyncConnection, fires: list[Fire]) -> None:
         await runs.queue_scheduled_runs(conn, due, now_ms=fires[0].now_ms)
 
 
-@events.subscriber("automation.oncall_incident")
+@events.subscriber("automation.oncall_incident", kinds=(events.CREATED,))
 async def on_incident_event(ctx: JobContext, event: events.IncidentEvent) -> None:
     if event.kind != events.CREATED:
         return
