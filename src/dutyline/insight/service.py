@@ -32,6 +32,7 @@ from dutyline.insight.schemas import (
     ResponderInsightItem,
 )
 from dutyline.kit import localtime
+from dutyline.platform.account import service as accounts
 
 MAX_WINDOW_S = 366 * 86_400  # "the time range cannot exceed one year"
 MAX_DAY_WINDOW_S = 31 * 86_400  # aggregate_unit day: at most 31 days
@@ -102,7 +103,7 @@ async def _prepare(conn: AsyncConnection, actor: Actor, q: Query, *,
         if not key or len(key) > 128 or not isinstance(value, str):
             raise errors.invalid("fields", "must map field names to string values")
         fields[key] = value
-    name = q.time_zone or await analytics.account_time_zone(conn, actor) or "UTC"
+    name = q.time_zone or await accounts.account_time_zone(conn, actor)
     tz = localtime.zone(name)
     if tz is None:
         if q.time_zone:

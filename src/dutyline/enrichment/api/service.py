@@ -151,7 +151,7 @@ async def delete_api(conn: AsyncConnection, actor: Actor, *, api_id: str) -> str
     return str(row.api_id)
 
 
-async def existing_api_ids(conn: AsyncConnection, account_id: int,
+async def existing_api_ids(conn: AsyncConnection, actor: Actor, *,
                            api_ids: list[str]) -> set[str]:
     """For enrichment rules: which of these ids are APIs of the account."""
-    return await repo.existing_ids(conn, account_id, api_ids) if api_ids else set()
+    return await repo.existing_ids(conn, actor.account_id, api_ids) if api_ids else set()

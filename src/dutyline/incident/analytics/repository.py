@@ -37,7 +37,7 @@ from dutyline.db.like import contains_pattern
 from dutyline.db.tables import incident_insight as flag_where
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.incident import alert, incident, incident_event
-from dutyline.db.tables.platform import account, member, team
+from dutyline.db.tables.platform import member, team
 from dutyline.incident import visibility
 from dutyline.incident.analytics.schemas import Filter, Grid
 from dutyline.incident.visibility import Scope
@@ -432,11 +432,6 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
 
 
 # --- names -------------------------------------------------------------------------------
-
-async def account_time_zone(conn: AsyncConnection, account_id: int) -> str:
-    stmt = select(account.c.time_zone).where(account.c.account_id == account_id)
-    return str((await conn.execute(stmt)).scalar_one_or_none() or "")
-
 
 async def channel_names(conn: AsyncConnection, account_id: int,
                         ids: set[int]) -> dict[int, str]:

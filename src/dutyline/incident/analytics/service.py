@@ -33,7 +33,6 @@ __all__ = [
     "IncidentFacts",
     "LabelTotals",
     "Totals",
-    "account_time_zone",
     "alert_label_totals",
     "channel_names",
     "incident_page",
@@ -56,11 +55,6 @@ def _totals(rows: list[dict[str, Any]]) -> list[Totals]:
                 setattr(t, n, str(v or "") if n == "hours" else int(v or 0))
         out.append(t)
     return out
-
-
-async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
-    """The account's IANA time zone ('' if none is set)."""
-    return await repo.account_time_zone(conn, actor.account_id)
 
 
 async def totals(conn: AsyncConnection, actor: Actor, *, filter: Filter, grid: Grid,
