@@ -10,7 +10,7 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.tables.runner import runner_key, runner_task, runner_worknode
 
 # --- worknodes ------------------------------------------------------------------------------
@@ -65,8 +65,7 @@ async def list_worknodes(
 ) -> tuple[int, list[Row[Any]]]:
     conditions = [runner_worknode.c.account_id == account_id]
     if query:
-        conditions.append(func.lower(runner_worknode.c.name).like(
-            contains_pattern(query.lower()), escape="/"))
+        conditions.append(any_contains(query, runner_worknode.c.name))
     if online is not None and online_since is not None:
         is_online = and_(runner_worknode.c.holder != "",
                          runner_worknode.c.last_heartbeat_at >= online_since)

@@ -33,13 +33,14 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.tables import incident_insight as flag_where
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.incident import alert, incident, incident_event
 from dutyline.db.tables.platform import member, team
 from dutyline.incident import visibility
 from dutyline.incident.analytics.schemas import Filter, Grid
+from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
 from dutyline.kit import localtime
 
@@ -133,14 +134,9 @@ def _conditions(dialect: str, scope: Scope, f: Filter) -> list[ColumnElement[boo
     ]
     conds += _filtered(scope, f, c.incident_severity, c.channel_id, c.incident_id)
     if f.responder_ids:
-        # responders is JSON written only by the incident package, encoded by msgspec with
-        # person_id first and no spaces (as /incident/list filters it).
-        conds.append(or_(*(c.responders.like(contains_pattern(f'{{"person_id":{p},'),
-                                             escape="/") for p in f.responder_ids)))
+        conds.append(responders_include(f.responder_ids))
     if f.query:
-        pattern = contains_pattern(f.query.lower())
-        conds.append(or_(func.lower(c.title).like(pattern, escape="/"),
-                         func.lower(c.description).like(pattern, escape="/")))
+        conds.append(any_contains(f.query, c.title, c.description))
     for key, value in f.labels.items():
         conds.append(json_text(dialect, c.labels, key) == value)
     for key, value in f.fields.items():
@@ -409,9 +405,7 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
     ]
     conds += _filtered(scope, f, a.alert_severity, a.channel_id, a.incident_id)
     if f.query:
-        pattern = contains_pattern(f.query.lower())
-        conds.append(or_(func.lower(a.title).like(pattern, escape="/"),
-                         func.lower(a.description).like(pattern, escape="/")))
+        conds.append(any_contains(f.query, a.title, a.description))
     for key, wanted in f.labels.items():
         conds.append(json_text(dialect, a.labels, key) == wanted)
     local = local_time(a.start_time, grid)

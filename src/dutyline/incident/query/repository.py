@@ -42,6 +42,7 @@ from dutyline.db.tables.incident import (
 )
 from dutyline.db.tables.platform import account, member
 from dutyline.incident import visibility
+from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
 
 
@@ -86,10 +87,7 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     if f.closer_ids:
         conds.append(and_(c.closer_id.in_(f.closer_ids), c.progress == "Closed"))
     if f.responder_ids:
-        # responders is JSON written only by this package, always encoded by msgspec with
-        # person_id first and no spaces, so a person's entry starts with this exact text.
-        conds.append(or_(*(c.responders.like(contains_pattern(f'{{"person_id":{p},'), escape="/")
-                           for p in f.responder_ids)))
+        conds.append(responders_include(f.responder_ids))
     if f.incident_ids:
         conds.append(c.incident_id.in_(f.incident_ids))
     if f.nums:
