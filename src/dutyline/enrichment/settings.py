@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.db.stamps import saved_values
+from dutyline.db.per_integration import saved_values
 from dutyline.enrichment import repository as repo
 from dutyline.enrichment.api import lookup
 from dutyline.enrichment.api import repository as api_repo

@@ -24,7 +24,7 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
 from dutyline.channel.route import repository as repo
-from dutyline.db.stamps import saved_values
+from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 
 MAX_CASES = 100
