@@ -12,7 +12,7 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors
+from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
 from dutyline.enrichment.api import repository as repo
 from dutyline.enrichment.api.schemas import (
@@ -24,7 +24,7 @@ from dutyline.enrichment.api.schemas import (
     MappingApiItem,
 )
 from dutyline.kit.ids import hex_id
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url
+from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.team import service as teams
 
@@ -46,12 +46,7 @@ async def _check_url(url: str, policy: OutboundPolicy) -> str:
     url = url.strip()
     if not url.lower().startswith(("http://", "https://")):
         raise errors.invalid("url", "must start with http:// or https://")
-    try:
-        await check_url(url, policy)
-    except OutboundBlocked as exc:
-        raise errors.InvalidParameter(
-            "Invalid parameter {field}: the address is refused ({detail})",
-            field="url", detail=exc.reason) from None
+    await outbound_urls.check(url, policy, field="url")
     return url
 
 
