@@ -84,9 +84,10 @@ async def delete_schema(conn: AsyncConnection, account_id: int, schema_id: str) 
                                                     mapping_schema.c.schema_id == schema_id))
 
 
-async def schema_referenced_by(conn: AsyncConnection, schema_id: str) -> list[int]:
+async def referenced_by(conn: AsyncConnection, ref_id: str) -> list[int]:
+    """The first ten integrations whose enrichment rules name a schema or API id."""
     stmt = (select(enrichment_schema_ref.c.integration_id)
-            .where(enrichment_schema_ref.c.schema_id == schema_id)
+            .where(enrichment_schema_ref.c.schema_id == ref_id)
             .order_by(enrichment_schema_ref.c.integration_id).limit(10))
     return [r[0] for r in (await conn.execute(stmt)).all()]
 

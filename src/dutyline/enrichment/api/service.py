@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
+from dutyline.enrichment import references
 from dutyline.enrichment.api import repository as repo
 from dutyline.enrichment.api.schemas import (
     MASK,
@@ -137,11 +138,7 @@ async def update_api(conn: AsyncConnection, actor: Actor, *, req: ApiUpdateReque
 
 async def delete_api(conn: AsyncConnection, actor: Actor, *, api_id: str) -> str:
     row = await _existing(conn, actor, api_id)
-    users = await repo.referenced_by(conn, row.api_id)
-    if users:
-        raise errors.ReferenceExist(
-            "Mapping API {id} is used by the enrichment of integrations {users}",
-            id=row.api_id, users=",".join(map(str, users)))
+    await references.refuse_while_referenced(conn, kind="api", ref_id=row.api_id)
     await repo.delete_api(conn, actor.account_id, row.api_id)
     return str(row.api_id)
 
