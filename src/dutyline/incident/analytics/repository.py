@@ -37,7 +37,6 @@ from dutyline.db.like import any_contains
 from dutyline.db.tables import incident_insight as flag_where
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.incident import alert, incident, incident_event
-from dutyline.db.tables.platform import member, team
 from dutyline.incident import visibility
 from dutyline.incident.analytics.schemas import Filter, Grid
 from dutyline.incident.repository import responders_include
@@ -423,31 +422,3 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
     stmt = (select(r.label, r.hours, alerts, events).group_by(r.label, r.hours)
             .order_by(*order).limit(k))
     return list((await conn.execute(stmt)).all())
-
-
-# --- names -------------------------------------------------------------------------------
-
-async def channel_names(conn: AsyncConnection, account_id: int,
-                        ids: set[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    stmt = select(channel.c.channel_id, channel.c.channel_name).where(
-        channel.c.account_id == account_id, channel.c.channel_id.in_(sorted(ids)))
-    return {r.channel_id: r.channel_name for r in await conn.execute(stmt)}
-
-
-async def team_names(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    stmt = select(team.c.team_id, team.c.team_name).where(
-        team.c.account_id == account_id, team.c.team_id.in_(sorted(ids)))
-    return {r.team_id: r.team_name for r in await conn.execute(stmt)}
-
-
-async def members(conn: AsyncConnection, account_id: int,
-                  ids: set[int]) -> dict[int, tuple[str, str]]:
-    if not ids:
-        return {}
-    stmt = select(member.c.member_id, member.c.member_name, member.c.email).where(
-        member.c.account_id == account_id, member.c.member_id.in_(sorted(ids)))
-    return {r.member_id: (r.member_name, r.email) for r in await conn.execute(stmt)}
