@@ -8,10 +8,10 @@ import pytest
 
 from dutyline.api.actor import Actor
 from dutyline.channel.service import load_settings, touch_last_incident
-from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 
