@@ -158,12 +158,6 @@ async def update_trigger(conn: AsyncConnection, trigger_id: str, values: dict[st
     await conn.execute(update(trigger).where(trigger.c.trigger_id == trigger_id).values(**values))
 
 
-async def find_trigger(conn: AsyncConnection, trigger_id: str) -> Row[Any] | None:
-    """A trigger with its rule's state, for the fire endpoint (which has no account yet)."""
-    stmt = _trigger_with_rule().where(trigger.c.trigger_id == trigger_id)
-    return (await conn.execute(stmt)).first()
-
-
 async def incident_triggers(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
     """Enabled on-call incident triggers of enabled rules of the account."""
     stmt = (

@@ -33,12 +33,6 @@ _encode = msgspec.json.encode
 _decode = msgspec.json.Decoder(dict[str, Any])
 
 
-class RouteCondition(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
-    key: str
-    oper: str
-    vals: list[str]
-
-
 class RouteCase(msgspec.Struct, kw_only=True):
     if_: list[Any] = msgspec.field(name="if", default_factory=list)
     # null in the reference's name_mapping example; stored and shown as [].
