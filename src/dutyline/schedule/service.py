@@ -1,6 +1,7 @@
 """Rules of on-call schedules, and the lookups other domains call.
 
 For the escalation engine:
+    await oncall_person_ids(conn, actor, schedule_id=…, role_ids=[…] | None, at_s=…)
     await oncall_for_schedules(conn, actor, schedule_role_ids={sid: [role_id, …]}, at_s=…)
 """
 
@@ -46,14 +47,27 @@ _notify = msgspec.json.Decoder(ScheduleNotify).decode
 # -- who is on call -------------------------------------------------------------------------
 
 
+async def oncall_person_ids(
+    conn: AsyncConnection, actor: Actor, *, schedule_id: int, role_ids: Sequence[int] | None,
+    at_s: int,
+) -> list[int]:
+    """Persons on call at `at_s` in the schedule, for those roles (None or []: every role),
+    live members only, in the order the schedule lists them; [] when nobody. An unknown
+    schedule, or another account's, raises ResourceNotFound."""
+    found = await oncall.oncall_for_schedules(
+        conn, actor, schedule_role_ids={schedule_id: role_ids or ()}, at_s=at_s)
+    if schedule_id not in found:
+        raise errors.not_found("schedule", schedule_id)
+    return found[schedule_id]
+
+
 async def oncall_for_schedules(
     conn: AsyncConnection, actor: Actor, *, schedule_role_ids: Mapping[int, Sequence[int]],
     at_s: int,
 ) -> dict[int, list[int]]:
-    """schedule_id -> persons on call at `at_s`, for each schedule's roles ([]: every role),
-    live members only, in the order the schedule lists them; [] when nobody. Schedules that
-    do not exist in the actor's account are left out of the answer (absent, not []), so one
-    deleted schedule in a rule does not hide the others."""
+    """The batch form: schedule_id -> persons on call. Schedules that do not exist in the
+    actor's account are left out of the answer (absent, not []), so one deleted schedule
+    in a rule does not hide the others."""
     if not schedule_role_ids:
         return {}
     return await oncall.oncall_for_schedules(
