@@ -6,4 +6,4 @@ from __future__ import annotations
 from tests.dispatch.receiver import receiver  # noqa: F401  (the fixture)
 from tests.fixtures.fake_chat_apps import fake_chat_apps  # noqa: F401  (the fixture)
 from tests.fixtures.fake_twilio import fake_twilio  # noqa: F401  (the fixture)
-from tests.fixtures.paging import NOW, clock, papi  # noqa: F401  (the fixtures)
+from tests.fixtures.paging import clock, papi  # noqa: F401  (the fixtures)
