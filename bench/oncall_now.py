@@ -44,7 +44,7 @@ async def seed(url: str, schedules: int) -> tuple[int, list[int]]:
     from dutyline.db.engine import Database
     from dutyline.db.migrate import upgrade
     from dutyline.db.tables.platform import member
-    from dutyline.kit.clock import FakeClock
+    from dutyline.kit.clock import FixedClock
     from dutyline.kit.ids import numeric_id
     from dutyline.kit.secretbox import SecretBox
     from dutyline.platform.account.service import create_account
@@ -63,7 +63,7 @@ async def seed(url: str, schedules: int) -> tuple[int, list[int]]:
                 {"member_id": p, "account_id": created.account_id, "member_name": f"m{i}",
                  "email": f"m{i}@bench.example", "created_at": NOW, "updated_at": NOW}
                 for i, p in enumerate(people)])
-            actor = Actor.system(created.account_id, FakeClock(NOW))
+            actor = Actor.system(created.account_id, FixedClock(NOW))
             box = SecretBox("bench")
             ids = []
             for n in range(schedules):
@@ -106,11 +106,11 @@ async def measure(url: str, account_id: int, ids: list[int],
     from dutyline.api.actor import Actor
     from dutyline.db.engine import Database
     from dutyline.db.tables.schedule import schedule
-    from dutyline.kit.clock import FakeClock
+    from dutyline.kit.clock import FixedClock
     from dutyline.schedule import oncall, service
 
     db = Database(url)
-    actor = Actor.system(account_id, FakeClock(NOW))
+    actor = Actor.system(account_id, FixedClock(NOW))
     bare = select(schedule.c.revision).where(
         schedule.c.schedule_id == bindparam("sid"), schedule.c.account_id == account_id)
     names = ["bare SELECT of one row (baseline)", "oncall_person_ids, warm cache",

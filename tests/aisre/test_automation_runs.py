@@ -16,12 +16,12 @@ from sqlalchemy import select, update
 from dutyline.aisre.automation import agent
 from dutyline.config import Settings
 from dutyline.db.tables.automation import automation_run
-from dutyline.kit.clock import FakeClock
 from dutyline.work.worker import Worker
 from tests.aisre.a2a_peers import a2a_peer
 from tests.aisre.mcp_peers import Peers, mcp_peers
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_llm import Answer, Call, FakeLlm, Status, fake_llm
 
 pytestmark = pytest.mark.anyio

@@ -28,11 +28,11 @@ from dutyline.aisre.automation import runner_tools
 from dutyline.aisre.runner.hub import hub_of
 from dutyline.config import Settings
 from dutyline.db.tables.runner import runner_key, runner_task, runner_worknode
-from dutyline.kit.clock import FakeClock
 from dutyline.work.worker import Worker
 from tests.aisre.runner_peer import RunnerPeer, runner_peer
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_llm import Answer, Call, FakeLlm, fake_llm
 from tests.fixtures.server import free_port
 

@@ -11,9 +11,9 @@ import redis.asyncio as aioredis
 from dutyline.api.ratelimit import MemoryRateLimiter, RateDecision, Window, default_windows
 from dutyline.api.ratelimit_redis import RedisRateLimiter
 from dutyline.config import Settings
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 

@@ -8,10 +8,10 @@ import pytest
 
 from dutyline.api.actor import Actor
 from dutyline.channel.service import load_settings, touch_last_incident
-from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 
@@ -362,6 +362,10 @@ async def test_permissions(api: Api, owner: Person) -> None:
     assert (await _info(api, owner, channel_id))["description"] == "a"
 
 
+def _system(api: Api, who: Person) -> Actor:
+    return Actor.system(who.account_id, api.runtime.clock)
+
+
 async def test_load_settings(api: Api, owner: Person, other_owner: Person) -> None:
     channel_id = await _create(
         api, owner, "Payments",
@@ -370,9 +374,9 @@ async def test_load_settings(api: Api, owner: Person, other_owner: Person) -> No
         flapping={"is_disabled": False, "max_changes": 3, "in_mins": 5, "mute_mins": 10},
         auto_resolve_timeout=900, auto_resolve_mode="update", disable_auto_close=True)
     async with api.runtime.db.transaction() as conn:
-        settings = await load_settings(conn, owner.account_id, channel_id)
-        foreign = await load_settings(conn, other_owner.account_id, channel_id)
-        unknown = await load_settings(conn, owner.account_id, 12345)
+        settings = await load_settings(conn, _system(api, owner), channel_id=channel_id)
+        foreign = await load_settings(conn, _system(api, other_owner), channel_id=channel_id)
+        unknown = await load_settings(conn, _system(api, owner), channel_id=12345)
     assert foreign is None and unknown is None
     assert settings is not None
     assert (settings.channel_id, settings.account_id, settings.channel_name, settings.status) \
@@ -388,16 +392,16 @@ async def test_load_settings(api: Api, owner: Person, other_owner: Person) -> No
 
     await api.call("/channel/disable", {"channel_id": channel_id}, key=owner.key)
     async with api.runtime.db.transaction() as conn:
-        disabled = await load_settings(conn, owner.account_id, channel_id)
+        disabled = await load_settings(conn, _system(api, owner), channel_id=channel_id)
     assert disabled is not None and disabled.status == "disabled"
     await api.call("/channel/delete", {"channel_id": channel_id}, key=owner.key)
     async with api.runtime.db.transaction() as conn:
-        deleted = await load_settings(conn, owner.account_id, channel_id)
+        deleted = await load_settings(conn, _system(api, owner), channel_id=channel_id)
     assert deleted is not None and deleted.status == "deleted"
 
     plain = await _create(api, owner, "Plain")
     async with api.runtime.db.transaction() as conn:
-        defaults = await load_settings(conn, owner.account_id, plain)
+        defaults = await load_settings(conn, _system(api, owner), channel_id=plain)
     assert defaults is not None
     assert (defaults.group.method, defaults.group.equals, defaults.group.time_window) == (
         "n", (), 0)

@@ -20,8 +20,6 @@ from sqlalchemy import select
 
 from dutyline.config import Settings
 from dutyline.db.tables.dispatch import notify_delivery
-from dutyline.kit.clock import FakeClock
-from tests.dispatch.conftest import NOW
 from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import (
     create_rule,
@@ -33,7 +31,9 @@ from tests.dispatch.support import (
 )
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_twilio import ACCOUNT_SID, AUTH_TOKEN, FROM_NUMBER, FakeTwilio
+from tests.fixtures.paging import NOW
 from tests.fixtures.smtp import SmtpSink
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,6 @@ from sqlalchemy import select, update
 from dutyline.db.tables.dispatch import dispatch_state, notify_delivery
 from dutyline.db.tables.platform import member
 from dutyline.dispatch import engine
-from dutyline.kit.clock import FakeClock
 from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import (
     create_rule,
@@ -29,6 +28,7 @@ from tests.dispatch.support import (
 )
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.smtp import SmtpSink
 
 pytestmark = pytest.mark.anyio

@@ -14,7 +14,6 @@ from sqlalchemy import update
 
 from dutyline.config import Settings
 from dutyline.db.tables.platform import member
-from dutyline.kit.clock import FakeClock
 from tests.dispatch.support import (
     create_rule,
     layer,
@@ -26,6 +25,7 @@ from tests.dispatch.support import (
 )
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_twilio import (
     ACCOUNT_SID,
     AUTH_TOKEN,

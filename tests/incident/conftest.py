@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from dutyline.config import Settings
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, Reply, make_api
+from tests.fixtures.clock import FakeClock
 
 PUSH_PATH = "/event/push/alert/standard"
 

@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push, wire
 
 pytestmark = pytest.mark.anyio

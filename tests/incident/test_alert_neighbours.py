@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import event, push, wire
 from tests.incident.ingest_support import incident_row
 from tests.incident.lifecycle_support import assert_invalid, events_of, feed_items, info

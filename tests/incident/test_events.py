@@ -13,10 +13,10 @@ from dutyline.db.tables.incident import incident_event
 from dutyline.db.tables.work import job
 from dutyline.incident import events
 from dutyline.incident.events import IncidentEvent
-from dutyline.kit.clock import FakeClock
 from dutyline.work.registry import JobContext, registry
 from dutyline.work.worker import Worker
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push
 
 pytestmark = pytest.mark.anyio

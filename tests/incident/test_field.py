@@ -8,10 +8,11 @@ from typing import Any
 import pytest
 from sqlalchemy import update
 
+from dutyline.api.actor import Actor
 from dutyline.api.errors import InvalidParameter
 from dutyline.db.tables.incident import incident
 from dutyline.incident.creation import NewIncident, open_incident
-from dutyline.incident.field.service import FieldDefinition, list_definitions, validate_value
+from dutyline.incident.field.service import validate_value
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 
@@ -31,7 +32,8 @@ async def _field(api: Api, who: Person, name: str, field_type: str, **extra: Any
 
 async def _validate(api: Api, account_id: int, name: str, value: Any) -> Any:
     async with api.runtime.db.transaction() as conn:
-        definition, normalized = await validate_value(conn, account_id, name, value)
+        definition, normalized = await validate_value(
+            conn, Actor.system(account_id, api.runtime.clock), field_name=name, value=value)
     assert definition.field_name == name
     return normalized
 
@@ -195,22 +197,14 @@ async def test_validate_value_unknown_field_names_field_name(api: Api, owner: Pe
     for name in ["nope", "", "Customer"]:
         with pytest.raises(InvalidParameter) as caught:
             async with api.runtime.db.transaction() as conn:
-                await validate_value(conn, owner.account_id, name, "x")
+                await validate_value(conn, Actor.system(owner.account_id, api.runtime.clock),
+                                     field_name=name, value="x")
         assert "field_name" in str(caught.value)
     # Another account's field is unknown here.
     with pytest.raises(InvalidParameter):
         async with api.runtime.db.transaction() as conn:
-            await validate_value(conn, other_owner.account_id, "customer", "x")
-
-
-async def test_list_definitions(api: Api, owner: Person) -> None:
-    fid = await _field(api, owner, "impact", "single_select", options=OPTIONS,
-                       default_value="low")
-    async with api.runtime.db.transaction() as conn:
-        definitions = await list_definitions(conn, owner.account_id)
-    assert definitions == [FieldDefinition(field_id=fid, field_name="impact",
-                                           display_name="impact", field_type="single_select",
-                                           options=tuple(OPTIONS), default_value="low")]
+            await validate_value(conn, Actor.system(other_owner.account_id, api.runtime.clock),
+                                 field_name="customer", value="x")
 
 
 async def test_update_changes_only_given_fields(api: Api, owner: Person) -> None:
@@ -343,7 +337,8 @@ async def test_delete_waits_for_a_value_being_set(api: Api, owner: Person) -> No
     await _field(api, owner, "region", "text")
     incident_id = await _incident_with_fields(api, owner, "{}")
     async with api.runtime.db.transaction() as conn:
-        _, value = await validate_value(conn, owner.account_id, "region", "eu")
+        _, value = await validate_value(conn, Actor.system(owner.account_id, api.runtime.clock),
+                                        field_name="region", value="eu")
         deleting = asyncio.create_task(
             api.call("/field/delete", {"field_name": "region"}, key=owner.key))
         await asyncio.sleep(0.2)  # let the delete reach the database; not asserted on

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from dutyline.incident.query import repository as query_repo
-from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push, wire
 from tests.incident.ingest_support import incident_row, incidents_of
 from tests.incident.lifecycle_support import assert_invalid, events_of, feed_items, info

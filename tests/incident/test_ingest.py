@@ -10,9 +10,9 @@ import pytest
 
 from dutyline.config import Settings
 from dutyline.incident.ingest.service import derive_alert_key
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push, wire
 from tests.incident.ingest_support import (
     alert_event,

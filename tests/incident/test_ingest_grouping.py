@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from dutyline.incident import events
-from dutyline.kit.clock import FakeClock
 from dutyline.work.registry import registry
 from dutyline.work.worker import Worker
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push
 from tests.incident.ingest_support import (
     alerts_of,

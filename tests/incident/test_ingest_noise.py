@@ -11,9 +11,9 @@ from sqlalchemy import select, update
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.channel_noise import noise_rule
 from dutyline.db.tables.incident_noise import inhibit_source
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push, wire
 from tests.incident.ingest_support import alert, alerts_of, all_rows, events_of, incidents_of
 

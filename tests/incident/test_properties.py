@@ -26,9 +26,9 @@ from sqlalchemy import case, func, select
 
 from dutyline.config import Settings
 from dutyline.db.tables.incident import alert, incident, incident_event, incident_feed
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 
 T = TypeVar("T")
 PUSH_PATH = "/event/push/alert/standard"

@@ -13,10 +13,10 @@ from sqlalchemy import update
 
 from dutyline.db.tables.channel import integration
 from dutyline.db.tables.incident import alert, alert_event
-from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push
 
 pytestmark = pytest.mark.anyio

@@ -12,9 +12,9 @@ from sqlalchemy import update
 
 from dutyline.config import Settings
 from dutyline.db.tables.platform import account
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, Reply, make_api
+from tests.fixtures.clock import FakeClock
 
 
 def utc(*parts: int) -> int:

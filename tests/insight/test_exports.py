@@ -12,11 +12,11 @@ import pytest
 from sqlalchemy import insert
 
 from dutyline.db.tables.incident import alert
-from dutyline.kit.clock import FakeClock
 from dutyline.kit.ids import hex_id
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.insight.conftest import START, ok
 
 pytestmark = pytest.mark.anyio

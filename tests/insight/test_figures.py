@@ -12,10 +12,10 @@ import pytest
 
 from dutyline.incident import events
 from dutyline.incident.ingest import grouping
-from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
+from tests.fixtures.clock import FakeClock
 from tests.incident.lifecycle_support import seed_alert
 from tests.insight.conftest import START, at, ok, utc
 

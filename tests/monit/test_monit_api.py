@@ -16,11 +16,11 @@ from sqlalchemy import select
 from dutyline.config import Settings
 from dutyline.db.tables.platform import audit_log
 from dutyline.db.tables.scheduler import work_schedule
-from dutyline.kit.clock import FakeClock
 from dutyline.monit import engine, repository
 from dutyline.work import scheduler
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.monit.support import (
     alerts,
     channel,

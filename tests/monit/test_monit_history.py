@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from dutyline.config import Settings
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.monit.support import channel, create_rule, datasource, rule_body, rule_info
 
 pytestmark = pytest.mark.anyio

@@ -17,9 +17,9 @@ from sqlalchemy import update
 
 from dutyline.config import Settings
 from dutyline.db.tables.platform import account
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_prometheus import PromTable
 from tests.fixtures.loopback import serve_asgi
 from tests.fixtures.tls_certs import ThrowawayCA

@@ -16,7 +16,6 @@ from sqlalchemy import select
 
 from dutyline.config import Settings
 from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
-from dutyline.kit.clock import FakeClock
 from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import (
     create_rule,
@@ -29,6 +28,7 @@ from tests.dispatch.support import (
 )
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_twilio import ACCOUNT_SID, AUTH_TOKEN, FROM_NUMBER, FakeTwilio
 from tests.fixtures.smtp import SmtpSink
 

@@ -15,7 +15,6 @@ from sqlalchemy import select
 
 from dutyline.config import ChatApps, Settings
 from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
-from dutyline.kit.clock import FakeClock
 from tests.dispatch.support import (
     create_rule,
     layer,
@@ -27,6 +26,7 @@ from tests.dispatch.support import (
 )
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_chat_apps import (
     DINGTALK_APP_KEY,
     DINGTALK_APP_SECRET,

@@ -20,7 +20,6 @@ from sqlalchemy import select, update
 from dutyline.config import Settings
 from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
 from dutyline.db.tables.platform import member
-from dutyline.kit.clock import FakeClock
 from dutyline.notify.delivery import service as delivery
 from tests.api.test_reference_schemas import check
 from tests.dispatch.receiver import Receiver
@@ -35,6 +34,7 @@ from tests.dispatch.support import (
 )
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.smtp import SmtpSink
 
 pytestmark = pytest.mark.anyio

@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import event
 
 from dutyline.api.auth import hash_app_key
-from dutyline.kit.clock import FakeClock
 from dutyline.platform.app_key import keys
 from dutyline.platform.app_key.misses import MISSED, NEGATIVE_TTL_S, MissedKeys
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 N = 50

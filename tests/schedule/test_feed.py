@@ -11,10 +11,10 @@ from sqlalchemy import select
 
 from dutyline.config import Settings
 from dutyline.db.tables.schedule import schedule_feed
-from dutyline.kit.clock import FakeClock
 from dutyline.schedule import ical
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.schedule.helpers import DAY, MONDAY_SHANGHAI, ok, override, rotation
 
 pytestmark = pytest.mark.anyio

@@ -10,10 +10,10 @@ import pytest
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.config import Settings
-from dutyline.kit.clock import FakeClock
 from dutyline.schedule import oncall, service
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.schedule.helpers import DAY, ok, override, rotation
 
 pytestmark = pytest.mark.anyio

@@ -10,10 +10,10 @@ from sqlalchemy import select
 
 from dutyline.config import Settings
 from dutyline.db.tables.schedule import schedule, schedule_person
-from dutyline.kit.clock import FakeClock
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.schedule.helpers import DAY, MONDAY_SHANGHAI, ok, override, rotation
 
 pytestmark = pytest.mark.anyio

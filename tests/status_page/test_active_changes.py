@@ -9,9 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from dutyline.config import Settings
-from dutyline.kit.clock import FakeClock
 from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.status_page.admin_helpers import (
     Page,
     check_reference_schema,

@@ -11,13 +11,13 @@ from sqlalchemy import select
 
 from dutyline.config import Settings
 from dutyline.db.tables.work import job
-from dutyline.kit.clock import FakeClock
 from dutyline.status_page.migration.service import TASK_KIND
 from dutyline.work import queue
 from dutyline.work.registry import registry
 from dutyline.work.worker import Worker
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.status_page.admin_helpers import check_reference_schema
 from tests.status_page.migration_support import (
     SMALL,

@@ -15,11 +15,11 @@ from dutyline.config import Settings
 from dutyline.db.tables.status_page import status_subscriber
 from dutyline.db.tables.work import job
 from dutyline.kit import mail
-from dutyline.kit.clock import FakeClock
 from dutyline.status_page import notify, tokens
 from dutyline.work.worker import Worker
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.smtp import SmtpSink, smtp_sink  # noqa: F401  (the fixture)
 from tests.status_page.admin_helpers import Page, make_incident, make_page, ok
 

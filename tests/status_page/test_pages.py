@@ -10,10 +10,10 @@ from sqlalchemy import select
 
 from dutyline.config import Settings
 from dutyline.db.tables.status_page import status_component, status_page, status_section
-from dutyline.kit.clock import FakeClock
 from dutyline.status_page import cache
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.status_page.admin_helpers import make_page, member_with, ok
 
 pytestmark = pytest.mark.anyio

@@ -15,13 +15,13 @@ from sqlalchemy import select
 from dutyline.config import Settings
 from dutyline.db.tables.status_page import status_subscriber
 from dutyline.db.tables.work import job
-from dutyline.kit.clock import FakeClock
 from dutyline.status_page import tokens
 from dutyline.status_page.public.routes import COOKIE
 from dutyline.status_page.public.subscribe import CONFIRM_MAIL_JOB, RESEND_AFTER_S
 from dutyline.work.registry import registry
 from dutyline.work.worker import Worker
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.fixtures.server import free_port
 from tests.fixtures.smtp import SmtpSink
 from tests.status_page.public_seed import Seeded, parse_html, seed_page

@@ -11,10 +11,10 @@ from sqlalchemy import insert, select
 
 from dutyline.config import Settings
 from dutyline.db.tables.status_page import status_subscriber
-from dutyline.kit.clock import FakeClock
 from dutyline.status_page import tokens
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.status_page.admin_helpers import check_reference_schema, make_page, member_with, ok
 
 pytestmark = pytest.mark.anyio

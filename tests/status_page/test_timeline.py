@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from dutyline.config import Settings
-from dutyline.kit.clock import FakeClock
 from dutyline.status_page import cache
 from dutyline.status_page.notify import NOTIFY_JOB
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 from tests.status_page.admin_helpers import (
     Page,
     change_info,

@@ -13,8 +13,8 @@ from dutyline.api.runtime import Runtime
 from dutyline.app import build_runtime
 from dutyline.config import Settings
 from dutyline.db.migrate import upgrade
-from dutyline.kit.clock import FakeClock
 from tests.fixtures import databases as dbs
+from tests.fixtures.clock import FakeClock
 from tests.work.jobs_for_test import CREATE_EFFECT_TABLE, DROP_EFFECT_TABLE
 
 

@@ -12,10 +12,11 @@ from sqlalchemy import select, text
 
 from dutyline.api.runtime import Runtime
 from dutyline.db.tables.work import job
-from dutyline.kit.clock import FakeClock, millis
+from dutyline.kit.clock import millis
 from dutyline.work import queue
 from dutyline.work.registry import DeadJobContext, DuplicateHandler, JobContext, Registry
 from dutyline.work.worker import Worker
+from tests.fixtures.clock import FakeClock
 from tests.work.jobs_for_test import EFFECT_TABLE, effect_rows
 from tests.work.test_queue import add, job_row
 from tests.work.test_worker import effects, jobs_metric

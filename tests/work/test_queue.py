@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 from dutyline.api.runtime import Runtime
 from dutyline.db.engine import Database
 from dutyline.db.tables.work import job
-from dutyline.kit.clock import FakeClock, millis
+from dutyline.kit.clock import millis
 from dutyline.work import queue
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 

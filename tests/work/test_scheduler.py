@@ -13,9 +13,10 @@ from sqlalchemy import select, text
 from dutyline.api.runtime import Runtime
 from dutyline.db.engine import Database
 from dutyline.db.tables.scheduler import work_schedule as schedule
-from dutyline.kit.clock import FakeClock, millis
+from dutyline.kit.clock import millis
 from dutyline.work import scheduler
 from dutyline.work.worker import Worker
+from tests.fixtures.clock import FakeClock
 from tests.work.schedules_for_test import (
     CREATE_FIRE_TABLE,
     DROP_FIRE_TABLE,

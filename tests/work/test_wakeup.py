@@ -22,12 +22,13 @@ from dutyline.api.runtime import Runtime
 from dutyline.app import build_runtime
 from dutyline.config import Settings
 from dutyline.db import commit_hooks
-from dutyline.kit.clock import FakeClock, millis
+from dutyline.kit.clock import millis
 from dutyline.work import queue, wakeup
 from dutyline.work import worker as worker_module
 from dutyline.work.registry import Registry
 from dutyline.work.worker import Worker
 from tests.fixtures import databases as dbs
+from tests.fixtures.clock import FakeClock
 from tests.work.jobs_for_test import (
     CREATE_EFFECT_TABLE,
     DROP_EFFECT_TABLE,

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 from dutyline.db.tables.work import job
-from dutyline.kit.clock import FakeClock, millis
+from dutyline.kit.clock import millis
 from dutyline.work import queue
 from dutyline.work.registry import (
     DuplicateHandler,
@@ -24,6 +24,7 @@ from dutyline.work.registry import (
     registry as default_registry,
 )
 from dutyline.work.worker import Worker
+from tests.fixtures.clock import FakeClock
 from tests.work.jobs_for_test import EFFECT_KIND, effect_rows, eventually, write_effect
 from tests.work.test_queue import add, job_row
 

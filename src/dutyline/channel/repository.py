@@ -22,7 +22,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.channel import channel
 
@@ -131,9 +131,7 @@ async def list_page(
     if channel_name:
         conditions.append(channel.c.name_key == channel_name.lower())
     elif query:
-        pattern = contains_pattern(query.lower())
-        conditions.append(or_(channel.c.name_key.like(pattern, escape="/"),
-                              func.lower(channel.c.description).like(pattern, escape="/")))
+        conditions.append(any_contains(query, channel.c.name_key, channel.c.description))
     total, rows = await counted_page(
         conn, select(func.count()).select_from(channel).where(*conditions),
         select(channel).where(*conditions).order_by(

@@ -13,6 +13,7 @@ import msgspec
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.actor import Actor
 from dutyline.channel import repository as repo
 from dutyline.channel.schemas import DEFAULT_FLAPPING, DEFAULT_GROUP, Flapping, Group
 
@@ -121,9 +122,9 @@ def load_settings_sync(conn: Connection, account_id: int,
 
 
 async def load_settings(
-    conn: AsyncConnection, account_id: int, channel_id: int
+    conn: AsyncConnection, actor: Actor, *, channel_id: int
 ) -> ChannelSettings | None:
     """The channel's settings, deleted channels included (status says so); None when the
     channel does not exist in this account."""
-    row = await repo.get(conn, account_id, channel_id)
+    row = await repo.get(conn, actor.account_id, channel_id)
     return None if row is None else settings_from_row(row)

@@ -3,6 +3,8 @@ anywhere, with its own `%`, `_` and the escape character taken literally."""
 
 from __future__ import annotations
 
+from sqlalchemy import ColumnElement, func, or_
+
 ESCAPE = "/"
 
 
@@ -10,3 +12,11 @@ def contains_pattern(text: str) -> str:
     """The LIKE pattern (used with `escape=ESCAPE`) that finds `text` anywhere."""
     escaped = text.replace("/", "//").replace("%", "/%").replace("_", "/_")
     return f"%{escaped}%"
+
+
+def any_contains(text: str, *columns: ColumnElement[str]) -> ColumnElement[bool]:
+    """Any of `columns` contains `text`, ignoring case as the database's lower() does (on
+    SQLite only ASCII letters): the list filters' `query`. A column that already holds a
+    lower-cased key is lowered again, which changes nothing."""
+    pattern = contains_pattern(text.lower())
+    return or_(*(func.lower(column).like(pattern, escape=ESCAPE) for column in columns))

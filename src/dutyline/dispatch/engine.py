@@ -206,9 +206,3 @@ def _escalate_at(started_ms: int, layer: dict[str, Any]) -> int:
 
 def _step_ms(layer: dict[str, Any]) -> int:
     return max(1000, int(float(layer.get("notify_step", 10)) * 60_000))
-
-
-async def note_no_rule(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
-    """Nothing to escalate with: an earlier escalation of this incident stops too."""
-    await stop(conn, actor, incident_id)
-

@@ -87,12 +87,11 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
     assigned_to = {"escalate_rule_id": rule["rule_id"], "escalate_rule_name": rule["rule_name"],
                    "layer_idx": layer_idx, "type": assign_type, "id": run_id,
                    "assigned_at": now}
-    if announce:
+    if announce:  # the engine acts as the system (person 0): the entries name no creator
         await lifecycle.assign_responders(conn, actor, incident_id=info.incident_id,
                                           person_ids=sorted(people), assignment=assigned_to)
-        await feed.add(conn, incident_id=info.incident_id, account_id=actor.account_id,
-                       feed_type="i_assign", creator_id=0,
-                       detail={**assigned_to, "to": sorted(people)}, now_s=now)
+        await feed.add(conn, actor, incident_id=info.incident_id, feed_type="i_assign",
+                       detail={**assigned_to, "to": sorted(people)})
     common = {"incident_id": info.incident_id, "channel_id": info.channel_id,
               "rule_id": rule["rule_id"], "rule_name": rule["rule_name"],
               "layer_idx": layer_idx, "fire_type": fire_type}
@@ -157,8 +156,8 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
                                address=redact_url(url), content=content, delivery_id=event_id)
         made += 1
     if made == 0:
-        await feed.add(conn, incident_id=info.incident_id, account_id=actor.account_id,
-                       feed_type="i_notify", creator_id=0, now_s=now, detail={
+        await feed.add(conn, actor, incident_id=info.incident_id, feed_type="i_notify",
+                       detail={
                            "fire_type": fire_type, "escalate_rule_id": rule["rule_id"],
                            "escalate_rule_name": rule["rule_name"], "layer_idx": layer_idx,
                            "by": "", "persons": [], "failed_reason": "no responder"})

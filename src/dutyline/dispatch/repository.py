@@ -73,8 +73,3 @@ async def insert_state(conn: AsyncConnection, values: dict[str, Any]) -> None:
 async def update_state(conn: AsyncConnection, incident_id: str, values: dict[str, Any]) -> None:
     await conn.execute(update(dispatch_state).where(
         dispatch_state.c.incident_id == incident_id).values(**values))
-
-
-async def get_state(conn: AsyncConnection, incident_id: str) -> Row[Any] | None:
-    return (await conn.execute(select(dispatch_state).where(
-        dispatch_state.c.incident_id == incident_id))).first()

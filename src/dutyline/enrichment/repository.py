@@ -23,6 +23,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db import per_integration
 from dutyline.db.paging import ordered
 from dutyline.db.tables.enrichment import (
     enrichment_schema_ref,
@@ -83,9 +84,10 @@ async def delete_schema(conn: AsyncConnection, account_id: int, schema_id: str) 
                                                     mapping_schema.c.schema_id == schema_id))
 
 
-async def schema_referenced_by(conn: AsyncConnection, schema_id: str) -> list[int]:
+async def referenced_by(conn: AsyncConnection, ref_id: str) -> list[int]:
+    """The first ten integrations whose enrichment rules name a schema or API id."""
     stmt = (select(enrichment_schema_ref.c.integration_id)
-            .where(enrichment_schema_ref.c.schema_id == schema_id)
+            .where(enrichment_schema_ref.c.schema_id == ref_id)
             .order_by(enrichment_schema_ref.c.integration_id).limit(10))
     return [r[0] for r in (await conn.execute(stmt)).all()]
 
@@ -172,30 +174,19 @@ def lines_after_sync(conn: Connection, schema_id: str, after: str,
 
 async def get_setting(conn: AsyncConnection, account_id: int,
                       integration_id: int) -> Row[Any] | None:
-    stmt = select(enrichment_setting).where(
-        enrichment_setting.c.account_id == account_id,
-        enrichment_setting.c.integration_id == integration_id)
-    return (await conn.execute(stmt)).first()
+    return await per_integration.get(conn, enrichment_setting, account_id, integration_id)
 
 
 async def list_settings(conn: AsyncConnection, account_id: int,
                         integration_ids: Sequence[int]) -> list[Row[Any]]:
-    stmt = (select(enrichment_setting)
-            .where(enrichment_setting.c.account_id == account_id,
-                   enrichment_setting.c.integration_id.in_(list(integration_ids)))
-            .order_by(enrichment_setting.c.integration_id))
-    return list((await conn.execute(stmt)).all())
+    return await per_integration.list_for(conn, enrichment_setting, account_id,
+                                          integration_ids)
 
 
 async def save_setting(conn: AsyncConnection, *, exists: bool, integration_id: int,
                        values: dict[str, Any], schema_ids: Sequence[str]) -> None:
-    if exists:
-        await conn.execute(update(enrichment_setting)
-                           .where(enrichment_setting.c.integration_id == integration_id)
-                           .values(version=enrichment_setting.c.version + 1, **values))
-    else:
-        await conn.execute(insert(enrichment_setting).values(integration_id=integration_id,
-                                                             **values))
+    await per_integration.save(conn, enrichment_setting, exists=exists,
+                               integration_id=integration_id, values=values)
     await conn.execute(delete(enrichment_schema_ref)
                        .where(enrichment_schema_ref.c.integration_id == integration_id))
     if schema_ids:

@@ -126,10 +126,6 @@ class DataUploadRequest(msgspec.Struct, kw_only=True):
     truncate: bool = True
 
 
-class DataUploadResponse(msgspec.Struct, kw_only=True):
-    rows: int
-
-
 # -- enrichment settings ---------------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.db.engine import Database
-from dutyline.enrichment import cursor
+from dutyline.enrichment import cursor, references
 from dutyline.enrichment import repository as repo
 from dutyline.enrichment.api.lookup import Answers as Answers  # for ingestion
 from dutyline.enrichment.api.lookup import LookupsNeeded as LookupsNeeded
@@ -146,11 +146,7 @@ async def update_schema(conn: AsyncConnection, actor: Actor, *,
 
 async def delete_schema(conn: AsyncConnection, actor: Actor, *, schema_id: str) -> str:
     row = await _schema(conn, actor, schema_id, for_update=True)
-    users = await repo.schema_referenced_by(conn, row.schema_id)
-    if users:
-        raise errors.ReferenceExist(
-            "Mapping schema {id} is used by the enrichment of integrations {users}",
-            id=row.schema_id, users=",".join(map(str, users)))
+    await references.refuse_while_referenced(conn, kind="schema", ref_id=row.schema_id)
     await repo.delete_schema(conn, actor.account_id, row.schema_id)
     return str(row.schema_id)
 

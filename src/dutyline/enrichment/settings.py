@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.db.stamps import saved_values
+from dutyline.db.per_integration import saved_values
 from dutyline.enrichment import repository as repo
 from dutyline.enrichment.api import lookup
 from dutyline.enrichment.api import repository as api_repo
@@ -246,7 +246,7 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
     schemas = {sid: (_decode_labels.decode(r.source_labels), _decode_labels.decode(
         r.result_labels)) for sid, r in found.items()}
     api_ids = _referenced_ids(rules, "api_id")
-    apis = dict.fromkeys(await api_service.existing_api_ids(conn, actor.account_id, api_ids))
+    apis = dict.fromkeys(await api_service.existing_api_ids(conn, actor, api_ids=api_ids))
     for i, rule in enumerate(rules):
         _compile_rule(rule, f"rules[{i}]", schemas, apis)
     existing = await repo.get_setting(conn, actor.account_id, integration_id)

@@ -8,6 +8,7 @@ import msgspec
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.actor import Actor
 from dutyline.incident import repository as repo
 
 # Feed entry types used by this service (reference IncidentFeedType).
@@ -30,7 +31,6 @@ RESET_SEVERITY = "i_r_severity"
 RESET_IMPACT = "i_r_impact"
 RESET_ROOT_CAUSE = "i_r_rc"
 RESET_RESOLUTION = "i_r_rsltn"
-ADD_RESPONDER = "i_a_rspd"
 
 # Reference FeedDetailIncidentResolve.from, per reason an incident closed by itself.
 RESOLVED_BY_RECOVERY = "event"  # its alerts recovered
@@ -91,15 +91,15 @@ def add_sync(
 
 async def add(
     conn: AsyncConnection,
+    actor: Actor,
     *,
     incident_id: str,
-    account_id: int,
     feed_type: str,
-    creator_id: int,
     detail: dict[str, Any] | None = None,
-    now_s: int,
 ) -> None:
+    """One entry written by the actor (person 0 for the system: an escalation, a delivery),
+    at the actor's time. `add_sync` is its twin for the ingestion hot path."""
     await conn.run_sync(
-        add_sync, incident_id=incident_id, account_id=account_id, feed_type=feed_type,
-        creator_id=creator_id, detail=detail, now_s=now_s,
+        add_sync, incident_id=incident_id, account_id=actor.account_id, feed_type=feed_type,
+        creator_id=actor.person_id, detail=detail, now_s=actor.now_s,
     )

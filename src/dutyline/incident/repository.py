@@ -8,18 +8,29 @@ section, which the async callers reach through `run_sync`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import ColumnElement, Connection, insert, or_, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db.like import ESCAPE, contains_pattern
 from dutyline.db.tables.incident import incident, incident_event, incident_feed
 
 
 async def event_row(conn: AsyncConnection, event_id: int) -> Row[Any] | None:
     stmt = select(incident_event).where(incident_event.c.id == event_id)
     return (await conn.execute(stmt)).first()
+
+
+def responders_include(person_ids: Sequence[int]) -> ColumnElement[bool]:
+    """Incidents whose responders include any of these people (the `responder_ids` filter of
+    /incident/list and the analytics). `responders` is JSON written only by this package,
+    always encoded by msgspec with person_id first and no spaces, so a person's entry
+    starts with this exact text."""
+    return or_(*(incident.c.responders.like(contains_pattern(f'{{"person_id":{p},'),
+                                            escape=ESCAPE) for p in person_ids))
 
 
 # --- hot path: sync helpers (run inside Database.run_sync / AsyncConnection.run_sync) -------

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.channel import service as channels
 from dutyline.incident.analytics import service as analytics
 from dutyline.insight import export
 from dutyline.insight.schemas import (
@@ -32,6 +33,9 @@ from dutyline.insight.schemas import (
     ResponderInsightItem,
 )
 from dutyline.kit import localtime
+from dutyline.platform.account import service as accounts
+from dutyline.platform.member import service as members
+from dutyline.platform.team import service as teams
 
 MAX_WINDOW_S = 366 * 86_400  # "the time range cannot exceed one year"
 MAX_DAY_WINDOW_S = 31 * 86_400  # aggregate_unit day: at most 31 days
@@ -102,7 +106,7 @@ async def _prepare(conn: AsyncConnection, actor: Actor, q: Query, *,
         if not key or len(key) > 128 or not isinstance(value, str):
             raise errors.invalid("fields", "must map field names to string values")
         fields[key] = value
-    name = q.time_zone or await analytics.account_time_zone(conn, actor) or "UTC"
+    name = q.time_zone or await accounts.account_time_zone(conn, actor)
     tz = localtime.zone(name)
     if tz is None:
         if q.time_zone:
@@ -194,9 +198,10 @@ async def dimension(conn: AsyncConnection, actor: Actor, *, by: analytics.Dimens
     if by == "account" and not rows and p.grid.unit is None and not p.grid.split_hours:
         rows = [analytics.Totals()]
     if by == "channel":
-        names = await analytics.channel_names(conn, actor, {t.key for t in rows if t.key})
+        found = await channels.channel_names(conn, actor, [t.key for t in rows if t.key])
+        names = {channel_id: name for channel_id, (name, _) in found.items()}
     elif by == "team":
-        names = await analytics.team_names(conn, actor, {t.key for t in rows if t.key})
+        names = await teams.team_names(conn, actor, {t.key for t in rows})
     items: list[DimensionInsightItem] = []
     for t in rows:
         ts, hours = _ts(p.tz, p.grid, t.bucket), (t.hours or None)
@@ -217,7 +222,8 @@ async def responders(conn: AsyncConnection, actor: Actor, *,
     p = await _prepare(conn, actor, query)
     rows = [] if p.empty else await analytics.responder_totals(conn, actor, filter=p.filter,
                                                                grid=p.grid)
-    names = await analytics.member_names(conn, actor, {t.key for t in rows})
+    names = {person_id: name for person_id, (name, _) in
+             (await members.member_names(conn, actor, {t.key for t in rows})).items()}
     return [
         ResponderInsightItem(
             ts=_ts(p.tz, p.grid, t.bucket), hours=t.hours or None, responder_id=t.key,

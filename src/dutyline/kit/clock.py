@@ -1,4 +1,5 @@
-"""Time comes from a clock object so tests can move it (rule 4 of the house)."""
+"""Time comes from a clock object so tests can move it (rule 4 of the house; the clock tests
+move by hand is tests/fixtures/clock.py)."""
 
 from __future__ import annotations
 
@@ -26,26 +27,6 @@ class FixedClock:
 
     def now(self) -> float:
         return self._at
-
-
-class FakeClock:
-    """A clock tests set and advance by hand."""
-
-    def __init__(self, start: float = 1_700_000_000.0) -> None:
-        self._now = start
-
-    def now(self) -> float:
-        return self._now
-
-    def advance(self, seconds: float) -> None:
-        self._now += seconds
-
-    def set(self, value: float) -> None:
-        self._now = value
-
-
-def seconds(clock: Clock) -> int:
-    return int(clock.now())
 
 
 def millis(clock: Clock) -> int:

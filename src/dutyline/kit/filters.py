@@ -76,8 +76,6 @@ class FilterCondition(msgspec.Struct, forbid_unknown_fields=False):
     vals: list[str]
 
 
-FilterGroups = list[list[FilterCondition]]
-
 _Resolver = Callable[[Mapping[str, Any]], Any]
 _ValueTest = Callable[[str], bool]
 _Missing: Final = object()

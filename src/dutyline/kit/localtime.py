@@ -64,15 +64,6 @@ def local_seconds(tz: ZoneInfo, t: int) -> int:
     return t + offset_at(tz, t)
 
 
-def day_number(local: int) -> int:
-    return local // DAY_S
-
-
-def week_number(day: int) -> int:
-    """Weeks start on Monday: 1970-01-01 was a Thursday, so day -3 was a Monday."""
-    return (day + 3) // 7
-
-
 def weekday(day: int) -> int:
     """0 Monday ... 6 Sunday."""
     return (day + 3) % 7

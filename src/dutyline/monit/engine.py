@@ -418,7 +418,8 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
         sources = {account: await repo.list_datasources(read, account, "")
                    for account in {r.account_id for r in rows.values()}}
         known = await repo.series_of_rules(read, ids)
-        zones = {account: await accounts.account_time_zone(read, account) for account in sources}
+        zones = {account: await accounts.account_time_zone(
+            read, Actor.system(account, runtime.clock)) for account in sources}
     gate = asyncio.Semaphore(PARALLEL_QUERIES)
 
     async def one(rule_row: Any, due_ms: int) -> _Judged:

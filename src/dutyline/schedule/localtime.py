@@ -14,7 +14,6 @@ import zoneinfo
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
 
-EPOCH_DATE = date(1970, 1, 1)
 _UTC_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 

@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import ESCAPE, contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.schedule import schedule, schedule_feed, schedule_person
 from dutyline.platform.member import service as member_service
@@ -80,8 +80,7 @@ async def list_page(
 ) -> tuple[int, list[Row[Any]]]:
     conditions = [schedule.c.account_id == account_id]
     if query:
-        conditions.append(func.lower(schedule.c.schedule_name).like(
-            contains_pattern(query.lower()), escape=ESCAPE))
+        conditions.append(any_contains(query, schedule.c.schedule_name))
     if team_ids is not None:
         conditions.append(schedule.c.team_id.in_(list(team_ids)))
     if created_by is not None:

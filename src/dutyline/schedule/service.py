@@ -175,8 +175,7 @@ async def create_schedule(
     values = await _common_values(conn, actor, description=description, team_id=team_id,
                                   time_zone=time_zone, notify=notify, secrets=secrets,
                                   stored_notify=None)
-    values.setdefault("time_zone", await account_service.account_time_zone(
-        conn, actor.account_id))
+    values.setdefault("time_zone", await account_service.account_time_zone(conn, actor))
     stored = await _validated_layers(conn, actor, layers or [], schedule_id)
     now = actor.now_s
     await repository.insert_schedule(conn, {
@@ -332,7 +331,7 @@ async def preview(
         raise errors.invalid("start", "start and end are required")
     if time_zone is not None and time_zone not in _TIME_ZONES:
         raise errors.invalid("time_zone", "is not an IANA time zone name")
-    zone_name = time_zone or await account_service.account_time_zone(conn, actor.account_id)
+    zone_name = time_zone or await account_service.account_time_zone(conn, actor)
     stored = await _validated_layers(conn, actor, layers or [], 0)
     return render.schedule_item(
         layers=stored, time_zone=zone_name, window=window, now_s=actor.now_s,

@@ -46,7 +46,6 @@ from zoneinfo import ZoneInfo
 from dutyline.schedule.localtime import (
     add_months,
     local_date,
-    local_datetime,
     months_between,
     wall_at,
     weekday_sunday0,
@@ -378,8 +377,3 @@ def persons_at(layers: list[Layer], shift: Shift | None,
 
 def layers_by_index(layers: list[Layer]) -> dict[int, Layer]:
     return {layer.index: layer for layer in layers}
-
-
-def describe(tz: ZoneInfo, at_s: int) -> str:
-    """A wall-clock reading for error messages and tests."""
-    return local_datetime(tz, at_s).isoformat()

@@ -24,8 +24,8 @@ from google.protobuf.json_format import (  # type: ignore[import-untyped]
     ParseError,
 )
 
-from dutyline.api import errors
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url, guarded_client
+from dutyline.api import errors, outbound_urls
+from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, guarded_client
 
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 CARD_FETCH_TIMEOUT_S = 10.0
@@ -143,11 +143,9 @@ async def resolve_card(
     url = card_url.strip()
     if urlsplit(url).scheme.lower() not in ("http", "https") or not urlsplit(url).hostname:
         raise errors.invalid("card_url", "must be an http or https URL")
-    try:
-        # Early and with a clear reason; the guarded client checks again at connect time.
-        await check_url(url, policy)
-    except OutboundBlocked as exc:
-        raise _refused(url, exc.reason) from None
+    reason = await outbound_urls.refused(url, policy)
+    if reason:  # the card's own wording: it names the URL it fetched
+        raise _refused(url, reason)
     if is_full_card_url(url):
         attempts = [(url, "")]
     else:

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.elements import ColumnElement
 
 from dutyline.aisre.scope import TeamScope, visible
-from dutyline.db.like import contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.aisre import a2a_agent
 
@@ -60,9 +60,7 @@ async def list_page(
         _kinds(include_account=include_account, only_teams=only_teams),
     ]
     if query:
-        conditions.append(
-            func.lower(a2a_agent.c.agent_name).like(contains_pattern(query.lower()), escape="/")
-        )
+        conditions.append(any_contains(query, a2a_agent.c.agent_name))
     total, rows = await counted_page(
         conn, select(func.count()).select_from(a2a_agent).where(*conditions),
         select(a2a_agent).where(*conditions)

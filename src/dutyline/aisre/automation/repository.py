@@ -12,7 +12,7 @@ from sqlalchemy import ColumnElement, and_, delete, false, func, insert, or_, se
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import ESCAPE, contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.paging import counted_page
 from dutyline.db.tables.automation import (
     automation_rule,
@@ -124,7 +124,7 @@ async def list_rules(
     if only_team_ids is not None:
         conds.append(rule.c.team_id.in_(list(only_team_ids)))
     if query:
-        conds.append(func.lower(rule.c.name).like(contains_pattern(query.lower()), escape=ESCAPE))
+        conds.append(any_contains(query, rule.c.name))
     total, rows = await counted_page(
         conn, select(func.count()).select_from(rule).where(*conds),
         select(rule).where(*conds).order_by(rule.c.created_at.desc(), rule.c.rule_id),
@@ -156,12 +156,6 @@ async def insert_trigger(conn: AsyncConnection, values: dict[str, Any]) -> None:
 
 async def update_trigger(conn: AsyncConnection, trigger_id: str, values: dict[str, Any]) -> None:
     await conn.execute(update(trigger).where(trigger.c.trigger_id == trigger_id).values(**values))
-
-
-async def find_trigger(conn: AsyncConnection, trigger_id: str) -> Row[Any] | None:
-    """A trigger with its rule's state, for the fire endpoint (which has no account yet)."""
-    stmt = _trigger_with_rule().where(trigger.c.trigger_id == trigger_id)
-    return (await conn.execute(stmt)).first()
 
 
 async def incident_triggers(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:

@@ -29,6 +29,7 @@ from dutyline.aisre.runner.hub import (
     hub_of,
     offline_message,
 )
+from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 
 DEFAULT_TIMEOUT_S = 60
@@ -54,14 +55,13 @@ def _seconds(value: Any, default: int = DEFAULT_TIMEOUT_S) -> int:
     return max(1, min(seconds, MAX_TIMEOUT_S))
 
 
-async def check_worknode(runtime: Runtime, conn: AsyncConnection, account_id: int,
-                         worknode_id: str) -> str:
+async def check_worknode(conn: AsyncConnection, actor: Actor, *, worknode_id: str) -> str:
     """'' when the rule's worknode is online, else why the run cannot use it."""
-    worknode = await runner_service.worknode_for_run(conn, account_id, worknode_id)
+    worknode = await runner_service.worknode_for_run(conn, actor, worknode_id=worknode_id)
     if worknode is None:
         return (f"the rule's environment_id {worknode_id!r} names no worknode of this "
                 "account: create one with /safari/worknode/create and connect a runner")
-    if not runner_service.is_online(worknode, int(runtime.clock.now() * 1000)):
+    if not runner_service.is_online(worknode, actor.now_ms):
         return offline_message(worknode)
     return ""
 

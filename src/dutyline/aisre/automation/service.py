@@ -414,6 +414,7 @@ async def _check_environment(
         return
     if not environment_id:
         raise errors.invalid("environment_id", "is required with environment_kind byoc")
-    if await runner_service.worknode_for_run(conn, actor.account_id, environment_id) is None:
+    if await runner_service.worknode_for_run(
+            conn, actor, worknode_id=environment_id) is None:
         raise errors.invalid(
             "environment_id", "names no worknode of this account (see /safari/worknode/list)")

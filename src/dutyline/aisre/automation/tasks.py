@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.aisre.automation import agent, runner_tools, runs
 from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import service as rules
+from dutyline.api.actor import Actor
 from dutyline.incident.service import events
 from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
 from dutyline.work.scheduler import Fire, schedule_batch_handler
@@ -77,7 +78,7 @@ async def execute_run(ctx: JobContext, payload: dict[str, Any]) -> None:
     if worknode_id:
         async with runtime.db.transaction(write=False) as conn:
             unavailable = await runner_tools.check_worknode(
-                runtime, conn, rule.account_id, worknode_id)
+                conn, Actor.system(rule.account_id, runtime.clock), worknode_id=worknode_id)
     if unavailable:
         # A byoc run never falls back to running its tools anywhere else.
         outcome = agent.Outcome(runs.FAILED, error=f"The run could not start: {unavailable}")

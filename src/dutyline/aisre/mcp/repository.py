@@ -11,7 +11,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.scope import TeamScope, visible
-from dutyline.db.like import contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.paging import counted_page, ordered
 from dutyline.db.tables.aisre import mcp_server
 
@@ -49,13 +49,7 @@ async def list_page(
         kinds.append(team_filter)
     conditions.append(or_(*kinds) if kinds else false())
     if query:
-        pattern = contains_pattern(query.lower())
-        conditions.append(
-            or_(
-                mcp_server.c.name_key.like(pattern, escape="/"),
-                func.lower(mcp_server.c.description).like(pattern, escape="/"),
-            )
-        )
+        conditions.append(any_contains(query, mcp_server.c.name_key, mcp_server.c.description))
     if status is not None:
         conditions.append(mcp_server.c.status == status)
     # Two statements on purpose: the count is read from the covering index, and the page

@@ -22,13 +22,13 @@ from dutyline.aisre.mcp.schemas import (
     McpTool,
 )
 from dutyline.aisre.scope import TeamScope, in_team_scope
-from dutyline.api import errors
+from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import MCP_MANAGE
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url
+from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.team import service as team_service
 
@@ -334,13 +334,7 @@ async def _checked_url(policy: OutboundPolicy, transport: str, raw: str) -> str:
         return url
     if not url:
         raise errors.invalid("url", "is required")
-    try:
-        await check_url(url, policy)
-    except OutboundBlocked as exc:
-        raise errors.InvalidParameter(
-            "Invalid parameter {field}: the address is refused ({detail})",
-            field="url", detail=exc.reason,
-        ) from None
+    await outbound_urls.check(url, policy, field="url")
     return url
 
 

@@ -38,6 +38,7 @@ from starlette.websockets import WebSocket
 from dutyline.aisre.runner import protocol, service
 from dutyline.aisre.runner import repository as repo
 from dutyline.aisre.runner.bell import TASK, WORK, RelayBell
+from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 
@@ -259,7 +260,8 @@ class RunnerHub:
             await self._listen()
         now = self.now_ms()
         async with self.runtime.db.transaction(write=True) as conn:
-            worknode = await service.worknode_for_run(conn, account_id, worknode_id)
+            worknode = await service.worknode_for_run(
+                conn, Actor.system(account_id, self.runtime.clock), worknode_id=worknode_id)
             if worknode is None:
                 raise RunnerUnavailable(f"the worknode {worknode_id!r} does not exist")
             if not service.is_online(worknode, now):

@@ -41,7 +41,6 @@ WS_PATHS = ("/safari/worknode/ws", "/runner/ws")
 KEY_QUERY = "token"
 KEY_HEADER = "fd-api-key"
 WORKNODE_ID_HEADER = "X-Worknode-ID"
-MAX_FRAME_BYTES = 16 * 1024 * 1024
 
 
 class Message(msgspec.Struct, kw_only=True):

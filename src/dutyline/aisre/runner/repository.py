@@ -10,7 +10,8 @@ from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import contains_pattern
+from dutyline.db.like import any_contains
+from dutyline.db.paging import counted_page
 from dutyline.db.tables.runner import runner_key, runner_task, runner_worknode
 
 # --- worknodes ------------------------------------------------------------------------------
@@ -65,21 +66,17 @@ async def list_worknodes(
 ) -> tuple[int, list[Row[Any]]]:
     conditions = [runner_worknode.c.account_id == account_id]
     if query:
-        conditions.append(func.lower(runner_worknode.c.name).like(
-            contains_pattern(query.lower()), escape="/"))
+        conditions.append(any_contains(query, runner_worknode.c.name))
     if online is not None and online_since is not None:
         is_online = and_(runner_worknode.c.holder != "",
                          runner_worknode.c.last_heartbeat_at >= online_since)
         conditions.append(is_online if online else ~is_online)
-    total = (await conn.execute(
-        select(func.count()).select_from(runner_worknode).where(*conditions))).scalar_one()
-    if not total or offset >= total:
-        return int(total), []
-    rows = (await conn.execute(
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(runner_worknode).where(*conditions),
         select(runner_worknode).where(*conditions)
-        .order_by(runner_worknode.c.created_at.desc(), runner_worknode.c.worknode_id)
-        .offset(offset).limit(limit))).all()
-    return int(total), list(rows)
+        .order_by(runner_worknode.c.created_at.desc(), runner_worknode.c.worknode_id),
+        offset=offset, limit=limit)
+    return total, list(rows)
 
 
 async def key_counts(conn: AsyncConnection, worknode_ids: Collection[str]) -> dict[str, int]:
@@ -122,15 +119,12 @@ async def list_keys(
         conditions.append(runner_key.c.worknode_id == worknode_id)
     if not include_revoked:
         conditions.append(runner_key.c.revoked.is_(False))
-    total = (await conn.execute(
-        select(func.count()).select_from(runner_key).where(*conditions))).scalar_one()
-    if not total or offset >= total:
-        return int(total), []
-    rows = (await conn.execute(
+    total, rows = await counted_page(
+        conn, select(func.count()).select_from(runner_key).where(*conditions),
         select(runner_key).where(*conditions)
-        .order_by(runner_key.c.created_at.desc(), runner_key.c.key_id)
-        .offset(offset).limit(limit))).all()
-    return int(total), list(rows)
+        .order_by(runner_key.c.created_at.desc(), runner_key.c.key_id),
+        offset=offset, limit=limit)
+    return total, list(rows)
 
 
 # --- tasks ----------------------------------------------------------------------------------

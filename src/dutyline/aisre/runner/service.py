@@ -234,11 +234,11 @@ async def open_with_key(conn: AsyncConnection, key: str, *, now_ms: int) -> tupl
     return row, worknode
 
 
-async def key_still_valid(conn: AsyncConnection, key_id: str, account_id: int) -> bool:
-    row = await repo.get_key(conn, account_id, key_id)
+async def key_still_valid(conn: AsyncConnection, actor: Actor, *, key_id: str) -> bool:
+    row = await repo.get_key(conn, actor.account_id, key_id)
     if row is None or row.revoked:
         return False
-    return await repo.get_worknode(conn, account_id, row.worknode_id) is not None
+    return await repo.get_worknode(conn, actor.account_id, row.worknode_id) is not None
 
 
 async def mark_connected(conn: AsyncConnection, worknode_id: str, *, holder: str,
@@ -270,9 +270,9 @@ async def mark_disconnected(conn: AsyncConnection, worknode_id: str, *, holder: 
         "holder": "", "disconnected_at": now_ms, "updated_at": now_ms}, holder=holder)
 
 
-async def worknode_for_run(conn: AsyncConnection, account_id: int, worknode_id: str) -> Any:
+async def worknode_for_run(conn: AsyncConnection, actor: Actor, *, worknode_id: str) -> Any:
     """The worknode a byoc rule names, or None (unknown or of another account)."""
-    return await repo.get_worknode(conn, account_id, worknode_id)
+    return await repo.get_worknode(conn, actor.account_id, worknode_id)
 
 
 def welcome_fields(worknode: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 
 from dutyline.aisre.runner import keys, protocol, service
 from dutyline.aisre.runner.hub import Connection, RunnerHub, hub_of
+from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 
 log = structlog.get_logger("dutyline.runner")
@@ -126,7 +127,8 @@ async def _handle(runtime: Runtime, hub: RunnerHub, connection: Connection,
 async def _heartbeat(runtime: Runtime, hub: RunnerHub, connection: Connection,
                      beat: Any) -> bool:
     async with runtime.db.transaction(write=True) as conn:
-        if not await service.key_still_valid(conn, connection.key_id, connection.account_id):
+        actor = Actor.system(connection.account_id, runtime.clock)
+        if not await service.key_still_valid(conn, actor, key_id=connection.key_id):
             log.info("runner key revoked: disconnecting", worknode_id=connection.worknode_id)
             return False
         return await service.record_heartbeat(

@@ -20,7 +20,6 @@ Priority = Annotated[int, msgspec.Meta(ge=-1_000_000, le=1_000_000)]
 EqualsPath = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
 Equals = Annotated[list[EqualsPath], msgspec.Meta(max_length=20)]
 RuleStatus = Literal["enabled", "disabled"]
-Kind = Literal["inhibit", "silence", "drop"]
 
 
 class ChannelScopedRequest(msgspec.Struct, kw_only=True):

@@ -325,8 +325,8 @@ async def _changed(conn: AsyncConnection, actor: Actor, channel_id: int, kind: s
             tuple(equals_reader(p) for p in inhibit_config["equals"]),
             bool(inhibit_config["is_directly_discard"]),
         )
-    await conn.run_sync(ingest.reindex_inhibit_sources, channel_id=channel_id,
-                        rule_id=rule_id, rule=rule, now_s=actor.now_s)
+    await conn.run_sync(ingest.reindex_inhibit_sources, actor, channel_id=channel_id,
+                        rule_id=rule_id, rule=rule)
 
 
 async def quick_silence(conn: AsyncConnection, actor: Actor, *, channel_id: int,

@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel.pipeline import repository as repo
-from dutyline.db.stamps import saved_values
+from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
 

@@ -5,41 +5,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, bindparam, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db import per_integration
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.enrichment import integration_route
 
 
 async def get(conn: AsyncConnection, account_id: int, integration_id: int) -> Row[Any] | None:
-    stmt = select(integration_route).where(
-        integration_route.c.account_id == account_id,
-        integration_route.c.integration_id == integration_id)
-    if conn.dialect.name == "postgresql":
-        stmt = stmt.with_for_update()
-    return (await conn.execute(stmt)).first()
+    # Locked: a save compares the version the caller read (optimistic concurrency).
+    return await per_integration.get(conn, integration_route, account_id, integration_id,
+                                     for_update=True)
 
 
 async def list_for(conn: AsyncConnection, account_id: int,
                    integration_ids: Sequence[int]) -> list[Row[Any]]:
-    stmt = (select(integration_route)
-            .where(integration_route.c.account_id == account_id,
-                   integration_route.c.integration_id.in_(list(integration_ids)))
-            .order_by(integration_route.c.integration_id))
-    return list((await conn.execute(stmt)).all())
+    return await per_integration.list_for(conn, integration_route, account_id, integration_ids)
 
 
 async def save(conn: AsyncConnection, *, exists: bool, integration_id: int,
                values: dict[str, Any]) -> None:
-    if exists:
-        await conn.execute(update(integration_route)
-                           .where(integration_route.c.integration_id == integration_id)
-                           .values(version=integration_route.c.version + 1, **values))
-    else:
-        await conn.execute(insert(integration_route).values(integration_id=integration_id,
-                                                            **values))
+    await per_integration.save(conn, integration_route, exists=exists,
+                               integration_id=integration_id, values=values)
 
 
 # -- hot path (sync: ingestion runs on the database thread, see Database.run_sync) -------------

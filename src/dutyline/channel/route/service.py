@@ -24,19 +24,13 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
 from dutyline.channel.route import repository as repo
-from dutyline.db.stamps import saved_values
+from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 
 MAX_CASES = 100
 _LABEL = re.compile(r"(labels\.)?[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 _encode = msgspec.json.encode
 _decode = msgspec.json.Decoder(dict[str, Any])
-
-
-class RouteCondition(msgspec.Struct, kw_only=True, forbid_unknown_fields=False):
-    key: str
-    oper: str
-    vals: list[str]
 
 
 class RouteCase(msgspec.Struct, kw_only=True):

@@ -57,13 +57,6 @@ async def update_api(conn: AsyncConnection, account_id: int, api_id: str,
                        .values(version=enrichment_setting.c.version + 1))
 
 
-async def referenced_by(conn: AsyncConnection, api_id: str) -> list[int]:
-    stmt = (select(enrichment_schema_ref.c.integration_id)
-            .where(enrichment_schema_ref.c.schema_id == api_id)
-            .order_by(enrichment_schema_ref.c.integration_id).limit(10))
-    return [r[0] for r in (await conn.execute(stmt)).all()]
-
-
 async def delete_api(conn: AsyncConnection, account_id: int, api_id: str) -> None:
     await conn.execute(delete(mapping_api).where(mapping_api.c.account_id == account_id,
                                                  mapping_api.c.api_id == api_id))

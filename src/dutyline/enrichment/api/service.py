@@ -12,8 +12,9 @@ import msgspec
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors
+from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
+from dutyline.enrichment import references
 from dutyline.enrichment.api import repository as repo
 from dutyline.enrichment.api.schemas import (
     MASK,
@@ -24,7 +25,7 @@ from dutyline.enrichment.api.schemas import (
     MappingApiItem,
 )
 from dutyline.kit.ids import hex_id
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url
+from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.team import service as teams
 
@@ -46,12 +47,7 @@ async def _check_url(url: str, policy: OutboundPolicy) -> str:
     url = url.strip()
     if not url.lower().startswith(("http://", "https://")):
         raise errors.invalid("url", "must start with http:// or https://")
-    try:
-        await check_url(url, policy)
-    except OutboundBlocked as exc:
-        raise errors.InvalidParameter(
-            "Invalid parameter {field}: the address is refused ({detail})",
-            field="url", detail=exc.reason) from None
+    await outbound_urls.check(url, policy, field="url")
     return url
 
 
@@ -142,16 +138,12 @@ async def update_api(conn: AsyncConnection, actor: Actor, *, req: ApiUpdateReque
 
 async def delete_api(conn: AsyncConnection, actor: Actor, *, api_id: str) -> str:
     row = await _existing(conn, actor, api_id)
-    users = await repo.referenced_by(conn, row.api_id)
-    if users:
-        raise errors.ReferenceExist(
-            "Mapping API {id} is used by the enrichment of integrations {users}",
-            id=row.api_id, users=",".join(map(str, users)))
+    await references.refuse_while_referenced(conn, kind="api", ref_id=row.api_id)
     await repo.delete_api(conn, actor.account_id, row.api_id)
     return str(row.api_id)
 
 
-async def existing_api_ids(conn: AsyncConnection, account_id: int,
+async def existing_api_ids(conn: AsyncConnection, actor: Actor, *,
                            api_ids: list[str]) -> set[str]:
     """For enrichment rules: which of these ids are APIs of the account."""
-    return await repo.existing_ids(conn, account_id, api_ids) if api_ids else set()
+    return await repo.existing_ids(conn, actor.account_id, api_ids) if api_ids else set()

@@ -33,13 +33,13 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import contains_pattern
+from dutyline.db.like import any_contains
 from dutyline.db.tables import incident_insight as flag_where
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.incident import alert, incident, incident_event
-from dutyline.db.tables.platform import account, member, team
 from dutyline.incident import visibility
 from dutyline.incident.analytics.schemas import Filter, Grid
+from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
 from dutyline.kit import localtime
 
@@ -133,14 +133,9 @@ def _conditions(dialect: str, scope: Scope, f: Filter) -> list[ColumnElement[boo
     ]
     conds += _filtered(scope, f, c.incident_severity, c.channel_id, c.incident_id)
     if f.responder_ids:
-        # responders is JSON written only by the incident package, encoded by msgspec with
-        # person_id first and no spaces (as /incident/list filters it).
-        conds.append(or_(*(c.responders.like(contains_pattern(f'{{"person_id":{p},'),
-                                             escape="/") for p in f.responder_ids)))
+        conds.append(responders_include(f.responder_ids))
     if f.query:
-        pattern = contains_pattern(f.query.lower())
-        conds.append(or_(func.lower(c.title).like(pattern, escape="/"),
-                         func.lower(c.description).like(pattern, escape="/")))
+        conds.append(any_contains(f.query, c.title, c.description))
     for key, value in f.labels.items():
         conds.append(json_text(dialect, c.labels, key) == value)
     for key, value in f.fields.items():
@@ -409,9 +404,7 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
     ]
     conds += _filtered(scope, f, a.alert_severity, a.channel_id, a.incident_id)
     if f.query:
-        pattern = contains_pattern(f.query.lower())
-        conds.append(or_(func.lower(a.title).like(pattern, escape="/"),
-                         func.lower(a.description).like(pattern, escape="/")))
+        conds.append(any_contains(f.query, a.title, a.description))
     for key, wanted in f.labels.items():
         conds.append(json_text(dialect, a.labels, key) == wanted)
     local = local_time(a.start_time, grid)
@@ -429,36 +422,3 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
     stmt = (select(r.label, r.hours, alerts, events).group_by(r.label, r.hours)
             .order_by(*order).limit(k))
     return list((await conn.execute(stmt)).all())
-
-
-# --- names -------------------------------------------------------------------------------
-
-async def account_time_zone(conn: AsyncConnection, account_id: int) -> str:
-    stmt = select(account.c.time_zone).where(account.c.account_id == account_id)
-    return str((await conn.execute(stmt)).scalar_one_or_none() or "")
-
-
-async def channel_names(conn: AsyncConnection, account_id: int,
-                        ids: set[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    stmt = select(channel.c.channel_id, channel.c.channel_name).where(
-        channel.c.account_id == account_id, channel.c.channel_id.in_(sorted(ids)))
-    return {r.channel_id: r.channel_name for r in await conn.execute(stmt)}
-
-
-async def team_names(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, str]:
-    if not ids:
-        return {}
-    stmt = select(team.c.team_id, team.c.team_name).where(
-        team.c.account_id == account_id, team.c.team_id.in_(sorted(ids)))
-    return {r.team_id: r.team_name for r in await conn.execute(stmt)}
-
-
-async def members(conn: AsyncConnection, account_id: int,
-                  ids: set[int]) -> dict[int, tuple[str, str]]:
-    if not ids:
-        return {}
-    stmt = select(member.c.member_id, member.c.member_name, member.c.email).where(
-        member.c.account_id == account_id, member.c.member_id.in_(sorted(ids)))
-    return {r.member_id: (r.member_name, r.email) for r in await conn.execute(stmt)}

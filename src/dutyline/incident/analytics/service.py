@@ -25,6 +25,8 @@ from dutyline.incident.analytics.schemas import (
     LabelTotals,
     Totals,
 )
+from dutyline.platform.member import service as member_service
+from dutyline.platform.team import service as team_service
 
 __all__ = [
     "Dimension",
@@ -33,13 +35,9 @@ __all__ = [
     "IncidentFacts",
     "LabelTotals",
     "Totals",
-    "account_time_zone",
     "alert_label_totals",
-    "channel_names",
     "incident_page",
-    "member_names",
     "responder_totals",
-    "team_names",
     "totals",
 ]
 
@@ -56,11 +54,6 @@ def _totals(rows: list[dict[str, Any]]) -> list[Totals]:
                 setattr(t, n, str(v or "") if n == "hours" else int(v or 0))
         out.append(t)
     return out
-
-
-async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
-    """The account's IANA time zone ('' if none is set)."""
-    return await repo.account_time_zone(conn, actor.account_id)
 
 
 async def totals(conn: AsyncConnection, actor: Actor, *, filter: Filter, grid: Grid,
@@ -88,9 +81,8 @@ async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, 
     rows = await repo.incident_page(conn, scope, filter, asc=asc, offset=offset, limit=limit)
     if not rows:
         return total, []
-    account_id = actor.account_id
-    teams = await repo.team_names(conn, account_id, {r.team_id for r in rows if r.team_id})
-    creators = await repo.members(conn, account_id, {r.creator_id for r in rows if r.creator_id})
+    teams = await team_service.team_names(conn, actor, {r.team_id for r in rows})
+    creators = await member_service.member_names(conn, actor, {r.creator_id for r in rows})
     timeouts = await repo.timeout_closed_ids(
         conn, [r.incident_id for r in rows if r.progress == repo.CLOSED and not r.closer_id])
     facts: dict[str, IncidentFacts] = {}
@@ -123,7 +115,7 @@ async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, 
                 f.manual_escalations += n
     people = {p["person_id"] for f in facts.values() for p in f.responders
               if isinstance(p, dict) and "person_id" in p}
-    names = await repo.members(conn, account_id, people)
+    names = await member_service.member_names(conn, actor, people)
     for f in facts.values():
         for p in f.responders:
             name, email = names.get(p.get("person_id", 0), ("", ""))
@@ -143,13 +135,3 @@ async def alert_label_totals(conn: AsyncConnection, actor: Actor, *, filter: Fil
                         alert_events=int(r.alert_events)) for r in rows]
 
 
-async def channel_names(conn: AsyncConnection, actor: Actor, ids: set[int]) -> dict[int, str]:
-    return await repo.channel_names(conn, actor.account_id, ids)
-
-
-async def team_names(conn: AsyncConnection, actor: Actor, ids: set[int]) -> dict[int, str]:
-    return await repo.team_names(conn, actor.account_id, ids)
-
-
-async def member_names(conn: AsyncConnection, actor: Actor, ids: set[int]) -> dict[int, str]:
-    return {k: v[0] for k, v in (await repo.members(conn, actor.account_id, ids)).items()}

@@ -50,11 +50,7 @@ def _definition(row: Any) -> FieldDefinition:
     )
 
 
-async def list_definitions(conn: AsyncConnection, account_id: int) -> list[FieldDefinition]:
-    return [_definition(r) for r in await repo.list_all(conn, account_id)]
-
-
-async def validate_value(conn: AsyncConnection, account_id: int, field_name: str,
+async def validate_value(conn: AsyncConnection, actor: Actor, *, field_name: str,
                          value: Any) -> tuple[FieldDefinition, Any]:
     """The account's definition of `field_name` and `value` normalized to its type: text and
     single_select a string, multi_select a list of distinct options, checkbox a bool; None
@@ -62,7 +58,7 @@ async def validate_value(conn: AsyncConnection, account_id: int, field_name: str
     string works for every type: `"true"`/`"false"` for a checkbox; for a multi_select one
     option, options separated by commas, or a JSON array. InvalidParameter names
     `field_name` for an unknown field and `field_value` for a value that does not fit."""
-    row = (await repo.get_by_name(conn, account_id, field_name, shared_lock=True)
+    row = (await repo.get_by_name(conn, actor.account_id, field_name, shared_lock=True)
            if field_name else None)
     if row is None:
         raise errors.invalid("field_name", "is not a custom field of this account")

@@ -64,9 +64,9 @@ def routed_settings_sync(conn: Connection, account_id: int,
 
 
 async def load_settings(
-    conn: AsyncConnection, account_id: int, channel_id: int
+    conn: AsyncConnection, actor: Actor, *, channel_id: int
 ) -> IngestSettings | None:
-    found = await channel_service.load_settings(conn, account_id, channel_id)
+    found = await channel_service.load_settings(conn, actor, channel_id=channel_id)
     return None if found is None else _ingest_settings(found)
 
 

@@ -45,7 +45,6 @@ PUSH_PATH = "/event/push/alert/standard"
 PROMETHEUS_PATH = "/event/push/alert/prometheus"  # Alertmanager's webhook (sources.py)
 GRAFANA_PATH = "/event/push/alert/grafana"
 WEBHOOK_PATH = "/event/push/alert/webhook"  # any JSON, fields mapped in the query string
-INGESTION_PATHS = (PUSH_PATH, PROMETHEUS_PATH, GRAFANA_PATH, WEBHOOK_PATH)
 KNOWN_KEYS = 10_000
 # Runs of a push whose enrichment calls mapping APIs: the answers of one round may feed the
 # labels of the next API's call (chained mappings); the answers given to the last are final.

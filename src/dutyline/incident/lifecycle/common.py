@@ -68,8 +68,8 @@ async def record(
     endpoint names the audit targets)."""
     account_id, person_id, now = actor.account_id, actor.person_id, actor.now_s
     if feed_type is not None:
-        await feed.add(conn, incident_id=row.incident_id, account_id=account_id,
-                       feed_type=feed_type, creator_id=person_id, detail=detail, now_s=now)
+        await feed.add(conn, actor, incident_id=row.incident_id, feed_type=feed_type,
+                       detail=detail)
     await events.emit(
         conn, account_id=account_id, incident_id=row.incident_id, kind=kind, now_s=now,
         person_id=person_id,

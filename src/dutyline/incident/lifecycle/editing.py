@@ -14,7 +14,7 @@ from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
 from dutyline.incident import events, feed, visibility
 from dutyline.incident.creation import NewIncident, open_incident
-from dutyline.incident.lifecycle import fields
+from dutyline.incident.field import service as field_service
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
     CLOSED,
@@ -153,9 +153,8 @@ async def reset(
     values["updated_at"] = actor.now_s
     await repo.update_incident(conn, row.incident_id, values)
     for feed_type, before, after in changes.values():
-        await feed.add(conn, incident_id=row.incident_id, account_id=actor.account_id,
-                       feed_type=feed_type, creator_id=actor.person_id,
-                       detail={"from": before, "to": after}, now_s=actor.now_s)
+        await feed.add(conn, actor, incident_id=row.incident_id, feed_type=feed_type,
+                       detail={"from": before, "to": after})
     await record(conn, actor, row, feed_type=None, detail={}, kind=events.UPDATED,
                  payload={"fields": sorted(changes)})
     return [row.incident_id]
@@ -165,7 +164,9 @@ async def reset_field(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                       field_name: str, field_value: Any) -> list[str]:
     """Set (None: clear) a custom field's value on an incident; returns its id."""
     (row,) = await load_all(conn, actor, [incident_id.lower()], field="incident_id")
-    name, value = await fields.checked_value(conn, actor.account_id, field_name, field_value)
+    definition, value = await field_service.validate_value(
+        conn, actor, field_name=field_name, value=field_value)
+    name = definition.field_name
     current: dict[str, Any] = loads(row.fields)
     if value is None:
         current.pop(name, None)

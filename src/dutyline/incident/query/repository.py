@@ -31,7 +31,7 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
 
 from dutyline.db.like import contains_pattern
-from dutyline.db.paging import keyed, ordered
+from dutyline.db.paging import ordered
 from dutyline.db.tables.channel import channel, integration
 from dutyline.db.tables.incident import (
     alert,
@@ -42,6 +42,7 @@ from dutyline.db.tables.incident import (
 )
 from dutyline.db.tables.platform import account, member
 from dutyline.incident import visibility
+from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
 
 
@@ -86,10 +87,7 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     if f.closer_ids:
         conds.append(and_(c.closer_id.in_(f.closer_ids), c.progress == "Closed"))
     if f.responder_ids:
-        # responders is JSON written only by this package, always encoded by msgspec with
-        # person_id first and no spaces, so a person's entry starts with this exact text.
-        conds.append(or_(*(c.responders.like(contains_pattern(f'{{"person_id":{p},'), escape="/")
-                           for p in f.responder_ids)))
+        conds.append(responders_include(f.responder_ids))
     if f.incident_ids:
         conds.append(c.incident_id.in_(f.incident_ids))
     if f.nums:
@@ -190,24 +188,6 @@ async def account_row(conn: AsyncConnection, account_id: int) -> Any:
     stmt = select(account.c.account_name, account.c.locale, account.c.time_zone).where(
         account.c.account_id == account_id)
     return (await conn.execute(stmt)).first()
-
-
-async def channels(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, Any]:
-    ids.discard(0)
-    if not ids:
-        return {}
-    stmt = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(
-        channel.c.account_id == account_id, channel.c.channel_id.in_(ids))
-    return await keyed(conn, stmt, "channel_id")
-
-
-async def members(conn: AsyncConnection, account_id: int, ids: set[int]) -> dict[int, Any]:
-    ids.discard(0)
-    if not ids:
-        return {}
-    stmt = select(member.c.member_id, member.c.member_name, member.c.email).where(
-        member.c.account_id == account_id, member.c.member_id.in_(ids))
-    return await keyed(conn, stmt, "member_id")
 
 
 async def integrations_by_incident(

@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.channel import service as channels
 from dutyline.incident import feed, visibility
 from dutyline.incident.alert.records import alert_fields, event_item, images_of
 from dutyline.incident.alert.schemas import AlertEventItem, AlertInfo, IncidentShort
@@ -33,6 +34,7 @@ from dutyline.incident.query.schemas import (
     PersonShort,
     Responder,
 )
+from dutyline.platform.member import service as members
 
 PROGRESSES = ("Triggered", "Processing", "Closed")
 SEVERITIES = ("Critical", "Warning", "Info")
@@ -51,7 +53,7 @@ async def incident_info(conn: AsyncConnection, actor: Actor, *, incident_id: str
     row = await repo.find(conn, scope, incident_id.lower())
     if row is None:
         raise errors.not_found("incident", incident_id)
-    return (await records(conn, actor.account_id, [row], base_url=base_url,
+    return (await records(conn, actor, [row], base_url=base_url,
                           alerts_scope=scope if include_alerts else None))[0]
 
 
@@ -61,7 +63,7 @@ async def list_by_ids(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequ
     ids = list(dict.fromkeys(i.lower() for i in incident_ids))
     scope = await visibility.scope(actor)
     rows = await repo.find_many(conn, scope, ids)
-    items = await records(conn, actor.account_id, rows, base_url=base_url,
+    items = await records(conn, actor, rows, base_url=base_url,
                           alerts_scope=scope if include_alerts else None)
     return IncidentListResponse(items=items, total=len(items), has_next_page=False)
 
@@ -129,7 +131,7 @@ async def list_incidents(
     cursor = ""
     if has_next and rows:
         cursor = _write_cursor(cursor_key, rows[-1].start_time, rows[-1].incident_id, asc)
-    return IncidentListResponse(items=await records(conn, account_id, rows, base_url=base_url),
+    return IncidentListResponse(items=await records(conn, actor, rows, base_url=base_url),
                                 total=total, has_next_page=has_next, search_after_ctx=cursor)
 
 
@@ -165,7 +167,7 @@ def _read_cursor(key: str, cursor: str, asc: bool) -> tuple[int, str]:
     return start_time, incident_id
 
 
-async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], *,
+async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
                   base_url: str, alerts_scope: visibility.Scope | None = None
                   ) -> list[IncidentInfo]:
     """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads;
@@ -173,11 +175,11 @@ async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], 
     read per incident)."""
     if not rows:
         return []
-    acct = await repo.account_row(conn, account_id)
-    chans = await repo.channels(conn, account_id, {r.channel_id for r in rows})
+    acct = await repo.account_row(conn, actor.account_id)
+    chans = await channels.channel_names(conn, actor, [r.channel_id for r in rows])
     responders = {r.incident_id: _responders.decode(r.responders) for r in rows}
-    people = await repo.members(
-        conn, account_id, {p.person_id for rs in responders.values() for p in rs}
+    people = await members.member_names(
+        conn, actor, {p.person_id for rs in responders.values() for p in rs}
         | {i for r in rows for i in (r.creator_id, r.closer_id, r.owner_id)})
     integrations = await repo.integrations_by_incident(conn, [r.incident_id for r in rows])
     frequent = await repo.frequent(conn, [r.incident_id for r in rows])
@@ -187,7 +189,7 @@ async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], 
         for p in responders[r.incident_id]:
             person = people.get(p.person_id)
             if person is not None:
-                p.person_name, p.email = person.member_name, person.email
+                p.person_name, p.email = person
         sources = integrations.get(r.incident_id, [])
         items.append(IncidentInfo(
             incident_id=r.incident_id, account_id=r.account_id, channel_id=r.channel_id,
@@ -210,8 +212,8 @@ async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], 
             account_name=acct.account_name if acct else "",
             account_locale=acct.locale if acct else "",
             account_time_zone=acct.time_zone if acct else "",
-            channel_name=chan.channel_name if chan else "",
-            channel_status=chan.status if chan else "",
+            channel_name=chan[0] if chan else "",
+            channel_status=chan[1] if chan else "",
             detail_url=f"{base_url}/incident/detail/{r.incident_id}",
             silence_url=f"{base_url}/incident/silence/{r.incident_id}",
             post_mortem_id="", images=images_of(r.images), manual_overrides=[],
@@ -219,7 +221,7 @@ async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], 
             creator=_person(people, r.creator_id), closer=_person(people, r.closer_id),
             owner=_person(people, r.owner_id),
             # A member-created incident was reported by its creator.
-            reporter_email=(people[r.creator_id].email if r.creator_id in people else None),
+            reporter_email=(people[r.creator_id][1] if r.creator_id in people else None),
             integration_type=sources[0][1] if sources else None,
             # Channel link integrations do not exist here yet: none to render.
             links=[],
@@ -235,11 +237,11 @@ async def records(conn: AsyncConnection, account_id: int, rows: list[Row[Any]], 
     return items
 
 
-def _person(people: dict[int, Any], person_id: int) -> PersonShort | None:
+def _person(people: dict[int, tuple[str, str]], person_id: int) -> PersonShort | None:
     found = people.get(person_id) if person_id else None
     if found is None:
         return None
-    return PersonShort(person_id=person_id, person_name=found.member_name, email=found.email)
+    return PersonShort(person_id=person_id, person_name=found[0], email=found[1])
 
 
 async def incident_feed(

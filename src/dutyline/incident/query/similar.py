@@ -93,6 +93,6 @@ async def past_incidents(
         return []
     rows = await repo.find_many(conn, scope, [i for _, i in best])
     infos = {info.incident_id: info
-             for info in await records(conn, actor.account_id, rows, base_url=base_url)}
+             for info in await records(conn, actor, rows, base_url=base_url)}
     return [PastIncidentItem(**msgspec.structs.asdict(infos[i]), score=score)
             for score, i in best if i in infos]

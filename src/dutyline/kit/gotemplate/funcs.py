@@ -20,7 +20,7 @@ from .builtins import GoFunc, is_true
 from .errors import TemplateExecError
 from .gofmt import sprint
 from .gotime import format_time
-from .values import MISSING, to_any
+from .values import to_any
 
 SEVERITY_COLORS = {"Critical": "#C80000", "Warning": "#FA7D00", "Info": "#FABE00",
                    "Ok": "#008800"}
@@ -286,7 +286,3 @@ def notification_funcs(tz: str = "", now: Callable[[], float] | None = None) -> 
         "coalesce": coalesce, "toString": one_str("toString", lambda s: s),
         "toInt64": to_int64, "join": join,
     }
-
-
-NOTIFICATION_FUNC_NAMES = frozenset(notification_funcs())
-_ = MISSING

@@ -97,9 +97,9 @@ async def record_attempt(conn: AsyncConnection, actor: Actor, row: Any,
                             now_ms=actor.now_ms, run_at_ms=run_at,
                             dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{number + 1}")
         return status
-    await feed.add(conn, incident_id=row.incident_id, account_id=row.account_id,
-                   feed_type="i_notify", creator_id=0,
-                   detail=notify_detail(row, attempt, status), now_s=actor.now_s)
+    # The delivery job's actor is the system's (person 0), the entry's creator.
+    await feed.add(conn, actor, incident_id=row.incident_id, feed_type="i_notify",
+                   detail=notify_detail(row, attempt, status))
     return status
 
 

@@ -73,6 +73,7 @@ async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
                        updated_at=row.updated_at)
 
 
-async def account_time_zone(conn: AsyncConnection, account_id: int) -> str:
-    """The account's IANA time zone (for other domains' defaults, e.g. schedules)."""
-    return await repository.time_zone(conn, account_id) or "UTC"
+async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
+    """The actor's account's IANA time zone, "UTC" when none is set (for other domains'
+    defaults: schedules, monitor rules' enabled times, insight day buckets)."""
+    return await repository.time_zone(conn, actor.account_id) or "UTC"

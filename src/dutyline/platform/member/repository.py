@@ -60,6 +60,15 @@ async def find_one(conn: AsyncConnection, account_id: int, **match: str | int) -
     return list(await conn.execute(stmt.limit(2)))
 
 
+async def names(conn: AsyncConnection, account_id: int,
+                ids: list[int]) -> dict[int, tuple[str, str]]:
+    if not ids:
+        return {}
+    stmt = select(member.c.member_id, member.c.member_name, member.c.email).where(
+        member.c.account_id == account_id, member.c.member_id.in_(ids))
+    return {r.member_id: (r.member_name, r.email) for r in await conn.execute(stmt)}
+
+
 async def find_many(conn: AsyncConnection, account_id: int, ids: list[int]) -> list[Row[Any]]:
     if not ids:
         return []

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -325,6 +325,13 @@ async def _find_for_delete(
     if len(rows) > 1:
         raise errors.invalid(field, "matches more than one member; use member_id")
     return rows[0]
+
+
+async def member_names(conn: AsyncConnection, actor: Actor,
+                       member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """{member_id: (name, e-mail)} of the account's members among these ids, removed members
+    included: records (incidents, analytics, insight) keep naming who acted."""
+    return await repo.names(conn, actor.account_id, sorted(set(member_ids) - {0}))
 
 
 async def existing_member_ids(conn: AsyncConnection, actor: Actor,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,6 +179,15 @@ def _items(rows: list[Any]) -> list[TeamItem]:
         )
         for r in rows
     ]
+
+
+async def team_names(conn: AsyncConnection, actor: Actor,
+                     team_ids: Iterable[int]) -> dict[int, str]:
+    """{team_id: name} of the account's teams among these ids (for records naming a team)."""
+    wanted = sorted(set(team_ids) - {0})
+    if not wanted:
+        return {}
+    return {r.team_id: r.team_name for r in await repo.find_many(conn, actor.account_id, wanted)}
 
 
 async def existing_team_ids(conn: AsyncConnection, actor: Actor,
