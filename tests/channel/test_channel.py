@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any
 
 import pytest
 
 from dutyline.api.actor import Actor
-from dutyline.channel.service import load_settings, touch_last_incident
+from dutyline.channel.service import load_settings
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
-from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 
@@ -408,16 +409,19 @@ async def test_load_settings(api: Api, owner: Person, other_owner: Person) -> No
     assert defaults.flapping.is_disabled is True
 
 
-async def test_last_incident_at_drives_ranking(api: Api, owner: Person) -> None:
+async def test_opening_an_incident_stamps_last_incident_at_and_drives_ranking(
+        api: Api, owner: Person) -> None:
     quiet = await _create(api, owner, "Quiet")
     busy = await _create(api, owner, "Busy")
     other = await _create(api, owner, "Other")
-    async with api.runtime.db.transaction() as conn:
-        clock = FakeClock(1_700_000_100)
-        await touch_last_incident(conn, Actor.system(owner.account_id, clock), channel_id=quiet)
-        clock.set(1_700_000_200)
-        await touch_last_incident(conn, Actor.system(owner.account_id, clock), channel_id=busy)
+    assert (await _info(api, owner, quiet))["last_incident_at"] == 0
+    for channel_id in (quiet, busy):
+        before = int(time.time())
+        await api.call("/incident/create", {"title": "t", "incident_severity": "Info",
+                                            "channel_id": channel_id}, key=owner.key)
+        assert (await _info(api, owner, channel_id))["last_incident_at"] >= before
+        await asyncio.sleep(1.1)  # the next one a whole second later: a strict order
     ranked = await api.call("/channel/list", {}, key=owner.key)
     assert [c["channel_id"] for c in ranked.data["items"]][:2] == [busy, quiet]
     assert ranked.data["items"][2]["channel_id"] == other
-    assert (await _info(api, owner, busy))["last_incident_at"] == 1_700_000_200
+    assert (await _info(api, owner, other))["last_incident_at"] == 0

@@ -81,6 +81,21 @@ def get_sync(conn: Connection, account_id: int, channel_id: int) -> Any:
     return conn.execute(stmt).first()
 
 
+def touch_last_incident_sync(conn: Connection, account_id: int, channel_id: int,
+                             now_s: int) -> None:
+    # A soft stamp for ordering, written inside incident creation: it must never make two
+    # ingestions wait for each other (or deadlock, when a batch opens incidents in several
+    # channels in another order). So on PostgreSQL a row another transaction is stamping
+    # right now is skipped, and `<` skips the write for the same second.
+    stale = select(channel.c.channel_id).where(
+        channel.c.account_id == account_id, channel.c.channel_id == channel_id,
+        channel.c.last_incident_at < now_s)
+    if conn.dialect.name == "postgresql":
+        stale = stale.with_for_update(skip_locked=True)
+    conn.execute(update(channel).where(channel.c.channel_id.in_(stale.scalar_subquery()))
+                 .values(last_incident_at=now_s))
+
+
 async def get(conn: AsyncConnection, account_id: int, channel_id: int) -> Row[Any] | None:
     """Any channel of the account, whatever its status and privacy."""
     stmt = select(channel).where(channel.c.account_id == account_id,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy import Select
+from sqlalchemy import Connection, Select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -46,7 +46,7 @@ __all__ = [
     "load_settings",
     "load_settings_sync",
     "require_visible",
-    "touch_last_incident",
+    "touch_last_incident_sync",
     "viewer",
     "visible_channel_ids",
 ]
@@ -84,11 +84,12 @@ async def channel_names(conn: AsyncConnection, actor: Actor,
     return await repo.names(conn, actor.account_id, list(dict.fromkeys(channel_ids)))
 
 
-async def touch_last_incident(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> None:
+def touch_last_incident_sync(conn: Connection, *, account_id: int, channel_id: int,
+                             now_s: int) -> None:
     """Record that the channel just opened an incident (ChannelItem.last_incident_at, and the
-    `ranking` order of /channel/list). For incident creation to call."""
-    await repo.update_channel(conn, actor.account_id, channel_id,
-                              {"last_incident_at": actor.now_s})
+    `ranking` order of /channel/list). Incident creation calls it in its own transaction, on
+    the ingestion hot path's sync connection."""
+    repo.touch_last_incident_sync(conn, account_id, channel_id, now_s)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import msgspec
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.channel import service as channels
 from dutyline.incident import events, feed
 from dutyline.incident import repository as repo
 from dutyline.kit.ids import hex_id
@@ -71,6 +72,9 @@ def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str
         "created_at": now_s,
         "updated_at": now_s,
     })
+    if new.channel_id:
+        channels.touch_last_incident_sync(conn, account_id=new.account_id,
+                                          channel_id=new.channel_id, now_s=now_s)
     feed.add_sync(
         conn, incident_id=incident_id, account_id=new.account_id, feed_type=feed.NEW,
         creator_id=new.creator_id, detail={"severity": new.severity, "title": new.title},
