@@ -16,6 +16,7 @@ from sqlalchemy import select, update
 from dutyline.aisre.automation import agent
 from dutyline.config import Settings
 from dutyline.db.tables.automation import automation_run
+from dutyline.db.tables.work import job
 from dutyline.work.worker import Worker
 from tests.aisre.a2a_peers import a2a_peer
 from tests.aisre.mcp_peers import Peers, mcp_peers
@@ -424,6 +425,12 @@ async def test_a_matching_new_incident_fires_the_rule_once(w: World, api: Api) -
     matching = await incident(w.channel_id, "Critical")
     await incident(w.channel_id, "Info")
     await incident(other.data["channel_id"], "Critical")
+    # Only the incident a rule matches queued a job for the trigger: the other two were
+    # turned away in their own transaction (incident/events.py `wants`).
+    async with api.runtime.db.connect() as conn:
+        queued = (await conn.execute(select(job.c.payload).where(
+            job.c.kind == "incident_event.automation.oncall_incident"))).scalars().all()
+    assert len(queued) == 1
     # Run only the incident-event jobs (the runs they queue stay queued for this check).
     worker = Worker(api.runtime, worker_id="events")
     for j in await worker.claim(50):

@@ -164,3 +164,26 @@ def test_the_domain_subscribers_name_the_kinds_they_act_on() -> None:
     assert "automation.oncall_incident" in events.subscribers(events.CREATED)
     assert not {"dispatch", "automation.oncall_incident"} & set(
         events.subscribers(events.ALERT_ADDED))
+
+
+async def test_a_subscriber_that_does_not_want_an_event_gets_no_job(
+    capi: Api, channel_with_integration: Make, test_subscribers: None
+) -> None:
+    asked: list[tuple[str, int]] = []
+
+    def only_critical(conn: object, ev: IncidentEvent) -> bool:
+        asked.append((ev.kind, ev.account_id))
+        return ev.payload.get("severity") == "Critical"
+
+    events._wants["test_flaky"] = only_critical  # type: ignore[assignment]
+    try:
+        w = await channel_with_integration()
+        await push(capi, w.key, event(key="1", status="Warning"))
+        await push(capi, w.key, event(key="2", status="Critical", title="other"))
+        assert await _count(capi, incident_event) == 2
+        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_audit") == 2
+        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_flaky") == 1
+        assert [k for k, _ in asked] == ["created", "created"]
+        assert {a for _, a in asked} == {w.account.account_id}
+    finally:
+        events._wants.pop("test_flaky", None)

@@ -56,18 +56,22 @@ class IncidentEvent:
 
 
 Subscriber = Callable[[JobContext, IncidentEvent], Awaitable[None]]
+# Asked in the emitting transaction whether the subscriber would act on the event at all.
+Wants = Callable[[Connection, IncidentEvent], bool]
 _subscribers: dict[str, Subscriber] = {}
 # The event kinds a subscriber asked for; a subscriber missing here gets every kind.
 _kinds: dict[str, frozenset[str]] = {}
+_wants: dict[str, Wants] = {}
 
 
 def subscriber(
-    name: str, *, kinds: Collection[str] | None = None
+    name: str, *, kinds: Collection[str] | None = None, wants: Wants | None = None
 ) -> Callable[[Subscriber], Subscriber]:
     """Register `fn` to receive incident events through job kind incident_event.<name>: every
-    event, or only those of `kinds`. Naming the kinds matters on the hot path: an alert that
-    joins an open incident emits `alert_added`, and a job per subscriber that would ignore it
-    costs a claim, a read and a commit each."""
+    event, or only those of `kinds`, and of those only the ones `wants` (a quick sync check
+    in the emitting transaction, seeing what it wrote) accepts. Both matter on the hot path: a
+    job that would do nothing still costs a claim, a read and a commit. `wants` must answer
+    from data that the job would read too, so that skipping the job changes nothing."""
 
     def register(fn: Subscriber) -> Subscriber:
         _subscribers[name] = fn
@@ -75,6 +79,10 @@ def subscriber(
             _kinds.pop(name, None)
         else:
             _kinds[name] = frozenset(kinds)
+        if wants is None:
+            _wants.pop(name, None)
+        else:
+            _wants[name] = wants
 
         async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
             event = await load_event(ctx.conn, int(payload["event_id"]))
@@ -114,8 +122,13 @@ def emit_sync(
         "payload": msgspec.json.encode(payload or {}).decode(), "person_id": person_id,
         "created_at": now_s,
     })
+    event = IncidentEvent(id=event_id, account_id=account_id, incident_id=incident_id,
+                          kind=kind, payload=payload or {}, person_id=person_id,
+                          created_at=now_s)
     for name in subscribers(kind):
-        enqueue_sync(conn, JOB_PREFIX + name, {"event_id": event_id}, now_ms=now_s * 1000)
+        wants = _wants.get(name)
+        if wants is None or wants(conn, event):
+            enqueue_sync(conn, JOB_PREFIX + name, {"event_id": event_id}, now_ms=now_s * 1000)
     return event_id
 
 

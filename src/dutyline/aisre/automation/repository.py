@@ -158,16 +158,25 @@ async def update_trigger(conn: AsyncConnection, trigger_id: str, values: dict[st
     await conn.execute(update(trigger).where(trigger.c.trigger_id == trigger_id).values(**values))
 
 
-async def incident_triggers(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
+def _incident_triggers(account_id: int) -> Any:
     """Enabled on-call incident triggers of enabled rules of the account."""
-    stmt = (
+    return (
         select(trigger)
         .join(rule, rule.c.rule_id == trigger.c.rule_id)
         .where(trigger.c.account_id == account_id, trigger.c.kind == "oncall_incident",
                trigger.c.enabled.is_(True), rule.c.enabled.is_(True))
         .order_by(trigger.c.rule_id)
     )
-    return list((await conn.execute(stmt)).all())
+
+
+async def incident_triggers(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
+    return list((await conn.execute(_incident_triggers(account_id))).all())
+
+
+def incident_triggers_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
+    """`incident_triggers` inside incident creation (the event stream asks whether to queue
+    the automation trigger's job at all)."""
+    return list(conn.execute(_incident_triggers(account_id)).all())
 
 
 # --- runs and steps -------------------------------------------------------------------------

@@ -177,23 +177,37 @@ def fire_sync(
 # --- the on-call incident trigger ---------------------------------------------------------
 
 
+def _matching(triggers: list[Any], channel_id: int, severity: str) -> list[Any]:
+    """The incident triggers that list this channel and severity."""
+    return [t for t in triggers
+            if channel_id in msgspec.json.decode(t.channel_ids, type=list[int])
+            and severity in msgspec.json.decode(t.severities, type=list[str])]
+
+
+def wants_incident_sync(conn: Connection, account_id: int, payload: dict[str, Any]) -> bool:
+    """Whether an incident opened with this event payload would fire any rule; asked in the
+    incident's own transaction, so an account without such rules (most) queues no job."""
+    channel_id = int(payload.get("channel_id") or 0)
+    severity = str(payload.get("severity") or "")
+    if not channel_id or not severity:
+        return False
+    return bool(_matching(repo.incident_triggers_sync(conn, account_id), channel_id, severity))
+
+
 async def fire_for_incident(
     conn: AsyncConnection, *, account_id: int, incident_id: str, channel_id: int, severity: str,
     now_ms: int,
 ) -> list[str]:
     """Queue one run per enabled rule whose incident trigger lists this channel and severity."""
     run_ids: list[str] = []
-    for t in await repo.incident_triggers(conn, account_id):
-        channels = msgspec.json.decode(t.channel_ids, type=list[int])
-        severities = msgspec.json.decode(t.severities, type=list[str])
-        if channel_id in channels and severity in severities:
-            run_id, _ = await queue_run(
-                conn, account_id=account_id, rule_id=t.rule_id, trigger_kind=rules.ONCALL,
-                trigger_id=t.trigger_id, now_ms=now_ms,
-                context={"incident_id": incident_id, "channel_id": channel_id,
-                         "severity": severity},
-            )
-            run_ids.append(run_id)
+    for t in _matching(await repo.incident_triggers(conn, account_id), channel_id, severity):
+        run_id, _ = await queue_run(
+            conn, account_id=account_id, rule_id=t.rule_id, trigger_kind=rules.ONCALL,
+            trigger_id=t.trigger_id, now_ms=now_ms,
+            context={"incident_id": incident_id, "channel_id": channel_id,
+                     "severity": severity},
+        )
+        run_ids.append(run_id)
     return run_ids
 
 

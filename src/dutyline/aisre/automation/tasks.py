@@ -36,7 +36,9 @@ async def fire_schedules(conn: AsyncConnection, fires: list[Fire]) -> None:
         await runs.queue_scheduled_runs(conn, due, now_ms=fires[0].now_ms)
 
 
-@events.subscriber("automation.oncall_incident", kinds=(events.CREATED,))
+@events.subscriber("automation.oncall_incident", kinds=(events.CREATED,),
+                   wants=lambda conn, event: runs.wants_incident_sync(
+                       conn, event.account_id, event.payload))
 async def on_incident_event(ctx: JobContext, event: events.IncidentEvent) -> None:
     if event.kind != events.CREATED:
         return
