@@ -14,7 +14,6 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import CancellationGuard, Database
-from tests.fixtures import databases as dbs
 
 pytestmark = pytest.mark.anyio
 
@@ -25,14 +24,6 @@ BLOCKS: dict[str, Block] = {
     "write transaction": lambda db: db.transaction(write=True),
 }
 
-
-@pytest.fixture
-async def pg(postgres_database: str | None) -> AsyncIterator[Database]:
-    if postgres_database is None:
-        pytest.skip(f"{dbs.POSTGRES_ENV} is not set: the invalidation is asyncpg's")
-    db = Database(postgres_database, pool_size=2)
-    yield db
-    await db.dispose()
 
 
 @pytest.mark.parametrize("block", list(BLOCKS))

@@ -4,26 +4,15 @@ before anyone uses it, while a busy pool pays no ping per checkout."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from dutyline.db import engine as engine_module
 from dutyline.db.engine import Database
-from tests.fixtures import databases as dbs
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-async def pg(postgres_database: str | None) -> AsyncIterator[Database]:
-    if postgres_database is None:
-        pytest.skip(f"{dbs.POSTGRES_ENV} is not set: this test is about PostgreSQL's pool")
-    db = Database(postgres_database, pool_size=1)
-    yield db
-    await db.dispose()
 
 
 async def backend_pid(db: Database) -> int:

@@ -5,9 +5,10 @@ without holding up the others."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import replace
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from dutyline.db.tables.incident import incident_event
 from dutyline.db.tables.work import job
@@ -41,8 +42,8 @@ async def _flaky(ctx: JobContext, ev: IncidentEvent) -> None:
 # to only while a test of this module asks for them.
 events.subscriber("test_audit")(_audit)
 events.subscriber("test_flaky")(_flaky)
-events._subscribers.pop("test_audit")
-events._subscribers.pop("test_flaky")
+AUDIT = events._subscribers.pop("test_audit")
+FLAKY = events._subscribers.pop("test_flaky")
 
 
 @pytest.fixture
@@ -51,8 +52,8 @@ def test_subscribers() -> Iterator[None]:
     # escalation...) would add jobs of their own to every event these tests count.
     saved = dict(events._subscribers)
     events._subscribers.clear()
-    events._subscribers["test_audit"] = _audit
-    events._subscribers["test_flaky"] = _flaky
+    events._subscribers["test_audit"] = AUDIT
+    events._subscribers["test_flaky"] = FLAKY
     for log in seen.values():
         log.clear()
     flaky_failures["left"] = 0
@@ -140,18 +141,15 @@ async def test_a_failing_subscriber_retries_without_blocking_another(
 async def test_a_subscriber_of_some_kinds_gets_jobs_for_those_only(
     capi: Api, channel_with_integration: Make, test_subscribers: None
 ) -> None:
-    events._kinds["test_flaky"] = frozenset({events.CREATED})
-    try:
-        w = await channel_with_integration(group={"method": "p", "equals": [["svc"]]})
-        await push(capi, w.key, event(key="1", labels={"svc": "s"}))  # created
-        await push(capi, w.key, event(key="2", labels={"svc": "s"}))  # alert_added
-        assert await _count(capi, incident_event) == 2  # the outbox keeps every event
-        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_audit") == 2
-        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_flaky") == 1
-        assert events.subscribers(events.ALERT_ADDED) == ["test_audit"]
-        assert events.subscribers() == ["test_audit", "test_flaky"]
-    finally:
-        events._kinds.pop("test_flaky", None)
+    events._subscribers["test_flaky"] = replace(FLAKY, kinds=frozenset({events.CREATED}))
+    w = await channel_with_integration(group={"method": "p", "equals": [["svc"]]})
+    await push(capi, w.key, event(key="1", labels={"svc": "s"}))  # created
+    await push(capi, w.key, event(key="2", labels={"svc": "s"}))  # alert_added
+    assert await _count(capi, incident_event) == 2  # the outbox keeps every event
+    assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_audit") == 2
+    assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_flaky") == 1
+    assert events.subscribers(events.ALERT_ADDED) == ["test_audit"]
+    assert events.subscribers() == ["test_audit", "test_flaky"]
 
 
 def test_the_domain_subscribers_name_the_kinds_they_act_on() -> None:
@@ -171,19 +169,16 @@ async def test_a_subscriber_that_does_not_want_an_event_gets_no_job(
 ) -> None:
     asked: list[tuple[str, int]] = []
 
-    def only_critical(conn: object, ev: IncidentEvent) -> bool:
+    def only_critical(conn: Connection, ev: IncidentEvent) -> bool:
         asked.append((ev.kind, ev.account_id))
         return ev.payload.get("severity") == "Critical"
 
-    events._wants["test_flaky"] = only_critical  # type: ignore[assignment]
-    try:
-        w = await channel_with_integration()
-        await push(capi, w.key, event(key="1", status="Warning"))
-        await push(capi, w.key, event(key="2", status="Critical", title="other"))
-        assert await _count(capi, incident_event) == 2
-        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_audit") == 2
-        assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_flaky") == 1
-        assert [k for k, _ in asked] == ["created", "created"]
-        assert {a for _, a in asked} == {w.account.account_id}
-    finally:
-        events._wants.pop("test_flaky", None)
+    events._subscribers["test_flaky"] = replace(FLAKY, wants=only_critical)
+    w = await channel_with_integration()
+    await push(capi, w.key, event(key="1", status="Warning"))
+    await push(capi, w.key, event(key="2", status="Critical", title="other"))
+    assert await _count(capi, incident_event) == 2
+    assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_audit") == 2
+    assert await _count(capi, job, job.c.kind == events.JOB_PREFIX + "test_flaky") == 1
+    assert [k for k, _ in asked] == ["created", "created"]
+    assert {a for _, a in asked} == {w.account.account_id}

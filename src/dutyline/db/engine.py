@@ -18,7 +18,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -120,24 +120,14 @@ class Database:
     @asynccontextmanager
     async def transaction(self, *, write: bool = True) -> AsyncIterator[AsyncConnection]:
         """A connection inside one transaction: committed on success, rolled back on error."""
-        if write and self.is_sqlite:
-            # SQLite has one writer. Queue this process's writers here, in order, instead of
-            # letting them poll the file lock with SQLite's sleeping busy handler, which
-            # burns CPU and gave write p99 latencies of seconds under load. Other processes
-            # still meet the busy timeout.
-            if self._sqlite_writer is None:
-                self._sqlite_writer = asyncio.Lock()
-            async with (
-                (guard := CancellationGuard()),
-                self._sqlite_writer,
-                self.engine.connect() as conn,
-                self.begin(conn, write=True),
-                guard.body(),
-            ):
-                yield conn
-            return
+        # SQLite has one writer. Queue this process's writers here, in order, instead of
+        # letting them poll the file lock with SQLite's sleeping busy handler, which burns
+        # CPU and gave write p99 latencies of seconds under load. Other processes still meet
+        # the busy timeout.
+        queue = self._writer_lock() if write and self.is_sqlite else nullcontext()
         async with (
             (guard := CancellationGuard()),
+            queue,
             self.engine.connect() as conn,
             self.begin(conn, write=write),
             guard.body(),
@@ -151,6 +141,12 @@ class Database:
         async with conn.begin():
             yield
 
+    def _writer_lock(self) -> asyncio.Lock:
+        """The process's SQLite writer queue (made on first use)."""
+        if self._sqlite_writer is None:
+            self._sqlite_writer = asyncio.Lock()
+        return self._sqlite_writer
+
     def lazy_writer(self) -> dict[str, Any]:
         """Execution options for a write transaction begun by its first statement, where
         the process's writer lock is taken only then (db/sqlite_driver.py), so work done
@@ -158,9 +154,7 @@ class Database:
         Empty on PostgreSQL, which needs neither."""
         if not self.is_sqlite:
             return {}
-        if self._sqlite_writer is None:
-            self._sqlite_writer = asyncio.Lock()
-        return {"sqlite_begin": "BEGIN IMMEDIATE", "sqlite_writer_lock": self._sqlite_writer}
+        return {"sqlite_begin": "BEGIN IMMEDIATE", "sqlite_writer_lock": self._writer_lock()}
 
     async def run_sync(
         self, fn: Callable[[Connection], T], *, write: bool = True
@@ -174,9 +168,7 @@ class Database:
                 return await conn.run_sync(fn)
         if not write:
             return await self._sync.run(fn, write=False)
-        if self._sqlite_writer is None:
-            self._sqlite_writer = asyncio.Lock()
-        async with self._sqlite_writer:
+        async with self._writer_lock():
             return await self._sync.run(fn, write=True)
 
     async def dispose(self) -> None:

@@ -58,10 +58,19 @@ class IncidentEvent:
 Subscriber = Callable[[JobContext, IncidentEvent], Awaitable[None]]
 # Asked in the emitting transaction whether the subscriber would act on the event at all.
 Wants = Callable[[Connection, IncidentEvent], bool]
-_subscribers: dict[str, Subscriber] = {}
-# The event kinds a subscriber asked for; a subscriber missing here gets every kind.
-_kinds: dict[str, frozenset[str]] = {}
-_wants: dict[str, Wants] = {}
+
+
+@dataclass(frozen=True)
+class Subscription:
+    fn: Subscriber
+    kinds: frozenset[str] | None = None  # None: every kind
+    wants: Wants | None = None
+
+    def takes(self, kind: str) -> bool:
+        return self.kinds is None or kind in self.kinds
+
+
+_subscribers: dict[str, Subscription] = {}
 
 
 def subscriber(
@@ -74,15 +83,8 @@ def subscriber(
     from data that the job would read too, so that skipping the job changes nothing."""
 
     def register(fn: Subscriber) -> Subscriber:
-        _subscribers[name] = fn
-        if kinds is None:
-            _kinds.pop(name, None)
-        else:
-            _kinds[name] = frozenset(kinds)
-        if wants is None:
-            _wants.pop(name, None)
-        else:
-            _wants[name] = wants
+        _subscribers[name] = Subscription(
+            fn, None if kinds is None else frozenset(kinds), wants)
 
         async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
             event = await load_event(ctx.conn, int(payload["event_id"]))
@@ -101,8 +103,7 @@ def subscriber(
 
 def subscribers(kind: str | None = None) -> list[str]:
     """The subscribers' names; with `kind`, those that receive events of that kind."""
-    return sorted(name for name in _subscribers
-                  if kind is None or name not in _kinds or kind in _kinds[name])
+    return sorted(name for name, sub in _subscribers.items() if kind is None or sub.takes(kind))
 
 
 def emit_sync(
@@ -126,7 +127,7 @@ def emit_sync(
                           kind=kind, payload=payload or {}, person_id=person_id,
                           created_at=now_s)
     for name in subscribers(kind):
-        wants = _wants.get(name)
+        wants = _subscribers[name].wants
         if wants is None or wants(conn, event):
             enqueue_sync(conn, JOB_PREFIX + name, {"event_id": event_id}, now_ms=now_s * 1000)
     return event_id

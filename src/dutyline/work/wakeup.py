@@ -25,7 +25,7 @@ import structlog
 from sqlalchemy import Connection
 
 from dutyline.db import commit_hooks
-from dutyline.db.engine import CancellationGuard, Database
+from dutyline.db.engine import Database
 
 log = structlog.get_logger("dutyline.work")
 
@@ -87,7 +87,7 @@ async def listen(db: Database, bell: Doorbell, stop: asyncio.Event) -> None:
 
 
 async def _listen_once(db: Database, bell: Doorbell, stopping: asyncio.Future[Any]) -> None:
-    async with (guard := CancellationGuard()), db.engine.connect() as conn, guard.body():
+    async with db.connect() as conn:
         raw = await conn.get_raw_connection()
         pg = raw.driver_connection
         assert pg is not None

@@ -25,6 +25,7 @@ from dutyline.aisre.automation.schemas import (
 )
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.incident.service import IncidentEvent
 from dutyline.kit.ids import prefixed_id
 from dutyline.work import queue
 
@@ -184,14 +185,15 @@ def _matching(triggers: list[Any], channel_id: int, severity: str) -> list[Any]:
             and severity in msgspec.json.decode(t.severities, type=list[str])]
 
 
-def wants_incident_sync(conn: Connection, account_id: int, payload: dict[str, Any]) -> bool:
-    """Whether an incident opened with this event payload would fire any rule; asked in the
-    incident's own transaction, so an account without such rules (most) queues no job."""
-    channel_id = int(payload.get("channel_id") or 0)
-    severity = str(payload.get("severity") or "")
+def wants_incident_sync(conn: Connection, event: IncidentEvent) -> bool:
+    """Whether the incident this event opened would fire any rule; asked in the incident's
+    own transaction, so an account without such rules (most) queues no job."""
+    channel_id = int(event.payload.get("channel_id") or 0)
+    severity = str(event.payload.get("severity") or "")
     if not channel_id or not severity:
         return False
-    return bool(_matching(repo.incident_triggers_sync(conn, account_id), channel_id, severity))
+    triggers = repo.incident_triggers_sync(conn, event.account_id)
+    return bool(_matching(triggers, channel_id, severity))
 
 
 async def fire_for_incident(

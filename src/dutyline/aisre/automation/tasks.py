@@ -37,11 +37,10 @@ async def fire_schedules(conn: AsyncConnection, fires: list[Fire]) -> None:
 
 
 @events.subscriber("automation.oncall_incident", kinds=(events.CREATED,),
-                   wants=lambda conn, event: runs.wants_incident_sync(
-                       conn, event.account_id, event.payload))
+                   wants=runs.wants_incident_sync)
 async def on_incident_event(ctx: JobContext, event: events.IncidentEvent) -> None:
     if event.kind != events.CREATED:
-        return
+        return  # a job queued before subscribers named their kinds
     channel_id = int(event.payload.get("channel_id") or 0)
     severity = str(event.payload.get("severity") or "")
     if not channel_id or not severity:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,13 +113,11 @@ async def request(env: SendEnv, method: str, url: str, body: bytes, headers: dic
                       request_body=body.decode("utf-8", "replace"))
     started = time.monotonic()
     try:
-        if env.client is not None:
-            response = await env.client.request(method, url, content=body or None,
-                                                headers=sent_headers)
-        else:
-            async with client_for(env) as client:
-                response = await client.request(method, url, content=body or None,
-                                                headers=sent_headers)
+        # The kept client stays open for the next delivery; one made here closes after it.
+        async with (nullcontext(env.client) if env.client is not None
+                    else client_for(env)) as client:
+            response = await client.request(method, url, content=body or None,
+                                            headers=sent_headers)
     except outbound.OutboundBlocked as exc:
         attempt.error, attempt.retryable = f"refused by the outbound guard: {exc.reason}", False
     except httpx.HTTPError as exc:
