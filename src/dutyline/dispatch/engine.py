@@ -130,19 +130,60 @@ async def acknowledged(conn: AsyncConnection, actor: Actor, incident_id: str) ->
         "status": PAUSED, "seq": int(state.seq) + 1, "updated_at": actor.now_s})
 
 
+async def incident_records(conn: AsyncConnection, runtime: Runtime,
+                           incidents_of: dict[int, list[str]]) -> dict[str, IncidentInfo]:
+    """incident_record for several incidents ({account_id: incident ids}): a fixed number
+    of reads per account, not per incident. Removed incidents are left out."""
+    found: dict[str, IncidentInfo] = {}
+    for account_id, incident_ids in incidents_of.items():
+        page = await incidents.list_by_ids(conn, system.actor(runtime, account_id),
+                                           incident_ids=incident_ids,
+                                           base_url=runtime.settings.base_url)
+        found.update((info.incident_id, info) for info in page.items)
+    return found
+
+
+def _is_due(state: Any, seq: int) -> bool:
+    """Whether the timer timed `seq` is still the state's (else an event or another step
+    moved on, and it is stale)."""
+    return state is not None and int(state.seq) == seq and state.status in (WAITING, RUNNING)
+
+
 async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int,
                info: IncidentInfo | None = None) -> None:
     """Run the step timed `seq`; `info` is the incident as this transaction already read it
     (the first step runs inside the event's own job), else it is read here."""
     state = await repo.lock_state(conn, incident_id)
-    if state is None or int(state.seq) != seq or state.status not in (WAITING, RUNNING):
-        return  # a stale timer
+    if state is None or not _is_due(state, seq):
+        return
+    if info is None:
+        info = await incident_record(conn, runtime, int(state.account_id), incident_id)
+    await _run_step(conn, runtime, state, info)
+
+
+async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str, int]]
+                    ) -> None:
+    """Several steps ((incident_id, seq) each) in one transaction, as `step` runs each,
+    with their states locked, and their incidents read, once for all of them."""
+    states = await repo.lock_states(conn, sorted({incident_id for incident_id, _ in due}))
+    live = {incident_id: states[incident_id] for incident_id, seq in due
+            if _is_due(states.get(incident_id), seq)}
+    incidents_of: dict[int, list[str]] = {}
+    for incident_id, state in live.items():
+        incidents_of.setdefault(int(state.account_id), []).append(incident_id)
+    infos = await incident_records(conn, runtime, incidents_of)
+    for incident_id, state in live.items():
+        await _run_step(conn, runtime, state, infos.get(incident_id))
+
+
+async def _run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
+                    info: IncidentInfo | None) -> None:
+    """The step of a locked, due state; `info` None: the incident was removed."""
+    incident_id, seq = state.incident_id, int(state.seq)
     actor = Actor.system(int(state.account_id), runtime.clock)
     now = actor.now_s
     # The moment this step was due (its timer's run_at), or now for one that is early.
     at = int(state.next_at) if 0 < int(state.next_at) <= actor.now_ms else actor.now_ms
-    if info is None:
-        info = await incident_record(conn, runtime, actor.account_id, incident_id)
     values: dict[str, Any] = {"seq": seq + 1, "updated_at": now}
     if info is None or info.progress == CLOSED:
         await repo.update_state(conn, incident_id, {**values, "status": STOPPED})

@@ -66,6 +66,17 @@ async def lock_state(conn: AsyncConnection, incident_id: str) -> Row[Any] | None
     return (await conn.execute(stmt)).first()
 
 
+async def lock_states(conn: AsyncConnection, incident_ids: list[str]) -> dict[str, Row[Any]]:
+    """lock_state for several incidents; PostgreSQL locks them in incident order, the same
+    order for every batch, so two batches that share incidents wait on each other rather
+    than deadlock."""
+    stmt = (select(dispatch_state).where(dispatch_state.c.incident_id.in_(incident_ids))
+            .order_by(dispatch_state.c.incident_id))
+    if conn.dialect.name == "postgresql":
+        stmt = stmt.with_for_update()
+    return {row.incident_id: row for row in (await conn.execute(stmt)).all()}
+
+
 async def insert_state(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(dispatch_state).values(**values))
 

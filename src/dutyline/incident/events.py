@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.incident import repository as repo
 from dutyline.work.queue import enqueue_sync
-from dutyline.work.registry import JobContext, job_handler
+from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
 # Event kinds.
 CREATED = "created"
@@ -56,6 +56,7 @@ class IncidentEvent:
 
 
 Subscriber = Callable[[JobContext, IncidentEvent], Awaitable[None]]
+BatchSubscriber = Callable[[BatchContext, list[IncidentEvent]], Awaitable[None]]
 # Asked in the emitting transaction whether the subscriber would act on the event at all.
 Wants = Callable[[Connection, IncidentEvent], bool]
 
@@ -96,6 +97,26 @@ def subscriber(
         deliver.__module__ = fn.__module__
         deliver.__qualname__ = f"deliver[{name}:{fn.__qualname__}]"
         job_handler(JOB_PREFIX + name)(deliver)
+        return fn
+
+    return register
+
+
+def batch_subscriber(
+    name: str, *, max_size: int = 16
+) -> Callable[[BatchSubscriber], BatchSubscriber]:
+    """Give the subscriber `name` a way to take several of its events at once, in one
+    transaction (work/registry.py's batches): `fn` gets them in the order they happened,
+    and must act on each as the subscriber itself would. When it fails, each event goes
+    to the subscriber alone."""
+    def register(fn: BatchSubscriber) -> BatchSubscriber:
+        async def deliver_many(ctx: BatchContext) -> None:
+            await fn(ctx, await load_events(
+                ctx.conn, [int(job.payload["event_id"]) for job in ctx.jobs]))
+
+        deliver_many.__module__ = fn.__module__
+        deliver_many.__qualname__ = f"deliver_many[{name}:{fn.__qualname__}]"
+        job_batch_handler(JOB_PREFIX + name, max_size=max_size)(deliver_many)
         return fn
 
     return register
@@ -152,8 +173,15 @@ async def emit(
 
 async def load_event(conn: AsyncConnection, event_id: int) -> IncidentEvent | None:
     row = await repo.event_row(conn, event_id)
-    if row is None:
-        return None
+    return None if row is None else _event(row)
+
+
+async def load_events(conn: AsyncConnection, event_ids: list[int]) -> list[IncidentEvent]:
+    """The events that still exist, in the order they happened."""
+    return [_event(row) for row in await repo.event_rows(conn, event_ids)]
+
+
+def _event(row: Any) -> IncidentEvent:
     return IncidentEvent(
         id=row.id,
         account_id=row.account_id,

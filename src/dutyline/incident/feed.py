@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from sqlalchemy import Connection
@@ -40,6 +40,13 @@ _RESOLVE_FROM = {"all alerts recovered": RESOLVED_BY_RECOVERY,
 # Reference types whose detail has no fields (additionalProperties false).
 _NO_FIELDS = {RESET_DESCRIPTION, RESET_IMPACT, RESET_ROOT_CAUSE, RESET_RESOLUTION,
               "i_m_reply", "i_auto_refresh"}
+
+
+class Entry(NamedTuple):
+    account_id: int
+    incident_id: str
+    feed_type: str
+    detail: dict[str, Any]
 
 
 def resolve_detail(reason: str) -> dict[str, Any]:
@@ -87,6 +94,18 @@ def add_sync(
         "creator_id": creator_id, "detail": msgspec.json.encode(detail or {}).decode(),
         "created_at": now_s,
     })
+
+
+async def add_many(conn: AsyncConnection, entries: list[Entry], *, creator_id: int,
+                   now_s: int) -> None:
+    """Several entries by one creator (person 0: the system) at one time, in one insert;
+    they may be of several accounts (a batch of deliveries)."""
+    await conn.run_sync(repo.insert_feed_entries, [
+        {"incident_id": e.incident_id, "account_id": e.account_id, "type": e.feed_type,
+         "creator_id": creator_id, "detail": msgspec.json.encode(e.detail).decode(),
+         "created_at": now_s}
+        for e in entries
+    ])
 
 
 async def add(

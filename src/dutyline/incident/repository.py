@@ -24,6 +24,13 @@ async def event_row(conn: AsyncConnection, event_id: int) -> Row[Any] | None:
     return (await conn.execute(stmt)).first()
 
 
+async def event_rows(conn: AsyncConnection, event_ids: list[int]) -> list[Row[Any]]:
+    """The events that still exist, oldest first."""
+    stmt = (select(incident_event).where(incident_event.c.id.in_(event_ids))
+            .order_by(incident_event.c.id))
+    return list((await conn.execute(stmt)).all())
+
+
 def responders_include(person_ids: Sequence[int]) -> ColumnElement[bool]:
     """Incidents whose responders include any of these people (the `responder_ids` filter of
     /incident/list and the analytics). `responders` is JSON written only by this package,
@@ -48,6 +55,12 @@ def insert_incident(conn: Connection, values: dict[str, Any]) -> None:
 
 def insert_feed_entry(conn: Connection, values: dict[str, Any]) -> None:
     conn.execute(insert(incident_feed).values(**values))
+
+
+def insert_feed_entries(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Several entries in one multi-row insert."""
+    if rows:
+        conn.execute(insert(incident_feed), rows)
 
 
 def insert_event(conn: Connection, values: dict[str, Any]) -> int:

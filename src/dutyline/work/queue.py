@@ -234,9 +234,11 @@ async def drop_dedupe_key(conn: AsyncConnection, job_id: int) -> None:
 
 
 async def claim(
-    db: Database, worker_id: str, *, now_ms: int, lease_ms: int, limit: int
+    db: Database, worker_id: str, *, now_ms: int, lease_ms: int, limit: int,
+    kind: str | None = None,
 ) -> list[ClaimedJob]:
-    """Take up to `limit` due pending jobs, oldest due first, and lease them to `worker_id`."""
+    """Take up to `limit` due pending jobs (of `kind` only, when given: a worker filling a
+    batch), oldest due first, and lease them to `worker_id`."""
     if limit <= 0:
         return []
     due = (
@@ -245,6 +247,8 @@ async def claim(
         .order_by(job.c.run_at, job.c.id)
         .limit(limit)
     )
+    if kind is not None:
+        due = due.where(job.c.kind == kind)
     due_cte = due.cte("due")
     if db.is_postgres:
         # MATERIALIZED: as a plain `IN (sub-select)` PostgreSQL may run the locking sub-select
@@ -299,13 +303,17 @@ def _decode(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def _owned(job_id: int, worker_id: str) -> Any:
-    return and_(job.c.id == job_id, job.c.lease_owner == worker_id, job.c.status == RUNNING)
+def _owned(job_id: int | list[int], worker_id: str) -> Any:
+    which = job.c.id.in_(job_id) if isinstance(job_id, list) else job.c.id == job_id
+    return and_(which, job.c.lease_owner == worker_id, job.c.status == RUNNING)
 
 
-async def mark_done(conn: AsyncConnection, job_id: int, worker_id: str, *, now_ms: int) -> None:
-    """Finish the job inside the handler's transaction; raise LeaseLost if we no longer own it,
-    so the caller's transaction (with the handler's effects) rolls back."""
+async def mark_done(conn: AsyncConnection, job_id: int | list[int], worker_id: str, *,
+                    now_ms: int) -> None:
+    """Finish the job (or every job of a batch) inside the handler's transaction; raise
+    LeaseLost if we no longer own it (any of them), so the caller's transaction (with the
+    handler's effects) rolls back."""
+    wanted = len(job_id) if isinstance(job_id, list) else 1
     result = await conn.execute(
         update(job)
         .where(_owned(job_id, worker_id))
@@ -318,7 +326,7 @@ async def mark_done(conn: AsyncConnection, job_id: int, worker_id: str, *, now_m
             updated_at=now_ms,
         )
     )
-    if result.rowcount != 1:
+    if result.rowcount != wanted:
         raise LeaseLost(f"job {job_id} is no longer leased to {worker_id}")
 
 
@@ -398,16 +406,18 @@ async def release(db: Database, claimed: ClaimedJob, *, now_ms: int) -> bool:
 
 
 async def extend_lease(
-    db: Database, job_id: int, worker_id: str, *, now_ms: int, lease_ms: int
+    db: Database, job_id: int | list[int], worker_id: str, *, now_ms: int, lease_ms: int
 ) -> bool:
-    """Heartbeat: push the lease out; False when the job is no longer ours."""
+    """Heartbeat: push the lease (of one job, or of each job of a batch) out; False when
+    the job, or any job of the batch, is no longer ours."""
+    wanted = len(job_id) if isinstance(job_id, list) else 1
     async with db.transaction(write=True) as conn:
         result = await conn.execute(
             update(job)
             .where(_owned(job_id, worker_id))
             .values(lease_expires_at=now_ms + lease_ms, updated_at=now_ms)
         )
-    return bool(result.rowcount == 1)
+    return bool(result.rowcount == wanted)
 
 
 async def reap_expired(

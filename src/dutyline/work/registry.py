@@ -81,6 +81,45 @@ class DeadJobContext:
 DeadJobHook = Callable[[DeadJobContext, dict[str, Any]], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class BatchJob:
+    job_id: int
+    attempt: int  # 1 on the first run
+    max_attempts: int
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """What a batch handler gets: several claimed jobs of one kind and ONE transaction for
+    all their effects, which commit together with every job's `done` or not at all. When
+    the handler raises (or a lease was lost meanwhile), nothing of the batch commits and
+    the worker runs each job again, alone, through the kind's single handler: so a batch
+    handler never has to isolate one job's failure from the others'. Never commit `conn`."""
+
+    conn: AsyncConnection
+    runtime: Runtime
+    kind: str
+    worker_id: str
+    jobs: list[BatchJob]
+
+    @property
+    def clock(self) -> Clock:
+        return self.runtime.clock
+
+    def now_ms(self) -> int:
+        return millis(self.runtime.clock)
+
+
+BatchHandler = Callable[[BatchContext], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class BatchSpec:
+    fn: BatchHandler
+    max_size: int
+
+
 class DuplicateHandler(Exception):
     pass
 
@@ -89,12 +128,24 @@ class Registry:
     def __init__(self) -> None:
         self._handlers: dict[str, JobHandler] = {}
         self._dead_hooks: dict[str, DeadJobHook] = {}
+        self._batches: dict[str, BatchSpec] = {}
 
     def register(self, kind: str, handler: JobHandler) -> None:
         _add(self._handlers, kind, handler, "handled")
 
     def register_on_dead(self, kind: str, hook: DeadJobHook) -> None:
         _add(self._dead_hooks, kind, hook, "given an on_dead hook")
+
+    def register_batch(self, kind: str, fn: BatchHandler, *, max_size: int) -> None:
+        """A way to run several due jobs of `kind` at once (the kind keeps its single handler,
+        which runs a job that is due alone and every job of a batch that failed)."""
+        if max_size < 2:
+            raise ValueError("a batch holds at least two jobs")
+        existing = self._batches.get(kind)
+        if existing is not None and _qualname(existing.fn) != _qualname(fn):
+            raise DuplicateHandler(
+                f"job kind {kind!r} already batched by {_qualname(existing.fn)}")
+        self._batches[kind] = BatchSpec(fn, max_size)
 
     def handler(self, kind: str) -> Callable[[JobHandler], JobHandler]:
         def decorate(fn: JobHandler) -> JobHandler:
@@ -109,6 +160,19 @@ class Registry:
             return fn
 
         return decorate
+
+    def batch_handler(
+        self, kind: str, *, max_size: int = 16
+    ) -> Callable[[BatchHandler], BatchHandler]:
+        def decorate(fn: BatchHandler) -> BatchHandler:
+            self.register_batch(kind, fn, max_size=max_size)
+            return fn
+
+        return decorate
+
+    def batch(self, kind: str) -> BatchSpec | None:
+        """The kind's batch handler, if it has one and a single handler to fall back on."""
+        return self._batches.get(kind) if kind in self._handlers else None
 
     def get(self, kind: str) -> JobHandler | None:
         return self._handlers.get(kind)
@@ -137,6 +201,7 @@ def _qualname(fn: Callable[..., Any]) -> str:
 registry = Registry()
 job_handler = registry.handler
 job_on_dead = registry.on_dead
+job_batch_handler = registry.batch_handler
 
 
 def load_handler_modules(extra: Iterable[str] = ()) -> list[str]:

@@ -1,6 +1,11 @@
 """The worker loop: claim due jobs, run them concurrently, heartbeat, reap (running the
 on_dead hooks of the jobs it buries), prune.
 
+Kinds with a batch handler (registry.py) run several due jobs at once: the loop fills a batch
+with a claim of that kind when more work is due than it has slots for, and the batch costs
+one slot, one transaction and one heartbeat. Under a burst that is what turns a commit and a
+handful of statements per job into a few per batch.
+
 It runs inside `serve` (as a background task of the app) or alone as `dutyline worker`. Any
 number of loops in any number of processes may share one database: claims never overlap, and
 fencing (see queue.py) keeps a job that was presumed dead from committing twice.
@@ -24,7 +29,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.engine import CancellationGuard, Database
 from dutyline.kit.clock import millis
 from dutyline.work import queue, scheduler, wakeup
-from dutyline.work.registry import DeadJobContext, JobContext, Registry, load_handler_modules
+from dutyline.work.registry import (
+    BatchContext,
+    BatchJob,
+    BatchSpec,
+    DeadJobContext,
+    JobContext,
+    Registry,
+    load_handler_modules,
+)
 from dutyline.work.registry import registry as default_registry
 
 if TYPE_CHECKING:
@@ -110,16 +123,47 @@ class Worker:
     def _count(self, kind: str, outcome: str) -> None:
         self.runtime.metrics.jobs.labels(kind=kind, outcome=outcome).inc()
 
-    async def claim(self, limit: int) -> list[queue.ClaimedJob]:
+    async def claim(self, limit: int, *, kind: str | None = None) -> list[queue.ClaimedJob]:
         return await queue.claim(
-            self.db, self.worker_id, now_ms=self._now(), lease_ms=self.lease_ms, limit=limit
+            self.db, self.worker_id, now_ms=self._now(), lease_ms=self.lease_ms, limit=limit,
+            kind=kind,
         )
+
+    async def units(self, jobs: list[queue.ClaimedJob], *, more_due: bool
+                    ) -> list[list[queue.ClaimedJob]]:
+        """What the claimed jobs run as: a job alone, or a batch of jobs of one kind that has
+        a batch handler. When the claim was cut short by the free slots (`more_due`), each
+        batch is filled up with a claim of its own kind."""
+        units: list[list[queue.ClaimedJob]] = []
+        batched: dict[str, list[queue.ClaimedJob]] = {}
+        for claimed in jobs:
+            if self.registry.batch(claimed.kind) is None:
+                units.append([claimed])
+            else:
+                batched.setdefault(claimed.kind, []).append(claimed)
+        for kind, group in batched.items():
+            size = self._batch_spec(kind).max_size
+            if more_due and len(group) < size:
+                try:
+                    group += await self.claim(size - len(group), kind=kind)
+                except Exception as exc:
+                    self.log.warning("filling a job batch failed", kind=kind, cause=repr(exc))
+            units += [group[i:i + size] for i in range(0, len(group), size)]
+        return units
+
+    def _batch_spec(self, kind: str) -> BatchSpec:
+        spec = self.registry.batch(kind)
+        assert spec is not None
+        return spec
+
+    async def run_unit(self, unit: list[queue.ClaimedJob]) -> str:
+        return await (self.execute(unit[0]) if len(unit) == 1 else self.execute_batch(unit))
 
     async def execute(self, claimed: queue.ClaimedJob) -> str:
         """Run one claimed job to an outcome: done, retry, dead, lease_lost or released."""
         jlog = self.log.bind(job_id=claimed.id, kind=claimed.kind, attempt=claimed.attempts)
         stop = asyncio.Event()
-        beat = asyncio.create_task(self._heartbeat(claimed, stop, jlog))
+        beat = asyncio.create_task(self._heartbeat(claimed.id, stop, jlog))
         try:
             outcome = await self._run_handler(claimed, jlog)
         except asyncio.CancelledError:
@@ -133,6 +177,52 @@ class Worker:
                 await beat
         self._count(claimed.kind, outcome)
         return outcome
+
+    async def execute_batch(self, batch: list[queue.ClaimedJob]) -> str:
+        """Run claimed jobs of one kind through its batch handler, in one transaction with
+        all their `done`s: "done". When that fails (the handler raised, a lease was lost),
+        nothing of it committed and each job runs alone instead: "split"."""
+        kind, ids = batch[0].kind, [claimed.id for claimed in batch]
+        blog = self.log.bind(kind=kind, job_ids=ids)
+        stop = asyncio.Event()
+        beat = asyncio.create_task(self._heartbeat(ids, stop, blog))
+        try:
+            committed = await self._run_batch(batch, blog)
+        except asyncio.CancelledError:
+            beat.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(asyncio.gather(
+                    *(self._release(claimed, blog) for claimed in batch)))
+            raise
+        finally:
+            stop.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+        if committed:
+            self.runtime.metrics.jobs.labels(kind=kind, outcome="done").inc(len(batch))
+            return "done"
+        # Each alone, on the attempt its claim already counted: one job's fault (or lost
+        # lease) now costs only that job.
+        await asyncio.gather(*(self.execute(claimed) for claimed in batch))
+        return "split"
+
+    async def _run_batch(self, batch: list[queue.ClaimedJob],
+                         blog: structlog.BoundLogger) -> bool:
+        kind, ids = batch[0].kind, [claimed.id for claimed in batch]
+        try:
+            async with job_transaction(self.db) as conn:
+                await self._batch_spec(kind).fn(BatchContext(
+                    conn=conn, runtime=self.runtime, kind=kind, worker_id=self.worker_id,
+                    jobs=[BatchJob(job_id=c.id, attempt=c.attempts,
+                                   max_attempts=c.max_attempts, payload=c.payload)
+                          for c in batch]))
+                await queue.mark_done(conn, ids, self.worker_id, now_ms=self._now())
+        except Exception as exc:
+            blog.warning("job batch failed; its jobs run alone",
+                         error=queue.truncate_error(f"{type(exc).__name__}: {exc}"))
+            return False
+        blog.debug("job batch done")
+        return True
 
     async def _run_handler(self, claimed: queue.ClaimedJob, jlog: structlog.BoundLogger) -> str:
         handler = self.registry.get(claimed.kind)
@@ -184,7 +274,7 @@ class Worker:
             jlog.warning("could not release job; the reaper will", cause=repr(exc))
 
     async def _heartbeat(
-        self, claimed: queue.ClaimedJob, stop: asyncio.Event, jlog: structlog.BoundLogger
+        self, job_ids: int | list[int], stop: asyncio.Event, jlog: structlog.BoundLogger
     ) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
@@ -193,15 +283,17 @@ class Worker:
                 return
             try:
                 ours = await queue.extend_lease(
-                    self.db, claimed.id, self.worker_id, now_ms=self._now(), lease_ms=self.lease_ms
+                    self.db, job_ids, self.worker_id, now_ms=self._now(), lease_ms=self.lease_ms
                 )
             except Exception as exc:
                 jlog.warning("lease heartbeat failed", cause=repr(exc))
                 continue
             if not ours:
-                # Fencing will refuse the completion; nothing more to extend.
+                # Fencing will refuse the completion. A batch keeps extending the leases it
+                # still holds: its jobs run alone next, and must not be reaped meanwhile.
                 jlog.warning("lease lost while the job ran")
-                return
+                if not isinstance(job_ids, list):
+                    return
 
     async def _on_dead(self, conn: AsyncConnection, dead: queue.DeadJob) -> None:
         """Run the kind's on_dead hook inside the transaction that buries the job."""
@@ -284,7 +376,7 @@ class Worker:
         until cancelled (then hand in-flight jobs back)."""
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
-        in_flight: set[asyncio.Task[str]] = set()
+        in_flight: set[asyncio.Task[str]] = set()  # a job alone, or a batch
         stopping = asyncio.create_task(stop.wait())
         bell = wakeup.Doorbell()
         listener = (asyncio.create_task(wakeup.listen(self.db, bell, stop))
@@ -311,8 +403,8 @@ class Worker:
                         jobs = await self.claim(free)
                     except Exception as exc:
                         self.log.warning("claiming jobs failed", cause=repr(exc))
-                for claimed in jobs:
-                    task = asyncio.create_task(self.execute(claimed))
+                for unit in await self.units(jobs, more_due=len(jobs) == free):
+                    task = asyncio.create_task(self.run_unit(unit))
                     in_flight.add(task)
                     task.add_done_callback(in_flight.discard)
                 if jobs:

@@ -35,8 +35,14 @@ async def finish_attempt(conn: AsyncConnection, delivery_id: str, *, attempts_be
     return bool(result.rowcount == 1)
 
 
-async def insert_attempt(conn: AsyncConnection, values: dict[str, Any]) -> None:
-    await conn.execute(insert(notify_attempt).values(**values))
+async def insert_attempts(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(insert(notify_attempt), rows)
+
+
+async def get_deliveries(conn: AsyncConnection, delivery_ids: list[str]) -> list[Row[Any]]:
+    return list((await conn.execute(select(notify_delivery).where(
+        notify_delivery.c.delivery_id.in_(delivery_ids)))).all())
 
 
 async def deliveries_of_incident(conn: AsyncConnection, account_id: int,

@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.incident.service import feed
+from dutyline.kit.clock import Clock, millis
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery.adapters.base import Attempt, dumps
@@ -60,27 +61,52 @@ async def enqueue(conn: AsyncConnection, actor: Actor, *, incident_id: str, chan
     return delivery_id
 
 
-async def record_failure_without_attempt(conn: AsyncConnection, actor: Actor, row: Any,
-                                         reason: str) -> None:
-    """A delivery that cannot be attempted at all (no adapter for its channel yet)."""
-    await record_attempt(conn, actor, row, Attempt(ok=False, retryable=False, error=reason))
-
-
 async def record_attempt(conn: AsyncConnection, actor: Actor, row: Any,
                          attempt: Attempt) -> str | None:
     """Store one attempt and move the delivery on: success, a retry later (its own job), or
     failed once the attempts are spent; the final outcome goes into the incident feed.
 
     Returns the new status, or None when this attempt was recorded already elsewhere."""
-    number = int(row.attempts) + 1
-    final = attempt.ok or not attempt.retryable or number >= MAX_ATTEMPTS
-    status = SUCCESS if attempt.ok else (FAILED if final else PENDING)
-    if not await repo.finish_attempt(conn, row.delivery_id, attempts_before=int(row.attempts),
-                                     values={"attempts": number, "status": status,
-                                             "last_error": attempt.error,
-                                             "updated_at": actor.now_s}):
-        return None
-    await repo.insert_attempt(conn, {
+    return (await record_attempts(conn, actor.clock, [(row, attempt)]))[0]
+
+
+async def record_attempts(conn: AsyncConnection, clock: Clock,
+                          outcomes: list[tuple[Any, Attempt]]) -> list[str | None]:
+    """record_attempt for several deliveries (of any accounts) at once: the attempts and the
+    feed entries go in one insert each. The system (person 0) writes the entries."""
+    now_s, now_ms = int(clock.now()), millis(clock)
+    statuses: list[str | None] = []
+    attempts: list[dict[str, Any]] = []
+    entries: list[feed.Entry] = []
+    for row, attempt in outcomes:
+        number = int(row.attempts) + 1
+        final = attempt.ok or not attempt.retryable or number >= MAX_ATTEMPTS
+        status = SUCCESS if attempt.ok else (FAILED if final else PENDING)
+        if not await repo.finish_attempt(conn, row.delivery_id,
+                                         attempts_before=int(row.attempts),
+                                         values={"attempts": number, "status": status,
+                                                 "last_error": attempt.error,
+                                                 "updated_at": now_s}):
+            statuses.append(None)
+            continue
+        statuses.append(status)
+        attempts.append(_attempt_row(row, attempt, number, now_ms))
+        if status == PENDING:
+            run_at = now_ms + retry_delay_s(number) * 1000
+            await queue.enqueue(conn, DELIVER_JOB, {"delivery_id": row.delivery_id,
+                                                    "attempt": number + 1},
+                                now_ms=now_ms, run_at_ms=run_at,
+                                dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{number + 1}")
+        else:
+            entries.append(feed.Entry(int(row.account_id), row.incident_id, "i_notify",
+                                      notify_detail(row, attempt, status)))
+    await repo.insert_attempts(conn, attempts)
+    await feed.add_many(conn, entries, creator_id=0, now_s=now_s)
+    return statuses
+
+
+def _attempt_row(row: Any, attempt: Attempt, number: int, now_ms: int) -> dict[str, Any]:
+    return {
         "delivery_id": row.delivery_id, "account_id": row.account_id,
         "incident_id": row.incident_id, "channel_id": row.channel_id, "channel": row.channel,
         "attempt": number, "endpoint": attempt.endpoint,
@@ -88,19 +114,8 @@ async def record_attempt(conn: AsyncConnection, actor: Actor, row: Any,
         "status": SUCCESS if attempt.ok else FAILED, "status_code": attempt.status_code,
         "error_message": attempt.error, "response_headers": dumps(attempt.response_headers),
         "response_body": attempt.response_body, "duration_ms": attempt.duration_ms,
-        "event_time_ms": actor.now_ms,
-    })
-    if status == PENDING:
-        run_at = actor.now_ms + retry_delay_s(number) * 1000
-        await queue.enqueue(conn, DELIVER_JOB, {"delivery_id": row.delivery_id,
-                                                "attempt": number + 1},
-                            now_ms=actor.now_ms, run_at_ms=run_at,
-                            dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{number + 1}")
-        return status
-    # The delivery job's actor is the system's (person 0), the entry's creator.
-    await feed.add(conn, actor, incident_id=row.incident_id, feed_type="i_notify",
-                   detail=notify_detail(row, attempt, status))
-    return status
+        "event_time_ms": now_ms,
+    }
 
 
 def notify_detail(row: Any, attempt: Attempt, status: str) -> dict[str, Any]:

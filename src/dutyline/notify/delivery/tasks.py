@@ -8,6 +8,7 @@ receiver sees the same Idempotency-Key twice and only one of them records the at
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 from typing import Any
 
@@ -15,18 +16,18 @@ import msgspec
 import structlog
 
 from dutyline.api.actor import Actor
+from dutyline.api.runtime import Runtime
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.adapters import adapter
 from dutyline.notify.delivery.adapters.base import Attempt, Outgoing, SendEnv, client_for
-from dutyline.work.registry import JobContext, job_handler
+from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
 log = structlog.get_logger("dutyline.notify.delivery")
 _json = msgspec.json.Decoder()
 
 
-def send_env(ctx: JobContext) -> SendEnv:
-    runtime = ctx.runtime
+def send_env(runtime: Runtime) -> SendEnv:
     policy = runtime.outbound_policy()
     # `host:port` pairs let through whatever they resolve to while everything else stays
     # guarded (settings.extra; the tests' loopback receivers).
@@ -38,29 +39,61 @@ def send_env(ctx: JobContext) -> SendEnv:
     return replace(env, client=runtime.kept_clients.get("delivery", lambda: client_for(env)))
 
 
-@job_handler(service.DELIVER_JOB)
-async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
-    delivery_id = str(payload["delivery_id"])
-    async with ctx.runtime.db.transaction(write=False) as reading:
-        row = await repo.get_delivery(reading, delivery_id)
-    if row is None or row.status != service.PENDING:
-        return
-    if int(row.attempts) + 1 != int(payload.get("attempt", row.attempts + 1)):
-        return  # a stale job: this attempt number was made already
-    actor = Actor.system(int(row.account_id), ctx.clock)
+def _due(row: Any, attempt: int | None) -> bool:
+    """Whether the job's attempt of this delivery is still to be made (a stale job's
+    attempt number was made already)."""
+    return (row is not None and row.status == service.PENDING
+            and (attempt is None or int(row.attempts) + 1 == attempt))
+
+
+def _attempt_of(payload: dict[str, Any]) -> int | None:
+    return None if payload.get("attempt") is None else int(payload["attempt"])
+
+
+async def _send(env: SendEnv, row: Any) -> Attempt:
     send = adapter(row.channel, personal=bool(row.person_id))
     if send is None:
         what = " for a person" if row.person_id else ""
-        await service.record_failure_without_attempt(
-            ctx.conn, actor, row, f"channel {row.channel!r} is not supported{what}")
-        return
+        return Attempt(ok=False, retryable=False,
+                       error=f"channel {row.channel!r} is not supported{what}")
     out = Outgoing(delivery_id=row.delivery_id, channel=row.channel, address=row.address,
                    content=_json.decode(row.content), attempt=int(row.attempts) + 1)
     try:
-        attempt = await send(send_env(ctx), out)
+        return await send(env, out)
     except Exception as exc:  # an adapter's own fault (a secret sealed with an old key...)
-        log.exception("notify.delivery.adapter_failed", delivery_id=delivery_id)
-        attempt = Attempt(ok=False, retryable=False, error=f"{type(exc).__name__}: {exc}")
-    status = await service.record_attempt(ctx.conn, actor, row, attempt)
-    log.info("notify.delivery.attempt", delivery_id=delivery_id, channel=row.channel,
-             attempt=out.attempt, ok=attempt.ok, status=status)
+        log.exception("notify.delivery.adapter_failed", delivery_id=row.delivery_id)
+        return Attempt(ok=False, retryable=False, error=f"{type(exc).__name__}: {exc}")
+
+
+def _log(row: Any, attempt: Attempt, status: str | None) -> None:
+    log.info("notify.delivery.attempt", delivery_id=row.delivery_id, channel=row.channel,
+             attempt=int(row.attempts) + 1, ok=attempt.ok, status=status)
+
+
+@job_handler(service.DELIVER_JOB)
+async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
+    async with ctx.runtime.db.transaction(write=False) as reading:
+        row = await repo.get_delivery(reading, str(payload["delivery_id"]))
+    if row is None or not _due(row, _attempt_of(payload)):
+        return
+    attempt = await _send(send_env(ctx.runtime), row)
+    status = await service.record_attempt(ctx.conn, Actor.system(int(row.account_id),
+                                                                 ctx.clock), row, attempt)
+    _log(row, attempt, status)
+
+
+@job_batch_handler(service.DELIVER_JOB, max_size=32)
+async def deliver_many(ctx: BatchContext) -> None:
+    """The attempts of several due deliveries: one read, the sends side by side (none waits
+    on another's slow receiver longer than its own timeout), the outcomes written together
+    in the batch's transaction."""
+    wanted = {str(j.payload["delivery_id"]): _attempt_of(j.payload) for j in ctx.jobs}
+    async with ctx.runtime.db.transaction(write=False) as reading:
+        rows = await repo.get_deliveries(reading, list(wanted))
+    rows = [row for row in rows if _due(row, wanted[row.delivery_id])]
+    env = send_env(ctx.runtime)
+    attempts = await asyncio.gather(*(_send(env, row) for row in rows))
+    outcomes = list(zip(rows, attempts, strict=True))
+    statuses = await service.record_attempts(ctx.conn, ctx.clock, outcomes)
+    for row, attempt, status in zip(rows, attempts, statuses, strict=True):
+        _log(row, attempt, status)
