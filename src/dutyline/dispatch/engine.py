@@ -23,6 +23,7 @@ outage) starts a new timeline from now instead of firing every missed repeat in 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -75,9 +76,12 @@ async def _schedule(conn: AsyncConnection, actor: Actor, incident_id: str, seq: 
 
 
 async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: Any,
-                assign_type: str, layer_idx: int = 0, schedule: bool = True) -> int:
+                assign_type: str, layer_idx: int = 0, schedule: bool = True
+                ) -> SimpleNamespace:
     """Begin (or begin again) the incident's escalation with this rule, at `layer_idx` (an
-    assignment may name one; the last layer when past it), after its aggregation window."""
+    assignment may name one; the last layer when past it), after its aggregation window.
+    Returns the state as written, still locked: without `schedule`, the caller runs its
+    first step at once (`run_step`)."""
     state = await repo.lock_state(conn, incident_id)
     now, now_ms = actor.now_s, actor.now_ms
     snap = snapshot(rule)
@@ -96,7 +100,8 @@ async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: 
         await repo.update_state(conn, incident_id, values)
     if schedule:
         await _schedule(conn, actor, incident_id, seq, first_at)
-    return seq
+    created = state.created_at if state is not None else now
+    return SimpleNamespace(incident_id=incident_id, created_at=created, **values)
 
 
 async def stop(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
@@ -158,7 +163,7 @@ async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq
         return
     if info is None:
         info = await incident_record(conn, runtime, int(state.account_id), incident_id)
-    await _run_step(conn, runtime, state, info)
+    await run_step(conn, runtime, state, info)
 
 
 async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str, int]]
@@ -173,12 +178,13 @@ async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str
         incidents_of.setdefault(int(state.account_id), []).append(incident_id)
     infos = await incident_records(conn, runtime, incidents_of)
     for incident_id, state in live.items():
-        await _run_step(conn, runtime, state, infos.get(incident_id))
+        await run_step(conn, runtime, state, infos.get(incident_id))
 
 
-async def _run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
-                    info: IncidentInfo | None) -> None:
-    """The step of a locked, due state; `info` None: the incident was removed."""
+async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
+                   info: IncidentInfo | None) -> None:
+    """The step of a state this transaction holds locked and found due; `info` is the
+    incident (None: removed since)."""
     incident_id, seq = state.incident_id, int(state.seq)
     actor = Actor.system(int(state.account_id), runtime.clock)
     now = actor.now_s

@@ -74,11 +74,13 @@ async def _start(conn: AsyncConnection, runtime: Runtime, actor: Actor, incident
     """Start dispatch; without an aggregation window the first step runs right here, in the
     event's transaction, rather than as a job of its own."""
     inline = int(rule.aggr_window) == 0
-    seq = await engine.start(conn, actor, incident_id=incident_id, rule=rule,
-                             assign_type=assign_type, layer_idx=layer_idx,
-                             schedule=not inline)
+    state = await engine.start(conn, actor, incident_id=incident_id, rule=rule,
+                               assign_type=assign_type, layer_idx=layer_idx,
+                               schedule=not inline)
     if inline:
-        await engine.step(conn, runtime, incident_id=incident_id, seq=seq, info=info)
+        if info is None:
+            info = await engine.incident_record(conn, runtime, actor.account_id, incident_id)
+        await engine.run_step(conn, runtime, state, info)
 
 
 async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEvent,

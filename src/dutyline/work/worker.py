@@ -407,8 +407,11 @@ class Worker:
                     task = asyncio.create_task(self.run_unit(unit))
                     in_flight.add(task)
                     task.add_done_callback(in_flight.discard)
-                if jobs:
-                    continue
+                if jobs and len(jobs) == free:
+                    continue  # more may be due: look again at once
+                # A claim cut short found everything that was due: looking again at once
+                # would only find nothing (on SQLite, a write transaction for it).
+                free = self.concurrency - len(in_flight)
                 timeout = await self.until_due() if free > 0 else self.reap_interval_s
                 timeout = min(timeout, max(0.0, next_schedule - loop.time()))
                 # Wake on stop, a ring, a free slot, or when the next job is due.

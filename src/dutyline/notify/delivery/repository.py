@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import and_, case, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
+
+
+class Finished(NamedTuple):
+    """An attempt's effect on its delivery."""
+
+    delivery_id: str
+    attempts_before: int
+    attempts: int
+    status: str
+    last_error: str
+
 
 WEBHOOK_CHANNELS = ("webhook", "slack", "feishu", "dingtalk", "wecom", "teams", "telegram",
                     "zoom", "slack_app", "feishu_app", "dingtalk_app", "wecom_app", "teams_app")
@@ -23,16 +34,26 @@ async def get_delivery(conn: AsyncConnection, delivery_id: str) -> Row[Any] | No
         notify_delivery.c.delivery_id == delivery_id))).first()
 
 
-async def finish_attempt(conn: AsyncConnection, delivery_id: str, *, attempts_before: int,
-                         values: dict[str, Any]) -> bool:
-    """Record an attempt's effect on the delivery, only if nobody recorded this attempt
-    already (a presumed-dead runner racing a successor): True when this call did."""
+async def finish_attempts(conn: AsyncConnection, outcomes: list[Finished], *,
+                          now_s: int) -> set[str]:
+    """Record attempts' effects on their deliveries in one statement, each only if nobody
+    recorded that attempt already (a presumed-dead runner racing a successor): the ids of
+    the deliveries this call moved on."""
+    if not outcomes:
+        return set()
+    d = notify_delivery.c
+
+    def per_row(field: str) -> Any:
+        return case({o.delivery_id: getattr(o, field) for o in outcomes}, value=d.delivery_id)
+
     result = await conn.execute(update(notify_delivery).where(
-        notify_delivery.c.delivery_id == delivery_id,
-        notify_delivery.c.status == "pending",
-        notify_delivery.c.attempts == attempts_before,
-    ).values(**values))
-    return bool(result.rowcount == 1)
+        d.delivery_id.in_([o.delivery_id for o in outcomes]),
+        d.status == "pending",
+        d.attempts == per_row("attempts_before"),
+    ).values(attempts=per_row("attempts"), status=per_row("status"),
+             last_error=per_row("last_error"), updated_at=now_s)
+        .returning(d.delivery_id))
+    return {row.delivery_id for row in result}
 
 
 async def insert_attempts(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:

@@ -75,34 +75,35 @@ async def record_attempts(conn: AsyncConnection, clock: Clock,
     """record_attempt for several deliveries (of any accounts) at once: the attempts and the
     feed entries go in one insert each. The system (person 0) writes the entries."""
     now_s, now_ms = int(clock.now()), millis(clock)
-    statuses: list[str | None] = []
+    finished = [_finished(row, attempt) for row, attempt in outcomes]
+    moved = await repo.finish_attempts(conn, finished, now_s=now_s)
     attempts: list[dict[str, Any]] = []
     entries: list[feed.Entry] = []
-    for row, attempt in outcomes:
-        number = int(row.attempts) + 1
-        final = attempt.ok or not attempt.retryable or number >= MAX_ATTEMPTS
-        status = SUCCESS if attempt.ok else (FAILED if final else PENDING)
-        if not await repo.finish_attempt(conn, row.delivery_id,
-                                         attempts_before=int(row.attempts),
-                                         values={"attempts": number, "status": status,
-                                                 "last_error": attempt.error,
-                                                 "updated_at": now_s}):
-            statuses.append(None)
+    for (row, attempt), done in zip(outcomes, finished, strict=True):
+        if done.delivery_id not in moved:
             continue
-        statuses.append(status)
-        attempts.append(_attempt_row(row, attempt, number, now_ms))
-        if status == PENDING:
-            run_at = now_ms + retry_delay_s(number) * 1000
+        attempts.append(_attempt_row(row, attempt, done.attempts, now_ms))
+        if done.status == PENDING:
+            run_at = now_ms + retry_delay_s(done.attempts) * 1000
             await queue.enqueue(conn, DELIVER_JOB, {"delivery_id": row.delivery_id,
-                                                    "attempt": number + 1},
+                                                    "attempt": done.attempts + 1},
                                 now_ms=now_ms, run_at_ms=run_at,
-                                dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{number + 1}")
+                                dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{done.attempts + 1}")
         else:
             entries.append(feed.Entry(int(row.account_id), row.incident_id, "i_notify",
-                                      notify_detail(row, attempt, status)))
+                                      notify_detail(row, attempt, done.status)))
     await repo.insert_attempts(conn, attempts)
     await feed.add_many(conn, entries, creator_id=0, now_s=now_s)
-    return statuses
+    return [done.status if done.delivery_id in moved else None for done in finished]
+
+
+def _finished(row: Any, attempt: Attempt) -> repo.Finished:
+    number = int(row.attempts) + 1
+    final = attempt.ok or not attempt.retryable or number >= MAX_ATTEMPTS
+    return repo.Finished(delivery_id=row.delivery_id, attempts_before=int(row.attempts),
+                         attempts=number,
+                         status=SUCCESS if attempt.ok else (FAILED if final else PENDING),
+                         last_error=attempt.error)
 
 
 def _attempt_row(row: Any, attempt: Attempt, number: int, now_ms: int) -> dict[str, Any]:
