@@ -38,6 +38,7 @@ from dutyline.dispatch.notify import notify_layer
 from dutyline.incident.service import IncidentInfo
 from dutyline.incident.service import query as incidents
 from dutyline.kit.ids import hex_id
+from dutyline.notify.delivery import service as delivery
 from dutyline.work import queue
 
 STEP_JOB = "dispatch.step"
@@ -68,11 +69,17 @@ def snapshot(rule: Any) -> dict[str, Any]:
             "layers": _json.decode(rule.layers)}
 
 
+def _timer(jobs: queue.NewJobs, actor: Actor, incident_id: str, seq: int, at_ms: int
+           ) -> None:
+    jobs.add(STEP_JOB, {"incident_id": incident_id, "seq": seq}, now_ms=actor.now_ms,
+             run_at_ms=at_ms, dedupe_key=f"{STEP_JOB}:{incident_id}:{seq}")
+
+
 async def _schedule(conn: AsyncConnection, actor: Actor, incident_id: str, seq: int,
                     at_ms: int) -> None:
-    await queue.enqueue(conn, STEP_JOB, {"incident_id": incident_id, "seq": seq},
-                        now_ms=actor.now_ms, run_at_ms=at_ms,
-                        dedupe_key=f"{STEP_JOB}:{incident_id}:{seq}")
+    jobs = queue.NewJobs()
+    _timer(jobs, actor, incident_id, seq, at_ms)
+    await jobs.flush(conn)
 
 
 async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: Any,
@@ -154,16 +161,16 @@ def _is_due(state: Any, seq: int) -> bool:
     return state is not None and int(state.seq) == seq and state.status in (WAITING, RUNNING)
 
 
-async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int,
-               info: IncidentInfo | None = None) -> None:
-    """Run the step timed `seq`; `info` is the incident as this transaction already read it
-    (the first step runs inside the event's own job), else it is read here."""
+async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int) -> None:
+    """Run the step timed `seq`."""
     state = await repo.lock_state(conn, incident_id)
     if state is None or not _is_due(state, seq):
         return
-    if info is None:
-        info = await incident_record(conn, runtime, int(state.account_id), incident_id)
-    await run_step(conn, runtime, state, info)
+    outbox = delivery.Outbox()
+    await run_step(conn, runtime, state,
+                   await incident_record(conn, runtime, int(state.account_id), incident_id),
+                   outbox)
+    await outbox.flush(conn)
 
 
 async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str, int]]
@@ -177,14 +184,17 @@ async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str
     for incident_id, state in live.items():
         incidents_of.setdefault(int(state.account_id), []).append(incident_id)
     infos = await incident_records(conn, runtime, incidents_of)
+    outbox = delivery.Outbox()
     for incident_id, state in live.items():
-        await run_step(conn, runtime, state, infos.get(incident_id))
+        await run_step(conn, runtime, state, infos.get(incident_id), outbox)
+    await outbox.flush(conn)
 
 
 async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
-                   info: IncidentInfo | None) -> None:
+                   info: IncidentInfo | None, outbox: delivery.Outbox) -> None:
     """The step of a state this transaction holds locked and found due; `info` is the
-    incident (None: removed since)."""
+    incident (None: removed since). What it sends, and its next timer, go into `outbox`,
+    which the caller flushes before the transaction ends."""
     incident_id, seq = state.incident_id, int(state.seq)
     actor = Actor.system(int(state.account_id), runtime.clock)
     now = actor.now_s
@@ -197,7 +207,7 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
     if info.snoozed_before > now:
         wake_ms = info.snoozed_before * 1000
         await repo.update_state(conn, incident_id, {**values, "next_at": wake_ms})
-        await _schedule(conn, actor, incident_id, seq + 1, wake_ms)
+        _timer(outbox.jobs, actor, incident_id, seq + 1, wake_ms)
         return
     rule = _json.decode(state.rule)
     layers: list[dict[str, Any]] = rule["layers"]
@@ -209,8 +219,8 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
     async def begin(new_idx: int) -> None:
         nonlocal idx, times, started, last, layer
         idx, times, started, last, layer = new_idx, 1, at, at, layers[new_idx]
-        await notify_layer(conn, runtime, actor, info=info, rule=rule, layer_idx=idx,
-                           fire_type="fire", run_id=state.run_id,
+        await notify_layer(conn, runtime, actor, outbox=outbox, info=info, rule=rule,
+                           layer_idx=idx, fire_type="fire", run_id=state.run_id,
                            assign_type=state.assign_type, announce=True)
 
     if started == 0:
@@ -227,8 +237,8 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
         elif not acked and times <= int(layer.get("max_times", 0)) \
                 and at >= last + _step_ms(layer):
             times, last = times + 1, last + _step_ms(layer)
-            await notify_layer(conn, runtime, actor, info=info, rule=rule, layer_idx=idx,
-                               fire_type="refire", run_id=state.run_id,
+            await notify_layer(conn, runtime, actor, outbox=outbox, info=info, rule=rule,
+                               layer_idx=idx, fire_type="refire", run_id=state.run_id,
                                assign_type=state.assign_type, announce=False)
     if last + _step_ms(layer) < actor.now_ms - _step_ms(layer):
         last = actor.now_ms  # more than a whole step behind: a new timeline from now
@@ -244,7 +254,7 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
     next_at = max(actor.now_ms, min(due))
     await repo.update_state(conn, incident_id, {**values, "status": RUNNING,
                                                 "next_at": next_at})
-    await _schedule(conn, actor, incident_id, seq + 1, next_at)
+    _timer(outbox.jobs, actor, incident_id, seq + 1, next_at)
 
 
 def _escalate_at(started_ms: int, layer: dict[str, Any]) -> int:

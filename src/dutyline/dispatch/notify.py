@@ -1,5 +1,6 @@
 """Notifying one layer: who its targets are at this moment, how each is reached, and a
-delivery (its own durable job) per recipient and channel. Assignments and notifications go
+delivery (its own durable job, written with the others of the transaction through the
+caller's outbox) per recipient and channel. Assignments and notifications go
 into the incident feed: `i_assign` when a layer begins, `i_notify` per delivery outcome
 (written by the delivery job), and an `i_notify` "no responder" when a layer reaches nobody."""
 
@@ -79,8 +80,9 @@ def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, 
 
 
 async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
-                       info: IncidentInfo, rule: dict[str, Any], layer_idx: int,
-                       fire_type: str, run_id: str, assign_type: str, announce: bool) -> None:
+                       outbox: delivery.Outbox, info: IncidentInfo, rule: dict[str, Any],
+                       layer_idx: int, fire_type: str, run_id: str, assign_type: str,
+                       announce: bool) -> None:
     target: dict[str, Any] = rule["layers"][layer_idx].get("target") or {}
     now = actor.now_s
     people = await members.contacts(conn, actor, await _person_ids(conn, actor, target))
@@ -119,15 +121,13 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
         for channel in wanted:
             content = _personal_content(channel, info, person_links,
                                               await render(channel))
-            await delivery.enqueue(conn, actor, **common, channel=channel,
-                                   person_id=person.person_id,
-                                   address=_address(person, pref, channel), content=content)
+            outbox.add(actor, **common, channel=channel, person_id=person.person_id,
+                       address=_address(person, pref, channel), content=content)
             made += 1
     open_only = {"open": info.detail_url}
     for address in target.get("emails") or []:
-        await delivery.enqueue(conn, actor, **common, channel="email", person_id=0,
-                               address=address,
-                               content=compose.email(info, open_only, await render("email")))
+        outbox.add(actor, **common, channel="email", person_id=0, address=address,
+                   content=compose.email(info, open_only, await render("email")))
         made += 1
     for hook in target.get("webhooks") or []:
         kind = str(hook.get("type", ""))
@@ -136,10 +136,9 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
             # One delivery per group chat, posted by the server's app for the platform.
             text = compose.chat_text(info, await render(kind))
             for chat_id in app_chat_ids(settings):
-                await delivery.enqueue(conn, actor, **common, channel=kind, person_id=0,
-                                       address=chat_id, content={
-                                           "text": text, "alias": settings.get("alias", ""),
-                                           "data_source_id": settings.get("data_source_id", 0)})
+                outbox.add(actor, **common, channel=kind, person_id=0, address=chat_id,
+                           content={"text": text, "alias": settings.get("alias", ""),
+                                    "data_source_id": settings.get("data_source_id", 0)})
                 made += 1
             continue
         channel = CHAT_TYPES.get(kind, kind)
@@ -152,8 +151,8 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
                                                       assigned_to=assigned_to)
         else:
             content["text"] = compose.chat_text(info, await render(channel))
-        await delivery.enqueue(conn, actor, **common, channel=channel, person_id=0,
-                               address=redact_url(url), content=content, delivery_id=event_id)
+        outbox.add(actor, **common, channel=channel, person_id=0, address=redact_url(url),
+                   content=content, delivery_id=event_id)
         made += 1
     if made == 0:
         await feed.add(conn, actor, incident_id=info.incident_id, feed_type="i_notify",

@@ -17,6 +17,7 @@ from dutyline.dispatch import engine, peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
 from dutyline.incident.service import IncidentEvent, IncidentInfo, events
+from dutyline.notify.delivery import service as delivery
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
 _KINDS = (events.CREATED, events.REOPENED, events.ASSIGNED, events.ACKED, events.UNACKED,
@@ -31,13 +32,15 @@ def _subject(info: Any) -> dict[str, Any]:
             "channel_id": info.channel_id, "channel_name": info.channel_name}
 
 
-class _Reads:
-    """What a batch of events reads once for all of them: the incidents that open an
-    escalation (read together up front) and each channel's enabled rules."""
+class _Batch:
+    """What the events of one transaction share: the incidents that open an escalation
+    (read together up front), each channel's enabled rules (read once), and the outbox of
+    their first steps' deliveries (written together at the end)."""
 
     def __init__(self, infos: dict[str, IncidentInfo] | None = None) -> None:
         self.infos = infos or {}
         self.rules: dict[tuple[int, int], list[Any]] = {}
+        self.outbox = delivery.Outbox()
 
     async def incident(self, conn: AsyncConnection, runtime: Runtime,
                        event: IncidentEvent) -> IncidentInfo | None:
@@ -56,7 +59,7 @@ class _Reads:
         return self.rules[key]
 
 
-async def _pick_rule(conn: AsyncConnection, reads: _Reads, actor: Actor,
+async def _pick_rule(conn: AsyncConnection, reads: _Batch, actor: Actor,
                      info: IncidentInfo) -> Any | None:
     if not info.channel_id:
         return None
@@ -69,7 +72,7 @@ async def _pick_rule(conn: AsyncConnection, reads: _Reads, actor: Actor,
 
 
 async def _start(conn: AsyncConnection, runtime: Runtime, actor: Actor, incident_id: str,
-                 rule: Any, *, assign_type: str, layer_idx: int = 0,
+                 rule: Any, *, outbox: delivery.Outbox, assign_type: str, layer_idx: int = 0,
                  info: IncidentInfo | None = None) -> None:
     """Start dispatch; without an aggregation window the first step runs right here, in the
     event's transaction, rather than as a job of its own."""
@@ -80,11 +83,11 @@ async def _start(conn: AsyncConnection, runtime: Runtime, actor: Actor, incident
     if inline:
         if info is None:
             info = await engine.incident_record(conn, runtime, actor.account_id, incident_id)
-        await engine.run_step(conn, runtime, state, info)
+        await engine.run_step(conn, runtime, state, info, outbox)
 
 
 async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEvent,
-                    reads: _Reads) -> None:
+                    reads: _Batch) -> None:
     actor = Actor.system(event.account_id, runtime.clock)
     incident_id = event.incident_id
     if event.kind in (events.CREATED, events.REOPENED):
@@ -95,7 +98,7 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
         if rule is None:
             await engine.stop(conn, actor, incident_id)
             return
-        await _start(conn, runtime, actor, incident_id, rule,
+        await _start(conn, runtime, actor, incident_id, rule, outbox=reads.outbox,
                      assign_type="reopen" if event.kind == events.REOPENED else "assign",
                      info=info)
     elif event.kind == events.ASSIGNED:
@@ -103,7 +106,7 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
         rule_id = str(assignment.get("escalate_rule_id") or "")
         rule = await repo.get_rule_by_id(conn, event.account_id, rule_id) if rule_id else None
         if rule is not None:
-            await _start(conn, runtime, actor, incident_id, rule,
+            await _start(conn, runtime, actor, incident_id, rule, outbox=reads.outbox,
                          assign_type=str(assignment.get("type") or "reassign"),
                          layer_idx=int(assignment.get("layer_idx") or 0))
     elif event.kind == events.ACKED:
@@ -116,7 +119,9 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
 
 @events.subscriber("dispatch", kinds=_KINDS)
 async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
-    await _on_event(ctx.conn, ctx.runtime, event, _Reads())
+    batch = _Batch()
+    await _on_event(ctx.conn, ctx.runtime, event, batch)
+    await batch.outbox.flush(ctx.conn)
 
 
 @events.batch_subscriber("dispatch")
@@ -129,9 +134,10 @@ async def on_incident_events(ctx: BatchContext, batch: list[IncidentEvent]) -> N
             ids = opening.setdefault(event.account_id, [])
             if event.incident_id not in ids:
                 ids.append(event.incident_id)
-    reads = _Reads(await engine.incident_records(ctx.conn, ctx.runtime, opening))
+    shared = _Batch(await engine.incident_records(ctx.conn, ctx.runtime, opening))
     for event in batch:
-        await _on_event(ctx.conn, ctx.runtime, event, reads)
+        await _on_event(ctx.conn, ctx.runtime, event, shared)
+    await shared.outbox.flush(ctx.conn)
 
 
 @job_handler(engine.STEP_JOB)

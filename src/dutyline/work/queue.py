@@ -175,6 +175,39 @@ async def enqueue_many(
     await conn.run_sync(wakeup.note_due, now_ms, now_ms)
 
 
+class NewJobs:
+    """Jobs made in one transaction and inserted together, one statement for all, by
+    `flush` (which the maker calls before its transaction ends): for producers that make a
+    job per item of a batch. A job whose `dedupe_key` an unfinished job holds is left out,
+    as with `enqueue`."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, kind: str, payload: dict[str, Any], *, now_ms: int,
+            run_at_ms: int | None = None, dedupe_key: str | None = None,
+            max_attempts: int = 10) -> None:
+        self.rows.append({
+            "kind": kind, "payload": _encode(payload), "status": PENDING,
+            "dedupe_key": dedupe_key, "run_at": now_ms if run_at_ms is None else run_at_ms,
+            "attempts": 0, "max_attempts": max_attempts, "created_at": now_ms,
+            "updated_at": now_ms,
+        })
+
+    async def flush(self, conn: AsyncConnection) -> None:
+        rows, self.rows = self.rows, []
+        if rows:
+            await conn.run_sync(_insert_jobs, rows)
+
+
+def _insert_jobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    # executemany: SQLAlchemy sends it as multi-row inserts within the driver's limits.
+    conn.execute(insert(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key]), rows)
+    soonest = min(rows, key=lambda r: int(r["run_at"]))
+    wakeup.note_due(conn, int(soonest["run_at"]), int(soonest["created_at"]))
+
+
 def schedule_sync(
     conn: Connection,
     kind: str,

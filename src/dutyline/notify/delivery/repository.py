@@ -25,8 +25,9 @@ WEBHOOK_CHANNELS = ("webhook", "slack", "feishu", "dingtalk", "wecom", "teams", 
                     "zoom", "slack_app", "feishu_app", "dingtalk_app", "wecom_app", "teams_app")
 
 
-async def insert_delivery(conn: AsyncConnection, values: dict[str, Any]) -> None:
-    await conn.execute(insert(notify_delivery).values(**values))
+async def insert_deliveries(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(insert(notify_delivery), rows)
 
 
 async def get_delivery(conn: AsyncConnection, delivery_id: str) -> Row[Any] | None:

@@ -41,24 +41,36 @@ def retry_delay_s(attempts_done: int) -> int:
     return int(min(RETRY_CAP_S, RETRY_BASE_S * 2 ** max(0, attempts_done - 1)))
 
 
-async def enqueue(conn: AsyncConnection, actor: Actor, *, incident_id: str, channel_id: int,
-                  rule_id: str, rule_name: str, layer_idx: int, fire_type: str, channel: str,
-                  person_id: int, address: str, content: dict[str, Any],
-                  delivery_id: str | None = None) -> str:
-    """One delivery and its durable job, in the caller's transaction: a rolled-back step
-    sends nothing, a committed one is never lost."""
-    delivery_id, now = delivery_id or hex_id(), actor.now_s
-    await repo.insert_delivery(conn, {
-        "delivery_id": delivery_id, "account_id": actor.account_id,
-        "incident_id": incident_id, "channel_id": channel_id, "rule_id": rule_id,
-        "rule_name": rule_name, "layer_idx": layer_idx, "fire_type": fire_type,
-        "channel": channel, "person_id": person_id, "address": address,
-        "content": dumps(content), "status": PENDING, "attempts": 0, "last_error": "",
-        "created_at": now, "updated_at": now,
-    })
-    await queue.enqueue(conn, DELIVER_JOB, {"delivery_id": delivery_id, "attempt": 1},
-                        now_ms=actor.now_ms, dedupe_key=f"{DELIVER_JOB}:{delivery_id}:1")
-    return delivery_id
+class Outbox:
+    """The deliveries one transaction makes (a step, or a batch of them), each a row and its
+    durable job, written together by `flush` before the transaction ends: a rolled-back
+    step sends nothing, a committed one is never lost. `jobs` takes the maker's other jobs
+    too (the escalation's next timers), into the same insert."""
+
+    def __init__(self) -> None:
+        self.deliveries: list[dict[str, Any]] = []
+        self.jobs = queue.NewJobs()
+
+    def add(self, actor: Actor, *, incident_id: str, channel_id: int, rule_id: str,
+            rule_name: str, layer_idx: int, fire_type: str, channel: str, person_id: int,
+            address: str, content: dict[str, Any], delivery_id: str | None = None) -> str:
+        delivery_id, now = delivery_id or hex_id(), actor.now_s
+        self.deliveries.append({
+            "delivery_id": delivery_id, "account_id": actor.account_id,
+            "incident_id": incident_id, "channel_id": channel_id, "rule_id": rule_id,
+            "rule_name": rule_name, "layer_idx": layer_idx, "fire_type": fire_type,
+            "channel": channel, "person_id": person_id, "address": address,
+            "content": dumps(content), "status": PENDING, "attempts": 0, "last_error": "",
+            "created_at": now, "updated_at": now,
+        })
+        self.jobs.add(DELIVER_JOB, {"delivery_id": delivery_id, "attempt": 1},
+                      now_ms=actor.now_ms, dedupe_key=f"{DELIVER_JOB}:{delivery_id}:1")
+        return delivery_id
+
+    async def flush(self, conn: AsyncConnection) -> None:
+        rows, self.deliveries = self.deliveries, []
+        await repo.insert_deliveries(conn, rows)
+        await self.jobs.flush(conn)
 
 
 async def record_attempt(conn: AsyncConnection, actor: Actor, row: Any,
