@@ -87,10 +87,15 @@ async def deliver_many(ctx: BatchContext) -> None:
     """The attempts of several due deliveries: one read, the sends side by side (none waits
     on another's slow receiver longer than its own timeout), the outcomes written together
     in the batch's transaction."""
-    wanted = {str(j.payload["delivery_id"]): _attempt_of(j.payload) for j in ctx.jobs}
+    # A delivery may have a stale job beside its due one in the batch: it is due if any of
+    # its jobs' attempts is still to be made, and then sent once.
+    wanted: dict[str, list[int | None]] = {}
+    for job in ctx.jobs:
+        wanted.setdefault(str(job.payload["delivery_id"]), []).append(_attempt_of(job.payload))
     async with ctx.runtime.db.transaction(write=False) as reading:
         rows = await repo.get_deliveries(reading, list(wanted))
-    rows = [row for row in rows if _due(row, wanted[row.delivery_id])]
+    rows = [row for row in rows
+            if any(_due(row, attempt) for attempt in wanted[row.delivery_id])]
     env = send_env(ctx.runtime)
     attempts = await asyncio.gather(*(_send(env, row) for row in rows))
     outcomes = list(zip(rows, attempts, strict=True))
