@@ -345,14 +345,23 @@ def _ssl_context2() -> ssl.SSLContext:
     return httpx2.create_ssl_context(trust_env=False)
 
 
-def _httpx_network(policy: OutboundPolicy,
-                   ssl_context: ssl.SSLContext | None = None) -> httpx.AsyncHTTPTransport:
+# httpx's own defaults, which its pool would have had.
+DEFAULT_MAX_CONNECTIONS = 100
+KEEPALIVE_CONNECTIONS = 20
+
+
+def _httpx_network(policy: OutboundPolicy, ssl_context: ssl.SSLContext | None = None, *,
+                   max_connections: int | None = DEFAULT_MAX_CONNECTIONS
+                   ) -> httpx.AsyncHTTPTransport:
     context = ssl_context if ssl_context is not None else _ssl_context()
     transport = httpx.AsyncHTTPTransport(verify=context, trust_env=False)
     # httpx does not expose the network backend; the pool it builds is replaced by the same
-    # pool with our backend (the attribute has been `_pool` since httpx 0.18).
+    # pool with our backend (the attribute has been `_pool` since httpx 0.18). The limits are
+    # given again: httpcore's own default is 10 connections, not httpx's 100.
     transport._pool = httpcore.AsyncConnectionPool(
         ssl_context=context,
+        max_connections=max_connections,
+        max_keepalive_connections=KEEPALIVE_CONNECTIONS,
         network_backend=_HttpcoreBackend(httpcore.AnyIOBackend(), policy, httpcore.ConnectTimeout),
     )
     return transport
@@ -377,13 +386,17 @@ def guarded_client(
     transport: httpx.AsyncBaseTransport | None = None,
     follow_redirects: bool = False,
     ssl_context: ssl.SSLContext | None = None,
+    max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
 ) -> httpx.AsyncClient:
     """An httpx client whose every request (and redirect hop) passes the guard, retried per
     `policy.retry`.
 
     `transport` replaces the network (tests, third-party mocks); URLs are still checked.
-    `ssl_context` replaces the system CA bundle (a peer's own CA, a client certificate)."""
-    inner = transport if transport is not None else _httpx_network(policy, ssl_context)
+    `ssl_context` replaces the system CA bundle (a peer's own CA, a client certificate).
+    `max_connections` bounds the open connections (None: no bound); a request beyond it
+    waits for one to free up."""
+    inner = (transport if transport is not None
+             else _httpx_network(policy, ssl_context, max_connections=max_connections))
     return httpx.AsyncClient(
         transport=_httpx_stack(inner, policy, resolve_here=transport is not None),
         timeout=timeout,

@@ -85,8 +85,12 @@ def response_field(attempt: Attempt, *path: str) -> str:
 def client_for(env: SendEnv) -> httpx.AsyncClient:
     """A guarded client as every delivery uses it: no retries of its own (the delivery job
     retries with backoff), redirects followed through the guard."""
+    # No bound on connections: receivers that hang must not hold every connection while
+    # the deliveries to the others wait for one. What bounds them is the worker's slots
+    # times a delivery batch.
     return outbound.guarded_client(env.policy.without_retries(), timeout=HTTP_TIMEOUT_S,
-                                   transport=env.transport, follow_redirects=True)
+                                   transport=env.transport, follow_redirects=True,
+                                   max_connections=None)
 
 
 async def post_json(env: SendEnv, url: str, body: bytes,
