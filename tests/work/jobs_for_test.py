@@ -16,6 +16,7 @@ import anyio
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.runtime import Runtime
 from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
 
 EFFECT_KIND = "test.effect"
@@ -47,6 +48,18 @@ async def effect_rows(conn: AsyncConnection) -> list[tuple[int, str, int]]:
         text(f"SELECT job_id, worker_id, attempt FROM {EFFECT_TABLE} ORDER BY job_id")
     )
     return [(int(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+def jobs_metric(runtime: Runtime, kind: str, outcome: str) -> float:
+    value = runtime.metrics.registry.get_sample_value(
+        "dutyline_jobs_total", {"kind": kind, "outcome": outcome}
+    )
+    return value or 0.0
+
+
+async def effects(runtime: Runtime) -> list[tuple[int, str, int]]:
+    async with runtime.db.connect() as conn:
+        return await effect_rows(conn)
 
 
 async def eventually(

@@ -23,24 +23,12 @@ from dutyline.work.registry import BatchContext, DuplicateHandler, JobContext, R
 from dutyline.work.worker import Worker
 from tests.fixtures.clock import FakeClock
 from tests.work.batches_for_test import BATCH_KIND, BATCH_MARK, SOLO_KIND, BatchJobs
-from tests.work.jobs_for_test import effect_rows, eventually
+from tests.work.jobs_for_test import effects, eventually, jobs_metric
 from tests.work.test_queue import job_row
 
 pytestmark = pytest.mark.anyio
 
 LEASE_MS = 30_000
-
-
-def jobs_metric(runtime: Runtime, kind: str, outcome: str) -> float:
-    value = runtime.metrics.registry.get_sample_value(
-        "dutyline_jobs_total", {"kind": kind, "outcome": outcome}
-    )
-    return value or 0.0
-
-
-async def effects(runtime: Runtime) -> list[tuple[int, str, int]]:
-    async with runtime.db.connect() as conn:
-        return await effect_rows(conn)
 
 
 async def enqueue(db: Database, now_ms: int, *kinds: str) -> list[int]:

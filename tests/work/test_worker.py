@@ -25,22 +25,16 @@ from dutyline.work.registry import (
 )
 from dutyline.work.worker import Worker
 from tests.fixtures.clock import FakeClock
-from tests.work.jobs_for_test import EFFECT_KIND, effect_rows, eventually, write_effect
+from tests.work.jobs_for_test import (
+    EFFECT_KIND,
+    effects,
+    eventually,
+    jobs_metric,
+    write_effect,
+)
 from tests.work.test_queue import add, job_row
 
 pytestmark = pytest.mark.anyio
-
-
-def jobs_metric(runtime: Runtime, kind: str, outcome: str) -> float:
-    value = runtime.metrics.registry.get_sample_value(
-        "dutyline_jobs_total", {"kind": kind, "outcome": outcome}
-    )
-    return value or 0.0
-
-
-async def effects(runtime: Runtime) -> list[tuple[int, str, int]]:
-    async with runtime.db.connect() as conn:
-        return await effect_rows(conn)
 
 
 def make_worker(runtime: Runtime, registry: Registry, name: str, **kw: Any) -> Worker:
