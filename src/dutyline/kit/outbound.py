@@ -347,11 +347,12 @@ def _ssl_context2() -> ssl.SSLContext:
 
 # httpx's own defaults, which its pool would have had.
 DEFAULT_MAX_CONNECTIONS = 100
-KEEPALIVE_CONNECTIONS = 20
+DEFAULT_MAX_KEEPALIVE = 20
 
 
 def _httpx_network(policy: OutboundPolicy, ssl_context: ssl.SSLContext | None = None, *,
-                   max_connections: int | None = DEFAULT_MAX_CONNECTIONS
+                   max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+                   max_keepalive: int | None = DEFAULT_MAX_KEEPALIVE,
                    ) -> httpx.AsyncHTTPTransport:
     context = ssl_context if ssl_context is not None else _ssl_context()
     transport = httpx.AsyncHTTPTransport(verify=context, trust_env=False)
@@ -361,7 +362,7 @@ def _httpx_network(policy: OutboundPolicy, ssl_context: ssl.SSLContext | None = 
     transport._pool = httpcore.AsyncConnectionPool(
         ssl_context=context,
         max_connections=max_connections,
-        max_keepalive_connections=KEEPALIVE_CONNECTIONS,
+        max_keepalive_connections=max_keepalive,
         network_backend=_HttpcoreBackend(httpcore.AnyIOBackend(), policy, httpcore.ConnectTimeout),
     )
     return transport
@@ -387,6 +388,7 @@ def guarded_client(
     follow_redirects: bool = False,
     ssl_context: ssl.SSLContext | None = None,
     max_connections: int | None = DEFAULT_MAX_CONNECTIONS,
+    max_keepalive: int | None = DEFAULT_MAX_KEEPALIVE,
 ) -> httpx.AsyncClient:
     """An httpx client whose every request (and redirect hop) passes the guard, retried per
     `policy.retry`.
@@ -394,9 +396,11 @@ def guarded_client(
     `transport` replaces the network (tests, third-party mocks); URLs are still checked.
     `ssl_context` replaces the system CA bundle (a peer's own CA, a client certificate).
     `max_connections` bounds the open connections (None: no bound); a request beyond it
-    waits for one to free up."""
+    waits for one to free up. `max_keepalive` bounds the idle ones kept for reuse (None: no
+    bound; an idle connection still closes after httpcore's keep-alive expiry)."""
     inner = (transport if transport is not None
-             else _httpx_network(policy, ssl_context, max_connections=max_connections))
+             else _httpx_network(policy, ssl_context, max_connections=max_connections,
+                                 max_keepalive=max_keepalive))
     return httpx.AsyncClient(
         transport=_httpx_stack(inner, policy, resolve_here=transport is not None),
         timeout=timeout,

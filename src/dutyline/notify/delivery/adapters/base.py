@@ -86,11 +86,12 @@ def client_for(env: SendEnv) -> httpx.AsyncClient:
     """A guarded client as every delivery uses it: no retries of its own (the delivery job
     retries with backoff), redirects followed through the guard."""
     # No bound on connections: receivers that hang must not hold every connection while
-    # the deliveries to the others wait for one. What bounds them is the worker's slots
-    # times a delivery batch.
+    # the deliveries to the others wait for one. Nor on those kept for reuse: a burst sends
+    # a batch's POSTs to one receiver side by side, and a bound would close and reopen most
+    # of them each time. What bounds both is the worker's slots times a delivery batch.
     return outbound.guarded_client(env.policy.without_retries(), timeout=HTTP_TIMEOUT_S,
                                    transport=env.transport, follow_redirects=True,
-                                   max_connections=None)
+                                   max_connections=None, max_keepalive=None)
 
 
 async def post_json(env: SendEnv, url: str, body: bytes,
