@@ -95,7 +95,10 @@ class BatchContext:
     all their effects, which commit together with every job's `done` or not at all. When
     the handler raises (or a lease was lost meanwhile), nothing of the batch commits and
     the worker runs each job again, alone, through the kind's single handler: so a batch
-    handler never has to isolate one job's failure from the others'. Never commit `conn`."""
+    handler never has to isolate one job's failure from the others'. What a batch did
+    outside the database (a webhook it sent) is then done again by the single runs: outbound
+    effects are at least once, as for any job, and carry an idempotency key. Never commit
+    `conn`."""
 
     conn: AsyncConnection
     runtime: Runtime
