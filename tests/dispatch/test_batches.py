@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import select
 
 from dutyline import domains
-from dutyline.api.actor import Actor
 from dutyline.db.tables.dispatch import dispatch_state, notify_attempt
 from dutyline.db.tables.work import job
 from dutyline.dispatch import engine
@@ -20,7 +19,7 @@ from dutyline.incident import events
 from dutyline.kit.clock import millis
 from dutyline.notify.delivery import tasks as delivery_tasks
 from dutyline.notify.delivery.adapters.base import Attempt
-from dutyline.notify.delivery.service import DELIVER_JOB, record_attempt
+from dutyline.notify.delivery.service import DELIVER_JOB, record_attempts
 from dutyline.work import queue
 from dutyline.work.registry import registry as default_registry
 from dutyline.work.worker import Worker
@@ -193,8 +192,8 @@ async def test_a_batch_does_not_record_an_attempt_a_successor_recorded_meanwhile
         attempt = await send(env, row)
         if row.delivery_id == a:
             async with papi.runtime.db.transaction() as conn:
-                await record_attempt(conn, Actor.system(owner.account_id, papi.runtime.clock),
-                                     row, Attempt(ok=False, status_code=503, error="busy"))
+                await record_attempts(conn, papi.runtime.clock,
+                                      [(row, Attempt(ok=False, status_code=503, error="busy"))])
         return attempt
 
     monkeypatch.setattr(delivery_tasks, "_send", send_then_successor_records)

@@ -163,14 +163,7 @@ def _is_due(state: Any, seq: int) -> bool:
 
 async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int) -> None:
     """Run the step timed `seq`."""
-    state = await repo.lock_state(conn, incident_id)
-    if state is None or not _is_due(state, seq):
-        return
-    outbox = delivery.Outbox()
-    await run_step(conn, runtime, state,
-                   await incident_record(conn, runtime, int(state.account_id), incident_id),
-                   outbox)
-    await outbox.flush(conn)
+    await step_many(conn, runtime, [(incident_id, seq)])
 
 
 async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str, int]]

@@ -59,11 +59,8 @@ async def delete_rule(conn: AsyncConnection, account_id: int, rule_id: str) -> N
 
 async def lock_state(conn: AsyncConnection, incident_id: str) -> Row[Any] | None:
     """The incident's dispatch state, locked for this transaction (PostgreSQL row lock; on
-    SQLite the job's BEGIN IMMEDIATE already holds the only writer)."""
-    stmt = select(dispatch_state).where(dispatch_state.c.incident_id == incident_id)
-    if conn.dialect.name == "postgresql":
-        stmt = stmt.with_for_update()
-    return (await conn.execute(stmt)).first()
+    SQLite the job's write transaction already holds the only writer)."""
+    return (await lock_states(conn, [incident_id])).get(incident_id)
 
 
 async def lock_states(conn: AsyncConnection, incident_ids: list[str]) -> dict[str, Row[Any]]:

@@ -37,8 +37,8 @@ class _Batch:
     (read together up front), each channel's enabled rules (read once), and the outbox of
     their first steps' deliveries (written together at the end)."""
 
-    def __init__(self, infos: dict[str, IncidentInfo] | None = None) -> None:
-        self.infos = infos or {}
+    def __init__(self, infos: dict[str, IncidentInfo]) -> None:
+        self.infos = infos
         self.rules: dict[tuple[int, int], list[Any]] = {}
         self.outbox = delivery.Outbox()
 
@@ -117,27 +117,30 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
         await engine.stop(conn, actor, incident_id)
 
 
-@events.subscriber("dispatch", kinds=_KINDS)
-async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
-    batch = _Batch()
-    await _on_event(ctx.conn, ctx.runtime, event, batch)
-    await batch.outbox.flush(ctx.conn)
-
-
-@events.batch_subscriber("dispatch")
-async def on_incident_events(ctx: BatchContext, batch: list[IncidentEvent]) -> None:
-    """Several events in the order they happened, the incidents of those that open an
-    escalation read together first (a fixed number of reads, not seven per incident)."""
+async def _on_events(conn: AsyncConnection, runtime: Runtime,
+                     batch: list[IncidentEvent]) -> None:
+    """Events in the order they happened, the incidents of those that open an escalation
+    read together first (a fixed number of reads, not seven per incident)."""
     opening: dict[int, list[str]] = {}
     for event in batch:
         if event.kind in (events.CREATED, events.REOPENED):
             ids = opening.setdefault(event.account_id, [])
             if event.incident_id not in ids:
                 ids.append(event.incident_id)
-    shared = _Batch(await engine.incident_records(ctx.conn, ctx.runtime, opening))
+    shared = _Batch(await engine.incident_records(conn, runtime, opening))
     for event in batch:
-        await _on_event(ctx.conn, ctx.runtime, event, shared)
-    await shared.outbox.flush(ctx.conn)
+        await _on_event(conn, runtime, event, shared)
+    await shared.outbox.flush(conn)
+
+
+@events.subscriber("dispatch", kinds=_KINDS)
+async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
+    await _on_events(ctx.conn, ctx.runtime, [event])
+
+
+@events.batch_subscriber("dispatch")
+async def on_incident_events(ctx: BatchContext, batch: list[IncidentEvent]) -> None:
+    await _on_events(ctx.conn, ctx.runtime, batch)
 
 
 @job_handler(engine.STEP_JOB)

@@ -115,17 +115,8 @@ def enqueue_sync(
     """Add a job on the caller's connection (and so in its transaction).
 
     Returns the new job's id, or None when `dedupe_key` is held by an unfinished job."""
-    values = {
-        "kind": kind,
-        "payload": _encode(payload),
-        "status": PENDING,
-        "dedupe_key": dedupe_key,
-        "run_at": now_ms if run_at_ms is None else run_at_ms,
-        "attempts": 0,
-        "max_attempts": max_attempts,
-        "created_at": now_ms,
-        "updated_at": now_ms,
-    }
+    values = _job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
+                      dedupe_key=dedupe_key, max_attempts=max_attempts)
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     stmt = insert(job).values(**values)
     if dedupe_key is not None:
@@ -162,17 +153,24 @@ async def enqueue_many(
     now_ms: int,
     max_attempts: int = 10,
 ) -> None:
-    """Several jobs of one kind on the caller's connection in one multi-row insert (no dedupe
-    keys): for producers that make many at once, like the scheduler's batch of fires."""
-    if not payloads:
-        return
-    await conn.execute(job.insert(), [
-        {"kind": kind, "payload": _encode(p), "status": PENDING,
-         "dedupe_key": None, "run_at": now_ms, "attempts": 0, "max_attempts": max_attempts,
-         "created_at": now_ms, "updated_at": now_ms}
-        for p in payloads
-    ])
-    await conn.run_sync(wakeup.note_due, now_ms, now_ms)
+    """Several jobs of one kind, due now, on the caller's connection in one multi-row insert
+    (no dedupe keys): for producers that make many at once, like the scheduler's batch of
+    fires."""
+    jobs = NewJobs()
+    for payload in payloads:
+        jobs.add(kind, payload, now_ms=now_ms, max_attempts=max_attempts)
+    await jobs.flush(conn)
+
+
+def _job_row(kind: str, payload: dict[str, Any], *, now_ms: int, run_at_ms: int | None,
+             dedupe_key: str | None, max_attempts: int) -> dict[str, Any]:
+    """A new pending job's columns."""
+    return {
+        "kind": kind, "payload": _encode(payload), "status": PENDING,
+        "dedupe_key": dedupe_key, "run_at": now_ms if run_at_ms is None else run_at_ms,
+        "attempts": 0, "max_attempts": max_attempts, "created_at": now_ms,
+        "updated_at": now_ms,
+    }
 
 
 class NewJobs:
@@ -187,12 +185,8 @@ class NewJobs:
     def add(self, kind: str, payload: dict[str, Any], *, now_ms: int,
             run_at_ms: int | None = None, dedupe_key: str | None = None,
             max_attempts: int = 10) -> None:
-        self.rows.append({
-            "kind": kind, "payload": _encode(payload), "status": PENDING,
-            "dedupe_key": dedupe_key, "run_at": now_ms if run_at_ms is None else run_at_ms,
-            "attempts": 0, "max_attempts": max_attempts, "created_at": now_ms,
-            "updated_at": now_ms,
-        })
+        self.rows.append(_job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
+                                  dedupe_key=dedupe_key, max_attempts=max_attempts))
 
     async def flush(self, conn: AsyncConnection) -> None:
         rows, self.rows = self.rows, []
@@ -221,17 +215,8 @@ def schedule_sync(
     """A timer each call pushes out: enqueue, or move the pending job holding `dedupe_key`
     to `run_at_ms`. A running holder is left alone; its handler must re-check what it acts
     on and hand over to a successor (`drop_dedupe_key`, then `schedule`) when not yet due."""
-    values = {
-        "kind": kind,
-        "payload": _encode(payload),
-        "status": PENDING,
-        "dedupe_key": dedupe_key,
-        "run_at": run_at_ms,
-        "attempts": 0,
-        "max_attempts": max_attempts,
-        "created_at": now_ms,
-        "updated_at": now_ms,
-    }
+    values = _job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
+                      dedupe_key=dedupe_key, max_attempts=max_attempts)
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     stmt = insert(job).values(**values)
     stmt = stmt.on_conflict_do_update(
@@ -336,9 +321,14 @@ def _decode(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def _owned(job_id: int | list[int], worker_id: str) -> Any:
-    which = job.c.id.in_(job_id) if isinstance(job_id, list) else job.c.id == job_id
-    return and_(which, job.c.lease_owner == worker_id, job.c.status == RUNNING)
+def _ids(job_id: int | list[int]) -> list[int]:
+    """One job's id, or a batch's ids, as a list."""
+    return job_id if isinstance(job_id, list) else [job_id]
+
+
+def _owned(job_ids: list[int], worker_id: str) -> Any:
+    return and_(job.c.id.in_(job_ids), job.c.lease_owner == worker_id,
+                job.c.status == RUNNING)
 
 
 async def mark_done(conn: AsyncConnection, job_id: int | list[int], worker_id: str, *,
@@ -346,10 +336,10 @@ async def mark_done(conn: AsyncConnection, job_id: int | list[int], worker_id: s
     """Finish the job (or every job of a batch) inside the handler's transaction; raise
     LeaseLost if we no longer own it (any of them), so the caller's transaction (with the
     handler's effects) rolls back."""
-    wanted = len(job_id) if isinstance(job_id, list) else 1
+    ids = _ids(job_id)
     result = await conn.execute(
         update(job)
-        .where(_owned(job_id, worker_id))
+        .where(_owned(ids, worker_id))
         .values(
             status=DONE,
             dedupe_key=None,
@@ -359,7 +349,7 @@ async def mark_done(conn: AsyncConnection, job_id: int | list[int], worker_id: s
             updated_at=now_ms,
         )
     )
-    if result.rowcount != wanted:
+    if result.rowcount != len(ids):
         raise LeaseLost(f"job {job_id} is no longer leased to {worker_id}")
 
 
@@ -408,7 +398,7 @@ async def mark_failed(
         values["run_at"] = now_ms + retry_delay_ms(claimed.attempts, rng=rng)
     async with db.transaction(write=True) as conn:
         result = await conn.execute(
-            update(job).where(_owned(claimed.id, claimed.lease_owner)).values(**values)
+            update(job).where(_owned([claimed.id], claimed.lease_owner)).values(**values)
         )
         if result.rowcount != 1:
             return None
@@ -425,7 +415,7 @@ async def release(db: Database, claimed: ClaimedJob, *, now_ms: int) -> bool:
     async with db.transaction(write=True) as conn:
         result = await conn.execute(
             update(job)
-            .where(_owned(claimed.id, claimed.lease_owner))
+            .where(_owned([claimed.id], claimed.lease_owner))
             .values(
                 status=PENDING,
                 lease_owner=None,
@@ -443,14 +433,14 @@ async def extend_lease(
 ) -> bool:
     """Heartbeat: push the lease (of one job, or of each job of a batch) out; False when
     the job, or any job of the batch, is no longer ours."""
-    wanted = len(job_id) if isinstance(job_id, list) else 1
+    ids = _ids(job_id)
     async with db.transaction(write=True) as conn:
         result = await conn.execute(
             update(job)
-            .where(_owned(job_id, worker_id))
+            .where(_owned(ids, worker_id))
             .values(lease_expires_at=now_ms + lease_ms, updated_at=now_ms)
         )
-    return bool(result.rowcount == wanted)
+    return bool(result.rowcount == len(ids))
 
 
 async def reap_expired(

@@ -136,13 +136,16 @@ class Worker:
         batch is filled up with a claim of its own kind."""
         units: list[list[queue.ClaimedJob]] = []
         batched: dict[str, list[queue.ClaimedJob]] = {}
+        sizes: dict[str, int] = {}
         for claimed in jobs:
-            if self.registry.batch(claimed.kind) is None:
+            spec = self.registry.batch(claimed.kind)
+            if spec is None:
                 units.append([claimed])
             else:
                 batched.setdefault(claimed.kind, []).append(claimed)
+                sizes[claimed.kind] = spec.max_size
         for kind, group in batched.items():
-            size = self._batch_spec(kind).max_size
+            size = sizes[kind]
             if more_due and len(group) < size:
                 try:
                     group += await self.claim(size - len(group), kind=kind)

@@ -30,11 +30,6 @@ async def insert_deliveries(conn: AsyncConnection, rows: list[dict[str, Any]]) -
         await conn.execute(insert(notify_delivery), rows)
 
 
-async def get_delivery(conn: AsyncConnection, delivery_id: str) -> Row[Any] | None:
-    return (await conn.execute(select(notify_delivery).where(
-        notify_delivery.c.delivery_id == delivery_id))).first()
-
-
 async def finish_attempts(conn: AsyncConnection, outcomes: list[Finished], *,
                           now_s: int) -> set[str]:
     """Record attempts' effects on their deliveries in one statement, each only if nobody

@@ -73,38 +73,33 @@ class Outbox:
         await self.jobs.flush(conn)
 
 
-async def record_attempt(conn: AsyncConnection, actor: Actor, row: Any,
-                         attempt: Attempt) -> str | None:
-    """Store one attempt and move the delivery on: success, a retry later (its own job), or
-    failed once the attempts are spent; the final outcome goes into the incident feed.
-
-    Returns the new status, or None when this attempt was recorded already elsewhere."""
-    return (await record_attempts(conn, actor.clock, [(row, attempt)]))[0]
-
-
 async def record_attempts(conn: AsyncConnection, clock: Clock,
                           outcomes: list[tuple[Any, Attempt]]) -> list[str | None]:
-    """record_attempt for several deliveries (of any accounts) at once: the attempts and the
-    feed entries go in one insert each. The system (person 0) writes the entries."""
+    """Store attempts of deliveries (of any accounts) and move each delivery on: success, a
+    retry later (its own job), or failed once the attempts are spent; the final outcome goes
+    into the incident feed, written by the system (person 0). The attempts, retries and
+    feed entries go in one insert each. Returns each delivery's new status, or None when
+    its attempt was recorded already elsewhere."""
     now_s, now_ms = int(clock.now()), millis(clock)
     finished = [_finished(row, attempt) for row, attempt in outcomes]
     moved = await repo.finish_attempts(conn, finished, now_s=now_s)
     attempts: list[dict[str, Any]] = []
     entries: list[feed.Entry] = []
+    retries = queue.NewJobs()
     for (row, attempt), done in zip(outcomes, finished, strict=True):
         if done.delivery_id not in moved:
             continue
         attempts.append(_attempt_row(row, attempt, done.attempts, now_ms))
         if done.status == PENDING:
-            run_at = now_ms + retry_delay_s(done.attempts) * 1000
-            await queue.enqueue(conn, DELIVER_JOB, {"delivery_id": row.delivery_id,
-                                                    "attempt": done.attempts + 1},
-                                now_ms=now_ms, run_at_ms=run_at,
-                                dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{done.attempts + 1}")
+            number = done.attempts + 1
+            retries.add(DELIVER_JOB, {"delivery_id": row.delivery_id, "attempt": number},
+                        now_ms=now_ms, run_at_ms=now_ms + retry_delay_s(done.attempts) * 1000,
+                        dedupe_key=f"{DELIVER_JOB}:{row.delivery_id}:{number}")
         else:
             entries.append(feed.Entry(int(row.account_id), row.incident_id, "i_notify",
                                       notify_detail(row, attempt, done.status)))
     await repo.insert_attempts(conn, attempts)
+    await retries.flush(conn)
     await feed.add_many(conn, entries, creator_id=0, now_s=now_s)
     return [done.status if done.delivery_id in moved else None for done in finished]
 

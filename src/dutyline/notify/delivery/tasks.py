@@ -15,7 +15,6 @@ from typing import Any
 import msgspec
 import structlog
 
-from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery import service
@@ -70,35 +69,34 @@ def _log(row: Any, attempt: Attempt, status: str | None) -> None:
              attempt=int(row.attempts) + 1, ok=attempt.ok, status=status)
 
 
-@job_handler(service.DELIVER_JOB)
-async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
-    async with ctx.runtime.db.transaction(write=False) as reading:
-        row = await repo.get_delivery(reading, str(payload["delivery_id"]))
-    if row is None or not _due(row, _attempt_of(payload)):
-        return
-    attempt = await _send(send_env(ctx.runtime), row)
-    status = await service.record_attempt(ctx.conn, Actor.system(int(row.account_id),
-                                                                 ctx.clock), row, attempt)
-    _log(row, attempt, status)
-
-
-@job_batch_handler(service.DELIVER_JOB, max_size=32)
-async def deliver_many(ctx: BatchContext) -> None:
-    """The attempts of several due deliveries: one read, the sends side by side (none waits
-    on another's slow receiver longer than its own timeout), the outcomes written together
-    in the batch's transaction."""
-    # A delivery may have a stale job beside its due one in the batch: it is due if any of
+async def _deliver(ctx: JobContext | BatchContext, payloads: list[dict[str, Any]]) -> None:
+    """The attempts the jobs name: one read, the sends side by side (none waits on another's
+    slow receiver longer than its own timeout), the outcomes written together in the job's
+    (or batch's) transaction."""
+    # A delivery may have a stale job beside its due one in a batch: it is due if any of
     # its jobs' attempts is still to be made, and then sent once.
     wanted: dict[str, list[int | None]] = {}
-    for job in ctx.jobs:
-        wanted.setdefault(str(job.payload["delivery_id"]), []).append(_attempt_of(job.payload))
+    for payload in payloads:
+        wanted.setdefault(str(payload["delivery_id"]), []).append(_attempt_of(payload))
     async with ctx.runtime.db.transaction(write=False) as reading:
         rows = await repo.get_deliveries(reading, list(wanted))
     rows = [row for row in rows
             if any(_due(row, attempt) for attempt in wanted[row.delivery_id])]
+    if not rows:
+        return
     env = send_env(ctx.runtime)
     attempts = await asyncio.gather(*(_send(env, row) for row in rows))
     outcomes = list(zip(rows, attempts, strict=True))
     statuses = await service.record_attempts(ctx.conn, ctx.clock, outcomes)
     for row, attempt, status in zip(rows, attempts, statuses, strict=True):
         _log(row, attempt, status)
+
+
+@job_handler(service.DELIVER_JOB)
+async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
+    await _deliver(ctx, [payload])
+
+
+@job_batch_handler(service.DELIVER_JOB, max_size=32)
+async def deliver_many(ctx: BatchContext) -> None:
+    await _deliver(ctx, [job.payload for job in ctx.jobs])
