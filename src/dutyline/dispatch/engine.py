@@ -161,15 +161,17 @@ def _is_due(state: Any, seq: int) -> bool:
     return state is not None and int(state.seq) == seq and state.status in (WAITING, RUNNING)
 
 
-async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int) -> None:
+async def step(conn: AsyncConnection, runtime: Runtime, *, incident_id: str, seq: int,
+               handoff: queue.Handoff | None = None) -> None:
     """Run the step timed `seq`."""
-    await step_many(conn, runtime, [(incident_id, seq)])
+    await step_many(conn, runtime, [(incident_id, seq)], handoff)
 
 
-async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str, int]]
-                    ) -> None:
+async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str, int]],
+                    handoff: queue.Handoff | None = None) -> None:
     """Several steps ((incident_id, seq) each) in one transaction, as `step` runs each,
-    with their states locked, and their incidents read, once for all of them."""
+    with their states locked, and their incidents read, once for all of them. Their
+    deliveries go to `handoff` (the job's worker) when given."""
     states = await repo.lock_states(conn, sorted({incident_id for incident_id, _ in due}))
     live = {incident_id: states[incident_id] for incident_id, seq in due
             if _is_due(states.get(incident_id), seq)}
@@ -180,7 +182,7 @@ async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str
     outbox = delivery.Outbox()
     for incident_id, state in live.items():
         await run_step(conn, runtime, state, infos.get(incident_id), outbox)
-    await outbox.flush(conn)
+    await outbox.flush(conn, handoff)
 
 
 async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,

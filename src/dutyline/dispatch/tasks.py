@@ -18,6 +18,7 @@ from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
 from dutyline.incident.service import IncidentEvent, IncidentInfo, events
 from dutyline.notify.delivery import service as delivery
+from dutyline.work import queue
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
 _KINDS = (events.CREATED, events.REOPENED, events.ASSIGNED, events.ACKED, events.UNACKED,
@@ -117,10 +118,11 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
         await engine.stop(conn, actor, incident_id)
 
 
-async def _on_events(conn: AsyncConnection, runtime: Runtime,
-                     batch: list[IncidentEvent]) -> None:
+async def _on_events(conn: AsyncConnection, runtime: Runtime, batch: list[IncidentEvent],
+                     handoff: queue.Handoff | None) -> None:
     """Events in the order they happened, the incidents of those that open an escalation
-    read together first (a fixed number of reads, not seven per incident)."""
+    read together first (a fixed number of reads, not seven per incident); the first
+    pages go to `handoff`, the job's worker."""
     opening: dict[int, list[str]] = {}
     for event in batch:
         if event.kind in (events.CREATED, events.REOPENED):
@@ -130,27 +132,28 @@ async def _on_events(conn: AsyncConnection, runtime: Runtime,
     shared = _Batch(await engine.incident_records(conn, runtime, opening))
     for event in batch:
         await _on_event(conn, runtime, event, shared)
-    await shared.outbox.flush(conn)
+    await shared.outbox.flush(conn, handoff)
 
 
 @events.subscriber("dispatch", kinds=_KINDS)
 async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
-    await _on_events(ctx.conn, ctx.runtime, [event])
+    await _on_events(ctx.conn, ctx.runtime, [event], ctx.handoff)
 
 
 @events.batch_subscriber("dispatch")
 async def on_incident_events(ctx: BatchContext, batch: list[IncidentEvent]) -> None:
-    await _on_events(ctx.conn, ctx.runtime, batch)
+    await _on_events(ctx.conn, ctx.runtime, batch, ctx.handoff)
 
 
 @job_handler(engine.STEP_JOB)
 async def run_step(ctx: JobContext, payload: dict[str, Any]) -> None:
     await engine.step(ctx.conn, ctx.runtime, incident_id=str(payload["incident_id"]),
-                      seq=int(payload["seq"]))
+                      seq=int(payload["seq"]), handoff=ctx.handoff)
 
 
 # Small batches: on SQLite a batch's transaction holds the only writer while its steps run.
 @job_batch_handler(engine.STEP_JOB, max_size=16)
 async def run_steps(ctx: BatchContext) -> None:
     await engine.step_many(ctx.conn, ctx.runtime, [
-        (str(job.payload["incident_id"]), int(job.payload["seq"])) for job in ctx.jobs])
+        (str(job.payload["incident_id"]), int(job.payload["seq"])) for job in ctx.jobs],
+        ctx.handoff)

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -169,37 +169,85 @@ def _job_row(kind: str, payload: dict[str, Any], *, now_ms: int, run_at_ms: int 
         "kind": kind, "payload": _encode(payload), "status": PENDING,
         "dedupe_key": dedupe_key, "run_at": now_ms if run_at_ms is None else run_at_ms,
         "attempts": 0, "max_attempts": max_attempts, "created_at": now_ms,
-        "updated_at": now_ms,
+        "updated_at": now_ms, "lease_owner": None, "lease_expires_at": None,
     }
+
+
+@dataclass
+class Handoff:
+    """Jobs a running job makes for its own worker to run next: inserted already claimed
+    (running, leased to `owner`, their first attempt counted) and run by that worker as
+    soon as the maker's transaction commits. No claim, no ring, no wait for the next look
+    at the table; the page a step makes leaves right after the step commits. A worker that
+    dies first leaves them to the reaper, like any job it held; a maker whose transaction
+    rolls back made none."""
+
+    owner: str
+    lease_ms: int
+    jobs: list[ClaimedJob] = field(default_factory=list)
 
 
 class NewJobs:
     """Jobs made in one transaction and inserted together, one statement for all, by
     `flush` (which the maker calls before its transaction ends): for producers that make a
     job per item of a batch. A job whose `dedupe_key` an unfinished job holds is left out,
-    as with `enqueue`."""
+    as with `enqueue`. A job added with `handoff` goes to the flush's `Handoff`, when it
+    is given one (a job's own context has it), and is an ordinary pending job otherwise."""
 
     def __init__(self) -> None:
         self.rows: list[dict[str, Any]] = []
+        self._handoff: list[dict[str, Any] | None] = []  # the payload of a job handed off
 
     def add(self, kind: str, payload: dict[str, Any], *, now_ms: int,
             run_at_ms: int | None = None, dedupe_key: str | None = None,
-            max_attempts: int = 10) -> None:
+            max_attempts: int = 10, handoff: bool = False) -> None:
+        if handoff and dedupe_key is None:
+            raise ValueError("a job handed off names its dedupe key")
         self.rows.append(_job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
                                   dedupe_key=dedupe_key, max_attempts=max_attempts))
+        self._handoff.append(payload if handoff else None)
 
-    async def flush(self, conn: AsyncConnection) -> None:
-        rows, self.rows = self.rows, []
-        if rows:
-            await conn.run_sync(_insert_jobs, rows)
+    async def flush(self, conn: AsyncConnection, handoff: Handoff | None = None) -> None:
+        rows, marks = self.rows, self._handoff
+        self.rows, self._handoff = [], []
+        if not rows:
+            return
+        payloads: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        if handoff is not None:
+            for row, payload in zip(rows, marks, strict=True):
+                if payload is not None:
+                    expires = int(row["created_at"]) + handoff.lease_ms
+                    row.update(status=RUNNING, attempts=1, lease_owner=handoff.owner,
+                               lease_expires_at=expires)
+                    payloads[row["dedupe_key"]] = (row, payload)
+        inserted = await conn.run_sync(_insert_jobs, rows, bool(payloads))
+        for job_id, dedupe_key in inserted:
+            if dedupe_key in payloads:
+                row, payload = payloads[dedupe_key]
+                assert handoff is not None
+                handoff.jobs.append(ClaimedJob(
+                    id=int(job_id), kind=row["kind"], payload=payload, attempts=1,
+                    max_attempts=int(row["max_attempts"]), lease_owner=handoff.owner,
+                    lease_expires_at=int(row["lease_expires_at"])))
 
 
-def _insert_jobs(conn: Connection, rows: list[dict[str, Any]]) -> None:
+def _insert_jobs(conn: Connection, rows: list[dict[str, Any]], returning: bool
+                 ) -> list[tuple[int, str | None]]:
+    """Insert the rows (executemany: SQLAlchemy sends multi-row inserts within the
+    driver's limits); with `returning`, the (id, dedupe_key) of each row inserted."""
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    # executemany: SQLAlchemy sends it as multi-row inserts within the driver's limits.
-    conn.execute(insert(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key]), rows)
-    soonest = min(rows, key=lambda r: int(r["run_at"]))
-    wakeup.note_due(conn, int(soonest["run_at"]), int(soonest["created_at"]))
+    stmt = insert(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
+    inserted: list[tuple[int, str | None]] = []
+    if returning:
+        result = conn.execute(stmt.returning(job.c.id, job.c.dedupe_key), rows)
+        inserted = [(int(r[0]), r[1]) for r in result.all()]
+    else:
+        conn.execute(stmt, rows)
+    pending = [r for r in rows if r["status"] == PENDING]
+    if pending:
+        soonest = min(pending, key=lambda r: int(r["run_at"]))
+        wakeup.note_due(conn, int(soonest["run_at"]), int(soonest["created_at"]))
+    return inserted
 
 
 def schedule_sync(

@@ -22,6 +22,7 @@ from dutyline.kit.clock import Clock, millis
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
+    from dutyline.work.queue import Handoff
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class JobContext:
     attempt: int  # 1 on the first run
     max_attempts: int
     worker_id: str
+    # Where the jobs this one makes for its own worker go (queue.NewJobs' `handoff`); None
+    # when the handler runs outside a worker (tests, tools).
+    handoff: Handoff | None = None
 
     @property
     def clock(self) -> Clock:
@@ -105,6 +109,7 @@ class BatchContext:
     kind: str
     worker_id: str
     jobs: list[BatchJob]
+    handoff: Handoff | None = None  # as JobContext's
 
     @property
     def clock(self) -> Clock:

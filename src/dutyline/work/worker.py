@@ -97,6 +97,7 @@ class Worker:
         idle_min_s: float = 0.05,
         idle_max_s: float | None = None,
         rng: random.Random | None = None,
+        handoff: bool = True,
     ) -> None:
         settings = runtime.settings
         self.runtime = runtime
@@ -115,6 +116,9 @@ class Worker:
         self.idle_max_s = idle_max_s or min(POLL_S.get(self.db.dialect, 1.0),
                                             wakeup.HORIZON_MS / 1000)
         self.rng = rng or random.Random()
+        # Whether jobs that a job makes for its worker (queue.Handoff) run here; without,
+        # they are pending jobs like any other (tests that claim them one by one).
+        self.hands_off = handoff
         self.log = log.bind(worker_id=self.worker_id)
 
     def _now(self) -> int:
@@ -162,13 +166,26 @@ class Worker:
     async def run_unit(self, unit: list[queue.ClaimedJob]) -> str:
         return await (self.execute(unit[0]) if len(unit) == 1 else self.execute_batch(unit))
 
+    def _handoff(self) -> queue.Handoff | None:
+        return queue.Handoff(owner=self.worker_id, lease_ms=self.lease_ms) \
+            if self.hands_off else None
+
+    async def run_handed(self, handoff: queue.Handoff | None) -> None:
+        """Run what a job that just committed handed to this worker (queue.Handoff), in
+        the slot of the job that made it: under load the loop claims no more than it can
+        run, made work included."""
+        if handoff is not None and handoff.jobs:
+            units = await self.units(handoff.jobs, more_due=False)
+            await asyncio.gather(*(self.run_unit(unit) for unit in units))
+
     async def execute(self, claimed: queue.ClaimedJob) -> str:
         """Run one claimed job to an outcome: done, retry, dead, lease_lost or released."""
         jlog = self.log.bind(job_id=claimed.id, kind=claimed.kind, attempt=claimed.attempts)
         stop = asyncio.Event()
         beat = asyncio.create_task(self._heartbeat(claimed.id, stop, jlog))
+        handoff = self._handoff()
         try:
-            outcome = await self._run_handler(claimed, jlog)
+            outcome = await self._run_handler(claimed, jlog, handoff)
         except asyncio.CancelledError:
             beat.cancel()
             with contextlib.suppress(BaseException):
@@ -179,6 +196,8 @@ class Worker:
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
         self._count(claimed.kind, outcome)
+        if outcome == "done":
+            await self.run_handed(handoff)
         return outcome
 
     async def execute_batch(self, batch: list[queue.ClaimedJob]) -> str:
@@ -189,8 +208,9 @@ class Worker:
         blog = self.log.bind(kind=kind, job_ids=ids)
         stop = asyncio.Event()
         beat = asyncio.create_task(self._heartbeat(ids, stop, blog))
+        handoff = self._handoff()
         try:
-            committed = await self._run_batch(batch, blog)
+            committed = await self._run_batch(batch, blog, handoff)
         except asyncio.CancelledError:
             beat.cancel()
             with contextlib.suppress(BaseException):
@@ -203,14 +223,15 @@ class Worker:
                 await beat
         if committed:
             self.runtime.metrics.jobs.labels(kind=kind, outcome="done").inc(len(batch))
+            await self.run_handed(handoff)
             return "done"
         # Each alone, on the attempt its claim already counted: one job's fault (or lost
         # lease) now costs only that job.
         await asyncio.gather(*(self.execute(claimed) for claimed in batch))
         return "split"
 
-    async def _run_batch(self, batch: list[queue.ClaimedJob],
-                         blog: structlog.BoundLogger) -> bool:
+    async def _run_batch(self, batch: list[queue.ClaimedJob], blog: structlog.BoundLogger,
+                         handoff: queue.Handoff | None) -> bool:
         kind, ids = batch[0].kind, [claimed.id for claimed in batch]
         try:
             async with job_transaction(self.db) as conn:
@@ -218,7 +239,7 @@ class Worker:
                     conn=conn, runtime=self.runtime, kind=kind, worker_id=self.worker_id,
                     jobs=[BatchJob(job_id=c.id, attempt=c.attempts,
                                    max_attempts=c.max_attempts, payload=c.payload)
-                          for c in batch]))
+                          for c in batch], handoff=handoff))
                 await queue.mark_done(conn, ids, self.worker_id, now_ms=self._now())
         except Exception as exc:
             blog.warning("job batch failed; its jobs run alone",
@@ -227,7 +248,8 @@ class Worker:
         blog.debug("job batch done")
         return True
 
-    async def _run_handler(self, claimed: queue.ClaimedJob, jlog: structlog.BoundLogger) -> str:
+    async def _run_handler(self, claimed: queue.ClaimedJob, jlog: structlog.BoundLogger,
+                           handoff: queue.Handoff | None) -> str:
         handler = self.registry.get(claimed.kind)
         try:
             if handler is None:
@@ -242,6 +264,7 @@ class Worker:
                     attempt=claimed.attempts,
                     max_attempts=claimed.max_attempts,
                     worker_id=self.worker_id,
+                    handoff=handoff,
                 )
                 await handler(ctx, claimed.payload)
                 await queue.mark_done(conn, claimed.id, self.worker_id, now_ms=self._now())

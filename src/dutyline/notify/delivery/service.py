@@ -45,7 +45,8 @@ class Outbox:
     """The deliveries one transaction makes (a step, or a batch of them), each a row and its
     durable job, written together by `flush` before the transaction ends: a rolled-back
     step sends nothing, a committed one is never lost. `jobs` takes the maker's other jobs
-    too (the escalation's next timers), into the same insert."""
+    too (the escalation's next timers), into the same insert. Given the maker's job's
+    `handoff`, the delivery jobs go to its worker, which sends them once the maker commits."""
 
     def __init__(self) -> None:
         self.deliveries: list[dict[str, Any]] = []
@@ -64,13 +65,14 @@ class Outbox:
             "created_at": now, "updated_at": now,
         })
         self.jobs.add(DELIVER_JOB, {"delivery_id": delivery_id, "attempt": 1},
-                      now_ms=actor.now_ms, dedupe_key=f"{DELIVER_JOB}:{delivery_id}:1")
+                      now_ms=actor.now_ms, dedupe_key=f"{DELIVER_JOB}:{delivery_id}:1",
+                      handoff=True)
         return delivery_id
 
-    async def flush(self, conn: AsyncConnection) -> None:
+    async def flush(self, conn: AsyncConnection, handoff: queue.Handoff | None = None) -> None:
         rows, self.deliveries = self.deliveries, []
         await repo.insert_deliveries(conn, rows)
-        await self.jobs.flush(conn)
+        await self.jobs.flush(conn, handoff)
 
 
 async def record_attempts(conn: AsyncConnection, clock: Clock,
