@@ -135,6 +135,21 @@ class Database:
             yield conn
 
     @asynccontextmanager
+    async def statement(self, *, write: bool = True) -> AsyncIterator[AsyncConnection]:
+        """A connection for ONE statement, which is atomic on its own: on PostgreSQL it runs
+        in autocommit, so no BEGIN and COMMIT round trips go with it (the job loop's claims
+        and heartbeats are most of its statements); on SQLite it runs in a transaction as
+        `transaction` gives it (the writer queue, BEGIN IMMEDIATE for a write)."""
+        if not self.is_postgres:
+            async with self.transaction(write=write) as conn:
+                yield conn
+            return
+        async with (guard := CancellationGuard()), self.engine.connect() as conn:
+            await conn.execution_options(isolation_level="AUTOCOMMIT")
+            async with guard.body():
+                yield conn
+
+    @asynccontextmanager
     async def begin(self, conn: AsyncConnection, *, write: bool = True) -> AsyncIterator[None]:
         if self.is_sqlite:
             await conn.execution_options(sqlite_begin="BEGIN IMMEDIATE" if write else "BEGIN")

@@ -337,7 +337,7 @@ async def claim(
         )
         .returning(job.c.id, job.c.kind, job.c.payload, job.c.attempts, job.c.max_attempts)
     )
-    async with db.transaction(write=True) as conn:
+    async with db.statement(write=True) as conn:
         rows = (await conn.execute(stmt)).all()
     claimed = [
         ClaimedJob(
@@ -358,7 +358,7 @@ async def claim(
 async def next_due_at(db: Database) -> int | None:
     """When the earliest pending job is due (epoch ms), or None: one read of the claim
     index, for an idle worker to sleep exactly until then."""
-    async with db.transaction(write=False) as conn:
+    async with db.statement(write=False) as conn:
         due = (await conn.execute(
             select(func.min(job.c.run_at)).where(job.c.status == PENDING))).scalar()
     return None if due is None else int(due)
@@ -460,7 +460,7 @@ async def mark_failed(
 
 async def release(db: Database, claimed: ClaimedJob, *, now_ms: int) -> bool:
     """Hand an unfinished job back at shutdown without spending the attempt."""
-    async with db.transaction(write=True) as conn:
+    async with db.statement(write=True) as conn:
         result = await conn.execute(
             update(job)
             .where(_owned([claimed.id], claimed.lease_owner))
@@ -482,7 +482,7 @@ async def extend_lease(
     """Heartbeat: push the lease (of one job, or of each job of a batch) out; False when
     the job, or any job of the batch, is no longer ours."""
     ids = _ids(job_id)
-    async with db.transaction(write=True) as conn:
+    async with db.statement(write=True) as conn:
         result = await conn.execute(
             update(job)
             .where(_owned(ids, worker_id))

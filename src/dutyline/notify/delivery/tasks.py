@@ -78,7 +78,7 @@ async def _deliver(ctx: JobContext | BatchContext, payloads: list[dict[str, Any]
     wanted: dict[str, list[int | None]] = {}
     for payload in payloads:
         wanted.setdefault(str(payload["delivery_id"]), []).append(_attempt_of(payload))
-    async with ctx.runtime.db.transaction(write=False) as reading:
+    async with ctx.runtime.db.statement(write=False) as reading:
         rows = await repo.get_deliveries(reading, list(wanted))
     rows = [row for row in rows
             if any(_due(row, attempt) for attempt in wanted[row.delivery_id])]
