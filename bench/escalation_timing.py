@@ -4,7 +4,7 @@ lateness of its arrival at a loopback webhook receiver against its due time, and
 none missing.
 
     .venv/bin/python -m bench.escalation_timing [--postgres] [--incidents 600] [--workers 2]
-        [--spread 60] [--concurrency 16]
+        [--spread 60] [--concurrency 16] [--open-by push|create]
 
 Timeline (the smallest the rule contract allows: `notify_step` >= 0.5 min, `escalate_window`
 in whole minutes): 3 layers, each one custom webhook on the receiver, `max_times` 2,
@@ -14,11 +14,15 @@ second repeat, which would be due then too), +90 (layer 1 repeat), +120 (layer 2
 +180 (layer 2's two repeats; the last layer never escalates): 7 pages per incident, the last
 3 minutes after opening. `max_times` 2 is reached on the last layer only.
 
-The incidents are opened through `/incident/create` in this process (in-process ASGI, job
-loops off), incident i at start + i * spread / N; t0 is the moment its create call returned
-(committed). Pages go out from `--workers` `dutyline worker` processes
-(`DUTYLINE_WORKER_CONCURRENCY=--concurrency`). The receiver (its own process, uvicorn)
-appends "arrival time, Idempotency-Key" per POST to a file. After the run the keys are joined
+The incidents are opened by alerts, as in production: a `POST /event/push/alert/standard`
+with a new alert key each (the channel does not group, so each opens its incident), in this
+process (in-process ASGI, job loops off), incident i at start + i * spread / N; t0 is the
+moment its push returned (committed), and the incident is found by its alert key after the
+run. `--open-by create` opens them through `/incident/create` instead (about four times the
+CPU per incident here, which the bench process then takes from the workers). Pages go out
+from `--workers` `dutyline worker` processes (`DUTYLINE_WORKER_CONCURRENCY=--concurrency`).
+The receiver (its own process, uvicorn) appends "arrival time, Idempotency-Key" per POST to
+a file. After the run the keys are joined
 to the `notify_delivery` rows (incident, layer); per (incident, layer) the k-th distinct key to
 arrive is the layer's k-th page, due at t0 + 60 * layer + 30 * k. Duplicates: a key that
 arrived more than once; missing: expected pages (7 per incident) that never arrived.
@@ -107,6 +111,7 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
 
     from dutyline.config import Settings
     from dutyline.db.tables.dispatch import notify_delivery
+    from dutyline.db.tables.incident import alert
 
     key = _init(url)
     settings = Settings(database_url=url, secret_key="bench-secret",
@@ -149,6 +154,10 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 await asyncio.sleep(0.2)
             print(f"workers up: warm-up page after {time.time() - waited:.1f} s",
                   file=sys.stderr, flush=True)
+            integration = await _call(client, key, "/integration/create", {
+                "channel_id": channel["channel_id"], "integration_name": "timing"})
+            push_params = {"integration_key": integration["integration_key"]}
+            by_alert: dict[str, float] = {}
             start = time.time()
             behind: list[float] = []
             # At most 16 creates in flight (the pool holds 40): a create that cannot keep
@@ -160,17 +169,27 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 await asyncio.sleep(max(0.0, due - time.time()))
                 async with lanes:
                     behind.append(time.time() - due)
-                    data = await _call(client, key, "/incident/create", {
-                        "title": f"timing incident {i}", "incident_severity": "Critical",
-                        "channel_id": channel["channel_id"]})
-                opened[data["incident_id"]] = time.time()
+                    if args.open_by == "create":
+                        data = await _call(client, key, "/incident/create", {
+                            "title": f"timing incident {i}", "incident_severity": "Critical",
+                            "channel_id": channel["channel_id"]})
+                        opened[data["incident_id"]] = time.time()
+                        return
+                    reply = (await client.post(
+                        "/event/push/alert/standard", params=push_params,
+                        json={"title_rule": f"timing incident {i}", "event_status": "Critical",
+                              "alert_key": f"timing-{i}", "labels": {"n": str(i)}})).json()
+                    if "data" not in reply:
+                        raise RuntimeError(f"push: {reply}")
+                by_alert[f"timing-{i}"] = time.time()
 
             await asyncio.gather(*(open_one(i) for i in range(args.incidents)))
             open_s = time.time() - start
             print(f"opened {args.incidents} in {open_s:.1f} s (pacing behind p99 "
                   f"{_pct(behind, .99):.2f} s)", file=sys.stderr, flush=True)
             expected = len(_offsets()) * args.incidents
-            deadline = max(opened.values()) + (LAYERS - 1) * WINDOW_S + MAX_TIMES * STEP_S + 30
+            last_open = max([*opened.values(), *by_alert.values()])
+            deadline = last_open + (LAYERS - 1) * WINDOW_S + MAX_TIMES * STEP_S + 30
             while time.time() < deadline:
                 text = await asyncio.to_thread(Path(log_path).read_text)
                 if text.count("\n") >= expected + 1:
@@ -184,6 +203,10 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
             for proc in procs:
                 await proc.wait()
         async with client.runtime.db.transaction(write=False) as conn:  # type: ignore[attr-defined]
+            for alert_key, incident_id in (await conn.execute(
+                    select(alert.c.alert_key, alert.c.incident_id).where(
+                        alert.c.alert_key.in_(list(by_alert))))).all():
+                opened[incident_id] = by_alert[alert_key]
             rows = (await conn.execute(select(
                 notify_delivery.c.delivery_id, notify_delivery.c.incident_id,
                 notify_delivery.c.layer_idx, notify_delivery.c.status,
@@ -240,7 +263,8 @@ def report(name: str, args: argparse.Namespace, got: dict[str, Any], log_path: s
     dupes = sum(1 for c in posts.values() if c > 1)
     statuses = Counter(r.status for r in by_delivery.values())
     l0, l1 = got["load"]
-    print(f"{name}: {args.incidents} incidents opened over {got['open_s']:.1f} s, "
+    print(f"{name}: {len(got['opened'])} of {args.incidents} incidents opened (by "
+          f"{args.open_by}) over {got['open_s']:.1f} s, "
           f"{args.workers} worker processes x {args.concurrency}; load average "
           f"{l0[0]:.1f} at start, {l1[0]:.1f} at end")
     print(f"  expected pages {len(slots) * args.incidents}, posts received {len(arrivals)}, "
@@ -271,6 +295,7 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--postgres", action="store_true")
+    p.add_argument("--open-by", choices=("push", "create"), default="push")
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="dutyline-bench-esct-")
     log_path = f"{tmp}/arrivals.txt"

@@ -26,7 +26,7 @@ from dutyline.work.worker import Worker
 from tests.dispatch.receiver import Receiver, build
 from tests.dispatch.support import layer, run_jobs
 from tests.dispatch.test_paging import deliveries, feed, open_incident
-from tests.fixtures.accounts import Person
+from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 from tests.fixtures.clock import FakeClock
 from tests.fixtures.loopback import serve_asgi
@@ -257,6 +257,33 @@ async def test_step_many_matches_single_steps(papi: Api, owner: Person,
     assert not [j for j in await jobs_of(papi, engine.STEP_JOB, "pending")
                 if msgspec.json.decode(j.payload)["incident_id"] == removed
                 and msgspec.json.decode(j.payload)["seq"] > seq]
+
+
+async def test_a_step_batch_assigns_each_incident_its_layer(
+        papi: Api, owner: Person, clock: FakeClock) -> None:
+    # The layers a batch begins are written together at its end (one lock of the
+    # incidents, one update, one feed insert): each incident still gets its own.
+    second = await new_member(papi, owner, name="Second")
+    rule = [layer(person_ids=[owner.person_id], escalate_window=1),
+            layer(person_ids=[second.person_id])]
+    one, two = [await open_incident(papi, owner, rule, name=name) for name in ("One", "Two")]
+    assert await run_alone(papi, DISPATCH_EVENTS) == ["done"] * 2
+    seq = int((await state_of(papi, one)).seq)
+
+    clock.advance(60)  # both escalate to the second layer
+    async with papi.runtime.db.transaction() as conn:
+        await engine.step_many(conn, papi.runtime, [(one, seq), (two, seq)])
+
+    for incident_id in (one, two):
+        info = (await papi.call("/incident/info", {"incident_id": incident_id},
+                                key=owner.key)).data
+        assert [r["person_id"] for r in info["responders"]] == [owner.person_id,
+                                                                 second.person_id]
+        assert (info["assigned_to"]["layer_idx"], info["assigned_to"]["type"]) == (1, "assign")
+        assigns = [e["detail"] for e in await feed(papi, owner, incident_id)
+                   if e["type"] == "i_assign"]
+        assert [(d["layer_idx"], d["to"]) for d in assigns] == [
+            (0, [owner.person_id]), (1, [second.person_id])]
 
 
 # 11. The dispatch subscriber's batch: events of one incident in order.

@@ -34,11 +34,10 @@ from dutyline.api.errors import ApiError
 from dutyline.api.runtime import Runtime
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import system
-from dutyline.dispatch.notify import notify_layer
+from dutyline.dispatch.notify import PageOutbox, notify_layer
 from dutyline.incident.service import IncidentInfo
 from dutyline.incident.service import query as incidents
 from dutyline.kit.ids import hex_id
-from dutyline.notify.delivery import service as delivery
 from dutyline.work import queue
 
 STEP_JOB = "dispatch.step"
@@ -179,14 +178,14 @@ async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str
     for incident_id, state in live.items():
         incidents_of.setdefault(int(state.account_id), []).append(incident_id)
     infos = await incident_records(conn, runtime, incidents_of)
-    outbox = delivery.Outbox()
+    outbox = PageOutbox()
     for incident_id, state in live.items():
         await run_step(conn, runtime, state, infos.get(incident_id), outbox)
     await outbox.flush(conn, handoff)
 
 
 async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
-                   info: IncidentInfo | None, outbox: delivery.Outbox) -> None:
+                   info: IncidentInfo | None, outbox: PageOutbox) -> None:
     """The step of a state this transaction holds locked and found due; `info` is the
     incident (None: removed since). What it sends, and its next timer, go into `outbox`,
     which the caller flushes before the transaction ends."""

@@ -22,12 +22,45 @@ from dutyline.notify.delivery import service as delivery
 from dutyline.notify.preference import service as preferences
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
+from dutyline.work import queue
 
 # A rule's `by` without a list for the severity: e-mail.
 DEFAULT_PREFERENCE = ("email",)
 CHAT_TYPES = {"custom": "webhook", "webhook": "webhook"}
 # Settings of a chat target that travel with its deliveries (secrets stay sealed).
 CHAT_SETTINGS = ("secret", "sign_secret", "token", "chat_id")
+
+
+class PageOutbox(delivery.Outbox):
+    """What an escalation transaction (a step, a batch of steps or of incident events)
+    writes at its end, with the deliveries and jobs of delivery.Outbox: the layers it
+    paged (their incidents' responders and `assigned_to`) and its feed entries. A batch
+    of steps then locks and updates its incidents once and inserts its entries once,
+    instead of two statements and an insert per layer begun."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.assignments: dict[int, tuple[Actor, list[lifecycle.Assignment]]] = {}
+        self.entries: list[feed.Entry] = []
+        self.now_s = 0
+
+    def assign(self, actor: Actor, assignment: lifecycle.Assignment) -> None:
+        self.assignments.setdefault(actor.account_id, (actor, []))[1].append(assignment)
+
+    def note(self, actor: Actor, incident_id: str, feed_type: str,
+             detail: dict[str, Any]) -> None:
+        """A feed entry written by the system (person 0)."""
+        self.entries.append(feed.Entry(actor.account_id, incident_id, feed_type, detail))
+        self.now_s = max(self.now_s, actor.now_s)
+
+    async def flush(self, conn: AsyncConnection, handoff: queue.Handoff | None = None) -> None:
+        assignments, self.assignments = self.assignments, {}
+        for actor, of_account in assignments.values():
+            await lifecycle.assign_responders(conn, actor, of_account)
+        entries, self.entries = self.entries, []
+        if entries:
+            await feed.add_many(conn, entries, creator_id=0, now_s=self.now_s)
+        await super().flush(conn, handoff)
 
 
 async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any]) -> list[int]:
@@ -80,7 +113,7 @@ def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, 
 
 
 async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
-                       outbox: delivery.Outbox, info: IncidentInfo, rule: dict[str, Any],
+                       outbox: PageOutbox, info: IncidentInfo, rule: dict[str, Any],
                        layer_idx: int, fire_type: str, run_id: str, assign_type: str,
                        announce: bool) -> None:
     target: dict[str, Any] = rule["layers"][layer_idx].get("target") or {}
@@ -90,10 +123,9 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
                    "layer_idx": layer_idx, "type": assign_type, "id": run_id,
                    "assigned_at": now}
     if announce:  # the engine acts as the system (person 0): the entries name no creator
-        await lifecycle.assign_responders(conn, actor, incident_id=info.incident_id,
-                                          person_ids=sorted(people), assignment=assigned_to)
-        await feed.add(conn, actor, incident_id=info.incident_id, feed_type="i_assign",
-                       detail={**assigned_to, "to": sorted(people)})
+        outbox.assign(actor, lifecycle.Assignment(info.incident_id, sorted(people),
+                                                  assigned_to))
+        outbox.note(actor, info.incident_id, "i_assign", {**assigned_to, "to": sorted(people)})
     common = {"incident_id": info.incident_id, "channel_id": info.channel_id,
               "rule_id": rule["rule_id"], "rule_name": rule["rule_name"],
               "layer_idx": layer_idx, "fire_type": fire_type}
@@ -155,8 +187,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
                    content=content, delivery_id=event_id)
         made += 1
     if made == 0:
-        await feed.add(conn, actor, incident_id=info.incident_id, feed_type="i_notify",
-                       detail={
-                           "fire_type": fire_type, "escalate_rule_id": rule["rule_id"],
-                           "escalate_rule_name": rule["rule_name"], "layer_idx": layer_idx,
-                           "by": "", "persons": [], "failed_reason": "no responder"})
+        outbox.note(actor, info.incident_id, "i_notify", {
+            "fire_type": fire_type, "escalate_rule_id": rule["rule_id"],
+            "escalate_rule_name": rule["rule_name"], "layer_idx": layer_idx,
+            "by": "", "persons": [], "failed_reason": "no responder"})

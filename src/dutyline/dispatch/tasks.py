@@ -16,8 +16,8 @@ from dutyline.api.runtime import Runtime
 from dutyline.dispatch import engine, peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
+from dutyline.dispatch.notify import PageOutbox
 from dutyline.incident.service import IncidentEvent, IncidentInfo, events
-from dutyline.notify.delivery import service as delivery
 from dutyline.work import queue
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
@@ -41,7 +41,7 @@ class _Batch:
     def __init__(self, infos: dict[str, IncidentInfo]) -> None:
         self.infos = infos
         self.rules: dict[tuple[int, int], list[Any]] = {}
-        self.outbox = delivery.Outbox()
+        self.outbox = PageOutbox()
 
     async def incident(self, conn: AsyncConnection, runtime: Runtime,
                        event: IncidentEvent) -> IncidentInfo | None:
@@ -73,7 +73,7 @@ async def _pick_rule(conn: AsyncConnection, reads: _Batch, actor: Actor,
 
 
 async def _start(conn: AsyncConnection, runtime: Runtime, actor: Actor, incident_id: str,
-                 rule: Any, *, outbox: delivery.Outbox, assign_type: str, layer_idx: int = 0,
+                 rule: Any, *, outbox: PageOutbox, assign_type: str, layer_idx: int = 0,
                  info: IncidentInfo | None = None) -> None:
     """Start dispatch; without an aggregation window the first step runs right here, in the
     event's transaction, rather than as a job of its own."""

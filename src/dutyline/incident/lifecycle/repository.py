@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import bindparam, case, func, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -34,6 +34,18 @@ async def lock(conn: AsyncConnection, scope: Scope, ids: list[str]) -> dict[str,
 async def update_incident(conn: AsyncConnection, incident_id: str, values: dict[str, Any]) -> None:
     await conn.execute(
         update(incident).where(incident.c.incident_id == incident_id).values(**values))
+
+
+async def update_incidents(conn: AsyncConnection, changes: list[dict[str, Any]]) -> None:
+    """Several incidents' updates of the same columns (each dict: `incident_id` and the
+    new values), in one executemany."""
+    if not changes:
+        return
+    columns = [k for k in changes[0] if k != "incident_id"]
+    await conn.execute(
+        update(incident).where(incident.c.incident_id == bindparam("b_incident_id"))
+        .values({c: bindparam(f"b_{c}") for c in columns}),
+        [{f"b_{k}": v for k, v in change.items()} for change in changes])
 
 
 async def resolve_alerts(conn: AsyncConnection, incident_id: str, now_s: int) -> int:

@@ -11,7 +11,7 @@ changed, which its endpoint names as the audit targets."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -178,17 +178,33 @@ async def remove(conn: AsyncConnection, actor: Actor, *,
     return [r.incident_id for r in rows]
 
 
-async def assign_responders(conn: AsyncConnection, actor: Actor, *, incident_id: str,
-                            person_ids: list[int], assignment: dict[str, Any]) -> None:
-    """The escalation engine paged a layer: its persons join the responders and the
-    incident's `assigned_to` names the rule and layer. No feed entry and no event here: the
-    engine writes its own `i_assign`, and an `assigned` event would start dispatch again."""
-    found = await repo.lock(conn, visibility.Scope(actor.account_id, None), [incident_id])
-    row = found.get(incident_id)
-    if row is None or row.progress == CLOSED:
+class Assignment(NamedTuple):
+    """A layer the escalation engine paged: its persons and the incident's `assigned_to`."""
+
+    incident_id: str
+    person_ids: list[int]
+    assignment: dict[str, Any]
+
+
+async def assign_responders(conn: AsyncConnection, actor: Actor,
+                            assignments: list[Assignment]) -> None:
+    """The escalation engine paged layers of incidents of the actor's account: each layer's
+    persons join the incident's responders and its `assigned_to` names the rule and layer.
+    The incidents are locked together (one read) and updated in one executemany. No feed
+    entry and no event here: the engine writes its own `i_assign`, and an `assigned` event
+    would start dispatch again. Closed and removed incidents are left as they are."""
+    if not assignments:
         return
-    await repo.update_incident(conn, incident_id, {
-        "assigned_to": dumps(assignment),
-        "responders": dumps(responders_adding(row.responders, person_ids, actor.now_s)),
-        "updated_at": actor.now_s,
-    })
+    found = await repo.lock(conn, visibility.Scope(actor.account_id, None),
+                            sorted({a.incident_id for a in assignments}))
+    responders = {incident_id: row.responders for incident_id, row in found.items()
+                  if row.progress != CLOSED}
+    changes: list[dict[str, Any]] = []
+    for a in assignments:  # in order: a later layer of the same incident wins
+        if a.incident_id in responders:
+            responders[a.incident_id] = dumps(responders_adding(
+                responders[a.incident_id], a.person_ids, actor.now_s))
+            changes.append({"incident_id": a.incident_id, "assigned_to": dumps(a.assignment),
+                            "responders": responders[a.incident_id],
+                            "updated_at": actor.now_s})
+    await repo.update_incidents(conn, changes)
