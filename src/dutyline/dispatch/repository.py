@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -55,6 +55,17 @@ async def delete_rule(conn: AsyncConnection, account_id: int, rule_id: str) -> N
 
 
 # --- dispatch state ------------------------------------------------------------------------
+# The engine runs these for every step of every incident: built once, with the values bound
+# when they run (building a statement with its values costs more CPU than running it here).
+
+_STATES = (select(dispatch_state)
+           .where(dispatch_state.c.incident_id.in_(bindparam("incident_ids", expanding=True)))
+           .order_by(dispatch_state.c.incident_id))
+_LOCK_STATES = {"postgresql": _STATES.with_for_update()}
+_INSERT_STATE = insert(dispatch_state)
+# Without .values(): the columns SET are the keys of the parameters it runs with.
+_UPDATE_STATE = update(dispatch_state).where(
+    dispatch_state.c.incident_id == bindparam("state_incident_id"))
 
 
 async def lock_state(conn: AsyncConnection, incident_id: str) -> Row[Any] | None:
@@ -67,17 +78,14 @@ async def lock_states(conn: AsyncConnection, incident_ids: list[str]) -> dict[st
     """lock_state for several incidents; PostgreSQL locks them in incident order, the same
     order for every batch, so two batches that share incidents wait on each other rather
     than deadlock."""
-    stmt = (select(dispatch_state).where(dispatch_state.c.incident_id.in_(incident_ids))
-            .order_by(dispatch_state.c.incident_id))
-    if conn.dialect.name == "postgresql":
-        stmt = stmt.with_for_update()
-    return {row.incident_id: row for row in (await conn.execute(stmt)).all()}
+    stmt = _LOCK_STATES.get(conn.dialect.name, _STATES)
+    rows = (await conn.execute(stmt, {"incident_ids": incident_ids})).all()
+    return {row.incident_id: row for row in rows}
 
 
 async def insert_state(conn: AsyncConnection, values: dict[str, Any]) -> None:
-    await conn.execute(insert(dispatch_state).values(**values))
+    await conn.execute(_INSERT_STATE, values)
 
 
 async def update_state(conn: AsyncConnection, incident_id: str, values: dict[str, Any]) -> None:
-    await conn.execute(update(dispatch_state).where(
-        dispatch_state.c.incident_id == incident_id).values(**values))
+    await conn.execute(_UPDATE_STATE, {"state_incident_id": incident_id, **values})

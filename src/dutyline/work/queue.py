@@ -38,13 +38,14 @@ row and never wait on each other; SQLite has one writer, so the claim runs in a
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
-from sqlalchemy import Connection, and_, case, delete, func, select, update
+from sqlalchemy import Connection, and_, bindparam, case, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -299,6 +300,41 @@ async def drop_dedupe_key(conn: AsyncConnection, job_id: int) -> None:
     await conn.execute(update(job).where(job.c.id == job_id).values(dedupe_key=None))
 
 
+@functools.cache
+def _claim_statement(postgres: bool, by_kind: bool) -> Any:
+    """The claim, built once per database kind and filter (the loop runs it all the time);
+    its values are bound when it runs."""
+    due = (
+        select(job.c.id)
+        .where(job.c.status == PENDING, job.c.run_at <= bindparam("now_ms"))
+        .order_by(job.c.run_at, job.c.id)
+        .limit(bindparam("claim_limit"))
+    )
+    if by_kind:
+        due = due.where(job.c.kind == bindparam("claim_kind"))
+    due_cte = due.cte("due")
+    if postgres:
+        # MATERIALIZED: as a plain `IN (sub-select)` PostgreSQL may run the locking sub-select
+        # more than once per statement and so claim more than `limit` rows (seen in tests).
+        due_cte = (
+            due.with_for_update(skip_locked=True).cte("due").prefix_with("MATERIALIZED")
+        )
+    return (
+        update(job)
+        # status is checked again here: harmless on SQLite, and on PostgreSQL it guards the
+        # row that a concurrent transaction changed between the sub-select and the lock.
+        .where(job.c.id.in_(select(due_cte.c.id)), job.c.status == PENDING)
+        .values(
+            status=RUNNING,
+            lease_owner=bindparam("owner"),
+            lease_expires_at=bindparam("expires"),
+            attempts=job.c.attempts + 1,
+            updated_at=bindparam("now_ms"),
+        )
+        .returning(job.c.id, job.c.kind, job.c.payload, job.c.attempts, job.c.max_attempts)
+    )
+
+
 async def claim(
     db: Database, worker_id: str, *, now_ms: int, lease_ms: int, limit: int,
     kind: str | None = None,
@@ -307,38 +343,14 @@ async def claim(
     batch), oldest due first, and lease them to `worker_id`."""
     if limit <= 0:
         return []
-    due = (
-        select(job.c.id)
-        .where(job.c.status == PENDING, job.c.run_at <= now_ms)
-        .order_by(job.c.run_at, job.c.id)
-        .limit(limit)
-    )
-    if kind is not None:
-        due = due.where(job.c.kind == kind)
-    due_cte = due.cte("due")
-    if db.is_postgres:
-        # MATERIALIZED: as a plain `IN (sub-select)` PostgreSQL may run the locking sub-select
-        # more than once per statement and so claim more than `limit` rows (seen in tests).
-        due_cte = (
-            due.with_for_update(skip_locked=True).cte("due").prefix_with("MATERIALIZED")
-        )
     expires = now_ms + lease_ms
-    stmt = (
-        update(job)
-        # status is checked again here: harmless on SQLite, and on PostgreSQL it guards the
-        # row that a concurrent transaction changed between the sub-select and the lock.
-        .where(job.c.id.in_(select(due_cte.c.id)), job.c.status == PENDING)
-        .values(
-            status=RUNNING,
-            lease_owner=worker_id,
-            lease_expires_at=expires,
-            attempts=job.c.attempts + 1,
-            updated_at=now_ms,
-        )
-        .returning(job.c.id, job.c.kind, job.c.payload, job.c.attempts, job.c.max_attempts)
-    )
+    params: dict[str, Any] = {"now_ms": now_ms, "claim_limit": limit, "owner": worker_id,
+                              "expires": expires}
+    if kind is not None:
+        params["claim_kind"] = kind
     async with db.statement(write=True) as conn:
-        rows = (await conn.execute(stmt)).all()
+        rows = (await conn.execute(_claim_statement(db.is_postgres, kind is not None),
+                                   params)).all()
     claimed = [
         ClaimedJob(
             id=int(r.id),
@@ -379,24 +391,29 @@ def _owned(job_ids: list[int], worker_id: str) -> Any:
                 job.c.status == RUNNING)
 
 
+# The loop's other constant statements, built once: the ids, owner and times are bound.
+_MARK_DONE = (
+    update(job)
+    .where(job.c.id.in_(bindparam("ids", expanding=True)), job.c.lease_owner == bindparam("owner"),
+           job.c.status == RUNNING)
+    .values(status=DONE, dedupe_key=None, lease_owner=None, lease_expires_at=None,
+            last_error=None, updated_at=bindparam("now_ms"))
+)
+_EXTEND_LEASE = (
+    update(job)
+    .where(job.c.id.in_(bindparam("ids", expanding=True)), job.c.lease_owner == bindparam("owner"),
+           job.c.status == RUNNING)
+    .values(lease_expires_at=bindparam("expires"), updated_at=bindparam("now_ms"))
+)
+
+
 async def mark_done(conn: AsyncConnection, job_id: int | list[int], worker_id: str, *,
                     now_ms: int) -> None:
     """Finish the job (or every job of a batch) inside the handler's transaction; raise
     LeaseLost if we no longer own it (any of them), so the caller's transaction (with the
     handler's effects) rolls back."""
     ids = _ids(job_id)
-    result = await conn.execute(
-        update(job)
-        .where(_owned(ids, worker_id))
-        .values(
-            status=DONE,
-            dedupe_key=None,
-            lease_owner=None,
-            lease_expires_at=None,
-            last_error=None,
-            updated_at=now_ms,
-        )
-    )
+    result = await conn.execute(_MARK_DONE, {"ids": ids, "owner": worker_id, "now_ms": now_ms})
     if result.rowcount != len(ids):
         raise LeaseLost(f"job {job_id} is no longer leased to {worker_id}")
 
@@ -483,11 +500,8 @@ async def extend_lease(
     the job, or any job of the batch, is no longer ours."""
     ids = _ids(job_id)
     async with db.statement(write=True) as conn:
-        result = await conn.execute(
-            update(job)
-            .where(_owned(ids, worker_id))
-            .values(lease_expires_at=now_ms + lease_ms, updated_at=now_ms)
-        )
+        result = await conn.execute(_EXTEND_LEASE, {
+            "ids": ids, "owner": worker_id, "expires": now_ms + lease_ms, "now_ms": now_ms})
     return bool(result.rowcount == len(ids))
 
 
