@@ -187,8 +187,8 @@ async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str
 async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
                    info: IncidentInfo | None, outbox: PageOutbox) -> None:
     """The step of a state this transaction holds locked and found due; `info` is the
-    incident (None: removed since). What it sends, and its next timer, go into `outbox`,
-    which the caller flushes before the transaction ends."""
+    incident (None: removed since). What it sends, its next timer and the state it leaves
+    go into `outbox`, which the caller flushes before the transaction ends."""
     incident_id, seq = state.incident_id, int(state.seq)
     actor = Actor.system(int(state.account_id), runtime.clock)
     now = actor.now_s
@@ -196,11 +196,11 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
     at = int(state.next_at) if 0 < int(state.next_at) <= actor.now_ms else actor.now_ms
     values: dict[str, Any] = {"seq": seq + 1, "updated_at": now}
     if info is None or info.progress == CLOSED:
-        await repo.update_state(conn, incident_id, {**values, "status": STOPPED})
+        outbox.set_state(incident_id, {**values, "status": STOPPED})
         return
     if info.snoozed_before > now:
         wake_ms = info.snoozed_before * 1000
-        await repo.update_state(conn, incident_id, {**values, "next_at": wake_ms})
+        outbox.set_state(incident_id, {**values, "next_at": wake_ms})
         _timer(outbox.jobs, actor, incident_id, seq + 1, wake_ms)
         return
     rule = _json.decode(state.rule)
@@ -219,12 +219,12 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
 
     if started == 0:
         if acked:
-            await repo.update_state(conn, incident_id, {**values, "status": PAUSED})
+            outbox.set_state(incident_id, {**values, "status": PAUSED})
             return
         await begin(idx)
     else:
         if acked and not layer.get("force_escalate"):
-            await repo.update_state(conn, incident_id, {**values, "status": PAUSED})
+            outbox.set_state(incident_id, {**values, "status": PAUSED})
             return
         if idx + 1 < len(layers) and at >= _escalate_at(started, layer):
             await begin(idx + 1)
@@ -243,11 +243,10 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
         due.append(_escalate_at(started, layer))
     values.update(layer_idx=idx, times=times, layer_started_at=started, last_notified_at=last)
     if not due:
-        await repo.update_state(conn, incident_id, {**values, "status": DONE, "next_at": 0})
+        outbox.set_state(incident_id, {**values, "status": DONE, "next_at": 0})
         return
     next_at = max(actor.now_ms, min(due))
-    await repo.update_state(conn, incident_id, {**values, "status": RUNNING,
-                                                "next_at": next_at})
+    outbox.set_state(incident_id, {**values, "status": RUNNING, "next_at": next_at})
     _timer(outbox.jobs, actor, incident_id, seq + 1, next_at)
 
 

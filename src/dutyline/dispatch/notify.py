@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.dispatch import compose, links, peers
+from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import APP_TYPES
 from dutyline.incident.lifecycle import service as lifecycle
 from dutyline.incident.service import IncidentInfo, feed
@@ -33,16 +34,28 @@ CHAT_SETTINGS = ("secret", "sign_secret", "token", "chat_id")
 
 class PageOutbox(delivery.Outbox):
     """What an escalation transaction (a step, a batch of steps or of incident events)
-    writes at its end, with the deliveries and jobs of delivery.Outbox: the layers it
-    paged (their incidents' responders and `assigned_to`) and its feed entries. A batch
-    of steps then locks and updates its incidents once and inserts its entries once,
-    instead of two statements and an insert per layer begun."""
+    writes at its end, with the deliveries and jobs of delivery.Outbox: the dispatch
+    states its steps leave, the layers it paged (their incidents' responders and
+    `assigned_to`) and its feed entries. A batch of steps then updates its states in one
+    executemany, locks and updates its incidents once and inserts its entries once,
+    instead of three statements and an insert per step."""
 
     def __init__(self) -> None:
         super().__init__()
         self.assignments: dict[int, tuple[Actor, list[lifecycle.Assignment]]] = {}
         self.entries: list[feed.Entry] = []
         self.now_s = 0
+        self.states: dict[str, dict[str, Any]] = {}
+
+    def set_state(self, incident_id: str, values: dict[str, Any]) -> None:
+        """The dispatch state a step leaves (the row is locked by this transaction). Until
+        `flush_states`, the row still reads as before: whoever reads it again in this
+        transaction flushes first."""
+        self.states[incident_id] = {**self.states.get(incident_id, {}), **values}
+
+    async def flush_states(self, conn: AsyncConnection) -> None:
+        states, self.states = self.states, {}
+        await repo.update_states(conn, states)
 
     def assign(self, actor: Actor, assignment: lifecycle.Assignment) -> None:
         self.assignments.setdefault(actor.account_id, (actor, []))[1].append(assignment)
@@ -54,6 +67,7 @@ class PageOutbox(delivery.Outbox):
         self.now_s = max(self.now_s, actor.now_s)
 
     async def flush(self, conn: AsyncConnection, handoff: queue.Handoff | None = None) -> None:
+        await self.flush_states(conn)
         assignments, self.assignments = self.assignments, {}
         for actor, of_account in assignments.values():
             await lifecycle.assign_responders(conn, actor, of_account)

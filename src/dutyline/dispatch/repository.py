@@ -89,3 +89,14 @@ async def insert_state(conn: AsyncConnection, values: dict[str, Any]) -> None:
 
 async def update_state(conn: AsyncConnection, incident_id: str, values: dict[str, Any]) -> None:
     await conn.execute(_UPDATE_STATE, {"state_incident_id": incident_id, **values})
+
+
+async def update_states(conn: AsyncConnection, states: dict[str, dict[str, Any]]) -> None:
+    """Several incidents' states ({incident_id: new values}): one executemany per set of
+    columns written (a batch of steps writes one or two)."""
+    by_columns: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for incident_id, values in states.items():
+        by_columns.setdefault(tuple(sorted(values)), []).append(
+            {"state_incident_id": incident_id, **values})
+    for params in by_columns.values():
+        await conn.execute(_UPDATE_STATE, params)

@@ -91,6 +91,9 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
                     reads: _Batch) -> None:
     actor = Actor.system(event.account_id, runtime.clock)
     incident_id = event.incident_id
+    if incident_id in reads.outbox.states:
+        # An earlier event of the batch stepped this incident: what follows reads its state.
+        await reads.outbox.flush_states(conn)
     if event.kind in (events.CREATED, events.REOPENED):
         info = await reads.incident(conn, runtime, event)
         if info is None or info.progress == engine.CLOSED:
