@@ -120,7 +120,10 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUTYLINE_")}
     env.update(DUTYLINE_DATABASE_URL=url, DUTYLINE_SECRET_KEY="bench-secret",
                DUTYLINE_LOG_LEVEL="warning", DUTYLINE_ALLOW_PRIVATE_NETWORK="1",
-               DUTYLINE_WORKER_CONCURRENCY=str(args.concurrency), PYTHONPATH=str(ROOT))
+               DUTYLINE_WORKER_CONCURRENCY=str(args.concurrency),
+               # Kept in front: `PYTHONPATH=<other checkout>/src` runs that code's workers.
+               PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                        str(ROOT)])))
     procs: list[asyncio.subprocess.Process] = []
     opened: dict[str, float] = {}
     load_start = os.getloadavg()

@@ -81,14 +81,20 @@ async def _schedule(conn: AsyncConnection, actor: Actor, incident_id: str, seq: 
     await jobs.flush(conn)
 
 
+# `start`'s `locked` when the caller has not read the state: start reads and locks it.
+UNREAD = object()
+
+
 async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: Any,
-                assign_type: str, layer_idx: int = 0, schedule: bool = True
-                ) -> SimpleNamespace:
+                assign_type: str, layer_idx: int = 0, schedule: bool = True,
+                locked: Any = UNREAD, outbox: PageOutbox | None = None) -> SimpleNamespace:
     """Begin (or begin again) the incident's escalation with this rule, at `layer_idx` (an
     assignment may name one; the last layer when past it), after its aggregation window.
     Returns the state as written, still locked: without `schedule`, the caller runs its
-    first step at once (`run_step`)."""
-    state = await repo.lock_state(conn, incident_id)
+    first step at once (`run_step`). `locked` is the state row this transaction has locked
+    already (None: it has none), and with `outbox` the state is written when the outbox
+    is flushed (with the first step's, in one statement for a batch)."""
+    state = await repo.lock_state(conn, incident_id) if locked is UNREAD else locked
     now, now_ms = actor.now_s, actor.now_ms
     snap = snapshot(rule)
     first_at = now_ms + snap["aggr_window"] * 1000
@@ -100,7 +106,11 @@ async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: 
         "layer_started_at": 0, "times": 0, "last_notified_at": 0,
         "next_at": first_at, "updated_at": now,
     }
-    if state is None:
+    if outbox is not None:
+        outbox.begin_state(incident_id, values if state is not None else
+                           {"incident_id": incident_id, "created_at": now, **values},
+                           new=state is None)
+    elif state is None:
         await repo.insert_state(conn, {"incident_id": incident_id, "created_at": now, **values})
     else:
         await repo.update_state(conn, incident_id, values)

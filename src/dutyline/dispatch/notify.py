@@ -45,16 +45,33 @@ class PageOutbox(delivery.Outbox):
         self.assignments: dict[int, tuple[Actor, list[lifecycle.Assignment]]] = {}
         self.entries: list[feed.Entry] = []
         self.now_s = 0
-        self.states: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, dict[str, Any]] = {}  # updates of locked rows
+        self.new_states: dict[str, dict[str, Any]] = {}  # rows to insert
+
+    def begin_state(self, incident_id: str, values: dict[str, Any], *, new: bool) -> None:
+        """The state a dispatch begins with (a whole new row, or an update of the locked
+        one); its first step's `set_state` then lands in the same write."""
+        if new:
+            self.new_states[incident_id] = dict(values)
+        else:
+            self.set_state(incident_id, values)
 
     def set_state(self, incident_id: str, values: dict[str, Any]) -> None:
         """The dispatch state a step leaves (the row is locked by this transaction). Until
         `flush_states`, the row still reads as before: whoever reads it again in this
-        transaction flushes first."""
-        self.states[incident_id] = {**self.states.get(incident_id, {}), **values}
+        transaction flushes first (`has_state`)."""
+        if incident_id in self.new_states:
+            self.new_states[incident_id].update(values)
+        else:
+            self.states[incident_id] = {**self.states.get(incident_id, {}), **values}
+
+    def has_state(self, incident_id: str) -> bool:
+        return incident_id in self.states or incident_id in self.new_states
 
     async def flush_states(self, conn: AsyncConnection) -> None:
+        new, self.new_states = self.new_states, {}
         states, self.states = self.states, {}
+        await repo.insert_states(conn, list(new.values()))
         await repo.update_states(conn, states)
 
     def assign(self, actor: Actor, assignment: lifecycle.Assignment) -> None:

@@ -87,6 +87,11 @@ async def insert_state(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(_INSERT_STATE, values)
 
 
+async def insert_states(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        await conn.execute(_INSERT_STATE, rows)
+
+
 async def update_state(conn: AsyncConnection, incident_id: str, values: dict[str, Any]) -> None:
     await conn.execute(_UPDATE_STATE, {"state_incident_id": incident_id, **values})
 

@@ -38,8 +38,12 @@ class _Batch:
     (read together up front), each channel's enabled rules (read once), and the outbox of
     their first steps' deliveries (written together at the end)."""
 
-    def __init__(self, infos: dict[str, IncidentInfo]) -> None:
+    def __init__(self, infos: dict[str, IncidentInfo],
+                 states: dict[str, Any] | None = None) -> None:
         self.infos = infos
+        # The dispatch states of the incidents that open (None: none yet), locked together
+        # up front; each taken once, by the incident's first event.
+        self.states = states or {}
         self.rules: dict[tuple[int, int], list[Any]] = {}
         self.outbox = PageOutbox()
 
@@ -74,13 +78,15 @@ async def _pick_rule(conn: AsyncConnection, reads: _Batch, actor: Actor,
 
 async def _start(conn: AsyncConnection, runtime: Runtime, actor: Actor, incident_id: str,
                  rule: Any, *, outbox: PageOutbox, assign_type: str, layer_idx: int = 0,
-                 info: IncidentInfo | None = None) -> None:
+                 info: IncidentInfo | None = None, locked: Any = engine.UNREAD) -> None:
     """Start dispatch; without an aggregation window the first step runs right here, in the
-    event's transaction, rather than as a job of its own."""
+    event's transaction, rather than as a job of its own, and the state it begins with is
+    written with the step's, by the outbox."""
     inline = int(rule.aggr_window) == 0
     state = await engine.start(conn, actor, incident_id=incident_id, rule=rule,
                                assign_type=assign_type, layer_idx=layer_idx,
-                               schedule=not inline)
+                               schedule=not inline, locked=locked,
+                               outbox=outbox if inline else None)
     if inline:
         if info is None:
             info = await engine.incident_record(conn, runtime, actor.account_id, incident_id)
@@ -91,7 +97,7 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
                     reads: _Batch) -> None:
     actor = Actor.system(event.account_id, runtime.clock)
     incident_id = event.incident_id
-    if incident_id in reads.outbox.states:
+    if reads.outbox.has_state(incident_id):
         # An earlier event of the batch stepped this incident: what follows reads its state.
         await reads.outbox.flush_states(conn)
     if event.kind in (events.CREATED, events.REOPENED):
@@ -104,7 +110,7 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
             return
         await _start(conn, runtime, actor, incident_id, rule, outbox=reads.outbox,
                      assign_type="reopen" if event.kind == events.REOPENED else "assign",
-                     info=info)
+                     info=info, locked=reads.states.pop(incident_id, engine.UNREAD))
     elif event.kind == events.ASSIGNED:
         assignment = event.payload.get("assignment") or {}
         rule_id = str(assignment.get("escalate_rule_id") or "")
@@ -132,7 +138,10 @@ async def _on_events(conn: AsyncConnection, runtime: Runtime, batch: list[Incide
             ids = opening.setdefault(event.account_id, [])
             if event.incident_id not in ids:
                 ids.append(event.incident_id)
-    shared = _Batch(await engine.incident_records(conn, runtime, opening))
+    opening_ids = sorted({i for ids in opening.values() for i in ids})
+    locked = await repo.lock_states(conn, opening_ids) if opening_ids else {}
+    shared = _Batch(await engine.incident_records(conn, runtime, opening),
+                    {i: locked.get(i) for i in opening_ids})
     for event in batch:
         await _on_event(conn, runtime, event, shared)
     await shared.outbox.flush(conn, handoff)

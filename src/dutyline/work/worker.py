@@ -6,6 +6,9 @@ with a claim of that kind when more work is due than it has slots for, and the b
 one slot, one transaction and one heartbeat. Under a burst that is what turns a commit and a
 handful of statements per job into a few per batch.
 
+Jobs that a job hands off (queue.Handoff: a step's deliveries) are already claimed by this
+loop when their maker commits, and run next in the maker's slot.
+
 It runs inside `serve` (as a background task of the app) or alone as `dutyline worker`. Any
 number of loops in any number of processes may share one database: claims never overlap, and
 fencing (see queue.py) keeps a job that was presumed dead from committing twice.
