@@ -1,6 +1,11 @@
 """Database.run_sync: a sync function of a connection in one transaction. On SQLite it runs on
 the database's own threads (writes queued with the process's async writers), elsewhere
-through the async driver; on both it commits on return and rolls back on an exception."""
+through the async driver; on both it commits on return and rolls back on an exception.
+
+Database.statement: a connection for one statement. On PostgreSQL it is in autocommit (the
+statement's effect is there for everyone once it returns, with no transaction around it: no
+BEGIN, no COMMIT); on SQLite it is a transaction like `transaction`, committed when the block
+ends and rolled back on an error."""
 
 from __future__ import annotations
 
@@ -162,3 +167,29 @@ async def _until(condition: Callable[[], bool], *, turns: int = 1000) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("condition never held")
+
+
+async def test_the_statement_is_kept_once_the_block_ends(db: Database) -> None:
+    async with db.statement() as conn:
+        await conn.execute(insert(note).values(text="one"))
+    async with db.statement(write=False) as conn:
+        assert list((await conn.execute(select(note.c.text))).scalars()) == ["one"]
+    assert await texts(db) == ["one"]
+
+
+async def test_postgres_runs_it_outside_any_transaction_sqlite_inside_one(
+        db: Database) -> None:
+    if db.is_postgres:
+        async with db.statement() as conn:
+            await conn.execute(insert(note).values(text="one"))
+            # Seen from another connection before the block ends: nothing left to commit.
+            assert await texts(db) == ["one"]
+            raw = await conn.get_raw_connection()
+            assert raw.driver_connection is not None
+            assert not raw.driver_connection.is_in_transaction()
+    else:
+        with pytest.raises(RuntimeError):  # noqa: PT012 - the error comes after the write
+            async with db.statement() as conn:
+                await conn.execute(insert(note).values(text="one"))
+                raise RuntimeError("after the statement")
+        assert await texts(db) == []  # rolled back with its transaction
