@@ -100,6 +100,8 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
     if reads.outbox.has_state(incident_id):
         # An earlier event of the batch stepped this incident: what follows reads its state.
         await reads.outbox.flush_states(conn)
+    # The state locked up front holds for the incident's first event only.
+    locked = reads.states.pop(incident_id, engine.UNREAD)
     if event.kind in (events.CREATED, events.REOPENED):
         info = await reads.incident(conn, runtime, event)
         if info is None or info.progress == engine.CLOSED:
@@ -110,7 +112,7 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
             return
         await _start(conn, runtime, actor, incident_id, rule, outbox=reads.outbox,
                      assign_type="reopen" if event.kind == events.REOPENED else "assign",
-                     info=info, locked=reads.states.pop(incident_id, engine.UNREAD))
+                     info=info, locked=locked)
     elif event.kind == events.ASSIGNED:
         assignment = event.payload.get("assignment") or {}
         rule_id = str(assignment.get("escalate_rule_id") or "")
