@@ -86,14 +86,14 @@ UNREAD = object()
 
 
 async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: Any,
-                assign_type: str, layer_idx: int = 0, schedule: bool = True,
-                locked: Any = UNREAD, outbox: PageOutbox | None = None) -> SimpleNamespace:
+                assign_type: str, outbox: PageOutbox, layer_idx: int = 0,
+                schedule: bool = True, locked: Any = UNREAD) -> SimpleNamespace:
     """Begin (or begin again) the incident's escalation with this rule, at `layer_idx` (an
     assignment may name one; the last layer when past it), after its aggregation window.
-    Returns the state as written, still locked: without `schedule`, the caller runs its
-    first step at once (`run_step`). `locked` is the state row this transaction has locked
-    already (None: it has none), and with `outbox` the state is written when the outbox
-    is flushed (with the first step's, in one statement for a batch)."""
+    The state (and, with `schedule`, its first timer) is written when `outbox` is flushed;
+    without `schedule` the caller runs the first step at once (`run_step`), whose state
+    lands in the same write. Returns the state as it will be written. `locked` is the state
+    row this transaction has locked already (None: it has none)."""
     state = await repo.lock_state(conn, incident_id) if locked is UNREAD else locked
     now, now_ms = actor.now_s, actor.now_ms
     snap = snapshot(rule)
@@ -106,16 +106,13 @@ async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: 
         "layer_started_at": 0, "times": 0, "last_notified_at": 0,
         "next_at": first_at, "updated_at": now,
     }
-    if outbox is not None:
-        outbox.begin_state(incident_id, values if state is not None else
-                           {"incident_id": incident_id, "created_at": now, **values},
-                           new=state is None)
-    elif state is None:
-        await repo.insert_state(conn, {"incident_id": incident_id, "created_at": now, **values})
+    if state is None:
+        outbox.begin_state(incident_id, {"incident_id": incident_id, "created_at": now,
+                                         **values}, new=True)
     else:
-        await repo.update_state(conn, incident_id, values)
+        outbox.begin_state(incident_id, values, new=False)
     if schedule:
-        await _schedule(conn, actor, incident_id, seq, first_at)
+        _timer(outbox.jobs, actor, incident_id, seq, first_at)
     created = state.created_at if state is not None else now
     return SimpleNamespace(incident_id=incident_id, created_at=created, **values)
 

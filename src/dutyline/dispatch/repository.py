@@ -83,10 +83,6 @@ async def lock_states(conn: AsyncConnection, incident_ids: list[str]) -> dict[st
     return {row.incident_id: row for row in rows}
 
 
-async def insert_state(conn: AsyncConnection, values: dict[str, Any]) -> None:
-    await conn.execute(_INSERT_STATE, values)
-
-
 async def insert_states(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
     if rows:
         await conn.execute(_INSERT_STATE, rows)

@@ -38,12 +38,11 @@ class _Batch:
     (read together up front), each channel's enabled rules (read once), and the outbox of
     their first steps' deliveries (written together at the end)."""
 
-    def __init__(self, infos: dict[str, IncidentInfo],
-                 states: dict[str, Any] | None = None) -> None:
+    def __init__(self, infos: dict[str, IncidentInfo], states: dict[str, Any]) -> None:
         self.infos = infos
         # The dispatch states of the incidents that open (None: none yet), locked together
         # up front; each taken once, by the incident's first event.
-        self.states = states or {}
+        self.states = states
         self.rules: dict[tuple[int, int], list[Any]] = {}
         self.outbox = PageOutbox()
 
@@ -80,13 +79,12 @@ async def _start(conn: AsyncConnection, runtime: Runtime, actor: Actor, incident
                  rule: Any, *, outbox: PageOutbox, assign_type: str, layer_idx: int = 0,
                  info: IncidentInfo | None = None, locked: Any = engine.UNREAD) -> None:
     """Start dispatch; without an aggregation window the first step runs right here, in the
-    event's transaction, rather than as a job of its own, and the state it begins with is
-    written with the step's, by the outbox."""
+    event's transaction, rather than as a job of its own, its state written with the one
+    dispatch begins with, by the outbox."""
     inline = int(rule.aggr_window) == 0
     state = await engine.start(conn, actor, incident_id=incident_id, rule=rule,
-                               assign_type=assign_type, layer_idx=layer_idx,
-                               schedule=not inline, locked=locked,
-                               outbox=outbox if inline else None)
+                               assign_type=assign_type, outbox=outbox, layer_idx=layer_idx,
+                               schedule=not inline, locked=locked)
     if inline:
         if info is None:
             info = await engine.incident_record(conn, runtime, actor.account_id, incident_id)

@@ -386,23 +386,17 @@ def _ids(job_id: int | list[int]) -> list[int]:
     return job_id if isinstance(job_id, list) else [job_id]
 
 
-def _owned(job_ids: list[int], worker_id: str) -> Any:
-    return and_(job.c.id.in_(job_ids), job.c.lease_owner == worker_id,
-                job.c.status == RUNNING)
-
-
-# The loop's other constant statements, built once: the ids, owner and times are bound.
+# Still this worker's, and still running (fencing): the ids and the owner are bound.
+_OWNED = and_(job.c.id.in_(bindparam("ids", expanding=True)),
+              job.c.lease_owner == bindparam("owner"), job.c.status == RUNNING)
+# The loop's constant statements, built once.
 _MARK_DONE = (
-    update(job)
-    .where(job.c.id.in_(bindparam("ids", expanding=True)), job.c.lease_owner == bindparam("owner"),
-           job.c.status == RUNNING)
+    update(job).where(_OWNED)
     .values(status=DONE, dedupe_key=None, lease_owner=None, lease_expires_at=None,
             last_error=None, updated_at=bindparam("now_ms"))
 )
 _EXTEND_LEASE = (
-    update(job)
-    .where(job.c.id.in_(bindparam("ids", expanding=True)), job.c.lease_owner == bindparam("owner"),
-           job.c.status == RUNNING)
+    update(job).where(_OWNED)
     .values(lease_expires_at=bindparam("expires"), updated_at=bindparam("now_ms"))
 )
 
@@ -463,8 +457,8 @@ async def mark_failed(
         values["run_at"] = now_ms + retry_delay_ms(claimed.attempts, rng=rng)
     async with db.transaction(write=True) as conn:
         result = await conn.execute(
-            update(job).where(_owned([claimed.id], claimed.lease_owner)).values(**values)
-        )
+            update(job).where(_OWNED).values(**values),
+            {"ids": [claimed.id], "owner": claimed.lease_owner})
         if result.rowcount != 1:
             return None
         if dead and on_dead is not None:
@@ -480,7 +474,7 @@ async def release(db: Database, claimed: ClaimedJob, *, now_ms: int) -> bool:
     async with db.statement(write=True) as conn:
         result = await conn.execute(
             update(job)
-            .where(_owned([claimed.id], claimed.lease_owner))
+            .where(_OWNED)
             .values(
                 status=PENDING,
                 lease_owner=None,
@@ -488,7 +482,8 @@ async def release(db: Database, claimed: ClaimedJob, *, now_ms: int) -> bool:
                 attempts=job.c.attempts - 1,
                 run_at=now_ms,
                 updated_at=now_ms,
-            )
+            ),
+            {"ids": [claimed.id], "owner": claimed.lease_owner},
         )
     return bool(result.rowcount == 1)
 

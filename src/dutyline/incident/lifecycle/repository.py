@@ -36,16 +36,17 @@ async def update_incident(conn: AsyncConnection, incident_id: str, values: dict[
         update(incident).where(incident.c.incident_id == incident_id).values(**values))
 
 
-async def update_incidents(conn: AsyncConnection, changes: list[dict[str, Any]]) -> None:
-    """Several incidents' updates of the same columns (each dict: `incident_id` and the
-    new values), in one executemany."""
-    if not changes:
-        return
-    columns = [k for k in changes[0] if k != "incident_id"]
-    await conn.execute(
-        update(incident).where(incident.c.incident_id == bindparam("b_incident_id"))
-        .values({c: bindparam(f"b_{c}") for c in columns}),
-        [{f"b_{k}": v for k, v in change.items()} for change in changes])
+# Without .values(): the columns SET are the keys of the parameters it runs with.
+_UPDATE_INCIDENT = update(incident).where(
+    incident.c.incident_id == bindparam("changed_incident_id"))
+
+
+async def update_incidents(conn: AsyncConnection, changes: dict[str, dict[str, Any]]) -> None:
+    """Several incidents' updates of the same columns ({incident_id: new values}), in one
+    executemany."""
+    if changes:
+        await conn.execute(_UPDATE_INCIDENT, [{"changed_incident_id": incident_id, **values}
+                                              for incident_id, values in changes.items()])
 
 
 async def resolve_alerts(conn: AsyncConnection, incident_id: str, now_s: int) -> int:

@@ -199,12 +199,12 @@ async def assign_responders(conn: AsyncConnection, actor: Actor,
                             sorted({a.incident_id for a in assignments}))
     responders = {incident_id: row.responders for incident_id, row in found.items()
                   if row.progress != CLOSED}
-    changes: list[dict[str, Any]] = []
+    changes: dict[str, dict[str, Any]] = {}
     for a in assignments:  # in order: a later layer of the same incident wins
         if a.incident_id in responders:
             responders[a.incident_id] = dumps(responders_adding(
                 responders[a.incident_id], a.person_ids, actor.now_s))
-            changes.append({"incident_id": a.incident_id, "assigned_to": dumps(a.assignment),
-                            "responders": responders[a.incident_id],
-                            "updated_at": actor.now_s})
+            changes[a.incident_id] = {"assigned_to": dumps(a.assignment),
+                                      "responders": responders[a.incident_id],
+                                      "updated_at": actor.now_s}
     await repo.update_incidents(conn, changes)
