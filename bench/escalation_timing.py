@@ -47,6 +47,7 @@ from typing import Any
 
 import httpx
 
+from bench.cpu_account import CpuAccount
 from bench.escalation import _app, _call, _init
 from bench.http_bench import PG_BASE, _pg_exec, _venv_bin, free_port, stop_process
 
@@ -136,6 +137,7 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
         await _call(client, key, "/channel/escalate/rule/create", {
             "channel_id": channel["channel_id"], "template_id": "6321aad26c12104586a88916",
             "rule_name": "timing", "layers": [layer] * LAYERS})
+        cpu = CpuAccount(_process_group).__enter__()  # ended after the wait, below
         try:
             for _ in range(args.workers):
                 procs.append(await asyncio.create_subprocess_exec(
@@ -200,6 +202,7 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 await asyncio.sleep(2)
             await asyncio.sleep(5)  # late duplicates, if any
         finally:
+            cpu.__exit__()
             for proc in procs:
                 with contextlib.suppress(ProcessLookupError):
                     proc.terminate()
@@ -215,7 +218,20 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 notify_delivery.c.layer_idx, notify_delivery.c.status,
                 notify_delivery.c.attempts))).all()
     return {"opened": opened, "rows": rows, "open_s": open_s,
-            "load": (load_start, os.getloadavg())}
+            "load": (load_start, os.getloadavg()), "cpu": cpu}
+
+
+def _process_group(pid: int, cmdline: str) -> str | None:
+    """Where a process's CPU time goes in the report (None: not this run's)."""
+    if pid == os.getpid():
+        return "opener (bench)"
+    if "dutyline worker" in cmdline:
+        return "workers"
+    if "escalation_timing receive" in cmdline:
+        return "receiver"
+    if cmdline.startswith("postgres") or "/bin/postgres" in cmdline:
+        return "postgres"
+    return None
 
 
 def report(name: str, args: argparse.Namespace, got: dict[str, Any], log_path: str) -> None:
@@ -274,6 +290,7 @@ def report(name: str, args: argparse.Namespace, got: dict[str, Any], log_path: s
           f"distinct keys {len(posts)}, duplicates {dupes}, missing {missing}, "
           f"extra {extra}, unknown keys {unknown}; delivery rows {len(by_delivery)} "
           f"{dict(statuses)}")
+    print("  " + got["cpu"].report(per=len(slots) * args.incidents, unit="page"))
     if late:
         print(f"  lateness all pages: p50 {_pct(late, .5):.2f} s, p99 {_pct(late, .99):.2f} s, "
               f"max {max(late):.2f} s, min {min(late):.2f} s, within 1 s: "

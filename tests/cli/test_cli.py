@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sqlite3
@@ -167,3 +168,18 @@ def test_migrate_is_idempotent_and_keeps_data(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert accounts == [(created["account_id"],)]
+
+
+def test_long_lived_processes_run_on_uvloop() -> None:
+    """`dutyline worker` runs its loop on uvloop (as `serve` does through uvicorn)."""
+    import uvloop
+
+    from dutyline.cli import _run_fast
+
+    seen: list[object] = []
+
+    async def main() -> None:
+        seen.append(asyncio.get_running_loop())
+
+    _run_fast(main())
+    assert isinstance(seen[0], uvloop.Loop)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -225,6 +226,39 @@ async def test_httpx2_client_is_guarded_the_same_way(peer: tuple[str, str]) -> N
             await client.get("http://169.254.169.254/")
     async with guarded_httpx2_client(OPEN, timeout=5) as client:
         assert (await client.get(f"{first}/hello")).text == "hello"
+
+
+async def _keep_alive_peer(close_after_reply: bool) -> tuple[asyncio.Server, list[int]]:
+    """A raw HTTP/1.1 peer that answers every request with `ok`; with `close_after_reply`
+    it closes the connection after the first reply, as a server ending keep-alive does.
+    The list counts the connections it accepted."""
+    accepted: list[int] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        while await reader.readuntil(b"\r\n\r\n"):
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            await writer.drain()
+            if close_after_reply:
+                writer.close()
+                return
+
+    return await asyncio.start_server(serve, "127.0.0.1", 0), accepted
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("closes", [False, True])
+async def test_the_pool_reuses_an_open_connection_and_drops_a_closed_one(closes: bool) -> None:
+    """The guarded stream answers httpcore's "is this idle socket readable" itself: an idle
+    connection the server keeps open is reused, one it closed is dropped (a request on it
+    would fail with "server disconnected")."""
+    server, accepted = await _keep_alive_peer(close_after_reply=closes)
+    port = server.sockets[0].getsockname()[1]
+    async with server, guarded_client(OPEN, timeout=5) as client:
+        for _ in range(3):
+            assert (await client.get(f"http://127.0.0.1:{port}/")).text == "ok"
+            await asyncio.sleep(0.05)  # the server's FIN arrives
+    assert len(accepted) == (3 if closes else 1)
 
 
 async def test_unix_sockets_are_refused() -> None:
