@@ -182,7 +182,7 @@ class Lifespan:
             if runtime.runner_hub is not None:  # its relay loop and Redis subscription
                 with contextlib.suppress(Exception):
                     await runtime.runner_hub.close()
-            await runtime.kept_clients.aclose()
+            await runtime.kept_sessions.aclose()
             await runtime.limiter.close()
             await runtime.db.dispose()
 

@@ -9,14 +9,13 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import anyio
-import httpx
 import pytest
 
 from dutyline.config import Settings
 from dutyline.kit.clock import SystemClock
 from dutyline.kit.outbound import OutboundPolicy, guarded_client
 from dutyline.kit.secretbox import SecretBox
-from dutyline.notify.delivery.adapters.base import SendEnv, client_for
+from dutyline.notify.delivery.adapters.base import SendEnv, session_for
 
 pytestmark = pytest.mark.anyio
 
@@ -48,7 +47,10 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     writer.close()
 
 
-async def _hanging_receivers_leave_room(client: httpx.AsyncClient, hanging: int) -> None:
+Post = Callable[[str], Awaitable[int]]  # a POST of `{}` to a URL: its status
+
+
+async def _hanging_receivers_leave_room(post: Post, hanging: int) -> None:
     accepted = 0
     all_held = asyncio.Event()
 
@@ -62,15 +64,13 @@ async def _hanging_receivers_leave_room(client: httpx.AsyncClient, hanging: int)
         writer.close()
 
     async with _server(hang) as stuck, _server(_answer) as fine:
-        waiting = [asyncio.create_task(client.post(stuck, content=b"{}"))
-                   for _ in range(hanging)]
+        waiting = [asyncio.create_task(post(stuck)) for _ in range(hanging)]
         try:
             # Every hanging request holds a connection of its own (a bounded pool would keep
             # the rest queued, and this would not happen: the guard only stops a broken run).
             with anyio.fail_after(30):
                 await all_held.wait()
-            reply = await client.post(fine, content=b"{}")
-            assert reply.status_code == 200
+            assert await post(fine) == 200
             assert not any(task.done() for task in waiting)
         finally:
             for task in waiting:
@@ -80,11 +80,18 @@ async def _hanging_receivers_leave_room(client: httpx.AsyncClient, hanging: int)
 
 async def test_a_guarded_client_has_httpx_s_hundred_connections_not_httpcore_s_ten() -> None:
     async with guarded_client(OPEN, timeout=60) as client:
-        await _hanging_receivers_leave_room(client, hanging=40)
+        async def post(url: str) -> int:
+            return (await client.post(url, content=b"{}")).status_code
+
+        await _hanging_receivers_leave_room(post, hanging=40)
 
 
 async def test_the_delivery_client_has_no_bound_on_connections() -> None:
     env = SendEnv(settings=Settings(), policy=OPEN, secrets=SecretBox("test"),
                   clock=SystemClock())
-    async with client_for(env) as client:
-        await _hanging_receivers_leave_room(client, hanging=150)
+    async with session_for(env) as session:
+        async def post(url: str) -> int:
+            async with session.post(url, data=b"{}") as reply:
+                return reply.status
+
+        await _hanging_receivers_leave_room(post, hanging=150)

@@ -10,7 +10,8 @@ from dutyline.api.observe import Metrics
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.kit.clock import Clock
-from dutyline.kit.outbound import KeptClients, OutboundPolicy
+from dutyline.kit.outbound import OutboundPolicy
+from dutyline.kit.outbound_aio import KeptSessions
 from dutyline.kit.secretbox import SecretBox
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ class Runtime:
     # The process's BYOC runner sockets (aisre/runner/hub.py), made on first use.
     runner_hub: Any = None
     # Outbound clients kept for connection reuse (deliveries), closed with the runtime.
-    kept_clients: KeptClients = field(default_factory=KeptClients)
+    kept_sessions: KeptSessions = field(default_factory=KeptSessions)
 
     def outbound_policy(self) -> OutboundPolicy:
         """Who outbound calls may reach (the operator's private-network switch), with the

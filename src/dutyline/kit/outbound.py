@@ -20,7 +20,6 @@ what is safe to retry (GET/HEAD and requests marked `IDEMPOTENT`, on connect fai
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import ipaddress
 import re
@@ -29,7 +28,6 @@ import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
@@ -165,6 +163,13 @@ def _check_static(host: str, port: int, policy: OutboundPolicy) -> bool:
     if reason:
         raise OutboundBlocked(reason)
     return True
+
+
+def check_without_dns(url: str, policy: OutboundPolicy) -> None:
+    """Refuse (raise OutboundBlocked) what the URL alone gives away: its scheme, a literal
+    address, a loopback name. A host name is left to the connect-time check."""
+    _, host, port = _split(url)
+    _check_static(host, port, policy)
 
 
 async def _getaddrinfo(host: str, port: int) -> list[Any]:
@@ -396,6 +401,11 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=False)
 
 
+def default_ssl_context() -> ssl.SSLContext:
+    """The system CA bundle's context every guarded client verifies with (built once)."""
+    return _ssl_context()
+
+
 @functools.cache
 def _ssl_context2() -> ssl.SSLContext:
     return httpx2.create_ssl_context(trust_env=False)
@@ -468,37 +478,6 @@ def guarded_client(
     )
 
 
-class KeptClients:
-    """Guarded clients kept for the life of a process, one per purpose and event loop.
-
-    A client made per call pays a client build and a TCP handshake every time; a kept one
-    reuses its connections to the same receivers (the guard still checks every connection it
-    opens, and every request's URL). Kept clients never keep cookies: what one receiver sets
-    must not ride along to the next call. Bound to the loop they were made on, since their
-    connections are; a new loop (a test's) gets new ones."""
-
-    def __init__(self) -> None:
-        self._clients: dict[str, tuple[asyncio.AbstractEventLoop, httpx.AsyncClient]] = {}
-
-    def get(self, purpose: str, make: Callable[[], httpx.AsyncClient]) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        kept = self._clients.get(purpose)
-        if kept is not None and kept[0] is loop and not kept[1].is_closed:
-            return kept[1]
-        client = make()
-        client.cookies = httpx.Cookies(CookieJar(DefaultCookiePolicy(allowed_domains=[])))
-        self._clients[purpose] = (loop, client)
-        return client
-
-    async def aclose(self) -> None:
-        """Close the clients of the running loop; forget those of loops gone since."""
-        loop = asyncio.get_running_loop()
-        kept, self._clients = self._clients, {}
-        for client_loop, client in kept.values():
-            if client_loop is loop:
-                await client.aclose()
-
-
 def guarded_httpx2_client(
     policy: OutboundPolicy,
     *,
@@ -525,6 +504,8 @@ def guarded_httpx2_client(
 # --- redaction ---------------------------------------------------------------------------
 
 
+# Every delivery attempt records its endpoint redacted, and a receiver's URL repeats.
+@functools.lru_cache(maxsize=1024)
 def redact_url(url: str) -> str:
     """The URL without userinfo and with secret-looking query values masked, for logs."""
     try:

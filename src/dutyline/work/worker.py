@@ -486,6 +486,6 @@ async def run_standalone(runtime: Runtime) -> None:
     finally:
         for sig in signals:
             loop.remove_signal_handler(sig)
-        await runtime.kept_clients.aclose()
+        await runtime.kept_sessions.aclose()
         await runtime.limiter.close()
         await runtime.db.dispose()

@@ -19,7 +19,7 @@ from dutyline.api.runtime import Runtime
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.adapters import adapter
-from dutyline.notify.delivery.adapters.base import Attempt, Outgoing, SendEnv, client_for
+from dutyline.notify.delivery.adapters.base import Attempt, Outgoing, SendEnv, session_for
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
 log = structlog.get_logger("dutyline.notify.delivery")
@@ -35,7 +35,7 @@ def send_env(runtime: Runtime) -> SendEnv:
         policy = replace(policy, allow_hosts=frozenset(allowed))
     env = SendEnv(settings=runtime.settings, policy=policy, secrets=runtime.secrets,
                   clock=runtime.clock)
-    return replace(env, client=runtime.kept_clients.get("delivery", lambda: client_for(env)))
+    return replace(env, session=runtime.kept_sessions.get("delivery", lambda: session_for(env)))
 
 
 def _due(row: Any, attempt: int | None) -> bool:

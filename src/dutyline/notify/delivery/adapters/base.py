@@ -14,17 +14,19 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import aiohttp
 import msgspec
 
 from dutyline.config import Settings
-from dutyline.kit import outbound
+from dutyline.kit import outbound, outbound_aio
 from dutyline.kit.clock import Clock
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 
 HTTP_TIMEOUT_S = 10.0
 RESPONSE_BODY_MAX = 4096
+# Bytes read of an answer: the kept characters, in a multi-byte encoding at worst.
+RESPONSE_READ_MAX = 4 * RESPONSE_BODY_MAX
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,8 @@ class SendEnv:
     policy: OutboundPolicy
     secrets: SecretBox
     clock: Clock
-    # Tests and the bench may hand in a transport; URLs are still checked by the guard.
-    transport: httpx.AsyncBaseTransport | None = None
-    # The process's kept client (connections reused across deliveries); else one per call.
-    client: httpx.AsyncClient | None = None
+    # The process's kept session (connections reused across deliveries); else one per call.
+    session: aiohttp.ClientSession | None = None
 
 
 @dataclass(frozen=True)
@@ -82,16 +82,12 @@ def response_field(attempt: Attempt, *path: str) -> str:
     return "" if value is None else str(value)
 
 
-def client_for(env: SendEnv) -> httpx.AsyncClient:
-    """A guarded client as every delivery uses it: no retries of its own (the delivery job
-    retries with backoff), redirects followed through the guard."""
-    # No bound on connections: receivers that hang must not hold every connection while
-    # the deliveries to the others wait for one. Nor on those kept for reuse: a burst sends
-    # a batch's POSTs to one receiver side by side, and a bound would close and reopen most
-    # of them each time. What bounds both is the worker's slots times a delivery batch.
-    return outbound.guarded_client(env.policy.without_retries(), timeout=HTTP_TIMEOUT_S,
-                                   transport=env.transport, follow_redirects=True,
-                                   max_connections=None, max_keepalive=None)
+def session_for(env: SendEnv) -> aiohttp.ClientSession:
+    """A guarded session as every delivery uses it: no retries of its own (the delivery job
+    retries with backoff), redirects followed through the guard, no bound on connections
+    (receivers that hang must not hold every connection while the deliveries to the others
+    wait for one; what bounds them is the worker's slots times a delivery batch)."""
+    return outbound_aio.guarded_session(env.policy, timeout_s=HTTP_TIMEOUT_S)
 
 
 async def post_json(env: SendEnv, url: str, body: bytes,
@@ -109,6 +105,27 @@ async def post(env: SendEnv, url: str, body: bytes, headers: dict[str, str], *,
                          endpoint=endpoint)
 
 
+async def _head_of_body(response: aiohttp.ClientResponse) -> bytes:
+    """The answer's first RESPONSE_READ_MAX bytes: no more than the history keeps, so a
+    receiver answering with gigabytes costs nothing (its connection is dropped, not reused)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < RESPONSE_READ_MAX:
+        chunk = await response.content.read(RESPONSE_READ_MAX - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _text(raw: bytes, charset: str | None) -> str:
+    try:
+        return raw.decode(charset or "utf-8", "replace")
+    except LookupError:  # a charset Python does not know
+        return raw.decode("utf-8", "replace")
+
+
 async def request(env: SendEnv, method: str, url: str, body: bytes, headers: dict[str, str],
                   *, endpoint: str = "") -> Attempt:
     """One guarded request of any method (a chat app's token is fetched by GET on WeCom)."""
@@ -118,24 +135,25 @@ async def request(env: SendEnv, method: str, url: str, body: bytes, headers: dic
                       request_body=body.decode("utf-8", "replace"))
     started = time.monotonic()
     try:
-        # The kept client stays open for the next delivery; one made here closes after it.
-        async with (nullcontext(env.client) if env.client is not None
-                    else client_for(env)) as client:
-            response = await client.request(method, url, content=body or None,
-                                            headers=sent_headers)
+        # The kept session stays open for the next delivery; one made here closes after it.
+        async with (nullcontext(env.session) if env.session is not None
+                    else session_for(env)) as session, session.request(
+                method, url, data=body or None, headers=sent_headers,
+                max_redirects=outbound_aio.MAX_REDIRECTS) as response:
+            raw = await _head_of_body(response)
     except outbound.OutboundBlocked as exc:
         attempt.error, attempt.retryable = f"refused by the outbound guard: {exc.reason}", False
-    except httpx.HTTPError as exc:
-        attempt.error = f"{type(exc).__name__}: {exc}"[:500]
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        attempt.error = f"{type(exc).__name__}: {exc}"[:500] if str(exc) else type(exc).__name__
     else:
-        attempt.status_code = response.status_code
+        attempt.status_code = response.status
         attempt.response_headers = dict(response.headers)
-        attempt.response_body = response.text[:RESPONSE_BODY_MAX]
-        attempt.ok = 200 <= response.status_code < 300
+        attempt.response_body = _text(raw, response.charset)[:RESPONSE_BODY_MAX]
+        attempt.ok = 200 <= response.status < 300
         if not attempt.ok:
-            attempt.error = f"HTTP {response.status_code}"
+            attempt.error = f"HTTP {response.status}"
             # A client error other than throttling will not heal by itself.
-            attempt.retryable = response.status_code >= 500 or response.status_code in (
-                408, 429) or 300 <= response.status_code < 400
+            attempt.retryable = response.status >= 500 or response.status in (
+                408, 429) or 300 <= response.status < 400
     attempt.duration_ms = int((time.monotonic() - started) * 1000)
     return attempt
