@@ -4,7 +4,7 @@ lateness of its arrival at a loopback webhook receiver against its due time, and
 none missing.
 
     .venv/bin/python -m bench.escalation_timing [--postgres] [--incidents 600] [--workers 2]
-        [--spread 60] [--concurrency 16] [--open-by push|create]
+        [--spread 60] [--concurrency 16] [--open-by push|create] [--open-via serve|in-process]
 
 Timeline (the smallest the rule contract allows: `notify_step` >= 0.5 min, `escalate_window`
 in whole minutes): 3 layers, each one custom webhook on the receiver, `max_times` 2,
@@ -15,11 +15,14 @@ second repeat, which would be due then too), +90 (layer 1 repeat), +120 (layer 2
 3 minutes after opening. `max_times` 2 is reached on the last layer only.
 
 The incidents are opened by alerts, as in production: a `POST /event/push/alert/standard`
-with a new alert key each (the channel does not group, so each opens its incident), in this
-process (in-process ASGI, job loops off), incident i at start + i * spread / N; t0 is the
-moment its push returned (committed), and the incident is found by its alert key after the
-run. `--open-by create` opens them through `/incident/create` instead (about four times the
-CPU per incident here, which the bench process then takes from the workers). Pages go out
+with a new alert key each (the channel does not group, so each opens its incident), sent over
+loopback HTTP (aiohttp, at most 16 in flight) to a `dutyline serve` of their own (job loops
+off, rate limits off), incident i at start + i * spread / N; t0 is the moment its push
+returned (committed), and the incident is found by its alert key after the run.
+`--open-via in-process` sends them through this process's app instead (httpx's ASGI
+transport, as before session 10: about 10 ms of this process's CPU per incident), and
+`--open-by create` opens them through `/incident/create` (about four times a push's CPU).
+The report gives the CPU seconds each group of processes used (bench/cpu_account.py). Pages go out
 from `--workers` `dutyline worker` processes (`DUTYLINE_WORKER_CONCURRENCY=--concurrency`).
 The receiver (its own process, uvicorn) appends "arrival time, Idempotency-Key" per POST to
 a file. After the run the keys are joined
@@ -45,6 +48,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
 from bench.cpu_account import CpuAccount
@@ -138,6 +142,7 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
             "channel_id": channel["channel_id"], "template_id": "6321aad26c12104586a88916",
             "rule_name": "timing", "layers": [layer] * LAYERS})
         cpu = CpuAccount(_process_group).__enter__()  # ended after the wait, below
+        ingest: aiohttp.ClientSession | None = None
         try:
             for _ in range(args.workers):
                 procs.append(await asyncio.create_subprocess_exec(
@@ -163,11 +168,34 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 "channel_id": channel["channel_id"], "integration_name": "timing"})
             push_params = {"integration_key": integration["integration_key"]}
             by_alert: dict[str, float] = {}
+            # Alerts come in as in production: over HTTP, to a `dutyline serve` of their own
+            # (job loops off), from a light client here; `--open-via in-process` sends them
+            # through this process's app instead (httpx's ASGI transport: costly).
+            if args.open_via == "serve":
+                port = free_port()
+                procs.append(await asyncio.create_subprocess_exec(
+                    _venv_bin("dutyline"), "serve", "--host", "127.0.0.1", "--port", str(port),
+                    cwd=ROOT, env={**env, "DUTYLINE_RUN_WORKERS": "0",
+                                   "DUTYLINE_RATE_LIMIT_PER_SECOND": "0",
+                                   "DUTYLINE_RATE_LIMIT_PER_MINUTE": "0"},
+                    stdin=asyncio.subprocess.DEVNULL))
+                ingest = aiohttp.ClientSession(f"http://127.0.0.1:{port}")
+                await _wait_healthy(ingest)
             start = time.time()
             behind: list[float] = []
-            # At most 16 creates in flight (the pool holds 40): a create that cannot keep
-            # the pace waits here, and the pacing shortfall is printed.
+            # At most 16 opens in flight: an open that cannot keep the pace waits here, and
+            # the pacing shortfall is printed.
             lanes = asyncio.Semaphore(16)
+
+            async def post(path: str, body: dict[str, Any],
+                           params: dict[str, str] | None = None) -> Any:
+                if ingest is None:
+                    reply = await client.post(path, params=params or {"app_key": key},
+                                              json=body)
+                    return reply.json()
+                async with ingest.post(path, params=params or {"app_key": key},
+                                       json=body) as answer:
+                    return await answer.json()
 
             async def open_one(i: int) -> None:
                 due = start + i * args.spread / args.incidents
@@ -175,15 +203,17 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 async with lanes:
                     behind.append(time.time() - due)
                     if args.open_by == "create":
-                        data = await _call(client, key, "/incident/create", {
+                        reply = await post("/incident/create", {
                             "title": f"timing incident {i}", "incident_severity": "Critical",
                             "channel_id": channel["channel_id"]})
-                        opened[data["incident_id"]] = time.time()
+                        if "data" not in reply:
+                            raise RuntimeError(f"create: {reply}")
+                        opened[reply["data"]["incident_id"]] = time.time()
                         return
-                    reply = (await client.post(
-                        "/event/push/alert/standard", params=push_params,
-                        json={"title_rule": f"timing incident {i}", "event_status": "Critical",
-                              "alert_key": f"timing-{i}", "labels": {"n": str(i)}})).json()
+                    reply = await post(
+                        "/event/push/alert/standard",
+                        {"title_rule": f"timing incident {i}", "event_status": "Critical",
+                         "alert_key": f"timing-{i}", "labels": {"n": str(i)}}, push_params)
                     if "data" not in reply:
                         raise RuntimeError(f"push: {reply}")
                 by_alert[f"timing-{i}"] = time.time()
@@ -203,6 +233,8 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
             await asyncio.sleep(5)  # late duplicates, if any
         finally:
             cpu.__exit__()
+            if ingest is not None:
+                await ingest.close()
             for proc in procs:
                 with contextlib.suppress(ProcessLookupError):
                     proc.terminate()
@@ -221,12 +253,24 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
             "load": (load_start, os.getloadavg()), "cpu": cpu}
 
 
+async def _wait_healthy(session: aiohttp.ClientSession) -> None:
+    for _ in range(300):
+        with contextlib.suppress(aiohttp.ClientError):
+            async with session.get("/healthz") as reply:
+                if reply.status == 200:
+                    return
+        await asyncio.sleep(0.2)
+    raise RuntimeError("dutyline serve did not come up")
+
+
 def _process_group(pid: int, cmdline: str) -> str | None:
     """Where a process's CPU time goes in the report (None: not this run's)."""
     if pid == os.getpid():
         return "opener (bench)"
     if "dutyline worker" in cmdline:
         return "workers"
+    if "dutyline serve" in cmdline:
+        return "serve (ingest)"
     if "escalation_timing receive" in cmdline:
         return "receiver"
     if cmdline.startswith("postgres") or "/bin/postgres" in cmdline:
@@ -316,6 +360,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--postgres", action="store_true")
     p.add_argument("--open-by", choices=("push", "create"), default="push")
+    p.add_argument("--open-via", choices=("serve", "in-process"), default="serve")
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="dutyline-bench-esct-")
     log_path = f"{tmp}/arrivals.txt"

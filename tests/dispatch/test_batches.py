@@ -13,9 +13,11 @@ from sqlalchemy import select
 
 from dutyline import domains
 from dutyline.db.tables.dispatch import dispatch_state, notify_attempt
+from dutyline.db.tables.incident import alert
 from dutyline.db.tables.work import job
-from dutyline.dispatch import engine
+from dutyline.dispatch import engine, system
 from dutyline.incident import events
+from dutyline.incident.service import query as incidents
 from dutyline.kit.clock import millis
 from dutyline.notify.delivery import tasks as delivery_tasks
 from dutyline.notify.delivery.adapters.base import Attempt
@@ -24,7 +26,7 @@ from dutyline.work import queue
 from dutyline.work.registry import registry as default_registry
 from dutyline.work.worker import Worker
 from tests.dispatch.receiver import Receiver, build
-from tests.dispatch.support import layer, run_jobs
+from tests.dispatch.support import layer, make_channel, make_integration, push, run_jobs
 from tests.dispatch.test_paging import deliveries, feed, open_incident
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
@@ -336,3 +338,22 @@ async def test_a_stale_job_does_not_swallow_the_due_attempt_of_its_delivery(
     assert await w.execute_batch(await w.claim(10, kind=DELIVER_JOB)) == "done"
     assert await statuses(papi, incident_id) == {d.delivery_id: ("success", 2)}
     assert len(await attempts_of(papi, d.delivery_id)) == 2
+
+
+async def test_paging_reads_incidents_without_their_sources(papi: Api, owner: Person) -> None:
+    """The engine leaves out the two reads of an incident's integrations and recurrence,
+    which no rule filter, template or payload uses; the API's record keeps them."""
+    channel_id = await make_channel(papi, owner)
+    key = await make_integration(papi, owner, channel_id)
+    assert (await push(papi, key)).status == 200
+    async with papi.runtime.db.transaction(write=False) as conn:
+        incident_id = (await conn.execute(select(alert.c.incident_id))).scalar_one()
+        paging = await engine.incident_record(conn, papi.runtime, owner.account_id,
+                                              incident_id)
+        whole = await incidents.incident_info(
+            conn, system.actor(papi.runtime, owner.account_id), incident_id=incident_id,
+            base_url=papi.runtime.settings.base_url)
+    assert paging is not None and paging.title == whole.title == "checkout latency high"
+    assert whole.integration_ids and whole.integration_type and whole.frequency == "rare"
+    assert (paging.integration_ids, paging.integration_type, paging.frequency) == ([], None,
+                                                                                  None)

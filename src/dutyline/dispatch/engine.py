@@ -53,10 +53,13 @@ def _dump(value: Any) -> str:
 
 async def incident_record(conn: AsyncConnection, runtime: Runtime, account_id: int,
                           incident_id: str) -> IncidentInfo | None:
+    """The incident as paging reads it: without its sources (integrations, recurrence),
+    which no rule filter, template or payload reads; None when it is gone."""
     try:
         return await incidents.incident_info(conn, system.actor(runtime, account_id),
                                              incident_id=incident_id,
-                                             base_url=runtime.settings.base_url)
+                                             base_url=runtime.settings.base_url,
+                                             sources=False)
     except ApiError:
         return None  # removed since
 
@@ -156,7 +159,7 @@ async def incident_records(conn: AsyncConnection, runtime: Runtime,
     for account_id, incident_ids in incidents_of.items():
         page = await incidents.list_by_ids(conn, system.actor(runtime, account_id),
                                            incident_ids=incident_ids,
-                                           base_url=runtime.settings.base_url)
+                                           base_url=runtime.settings.base_url, sources=False)
         found.update((info.incident_id, info) for info in page.items)
     return found
 

@@ -46,25 +46,28 @@ _responders = msgspec.json.Decoder(list[Responder])
 
 
 async def incident_info(conn: AsyncConnection, actor: Actor, *, incident_id: str,
-                        base_url: str, include_alerts: bool = False) -> IncidentInfo:
+                        base_url: str, include_alerts: bool = False,
+                        sources: bool = True) -> IncidentInfo:
     """One incident the actor sees (`base_url` for its links), with its first alerts when
-    `include_alerts`; ResourceNotFound otherwise."""
+    `include_alerts`; ResourceNotFound otherwise. `sources`: as in `records`."""
     scope = await visibility.scope(actor)
     row = await repo.find(conn, scope, incident_id.lower())
     if row is None:
         raise errors.not_found("incident", incident_id)
     return (await records(conn, actor, [row], base_url=base_url,
-                          alerts_scope=scope if include_alerts else None))[0]
+                          alerts_scope=scope if include_alerts else None, sources=sources))[0]
 
 
 async def list_by_ids(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
-                      base_url: str, include_alerts: bool = False) -> IncidentListResponse:
-    """The visible incidents among `incident_ids`, newest first; unknown ids left out."""
+                      base_url: str, include_alerts: bool = False,
+                      sources: bool = True) -> IncidentListResponse:
+    """The visible incidents among `incident_ids`, newest first; unknown ids left out.
+    `sources`: as in `records`."""
     ids = list(dict.fromkeys(i.lower() for i in incident_ids))
     scope = await visibility.scope(actor)
     rows = await repo.find_many(conn, scope, ids)
     items = await records(conn, actor, rows, base_url=base_url,
-                          alerts_scope=scope if include_alerts else None)
+                          alerts_scope=scope if include_alerts else None, sources=sources)
     return IncidentListResponse(items=items, total=len(items), has_next_page=False)
 
 
@@ -168,11 +171,14 @@ def _read_cursor(key: str, cursor: str, asc: bool) -> tuple[int, str]:
 
 
 async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
-                  base_url: str, alerts_scope: visibility.Scope | None = None
-                  ) -> list[IncidentInfo]:
+                  base_url: str, alerts_scope: visibility.Scope | None = None,
+                  sources: bool = True) -> list[IncidentInfo]:
     """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads;
     with `alerts_scope`, each incident's alerts visible in that scope are embedded (one more
-    read per incident)."""
+    read per incident). Without `sources` two reads are left out, and with them the
+    integrations the alerts came from (`integration_ids`, `integration_types` empty,
+    `integration_type` None) and the recurrence bucket (`frequency` None): for callers that
+    read none of these (the escalation engine, many times a second)."""
     if not rows:
         return []
     acct = await repo.account_row(conn, actor.account_id)
@@ -181,8 +187,9 @@ async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
     people = await members.member_names(
         conn, actor, {p.person_id for rs in responders.values() for p in rs}
         | {i for r in rows for i in (r.creator_id, r.closer_id, r.owner_id)})
-    integrations = await repo.integrations_by_incident(conn, [r.incident_id for r in rows])
-    frequent = await repo.frequent(conn, [r.incident_id for r in rows])
+    ids = [r.incident_id for r in rows]
+    integrations = await repo.integrations_by_incident(conn, ids) if sources else {}
+    frequent = await repo.frequent(conn, ids) if sources else set()
     items: list[IncidentInfo] = []
     for r in rows:
         chan = chans.get(r.channel_id)
@@ -225,7 +232,8 @@ async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
             integration_type=sources[0][1] if sources else None,
             # Channel link integrations do not exist here yet: none to render.
             links=[],
-            frequency="frequent" if r.incident_id in frequent else "rare",
+            frequency=(("frequent" if r.incident_id in frequent else "rare") if sources
+                       else None),
         ))
     if alerts_scope is not None:
         for item in items:
