@@ -5,6 +5,7 @@ none missing.
 
     .venv/bin/python -m bench.escalation_timing [--postgres] [--incidents 600] [--workers 2]
         [--spread 60] [--concurrency 16] [--open-by push|create] [--open-via serve|in-process]
+        [--open-concurrency 16]
 
 Timeline (the smallest the rule contract allows: `notify_step` >= 0.5 min, `escalate_window`
 in whole minutes): 3 layers, each one custom webhook on the receiver, `max_times` 2,
@@ -16,9 +17,10 @@ second repeat, which would be due then too), +90 (layer 1 repeat), +120 (layer 2
 
 The incidents are opened by alerts, as in production: a `POST /event/push/alert/standard`
 with a new alert key each (the channel does not group, so each opens its incident), sent over
-loopback HTTP (aiohttp, at most 16 in flight) to a `dutyline serve` of their own (job loops
-off, rate limits off), incident i at start + i * spread / N; t0 is the moment its push
-returned (committed), and the incident is found by its alert key after the run.
+loopback HTTP (aiohttp, at most `--open-concurrency` in flight, 16 by default) to a
+`dutyline serve` of their own (job loops off, rate limits off), incident i at start +
+i * spread / N; t0 is the moment its push returned (committed), and the incident is found by
+its alert key after the run.
 `--open-via in-process` sends them through this process's app instead (httpx's ASGI
 transport, as before session 10: about 10 ms of this process's CPU per incident), and
 `--open-by create` opens them through `/incident/create` (about four times a push's CPU).
@@ -183,9 +185,9 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
                 await _wait_healthy(ingest)
             start = time.time()
             behind: list[float] = []
-            # At most 16 opens in flight: an open that cannot keep the pace waits here, and
-            # the pacing shortfall is printed.
-            lanes = asyncio.Semaphore(16)
+            # At most --open-concurrency opens in flight: an open that cannot keep the pace
+            # waits here, and the pacing shortfall is printed.
+            lanes = asyncio.Semaphore(args.open_concurrency)
 
             async def post(path: str, body: dict[str, Any],
                            params: dict[str, str] | None = None) -> Any:
@@ -361,6 +363,7 @@ def main() -> int:
     p.add_argument("--postgres", action="store_true")
     p.add_argument("--open-by", choices=("push", "create"), default="push")
     p.add_argument("--open-via", choices=("serve", "in-process"), default="serve")
+    p.add_argument("--open-concurrency", type=int, default=16)
     args = p.parse_args()
     tmp = tempfile.mkdtemp(prefix="dutyline-bench-esct-")
     log_path = f"{tmp}/arrivals.txt"
