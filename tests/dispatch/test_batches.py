@@ -357,3 +357,12 @@ async def test_paging_reads_incidents_without_their_sources(papi: Api, owner: Pe
     assert whole.integration_ids and whole.integration_type and whole.frequency == "rare"
     assert (paging.integration_ids, paging.integration_type, paging.frequency) == ([], None,
                                                                                   None)
+    # An incident no integration opened still gets its recurrence bucket on the API.
+    created = await papi.call("/incident/create", {
+        "title": "by hand", "incident_severity": "Warning", "channel_id": channel_id},
+        key=owner.key)
+    async with papi.runtime.db.transaction(write=False) as conn:
+        by_hand = await incidents.incident_info(
+            conn, system.actor(papi.runtime, owner.account_id),
+            incident_id=created.data["incident_id"], base_url=papi.runtime.settings.base_url)
+    assert (by_hand.integration_ids, by_hand.frequency) == ([], "rare")

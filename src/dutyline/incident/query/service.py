@@ -197,12 +197,12 @@ async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
             person = people.get(p.person_id)
             if person is not None:
                 p.person_name, p.email = person
-        sources = integrations.get(r.incident_id, [])
+        origins = integrations.get(r.incident_id, [])
         items.append(IncidentInfo(
             incident_id=r.incident_id, account_id=r.account_id, channel_id=r.channel_id,
             integration_id=r.integration_id,
-            integration_ids=[i for i, _ in sources],
-            integration_types=list(dict.fromkeys(t for _, t in sources)),
+            integration_ids=[i for i, _ in origins],
+            integration_types=list(dict.fromkeys(t for _, t in origins)),
             dedup_key=r.dedup_key, equals_md5=r.equals_md5, start_time=r.start_time,
             end_time=r.end_time, last_time=r.last_time, ack_time=r.ack_time,
             close_time=r.close_time, creator_id=r.creator_id, closer_id=r.closer_id,
@@ -229,7 +229,7 @@ async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
             owner=_person(people, r.owner_id),
             # A member-created incident was reported by its creator.
             reporter_email=(people[r.creator_id][1] if r.creator_id in people else None),
-            integration_type=sources[0][1] if sources else None,
+            integration_type=origins[0][1] if origins else None,
             # Channel link integrations do not exist here yet: none to render.
             links=[],
             frequency=(("frequent" if r.incident_id in frequent else "rare") if sources
