@@ -148,7 +148,8 @@ async def test_a_cancelled_caller_keeps_the_writer_lock_until_the_thread_is_done
         assert not task.done()  # still waiting for its thread...
         assert lock.locked()  # ...and holding the writer lock meanwhile
         follower = asyncio.create_task(database.run_sync(add("next")))
-        await _until(lambda: bool(getattr(lock, "_waiters", None)))
+        # The writer queue's in-process lock has the follower waiting on it.
+        await _until(lambda: bool(getattr(lock._local, "_waiters", None)))
         assert not follower.done()  # queued behind the lock, not running beside the thread
         release.set()
         with pytest.raises(asyncio.CancelledError):

@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from dutyline.db import commit_hooks
 from dutyline.db.sqlite_driver import OneHopConnection  # also registers `sqlite+dutyline`
+from dutyline.db.writer_queue import WriterQueue
 from dutyline.kit.private_files import private_file
 
 SQLITE_BUSY_TIMEOUT_MS = 10_000
@@ -84,11 +85,15 @@ class Database:
         # A pool smaller than the requests in flight opens and closes a connection per
         # request (for SQLite: a thread and its PRAGMAs); size it to the expected concurrency.
         kwargs: dict[str, Any] = {"echo": echo, "pool_size": pool_size, "max_overflow": pool_size}
-        self._sqlite_writer: asyncio.Lock | None = None
+        self._sqlite_writer: WriterQueue | None = None
+        self._writers_file: Path | None = None
         if self.is_sqlite:
             db = parsed.database
             if db and db != ":memory:":
                 private_file(Path(db))
+                if not db.startswith("file:"):
+                    # Writers of every process on this file queue on its lock (writer_queue).
+                    self._writers_file = Path(f"{db}-writers")
             kwargs["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
             # Every connection leaves through a context manager that already ended its
             # transaction (SQLAlchemy rolls back an open one on close), so the pool's own
@@ -156,10 +161,10 @@ class Database:
         async with conn.begin():
             yield
 
-    def _writer_lock(self) -> asyncio.Lock:
-        """The process's SQLite writer queue (made on first use)."""
+    def _writer_lock(self) -> WriterQueue:
+        """The SQLite writer queue, this process's and the file's (made on first use)."""
         if self._sqlite_writer is None:
-            self._sqlite_writer = asyncio.Lock()
+            self._sqlite_writer = WriterQueue(self._writers_file)
         return self._sqlite_writer
 
     def lazy_writer(self) -> dict[str, Any]:
@@ -190,6 +195,8 @@ class Database:
         await self.engine.dispose()
         if self._sync is not None:
             self._sync.dispose()
+        if self._sqlite_writer is not None:
+            self._sqlite_writer.close()
 
 
 class _SyncSQLite:

@@ -39,6 +39,8 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 )
 from sqlalchemy.util.concurrency import await_
 
+from dutyline.db.writer_queue import WriterQueue
+
 _Result = tuple[Any, list[Any], int, int | None]
 # As long as SQLite's own busy timeout (db/engine.py): a writer that cannot get the lock in
 # that time fails the same way SQLite would, instead of waiting forever.
@@ -138,10 +140,10 @@ class OneHopConnection(AsyncAdapt_aiosqlite_connection):
     def __init__(self, dbapi: Any, connection: Any) -> None:
         super().__init__(dbapi, connection)
         self._pending_begin: str | None = None
-        self._pending_lock: asyncio.Lock | None = None
-        self._held_lock: asyncio.Lock | None = None
+        self._pending_lock: WriterQueue | None = None
+        self._held_lock: WriterQueue | None = None
 
-    def defer_begin(self, statement: str, writer_lock: asyncio.Lock | None = None) -> None:
+    def defer_begin(self, statement: str, writer_lock: WriterQueue | None = None) -> None:
         self._pending_begin = statement
         self._pending_lock = writer_lock
 
