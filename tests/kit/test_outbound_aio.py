@@ -149,7 +149,7 @@ async def test_allow_hosts_admits_exactly_one_host_and_port(
 
 
 async def test_every_redirect_hop_is_checked_again(
-        strict: aiohttp.ClientSession, open_: aiohttp.ClientSession,
+        open_: aiohttp.ClientSession,
         peers: tuple[str, str, list[str]]) -> None:
     first, second, _ = peers
     policy = OutboundPolicy(allow_hosts=frozenset({first.removeprefix("http://")}))
@@ -173,7 +173,8 @@ async def test_redirects_stop_after_the_bound(
 
 async def test_no_cookie_rides_along_to_the_next_request(
         open_: aiohttp.ClientSession, peers: tuple[str, str, list[str]]) -> None:
-    first = peers[0]
+    # By name: a cookie jar keeps no cookies of bare IP addresses anyway.
+    first = peers[0].replace("127.0.0.1", "localhost")
     assert (await _get(open_, f"{first}/set-cookie"))[1] == "set"
     assert (await _get(open_, f"{first}/cookie"))[1] == "none"
 

@@ -26,7 +26,8 @@ import re
 import select
 import socket
 import ssl
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import SplitResult, urlsplit, urlunsplit
@@ -172,6 +173,16 @@ def check_without_dns(url: str, policy: OutboundPolicy) -> None:
     _check_static(host, port, policy)
 
 
+@contextmanager
+def refusals_logged(url: str) -> Iterator[None]:
+    """Log a refusal of the guard (the URL redacted, and why) on its way out."""
+    try:
+        yield
+    except OutboundBlocked as exc:
+        log.warning("outbound_blocked", url=redact_url(url), reason=exc.reason)
+        raise
+
+
 async def _getaddrinfo(host: str, port: int) -> list[Any]:
     # One seam for the resolver, so a test can play a rebinding DNS server.
     return list(await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM))
@@ -262,8 +273,9 @@ class _SocketKeepingStream(httpcore.AsyncNetworkStream):
 
     httpcore asks every idle pooled connection whether its socket is readable each time a
     request joins or leaves the pool, and the anyio stream answers by building all of its
-    extra attributes anew (a getpeername() system call among them). A delivery batch keeps
-    dozens of connections to one receiver: that lookup was a tenth of a worker's time."""
+    extra attributes anew (a getpeername() system call among them). A batch of calls to one
+    server (an alert-rule job's queries to one Prometheus) keeps dozens of connections: a
+    quarter of a POST's CPU went to that lookup (bench/http_clients.py)."""
 
     def __init__(self, inner: httpcore.AsyncNetworkStream) -> None:
         self._inner = inner
@@ -333,15 +345,11 @@ class _CheckingTransport:
 
     async def handle_async_request(self, request: Any) -> Any:
         url = str(request.url)
-        try:
-            _, host, port = _split(url)
+        with refusals_logged(url):
             if self._resolve_here:
-                await resolve_checked(host, port, self._policy)
+                await check_url(url, self._policy)
             else:
-                _check_static(host, port, self._policy)
-        except OutboundBlocked as exc:
-            log.warning("outbound_blocked", url=redact_url(url), reason=exc.reason)
-            raise
+                check_without_dns(url, self._policy)
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:

@@ -1,8 +1,8 @@
 """The outbound-URL guard for aiohttp: the client deliveries go out through.
 
 Deliveries are the one path where outbound requests come in thousands a minute, and there
-aiohttp costs about a tenth of httpx's CPU per request (bench/README.md, "delivery
-client"). The guard is the same as kit/outbound's, fitted to aiohttp's two public seams:
+aiohttp costs about a tenth of httpx's CPU per request (bench/http_clients.py, figures in
+bench/README.md). The guard is the same as kit/outbound's, fitted to aiohttp's two public seams:
 
 - a resolver (the only way aiohttp turns a host name into addresses) that resolves the name
   itself, checks *every* address and hands back only checked addresses, which are what the
@@ -24,13 +24,10 @@ from collections.abc import Callable
 from typing import Any
 
 import aiohttp
-import structlog
 from aiohttp.abc import AbstractResolver, ResolveResult
 
 from dutyline.kit import outbound
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy
-
-log = structlog.get_logger("dutyline.outbound")
+from dutyline.kit.outbound import OutboundPolicy
 
 MAX_REDIRECTS = 5
 
@@ -61,11 +58,8 @@ def _guard(policy: OutboundPolicy) -> Any:
     async def guard(request: aiohttp.ClientRequest,
                     handler: aiohttp.ClientHandlerType) -> aiohttp.ClientResponse:
         url = str(request.url)
-        try:
+        with outbound.refusals_logged(url):
             outbound.check_without_dns(url, policy)
-        except OutboundBlocked as exc:
-            log.warning("outbound_blocked", url=outbound.redact_url(url), reason=exc.reason)
-            raise
         return await handler(request)
 
     return guard
