@@ -19,7 +19,6 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -31,6 +30,7 @@ from dutyline.db.tables.enrichment import (
     mapping_row,
     mapping_schema,
 )
+from dutyline.db.upsert import insert_for
 
 MAX_SCHEMAS = 1000
 
@@ -104,8 +104,7 @@ async def touch_data(conn: AsyncConnection, schema_id: str, person_id: int,
 
 
 def _upsert(conn: AsyncConnection) -> Any:
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    stmt = dialect.insert(mapping_row)
+    stmt = insert_for(conn)(mapping_row)
     return stmt.on_conflict_do_update(
         index_elements=[mapping_row.c.schema_id, mapping_row.c.row_key],
         set_={"vals": stmt.excluded.vals, "csv_line": stmt.excluded.csv_line,

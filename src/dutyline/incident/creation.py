@@ -38,23 +38,18 @@ class NewIncident:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def _free_num(conn: Connection, account_id: int) -> str:
-    """A short id people can say out loud, unique per account (the unique constraint settles
-    the rare race between two new incidents drawing the same one)."""
-    while True:
-        num = "".join(secrets.choice(_NUM_ALPHABET) for _ in range(_NUM_LENGTH))
-        if not repo.num_taken(conn, account_id, num):
-            return num
+def _draw_num() -> str:
+    """A short id people can say out loud, unique per account."""
+    return "".join(secrets.choice(_NUM_ALPHABET) for _ in range(_NUM_LENGTH))
 
 
 def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str:
     incident_id = hex_id()
-    repo.insert_incident(conn, {
+    values = {
         "incident_id": incident_id,
         "account_id": new.account_id,
         "channel_id": new.channel_id,
         "integration_id": new.integration_id,
-        "num": _free_num(conn, new.account_id),
         "dedup_key": new.dedup_key,
         "equals_md5": new.equals_md5,
         "group_method": new.group_method,
@@ -71,7 +66,11 @@ def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str
         "assigned_to": msgspec.json.encode(new.assigned_to).decode(),
         "created_at": now_s,
         "updated_at": now_s,
-    })
+    }
+    # The number is drawn until the insert takes it: the unique (account, num) constraint
+    # decides, in the insert itself, so no read goes before it and no race gets past it.
+    while not repo.insert_incident(conn, {**values, "num": _draw_num()}):
+        pass
     if new.channel_id:
         channels.touch_last_incident_sync(conn, account_id=new.account_id,
                                           channel_id=new.channel_id, now_s=now_s)

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import ESCAPE, contains_pattern
 from dutyline.db.tables.incident import incident, incident_event, incident_feed
+from dutyline.db.upsert import insert_for
 
 
 async def event_row(conn: AsyncConnection, event_id: int) -> Row[Any] | None:
@@ -43,14 +44,12 @@ def responders_include(person_ids: Sequence[int]) -> ColumnElement[bool]:
 # --- hot path: sync helpers (run inside Database.run_sync / AsyncConnection.run_sync) -------
 
 
-def num_taken(conn: Connection, account_id: int, num: str) -> bool:
-    stmt = select(incident.c.incident_id).where(incident.c.account_id == account_id,
-                                                incident.c.num == num)
-    return conn.execute(stmt).first() is not None
-
-
-def insert_incident(conn: Connection, values: dict[str, Any]) -> None:
-    conn.execute(insert(incident).values(**values))
+def insert_incident(conn: Connection, values: dict[str, Any]) -> bool:
+    """Insert the incident unless its `num` is taken in its account (False then: draw
+    another). Any other conflict (the id) still raises."""
+    stmt = insert_for(conn)(incident).values(**values).on_conflict_do_nothing(
+        index_elements=[incident.c.account_id, incident.c.num])
+    return conn.execute(stmt.returning(incident.c.incident_id)).first() is not None
 
 
 def insert_feed_entry(conn: Connection, values: dict[str, Any]) -> None:

@@ -46,11 +46,11 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import Connection, and_, bindparam, case, delete, func, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import Database
 from dutyline.db.tables.work import job
+from dutyline.db.upsert import insert_for
 from dutyline.work import wakeup
 
 PENDING = "pending"
@@ -118,7 +118,7 @@ def enqueue_sync(
     Returns the new job's id, or None when `dedupe_key` is held by an unfinished job."""
     values = _job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
                       dedupe_key=dedupe_key, max_attempts=max_attempts)
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    insert = insert_for(conn)
     stmt = insert(job).values(**values)
     if dedupe_key is not None:
         stmt = stmt.on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
@@ -236,7 +236,7 @@ def _insert_jobs(conn: Connection, rows: list[dict[str, Any]], returning: bool
                  ) -> list[tuple[int, str | None]]:
     """Insert the rows (executemany: SQLAlchemy sends multi-row inserts within the
     driver's limits); with `returning`, the (id, dedupe_key) of each row inserted."""
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    insert = insert_for(conn)
     stmt = insert(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
     inserted: list[tuple[int, str | None]] = []
     if returning:
@@ -266,7 +266,7 @@ def schedule_sync(
     on and hand over to a successor (`drop_dedupe_key`, then `schedule`) when not yet due."""
     values = _job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
                       dedupe_key=dedupe_key, max_attempts=max_attempts)
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    insert = insert_for(conn)
     stmt = insert(job).values(**values)
     stmt = stmt.on_conflict_do_update(
         index_elements=[job.c.dedupe_key],

@@ -20,17 +20,18 @@ from sqlalchemy import (
     delete,
     false,
     func,
+    literal_column,
     or_,
     select,
     text,
     union_all,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident import alert, alert_event, incident
 from dutyline.db.tables.incident_noise import inhibit_source
+from dutyline.db.upsert import insert_for
 
 CLOSED = "Closed"
 TRIGGERED = "Triggered"
@@ -50,11 +51,13 @@ async def timer_incident(conn: AsyncConnection, incident_id: str) -> Any:
 # --- hot path: sync helpers (run inside Database.run_sync / AsyncConnection.run_sync) -------
 
 
-def _insert(conn: Connection) -> Any:
-    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-
-
 # -- alerts and their events
+
+# Written out, not bound: the active-key lookups must be able to use uq_alert_active_key,
+# which is partial (end_time = 0), and neither PostgreSQL's generic plan of a prepared
+# statement nor SQLite can prove `end_time = $n` implies it; PostgreSQL walked the channel's
+# active alerts instead (1 ms a push at 10,000 active alerts, bench/README.md).
+_ACTIVE = alert.c.end_time == literal_column("0")
 
 _FIND_ACTIVE = (
     select(
@@ -67,7 +70,7 @@ _FIND_ACTIVE = (
         alert.c.integration_id == bindparam("integration_id"),
         alert.c.alert_key == bindparam("alert_key"),
         alert.c.channel_id == bindparam("channel_id"),
-        alert.c.end_time == 0,
+        _ACTIVE,
     )
     .with_for_update(of=alert)
 )
@@ -76,7 +79,7 @@ _ACTIVE_CHANNELS = (
     .where(
         alert.c.integration_id == bindparam("integration_id"),
         alert.c.alert_key == bindparam("alert_key"),
-        alert.c.end_time == 0,
+        _ACTIVE,
     )
     .order_by(alert.c.channel_id)
 )
@@ -119,7 +122,7 @@ def insert_alert(conn: Connection, values: dict[str, Any]) -> str | None:
     """Start an alert; None when a concurrent push already holds the key's active slot (the
     partial unique index)."""
     stmt = (
-        _insert(conn)(alert)
+        insert_for(conn)(alert)
         .values(**values)
         .on_conflict_do_nothing(
             index_elements=[alert.c.integration_id, alert.c.alert_key, alert.c.channel_id],
@@ -234,8 +237,7 @@ def unindex_source(conn: Connection, alert_id: str) -> None:
 
 def index_sources(conn: Connection, rows: list[dict[str, Any]]) -> None:
     """Insert (rule_id, match_key, alert_id, channel_id) rows, ignoring those present."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(inhibit_source).on_conflict_do_nothing()
+    statement = insert_for(conn)(inhibit_source).on_conflict_do_nothing()
     for start in range(0, len(rows), _INSERT_BATCH):
         conn.execute(statement, rows[start:start + _INSERT_BATCH])
 
