@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,7 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Select,
+    bindparam,
     false,
     func,
     insert,
@@ -81,19 +83,26 @@ def get_sync(conn: Connection, account_id: int, channel_id: int) -> Any:
     return conn.execute(stmt).first()
 
 
-def touch_last_incident_sync(conn: Connection, account_id: int, channel_id: int,
-                             now_s: int) -> None:
+@functools.cache
+def _touch_last_incident(dialect: str) -> Any:
     # A soft stamp for ordering, written inside incident creation: it must never make two
     # ingestions wait for each other (or deadlock, when a batch opens incidents in several
     # channels in another order). So on PostgreSQL a row another transaction is stamping
     # right now is skipped, and `<` skips the write for the same second.
     stale = select(channel.c.channel_id).where(
-        channel.c.account_id == account_id, channel.c.channel_id == channel_id,
-        channel.c.last_incident_at < now_s)
-    if conn.dialect.name == "postgresql":
+        channel.c.account_id == bindparam("touch_account_id"),
+        channel.c.channel_id == bindparam("touch_channel_id"),
+        channel.c.last_incident_at < bindparam("touch_now_s"))
+    if dialect == "postgresql":
         stale = stale.with_for_update(skip_locked=True)
-    conn.execute(update(channel).where(channel.c.channel_id.in_(stale.scalar_subquery()))
-                 .values(last_incident_at=now_s))
+    return (update(channel).where(channel.c.channel_id.in_(stale.scalar_subquery()))
+            .values(last_incident_at=bindparam("touch_now_s")))
+
+
+def touch_last_incident_sync(conn: Connection, account_id: int, channel_id: int,
+                             now_s: int) -> None:
+    conn.execute(_touch_last_incident(conn.dialect.name), {
+        "touch_account_id": account_id, "touch_channel_id": channel_id, "touch_now_s": now_s})
 
 
 async def get(conn: AsyncConnection, account_id: int, channel_id: int) -> Row[Any] | None:

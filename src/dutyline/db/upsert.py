@@ -10,6 +10,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
-def insert_for(conn: Connection | AsyncConnection) -> Any:
-    """The dialect's `insert`, which has `on_conflict_do_nothing` / `_do_update`."""
-    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+def insert_for(conn: Connection | AsyncConnection | str) -> Any:
+    """The dialect's `insert`, which has `on_conflict_do_nothing` / `_do_update`; given a
+    connection or a dialect's name (for statements built once per dialect)."""
+    name = conn if isinstance(conn, str) else conn.dialect.name
+    return postgresql.insert if name == "postgresql" else sqlite.insert

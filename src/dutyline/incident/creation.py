@@ -36,6 +36,9 @@ class NewIncident:
     dedup_key: str = ""
     assigned_to: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
+    # Opened by an alert: the incident counts it from the start (one alert, active, one
+    # event), in its insert rather than an update after it.
+    first_alert: bool = False
 
 
 def _draw_num() -> str:
@@ -64,6 +67,9 @@ def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str
         "labels": msgspec.json.encode(new.labels).decode(),
         "fields": msgspec.json.encode(new.fields).decode(),
         "assigned_to": msgspec.json.encode(new.assigned_to).decode(),
+        "alert_cnt": int(new.first_alert),
+        "active_alert_cnt": int(new.first_alert),
+        "alert_event_cnt": int(new.first_alert),
         "created_at": now_s,
         "updated_at": now_s,
     }

@@ -8,6 +8,7 @@ section, which the async callers reach through `run_sync`."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,16 +45,27 @@ def responders_include(person_ids: Sequence[int]) -> ColumnElement[bool]:
 # --- hot path: sync helpers (run inside Database.run_sync / AsyncConnection.run_sync) -------
 
 
+@functools.cache
+def _insert_incident(dialect: str) -> Any:
+    return (insert_for(dialect)(incident)
+            .on_conflict_do_nothing(index_elements=[incident.c.account_id, incident.c.num])
+            .returning(incident.c.incident_id))
+
+
 def insert_incident(conn: Connection, values: dict[str, Any]) -> bool:
     """Insert the incident unless its `num` is taken in its account (False then: draw
     another). Any other conflict (the id) still raises."""
-    stmt = insert_for(conn)(incident).values(**values).on_conflict_do_nothing(
-        index_elements=[incident.c.account_id, incident.c.num])
-    return conn.execute(stmt.returning(incident.c.incident_id)).first() is not None
+    return conn.execute(_insert_incident(conn.dialect.name), values).first() is not None
+
+
+# Built once: ingestion runs these for every new incident (building a statement with its
+# values, and its cache key, cost more CPU than running it).
+_INSERT_FEED_ENTRY = insert(incident_feed)
+_INSERT_EVENT = insert(incident_event).returning(incident_event.c.id)
 
 
 def insert_feed_entry(conn: Connection, values: dict[str, Any]) -> None:
-    conn.execute(insert(incident_feed).values(**values))
+    conn.execute(_INSERT_FEED_ENTRY, values)
 
 
 def insert_feed_entries(conn: Connection, rows: list[dict[str, Any]]) -> None:
@@ -64,6 +76,4 @@ def insert_feed_entries(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 def insert_event(conn: Connection, values: dict[str, Any]) -> int:
     """The new event's id."""
-    result = conn.execute(insert(incident_event).values(**values)
-                          .returning(incident_event.c.id))
-    return int(result.scalar_one())
+    return int(conn.execute(_INSERT_EVENT, values).scalar_one())

@@ -103,6 +103,14 @@ class DeadJob:
 OnDead = Callable[[AsyncConnection, DeadJob], Awaitable[None]]
 
 
+@functools.cache
+def _enqueue_statement(dialect: str) -> Any:
+    """Built once per database kind (every new incident enqueues): a job whose dedupe key
+    an unfinished job holds is not inserted (a NULL key never conflicts)."""
+    return (insert_for(dialect)(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
+            .returning(job.c.id))
+
+
 def enqueue_sync(
     conn: Connection,
     kind: str,
@@ -118,11 +126,7 @@ def enqueue_sync(
     Returns the new job's id, or None when `dedupe_key` is held by an unfinished job."""
     values = _job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
                       dedupe_key=dedupe_key, max_attempts=max_attempts)
-    insert = insert_for(conn)
-    stmt = insert(job).values(**values)
-    if dedupe_key is not None:
-        stmt = stmt.on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
-    row = conn.execute(stmt.returning(job.c.id)).first()
+    row = conn.execute(_enqueue_statement(conn.dialect.name), values).first()
     if row is None:
         return None
     wakeup.note_due(conn, now_ms if run_at_ms is None else run_at_ms, now_ms)

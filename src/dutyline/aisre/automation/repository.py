@@ -8,7 +8,18 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, delete, false, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    delete,
+    false,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -158,25 +169,27 @@ async def update_trigger(conn: AsyncConnection, trigger_id: str, values: dict[st
     await conn.execute(update(trigger).where(trigger.c.trigger_id == trigger_id).values(**values))
 
 
-def _incident_triggers(account_id: int) -> Any:
-    """Enabled on-call incident triggers of enabled rules of the account."""
-    return (
-        select(trigger)
-        .join(rule, rule.c.rule_id == trigger.c.rule_id)
-        .where(trigger.c.account_id == account_id, trigger.c.kind == "oncall_incident",
-               trigger.c.enabled.is_(True), rule.c.enabled.is_(True))
-        .order_by(trigger.c.rule_id)
-    )
+# Enabled on-call incident triggers of enabled rules of the account; built once (every
+# new incident asks, inside its creation).
+_INCIDENT_TRIGGERS = (
+    select(trigger)
+    .join(rule, rule.c.rule_id == trigger.c.rule_id)
+    .where(trigger.c.account_id == bindparam("triggers_account_id"),
+           trigger.c.kind == "oncall_incident",
+           trigger.c.enabled.is_(True), rule.c.enabled.is_(True))
+    .order_by(trigger.c.rule_id)
+)
 
 
 async def incident_triggers(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    return list((await conn.execute(_incident_triggers(account_id))).all())
+    return list((await conn.execute(_INCIDENT_TRIGGERS,
+                                    {"triggers_account_id": account_id})).all())
 
 
 def incident_triggers_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
     """`incident_triggers` inside incident creation (the event stream asks whether to queue
     the automation trigger's job at all)."""
-    return list(conn.execute(_incident_triggers(account_id)).all())
+    return list(conn.execute(_INCIDENT_TRIGGERS, {"triggers_account_id": account_id}).all())
 
 
 # --- runs and steps -------------------------------------------------------------------------

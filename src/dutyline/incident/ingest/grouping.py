@@ -99,11 +99,10 @@ def attach(
         NewIncident(
             account_id=account_id, title=title, severity=severity, channel_id=channel_id,
             integration_id=integration_id, description=description, labels=labels,
-            equals_md5=key or "", group_method=settings.group_method,
+            equals_md5=key or "", group_method=settings.group_method, first_alert=True,
         ),
         now_s=now_s,
     )
-    repo.count_first_alert(conn, incident_id)
     schedule_auto_resolve(conn, settings, incident_id, severity, now_s=now_s)
     return incident_id
 

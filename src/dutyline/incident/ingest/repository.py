@@ -118,12 +118,10 @@ def update_active_alert(conn: Connection, alert_id: str, values: dict[str, Any])
     conn.execute(_update_statement(frozenset(values)), params)
 
 
-def insert_alert(conn: Connection, values: dict[str, Any]) -> str | None:
-    """Start an alert; None when a concurrent push already holds the key's active slot (the
-    partial unique index)."""
-    stmt = (
-        insert_for(conn)(alert)
-        .values(**values)
+@functools.cache
+def _insert_alert(dialect: str) -> Any:
+    return (
+        insert_for(dialect)(alert)
         .on_conflict_do_nothing(
             index_elements=[alert.c.integration_id, alert.c.alert_key, alert.c.channel_id],
             # A literal, not a bound parameter: PostgreSQL infers the partial index from this
@@ -134,7 +132,12 @@ def insert_alert(conn: Connection, values: dict[str, Any]) -> str | None:
         )
         .returning(alert.c.alert_id)
     )
-    row = conn.execute(stmt).first()
+
+
+def insert_alert(conn: Connection, values: dict[str, Any]) -> str | None:
+    """Start an alert; None when a concurrent push already holds the key's active slot (the
+    partial unique index)."""
+    row = conn.execute(_insert_alert(conn.dialect.name), values).first()
     return None if row is None else str(row[0])
 
 
@@ -146,10 +149,12 @@ def end_alert(conn: Connection, alert_id: str, *, now_s: int) -> None:
     )
 
 
+_SET_ALERT_INCIDENT = (update(alert).where(alert.c.alert_id == bindparam("set_alert_id"))
+                       .values(incident_id=bindparam("set_incident_id")))
+
+
 def set_alert_incident(conn: Connection, alert_id: str, incident_id: str) -> None:
-    conn.execute(
-        update(alert).where(alert.c.alert_id == alert_id).values(incident_id=incident_id)
-    )
+    conn.execute(_SET_ALERT_INCIDENT, {"set_alert_id": alert_id, "set_incident_id": incident_id})
 
 
 def set_alert_values(conn: Connection, alert_id: str, values: dict[str, Any]) -> None:
@@ -332,15 +337,6 @@ def count_joined_alert(conn: Connection, incident_id: str, *, severity: str,
             alert_event_cnt=incident.c.alert_event_cnt + 1,
             last_time=now_s, updated_at=now_s, **_raised_severity(severity),
         )
-    )
-
-
-def count_first_alert(conn: Connection, incident_id: str) -> None:
-    """An incident just opened by an alert: one alert, active, with one event."""
-    conn.execute(
-        update(incident)
-        .where(incident.c.incident_id == incident_id)
-        .values(alert_cnt=1, active_alert_cnt=1, alert_event_cnt=1)
     )
 
 
