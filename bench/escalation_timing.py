@@ -3,7 +3,8 @@ with repeats, paged by real `dutyline worker` processes; for every notification,
 lateness of its arrival at a loopback webhook receiver against its due time, and none twice,
 none missing.
 
-    .venv/bin/python -m bench.escalation_timing [--postgres] [--incidents 600] [--workers 2]
+    .venv/bin/python -m bench.escalation_timing [--postgres [--pg-server own|shared]]
+        [--incidents 600] [--workers 2]
         [--spread 60] [--concurrency 16] [--open-by push|create] [--open-via serve|in-process]
         [--open-concurrency 16]
 
@@ -31,6 +32,10 @@ a file. After the run the keys are joined
 to the `notify_delivery` rows (incident, layer); per (incident, layer) the k-th distinct key to
 arrive is the layer's k-th page, due at t0 + 60 * layer + 30 * k. Duplicates: a key that
 arrived more than once; missing: expected pages (7 per incident) that never arrived.
+
+`--postgres` runs on a throwaway cluster of the bench's own with PostgreSQL's stock settings
+(bench/pg_cluster.py: autovacuum on, as deployments run); `--pg-server shared` runs on the
+server at DUTYLINE_BENCH_PG instead (this machine's has autovacuum off).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ import httpx
 from bench.cpu_account import CpuAccount
 from bench.escalation import _app, _call, _init
 from bench.http_bench import PG_BASE, _pg_exec, _venv_bin, free_port, stop_process
+from bench.pg_cluster import own_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS, MAX_TIMES, STEP_S, WINDOW_S = 3, 2, 30, 60
@@ -361,6 +367,9 @@ def main() -> int:
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--postgres", action="store_true")
+    p.add_argument("--pg-server", choices=("own", "shared"), default="own",
+                   help="own: a throwaway cluster with stock settings (bench/pg_cluster.py); "
+                        "shared: the server at DUTYLINE_BENCH_PG")
     p.add_argument("--open-by", choices=("push", "create"), default="push")
     p.add_argument("--open-via", choices=("serve", "in-process"), default="serve")
     p.add_argument("--open-concurrency", type=int, default=16)
@@ -373,26 +382,32 @@ def main() -> int:
                              str(port), log_path], cwd=ROOT)
     receiver = f"http://127.0.0.1:{port}/hook"
     pg_name = ""
-    try:
-        for _ in range(100):
-            with contextlib.suppress(httpx.HTTPError):
-                httpx.post(receiver, json={}, timeout=1)
-                break
-            time.sleep(0.1)
-        if args.postgres:
-            pg_name = f"dutyline_bench_esct_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{pg_name}"'))
-            url, name = f"{PG_BASE}/{pg_name}", "PostgreSQL"
-        else:
-            url, name = f"sqlite+aiosqlite:///{tmp}/timing.db", "SQLite"
-        got = asyncio.run(run(url, args, receiver, log_path))
-        report(name, args, got, log_path)
-    finally:
-        stop_process(recv)
-        shutil.rmtree(tmp, ignore_errors=True)
-        if pg_name:
-            with contextlib.suppress(Exception):
-                asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)'))
+    with contextlib.ExitStack() as stack:
+        # Its own cluster with PostgreSQL's stock settings (autovacuum on), unless --pg-server
+        # shared: the server at DUTYLINE_BENCH_PG (this machine's runs with autovacuum off).
+        pg_base = (stack.enter_context(own_cluster())
+                   if args.postgres and args.pg_server == "own" else PG_BASE)
+        try:
+            for _ in range(100):
+                with contextlib.suppress(httpx.HTTPError):
+                    httpx.post(receiver, json={}, timeout=1)
+                    break
+                time.sleep(0.1)
+            if args.postgres:
+                pg_name = f"dutyline_bench_esct_{os.getpid()}_{secrets.token_hex(3)}"
+                asyncio.run(_pg_exec(f'CREATE DATABASE "{pg_name}"', pg_base))
+                url, name = f"{pg_base}/{pg_name}", f"PostgreSQL ({args.pg_server})"
+            else:
+                url, name = f"sqlite+aiosqlite:///{tmp}/timing.db", "SQLite"
+            got = asyncio.run(run(url, args, receiver, log_path))
+            report(name, args, got, log_path)
+        finally:
+            stop_process(recv)
+            shutil.rmtree(tmp, ignore_errors=True)
+            if pg_name:
+                with contextlib.suppress(Exception):
+                    asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)',
+                                         pg_base))
     return 0
 
 

@@ -246,10 +246,10 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
         proc.wait(5)
 
 
-async def _pg_exec(sql: str) -> None:
+async def _pg_exec(sql: str, base: str = PG_BASE) -> None:
     import asyncpg  # the `postgres` extra
 
-    dsn = PG_BASE.replace("postgresql+asyncpg://", "postgresql://") + "/postgres"
+    dsn = base.replace("postgresql+asyncpg://", "postgresql://") + "/postgres"
     conn = await asyncpg.connect(dsn)
     try:
         await conn.execute(sql)
