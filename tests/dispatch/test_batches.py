@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from sqlalchemy import event as sa_event
 from sqlalchemy import select
 
 from dutyline import domains
@@ -24,7 +25,7 @@ from dutyline.notify.delivery.adapters.base import Attempt
 from dutyline.notify.delivery.service import DELIVER_JOB, record_attempts
 from dutyline.work import queue
 from dutyline.work.registry import registry as default_registry
-from dutyline.work.worker import Worker
+from dutyline.work.worker import Worker, job_transaction
 from tests.dispatch.receiver import Receiver, build
 from tests.dispatch.support import layer, make_channel, make_integration, push, run_jobs
 from tests.dispatch.test_paging import deliveries, feed, open_incident
@@ -366,3 +367,72 @@ async def test_paging_reads_incidents_without_their_sources(papi: Api, owner: Pe
             conn, system.actor(papi.runtime, owner.account_id),
             incident_id=created.data["incident_id"], base_url=papi.runtime.settings.base_url)
     assert (by_hand.integration_ids, by_hand.frequency) == ([], "rare")
+
+
+async def _begun(api: Api, owner: Person, clock: FakeClock, *names: str) -> tuple[list[str], int]:
+    """Incidents whose first page went out, with the seq of their first repeat, now due."""
+    rule = [layer(emails=["a@example.com"], max_times=3, notify_step=1, escalate_window=30)]
+    ids = [await open_incident(api, owner, rule, name=name) for name in names]
+    assert await run_alone(api, DISPATCH_EVENTS) == ["done"] * len(ids)
+    seq = int((await state_of(api, ids[0])).seq)
+    clock.advance(60)
+    return ids, seq
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_steps_read_before_they_take_the_writer(
+        papi: Api, owner: Person, clock: FakeClock) -> None:
+    """On SQLite a batch of steps reads and composes on a read transaction: the job's own
+    (writing) transaction reads the states again and writes, nothing else."""
+    # SQLite only: on PostgreSQL a batch reads and writes in one transaction, rows locked.
+    (one, two), seq = await _begun(papi, owner, clock, "One", "Two")
+    on_writer: list[str] = []
+    async with job_transaction(papi.runtime.db) as conn:  # the worker's: writer taken lazily
+        writer = conn.sync_connection
+
+        def capture(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
+            if connection is writer:
+                on_writer.append(" ".join(statement.split()))
+
+        engine_ = papi.runtime.db.engine.sync_engine
+        sa_event.listen(engine_, "before_cursor_execute", capture)
+        try:
+            await engine.step_many(conn, papi.runtime, [(one, seq), (two, seq)])
+        finally:
+            sa_event.remove(engine_, "before_cursor_execute", capture)
+    reads = [s for s in on_writer if s.upper().startswith("SELECT")]
+    assert len(reads) == 1 and "FROM dispatch_state" in reads[0], on_writer
+    for incident_id in (one, two):
+        assert [d.fire_type for d in await deliveries(papi, incident_id)] == ["fire", "refire"]
+        assert int((await state_of(papi, incident_id)).seq) == seq + 1
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_steps_start_over_under_the_writer_when_a_state_moved_on(
+        papi: Api, owner: Person, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A state that an event changed between a batch's read and its write (here: stopped)
+    makes the batch run again under the writer, where that step is stale: it pages no one
+    and leaves the state as the event did."""
+    # SQLite only: on PostgreSQL a batch reads and writes in one transaction, rows locked.
+    (moved, kept), seq = await _begun(papi, owner, clock, "Moved", "Kept")
+    compose = engine._compose_steps
+    calls = 0
+
+    async def compose_then_stop(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        live = await compose(*args)
+        if calls == 1:  # after the read-first pass: an event stops `moved` meanwhile
+            async with papi.runtime.db.transaction() as other:
+                await engine.stop(other, system.actor(papi.runtime, owner.account_id), moved)
+        return live
+
+    monkeypatch.setattr(engine, "_compose_steps", compose_then_stop)
+    async with job_transaction(papi.runtime.db) as conn:  # the worker's: writer taken lazily
+        await engine.step_many(conn, papi.runtime, [(moved, seq), (kept, seq)])
+    assert calls == 2  # read first, then again under the writer
+    stopped = await state_of(papi, moved)
+    assert (stopped.status, int(stopped.seq)) == (engine.STOPPED, seq + 1)
+    assert [d.fire_type for d in await deliveries(papi, moved)] == ["fire"]
+    assert [d.fire_type for d in await deliveries(papi, kept)] == ["fire", "refire"]
+    assert int((await state_of(papi, kept)).seq) == seq + 1

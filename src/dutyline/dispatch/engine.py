@@ -181,17 +181,55 @@ async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str
     """Several steps ((incident_id, seq) each) in one transaction, as `step` runs each,
     with their states locked, and their incidents read, once for all of them. Their
     deliveries go to `handoff` (the job's worker) when given."""
+    if runtime.db.is_sqlite and await _step_read_first(conn, runtime, due, handoff):
+        return
     states = await repo.lock_states(conn, sorted({incident_id for incident_id, _ in due}))
+    outbox = PageOutbox()
+    await _compose_steps(conn, runtime, due, states, outbox)
+    await outbox.flush(conn, handoff)
+
+
+async def _compose_steps(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str, int]],
+                         states: dict[str, Any], outbox: PageOutbox) -> dict[str, Any]:
+    """Run the steps that are still due against these states into `outbox`, reading what
+    they need on `conn`; returns the states of the steps that ran."""
     live = {incident_id: states[incident_id] for incident_id, seq in due
             if _is_due(states.get(incident_id), seq)}
     incidents_of: dict[int, list[str]] = {}
     for incident_id, state in live.items():
         incidents_of.setdefault(int(state.account_id), []).append(incident_id)
     infos = await incident_records(conn, runtime, incidents_of)
-    outbox = PageOutbox()
     for incident_id, state in live.items():
         await run_step(conn, runtime, state, infos.get(incident_id), outbox)
+    return live
+
+
+def _version(state: Any) -> tuple[int, str]:
+    return int(state.seq), str(state.status)
+
+
+async def _step_read_first(conn: AsyncConnection, runtime: Runtime,
+                           due: list[tuple[str, int]], handoff: queue.Handoff | None) -> bool:
+    """SQLite has one writer for every process: the steps read and compose on a read
+    transaction first, and only their writes take the writer, after checking that no event
+    or other step moved any of their states on meanwhile (every change of a state bumps
+    its `seq` or its status). False when one did: the caller runs the batch again under
+    the writer. A change to an incident itself between the read and the write (an
+    acknowledgement whose event has not reached dispatch yet) is taken as if it came just
+    after the step, which it may as well have."""
+    ids = sorted({incident_id for incident_id, _ in due})
+    outbox = PageOutbox()
+    async with runtime.db.transaction(write=False) as reading:
+        live = await _compose_steps(reading, runtime, due,
+                                    await repo.lock_states(reading, ids), outbox)
+    if not live:
+        return True  # nothing was due: a state that moved on never comes back
+    now = await repo.lock_states(conn, sorted(live))  # the first statement: takes the writer
+    if any(incident_id not in now or _version(now[incident_id]) != _version(state)
+           for incident_id, state in live.items()):
+        return False
     await outbox.flush(conn, handoff)
+    return True
 
 
 async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
