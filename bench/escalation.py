@@ -49,6 +49,15 @@ def _env(database_url: str) -> dict[str, str]:
     return env
 
 
+def wait_for_receiver(url: str) -> None:
+    """Until the loopback receiver at `url` answers a POST (10 s at most)."""
+    for _ in range(100):
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(url, json={}, timeout=1)
+            return
+        time.sleep(0.1)
+
+
 def _init(database_url: str) -> str:
     env = _env(database_url)
     subprocess.run([_venv_bin("dutyline"), "migrate"], env=env, check=True,
@@ -166,11 +175,7 @@ def main() -> int:
     pg_dbs: list[str] = []
     results: dict[str, list[dict[str, float]]] = {}
     try:
-        for _ in range(100):
-            with contextlib.suppress(httpx.HTTPError):
-                httpx.post(receiver, json={}, timeout=1)
-                break
-            time.sleep(0.1)
+        wait_for_receiver(receiver)
         for r in range(args.rounds):
             targets = [("sqlite", f"sqlite+aiosqlite:///{tmp}/esc{r}.db")]
             if args.postgres:

@@ -56,10 +56,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import httpx
 
 from bench.cpu_account import CpuAccount
-from bench.escalation import _app, _call, _init
+from bench.escalation import _app, _call, _init, wait_for_receiver
 from bench.http_bench import PG_BASE, _pg_exec, _venv_bin, free_port, stop_process
 from bench.pg_cluster import own_cluster
 
@@ -388,11 +387,7 @@ def main() -> int:
         pg_base = (stack.enter_context(own_cluster())
                    if args.postgres and args.pg_server == "own" else PG_BASE)
         try:
-            for _ in range(100):
-                with contextlib.suppress(httpx.HTTPError):
-                    httpx.post(receiver, json={}, timeout=1)
-                    break
-                time.sleep(0.1)
+            wait_for_receiver(receiver)
             if args.postgres:
                 pg_name = f"dutyline_bench_esct_{os.getpid()}_{secrets.token_hex(3)}"
                 asyncio.run(_pg_exec(f'CREATE DATABASE "{pg_name}"', pg_base))
