@@ -181,9 +181,13 @@ async def step_many(conn: AsyncConnection, runtime: Runtime, due: list[tuple[str
     """Several steps ((incident_id, seq) each) in one transaction, as `step` runs each,
     with their states locked, and their incidents read, once for all of them. Their
     deliveries go to `handoff` (the job's worker) when given."""
-    if runtime.db.is_sqlite and await _step_read_first(conn, runtime, due, handoff):
-        return
-    states = await repo.lock_states(conn, sorted({incident_id for incident_id, _ in due}))
+    if runtime.db.is_sqlite:
+        moved = await _step_read_first(conn, runtime, due, handoff)
+        if moved is None:
+            return
+        states = moved
+    else:
+        states = await repo.lock_states(conn, sorted({incident_id for incident_id, _ in due}))
     outbox = PageOutbox()
     await _compose_steps(conn, runtime, due, states, outbox)
     await outbox.flush(conn, handoff)
@@ -209,27 +213,30 @@ def _version(state: Any) -> tuple[int, str]:
 
 
 async def _step_read_first(conn: AsyncConnection, runtime: Runtime,
-                           due: list[tuple[str, int]], handoff: queue.Handoff | None) -> bool:
+                           due: list[tuple[str, int]], handoff: queue.Handoff | None
+                           ) -> dict[str, Any] | None:
     """SQLite has one writer for every process: the steps read and compose on a read
     transaction first, and only their writes take the writer, after checking that no event
     or other step moved any of their states on meanwhile (every change of a state bumps
-    its `seq` or its status). False when one did: the caller runs the batch again under
-    the writer. A change to an incident itself between the read and the write (an
-    acknowledgement whose event has not reached dispatch yet) is taken as if it came just
-    after the step, which it may as well have."""
+    its `seq` or its status). None when the steps are written; when a state moved on, the
+    states as the writer read them, for the caller to run the batch again under the writer
+    (a step not due at the read never is again: a state's `seq` only grows). A change to an
+    incident itself between the read and the write (an acknowledgement whose event has not
+    reached dispatch yet) is taken as if it came just after the step, which it may as well
+    have."""
     ids = sorted({incident_id for incident_id, _ in due})
     outbox = PageOutbox()
     async with runtime.db.transaction(write=False) as reading:
         live = await _compose_steps(reading, runtime, due,
                                     await repo.lock_states(reading, ids), outbox)
     if not live:
-        return True  # nothing was due: a state that moved on never comes back
+        return None  # nothing was due: a state that moved on never comes back
     now = await repo.lock_states(conn, sorted(live))  # the first statement: takes the writer
     if any(incident_id not in now or _version(now[incident_id]) != _version(state)
            for incident_id, state in live.items()):
-        return False
+        return now
     await outbox.flush(conn, handoff)
-    return True
+    return None
 
 
 async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,

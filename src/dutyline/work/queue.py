@@ -104,11 +104,12 @@ OnDead = Callable[[AsyncConnection, DeadJob], Awaitable[None]]
 
 
 @functools.cache
-def _enqueue_statement(dialect: str) -> Any:
-    """Built once per database kind (every new incident enqueues): a job whose dedupe key
-    an unfinished job holds is not inserted (a NULL key never conflicts)."""
-    return (insert_for(dialect)(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
-            .returning(job.c.id))
+def _insert_job(dialect: str, returning: tuple[str, ...] = ()) -> Any:
+    """The job insert, built once per database kind and RETURNING columns (every new
+    incident enqueues): a job whose dedupe key an unfinished job holds is not inserted (a
+    NULL key never conflicts)."""
+    stmt = insert_for(dialect)(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
+    return stmt.returning(*(job.c[name] for name in returning)) if returning else stmt
 
 
 def enqueue_sync(
@@ -126,7 +127,7 @@ def enqueue_sync(
     Returns the new job's id, or None when `dedupe_key` is held by an unfinished job."""
     values = _job_row(kind, payload, now_ms=now_ms, run_at_ms=run_at_ms,
                       dedupe_key=dedupe_key, max_attempts=max_attempts)
-    row = conn.execute(_enqueue_statement(conn.dialect.name), values).first()
+    row = conn.execute(_insert_job(conn.dialect.name, ("id",)), values).first()
     if row is None:
         return None
     wakeup.note_due(conn, now_ms if run_at_ms is None else run_at_ms, now_ms)
@@ -240,14 +241,12 @@ def _insert_jobs(conn: Connection, rows: list[dict[str, Any]], returning: bool
                  ) -> list[tuple[int, str | None]]:
     """Insert the rows (executemany: SQLAlchemy sends multi-row inserts within the
     driver's limits); with `returning`, the (id, dedupe_key) of each row inserted."""
-    insert = insert_for(conn)
-    stmt = insert(job).on_conflict_do_nothing(index_elements=[job.c.dedupe_key])
     inserted: list[tuple[int, str | None]] = []
     if returning:
-        result = conn.execute(stmt.returning(job.c.id, job.c.dedupe_key), rows)
+        result = conn.execute(_insert_job(conn.dialect.name, ("id", "dedupe_key")), rows)
         inserted = [(int(r[0]), r[1]) for r in result.all()]
     else:
-        conn.execute(stmt, rows)
+        conn.execute(_insert_job(conn.dialect.name), rows)
     pending = [r for r in rows if r["status"] == PENDING]
     if pending:
         soonest = min(pending, key=lambda r: int(r["run_at"]))
