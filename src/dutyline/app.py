@@ -29,6 +29,7 @@ from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.domains import all_routers, extra_routes, load_tasks
 from dutyline.kit.clock import Clock, SystemClock
+from dutyline.kit.extras import OTEL, REDIS, require
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.audit.sink import DatabaseAuditSink
@@ -45,6 +46,7 @@ def build_limiter(settings: Settings, clock: Clock, metrics: Metrics | None = No
     if not windows:
         return NoRateLimiter()
     if settings.redis_url:
+        require(REDIS, setting="DUTYLINE_REDIS_URL")
         from dutyline.api.ratelimit_redis import RedisRateLimiter
 
         return RedisRateLimiter(settings.redis_url, windows, clock=clock,
@@ -223,8 +225,7 @@ def create_app_from_env() -> Any:
     if settings.otel:
         # Opt-in: the middleware costs 160-280 µs a request (DESIGN.md). Exporters are
         # configured the standard way (OTEL_* variables, or `opentelemetry-instrument`).
-        from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
-
-        return OpenTelemetryMiddleware(app)
+        otel = require(OTEL, setting="DUTYLINE_OTEL")
+        return otel.OpenTelemetryMiddleware(app)
     return app
 

@@ -14,7 +14,16 @@ from dutyline.config import Settings
 
 
 def _settings() -> Settings:
-    return Settings.from_env()
+    """The settings, once every optional extra they put in force is known to be installed:
+    a missing one ends the command with what to install, before anything starts."""
+    from dutyline.kit import extras
+
+    settings = Settings.from_env()
+    problems = extras.missing(extras.needed_for(
+        database_url=settings.database_url, redis_url=settings.redis_url, otel=settings.otel))
+    if problems:
+        raise click.ClickException("\n".join(problems))
+    return settings
 
 
 @click.group()

@@ -26,8 +26,8 @@ import contextlib
 from collections.abc import Callable
 
 import structlog
-from redis import asyncio as aioredis
-from redis.exceptions import RedisError
+
+from dutyline.kit.extras import REDIS, require
 
 log = structlog.get_logger("dutyline.runner")
 
@@ -46,7 +46,12 @@ class RelayBell:
     (`work:<id>` or `task:<id>`), from this process's event loop."""
 
     def __init__(self, redis_url: str, on_ring: Callable[[str], None]) -> None:
-        self._client = aioredis.from_url(redis_url)
+        # Imported here: the `redis` extra is needed only where DUTYLINE_REDIS_URL is set.
+        redis = require(REDIS, setting="DUTYLINE_REDIS_URL", module="redis.asyncio")
+        exceptions = require(REDIS, setting="DUTYLINE_REDIS_URL", module="redis.exceptions")
+        self._client = redis.from_url(redis_url)
+        # What a Redis outage raises: logged and otherwise ignored (the polling covers).
+        self._outage: tuple[type[BaseException], ...] = (exceptions.RedisError, OSError)
         self._on_ring = on_ring
         self._listener: asyncio.Task[None] | None = None
         # Set once the first subscription attempt is confirmed or has failed.
@@ -66,7 +71,7 @@ class RelayBell:
     async def ring(self, name: str) -> None:
         try:
             await self._client.publish(PREFIX + name, b"")
-        except (RedisError, OSError) as exc:
+        except self._outage as exc:
             log.warning("runner relay bell not rung; polling will find the work",
                         bell=name, error=repr(exc))
 
@@ -99,5 +104,5 @@ class RelayBell:
                 self._settled.set()
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()
             await asyncio.sleep(RECONNECT_S)
