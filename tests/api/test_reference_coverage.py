@@ -31,11 +31,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.test_reference_schemas import check, reference, reference_validator
+from tests.api.test_reference_schemas import check, reference_validator
 from tests.dispatch.receiver import Receiver, receiver  # noqa: F401  (the fixture)
 from tests.dispatch.support import run_jobs
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.reference import reference
 from tests.incident.conftest import event, push
 from tests.incident.ingest_support import all_rows
 
