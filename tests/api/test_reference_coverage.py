@@ -52,8 +52,8 @@ _CSV_EXPORT = (
     "The reference's own description calls the answer a CSV stream, not a JSON envelope, "
     "and its envelope's data (EmptyResponse, an object) is a placeholder. dutyline answers "
     "text/csv, and with Accept: application/json the envelope with the CSV text in data "
-    "(a string), the convention of decisions.md section 7 for file exports and of the "
-    "README; tests/insight/test_exports.py checks both. The walk still calls each, asking "
+    "(a string), the convention of dutyline's file exports (docs/insights.md, "
+    "docs/enrichment.md); tests/insight/test_exports.py checks both. The walk still calls each, asking "
     "for JSON, and checks the envelope and the CSV text (_insight).")
 EXCLUDED: dict[str, str] = {
     "/insight/incident/export": _CSV_EXPORT,
