@@ -53,8 +53,8 @@ _CSV_EXPORT = (
     "and its envelope's data (EmptyResponse, an object) is a placeholder. dutyline answers "
     "text/csv, and with Accept: application/json the envelope with the CSV text in data "
     "(a string), the convention of dutyline's file exports (docs/insights.md, "
-    "docs/enrichment.md); tests/insight/test_exports.py checks both. The walk still calls each, asking "
-    "for JSON, and checks the envelope and the CSV text (_insight).")
+    "docs/enrichment.md); tests/insight/test_exports.py checks both. The walk still calls "
+    "each, asking for JSON, and checks the envelope and the CSV text (_insight).")
 EXCLUDED: dict[str, str] = {
     "/insight/incident/export": _CSV_EXPORT,
     "/insight/channel/export": _CSV_EXPORT,
