@@ -5,7 +5,7 @@ Why: this machine's shared PostgreSQL runs with `autovacuum = off`, so a bench's
 never analyzed and never vacuumed. With no statistics, a prepared statement's generic plan
 (which asyncpg's statements settle on from their sixth run) is chosen while the tables are
 nearly empty and kept for the life of the pooled connection: the job claim walked every
-pending job, incident reads walked the account's list index (bench/README.md, session 11).
+pending job, incident reads walked the account's list index (bench/README.md).
 A deployment has autovacuum on, which analyzes the tables as they grow and so re-plans.
 
     with own_cluster() as base:   # "postgresql+asyncpg://postgres@127.0.0.1:<port>"

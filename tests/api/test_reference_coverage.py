@@ -31,11 +31,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.test_reference_schemas import check, reference, reference_validator
+from tests.api.test_reference_schemas import check, reference_validator
 from tests.dispatch.receiver import Receiver, receiver  # noqa: F401  (the fixture)
 from tests.dispatch.support import run_jobs
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.reference import reference
 from tests.incident.conftest import event, push
 from tests.incident.ingest_support import all_rows
 
@@ -51,9 +52,9 @@ _CSV_EXPORT = (
     "The reference's own description calls the answer a CSV stream, not a JSON envelope, "
     "and its envelope's data (EmptyResponse, an object) is a placeholder. dutyline answers "
     "text/csv, and with Accept: application/json the envelope with the CSV text in data "
-    "(a string), the convention of decisions.md section 7 for file exports and of the "
-    "README; tests/insight/test_exports.py checks both. The walk still calls each, asking "
-    "for JSON, and checks the envelope and the CSV text (_insight).")
+    "(a string), the convention of dutyline's file exports (docs/insights.md, "
+    "docs/enrichment.md); tests/insight/test_exports.py checks both. The walk still calls "
+    "each, asking for JSON, and checks the envelope and the CSV text (_insight).")
 EXCLUDED: dict[str, str] = {
     "/insight/incident/export": _CSV_EXPORT,
     "/insight/channel/export": _CSV_EXPORT,

@@ -1,14 +1,12 @@
 """Responses of the operations the reference OpenAPI also describes validate against its
-schemas (decisions.md: the reference is the tie-breaker for field names and shapes). The
-request id travels in both headers: the contract's Service-Request-Id and the reference's
+schemas (the reference is the tie-breaker for field names and shapes). The request id
+travels in both headers: the contract's Service-Request-Id and the reference's
 Flashcat-Request-Id (its SuccessEnvelope mirrors request_id there)."""
 
 from __future__ import annotations
 
 import copy
-import json
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,20 +16,9 @@ from jsonschema import Draft202012Validator
 from dutyline.api.envelope import REQUEST_ID_HEADER
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.reference import reference
 
 pytestmark = pytest.mark.anyio
-
-REFERENCE = Path("/work/shared/reference/openapi.en.json")
-_candidates = [REFERENCE, Path(__file__).resolve().parents[3] / "shared/reference/openapi.en.json"]
-
-
-@cache
-def reference() -> dict[str, Any]:
-    for path in _candidates:
-        if path.exists():
-            loaded: dict[str, Any] = json.loads(path.read_text())
-            return loaded
-    pytest.fail(f"reference OpenAPI not found at any of {_candidates}")
 
 
 def _resolve(node: dict[str, Any]) -> dict[str, Any]:

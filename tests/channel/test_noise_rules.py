@@ -11,9 +11,10 @@ from sqlalchemy import func, select
 from dutyline.db.tables.channel import channel
 from dutyline.db.tables.channel_noise import noise_rule
 from dutyline.db.tables.platform import audit_log
-from tests.api.test_reference_schemas import check, reference
+from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.reference import reference
 
 pytestmark = pytest.mark.anyio
 

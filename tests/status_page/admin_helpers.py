@@ -78,7 +78,7 @@ def check_reference_schema(name: str, value: Any) -> None:
     """`value` validates against the reference's components/schemas/<name>."""
     from jsonschema import Draft202012Validator
 
-    from tests.api.test_reference_schemas import reference
+    from tests.fixtures.reference import reference
 
     root = {"components": reference()["components"],
             "$ref": f"#/components/schemas/{name}"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-# HTTP status per code, from the reference's ErrorCode table (decisions.md §1).
+# HTTP status per code, from the reference's ErrorCode table.
 STATUS_BY_CODE: dict[str, int] = {
     "OK": 200,
     "InvalidParameter": 400,

@@ -91,7 +91,7 @@ class Context:
 class Download:
     """A file answer (CSV exports). Sent as the file itself, with `Content-Disposition:
     attachment`; a client that asks for JSON (`Accept: application/json`) gets the envelope
-    with the text in `data` instead (decisions.md §7)."""
+    with the text in `data` instead, as every file export and download does."""
 
     filename: str
     content: str

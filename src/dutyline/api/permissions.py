@@ -1,4 +1,5 @@
-"""The permission catalog (decisions.md §2). Ids are stable: clients store them in roles.
+"""The permission catalog (the reference's permission names and scopes). Ids are stable:
+clients store them in roles.
 
 Where the reference names a permission's id we use it, so a role written by an existing tool
 means the same here: 501 is "Templates Read" (the reference's PermissionItem example) and 502
@@ -67,7 +68,7 @@ BY_ID: dict[int, Permission] = {p.id: p for p in CATALOG}
 BY_NAME: dict[str, Permission] = {p.name: p for p in CATALOG}
 ALL_IDS: frozenset[int] = frozenset(BY_ID)
 
-# "Manage" implies "view" (decisions.md §2).
+# "Manage" implies "view": whoever may change a thing may read it.
 IMPLIES: dict[str, str] = {
     CHANNEL_MANAGE: CHANNEL_VIEW,
     TEMPLATE_MANAGE: TEMPLATE_VIEW,

@@ -18,7 +18,7 @@ MAX_PAGE_WINDOW = 10_000
 
 
 class PageRequest(msgspec.Struct, kw_only=True):
-    """`p` and `limit` with the house bounds (decisions.md §1)."""
+    """`p` (from 1) and `limit` (1-100, default 20); `p × limit` beyond 10,000 is refused."""
 
     p: PageNumber = 1
     limit: PageSize = 20

@@ -1,5 +1,6 @@
 """Every channel query. Each is scoped by account_id, and the reads a person makes also by
-`visible_to`: the one place private channels are hidden (DESIGN.md rule 7)."""
+`visible_to`: the one place private channels are hidden, so a channel another team keeps
+private, or another account's, is not found."""
 
 from __future__ import annotations
 

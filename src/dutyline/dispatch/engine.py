@@ -1,4 +1,4 @@
-"""The escalation engine (decisions.md §4): one state row per incident and one timer job at a
+"""The escalation engine (docs/paging.md): one state row per incident and one timer job at a
 time, each carrying the step sequence number it was scheduled for.
 
 A step runs in its job's transaction: it locks the state row, does nothing unless the row's

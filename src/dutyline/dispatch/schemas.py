@@ -1,5 +1,5 @@
 """Escalation rules (reference EscalateRuleItem, EscalateLayer, EscalateTarget and the
-create/update requests). Ranges per decisions.md §4; the record carries every field of the
+create/update requests). Ranges as docs/paging.md states them; the record carries every field of the
 contract's dispatch rule record, layers included."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Escalation rules: create, update, delete, enable, disable, read (decisions.md §4).
+"""Escalation rules: create, update, delete, enable, disable, read (docs/paging.md).
 
 Reads need channel_view, writes channel_manage (the endpoints say so). A rule belongs to a
 live channel of the caller's account; every person, team and schedule a layer names must be
@@ -32,7 +32,7 @@ from dutyline.platform.team import service as teams
 
 MAX_LAYERS = 10
 MAX_TARGETS = 100
-# Personal channels `by` may name (reference: template channels, decisions.md §4).
+# Personal channels `by` may name (the reference's template channels).
 BY_CHANNELS = frozenset({
     "email", "sms", "voice", "dingtalk", "wecom", "feishu", "slack", "telegram", "zoom",
     "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",

@@ -26,7 +26,7 @@ _KINDS = (events.CREATED, events.REOPENED, events.ASSIGNED, events.ACKED, events
 
 
 def _subject(info: Any) -> dict[str, Any]:
-    """What rule filters read (decisions.md §4 keys: severity, title, description, labels.*)."""
+    """What rule filters read (the filter keys: severity, title, description, labels.*)."""
     return {"severity": info.incident_severity, "incident_severity": info.incident_severity,
             "title": info.title, "description": info.description, "labels": info.labels,
             "fields": info.fields, "progress": info.progress, "num": info.num,

@@ -1,4 +1,4 @@
-"""Rules of mapping schemas and their data (decisions.md §7).
+"""Rules of mapping schemas and their data (docs/enrichment.md).
 
 A schema names 1-3 source labels and 1-10 result labels (distinct, not overlapping; fixed
 once created: the rows are keyed by the source values). A row holds one value per label; its

@@ -1,4 +1,4 @@
-"""Row keys and CSV of mapping data (decisions.md §7).
+"""Row keys and CSV of mapping data (docs/enrichment.md).
 
 A row is keyed by its source-label values: one value as it is, several joined by `|` with `\\`
 and `|` escaped, so no two value tuples share a key and the key of one source label is the

@@ -1,6 +1,6 @@
 """CSV for the /insight/*/export operations: a header row of column keys, then one row per
 record; a cell starting with = + - @ gets a leading ' so a spreadsheet shows it rather than
-running it as a formula (decisions.md §7, as for the mapping data download)."""
+running it as a formula (as for the mapping data download)."""
 
 from __future__ import annotations
 

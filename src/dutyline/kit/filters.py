@@ -1,7 +1,7 @@
 """The filter engine: OR-of-AND groups of `{key, oper: IN|NOTIN, vals}` conditions, compiled
 once (when a rule is written or loaded) and matched many times (every alert at ingest).
 
-Wire shape (reference `FilterGroup` / `FilterCondition`, decisions.md §4):
+Wire shape (reference `FilterGroup` / `FilterCondition`; groups OR-ed, conditions AND-ed):
 
     [[{"key": "severity", "oper": "IN", "vals": ["Critical"]},
       {"key": "labels.env", "oper": "NOTIN", "vals": ["/dev|test/"]}],

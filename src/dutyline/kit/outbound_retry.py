@@ -1,4 +1,4 @@
-"""Retries with backoff for outbound HTTP (DESIGN rule 5), as a transport layer.
+"""Retries with backoff for outbound HTTP (every outbound call gets them), as a transport layer.
 
 The guarded clients of `kit/outbound` put `RetryingTransport` above the guard, so every request
 a client makes, ours or an SDK's (a2a-sdk, mcp), and every redirect hop gets the same policy.

@@ -2,7 +2,8 @@
 
 Credentials (basic auth password, TLS key and its password, header values) are sealed at
 rest, never shown again, and dropped when an update moves the address to another origin
-without supplying them anew (kit/origin.py, issue 9)."""
+without supplying them anew (kit/origin.py), so they are never sent where they were not
+entered."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A2A agent requests and records. Times are Unix milliseconds (decisions.md §1)."""
+"""A2A agent requests and records. Times are Unix milliseconds, as in every AI SRE record."""
 
 from __future__ import annotations
 

@@ -18,7 +18,8 @@ import msgspec
 from dutyline.kit.filters import Filter, FilterSet, compile_filters, read_text, resolver
 from dutyline.kit.timefilters import TimeFilter, compile_time_filters
 
-# A target alert is inhibited by a source seen at most this long ago (decisions.md §4).
+# A target alert is inhibited by a source seen at most this long ago (10 minutes): a source
+# that stopped sending events no longer holds its targets back.
 SOURCE_FRESH_S = 600
 CACHED_CHANNELS = 2_000
 

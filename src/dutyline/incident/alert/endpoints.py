@@ -1,6 +1,7 @@
 """/alert/* and /alert-event/list: reads need channel view; /alert/merge, which changes
 incidents, needs incident management (the reference lists channel view for it, which the
-read-only built-in Member role holds: decisions.md §2 keeps that role read-only)."""
+read-only built-in Member role holds: moving alerts between incidents is a write, and that
+role stays read-only)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Custom field requests and records (our own endpoints, decisions.md §3)."""
+"""Custom field requests and records (the reference defines no field operations: these follow
+the conventions of the others)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rules of custom fields (decisions.md §3): names `^[a-zA-Z_][a-zA-Z0-9_]{0,39}$`, unique
+"""Rules of custom fields: names `^[a-zA-Z_][a-zA-Z0-9_]{0,39}$`, unique
 per account (any case); types text, single_select, multi_select, checkbox; selects carry a
 non-empty list of distinct options; a default fits its own definition; a field some
 incident holds a value for cannot be deleted (ReferenceExist)."""

@@ -1,4 +1,4 @@
-"""The channel's noise rules at ingest (decisions.md §4), on the sync connection of a push.
+"""The channel's noise rules at ingest (docs/noise-rules.md), on the sync connection of a push.
 
 For a new alert, in order:
 1. drop rules: a match is counted on the rule and nothing is stored;

@@ -104,7 +104,7 @@ class ResetIncidentFieldRequest(msgspec.Struct, kw_only=True):
     field_value: Any = None
 
 
-# Channels a responder may be reached through (the template channels of decisions.md §4).
+# Channels a responder may be reached through (the channels a template has a body for).
 PersonalChannel = Literal[
     "email", "sms", "voice", "dingtalk", "wecom", "feishu", "slack", "telegram", "zoom",
     "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",

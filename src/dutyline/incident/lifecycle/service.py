@@ -1,4 +1,4 @@
-"""Progress transitions (decisions.md §3): Triggered -(ack)-> Processing -(resolve)-> Closed,
+"""Progress transitions: Triggered -(ack)-> Processing -(resolve)-> Closed,
 unack back to Triggered, reopen from Closed back to Triggered; snooze/wake on open incidents;
 comment and remove on any.
 
@@ -95,7 +95,7 @@ async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence
 
 async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  reason: str = "") -> list[str]:
-    """decisions.md §3: every id Closed or nothing changes; back to Triggered with the close
+    """All or nothing: every id Closed or nothing changes; back to Triggered with the close
     fields cleared, and a new assignment of type `reopen` for the escalation engine."""
     rows = await load_all(conn, actor, unique_ids(incident_ids))
     require_progress(rows, (CLOSED,), "only Closed incidents can be reopened")

@@ -1,4 +1,5 @@
-"""The notification functions of decisions.md §4 and the common Sprig functions.
+"""The notification functions of the live service's templates (`date ago toHtml fireReason
+colorSeverity joinAlertLabels` ...) and the common Sprig functions.
 
 `notification_funcs(tz, now)` returns them bound to a time zone (for `date`) and a clock
 (for `ago`). Argument handling is ours (Go would type-check them through reflection): an

@@ -1,4 +1,5 @@
-"""The data a notification template sees (decisions.md §4 variables), built from the
+"""The data a notification template sees (the variables of the live service's templates:
+`.Title .Num .IncidentSeverity .Labels .Alerts .DetailUrl` ...), built from the
 incident domain's records (incident.query.service), never its tables."""
 
 from __future__ import annotations

@@ -13,13 +13,14 @@ from dutyline.db.tables.notify import TEMPLATE_CHANNELS
 CHANNELS: Final = TEMPLATE_CHANNELS
 HTML_CHANNELS: Final = frozenset({"email"})
 
-# decisions.md §4 names the first id; the reference names the second.
+# The preset's id as the live service's clients know it, and the one the reference's
+# examples use: both read the preset.
 PRESET_TEMPLATE_ID: Final = "6321aad26c12104586a88916"
 PRESET_IDS: Final = frozenset({PRESET_TEMPLATE_ID, "000000000000000000000001"})
 PRESET_NAME: Final = "Default"
 
-# Rendered size limits in bytes (decisions.md §4): past them a preview warns and delivery
-# truncates.
+# Rendered size limits in bytes (what each platform accepts in one message): past them a
+# preview warns and delivery truncates.
 SIZE_LIMITS: Final[dict[str, int]] = {
     "dingtalk": 4000, "feishu": 4000, "wecom": 4000, "slack": 15000, "slack_app": 15000,
     "telegram": 4096, "teams_app": 28000,

@@ -1,6 +1,7 @@
 """Template requests and records (reference: TemplateItem, TemplateListRequest,
-TemplateCreateRequest, TemplateUpdateRequest, TemplateIDRequest; decisions.md §4 for
-preview)."""
+TemplateCreateRequest, TemplateUpdateRequest, TemplateIDRequest). Preview is not in the
+reference: it takes `{type, content, incident_id?}` and answers `{success, content, message}`,
+as the live service's clients expect."""
 
 from __future__ import annotations
 

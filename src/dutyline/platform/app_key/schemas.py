@@ -1,4 +1,5 @@
-"""App-key requests and records (decisions.md §2: our own endpoints, house conventions)."""
+"""App-key requests and records. The reference defines no app-key operations: these follow
+the conventions of the others (envelope, `p`/`limit` paging, field names)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from dutyline.kit.clock import Clock
 from dutyline.platform.audit import repository
 
 MAX_BODY_CHARS = 10 * 1024
-# Request fields whose values never reach the audit log (decisions.md §2: never secrets).
+# Request fields whose values never reach the audit log: the log keeps no secret.
 SECRET_FIELDS = frozenset(
     {"api_key", "app_key", "token", "password", "secret", "headers", "auth_config",
      "http_post_token", "integration_key", "authorization", "client_secret"}

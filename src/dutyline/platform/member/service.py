@@ -353,7 +353,7 @@ def live_member_ids_statement() -> Select[tuple[int]]:
 
 @dataclass(frozen=True)
 class Contact:
-    """What paging needs of a member: how to name and reach them (decisions: e-mail from the
+    """What paging needs of a member: how to name and reach them (the e-mail of the
     member record; notification preferences default to e-mail)."""
 
     person_id: int
