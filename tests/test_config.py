@@ -3,6 +3,7 @@ the environment winning, clear errors for unknown keys and wrong types, masked d
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,15 @@ def test_secrets_are_marked_on_their_fields_and_masked() -> None:
 def test_the_link_base_follows_the_listen_address(
         host: str, port: int, url: str, wildcard: bool) -> None:
     assert link_base_url(host, port) == (url, wildcard)
+
+
+def test_the_example_file_lists_every_setting_with_its_default(in_tmp: Path) -> None:
+    example = Path(__file__).resolve().parents[1] / "dutyline.example.toml"
+    lines = example.read_text().splitlines()
+    keys = [m.group(1) for line in lines if (m := re.match(r"# (\w+) = ", line))]
+    assert sorted(keys) == sorted(spec.name for spec in TABLE)
+    # Uncommented as it stands, it is a valid file of the defaults (but the example URL).
+    uncommented = write(in_tmp / "all.toml", "\n".join(
+        line[2:] if re.match(r"# \w+ = ", line) else line for line in lines))
+    loaded = load_settings({}, config=uncommented)
+    assert loaded.settings == Settings(base_url="https://oncall.example.com")
