@@ -195,7 +195,7 @@ def create_app(
     clock: Clock | None = None,
     background: list[BackgroundTask] | None = None,
 ) -> Starlette:
-    settings = settings or Settings.from_env()
+    settings = settings or Settings.load()
     runtime = build_runtime(settings, clock)
     operations = list(runtime.operations)
     routes: list[BaseRoute] = [
@@ -216,10 +216,11 @@ def create_app(
 
 
 def create_app_from_env() -> Any:
-    """Factory for `uvicorn --factory` (serve --workers N): each worker builds its own app."""
+    """Factory for `uvicorn --factory` (serve --workers N): each worker builds its own app
+    from the environment `serve` leaves it (DUTYLINE_CONFIG names the file it read)."""
     from dutyline.kit import heap
 
-    settings = Settings.from_env()
+    settings = Settings.load()
     app = create_app(settings, background=default_background(settings))
     heap.settle()
     if settings.otel:

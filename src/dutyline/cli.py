@@ -1,4 +1,4 @@
-"""The operator's commands: serve, worker, migrate, init, app-key."""
+"""The operator's commands: serve, worker, migrate, init, app-key, config."""
 
 from __future__ import annotations
 
@@ -10,7 +10,30 @@ from typing import Any
 
 import click
 
-from dutyline.config import Settings
+from dutyline.config import (
+    CONFIG_ENV,
+    DEFAULT_CONFIG_FILE,
+    TABLE,
+    ConfigError,
+    Loaded,
+    Settings,
+    link_base_url,
+    load_settings,
+)
+from dutyline.kit.settings_table import DEFAULT, ENVIRONMENT, masked
+
+
+def _loaded() -> Loaded:
+    """The settings of this run, read once (on the first command that needs them, so that
+    `--help` works beside a broken file); a bad file ends the command with its message."""
+    ctx = click.get_current_context().find_root()
+    if "loaded" not in ctx.meta:
+        try:
+            ctx.meta["loaded"] = load_settings(config=ctx.params.get("config_file"))
+        except ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+    loaded: Loaded = ctx.meta["loaded"]
+    return loaded
 
 
 def _settings() -> Settings:
@@ -18,7 +41,7 @@ def _settings() -> Settings:
     a missing one ends the command with what to install, before anything starts."""
     from dutyline.kit import extras
 
-    settings = Settings.from_env()
+    settings = _loaded().settings
     problems = extras.missing(extras.needed_for(
         database_url=settings.database_url, redis_url=settings.redis_url, otel=settings.otel))
     if problems:
@@ -28,7 +51,10 @@ def _settings() -> Settings:
 
 @click.group()
 @click.version_option(package_name="dutyline")
-def main() -> None:
+@click.option("--config", "config_file", metavar="PATH", default=None,
+              help=f"TOML settings file (default: ./{DEFAULT_CONFIG_FILE} when present; "
+                   f"also {CONFIG_ENV}). Environment variables win over it.")
+def main(config_file: str | None) -> None:
     """dutyline: on-call, incident response and AI SRE."""
 
 
@@ -100,11 +126,12 @@ def serve(host: str, port: int, workers: int) -> None:
 
     from dutyline.db.migrate import upgrade
 
-    settings = _settings()
+    loaded = _loaded()
+    settings = _follow_listen_address(loaded, host, port)
     upgrade(settings.database_url)
     created = asyncio.run(_bootstrap_if_empty(settings))
     if created:
-        base = f"http://{host}:{port}"
+        base = link_base_url(host, port)[0]
         click.echo(
             "\nFirst start: created an account and its Owner. This app key is shown once:\n\n"
             f"  {created['app_key']}\n\n"
@@ -116,6 +143,11 @@ def serve(host: str, port: int, workers: int) -> None:
     if workers > 1 and settings.is_sqlite:
         click.echo("note: several processes on SQLite share one writer; rate limits are "
                    "per process unless DUTYLINE_REDIS_URL is set", err=True)
+    # The server processes (one, or --workers N) build their settings from the environment
+    # again: the file and the base URL chosen here reach them through it.
+    if loaded.file is not None:
+        os.environ[CONFIG_ENV] = str(loaded.file)
+    os.environ["DUTYLINE_BASE_URL"] = settings.base_url
     uvicorn.run(
         "dutyline.app:create_app_from_env",
         factory=True,
@@ -128,6 +160,28 @@ def serve(host: str, port: int, workers: int) -> None:
     )
 
 
+def _follow_listen_address(loaded: Loaded, host: str, port: int) -> Settings:
+    """Links in notifications name the address `serve` listens on unless a base URL is
+    configured; the banner says which one and why."""
+    settings = loaded.settings
+    source = loaded.sources["base_url"]
+    if source == DEFAULT:
+        url, wildcard = link_base_url(host, port)
+        settings = settings.with_(base_url=url)
+        why = (f"--host {host} is no address to link to, so 127.0.0.1" if wildcard
+               else "the --host and --port served")
+        _echo_links(url, f"{why}; set DUTYLINE_BASE_URL or base_url in the config file to "
+                         "the address people open")
+    else:
+        _echo_links(settings.base_url, "DUTYLINE_BASE_URL" if source == ENVIRONMENT
+                    else f"base_url in {source}")
+    return settings
+
+
+def _echo_links(url: str, why: str) -> None:
+    click.echo(f"links in notifications use {url} ({why})", err=True)
+
+
 @main.command()
 def worker() -> None:
     """Run only the durable-work loops (no HTTP)."""
@@ -137,7 +191,12 @@ def worker() -> None:
     from dutyline.kit import heap
     from dutyline.work.worker import run_standalone
 
-    settings = _settings()
+    loaded = _loaded()
+    settings = loaded.settings
+    if loaded.sources["base_url"] == DEFAULT:
+        # A worker serves nothing: it cannot guess where the API is reached.
+        _echo_links(settings.base_url, "the default; set DUTYLINE_BASE_URL or base_url in "
+                                       "the config file to the address people open")
     upgrade(settings.database_url)
     configure_logging(settings.log_level, settings.log_json)
     runtime = build_runtime(settings)
@@ -169,7 +228,8 @@ def app_key_group() -> None:
 @click.option("--name", "key_name", default="cli", show_default=True)
 def app_key_create(person_id: int, key_name: str) -> None:
     """Issue a key for a member; the key is printed once."""
-    result = asyncio.run(_key_op("create", person_id=person_id, key_name=key_name))
+    result = asyncio.run(_key_op(_settings(), "create", person_id=person_id,
+                                 key_name=key_name))
     click.echo(json.dumps(result))
 
 
@@ -177,28 +237,28 @@ def app_key_create(person_id: int, key_name: str) -> None:
 @click.option("--account-id", type=int, default=None)
 def app_key_list(account_id: int | None) -> None:
     """List keys (never the secrets)."""
-    click.echo(json.dumps(asyncio.run(_key_op("list", account_id=account_id)), indent=2))
+    listed = asyncio.run(_key_op(_settings(), "list", account_id=account_id))
+    click.echo(json.dumps(listed, indent=2))
 
 
 @app_key_group.command("revoke")
 @click.argument("key_id", type=int)
 def app_key_revoke(key_id: int) -> None:
     """Revoke a key: it stops working at once."""
-    result = asyncio.run(_key_op("revoke", key_id=key_id))
+    result = asyncio.run(_key_op(_settings(), "revoke", key_id=key_id))
     if not result["revoked"]:
         click.echo(f"no key {key_id}", err=True)
         sys.exit(1)
     click.echo(json.dumps(result))
 
 
-async def _key_op(action: str, **kwargs: Any) -> Any:
+async def _key_op(settings: Settings, action: str, **kwargs: Any) -> Any:
     """Run one app-key service call in a transaction of its own, acting for the account the
     named member or key belongs to; a refusal (ApiError) ends the command with its message."""
     from dutyline.api.errors import ApiError
     from dutyline.db.engine import Database
     from dutyline.db.migrate import upgrade
 
-    settings = _settings()
     await asyncio.to_thread(upgrade, settings.database_url)
     db = Database(settings.database_url)
     try:
@@ -231,6 +291,52 @@ async def _key_service_call(conn: Any, action: str, **kwargs: Any) -> Any:
     account_id = await service.account_of_key(conn, key_id=key_id)
     await service.delete_key(conn, Actor.system(account_id, clock), key_id=key_id)
     return {"key_id": key_id, "revoked": True}
+
+
+@main.group("config")
+def config_group() -> None:
+    """Inspect the settings this server runs with."""
+
+
+@config_group.command("show")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document instead of a table.")
+def config_show(as_json: bool) -> None:
+    """Print every setting's effective value (secrets masked) and where it came from:
+    default, environment or the config file."""
+    loaded = _loaded()
+    rows = []
+    for spec in TABLE:
+        holder = getattr(loaded.settings, spec.group) if spec.group else loaded.settings
+        value = masked(spec, getattr(holder, spec.name))
+        rows.append({"name": spec.name, "variable": spec.env,
+                     "value": list(value) if isinstance(value, tuple) else value,
+                     "source": loaded.sources[spec.name]})
+    file = str(loaded.file) if loaded.file else None
+    if as_json:
+        click.echo(json.dumps({"config_file": file, "settings": rows}, indent=2))
+        return
+    click.echo(f"# config file: {file or f'none (no ./{DEFAULT_CONFIG_FILE})'}")
+    width = max(len(r["name"]) for r in rows)
+    value_width = min(48, max(len(_shown(r["value"])) for r in rows))
+    for r in rows:
+        source = r["source"]
+        if source == ENVIRONMENT:
+            source = f"env {r['variable']}"
+        elif source != DEFAULT:
+            source = f"file {source}"
+        elif r["name"] == "base_url":
+            source = "default (serve: the --host and --port it listens on)"
+        click.echo(f"{r['name']:<{width}}  {_shown(r['value']):<{value_width}}  [{source}]")
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "(unset)"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(value) or "(none)"
+    return str(value)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,32 +1,39 @@
-"""Settings from the environment (DUTYLINE_*), built once and passed down; no globals."""
+"""Settings from the environment (DUTYLINE_*) over an optional TOML file (dutyline.toml),
+built once and passed down; no globals. The dataclass fields below are the one table of
+settings (kit/settings_table.py): a field `smtp_url` is the file's key `smtp_url` and the
+variable DUTYLINE_SMTP_URL; a secret is marked on its field."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dutyline.kit.private_files import private_dir
+from dutyline.kit.settings_table import (
+    GROUP,
+    NOT_A_SETTING,
+    ConfigError,
+    Spec,
+    lowered,
+    read_file,
+    resolve,
+    secret,
+    table_of,
+    url_setting,
+)
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/dutyline.db"
+# Read from the working directory when present; --config (or this variable) names another.
+DEFAULT_CONFIG_FILE = "dutyline.toml"
+CONFIG_ENV = "DUTYLINE_CONFIG"
 
-
-def _bool(value: str | None, default: bool) -> bool:
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def _int(env: dict[str, str], name: str, default: int) -> int:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+__all__ = ["CONFIG_ENV", "DEFAULT_CONFIG_FILE", "TABLE", "ChatApps", "ConfigError", "Loaded",
+           "Settings", "link_base_url", "load_settings"]
 
 
 @dataclass(frozen=True)
@@ -37,68 +44,38 @@ class ChatApps:
     contract, so their credentials are settings, like Twilio's. Base URLs are settings so a
     private deployment (Lark instead of Feishu, a proxy) or a test's fake can stand in."""
 
-    slack_api_url: str = "https://slack.com/api"
-    slack_bot_token: str | None = field(default=None, repr=False)
-    feishu_api_url: str = "https://open.feishu.cn"
+    slack_api_url: str = url_setting("https://slack.com/api")
+    slack_bot_token: str | None = secret()
+    feishu_api_url: str = url_setting("https://open.feishu.cn")
     feishu_app_id: str | None = None
-    feishu_app_secret: str | None = field(default=None, repr=False)
-    dingtalk_api_url: str = "https://api.dingtalk.com"
+    feishu_app_secret: str | None = secret()
+    dingtalk_api_url: str = url_setting("https://api.dingtalk.com")
     dingtalk_app_key: str | None = None
-    dingtalk_app_secret: str | None = field(default=None, repr=False)
+    dingtalk_app_secret: str | None = secret()
     # The app's robot; DingTalk's internal apps use the app key as robot code by default.
     dingtalk_robot_code: str | None = None
-    wecom_api_url: str = "https://qyapi.weixin.qq.com"
+    wecom_api_url: str = url_setting("https://qyapi.weixin.qq.com")
     wecom_corp_id: str | None = None
-    wecom_corp_secret: str | None = field(default=None, repr=False)
+    wecom_corp_secret: str | None = secret()
     wecom_agent_id: int = 0
-    zoom_oauth_url: str = "https://zoom.us"
-    zoom_api_url: str = "https://api.zoom.us"
+    zoom_oauth_url: str = url_setting("https://zoom.us")
+    zoom_api_url: str = url_setting("https://api.zoom.us")
     zoom_client_id: str | None = None
-    zoom_client_secret: str | None = field(default=None, repr=False)
+    zoom_client_secret: str | None = secret()
     zoom_bot_jid: str | None = None
     zoom_account_id: str | None = None
-
-    @classmethod
-    def from_env(cls, e: dict[str, str]) -> ChatApps:
-        def url(name: str, default: str) -> str:
-            return (e.get(name) or default).rstrip("/")
-
-        def opt(name: str) -> str | None:
-            return e.get(name) or None
-
-        return cls(
-            slack_api_url=url("DUTYLINE_SLACK_API_URL", cls.slack_api_url),
-            slack_bot_token=opt("DUTYLINE_SLACK_BOT_TOKEN"),
-            feishu_api_url=url("DUTYLINE_FEISHU_API_URL", cls.feishu_api_url),
-            feishu_app_id=opt("DUTYLINE_FEISHU_APP_ID"),
-            feishu_app_secret=opt("DUTYLINE_FEISHU_APP_SECRET"),
-            dingtalk_api_url=url("DUTYLINE_DINGTALK_API_URL", cls.dingtalk_api_url),
-            dingtalk_app_key=opt("DUTYLINE_DINGTALK_APP_KEY"),
-            dingtalk_app_secret=opt("DUTYLINE_DINGTALK_APP_SECRET"),
-            dingtalk_robot_code=opt("DUTYLINE_DINGTALK_ROBOT_CODE"),
-            wecom_api_url=url("DUTYLINE_WECOM_API_URL", cls.wecom_api_url),
-            wecom_corp_id=opt("DUTYLINE_WECOM_CORP_ID"),
-            wecom_corp_secret=opt("DUTYLINE_WECOM_CORP_SECRET"),
-            wecom_agent_id=_int(e, "DUTYLINE_WECOM_AGENT_ID", 0),
-            zoom_oauth_url=url("DUTYLINE_ZOOM_OAUTH_URL", cls.zoom_oauth_url),
-            zoom_api_url=url("DUTYLINE_ZOOM_API_URL", cls.zoom_api_url),
-            zoom_client_id=opt("DUTYLINE_ZOOM_CLIENT_ID"),
-            zoom_client_secret=opt("DUTYLINE_ZOOM_CLIENT_SECRET"),
-            zoom_bot_jid=opt("DUTYLINE_ZOOM_BOT_JID"),
-            zoom_account_id=opt("DUTYLINE_ZOOM_ACCOUNT_ID"),
-        )
 
 
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
     redis_url: str | None = None
-    secret_key: str | None = None
+    secret_key: str | None = secret()
     allow_private_network: bool = False
-    base_url: str = "http://127.0.0.1:8080"
+    base_url: str = url_setting("http://127.0.0.1:8080")
     smtp_url: str | None = None
     llm_base_url: str | None = None
-    llm_api_key: str | None = None
+    llm_api_key: str | None = secret()
     llm_model: str | None = None
     statuspage_api_url: str = "https://api.statuspage.io/v1"
     # Requests per second to the Statuspage API during a migration (its limit is 1); 0 lifts
@@ -106,13 +83,13 @@ class Settings:
     statuspage_rate_per_second: float = 1.0
     # SMS and voice through a Twilio-compatible HTTP API; Telegram through its bot API. The
     # base URLs are settings so a self-hosted gateway (or a test's fake) can stand in.
-    twilio_api_url: str = "https://api.twilio.com"
+    twilio_api_url: str = url_setting("https://api.twilio.com")
     twilio_account_sid: str | None = None
-    twilio_auth_token: str | None = field(default=None, repr=False)
+    twilio_auth_token: str | None = secret()
     twilio_from_number: str | None = None
-    telegram_api_url: str = "https://api.telegram.org"
-    telegram_bot_token: str | None = field(default=None, repr=False)
-    chat_apps: ChatApps = field(default_factory=ChatApps)
+    telegram_api_url: str = url_setting("https://api.telegram.org")
+    telegram_bot_token: str | None = secret()
+    chat_apps: ChatApps = field(default_factory=ChatApps, metadata={GROUP: True})
     max_body_bytes: int = 1024 * 1024
     rate_limit_per_second: int = 50
     rate_limit_per_minute: int = 1000
@@ -127,54 +104,23 @@ class Settings:
     job_retention_days: int = 7
     # Extra importable modules whose job handlers register on import (comma-separated env).
     job_modules: tuple[str, ...] = ()
-    log_level: str = "info"
+    log_level: str = lowered("info")
     log_json: bool = True
     # Wrap the app in OpenTelemetry's ASGI middleware (needs the `otel` extra).
     otel: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Knobs set in code only (the tests' loopback allowances), never from env or file.
+    extra: dict[str, Any] = field(default_factory=dict, metadata={NOT_A_SETTING: True})
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
-        e = dict(os.environ if env is None else env)
-        get = e.get
-        return cls(
-            database_url=get("DUTYLINE_DATABASE_URL") or DEFAULT_DATABASE_URL,
-            redis_url=get("DUTYLINE_REDIS_URL") or None,
-            secret_key=get("DUTYLINE_SECRET_KEY") or None,
-            allow_private_network=_bool(get("DUTYLINE_ALLOW_PRIVATE_NETWORK"), False),
-            base_url=(get("DUTYLINE_BASE_URL") or "http://127.0.0.1:8080").rstrip("/"),
-            smtp_url=get("DUTYLINE_SMTP_URL") or None,
-            llm_base_url=get("DUTYLINE_LLM_BASE_URL") or None,
-            llm_api_key=get("DUTYLINE_LLM_API_KEY") or None,
-            llm_model=get("DUTYLINE_LLM_MODEL") or None,
-            statuspage_api_url=get("DUTYLINE_STATUSPAGE_API_URL")
-            or "https://api.statuspage.io/v1",
-            statuspage_rate_per_second=float(get("DUTYLINE_STATUSPAGE_RATE_PER_SECOND") or 1.0),
-            twilio_api_url=(get("DUTYLINE_TWILIO_API_URL")
-                            or "https://api.twilio.com").rstrip("/"),
-            twilio_account_sid=get("DUTYLINE_TWILIO_ACCOUNT_SID") or None,
-            twilio_auth_token=get("DUTYLINE_TWILIO_AUTH_TOKEN") or None,
-            twilio_from_number=get("DUTYLINE_TWILIO_FROM_NUMBER") or None,
-            telegram_api_url=(get("DUTYLINE_TELEGRAM_API_URL")
-                              or "https://api.telegram.org").rstrip("/"),
-            telegram_bot_token=get("DUTYLINE_TELEGRAM_BOT_TOKEN") or None,
-            chat_apps=ChatApps.from_env(e),
-            max_body_bytes=_int(e, "DUTYLINE_MAX_BODY_BYTES", 1024 * 1024),
-            rate_limit_per_second=_int(e, "DUTYLINE_RATE_LIMIT_PER_SECOND", 50),
-            rate_limit_per_minute=_int(e, "DUTYLINE_RATE_LIMIT_PER_MINUTE", 1000),
-            run_workers=_bool(get("DUTYLINE_RUN_WORKERS"), True),
-            worker_concurrency=_int(e, "DUTYLINE_WORKER_CONCURRENCY", 4),
-            runner_relay_poll_seconds=float(
-                get("DUTYLINE_RUNNER_RELAY_POLL_SECONDS") or 0.2),
-            job_lease_seconds=_int(e, "DUTYLINE_JOB_LEASE_SECONDS", 30),
-            job_retention_days=_int(e, "DUTYLINE_JOB_RETENTION_DAYS", 7),
-            job_modules=tuple(
-                m.strip() for m in (get("DUTYLINE_JOB_MODULES") or "").split(",") if m.strip()
-            ),
-            log_level=(get("DUTYLINE_LOG_LEVEL") or "info").lower(),
-            log_json=_bool(get("DUTYLINE_LOG_JSON"), True),
-            otel=_bool(get("DUTYLINE_OTEL"), False),
-        )
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """The variables alone (no file), over the defaults."""
+        return _build(TABLE, os.environ if env is None else env, {}, "")[0]
+
+    @classmethod
+    def load(cls, env: Mapping[str, str] | None = None,
+             config: str | Path | None = None) -> Settings:
+        """The variables over the config file (see load_settings)."""
+        return load_settings(env, config).settings
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -211,3 +157,67 @@ class Settings:
         with os.fdopen(fd, "w") as fh:
             fh.write(key)
         return key
+
+
+TABLE: list[Spec] = table_of(Settings)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """The effective settings, where each came from (`default`, `environment` or the config
+    file's path) and the file read, if any."""
+
+    settings: Settings
+    sources: dict[str, str]
+    file: Path | None
+
+
+def config_path(env: Mapping[str, str], config: str | Path | None) -> Path | None:
+    """The file to read: the one named (--config, else DUTYLINE_CONFIG), which must exist,
+    else ./dutyline.toml when there is one."""
+    named = config or env.get(CONFIG_ENV)
+    if named:
+        path = Path(named).expanduser()
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {named}")
+        return path.resolve()
+    default = Path(DEFAULT_CONFIG_FILE)
+    return default.resolve() if default.is_file() else None
+
+
+def load_settings(env: Mapping[str, str] | None = None,
+                  config: str | Path | None = None) -> Loaded:
+    """Environment variables win over the file, the file over the defaults. An unknown key,
+    a value of the wrong type or a missing named file raises ConfigError."""
+    env = os.environ if env is None else env
+    path = config_path(env, config)
+    file_values = read_file(path, TABLE) if path else {}
+    settings, sources = _build(TABLE, env, file_values, str(path))
+    return Loaded(settings, sources, path)
+
+
+def _build(table: list[Spec], env: Mapping[str, str], file_values: Mapping[str, Any],
+           file_label: str) -> tuple[Settings, dict[str, str]]:
+    values, sources = resolve(table, env, file_values, file_label)
+    top = Settings(**values.get(None, {}))
+    groups = {name: replace(getattr(top, name), **vals)
+              for name, vals in values.items() if name is not None}
+    return replace(top, **groups), sources
+
+
+# Addresses a server listens on that no browser can open.
+_ANY_ADDRESS = {"0.0.0.0", "::", ""}
+
+
+def link_base_url(host: str, port: int) -> tuple[str, bool]:
+    """The base of links when none is configured: the address `serve` listens on, with a
+    wildcard host replaced by 127.0.0.1 (the flag says it was)."""
+    wildcard = host in _ANY_ADDRESS
+    if wildcard:
+        host = "127.0.0.1"
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            host = f"[{host}]"
+    except ValueError:
+        pass  # a host name
+    return f"http://{host}:{port}", wildcard

@@ -20,7 +20,7 @@ config = context.config
 url: str = (
     config.attributes.get("database_url")
     or config.get_main_option("sqlalchemy.url")
-    or Settings.from_env().database_url
+    or Settings.load().database_url
 )
 
 
