@@ -1,6 +1,6 @@
 """Alert ingestion with an integration's enrichment (10 mapping schemas of 100,000 rows each)
-against the same ingestion without enrichment, in the same run (issue 13's goal: at most 15 %
-fewer events/s).
+against the same ingestion without enrichment, in the same run (the goal: at most 15 % fewer
+events/s).
 
     python -m bench.enrichment [--seconds 10] [--rounds 3] [--connections 32] [--postgres]
 

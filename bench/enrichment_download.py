@@ -1,7 +1,7 @@
 """Download of a mapping schema's rows as CSV (`/enrichment/mapping/data/download`): rows/s and
 the growth of the server process's resident memory, against writing the same rows with
-Python's `csv` module to a file (issue 13's goals: peak RSS grows by under 50 MB whatever the
-row count; throughput at least half of the csv module's).
+Python's `csv` module to a file (the goals: peak RSS grows by under 50 MB whatever the row
+count; throughput at least half of the csv module's).
 
     python -m bench.enrichment_download [--rows 1000000] [--small 100000] [--postgres]
 

@@ -1,5 +1,6 @@
 """First pages of a burst of incidents, drained by the escalation engine, next to bare
-webhook posts from one process in the same run (a reduced version of issue 12's figure).
+webhook posts from one process in the same run (the first pages only;
+bench/escalation_timing.py measures the whole escalation timeline).
 
     python -m bench.escalation [--incidents 2000] [--concurrency 16] [--rounds 2] [--postgres]
 
@@ -11,7 +12,7 @@ Then ONE worker loop (`--concurrency` jobs at a time, in this process) runs unti
 page is delivered: event -> rule picked -> step -> delivery row and job -> signed POST ->
 attempt recorded; pages/s = incidents / drain time. The baseline: the same number of POSTs
 of the same payload size with aiohttp (the deliveries' client, unguarded) from one process
-at the same concurrency, to the same receiver (before session 10: with httpx). Both are
+at the same concurrency, to the same receiver. Both are
 checked: every incident got exactly one successful delivery.
 """
 

@@ -1,5 +1,5 @@
 """Alert ingestion of this checkout against another checkout's (a baseline commit), in the
-same run: did a change slow the push path? Issue 13's mapping APIs must not slow a channel
+same run: did a change slow the push path? For instance, mapping APIs must not slow a channel
 that has none; this measures that.
 
     git archive main | tar -x -C /tmp/dutyline-base     # any other checkout's tree

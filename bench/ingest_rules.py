@@ -1,5 +1,5 @@
 """Alert ingestion with a channel's noise rules against the same ingestion without rules, in
-the same run (issue 11's goal: at most 15 % fewer events/s).
+the same run (the goal: at most 15 % fewer events/s).
 
     python -m bench.ingest_rules [--seconds 10] [--rounds 3] [--connections 32] [--postgres]
 

@@ -1,5 +1,5 @@
-"""Alert rules evaluating every minute against one real Prometheus (issue 13's goal: 500
-enabled rules, every evaluation starts within 2 s of its schedule).
+"""Alert rules evaluating every minute against one real Prometheus (the goal: 500 enabled
+rules, every evaluation starts within 2 s of its schedule).
 
 A `prometheus` (Debian's package) scrapes itself every second on a loopback port; N rules
 (`* * * * *`, a PromQL instant query each, a threshold that a share of them meets so some

@@ -1,4 +1,4 @@
-"""What a data source's TLS settings cost an evaluation batch (issue 13, monit TLS).
+"""What a data source's TLS settings cost an evaluation batch of alert rule queries.
 
 A Prometheus-API peer (tests/fixtures/fake_prometheus.py) on loopback, served over plain
 HTTP and over HTTPS with a certificate of a CA made here. One batch = one `prom.ClientPool`

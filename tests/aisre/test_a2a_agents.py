@@ -58,7 +58,7 @@ async def test_create_from_base_url_resolves_the_card(api: Api, owner: Person, p
     assert rec["auth_type"] == "none" and rec["auth_config"] == {}
     assert rec["streaming"] is True and rec["status"] == "enabled" and rec["can_edit"] is True
     assert rec["created_by"] == owner.person_id
-    # Milliseconds (decisions.md §1).
+    # Milliseconds, as for every MCP, A2A and automation record.
     assert rec["created_at"] == rec["updated_at"] > 10**12
 
     got = await api.call("/safari/a2a-agent/get", {"agent_id": rec["agent_id"]}, key=owner.key)

@@ -1,4 +1,4 @@
-"""A stored secret never follows a new URL (issue 9, hardening 1): moving an MCP server's
+"""A stored secret never follows a new URL: moving an MCP server's
 `url` or an A2A agent's `card_url` to another origin drops the stored headers / auth unless
 the same update supplies them anew, and nothing stored is sent to the new origin."""
 

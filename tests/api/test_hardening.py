@@ -1,4 +1,4 @@
-"""Hardening of the operation layer (issue 9): malformed bodies are 400, every answer names
+"""Hardening of the operation layer: malformed bodies are 400, every answer names
 its request in both request-id headers, 405s say what is allowed, redirects never echo the
 Host header, and the files of the embedded database are private."""
 

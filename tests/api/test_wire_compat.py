@@ -1,5 +1,6 @@
-"""Responses of the operations issue 9 touched, held against the reference schemas, and the
-permission ids existing tools write into roles."""
+"""Responses that clients of the live service decode (status page changes with linked
+changes, team upsert, member info, the malformed-body 400), held against the reference
+schemas, and the permission ids existing tools write into roles."""
 
 from __future__ import annotations
 

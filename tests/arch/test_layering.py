@@ -1,4 +1,4 @@
-"""The layering of ../shared/DESIGN.md, checked on every run (an import contract).
+"""The layering of the package, checked on every run (an import contract):
 
 - `kit`, `api`, `work` and `db` never import a domain;
 - a domain reaches another domain only through that domain's `service` module(s);

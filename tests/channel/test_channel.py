@@ -96,7 +96,7 @@ async def test_create_and_info_match_the_reference(api: Api, owner: Person) -> N
     assert listed["data"]["total"] == 1
     infos = check("/channel/infos", await _post(api, "/channel/infos",
                                                 {"channel_ids": [channel_id]}, owner.key))
-    # team_id and creator_id too: clients of the live service read them (issue 9).
+    # team_id and creator_id too: clients of the live service read them.
     assert infos["data"]["items"] == [{"channel_id": channel_id, "channel_name": "Payments",
                                        "status": "enabled", "team_id": team_id,
                                        "creator_id": owner.person_id}]

@@ -1,6 +1,7 @@
 """/enrichment/mapping/schema/* and /enrichment/mapping/data/* through the API: records in the
 reference's shapes, validation naming the field, permissions, other accounts, the CSV upload
-(all or nothing, the first bad line named) and the streamed download (decisions.md §7)."""
+(all or nothing, the first bad line named) and the streamed download (CSV, source labels then
+result labels, formula cells neutralised)."""
 
 from __future__ import annotations
 

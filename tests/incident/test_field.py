@@ -79,7 +79,8 @@ async def test_create_info_list_round_trip(api: Api, owner: Person) -> None:
     text = listed.data["items"][0]
     assert (text["display_name"], text["options"], text["default_value"]) == ("customer", [],
                                                                               None)
-    # value_type beside field_type (issue 9): the type of each value.
+    # value_type beside field_type, which clients of the live service read: the type of each
+    # value.
     await _field(api, owner, "is_vip", "checkbox")
     await _field(api, owner, "regions", "multi_select", options=["eu", "us"])
     listed = await api.call("/field/list", {}, key=owner.key)

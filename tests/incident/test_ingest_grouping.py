@@ -121,7 +121,8 @@ async def test_method_i_without_equals_groups_by_title_rule(
 async def test_method_p_without_equals_puts_every_alert_of_the_window_together(
     capi: Api, clock: FakeClock, channel_with_integration: Make
 ) -> None:
-    """`equals` empty: every alert agrees, whatever its title or labels (issue 9)."""
+    """`equals` empty: every alert agrees, whatever its title or labels (the reference's own
+    example of method `p`)."""
     w = await channel_with_integration(group={"method": "p", "time_window": 10})
     await push(capi, w.key, event("$host down", key="1", labels={"host": "a"}))
     await push(capi, w.key, event("disk full", key="2", labels={"host": "b"}))

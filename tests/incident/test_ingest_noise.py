@@ -1,4 +1,6 @@
-"""Inhibit, silence and drop rules at ingest, through the API (decisions.md §4)."""
+"""Inhibit, silence and drop rules at ingest, through the API: an inhibited alert opens no
+incident and names its rule and live source (or is discarded and counted), a silence window
+holds alerts back, a drop rule stores nothing, disabled rules are skipped and kept."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""POST /incident/reopen exactly as decisions.md §3: 1 to 100 ids, reason up to 1,024 chars,
+"""POST /incident/reopen: 1 to 100 ids, reason up to 1,024 chars,
 every id Closed in the caller's account or nothing changes; back to Triggered with the close
 fields cleared, an i_reopen feed entry with the reason, a `reopened` event carrying an
 assignment of type `reopen`."""

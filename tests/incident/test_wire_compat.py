@@ -1,4 +1,4 @@
-"""Wire compatibility of incident reads with clients of the live service (issue 9): feed
+"""Wire compatibility of incident reads with clients of the live service: feed
 items in milliseconds with reference-shaped details, alert previews with the names clients
 read, the reference's optional incident fields, and `query` by id or num. Every response is
 held against the reference schemas."""

@@ -1,4 +1,4 @@
-"""Failed authentication is cheap and bounded (issue 9, hardening 6): a repeated wrong
+"""Failed authentication is cheap and bounded: a repeated wrong
 app_key is answered from a short per-process negative cache, never a query each, while a
 key created after a miss works at once and a revoked key still fails at once."""
 

@@ -40,7 +40,8 @@ async def test_member_info_is_the_callers_profile(api: Api, owner: Person) -> No
     assert data["member_id"] == owner.person_id and data["member_name"] == "Acme Owner"
     assert data["account_role_ids"] == [roles["Owner"]]
     assert data["status"] == "enabled" and data["is_external"] is False
-    # created_at too (issue 9): when the owner's membership was made.
+    # created_at too, which clients of the live service read: when the owner's membership
+    # was made.
     assert data["created_at"] > 1_600_000_000
     check("/member/info", await api.raw("POST", "/member/info",
                                         params={"app_key": owner.key}, json={}))

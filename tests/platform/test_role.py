@@ -10,7 +10,8 @@ from tests.fixtures.api import Api
 
 pytestmark = pytest.mark.anyio
 
-# decisions.md §2: the stable permission names and their scopes.
+# The stable permission names and their scopes, which /role/permission/list lists and roles
+# refer to.
 DECIDED_SCOPES = {
     "mcp_manage": "ai-sre", "agent_manage": "ai-sre",
     "status_page_manage": "on-call", "status_page_event_manage": "on-call",

@@ -344,7 +344,7 @@ async def test_list_items_carry_name_type_sections_and_components(
     api: Api, owner: Person
 ) -> None:
     """Clients of the live service read `name`, `type` and a page's parts from the list
-    (issue 9), beside page_name and page_type."""
+    beside page_name and page_type."""
     page = await make_page(api, owner, components=2, page_type="internal")
     await make_page(api, owner, components=1)
     listed = await ok(api, "/status-page/list", {}, owner.key)
