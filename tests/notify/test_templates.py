@@ -15,6 +15,8 @@ from tests.fixtures.api import Api
 
 pytestmark = pytest.mark.anyio
 
+BASE = "http://dutyline.test"
+
 
 async def create(api: Api, who: Person, name: str, **body: Any) -> str:
     reply = await api.call("/template/create", {"template_name": name, **body}, key=who.key)
@@ -194,13 +196,17 @@ async def test_render_for_incident_falls_back_and_records(api: Api, owner: Perso
     before = service.RENDER_FAILURES["sms"]
     async with api.runtime.db.transaction() as conn:
         ok = await service.render_for_incident(conn, actor, template_id=good, channel="sms",
-                                               incident_id=incident_id)
+                                               incident_id=incident_id,
+                                               base_url=BASE)
         fell = await service.render_for_incident(conn, actor, template_id=broken,
-                                                 channel="sms", incident_id=incident_id)
+                                                 channel="sms", incident_id=incident_id,
+                                                 base_url=BASE)
         default = await service.render_for_incident(conn, actor, template_id=None,
-                                                    channel="sms", incident_id=incident_id)
+                                                    channel="sms", incident_id=incident_id,
+                                                    base_url=BASE)
         empty = await service.render_for_incident(conn, actor, template_id=good,
-                                                  channel="voice", incident_id=incident_id)
+                                                  channel="voice", incident_id=incident_id,
+                                                  base_url=BASE)
     assert (ok.text, ok.fell_back, ok.error) == ("disk <full> on db-1 is Warning", False, "")
     assert fell.fell_back and "index out of range" in fell.error
     assert fell.text == default.text == "[Warning] disk <full> on db-1"
@@ -229,11 +235,14 @@ async def test_ago_uses_the_server_clock_and_delivery_truncates(api: Api, owner:
     actor = Actor.system(owner.account_id, api.runtime.clock)
     async with api.runtime.db.transaction() as conn:
         ding = await service.render_for_incident(conn, actor, template_id=long,
-                                                 channel="dingtalk", incident_id=incident_id)
+                                                 channel="dingtalk", incident_id=incident_id,
+                                                 base_url=BASE)
         tele = await service.render_for_incident(conn, actor, template_id=long,
-                                                 channel="telegram", incident_id=incident_id)
+                                                 channel="telegram", incident_id=incident_id,
+                                                 base_url=BASE)
         gone = await service.render_for_incident(conn, actor, template_id="ab" * 12,
-                                                 channel="sms", incident_id=incident_id)
+                                                 channel="sms", incident_id=incident_id,
+                                                 base_url=BASE)
     assert len(ding.text.encode()) == 4000 and not ding.fell_back
     assert len(tele.text.encode()) <= 4096 and tele.text.startswith("é")
     assert gone.fell_back and "not found" in gone.error

@@ -237,12 +237,13 @@ def has_body_for(channel: str) -> bool:
 
 
 async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_id: str | None,
-                              channel: str, incident_id: str, base_url: str = ""
+                              channel: str, incident_id: str, base_url: str
                               ) -> RenderedMessage:
     """The message of `channel` for an incident with the chosen template (None or the
-    preset: the built-in default). A template that fails to render, or is gone, falls back
-    to the default; the failure is counted, logged and returned in `error`. The text is
-    truncated to the channel's size limit."""
+    preset: the built-in default); `base_url`, the server's, makes its links absolute. A
+    template that fails to render, or is gone, falls back to the default; the failure is
+    counted, logged and returned in `error`. The text is truncated to the channel's size
+    limit."""
     if channel not in DEFAULT_BODIES:
         raise errors.invalid("channel", "is not a template channel")
     data = await incident_template_data(conn, actor, incident_id=incident_id.lower(),
