@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import Any
 
 from dutyline.work.worker import Worker
@@ -56,3 +58,48 @@ async def run_jobs(api: Api, limit: int = 500) -> list[str]:
     while (claimed := await worker.claim(10)) and len(outcomes) < limit:
         outcomes.extend([await worker.execute(j) for j in claimed])
     return outcomes
+
+
+@dataclass
+class MailLink:
+    href: str
+    text: str
+    in_body: bool  # inside <body> (a link after </body> or </html> is not shown everywhere)
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[MailLink] = []
+        self.text: list[str] = []
+        self._body = "none"  # none, open, closed
+        self._href: str | None = None
+        self._anchor: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "body":
+            self._body = "open"
+        elif tag == "a":
+            self._href, self._anchor = dict(attrs).get("href") or "", []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("body", "html"):
+            self._body = "closed"
+        elif tag == "a" and self._href is not None:
+            # A fragment with no <body> at all is one: every client shows it whole.
+            self.links.append(MailLink(self._href, "".join(self._anchor).strip(),
+                                       self._body != "closed"))
+            self._href = None
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+        if self._href is not None:
+            self._anchor.append(data)
+
+
+def mail_links(html: str) -> tuple[list[MailLink], str]:
+    """The links of an e-mail's HTML part, and its text (entities decoded)."""
+    parser = _Links()
+    parser.feed(html)
+    parser.close()
+    return parser.links, "".join(parser.text)

@@ -23,6 +23,7 @@ from dutyline.db.tables.dispatch import notify_delivery
 from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import (
     create_rule,
+    mail_links,
     make_channel,
     make_integration,
     push,
@@ -57,6 +58,20 @@ async def ok(api: Api, path: str, body: dict[str, Any], key: str) -> Any:
     return reply.data
 
 
+# The incident in a webhook body: these fields of the incident record (reference
+# IncidentInfo), as /incident/info gives them.
+WEBHOOK_INCIDENT_FIELDS = (
+    "incident_id", "title", "description", "impact", "root_cause", "resolution",
+    "incident_severity", "incident_status", "progress", "created_at", "updated_at",
+    "start_time", "last_time", "end_time", "ack_time", "close_time", "snoozed_before",
+    "labels", "fields", "responders", "alert_cnt", "channel_id", "channel_name", "num",
+    "detail_url", "assigned_to")
+
+
+def webhook_incident(info: dict[str, Any]) -> dict[str, Any]:
+    return {k: info[k] for k in WEBHOOK_INCIDENT_FIELDS}
+
+
 async def delivery_count(api: Api, incident_id: str) -> int:
     async with api.runtime.db.transaction() as conn:
         return len((await conn.execute(select(notify_delivery.c.delivery_id).where(
@@ -86,7 +101,8 @@ async def test_alert_to_sms_voice_email_and_webhook_to_ack_by_link_to_stop(
     # A template of our own for SMS and e-mail.
     template_id = (await ok(eapi, "/template/create", {
         "template_name": "Pager", "sms": "PAGE {{.IncidentSeverity}}: {{.Title}}",
-        "email": "<p>Handle <b>{{.Title}}</b> now</p>"}, owner.key))["template_id"]
+        "email": "<HTML><Body><p>Handle <b>{{.Title}}</b> now</p></BODY>\n</HTML>\n"},
+        owner.key))["template_id"]
     channel_id = await make_channel(eapi, owner)
     hook = {"type": "custom", "settings": {"url": receiver.url("/pager"), "secret": "hush"}}
     await create_rule(eapi, owner, {
@@ -120,6 +136,11 @@ async def test_alert_to_sms_voice_email_and_webhook_to_ack_by_link_to_stop(
     [mail] = await smtp_sink.wait_for(1)
     assert mail.rcpt_tos == ["oncall@example.com"]
     assert "<p>Handle <b>checkout down</b> now</p>" in mail.html
+    # The person's links: absolute, and inside the template's own <body>.
+    links, _ = mail_links(mail.html)
+    assert [link.text for link in links] == ["Acknowledge", "Resolve", "Open"]
+    assert all(link.in_body and link.href.startswith("http://dutyline.test/incident/link/")
+               for link in links)
     # ... and the webhook receiver (signed).
     [hooked] = receiver.take()
     assert hooked.path == "/pager"
@@ -153,11 +174,43 @@ async def test_alert_to_sms_voice_email_and_webhook_to_ack_by_link_to_stop(
             if e["type"] == "i_ack"]
     assert [a["creator_id"] for a in acks] == [oncall.person_id]
 
-    # The escalation stops: past every repeat and the escalation window, nothing more.
+    # The webhook that heard the page hears the acknowledgement: the page's shape, as
+    # `i_ack`, naming who acknowledged, signed like the page.
     await run_jobs(eapi)
+    [acked] = receiver.take()
+    assert acked.path == "/pager"
+    assert acked.headers["x-dutyline-signature"] == "sha256=" + hmac.new(
+        b"hush", acked.body, hashlib.sha256).hexdigest()
+    ack_body = json.loads(acked.body)
+    assert acked.headers["idempotency-key"] == ack_body["event_id"] != payload["event_id"]
+    assert ack_body == {
+        "event_time": int(clock.now()) * 1000, "event_type": "i_ack",
+        "event_id": ack_body["event_id"],
+        "person": {"person_id": oncall.person_id, "person_name": "Oncall",
+                   "email": "oncall@example.com"},
+        "incident": webhook_incident(info)}
+    assert ack_body["incident"]["detail_url"] == (
+        f"http://dutyline.test/incident/detail/{incident_id}")
+
+    # The escalation stops: past every repeat and the escalation window, nothing more.
     for _ in range(6):
         clock.advance(300)
         await run_jobs(eapi)
-    assert await delivery_count(eapi, incident_id) == pages
+    assert await delivery_count(eapi, incident_id) == pages + 1
     assert fake_twilio.take() == [] and receiver.take() == []
     assert len(smtp_sink.messages) == 1
+
+    # Resolving is heard too (`i_rslv`), by the member who resolved.
+    await ok(eapi, "/incident/resolve", {"incident_ids": [incident_id]}, owner.key)
+    await run_jobs(eapi)
+    [resolved] = receiver.take()
+    closed = await ok(eapi, "/incident/info", {"incident_id": incident_id}, owner.key)
+    assert closed["progress"] == "Closed"
+    rslv_body = json.loads(resolved.body)
+    assert rslv_body == {
+        "event_time": int(clock.now()) * 1000, "event_type": "i_rslv",
+        "event_id": rslv_body["event_id"],
+        "person": {"person_id": owner.person_id, "person_name": "Acme Owner",
+                   "email": "owner@acme.example"},
+        "incident": webhook_incident(closed)}
+    assert fake_twilio.take() == [] and len(smtp_sink.messages) == 1

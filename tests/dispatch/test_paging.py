@@ -8,18 +8,21 @@ import hashlib
 import hmac
 import json
 import re
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from sqlalchemy import select, update
 
 from dutyline.db.tables.dispatch import dispatch_state, notify_delivery
-from dutyline.db.tables.platform import member
+from dutyline.db.tables.platform import account, member
 from dutyline.dispatch import engine
 from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import (
     create_rule,
     layer,
+    mail_links,
     make_channel,
     make_integration,
     push,
@@ -139,12 +142,111 @@ async def test_alert_to_email_and_signed_webhook_to_ack_by_link_to_stop(
     again = await papi.raw("POST", path)
     assert again.status_code == 409
 
-    # The escalation stops: no repeat, no next layer, however long we wait.
+    # The webhook hears the acknowledgement; then the escalation stops: no repeat, no next
+    # layer, however long we wait.
     await run_jobs(papi)
+    [acked] = receiver.take()
+    assert json.loads(acked.body)["event_type"] == "i_ack"
     for _ in range(4):
         await advance(papi, clock, 300)
-    assert len(await deliveries(papi, incident_id)) == 2
+    assert len(await deliveries(papi, incident_id)) == 3
     assert receiver.take() == []
+
+
+async def test_only_the_webhooks_that_were_paged_hear_the_ack_and_the_resolution(
+        papi: Api, owner: Person, clock: FakeClock, receiver: Receiver) -> None:
+    def hook(path: str) -> dict[str, Any]:
+        return {"type": "custom", "settings": {"url": receiver.url(path)}}
+
+    channel_id = await make_channel(papi, owner)
+    await create_rule(papi, owner, rule_body(channel_id, [
+        layer(webhooks=[hook("/first"), hook("/both")], escalate_window=5),
+        layer(webhooks=[hook("/second"), hook("/both")])]))
+    integration_key = await make_integration(papi, owner, channel_id)
+    assert (await push(papi, integration_key)).status == 200
+    await run_jobs(papi)
+    [incident_id] = await _incident_ids(papi, owner)
+    paged = receiver.take()
+    assert sorted(r.path for r in paged) == ["/both", "/first"]
+    assert {json.loads(r.body)["event_type"] for r in paged} == {"i_assign"}
+    ids = {"incident_ids": [incident_id]}
+    assert (await papi.call("/incident/ack", ids, key=owner.key)).status == 200
+    await run_jobs(papi)
+    # Layer 1 was never paged: its own webhook hears nothing; a URL of both layers, once.
+    heard = receiver.take()
+    assert sorted(r.path for r in heard) == ["/both", "/first"]
+    assert {json.loads(r.body)["event_type"] for r in heard} == {"i_ack"}
+    assert {json.loads(r.body)["person"]["person_id"] for r in heard} == {owner.person_id}
+
+    # Resolved by the system (its alert recovered): `i_rslv`, naming no person.
+    clock.advance(60)
+    assert (await papi.call("/incident/unack", ids, key=owner.key)).status == 200
+    await run_jobs(papi)
+    receiver.take()
+    assert (await push(papi, integration_key, status="Ok")).status == 200
+    await run_jobs(papi)
+    heard = receiver.take()
+    assert sorted(r.path for r in heard) == ["/both", "/first"]
+    bodies = [json.loads(r.body) for r in heard]
+    assert all(b["event_type"] == "i_rslv" and "person" not in b for b in bodies)
+    assert all(b["incident"]["progress"] == "Closed" for b in bodies)
+
+    # An escalation still in its aggregation window paged nobody: nobody hears it end.
+    waiting = await open_incident(papi, owner, [layer(webhooks=[hook("/late")])],
+                                  name="Waiting", aggr_window=600)
+    await run_jobs(papi)
+    await papi.call("/incident/resolve", {"incident_ids": [waiting]}, key=owner.key)
+    await advance(papi, clock, 900)
+    assert receiver.take() == []
+
+
+async def test_the_preset_email_links_absolutely_inside_its_body_with_the_time_zone(
+        papi: Api, owner: Person, clock: FakeClock, smtp_sink: SmtpSink) -> None:
+    async with papi.runtime.db.transaction() as conn:
+        await conn.execute(update(account).where(account.c.account_id == owner.account_id)
+                           .values(time_zone="Asia/Shanghai"))
+    channel_id = await make_channel(papi, owner)
+    await create_rule(papi, owner, rule_body(channel_id, [
+        layer(person_ids=[owner.person_id], emails=["boss@example.com"])]))
+    key = await make_integration(papi, owner, channel_id)
+    runbook = "https://runbook.example/checkout?step=1&who=<oncall>"
+    assert (await push(papi, key, labels={
+        "runbook_url": runbook, "grafana": "http://grafana.example/d/1",
+        "trap": "javascript:alert(1)", "host": "web-1"})).status == 200
+    assert "dead" not in await run_jobs(papi)
+    mails = {m.rcpt_tos[0]: m for m in await smtp_sink.wait_for(2)}
+    [incident_id] = await _incident_ids(papi, owner)
+
+    for address, signed in (("owner@acme.example", True), ("boss@example.com", False)):
+        links, text = mail_links(mails[address].html)
+        # Every link is absolute, from the server's base URL, and shown: inside <body>.
+        by_text = {link.text: link for link in links}
+        assert all(link.in_body for link in links), links
+        assert by_text["Open the incident"].href == (
+            f"http://dutyline.test/incident/detail/{incident_id}")
+        assert by_text["Open"].href.startswith("http://dutyline.test/")
+        if signed:
+            for action in ("Acknowledge", "Resolve", "Open"):
+                assert by_text[action].href.startswith("http://dutyline.test/incident/link/")
+        else:
+            assert "Acknowledge" not in by_text
+        # URL labels are links (escaped), other values text; only http(s) is ever a link.
+        assert by_text[runbook].href == (
+            "https://runbook.example/checkout?step=1&who=%3concall%3e")
+        assert by_text["http://grafana.example/d/1"].href == "http://grafana.example/d/1"
+        assert "javascript:alert(1)" in text and "web-1" in text
+        assert all(link.href.startswith(("http://", "https://")) for link in links)
+        assert len(links) == (6 if signed else 4)  # nothing else became a link
+        # The start time is the account's, and says so.
+        started = datetime.fromtimestamp(int(clock.now()), ZoneInfo("Asia/Shanghai"))
+        assert f"{started:%Y-%m-%d %H:%M:%S} +08:00 (Asia/Shanghai)" in text
+
+
+async def _incident_ids(api: Api, who: Person) -> list[str]:
+    now = int(api.runtime.clock.now())
+    items = (await api.call("/incident/list", {"start_time": now - 60, "end_time": now + 60},
+                            key=who.key)).data["items"]
+    return [str(i["incident_id"]) for i in items]
 
 
 async def test_repeats_then_escalation_then_done(papi: Api, owner: Person,

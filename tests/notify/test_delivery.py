@@ -147,7 +147,7 @@ async def test_a_redirect_to_a_private_address_is_refused(
 
 async def test_slack_and_feishu_payloads(papi: Api, owner: Person, clock: FakeClock,
                                          receiver: Receiver) -> None:
-    await page(papi, owner, [layer(webhooks=[
+    incident_id = await page(papi, owner, [layer(webhooks=[
         {"type": "slack", "settings": {"url": receiver.url("/slack")}},
         {"type": "feishu", "settings": {"url": receiver.url("/feishu"),
                                         "sign_secret": "fs-secret"}}])])
@@ -156,6 +156,10 @@ async def test_slack_and_feishu_payloads(papi: Api, owner: Person, clock: FakeCl
     # The rule's (preset) template renders the text: the built-in Slack body.
     assert got["/slack"]["text"].startswith("**New incident: checkout latency high**")
     assert "- Severity: Critical" in got["/slack"]["text"]
+    # Its link is absolute, from the server's base URL (a chat has no page to resolve it).
+    detail = f"http://dutyline.test/incident/detail/{incident_id}"
+    assert got["/slack"]["text"].endswith(f"[Details]({detail})")
+    assert detail in got["/feishu"]["content"]["text"]
     fei = got["/feishu"]
     assert fei["msg_type"] == "text" and "checkout latency high" in fei["content"]["text"]
     assert fei["timestamp"] == str(int(clock.now()))

@@ -15,6 +15,8 @@ from tests.fixtures.api import Api
 
 pytestmark = pytest.mark.anyio
 
+BASE = "http://dutyline.test"
+
 
 async def create(api: Api, who: Person, name: str, **body: Any) -> str:
     reply = await api.call("/template/create", {"template_name": name, **body}, key=who.key)
@@ -68,7 +70,7 @@ async def test_bad_bodies_are_400_naming_the_channel(api: Api, owner: Person) ->
         assert (reply.status, reply.code) == (400, "InvalidParameter"), (field, reply.body)
         assert field in reply.body["error"]["message"]
     listed = await api.call("/template/list", {}, key=owner.key)
-    assert listed.data["total"] == 0  # nothing half-written
+    assert [i["template_id"] for i in listed.data["items"]] == [PRESET_TEMPLATE_ID]  # only
 
 
 async def test_names_are_unique_per_account_and_bounded(api: Api, owner: Person,
@@ -94,6 +96,42 @@ async def test_the_preset_is_readable_by_its_fixed_ids(api: Api, owner: Person) 
     assert (await api.call("/template/info", {}, key=owner.key)).status == 400
 
 
+async def test_the_preset_is_listed_marked_and_cannot_be_changed_or_deleted(
+        api: Api, owner: Person) -> None:
+    mine = await create(api, owner, "Mine", sms="{{.Title}}")
+    raw = await api.raw("POST", "/template/list", params={"app_key": owner.key}, json={})
+    items = check("/template/list", raw)["data"]["items"]
+    assert [(i["template_id"], i["preset"]) for i in items] == [
+        (PRESET_TEMPLATE_ID, True), (mine, False)]
+    preset = items[0]
+    assert preset["template_name"] == "Default" and preset["team_id"] == 0
+    assert all(preset[c] == DEFAULT_BODIES[c] for c in CHANNELS)
+    info = await api.call("/template/info", {"template_id": PRESET_TEMPLATE_ID}, key=owner.key)
+    assert info.data["preset"] is True
+    # Filters that leave it out: another team, a creator, a name it does not match.
+    for body in ({"team_ids": [7]}, {"is_my_team": True}, {"creator_id": owner.person_id},
+                 {"query": "Mine"}):
+        listed = (await api.call("/template/list", body, key=owner.key)).data
+        assert PRESET_TEMPLATE_ID not in [i["template_id"] for i in listed["items"]], body
+    assert (await api.call("/template/list", {"query": "default"}, key=owner.key)
+            ).data["items"][0]["template_id"] == PRESET_TEMPLATE_ID
+
+    # Read-only, by either of its ids: a clear 400 naming the field, and nothing changes.
+    for preset_id in (PRESET_TEMPLATE_ID, "000000000000000000000001"):
+        gone = await api.call("/template/delete", {"template_id": preset_id}, key=owner.key)
+        assert (gone.status, gone.code) == (400, "InvalidParameter")
+        assert gone.message == ("Invalid parameter template_id: is the built-in preset "
+                                "template, which cannot be deleted: create a template of "
+                                "your own")
+        changed = await api.call("/template/update", {
+            "template_id": preset_id, "template_name": "Mine too", "sms": "x"}, key=owner.key)
+        assert (changed.status, changed.code) == (400, "InvalidParameter")
+        assert "cannot be updated" in changed.message
+    again = await api.call("/template/info", {"template_id": PRESET_TEMPLATE_ID},
+                           key=owner.key)
+    assert again.data == info.data
+
+
 async def test_list_paging_order_and_filters(api: Api, owner: Person) -> None:
     mate = await new_member(api, owner, name="Mate", builtin="admin")
     team = await api.call("/team/upsert", {"team_name": "SRE", "person_ids": [owner.person_id]},
@@ -104,11 +142,18 @@ async def test_list_paging_order_and_filters(api: Api, owner: Person) -> None:
     raw = await api.raw("POST", "/template/list", params={"app_key": owner.key},
                         json={"p": 1, "limit": 2, "orderby": "created_at", "asc": True})
     page = check("/template/list", raw)["data"]
-    assert (page["total"], page["has_next_page"], len(page["items"])) == (4, True, 2)
+    # The preset heads the list, then the account's own in order.
+    assert (page["total"], page["has_next_page"], len(page["items"])) == (5, True, 2)
+    assert page["items"][0]["template_id"] == PRESET_TEMPLATE_ID
     assert all(set(CHANNELS) <= set(i) for i in page["items"])
-    last = (await api.call("/template/list", {"p": 2, "limit": 2, "asc": True},
+    second = (await api.call("/template/list", {"p": 2, "limit": 2, "asc": True},
+                             key=owner.key)).data
+    assert second["has_next_page"] is True and len(second["items"]) == 2
+    last = (await api.call("/template/list", {"p": 3, "limit": 2, "asc": True},
                            key=owner.key)).data
-    assert last["has_next_page"] is False and len(last["items"]) == 2
+    assert last["has_next_page"] is False and len(last["items"]) == 1
+    seen = [i["template_id"] for d in (page, second, last) for i in d["items"]]
+    assert sorted(seen) == sorted([PRESET_TEMPLATE_ID, *ids])
     names = lambda d: sorted(i["template_name"] for i in d["items"])  # noqa: E731
     assert names((await api.call("/template/list", {"query": "^alpha-[12]$"},
                                  key=owner.key)).data) == ["alpha-1", "alpha-2"]
@@ -145,7 +190,9 @@ async def test_permissions_and_other_accounts(api: Api, owner: Person,
                        ("/template/delete", {"template_id": template_id})]:
         reply = await api.call(path, body, key=other_owner.key)
         assert (reply.status, reply.code) == (400, "ResourceNotFound"), path
-    assert (await api.call("/template/list", {}, key=other_owner.key)).data["total"] == 0
+    theirs = (await api.call("/template/list", {}, key=other_owner.key)).data["items"]
+    assert [(i["template_id"], i["account_id"]) for i in theirs] == [
+        (PRESET_TEMPLATE_ID, other_owner.account_id)]  # only their own preset
     foreign_team = await api.call("/team/upsert", {"team_name": "Them"}, key=other_owner.key)
     reply = await api.call("/template/create", {"template_name": "z",
                                                 "team_id": foreign_team.data["team_id"]},
@@ -194,13 +241,17 @@ async def test_render_for_incident_falls_back_and_records(api: Api, owner: Perso
     before = service.RENDER_FAILURES["sms"]
     async with api.runtime.db.transaction() as conn:
         ok = await service.render_for_incident(conn, actor, template_id=good, channel="sms",
-                                               incident_id=incident_id)
+                                               incident_id=incident_id,
+                                               base_url=BASE)
         fell = await service.render_for_incident(conn, actor, template_id=broken,
-                                                 channel="sms", incident_id=incident_id)
+                                                 channel="sms", incident_id=incident_id,
+                                                 base_url=BASE)
         default = await service.render_for_incident(conn, actor, template_id=None,
-                                                    channel="sms", incident_id=incident_id)
+                                                    channel="sms", incident_id=incident_id,
+                                                    base_url=BASE)
         empty = await service.render_for_incident(conn, actor, template_id=good,
-                                                  channel="voice", incident_id=incident_id)
+                                                  channel="voice", incident_id=incident_id,
+                                                  base_url=BASE)
     assert (ok.text, ok.fell_back, ok.error) == ("disk <full> on db-1 is Warning", False, "")
     assert fell.fell_back and "index out of range" in fell.error
     assert fell.text == default.text == "[Warning] disk <full> on db-1"
@@ -229,11 +280,14 @@ async def test_ago_uses_the_server_clock_and_delivery_truncates(api: Api, owner:
     actor = Actor.system(owner.account_id, api.runtime.clock)
     async with api.runtime.db.transaction() as conn:
         ding = await service.render_for_incident(conn, actor, template_id=long,
-                                                 channel="dingtalk", incident_id=incident_id)
+                                                 channel="dingtalk", incident_id=incident_id,
+                                                 base_url=BASE)
         tele = await service.render_for_incident(conn, actor, template_id=long,
-                                                 channel="telegram", incident_id=incident_id)
+                                                 channel="telegram", incident_id=incident_id,
+                                                 base_url=BASE)
         gone = await service.render_for_incident(conn, actor, template_id="ab" * 12,
-                                                 channel="sms", incident_id=incident_id)
+                                                 channel="sms", incident_id=incident_id,
+                                                 base_url=BASE)
     assert len(ding.text.encode()) == 4000 and not ding.fell_back
     assert len(tele.text.encode()) <= 4096 and tele.text.startswith("é")
     assert gone.fell_back and "not found" in gone.error

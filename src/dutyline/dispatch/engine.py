@@ -120,11 +120,13 @@ async def start(conn: AsyncConnection, actor: Actor, *, incident_id: str, rule: 
     return SimpleNamespace(incident_id=incident_id, created_at=created, **values)
 
 
-async def stop(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+async def stop(conn: AsyncConnection, actor: Actor, incident_id: str) -> Any | None:
+    """Stop the escalation; returns its state as it was (None: it had none)."""
     state = await repo.lock_state(conn, incident_id)
     if state is not None and state.status != STOPPED:
         await repo.update_state(conn, incident_id, {
             "status": STOPPED, "seq": int(state.seq) + 1, "updated_at": actor.now_s})
+    return state
 
 
 async def resume(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
@@ -139,16 +141,18 @@ async def resume(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
     await _schedule(conn, actor, incident_id, seq, actor.now_ms)
 
 
-async def acknowledged(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
-    """Pause at once unless the current layer escalates regardless."""
+async def acknowledged(conn: AsyncConnection, actor: Actor, incident_id: str) -> Any | None:
+    """Pause at once unless the current layer escalates regardless; returns the state as it
+    was (None: the incident has no escalation)."""
     state = await repo.lock_state(conn, incident_id)
     if state is None or state.status != RUNNING:
-        return
+        return state
     layers = _json.decode(state.rule)["layers"]
     if layers[int(state.layer_idx)].get("force_escalate"):
-        return
+        return state
     await repo.update_state(conn, incident_id, {
         "status": PAUSED, "seq": int(state.seq) + 1, "updated_at": actor.now_s})
+    return state
 
 
 async def incident_records(conn: AsyncConnection, runtime: Runtime,

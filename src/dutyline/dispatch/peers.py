@@ -68,11 +68,13 @@ async def schedules_exist(conn: AsyncConnection, actor: Actor,
 
 
 async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, channel: str,
-                 incident_id: str) -> str | None:
-    """The rule's template rendered for this channel, or None: use the built-in text."""
+                 incident_id: str, base_url: str) -> str | None:
+    """The rule's template rendered for this channel, or None: use the built-in text.
+    `base_url` (the server's) makes the template's links (`.DetailUrl`) absolute."""
     channel = _TEMPLATE_COLUMN.get(channel, channel)
     if not template_id or not templates.has_body_for(channel):
         return None
     rendered = await templates.render_for_incident(
-        conn, actor, template_id=template_id, channel=channel, incident_id=incident_id)
+        conn, actor, template_id=template_id, channel=channel, incident_id=incident_id,
+        base_url=base_url)
     return str(rendered.text)

@@ -3,7 +3,8 @@
 New and reopened incidents start an escalation with the first enabled rule of their channel
 (by priority) whose filters and time filters match; an assignment naming an escalation rule
 starts that rule (a re-trigger). Acknowledging pauses, un-acknowledging and waking resume,
-closing and removing stop. Each of these runs in the event's own job transaction."""
+closing and removing stop; the webhooks an escalation paged hear of the acknowledgement and
+the resolution (announce.py). Each of these runs in the event's own job transaction."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
-from dutyline.dispatch import engine, peers
+from dutyline.dispatch import announce, compose, engine, peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
 from dutyline.dispatch.notify import PageOutbox
@@ -120,10 +121,16 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
                          assign_type=str(assignment.get("type") or "reassign"),
                          layer_idx=int(assignment.get("layer_idx") or 0))
     elif event.kind == events.ACKED:
-        await engine.acknowledged(conn, actor, incident_id)
+        state = await engine.acknowledged(conn, actor, incident_id)
+        await announce.state_change(conn, runtime, actor, outbox=reads.outbox, state=state,
+                                    event=event, event_type=compose.ACK_EVENT)
     elif event.kind in (events.UNACKED, events.WOKEN):
         await engine.resume(conn, actor, incident_id)
-    elif event.kind in (events.RESOLVED, events.REMOVED):
+    elif event.kind == events.RESOLVED:
+        state = await engine.stop(conn, actor, incident_id)
+        await announce.state_change(conn, runtime, actor, outbox=reads.outbox, state=state,
+                                    event=event, event_type=compose.RESOLVE_EVENT)
+    elif event.kind == events.REMOVED:
         await engine.stop(conn, actor, incident_id)
 
 

@@ -2,6 +2,9 @@
 
 The preset template (fixed ids below) is these bodies; rendering falls back to them when a
 custom template fails. Email bodies are html/template (escaped); the rest text/template.
+The e-mail gives the start time with its zone (the account's, which the reader may not
+share) and makes a label whose value is an http(s) URL (a runbook, a dashboard) a link; it
+uses only Go's own functions, so the body also works as a template elsewhere.
 """
 
 from __future__ import annotations
@@ -54,14 +57,24 @@ Channel: {{.ChannelName}}  Started: {{date "2006-01-02 15:04:05" .StartTime}}
 {{range $k, $v := .Labels}}{{$k}}={{$v}} {{end}}
 {{.DetailUrl}}"""
 
+_STARTED_IN_ZONE = (
+    '{{date "2006-01-02 15:04:05 -07:00" .StartTime}} '
+    "({{if .AccountTimeZone}}{{.AccountTimeZone}}{{else}}UTC{{end}})"
+)
+# A link only for http(s) (html/template also filters the href itself).
+_LABEL_VALUE = (
+    '{{if or (eq (printf "%.7s" $v) "http://") (eq (printf "%.8s" $v) "https://")}}'
+    '<a href="{{$v}}">{{$v}}</a>{{else}}{{$v}}{{end}}'
+)
+
 _EMAIL = """<html><body>
 <h3><font color="{{colorSeverity .IncidentSeverity}}">[{{.IncidentSeverity}}]</font> {{.Title}}</h3>
 <table>
 <tr><td>Status</td><td>{{.IncidentStatus}} / {{.Progress}}</td></tr>
 <tr><td>Channel</td><td>{{.ChannelName}}</td></tr>
-<tr><td>Started</td><td>{{date "2006-01-02 15:04:05" .StartTime}}</td></tr>
+<tr><td>Started</td><td>""" + _STARTED_IN_ZONE + """</td></tr>
 <tr><td>Alerts</td><td>{{.AlertCnt}}</td></tr>
-{{range $k, $v := .Labels}}<tr><td>{{$k}}</td><td>{{$v}}</td></tr>
+{{range $k, $v := .Labels}}<tr><td>{{$k}}</td><td>""" + _LABEL_VALUE + """</td></tr>
 {{end}}</table>
 {{if .Description}}<p>{{.Description}}</p>{{end}}
 <p><a href="{{.DetailUrl}}">Open the incident</a></p>

@@ -91,6 +91,8 @@ class TemplateItem(TemplateBodies, kw_only=True):
     updated_by: int
     created_at: int
     updated_at: int
+    # The built-in template every account has (read-only; an escalation rule may name it).
+    preset: bool = False
 
 
 class TemplateListResponse(msgspec.Struct, kw_only=True):

@@ -109,7 +109,7 @@ def preset_item(account_id: int) -> TemplateItem:
         account_id=account_id, team_id=0, template_id=PRESET_TEMPLATE_ID,
         template_name=PRESET_NAME, description="Built-in default template",
         status="enabled", creator_id=0, updated_by=0, created_at=0, updated_at=0,
-        **DEFAULT_BODIES,
+        preset=True, **DEFAULT_BODIES,
     )
 
 
@@ -150,17 +150,22 @@ async def list_templates(conn: AsyncConnection, actor: Actor, *, p: int, limit: 
     rows = await repo.list_live(conn, actor.account_id, team_ids=scope, creator_id=creator_id,
                                 orderby=orderby, asc=asc)
     matches = _name_matcher(query)
-    rows = [r for r in rows if matches(r.template_name)]
+    items = [item_from_row(r) for r in rows if matches(r.template_name)]
+    # The preset heads the list (account-wide, made by nobody) whenever the filters take
+    # it, so a rule can name it without its id being looked up elsewhere.
+    if (scope is None or 0 in scope) and not creator_id and matches(PRESET_NAME):
+        items.insert(0, preset_item(actor.account_id))
     start = (p - 1) * limit
-    page = rows[start : start + limit]
-    return TemplateListResponse(total=len(rows), has_next_page=len(rows) > start + limit,
-                                items=[item_from_row(r) for r in page])
+    return TemplateListResponse(total=len(items), has_next_page=len(items) > start + limit,
+                                items=items[start : start + limit])
 
 
-async def _require_writable(conn: AsyncConnection, actor: Actor, template_id: str) -> Any:
+async def _require_writable(conn: AsyncConnection, actor: Actor, template_id: str,
+                            action: str) -> Any:
     template_id = template_id.lower()
     if template_id in PRESET_IDS:
-        raise errors.invalid("template_id", "the built-in preset cannot be changed")
+        raise errors.invalid("template_id", f"is the built-in preset template, which cannot "
+                                            f"be {action}: create a template of your own")
     row = await repo.get_live(conn, actor.account_id, template_id)
     if row is None:
         raise errors.not_found("template", template_id)
@@ -172,7 +177,7 @@ async def _require_writable(conn: AsyncConnection, actor: Actor, template_id: st
 async def update_template(conn: AsyncConnection, actor: Actor, *, template_id: str,
                           template_name: str, team_id: int, description: str,
                           bodies: dict[str, str], base_url: str = "") -> None:
-    row = await _require_writable(conn, actor, template_id)
+    row = await _require_writable(conn, actor, template_id, "updated")
     name = template_name.strip()
     if not name:
         raise errors.invalid("template_name", "is required")
@@ -192,7 +197,7 @@ async def update_template(conn: AsyncConnection, actor: Actor, *, template_id: s
 
 
 async def delete_template(conn: AsyncConnection, actor: Actor, *, template_id: str) -> None:
-    row = await _require_writable(conn, actor, template_id)
+    row = await _require_writable(conn, actor, template_id, "deleted")
     await repo.update_template(conn, actor.account_id, row.template_id, {
         "deleted_at": actor.now_s, "status": "deleted", "updated_by": actor.person_id,
         "updated_at": actor.now_s, "name_key": f"~deleted~{row.template_id}",
@@ -237,12 +242,13 @@ def has_body_for(channel: str) -> bool:
 
 
 async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_id: str | None,
-                              channel: str, incident_id: str, base_url: str = ""
+                              channel: str, incident_id: str, base_url: str
                               ) -> RenderedMessage:
     """The message of `channel` for an incident with the chosen template (None or the
-    preset: the built-in default). A template that fails to render, or is gone, falls back
-    to the default; the failure is counted, logged and returned in `error`. The text is
-    truncated to the channel's size limit."""
+    preset: the built-in default); `base_url`, the server's, makes its links absolute. A
+    template that fails to render, or is gone, falls back to the default; the failure is
+    counted, logged and returned in `error`. The text is truncated to the channel's size
+    limit."""
     if channel not in DEFAULT_BODIES:
         raise errors.invalid("channel", "is not a template channel")
     data = await incident_template_data(conn, actor, incident_id=incident_id.lower(),
