@@ -1,4 +1,4 @@
-"""The operator's commands: serve, worker, migrate, init, app-key."""
+"""The operator's commands: serve, worker, migrate, init, app-key, notify-test."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from dutyline.config import Settings
+from dutyline.notify.cli import notify_test
 
 
 def _settings() -> Settings:
@@ -104,6 +105,7 @@ def serve(host: str, port: int, workers: int) -> None:
             "-H 'Content-Type: application/json' -d '{}'\n",
             err=True,
         )
+    _announce_delivery(settings)
     if workers > 1 and settings.is_sqlite:
         click.echo("note: several processes on SQLite share one writer; rate limits are "
                    "per process unless DUTYLINE_REDIS_URL is set", err=True)
@@ -131,9 +133,19 @@ def worker() -> None:
     settings = _settings()
     upgrade(settings.database_url)
     configure_logging(settings.log_level, settings.log_json)
+    _announce_delivery(settings)
     runtime = build_runtime(settings)
     heap.settle()
     _run_fast(run_standalone(runtime))
+
+
+def _announce_delivery(settings: Settings) -> None:
+    """One line per delivery channel these settings cannot send by, and what to set."""
+    from dutyline.api.observe import configure_logging
+    from dutyline.notify.delivery.readiness import announce
+
+    configure_logging(settings.log_level, settings.log_json)
+    announce(settings)
 
 
 def _run_fast(main_coro: Any) -> None:
@@ -222,6 +234,9 @@ async def _key_service_call(conn: Any, action: str, **kwargs: Any) -> Any:
     account_id = await service.account_of_key(conn, key_id=key_id)
     await service.delete_key(conn, Actor.system(account_id, clock), key_id=key_id)
     return {"key_id": key_id, "revoked": True}
+
+
+main.add_command(notify_test)
 
 
 if __name__ == "__main__":  # pragma: no cover
