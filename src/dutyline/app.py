@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,6 +33,7 @@ from dutyline.kit.clock import Clock, SystemClock
 from dutyline.kit.extras import OTEL, REDIS, require
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.secretbox import SecretBox
+from dutyline.notify.delivery import service as delivery
 from dutyline.platform.audit.sink import DatabaseAuditSink
 from dutyline.platform.auth import DatabaseAuthenticator
 from dutyline.work.startup import BackgroundTask, default_background
@@ -72,6 +74,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         metrics=metrics,
         secrets=SecretBox(settings.resolved_secret_key),
         operations=tuple(op for router in all_routers() for op in router.operations),
+        reach_gap=functools.partial(delivery.personal_gap, settings),
     )
 
 

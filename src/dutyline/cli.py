@@ -1,4 +1,4 @@
-"""The operator's commands: serve, worker, migrate, init, app-key, config."""
+"""The operator's commands: serve, worker, migrate, init, app-key, config, notify-test."""
 
 from __future__ import annotations
 
@@ -10,43 +10,11 @@ from typing import Any
 
 import click
 
-from dutyline.config import (
-    CONFIG_ENV,
-    DEFAULT_CONFIG_FILE,
-    TABLE,
-    ConfigError,
-    Loaded,
-    Settings,
-    link_base_url,
-    load_settings,
-)
+from dutyline.command_settings import loaded as _loaded
+from dutyline.command_settings import settings as _settings
+from dutyline.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, TABLE, Loaded, Settings, link_base_url
 from dutyline.kit.settings_table import DEFAULT, ENVIRONMENT, masked
-
-
-def _loaded() -> Loaded:
-    """The settings of this run, read once (on the first command that needs them, so that
-    `--help` works beside a broken file); a bad file ends the command with its message."""
-    ctx = click.get_current_context().find_root()
-    if "loaded" not in ctx.meta:
-        try:
-            ctx.meta["loaded"] = load_settings(config=ctx.params.get("config_file"))
-        except ConfigError as exc:
-            raise click.ClickException(str(exc)) from None
-    loaded: Loaded = ctx.meta["loaded"]
-    return loaded
-
-
-def _settings() -> Settings:
-    """The settings, once every optional extra they put in force is known to be installed:
-    a missing one ends the command with what to install, before anything starts."""
-    from dutyline.kit import extras
-
-    settings = _loaded().settings
-    problems = extras.missing(extras.needed_for(
-        database_url=settings.database_url, redis_url=settings.redis_url, otel=settings.otel))
-    if problems:
-        raise click.ClickException("\n".join(problems))
-    return settings
+from dutyline.notify.cli import notify_test
 
 
 @click.group()
@@ -140,6 +108,7 @@ def serve(host: str, port: int, workers: int) -> None:
             "-H 'Content-Type: application/json' -d '{}'\n",
             err=True,
         )
+    _announce_delivery(settings)
     if workers > 1 and settings.is_sqlite:
         click.echo("note: several processes on SQLite share one writer; rate limits are "
                    "per process unless DUTYLINE_REDIS_URL is set", err=True)
@@ -199,9 +168,19 @@ def worker() -> None:
                                        "the config file to the address people open")
     upgrade(settings.database_url)
     configure_logging(settings.log_level, settings.log_json)
+    _announce_delivery(settings)
     runtime = build_runtime(settings)
     heap.settle()
     _run_fast(run_standalone(runtime))
+
+
+def _announce_delivery(settings: Settings) -> None:
+    """One line per delivery channel these settings cannot send by, and what to set."""
+    from dutyline.api.observe import configure_logging
+    from dutyline.notify.delivery.readiness import announce
+
+    configure_logging(settings.log_level, settings.log_json)
+    announce(settings)
 
 
 def _run_fast(main_coro: Any) -> None:
@@ -337,6 +316,9 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return ",".join(value) or "(none)"
     return str(value)
+
+
+main.add_command(notify_test)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -41,6 +42,10 @@ class AuditSink(Protocol):
     ) -> None: ...
 
 
+def _reachable(_channel: str) -> str | None:
+    return None
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -59,6 +64,10 @@ class Runtime:
     runner_hub: Any = None
     # Outbound clients kept for connection reuse (deliveries), closed with the runtime.
     kept_sessions: KeptSessions = field(default_factory=KeptSessions)
+    # Why a person cannot be paged by a channel with this server's settings, or None: the
+    # notify domain answers (wired by app.py), so a domain it depends on (a member's
+    # contacts, in platform) can warn about a contact nothing will use.
+    reach_gap: Callable[[str], str | None] = _reachable
 
     def outbound_policy(self) -> OutboundPolicy:
         """Who outbound calls may reach (the operator's private-network switch), with the

@@ -31,3 +31,18 @@ class PageRequest(msgspec.Struct, kw_only=True):
     @property
     def offset(self) -> int:
         return (self.p - 1) * self.limit
+
+
+class SaveWarning(msgspec.Struct, kw_only=True):
+    """What a saved setting will not do with the server's current settings (a page that
+    cannot be sent: e-mail without SMTP, a loopback webhook behind the guard). The write is
+    kept; the answer says so, naming the field."""
+
+    field: str
+    message: str
+
+
+class SaveWarnings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The answer of a write that otherwise answers nothing: `{}`, or its warnings."""
+
+    warnings: list[SaveWarning] = msgspec.field(default_factory=list)

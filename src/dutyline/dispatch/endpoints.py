@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
+from dutyline.api.types import SaveWarnings
 from dutyline.dispatch import service
 from dutyline.dispatch.schemas import (
     ChannelRuleIDRequest,
@@ -22,8 +23,9 @@ router = Router("Escalation rules")
 async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCreateResponse:
     """Create an escalation rule: who is paged, how, and when, for the channel's incidents."""
     created = await service.create_rule(
-        ctx.conn, ctx.actor, box=ctx.runtime.secrets, channel_id=req.channel_id,
-        template_id=req.template_id, rule_name=req.rule_name, description=req.description,
+        ctx.conn, ctx.actor, box=ctx.runtime.secrets, settings=ctx.runtime.settings,
+        channel_id=req.channel_id, template_id=req.template_id, rule_name=req.rule_name,
+        description=req.description,
         priority=req.priority, aggr_window=req.aggr_window, layers=req.layers,
         time_filters=req.time_filters, filters=req.filters)
     ctx.audit_targets.append(created.rule_id)
@@ -31,14 +33,17 @@ async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCre
 
 
 @router.post("/channel/escalate/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
-async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> None:
-    """Replace an escalation rule's settings (its status is kept)."""
-    await service.update_rule(
-        ctx.conn, ctx.actor, box=ctx.runtime.secrets, channel_id=req.channel_id,
+async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> SaveWarnings:
+    """Replace an escalation rule's settings (its status is kept); `warnings` names what
+    the server's settings cannot send."""
+    saved = await service.update_rule(
+        ctx.conn, ctx.actor, box=ctx.runtime.secrets, settings=ctx.runtime.settings,
+        channel_id=req.channel_id,
         rule_id=req.rule_id, template_id=req.template_id, rule_name=req.rule_name,
         description=req.description, priority=req.priority, aggr_window=req.aggr_window,
         layers=req.layers, time_filters=req.time_filters, filters=req.filters)
     ctx.audit_targets.append(req.rule_id.lower())
+    return saved
 
 
 @router.post("/channel/escalate/rule/delete", permissions=(CHANNEL_MANAGE,), write=True)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from dutyline.api.types import Id
+from dutyline.api.types import Id, SaveWarning
 
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
 Priority = Annotated[int, msgspec.Meta(ge=0, le=200)]
@@ -78,9 +78,11 @@ class ChannelScopedListRequest(msgspec.Struct, kw_only=True):
     channel_id: Id
 
 
-class RuleCreateResponse(msgspec.Struct, kw_only=True):
+class RuleCreateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     rule_id: str
     rule_name: str
+    # What the rule asks for that the server's settings cannot send (left out when none).
+    warnings: list[SaveWarning] = msgspec.field(default_factory=list)
 
 
 class EscalateRuleItem(msgspec.Struct, kw_only=True):

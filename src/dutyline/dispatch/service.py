@@ -14,7 +14,9 @@ import msgspec
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.channel import service as channels
+from dutyline.config import Settings
 from dutyline.dispatch import peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import (
@@ -27,6 +29,7 @@ from dutyline.dispatch.schemas import (
 )
 from dutyline.kit.ids import hex_id
 from dutyline.kit.secretbox import SecretBox
+from dutyline.notify.delivery import service as delivery
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 
@@ -144,6 +147,36 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer]) 
         raise errors.not_found("schedule", min(missing))
 
 
+def delivery_warnings(settings: Settings, layers: list[EscalateLayer]) -> list[SaveWarning]:
+    """What the layers ask for that these settings cannot send (the rule is saved anyway):
+    a channel in `by` without its means (e-mail without SMTP, SMS without Twilio...),
+    e-mail addresses without SMTP, an app's group chat without the app, a webhook URL the
+    outbound guard will refuse. Channels a `follow_preference` layer takes from the
+    members' own preferences are warned about when the member saves them."""
+    out: list[SaveWarning] = []
+    for i, layer in enumerate(layers):
+        t, path = layer.target, f"layers[{i}].target"
+        people = t.person_ids or t.team_ids or t.schedule_to_role_ids
+        if people and t.by is not None and not t.by.follow_preference:
+            for sev in ("critical", "warning", "info"):
+                for channel in getattr(t.by, sev) or ["email"]:
+                    reason = delivery.personal_gap(settings, channel)
+                    if reason:
+                        out.append(SaveWarning(field=f"{path}.by.{sev}",
+                                               message=f"{channel}: {reason}"))
+        if t.emails and (reason := delivery.group_gap(settings, "email")):
+            out.append(SaveWarning(field=f"{path}.emails", message=reason))
+        for j, hook in enumerate(t.webhooks or []):
+            where = f"{path}.webhooks[{j}]"
+            if hook.type in APP_TYPES:
+                reason = delivery.group_gap(settings, hook.type)
+                if reason:
+                    out.append(SaveWarning(field=f"{where}.type", message=reason))
+            elif reason := delivery.url_gap(settings, str(hook.settings.get("url", ""))):
+                out.append(SaveWarning(field=f"{where}.settings.url", message=reason))
+    return out
+
+
 def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
                    previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Layers as stored: secrets given are sealed; a secret left out keeps the stored one of
@@ -169,7 +202,8 @@ def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
     return out
 
 
-async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, channel_id: int,
+async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
+                      channel_id: int,
                       template_id: str, rule_name: str, description: str, priority: int,
                       aggr_window: int, layers: list[EscalateLayer],
                       time_filters: list[dict[str, Any]],
@@ -189,14 +223,15 @@ async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, channel_id: in
         "time_filters": _dump(time_filters), "filters": _dump(filters), "status": "enabled",
         "updated_by": actor.person_id, "created_at": now, "updated_at": now,
     })
-    return RuleCreateResponse(rule_id=rule_id, rule_name=name)
+    return RuleCreateResponse(rule_id=rule_id, rule_name=name,
+                              warnings=delivery_warnings(settings, layers))
 
 
-async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, channel_id: int,
-                      rule_id: str, template_id: str, rule_name: str, description: str,
-                      priority: int, aggr_window: int, layers: list[EscalateLayer],
-                      time_filters: list[dict[str, Any]],
-                      filters: list[list[dict[str, Any]]]) -> None:
+async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
+                      channel_id: int, rule_id: str, template_id: str, rule_name: str,
+                      description: str, priority: int, aggr_window: int,
+                      layers: list[EscalateLayer], time_filters: list[dict[str, Any]],
+                      filters: list[list[dict[str, Any]]]) -> SaveWarnings:
     row = await _require_rule(conn, actor, channel_id, rule_id)
     name = rule_name.strip()
     if not name:
@@ -210,6 +245,7 @@ async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, channel_id: in
         "time_filters": _dump(time_filters), "filters": _dump(filters),
         "updated_by": actor.person_id, "updated_at": actor.now_s,
     })
+    return SaveWarnings(warnings=delivery_warnings(settings, layers))
 
 
 async def delete_rule(conn: Any, actor: Actor, *, channel_id: int, rule_id: str) -> None:

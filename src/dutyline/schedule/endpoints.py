@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import SCHEDULE_MANAGE, SCHEDULE_VIEW
+from dutyline.api.types import SaveWarnings
 from dutyline.schedule import feed, service
 from dutyline.schedule.schemas import (
     FeedCreateResponse,
@@ -31,18 +32,21 @@ async def schedule_create(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleI
         description=req.description, team_id=req.team_id, time_zone=req.time_zone,
         layers=req.layers, notify=req.notify, secrets=ctx.runtime.secrets)
     ctx.audit_targets.append(schedule_id)
-    return ScheduleIDResponse(schedule_id=schedule_id)
+    return ScheduleIDResponse(schedule_id=schedule_id, warnings=service.delivery_warnings(
+        ctx.runtime.settings, req.notify))
 
 
 @router.post("/schedule/update", permissions=(SCHEDULE_MANAGE,), write=True)
-async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> None:
-    """Update a schedule; fields left out keep their value, `layers` replaces the stack."""
+async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> SaveWarnings:
+    """Update a schedule; fields left out keep their value, `layers` replaces the stack;
+    `warnings` names what the server's settings cannot send."""
     await service.update_schedule(
         ctx.conn, ctx.actor, schedule_id=req.schedule_id,
         schedule_name=req.schedule_name or req.name, description=req.description,
         team_id=req.team_id, time_zone=req.time_zone, layers=req.layers, notify=req.notify,
         secrets=ctx.runtime.secrets)
     ctx.audit_targets.append(req.schedule_id)
+    return SaveWarnings(warnings=service.delivery_warnings(ctx.runtime.settings, req.notify))
 
 
 @router.post("/schedule/delete", permissions=(SCHEDULE_MANAGE,), write=True)

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import msgspec
 
-from dutyline.api.types import MAX_INT64
+from dutyline.api.types import MAX_INT64, SaveWarning
 
 # Every integer a client sends fits a BIGINT column (larger ones are 400 naming the field).
 Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=MAX_INT64)]
@@ -243,8 +243,10 @@ class ScheduleItem(msgspec.Struct):
     time_zone: str
 
 
-class ScheduleIDResponse(msgspec.Struct):
+class ScheduleIDResponse(msgspec.Struct, omit_defaults=True):
     schedule_id: Int64
+    # What the notifications ask for that the server's settings cannot send (none: left out).
+    warnings: list[SaveWarning] = msgspec.field(default_factory=list)
 
 
 class ScheduleListResponse(msgspec.Struct):

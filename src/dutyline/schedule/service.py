@@ -17,8 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, permissions
 from dutyline.api.actor import Actor
+from dutyline.api.types import SaveWarning
+from dutyline.config import Settings
 from dutyline.kit.ids import numeric_id
 from dutyline.kit.secretbox import SecretBox
+from dutyline.notify.delivery import service as delivery
 from dutyline.platform.account import service as account_service
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
@@ -162,6 +165,24 @@ def _seal_notify(notify: NotifyIn, secrets: SecretBox,
         by=ScheduleNotifyBy(follow_preference=notify.by.follow_preference,
                             personal_channels=notify.by.personal_channels or [])
         if notify.by else ScheduleNotifyBy(), webhooks=hooks)
+
+
+def delivery_warnings(settings: Settings, notify: NotifyIn | None) -> list[SaveWarning]:
+    """What the schedule's notifications ask for that these settings cannot send (the
+    schedule is saved anyway): a personal channel without its means, an app's group chat
+    without the app."""
+    if notify is None:
+        return []
+    out: list[SaveWarning] = []
+    channels = (notify.by.personal_channels or []) if notify.by else []
+    for i, channel in enumerate(channels):
+        if reason := delivery.personal_gap(settings, channel):
+            out.append(SaveWarning(field=f"notify.by.personal_channels[{i}]",
+                                   message=f"{channel}: {reason}"))
+    for i, hook in enumerate(notify.webhooks or []):
+        if hook.type.endswith("_app") and (reason := delivery.group_gap(settings, hook.type)):
+            out.append(SaveWarning(field=f"notify.webhooks[{i}].type", message=reason))
+    return out
 
 
 async def create_schedule(

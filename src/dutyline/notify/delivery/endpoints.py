@@ -1,20 +1,24 @@
-"""/notify/delivery/list (every delivery of an incident with its attempts) and
-/webhook/history/list|detail (reference: the outgoing webhook history)."""
+"""/notify/delivery/list (every delivery of an incident with its attempts),
+/webhook/history/list|detail (reference: the outgoing webhook history) and
+/member/notify/test (a test notification to a member, answered per channel)."""
 
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.incident.service import query as incidents
-from dutyline.notify.delivery import service
+from dutyline.notify.delivery import service, trial
 from dutyline.notify.delivery.schemas import (
     GetWebhookHistoryDetailRequest,
     ListDeliveriesRequest,
     ListDeliveriesResponse,
     ListWebhookHistoryRequest,
     ListWebhookHistoryResponse,
+    NotifyTestRequest,
+    NotifyTestResponse,
     WebhookHistoryDetail,
 )
+from dutyline.notify.delivery.tasks import send_env
 
 router = Router("Notifications")
 
@@ -44,3 +48,16 @@ async def webhook_history_detail(ctx: Context,
                                  req: GetWebhookHistoryDetailRequest) -> WebhookHistoryDetail:
     """One outgoing webhook attempt with its request and response."""
     return await service.webhook_history_detail(ctx.conn, ctx.actor, event_id=req.event_id)
+
+
+@router.post("/member/notify/test", write=True, outbound=True, rate_scope="app_key")
+async def member_notify_test(ctx: Context, req: NotifyTestRequest) -> NotifyTestResponse:
+    """Send a short test message to a member (the caller unless `member_id` names another,
+    which needs account management) through each of their channels, or the `channels`
+    given, and answer what happened at each: `sent`, `failed` or `skipped`, with the
+    reason. Sent at once, each channel bounded by a timeout; nothing is retried."""
+    plan = await trial.plan(ctx.conn, ctx.actor, member_id=req.member_id,
+                            channels=req.channels)
+    ctx.audit_targets.append(plan.person.person_id)
+    results = await trial.send(send_env(ctx.runtime), plan)
+    return NotifyTestResponse(member_id=plan.person.person_id, results=results)

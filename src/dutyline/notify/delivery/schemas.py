@@ -114,3 +114,27 @@ def history_item(row: Any, cls: type[WebhookHistoryItem] = WebhookHistoryItem,
                       response_headers=row.response_headers,
                       response_body=row.response_body)
     return cls(**fields, **extra)
+
+
+ChannelName = Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
+
+
+class NotifyTestRequest(msgspec.Struct, kw_only=True):
+    # 0 or left out: the caller. Another member needs account management.
+    member_id: NonNegInt64 = 0
+    # Left out: every channel the member can be reached by (their contacts, chat handles
+    # and preferred channels).
+    channels: Annotated[list[ChannelName], msgspec.Meta(max_length=16)] | None = None
+
+
+class NotifyTestResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    channel: str
+    status: str  # sent | failed | skipped
+    reason: str = ""
+    # Where it went (e-mail, E.164 phone, chat handle); left out when there was none.
+    address: str = ""
+
+
+class NotifyTestResponse(msgspec.Struct, kw_only=True):
+    member_id: int
+    results: list[NotifyTestResult]

@@ -13,10 +13,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.config import Settings
 from dutyline.incident.service import feed
 from dutyline.kit.clock import Clock, millis
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery import repository as repo
+from dutyline.notify.delivery.adapters import needs
 from dutyline.notify.delivery.adapters.base import Attempt, dumps
 from dutyline.notify.delivery.schemas import (
     DeliveryAttemptItem,
@@ -34,6 +36,21 @@ RETRY_CAP_S = 600
 PENDING, SUCCESS, FAILED = "pending", "success", "failed"
 
 _json = msgspec.json.Decoder()
+
+
+def personal_gap(settings: Settings, channel: str) -> str | None:
+    """Why a person cannot be paged by `channel` with these settings (None: they can)."""
+    return needs.gap(settings, channel, personal=True)
+
+
+def group_gap(settings: Settings, channel: str) -> str | None:
+    """Why a group target of this kind (an app's group chat, e-mail) cannot be reached."""
+    return needs.gap(settings, channel, personal=False)
+
+
+def url_gap(settings: Settings, url: str) -> str | None:
+    """Why the outbound guard will refuse a webhook URL, as far as the URL tells."""
+    return needs.url_gap(settings, url)
 
 
 def retry_delay_s(attempts_done: int) -> int:

@@ -18,7 +18,7 @@ import structlog
 from dutyline.api.runtime import Runtime
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery import service
-from dutyline.notify.delivery.adapters import adapter
+from dutyline.notify.delivery.adapters import adapter, needs
 from dutyline.notify.delivery.adapters.base import Attempt, Outgoing, SendEnv, session_for
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
@@ -27,12 +27,7 @@ _json = msgspec.json.Decoder()
 
 
 def send_env(runtime: Runtime) -> SendEnv:
-    policy = runtime.outbound_policy()
-    # `host:port` pairs let through whatever they resolve to while everything else stays
-    # guarded (settings.extra; the tests' loopback receivers).
-    allowed = runtime.settings.extra.get("outbound_allow_hosts")
-    if allowed:
-        policy = replace(policy, allow_hosts=frozenset(allowed))
+    policy = needs.policy_of(runtime.settings, runtime.outbound_policy())
     env = SendEnv(settings=runtime.settings, policy=policy, secrets=runtime.secrets,
                   clock=runtime.clock)
     return replace(env, session=runtime.kept_sessions.get("delivery", lambda: session_for(env)))
@@ -65,8 +60,14 @@ async def _send(env: SendEnv, row: Any) -> Attempt:
 
 
 def _log(row: Any, attempt: Attempt, status: str | None) -> None:
-    log.info("notify.delivery.attempt", delivery_id=row.delivery_id, channel=row.channel,
-             attempt=int(row.attempts) + 1, ok=attempt.ok, status=status)
+    fields = {"delivery_id": row.delivery_id, "incident_id": row.incident_id,
+              "channel": row.channel, "person_id": row.person_id,
+              "attempt": int(row.attempts) + 1, "ok": attempt.ok, "status": status}
+    if attempt.ok:
+        log.info("notify.delivery.attempt", **fields)
+    else:
+        # Nobody was reached this way: the operator must see why without reading the history.
+        log.warning("notify.delivery.failed", **fields, reason=attempt.error)
 
 
 async def _deliver(ctx: JobContext | BatchContext, payloads: list[dict[str, Any]]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
+from dutyline.api.types import SaveWarnings
 from dutyline.notify.preference import service
 from dutyline.notify.preference.schemas import (
     MemberNotifyInfoRequest,
@@ -21,9 +22,13 @@ async def member_notify_info(ctx: Context, req: MemberNotifyInfoRequest) -> Memb
 
 
 @router.post("/member/notify/reset", write=True)
-async def member_notify_reset(ctx: Context, req: MemberNotifyResetRequest) -> None:
+async def member_notify_reset(ctx: Context, req: MemberNotifyResetRequest) -> SaveWarnings:
     """Set a member's chat handles (`im`) and channels per severity (`critical`, `warning`,
-    `info`) that escalation layers with `by.follow_preference` use; omitted fields stay."""
+    `info`) that escalation layers with `by.follow_preference` use; omitted fields stay.
+    `warnings` names a channel or handle the server's settings cannot page."""
     ctx.audit_targets.append(await service.notify_reset(
         ctx.conn, ctx.actor, member_id=req.member_id, im=req.im, critical=req.critical,
         warning=req.warning, info=req.info))
+    return SaveWarnings(warnings=service.delivery_warnings(
+        ctx.runtime.settings, im=req.im,
+        by_severity={"critical": req.critical, "warning": req.warning, "info": req.info}))

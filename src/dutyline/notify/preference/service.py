@@ -17,6 +17,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.api.types import SaveWarning
+from dutyline.config import Settings
+from dutyline.notify.delivery import service as delivery
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
 from dutyline.platform.member import service as members
@@ -65,6 +68,39 @@ async def _target(conn: AsyncConnection, actor: Actor, member_id: int) -> member
     if member_id not in found:
         raise errors.not_found("member", member_id)
     return found[member_id]
+
+
+async def reach(conn: AsyncConnection, actor: Actor, *,
+                member_id: int) -> tuple[members.Contact, Preference]:
+    """A member's contacts and preference (the caller's own unless `member_id` names
+    another, which needs account management): what a test notification uses."""
+    person = await _target(conn, actor, member_id)
+    return person, _preference(await repo.get(conn, actor.account_id, person.person_id))
+
+
+def address(person: members.Contact, pref: Preference, channel: str) -> str:
+    """Where `channel` reaches the person: e-mail, the phone in E.164 form, or their handle
+    on the chat platform (`slack` and `slack_app` both use `im.slack`, and so on)."""
+    if channel == "email":
+        return person.email
+    if channel in ("sms", "voice"):
+        return person.e164_phone
+    return pref.im.get(channel.removesuffix("_app"), "")
+
+
+def delivery_warnings(settings: Settings, *, im: dict[str, str] | None,
+                      by_severity: dict[str, list[str] | None]) -> list[SaveWarning]:
+    """Channels and chat handles being saved that these settings cannot page (the
+    preference is saved anyway)."""
+    out: list[SaveWarning] = []
+    for severity, channels in by_severity.items():
+        for i, channel in enumerate(channels or []):
+            if reason := delivery.personal_gap(settings, channel):
+                out.append(SaveWarning(field=f"{severity}[{i}]", message=f"{channel}: {reason}"))
+    for kind, handle in (im or {}).items():
+        if handle.strip() and (reason := delivery.personal_gap(settings, kind)):
+            out.append(SaveWarning(field=f"im.{kind}", message=reason))
+    return out
 
 
 async def notify_info(conn: AsyncConnection, actor: Actor, *,

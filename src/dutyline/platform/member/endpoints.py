@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.platform.member import service
 from dutyline.platform.member.schemas import (
     MemberDeleteRequest,
@@ -83,14 +84,21 @@ async def member_role_update(ctx: Context, req: MemberRoleUpdateRequest) -> None
 
 
 @router.post("/member/info/reset", write=True)
-async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> None:
+async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> SaveWarnings:
     """Update a member's profile and contacts (e-mail, phone, country code...): one's own,
-    or another member's with account management. Fields left out are left unchanged."""
+    or another member's with account management. Fields left out are left unchanged;
+    `warnings` names a contact the server's settings cannot page (a phone without SMS and
+    voice configured, an e-mail address without SMTP)."""
     await service.reset_info(ctx.conn, ctx.actor, member_id=req.member_id, changes={
         "member_name": req.member_name, "email": req.email, "phone": req.phone,
         "country_code": req.country_code, "avatar": req.avatar, "locale": req.locale,
         "time_zone": req.time_zone})
     ctx.audit_targets.append(req.member_id)
+    contacts = {"email": ("email", req.email), "phone": ("sms", req.phone)}
+    return SaveWarnings(warnings=[
+        SaveWarning(field=name, message=reason)
+        for name, (channel, value) in contacts.items()
+        if value and value.strip() and (reason := ctx.runtime.reach_gap(channel))])
 
 
 @router.post("/person/infos")

@@ -147,3 +147,11 @@ def live_ids_statement() -> Select[tuple[int]]:
         member.c.account_id == bindparam("account_id"),
         member.c.member_id.in_(bindparam("member_ids", expanding=True)),
         member.c.status != "deleted")
+
+
+async def live_by_email(conn: AsyncConnection, email: str) -> list[Any]:
+    """(account_id, member_id) of the live members with this e-mail, in every account: the
+    operator's shell only, never a caller's read."""
+    return list((await conn.execute(select(member.c.account_id, member.c.member_id).where(
+        member.c.email == email.strip().lower(), member.c.status != "deleted",
+    ).order_by(member.c.account_id))).all())

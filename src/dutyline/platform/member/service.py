@@ -386,3 +386,10 @@ async def contacts(conn: AsyncConnection, actor: Actor,
         r.member_id: Contact(r.member_id, r.member_name, r.email, r.phone, r.country_code)
         for r in rows if r.status != "deleted"
     }
+
+
+async def operator_find_by_email(conn: AsyncConnection, *, email: str) -> list[tuple[int, int]]:
+    """(account_id, member_id) of every live member with this e-mail, across accounts: for
+    the server's shell (`dutyline notify-test --email`), which acts for no caller."""
+    return [(int(r.account_id), int(r.member_id))
+            for r in await repo.live_by_email(conn, email)]

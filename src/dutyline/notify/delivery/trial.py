@@ -1,0 +1,134 @@
+"""A test notification: a short message to one member through each of their channels, sent
+at once (not through the delivery jobs) and answered channel by channel, so a person can see
+that a page would reach them before the night it has to.
+
+What is sent is no page: no incident, no delivery row, no feed entry; only the audit log
+keeps that it was asked for. Each channel is bounded by TIMEOUT_S, all sent side by side."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from dataclasses import dataclass
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor
+from dutyline.kit.ids import hex_id
+from dutyline.notify.delivery.adapters import PERSONAL, adapter, needs
+from dutyline.notify.delivery.adapters.base import Outgoing, SendEnv
+from dutyline.notify.delivery.schemas import NotifyTestResult
+from dutyline.notify.preference import service as preferences
+from dutyline.platform.member.service import Contact, mask_phone
+
+TIMEOUT_S = 20.0
+SENT, FAILED, SKIPPED = "sent", "failed", "skipped"
+SUBJECT = "dutyline test notification"
+
+log = structlog.get_logger("dutyline.notify.delivery")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Who is tested, by what, and from whom (read before anything is sent)."""
+
+    person: Contact
+    preference: preferences.Preference
+    channels: tuple[str, ...]
+    requested_by: str
+
+
+def _same_app(channel: str) -> str:
+    # `slack` and `slack_app` reach a person through the same app: test it once.
+    return channel.removesuffix("_app")
+
+
+def default_channels(person: Contact, pref: preferences.Preference) -> tuple[str, ...]:
+    """Every channel the member can be reached by: those they chose per severity, e-mail
+    and SMS when they have an address and a phone, and each chat handle they gave. Voice is
+    only called when they chose it (or it is asked for): a test should not ring by default."""
+    chosen = [c for s in preferences.SEVERITIES for c in pref.channels(s)]
+    if person.email:
+        chosen.append("email")
+    if person.phone:
+        chosen.append("sms")
+    chosen += sorted(pref.im)
+    seen: dict[str, str] = {}
+    for channel in chosen:
+        seen.setdefault(_same_app(channel), channel)
+    return tuple(seen.values())
+
+
+async def plan(conn: AsyncConnection, actor: Actor, *, member_id: int,
+               channels: list[str] | None) -> Plan:
+    for i, channel in enumerate(channels or []):
+        if channel not in PERSONAL:
+            raise errors.invalid(f"channels[{i}]", "must be one of " + ", ".join(PERSONAL))
+    person, pref = await preferences.reach(conn, actor, member_id=member_id)
+    wanted = (tuple(dict.fromkeys(channels)) if channels
+              else default_channels(person, pref))
+    return Plan(person=person, preference=pref, channels=wanted,
+                requested_by=actor.person_name or ("the server's operator"
+                                                   if not actor.person_id else ""))
+
+
+def _content(channel: str, plan: Plan) -> dict[str, str]:
+    by = f" at the request of {plan.requested_by}" if plan.requested_by else ""
+    text = (f"This is a test notification from dutyline{by}, to check that {channel} "
+            f"reaches {plan.person.person_name}. No incident is open; nothing to do.")
+    if channel == "email":
+        return {"subject": SUBJECT, "text": text + "\n", "html": f"<p>{html.escape(text)}</p>"}
+    return {"text": text}
+
+
+def _no_address(channel: str) -> str:
+    if channel == "email":
+        return "the member has no e-mail address"
+    if channel in ("sms", "voice"):
+        return "the member has no phone number"
+    kind = _same_app(channel)
+    return f"the member has no {kind} handle (im.{kind} in their notification settings)"
+
+
+def _shown(channel: str, address: str) -> str:
+    # Phones are masked wherever a member record is read; the test answer is no exception.
+    return mask_phone(address) if channel in ("sms", "voice") else address
+
+
+async def _one(env: SendEnv, plan: Plan, channel: str) -> NotifyTestResult:
+    reason = needs.gap(env.settings, channel, personal=True)
+    if reason:
+        return NotifyTestResult(channel=channel, status=SKIPPED, reason=reason)
+    address = preferences.address(plan.person, plan.preference, channel)
+    send = adapter(channel, personal=True)
+    if not address or send is None:
+        why = _no_address(channel) if send else f"{channel} cannot reach a person"
+        return NotifyTestResult(channel=channel, status=SKIPPED, reason=why)
+    shown = _shown(channel, address)
+    out = Outgoing(delivery_id=hex_id(), channel=channel, address=address,
+                   content=_content(channel, plan), attempt=1)
+    try:
+        attempt = await asyncio.wait_for(send(env, out), TIMEOUT_S)
+    except TimeoutError:
+        return NotifyTestResult(channel=channel, status=FAILED, address=shown,
+                                reason=f"no answer within {TIMEOUT_S:g} s")
+    except Exception as exc:  # an adapter's own fault: answered, not a 500
+        log.exception("notify.test.adapter_failed", channel=channel)
+        return NotifyTestResult(channel=channel, status=FAILED, address=shown,
+                                reason=f"{type(exc).__name__}: {exc}")
+    if attempt.ok:
+        return NotifyTestResult(channel=channel, status=SENT, address=shown)
+    return NotifyTestResult(channel=channel, status=FAILED, address=shown,
+                            reason=attempt.error or f"HTTP {attempt.status_code}")
+
+
+async def send(env: SendEnv, plan: Plan) -> list[NotifyTestResult]:
+    """Send the plan's channels side by side; one result per channel, in its order."""
+    results = list(await asyncio.gather(*(_one(env, plan, c) for c in plan.channels)))
+    for r in results:
+        (log.info if r.status == SENT else log.warning)(
+            "notify.test", person_id=plan.person.person_id, channel=r.channel,
+            status=r.status, reason=r.reason)
+    return results
