@@ -12,9 +12,10 @@ import json
 import signal
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 import pytest
@@ -27,6 +28,7 @@ from starlette.routing import Route
 from dutyline.db.tables.dispatch import dispatch_state, notify_delivery
 from dutyline.db.tables.incident import incident_feed
 from dutyline.db.tables.work import job
+from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import create_rule, layer, make_channel, make_integration, rule_body
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
@@ -150,3 +152,81 @@ async def test_an_escalation_survives_sigkill_without_losing_or_repeating_a_step
         (0, "fire", "success"), (0, "refire", "success"), (1, "fire", "success")]
     assert feed.count("i_assign") == 2 and feed.count("i_notify") == 3
     assert dead == 0
+
+
+async def test_sigkill_mid_batch_resends_only_the_pages_in_flight(
+        api: Api, owner: Person, database_url: str, receiver: Receiver) -> None:
+    """One step pages six webhooks, sent as one delivery batch; two receivers hold their
+    answers. The worker is SIGKILLed once the four answered pages are recorded: after
+    recovery no page is lost, and the duplicates are at most the pages in flight at the
+    kill (the two held ones, sent again with the same Idempotency-Key)."""
+    env = {
+        "DUTYLINE_DATABASE_URL": database_url, "DUTYLINE_SECRET_KEY": "test-secret-key",
+        "DUTYLINE_RUN_WORKERS": "1", "DUTYLINE_JOB_LEASE_SECONDS": "2",
+        "DUTYLINE_ALLOW_PRIVATE_NETWORK": "1",
+        "DUTYLINE_RATE_LIMIT_PER_SECOND": "0", "DUTYLINE_RATE_LIMIT_PER_MINUTE": "0",
+    }
+    answered, held = ["/a0", "/a1", "/a2", "/a3"], ["/h0", "/h1"]
+    receiver.hold = set(held)
+    channel_id = await make_channel(api, owner)
+    await create_rule(api, owner, rule_body(channel_id, [layer(webhooks=[
+        {"type": "custom", "settings": {"url": receiver.url(p)}} for p in answered + held])]))
+    integration_key = await make_integration(api, owner, channel_id)
+
+    async def deliveries() -> dict[str, Any]:
+        async with api.runtime.db.transaction() as conn:
+            rows = (await conn.execute(select(notify_delivery))).all()
+        return {json.loads(r.content)["url"].rsplit("/", 1)[1]: r for r in rows}
+
+    async def unrecorded() -> int:
+        return sum(1 for d in (await deliveries()).values() if d.attempts == 0)
+
+    def all_sent() -> bool:
+        with receiver.lock:
+            return len(receiver.received) == 6 and receiver.waiting == len(held)
+
+    with running_server(env) as first:
+        async with httpx.AsyncClient(base_url=first.base_url, trust_env=False) as client:
+            pushed = await client.post("/event/push/alert/standard",
+                                       params={"integration_key": integration_key},
+                                       json={"title_rule": "db down", "alert_key": "db",
+                                             "event_status": "Critical"})
+        assert pushed.status_code == 200, pushed.text
+        await wait_until(all_sent, "every page sent, the held ones without an answer")
+        # Then the answered ones recorded, each as it was answered; waited for at most
+        # until shortly before the held sends' own HTTP timeout would record them too.
+        deadline = time.monotonic() + 6.0
+        while await unrecorded() > len(held):
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.1)
+        # In flight at the kill: the requests the receiver holds without an answer; and
+        # the deliveries whose attempts are not recorded.
+        in_flight, not_recorded = receiver.in_flight(), await unrecorded()
+        kill(first)
+    receiver.release.set()
+
+    with running_server(env):
+        async def settled() -> bool:
+            return all(d.status != "pending" for d in (await deliveries()).values())
+
+        deadline = time.monotonic() + DEADLINE_S
+        while not await settled():
+            assert time.monotonic() < deadline, "deliveries did not settle"
+            await asyncio.sleep(0.2)
+
+    got = receiver.take()
+    sends = Counter(r.headers["idempotency-key"] for r in got)
+    duplicates = sum(n - 1 for n in sends.values())
+    made = await deliveries()
+    assert set(sends) == {d.delivery_id for d in made.values()}  # no page lost
+    assert all((d.status, d.attempts) == ("success", 1) for d in made.values())
+    print(f"in flight at the kill: {in_flight}, unrecorded: {not_recorded}; "
+          f"duplicates after recovery: {duplicates} of {len(made)} pages")
+    assert in_flight == len(held)
+    assert duplicates <= in_flight
+    # The pages sent twice are held ones, each the same body under the same key.
+    path_of = {d.delivery_id: "/" + p for p, d in made.items()}
+    assert {path_of[key] for key, n in sends.items() if n > 1} <= set(held)
+    for key in sends:
+        assert len({r.body for r in got if r.headers["idempotency-key"] == key}) == 1

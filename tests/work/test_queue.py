@@ -171,6 +171,17 @@ async def test_heartbeat_extension_is_fenced_on_the_owner(runtime: Runtime) -> N
     assert await queue.reap_expired(db, now_ms=now + 1_200) == (0, 0)
 
 
+async def test_a_heartbeat_never_shortens_a_lease_held_longer(runtime: Runtime) -> None:
+    db, now = runtime.db, millis(runtime.clock)
+    job_id = await add(db, now)
+    await queue.claim(db, "w1", now_ms=now, lease_ms=1_000, limit=1)
+    # Held for a long send, then the loop's heartbeat with its own, shorter lease.
+    assert await queue.extend_lease(db, job_id, "w1", now_ms=now, lease_ms=60_000)  # type: ignore[arg-type]
+    assert await queue.extend_lease(db, job_id, "w1", now_ms=now + 500, lease_ms=1_000)  # type: ignore[arg-type]
+    assert (await job_row(db, job_id)).lease_expires_at == now + 60_000  # type: ignore[arg-type]
+    assert await queue.reap_expired(db, now_ms=now + 30_000) == (0, 0)
+
+
 async def test_prune_deletes_only_old_done_jobs(runtime: Runtime) -> None:
     db, now = runtime.db, millis(runtime.clock)
     ids = [await add(db, now) for _ in range(5)]

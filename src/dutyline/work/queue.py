@@ -398,9 +398,13 @@ _MARK_DONE = (
     .values(status=DONE, dedupe_key=None, lease_owner=None, lease_expires_at=None,
             last_error=None, updated_at=bindparam("now_ms"))
 )
+# A lease is never shortened: a job may hold its lease longer than the heartbeat does (a
+# delivery holds it for its longest send, so nobody takes it while the send is in flight).
 _EXTEND_LEASE = (
     update(job).where(_OWNED)
-    .values(lease_expires_at=bindparam("expires"), updated_at=bindparam("now_ms"))
+    .values(lease_expires_at=case(
+        (job.c.lease_expires_at > bindparam("expires"), job.c.lease_expires_at),
+        else_=bindparam("expires")), updated_at=bindparam("now_ms"))
 )
 
 
@@ -494,8 +498,8 @@ async def release(db: Database, claimed: ClaimedJob, *, now_ms: int) -> bool:
 async def extend_lease(
     db: Database, job_id: int | list[int], worker_id: str, *, now_ms: int, lease_ms: int
 ) -> bool:
-    """Heartbeat: push the lease (of one job, or of each job of a batch) out; False when
-    the job, or any job of the batch, is no longer ours."""
+    """Heartbeat: push the lease (of one job, or of each job of a batch) out to at least
+    `now_ms + lease_ms`; False when the job, or any job of the batch, is no longer ours."""
     ids = _ids(job_id)
     async with db.statement(write=True) as conn:
         result = await conn.execute(_EXTEND_LEASE, {

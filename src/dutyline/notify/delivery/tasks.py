@@ -1,10 +1,18 @@
-"""The delivery job: one attempt of one delivery.
+"""The delivery job: one attempt of one delivery (or of each delivery of a batch).
 
-The attempt is made outside any write transaction (the row is read on a short read
-transaction of its own), so a slow receiver holds no lock, on SQLite the only writer's least
-of all; its outcome is then written in the job's own transaction. A job runs once per
-attempt number (its dedupe key); if a presumed-dead runner and its successor both send, the
-receiver sees the same Idempotency-Key twice and only one of them records the attempt."""
+The attempts are made outside any write transaction (the rows are read on a short read
+transaction of their own), so a slow receiver holds no lock, on SQLite the only writer's
+least of all. Each outcome is committed as soon as its receiver answers, in a short
+transaction of its own (the outcomes that arrive while one commits go into the next), not
+with the rest of the batch: a worker that dies mid-batch leaves unrecorded only the sends
+still waiting for an answer, and only those are sent again when its lease runs out.
+
+Before sending, the job holds its lease for the longest an attempt may take
+(ATTEMPT_TIMEOUT_S, which cuts a send off), so no other worker takes a delivery whose
+send is still in flight; a job whose lease was taken meanwhile sends nothing (its new
+owner does). A job runs once per attempt number (its dedupe key), and an attempt is
+recorded once (repository.finish_attempts): a resent attempt carries the same
+Idempotency-Key, for the receivers that drop repeats (at least once, never lost)."""
 
 from __future__ import annotations
 
@@ -19,7 +27,14 @@ from dutyline.api.runtime import Runtime
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.adapters import adapter, needs
-from dutyline.notify.delivery.adapters.base import Attempt, Outgoing, SendEnv, session_for
+from dutyline.notify.delivery.adapters.base import (
+    ATTEMPT_TIMEOUT_S,
+    Attempt,
+    Outgoing,
+    SendEnv,
+    session_for,
+)
+from dutyline.work import queue
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
 log = structlog.get_logger("dutyline.notify.delivery")
@@ -53,7 +68,10 @@ async def _send(env: SendEnv, row: Any) -> Attempt:
     out = Outgoing(delivery_id=row.delivery_id, channel=row.channel, address=row.address,
                    content=_json.decode(row.content), attempt=int(row.attempts) + 1)
     try:
-        return await send(env, out)
+        async with asyncio.timeout(ATTEMPT_TIMEOUT_S):
+            return await send(env, out)
+    except TimeoutError:
+        return Attempt(ok=False, error=f"no answer within {ATTEMPT_TIMEOUT_S:g} s")
     except Exception as exc:  # an adapter's own fault (a secret sealed with an old key...)
         log.exception("notify.delivery.adapter_failed", delivery_id=row.delivery_id)
         return Attempt(ok=False, retryable=False, error=f"{type(exc).__name__}: {exc}")
@@ -70,14 +88,52 @@ def _log(row: Any, attempt: Attempt, status: str | None) -> None:
         log.warning("notify.delivery.failed", **fields, reason=attempt.error)
 
 
-async def _deliver(ctx: JobContext | BatchContext, payloads: list[dict[str, Any]]) -> None:
-    """The attempts the jobs name: one read, the sends side by side (none waits on another's
-    slow receiver longer than its own timeout), the outcomes written together in the job's
-    (or batch's) transaction."""
+# What a delivery job holds its lease for beyond its longest send: time to record the outcome.
+RECORD_MARGIN_S = 5
+
+
+async def _hold_lease(ctx: JobContext | BatchContext, job_ids: list[int]) -> None:
+    """Hold the jobs' leases for the longest send and the outcome's record (the loop's
+    heartbeat never shortens a lease), or raise LeaseLost when another worker took any of
+    them meanwhile: its new owner sends, this one must not."""
+    settings = ctx.runtime.settings
+    hold_s = max(settings.job_lease_seconds, ATTEMPT_TIMEOUT_S + RECORD_MARGIN_S)
+    if not await queue.extend_lease(ctx.runtime.db, job_ids, ctx.worker_id,
+                                    now_ms=ctx.now_ms(), lease_ms=int(hold_s * 1000)):
+        raise queue.LeaseLost(f"delivery jobs {job_ids} are no longer leased to "
+                              f"{ctx.worker_id}; not sending")
+
+
+async def _send_and_record(runtime: Runtime, rows: list[Any]) -> None:
+    """Send side by side (none waits on another's slow receiver longer than its own
+    timeout) and commit each outcome as soon as its receiver answers; the outcomes that
+    arrive while a commit runs go into the next one."""
+    env = send_env(runtime)
+    sending = {asyncio.create_task(_send(env, row)): row for row in rows}
+    try:
+        while sending:
+            answered, _ = await asyncio.wait(sending, return_when=asyncio.FIRST_COMPLETED)
+            outcomes = [(sending.pop(task), task.result()) for task in answered]
+            async with runtime.db.transaction(write=True) as conn:
+                statuses = await service.record_attempts(conn, runtime.clock, outcomes)
+            for (row, attempt), status in zip(outcomes, statuses, strict=True):
+                _log(row, attempt, status)
+    finally:
+        # Stopped (shutdown) or a record failed: the sends still out are left unrecorded,
+        # and their jobs send them again.
+        for task in sending:
+            task.cancel()
+        await asyncio.gather(*sending, return_exceptions=True)
+
+
+async def _deliver(ctx: JobContext | BatchContext, jobs: list[tuple[int, dict[str, Any]]]
+                   ) -> None:
+    """The attempts the jobs (id, payload) name: one read, the lease held, the sends side
+    by side, each outcome committed when its receiver answers (`_send_and_record`)."""
     # A delivery may have a stale job beside its due one in a batch: it is due if any of
     # its jobs' attempts is still to be made, and then sent once.
     wanted: dict[str, list[int | None]] = {}
-    for payload in payloads:
+    for _, payload in jobs:
         wanted.setdefault(str(payload["delivery_id"]), []).append(_attempt_of(payload))
     async with ctx.runtime.db.statement(write=False) as reading:
         rows = await repo.get_deliveries(reading, list(wanted))
@@ -85,19 +141,15 @@ async def _deliver(ctx: JobContext | BatchContext, payloads: list[dict[str, Any]
             if any(_due(row, attempt) for attempt in wanted[row.delivery_id])]
     if not rows:
         return
-    env = send_env(ctx.runtime)
-    attempts = await asyncio.gather(*(_send(env, row) for row in rows))
-    outcomes = list(zip(rows, attempts, strict=True))
-    statuses = await service.record_attempts(ctx.conn, ctx.clock, outcomes)
-    for row, attempt, status in zip(rows, attempts, statuses, strict=True):
-        _log(row, attempt, status)
+    await _hold_lease(ctx, [job_id for job_id, _ in jobs])
+    await _send_and_record(ctx.runtime, rows)
 
 
 @job_handler(service.DELIVER_JOB)
 async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
-    await _deliver(ctx, [payload])
+    await _deliver(ctx, [(ctx.job_id, payload)])
 
 
 @job_batch_handler(service.DELIVER_JOB, max_size=32)
 async def deliver_many(ctx: BatchContext) -> None:
-    await _deliver(ctx, [job.payload for job in ctx.jobs])
+    await _deliver(ctx, [(job.job_id, job.payload) for job in ctx.jobs])

@@ -24,6 +24,11 @@ from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 
 HTTP_TIMEOUT_S = 10.0
+# The longest one attempt may take, whatever the channel: an app's token fetch and its
+# message (HTTP_TIMEOUT_S each), or an SMTP session. The delivery job cuts an attempt off
+# there and holds its job's lease at least that long, so no other worker takes a delivery
+# whose send is still waiting for an answer.
+ATTEMPT_TIMEOUT_S = 3 * HTTP_TIMEOUT_S
 RESPONSE_BODY_MAX = 4096
 # Bytes read of an answer: the kept characters, in a multi-byte encoding at worst.
 RESPONSE_READ_MAX = 4 * RESPONSE_BODY_MAX
