@@ -4,7 +4,7 @@ The walk-through's ```sh blocks (under its "### The walk-through" heading) are t
 README.md and run with bash, unchanged, against a real `dutyline serve` on a free loopback
 port with a fresh SQLite file. What the reader supplies comes in the way the README says:
 `DL` and `KEY` in the environment (its `export DL=http://127.0.0.1:8080 KEY=<the printed
-key>`), the README's own `DUTYLINE_SMTP_URL` pointed at the SMTP sink's port, and `mail.log`
+key>`), the README's own `dutyline.toml` pointed at the SMTP sink's port, and `mail.log`
 in the working directory holding the mails the sink got (the README's sink `tee`s them
 there). The test then holds the server to what the README promises: a page by e-mail with
 absolute links, acknowledged by its link, and no repeat once acknowledged."""
@@ -44,11 +44,19 @@ def walkthrough_blocks() -> list[str]:
     return re.findall(r"^```sh\n(.*?)^```", steps, flags=re.S | re.M)
 
 
-def readme_smtp_url(port: int) -> str:
-    """The DUTYLINE_SMTP_URL the README starts the server with, on the sink's port."""
-    found = re.search(r"DUTYLINE_SMTP_URL='(smtp://127\.0\.0\.1:1025[^']*)'", _section())
-    assert found, "the README starts the server with DUTYLINE_SMTP_URL='smtp://127.0.0.1:1025…'"
-    return found.group(1).replace(":1025", f":{port}", 1)
+def write_readme_config(cwd: Path, smtp_port: int) -> None:
+    """Run the README's line that writes `dutyline.toml`, then point it at the sink's port."""
+    found = re.search(r"^echo '(smtp_url = \"smtp://127\.0\.0\.1:1025[^']*)' > dutyline\.toml$",
+                      _section(), re.M)
+    assert found, "the README writes smtp_url = \"smtp://127.0.0.1:1025…\" to dutyline.toml"
+    subprocess.run(["bash", "-e", "-c", found.group(0)], cwd=cwd, check=True, timeout=30)
+    config = cwd / "dutyline.toml"
+    config.write_text(config.read_text().replace(":1025", f":{smtp_port}", 1))
+
+
+def pages(sink: SmtpSink) -> list[SinkMessage]:
+    """The mails of the walk-through's incident (the test notification is another mail)."""
+    return [m for m in mails(sink) if "My first page" in m.subject]
 
 
 def run_block(block: str, cwd: Path, server: Server, key: str) -> str:
@@ -82,8 +90,9 @@ def test_the_readme_walkthrough_pages_you_and_the_link_acknowledges(tmp_path: Pa
     sink.start()
     port = free_port()
     db = tmp_path / "dutyline.db"
+    write_readme_config(tmp_path, sink.port)
+    # The server reads the README's dutyline.toml from its working directory.
     env = {"DUTYLINE_DATABASE_URL": f"sqlite+aiosqlite:///{db}",
-           "DUTYLINE_SMTP_URL": readme_smtp_url(sink.port),
            "DUTYLINE_BASE_URL": f"http://127.0.0.1:{port}", "DUTYLINE_RUN_WORKERS": "1"}
     try:
         with running_server(env, port=port, cwd=tmp_path) as server:
@@ -93,9 +102,10 @@ def test_the_readme_walkthrough_pages_you_and_the_link_acknowledges(tmp_path: Pa
 
             out = run_block(blocks[0], tmp_path, server, key)
             assert "integration key ik_" in out, out
+            assert re.search(r'"channel":\s*"email",\s*"status":\s*"sent"', out), out
 
-            wait_until(lambda: mails(sink), "the page by e-mail")
-            [page] = mails(sink)
+            wait_until(lambda: pages(sink), "the page by e-mail")
+            [page] = pages(sink)
             assert page.rcpt_tos == [ADDRESS]
             assert "My first page" in page.subject
             links = dict(re.findall(r"^(Acknowledge|Resolve|Open): (\S+)", page.text, re.M))
@@ -129,6 +139,6 @@ def test_the_readme_walkthrough_pages_you_and_the_link_acknowledges(tmp_path: Pa
                         "'notify.deliver')", (timer,)).fetchall()
 
             wait_until(settled, "the repeat's step and any delivery it made")
-            assert len(mails(sink)) == 1
+            assert len(pages(sink)) == 1
     finally:
         sink.stop()
