@@ -22,7 +22,8 @@ router = Router("Escalation rules")
 async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCreateResponse:
     """Create an escalation rule: who is paged, how, and when, for the channel's incidents."""
     created = await service.create_rule(
-        ctx.conn, ctx.actor, box=ctx.runtime.secrets, channel_id=req.channel_id,
+        ctx.conn, ctx.actor, box=ctx.runtime.secrets, policy=ctx.runtime.outbound_policy(),
+        channel_id=req.channel_id,
         template_id=req.template_id, rule_name=req.rule_name, description=req.description,
         priority=req.priority, aggr_window=req.aggr_window, layers=req.layers,
         time_filters=req.time_filters, filters=req.filters)
@@ -34,7 +35,8 @@ async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCre
 async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> None:
     """Replace an escalation rule's settings (its status is kept)."""
     await service.update_rule(
-        ctx.conn, ctx.actor, box=ctx.runtime.secrets, channel_id=req.channel_id,
+        ctx.conn, ctx.actor, box=ctx.runtime.secrets, policy=ctx.runtime.outbound_policy(),
+        channel_id=req.channel_id,
         rule_id=req.rule_id, template_id=req.template_id, rule_name=req.rule_name,
         description=req.description, priority=req.priority, aggr_window=req.aggr_window,
         layers=req.layers, time_filters=req.time_filters, filters=req.filters)
