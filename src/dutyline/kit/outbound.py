@@ -39,6 +39,7 @@ import httpx
 import httpx2
 import structlog
 
+from dutyline.kit.ipv4_forms import NotAnAddress, legacy_ipv4
 from dutyline.kit.outbound_retry import IDEMPOTENT as IDEMPOTENT
 from dutyline.kit.outbound_retry import Flavour, RetryingTransport, RetryPolicy
 
@@ -145,38 +146,6 @@ def _split(url: str) -> tuple[SplitResult, str, int]:
     return parts, host, port or (443 if scheme == "https" else 80)
 
 
-_IPV4_PART = re.compile(r"^(?:0[xX][0-9a-fA-F]*|[0-9]+)$")
-
-
-def legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """The address C's inet_aton (and so the system resolver, curl and browsers) reads in a
-    host that ends in a number: octal (`0177.0.0.1`), zero-padded (`127.000.000.001`), one
-    integer (`2130706433`), hex (`0x7f.1`), or fewer than four parts. None for a host that
-    is not numeric; OutboundBlocked for one that is numeric but no address."""
-    labels = host.rstrip(".").split(".")
-    if not labels or not _IPV4_PART.match(labels[-1]):
-        return None  # a name (the URL standard's "ends in a number" test)
-    if len(labels) > 4 or not all(_IPV4_PART.match(label) for label in labels):
-        raise OutboundBlocked(f"{host} is not a valid IPv4 address")
-    values = []
-    for label in labels:
-        if label[:2].lower() == "0x":
-            values.append(int(label[2:] or "0", 16))
-        elif len(label) > 1 and label.startswith("0"):
-            if any(c in "89" for c in label):
-                raise OutboundBlocked(f"{host} is not a valid IPv4 address")
-            values.append(int(label, 8))
-        else:
-            values.append(int(label))
-    *head, last = values
-    if any(v > 255 for v in head) or last >= 256 ** (5 - len(values)):
-        raise OutboundBlocked(f"{host} is not a valid IPv4 address")
-    number = last
-    for i, v in enumerate(head):
-        number += v << (8 * (3 - i))
-    return ipaddress.IPv4Address(number)
-
-
 def _refuse_legacy_ipv4(host: str) -> None:
     """An IPv4 address written other than as four plain decimals is refused whatever the
     policy says: the clients below disagree on it (httpx rejects `0177.0.0.1` outright, the
@@ -184,7 +153,10 @@ def _refuse_legacy_ipv4(host: str) -> None:
     could be walked around. The refusal says what the address reads as."""
     if _literal_ip(host) is not None:
         return
-    ip = legacy_ipv4(host)
+    try:
+        ip = legacy_ipv4(host)
+    except NotAnAddress:
+        raise OutboundBlocked(f"{host} is not a valid IPv4 address") from None
     if ip is None:
         return
     reason = blocked_reason(ip)
