@@ -142,10 +142,15 @@ async def test_a_secret_does_not_follow_a_new_origin(api: Api, prom: FakeProm) -
     assert prom.requests[-1].headers["x-api-key"] == "tok"
     assert prom.requests[-1].headers["authorization"] == "Basic dTpodW50ZXIy"  # u:hunter2
     moved = {**same, "address": "http://127.0.0.2:9"}
+    # A masked header cannot keep a secret entered for another origin: it is asked for anew.
+    refused = await api.call("/monit/datasource/update", moved, key=owner.key)
+    assert refused.code == "InvalidParameter"
+    assert "payload.prometheus.headers.X-Api-Key" in refused.message
+    moved["payload"]["prometheus"]["headers"] = []
     assert (await api.call("/monit/datasource/update", moved, key=owner.key)).status == 200
     await api.call("/monit/datasource/query", {"ds_id": ds_id, "expr": "up"}, key=owner.key)
     sent = prom.requests[-1]
-    # Masked header and blank password both dropped: the secret stayed with the old origin.
+    # The blank password was dropped: the secret stayed with the old origin.
     assert "x-api-key" not in sent.headers
     assert sent.headers["authorization"] == "Basic dTo="  # "u:" with no password
 

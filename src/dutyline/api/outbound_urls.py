@@ -7,7 +7,7 @@ off private addresses, this is the clear answer."""
 from __future__ import annotations
 
 from dutyline.api import errors
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url
+from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, check_url, check_without_dns
 
 
 async def refused(url: str, policy: OutboundPolicy) -> str:
@@ -26,3 +26,15 @@ async def check(url: str, policy: OutboundPolicy, *, field: str) -> None:
         raise errors.InvalidParameter(
             "Invalid parameter {field}: the address is refused ({detail})",
             field=field, detail=reason)
+
+
+def check_static(url: str, policy: OutboundPolicy, *, field: str) -> None:
+    """The same refusal from what the URL alone gives away (scheme, a literal or old-style
+    IPv4 address, a loopback name), without a DNS lookup: for targets saved in bulk (the
+    webhooks of an escalation rule) or whose name may only resolve where they are called."""
+    try:
+        check_without_dns(url, policy)
+    except OutboundBlocked as exc:
+        raise errors.InvalidParameter(
+            "Invalid parameter {field}: the address is refused ({detail})",
+            field=field, detail=exc.reason) from None

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from dutyline.api.outbound_secrets import outbound_settings
 from dutyline.api.types import Id, SaveWarning
 
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
@@ -18,6 +19,8 @@ NotifyStep = Annotated[float, msgspec.Meta(ge=0.5, le=120)]
 EscalateWindow = Annotated[int, msgspec.Meta(ge=0, le=720)]
 RuleName = Annotated[str, msgspec.Meta(min_length=1, max_length=39)]
 Description = Annotated[str, msgspec.Meta(max_length=500)]
+# Keys of a webhook's settings that are secrets: sealed at rest, never read back.
+SECRET_SETTINGS = ("secret", "sign_secret", "token")
 
 
 class NotifyBy(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -33,7 +36,7 @@ class WebhookTarget(msgspec.Struct, kw_only=True):
     webhooks) or `sign_secret` (Feishu, DingTalk): write-only."""
 
     type: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-    settings: dict[str, Any]
+    settings: Annotated[dict[str, Any], outbound_settings(url="url", secrets=SECRET_SETTINGS)]
 
 
 class EscalateTarget(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -134,10 +137,6 @@ def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # Webhook types that are group chats of the server's app for the platform: they name
 # `chat_ids` (reference ScheduleImNotifySettings) instead of a robot's `url`.
 APP_TYPES = frozenset({"feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app"})
-# Keys of a webhook's settings that are secrets: sealed at rest, never read back.
-SECRET_SETTINGS = ("secret", "sign_secret", "token")
-
-
 def rule_item(row: Any) -> EscalateRuleItem:
     """The one row -> record mapper."""
     return EscalateRuleItem(

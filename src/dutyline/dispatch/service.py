@@ -2,8 +2,9 @@
 
 Reads need channel_view, writes channel_manage (the endpoints say so). A rule belongs to a
 live channel of the caller's account; every person, team and schedule a layer names must be
-the account's (others: not found). Webhook secrets are sealed with the server key at rest,
-never read back, and dropped when the webhook's URL moves to another origin."""
+the account's (others: not found). Webhook URLs pass the outbound guard's static check when
+saved. Webhook secrets are sealed with the server key at rest, never read back, and dropped
+when the webhook's URL moves to another origin (api/outbound_secrets.py)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from dutyline.api import errors
+from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
+from dutyline.api.outbound_secrets import secret_to_store
 from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.channel import service as channels
 from dutyline.config import Settings
@@ -28,6 +30,8 @@ from dutyline.dispatch.schemas import (
     rule_item,
 )
 from dutyline.kit.ids import hex_id
+from dutyline.kit.origin import same_origin
+from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.notify.delivery import service as delivery
 from dutyline.platform.member import service as members
@@ -81,12 +85,8 @@ async def _require_rule(conn: Any, actor: Actor, channel_id: int, rule_id: str) 
     return row
 
 
-def _origin(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{(parts.netloc.rsplit('@', 1)[-1]).lower()}"
-
-
-async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer]) -> None:
+async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
+                          policy: OutboundPolicy) -> None:
     if not layers:
         raise errors.invalid("layers", "at least one layer is required")
     if len(layers) > MAX_LAYERS:
@@ -122,6 +122,7 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer]) 
                     or not urlsplit(url).hostname:
                 raise errors.invalid(f"{path}.webhooks[{j}].settings.url",
                                      "must be an http(s) URL")
+            outbound_urls.check_static(url, policy, field=f"{path}.webhooks[{j}].settings.url")
             chat_id = hook.settings.get("chat_id")
             if hook.type == "telegram" and not (
                     isinstance(chat_id, int) or (isinstance(chat_id, str) and chat_id.strip())):
@@ -179,8 +180,9 @@ def delivery_warnings(settings: Settings, layers: list[EscalateLayer]) -> list[S
 
 def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
                    previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as stored: secrets given are sealed; a secret left out keeps the stored one of
-    the webhook in the same place, unless its URL moved to another origin."""
+    """Layers as stored: secrets given are sealed; a secret left out or sent back masked
+    keeps the stored one of the webhook in the same place, unless that webhook changed type
+    or its URL moved to another origin."""
     out: list[dict[str, Any]] = msgspec.to_builtins(layers)
     for i, layer in enumerate(out):
         hooks = layer["target"].get("webhooks") or []
@@ -189,21 +191,27 @@ def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
             old_hooks = (previous[i].get("target") or {}).get("webhooks") or []
         for j, hook in enumerate(hooks):
             settings = hook["settings"]
-            old = old_hooks[j]["settings"] if j < len(old_hooks) else {}
-            same_origin = bool(old) and _origin(str(old.get("url", ""))) == _origin(
-                str(settings.get("url", "")))
+            before = old_hooks[j] if j < len(old_hooks) else {}
+            old = before.get("settings") or {}
+            keep = before.get("type") == hook["type"] and same_origin(
+                str(old.get("url", "")), str(settings.get("url", "")))
             for key in SECRET_SETTINGS:
-                if isinstance(settings.get(key), str) and settings[key]:
-                    settings[key] = box.seal(settings[key])
-                elif same_origin and old.get(key):
-                    settings[key] = old[key]
+                given = settings.get(key)
+                if given is not None and not isinstance(given, str):
+                    raise errors.invalid(
+                        f"layers[{i}].target.webhooks[{j}].settings.{key}", "must be a string")
+                value = secret_to_store(
+                    given, str(old.get(key) or ""), keep=keep, seal=box.seal, blank_keeps=True,
+                    field=f"layers[{i}].target.webhooks[{j}].settings.{key}")
+                if value:
+                    settings[key] = value
                 else:
                     settings.pop(key, None)
     return out
 
 
 async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
-                      channel_id: int,
+                      policy: OutboundPolicy, channel_id: int,
                       template_id: str, rule_name: str, description: str, priority: int,
                       aggr_window: int, layers: list[EscalateLayer],
                       time_filters: list[dict[str, Any]],
@@ -213,7 +221,7 @@ async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
     if not name:
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
-    await _checked_layers(conn, actor, layers)
+    await _checked_layers(conn, actor, layers, policy)
     rule_id, now = hex_id(), actor.now_s
     await repo.insert_rule(conn, {
         "rule_id": rule_id, "account_id": actor.account_id, "channel_id": channel_id,
@@ -228,6 +236,7 @@ async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
 
 
 async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
+                      policy: OutboundPolicy,
                       channel_id: int, rule_id: str, template_id: str, rule_name: str,
                       description: str, priority: int, aggr_window: int,
                       layers: list[EscalateLayer], time_filters: list[dict[str, Any]],
@@ -237,7 +246,7 @@ async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
     if not name:
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
-    await _checked_layers(conn, actor, layers)
+    await _checked_layers(conn, actor, layers, policy)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "rule_name": name, "description": description, "priority": priority,
         "aggr_window": aggr_window, "template_id": template_id.lower(),

@@ -39,6 +39,7 @@ import httpx
 import httpx2
 import structlog
 
+from dutyline.kit.ipv4_forms import NotAnAddress, legacy_ipv4
 from dutyline.kit.outbound_retry import IDEMPOTENT as IDEMPOTENT
 from dutyline.kit.outbound_retry import Flavour, RetryingTransport, RetryPolicy
 
@@ -141,7 +142,27 @@ def _split(url: str) -> tuple[SplitResult, str, int]:
     host = parts.hostname or ""
     if not host:
         raise OutboundBlocked("the URL has no host")
+    _refuse_legacy_ipv4(host)
     return parts, host, port or (443 if scheme == "https" else 80)
+
+
+def _refuse_legacy_ipv4(host: str) -> None:
+    """An IPv4 address written other than as four plain decimals is refused whatever the
+    policy says: the clients below disagree on it (httpx rejects `0177.0.0.1` outright, the
+    resolver reads it as 127.0.0.1), and a check that reads it differently from the connect
+    could be walked around. The refusal says what the address reads as."""
+    if _literal_ip(host) is not None:
+        return
+    try:
+        ip = legacy_ipv4(host)
+    except NotAnAddress:
+        raise OutboundBlocked(f"{host} is not a valid IPv4 address") from None
+    if ip is None:
+        return
+    reason = blocked_reason(ip)
+    raise OutboundBlocked(
+        f"{host} reads as the IPv4 address {ip}" + (f" ({reason})" if reason else "")
+        + f"; write it as {ip}")
 
 
 def _literal_ip(host: str) -> IPAddress | None:

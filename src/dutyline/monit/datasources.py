@@ -2,8 +2,8 @@
 
 Credentials (basic auth password, TLS key and its password, header values) are sealed at
 rest, never shown again, and dropped when an update moves the address to another origin
-without supplying them anew (kit/origin.py), so they are never sent where they were not
-entered."""
+without supplying them anew (api/outbound_secrets.py), so they are never sent where they were
+not entered. The address passes the outbound guard's static check when it is saved."""
 
 from __future__ import annotations
 
@@ -14,10 +14,12 @@ import anyio
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors
+from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
+from dutyline.api.outbound_secrets import headers_to_store, secret_to_store
 from dutyline.kit.ids import numeric_id
 from dutyline.kit.origin import origin_of, same_origin
+from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.monit import repository as repo
 from dutyline.monit import tls
@@ -39,11 +41,12 @@ _body_decoder = msgspec.json.Decoder(RuleBody)
 # --- data sources ----------------------------------------------------------------------
 
 
-def _check_address(address: str) -> str:
+def _check_address(address: str, policy: OutboundPolicy) -> str:
     text = address.strip()
     found = origin_of(text)
     if found is None or found[0] not in ("http", "https"):
         raise errors.invalid("address", "must be an http(s) URL")
+    outbound_urls.check_static(text, policy, field="address")
     return text
 
 
@@ -62,25 +65,21 @@ def _header_pairs(lines: list[str], field: str) -> list[tuple[str, str]]:
 def _merge_secrets(new: DSPrometheusConfig, old: DSPrometheusConfig | None,
                    keep: bool) -> DSPrometheusConfig:
     """Blank (or masked) secret fields keep the stored value only on the same origin."""
-    if old is None or not keep:
+    if old is None:
         old = DSPrometheusConfig()
-    old_headers = dict(_header_pairs(old.headers, "headers"))
-    headers = []
-    for name, value in _header_pairs(new.headers, "headers"):
-        if value == MASK:
-            if name not in old_headers:
-                continue
-            value = old_headers[name]
-        headers.append(f"{name}: {value}")
+    field = "payload.prometheus"
+    headers = headers_to_store(dict(_header_pairs(new.headers, "headers")),
+                               dict(_header_pairs(old.headers, "headers")), keep=keep,
+                               field=f"{field}.headers")
 
-    def pick(value: str, stored: str) -> str:
-        return stored if value in ("", MASK) else value
+    def pick(name: str) -> str:
+        return secret_to_store(getattr(new, name), getattr(old, name), keep=keep,
+                               field=f"{field}.{name}", blank_keeps=True)
 
     return msgspec.structs.replace(
-        new, headers=headers,
-        basic_auth_password=pick(new.basic_auth_password, old.basic_auth_password),
-        tls_key=pick(new.tls_key, old.tls_key),
-        tls_key_pwd=pick(new.tls_key_pwd, old.tls_key_pwd),
+        new, headers=[f"{n}: {v}" for n, v in headers.items()],
+        basic_auth_password=pick("basic_auth_password"), tls_key=pick("tls_key"),
+        tls_key_pwd=pick("tls_key_pwd"),
     )
 
 
@@ -122,7 +121,8 @@ def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:
 
 
 async def upsert_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
-                            req: DataSourceUpsertRequest, create: bool) -> DataSourceItem:
+                            req: DataSourceUpsertRequest, create: bool,
+                            policy: OutboundPolicy) -> DataSourceItem:
     if req.type_ident not in DS_TYPES:
         raise errors.invalid("type_ident", f"must be one of {', '.join(DS_TYPES)}")
     if req.type_ident not in SUPPORTED_DS_TYPES:
@@ -130,7 +130,7 @@ async def upsert_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox,
     name = req.name.strip()
     if not name:
         raise errors.invalid("name", "is required")
-    address = _check_address(req.address)
+    address = _check_address(req.address, policy)
     prom = req.payload.prometheus or DSPrometheusConfig()
     _header_pairs(prom.params, "params")
     old = None

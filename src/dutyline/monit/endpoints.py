@@ -49,7 +49,7 @@ MANAGE = (ALERT_RULE_MANAGE,)
 async def datasource_create(ctx: Context, req: DataSourceUpsertRequest) -> DataSourceItem:
     """Create a data source (type prometheus; VictoriaMetrics and Thanos speak its API)."""
     item = await service.upsert_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
-                                           create=True)
+                                           create=True, policy=ctx.runtime.outbound_policy())
     ctx.audit_targets.append(item.id)
     return item
 
@@ -59,7 +59,7 @@ async def datasource_update(ctx: Context, req: DataSourceUpsertRequest) -> DataS
     """Update a data source; blank secrets are kept unless the address moves elsewhere."""
     ctx.audit_targets.append(req.id)
     return await service.upsert_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
-                                           create=False)
+                                           create=False, policy=ctx.runtime.outbound_policy())
 
 
 @router.post("/monit/datasource/info", permissions=MANAGE)

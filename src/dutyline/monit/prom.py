@@ -15,7 +15,12 @@ import anyio
 import httpx
 import msgspec
 
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, guarded_client
+from dutyline.kit.outbound import (
+    OutboundBlocked,
+    OutboundPolicy,
+    check_without_dns,
+    guarded_client,
+)
 from dutyline.monit import tls
 
 QUERY_TIMEOUT_S = 10.0
@@ -188,10 +193,15 @@ async def instant_query(
     params = {**target.params, "query": expr, "time": f"{at_s:.3f}"}
     try:
         extensions = {"sni_hostname": target.tls.server_name} if target.tls.server_name else {}
+        # The guard's reading of the address first: httpx would refuse an old-style IPv4
+        # form (0177.0.0.1) with an error of its own.
+        check_without_dns(address, policy)
         response = await client.post(f"{address}/api/v1/query", data=params, headers=headers,
                                      extensions=extensions)
     except OutboundBlocked as exc:
         raise QueryFailed(f"address refused: {exc.reason}") from None
+    except httpx.InvalidURL as exc:  # not an HTTPError: a URL httpx cannot even build
+        raise QueryFailed(f"address refused: {exc}") from None
     except httpx.TimeoutException:
         raise QueryFailed(f"the data source did not answer within {timeout_s:g} s") from None
     except (httpx.HTTPError, ssl.SSLError) as exc:

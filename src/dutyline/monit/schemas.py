@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
 from dutyline.api.types import Id, NonNegInt64
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
@@ -31,15 +32,16 @@ IdList = Annotated[list[Id], msgspec.Meta(max_length=1000)]
 class DSPrometheusConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     basic_auth_enabled: bool = False
     basic_auth_username: Short = ""
-    basic_auth_password: Short = ""
-    headers: Annotated[list[Short], msgspec.Meta(max_length=50)] = msgspec.field(
+    # Secrets, and the header lines whose values are (api/outbound_secrets.py).
+    basic_auth_password: Annotated[Short, OUTBOUND_SECRET] = ""
+    headers: Annotated[list[Short], msgspec.Meta(max_length=50), OUTBOUND_SECRET] = msgspec.field(
         default_factory=list)
     params: Annotated[list[Short], msgspec.Meta(max_length=50)] = msgspec.field(
         default_factory=list)
     tls_ca: Text = ""
     tls_cert: Text = ""
-    tls_key: Text = ""
-    tls_key_pwd: Short = ""
+    tls_key: Annotated[Text, OUTBOUND_SECRET] = ""
+    tls_key_pwd: Annotated[Short, OUTBOUND_SECRET] = ""
     tls_skip_verify: bool = False
     tls_server_name: Short = ""
     tls_min_version: Short = ""
@@ -62,7 +64,7 @@ class DataSourceUpsertRequest(msgspec.Struct, kw_only=True):
     payload: DSPayload = msgspec.field(default_factory=DSPayload)
     id: NonNegInt64 = 0
     note: Short = ""
-    address: Annotated[str, msgspec.Meta(max_length=2048)] = ""
+    address: Annotated[str, msgspec.Meta(max_length=2048), OUTBOUND_URL] = ""
     enabled: bool = True
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, permissions
 from dutyline.api.actor import Actor
+from dutyline.api.outbound_secrets import secret_to_store
 from dutyline.api.types import SaveWarning
 from dutyline.config import Settings
 from dutyline.kit.ids import numeric_id
@@ -40,7 +41,6 @@ from dutyline.schedule.schemas import (
 WINDOW_MAX_S = 45 * 86_400
 SELF_WINDOW_MAX_S = 30 * 86_400
 SELF_DEFAULT_WINDOW_S = 7 * 86_400
-MASK = "******"
 _TIME_ZONES = frozenset(zoneinfo.available_timezones())
 _encode = msgspec.json.encode
 _layers = definition.decode_layers
@@ -141,23 +141,20 @@ async def _common_values(
 def _seal_notify(notify: NotifyIn, secrets: SecretBox,
                  stored: ScheduleNotify | None) -> ScheduleNotify:
     """Webhook secrets (token, verify_token, sign_secret) are sealed at rest and write-only:
-    `******` keeps the stored value of the webhook at the same position."""
+    `******` keeps the stored value of the webhook at the same position when it is of the
+    same type (the schedule's IM webhooks name no URL: their type is their origin; see
+    api/outbound_secrets.py)."""
     if notify.advance_in_time < 0:
         raise errors.invalid("notify.advance_in_time", "must not be negative")
     hooks: list[ScheduleImNotify] = []
     for i, hook in enumerate(notify.webhooks or []):
-        before = stored.webhooks[i].settings if stored and i < len(stored.webhooks) else None
+        old = stored.webhooks[i] if stored and i < len(stored.webhooks) else None
+        keep = old is not None and old.type == hook.type
         settings = msgspec.structs.replace(hook.settings)
         for name in ("token", "verify_token", "sign_secret"):
-            value = getattr(settings, name)
-            if value == MASK:
-                if before is None or not getattr(before, name):
-                    raise errors.invalid(f"notify.webhooks[{i}].settings.{name}",
-                                         "has no stored secret to keep")
-                value = getattr(before, name)
-            elif value:
-                value = secrets.seal(value)
-            setattr(settings, name, value)
+            setattr(settings, name, secret_to_store(
+                getattr(settings, name), getattr(old.settings, name) if old else "",
+                keep=keep, seal=secrets.seal, field=f"notify.webhooks[{i}].settings.{name}"))
         hooks.append(ScheduleImNotify(type=hook.type, settings=settings))
     return ScheduleNotify(
         advance_in_time=notify.advance_in_time,

@@ -13,6 +13,7 @@ import msgspec
 
 from dutyline.aisre.a2a.schemas import MASK, AuthConfig
 from dutyline.api import errors
+from dutyline.api.outbound_secrets import is_mask, secret_to_store
 from dutyline.kit.secretbox import SecretBox
 
 DEFAULT_API_KEY_HEADER = "X-API-Key"
@@ -65,10 +66,8 @@ def open_auth(box: SecretBox, auth_type: str, sealed: str) -> AgentAuth:
 
 def _secret(value: str | None, old: str | None, field: str) -> str:
     """The secret to store: a new value, or the old one when the caller sent the mask back."""
-    if value == MASK:
-        if old is None:
-            raise errors.invalid(field, "the masked value can only keep an existing secret")
-        return old
+    if is_mask(value):
+        return secret_to_store(value, old or "", keep=old is not None, field=field)
     if value is None or not value.strip():
         raise errors.invalid(field, "is required")
     if "\r" in value or "\n" in value:

@@ -7,11 +7,12 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
 from dutyline.api.types import Id, NonNegInt64, PageRequest
 
 ServerName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 Description = Annotated[str, msgspec.Meta(max_length=1024)]
-Url = Annotated[str, msgspec.Meta(max_length=2048)]
+Url = Annotated[str, msgspec.Meta(max_length=2048), OUTBOUND_URL]
 EnvironmentKind = Literal["", "cloud", "byoc"]
 EnvironmentId = Annotated[str, msgspec.Meta(max_length=128)]
 Transport = Literal["streamable-http", "sse", "stdio"]
@@ -20,7 +21,7 @@ ConnectTimeout = Annotated[int, msgspec.Meta(ge=0, le=120)]
 CallTimeout = Annotated[int, msgspec.Meta(ge=0, le=600)]
 HeaderName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 HeaderValue = Annotated[str, msgspec.Meta(max_length=8192)]
-Headers = Annotated[dict[HeaderName, HeaderValue], msgspec.Meta(max_length=32)]
+Headers = Annotated[dict[HeaderName, HeaderValue], msgspec.Meta(max_length=32), OUTBOUND_SECRET]
 ServerId = Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
 Status = Literal["enabled", "disabled"]
 

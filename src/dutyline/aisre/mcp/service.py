@@ -24,6 +24,7 @@ from dutyline.aisre.mcp.schemas import (
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
+from dutyline.api.outbound_secrets import is_mask, secret_to_store
 from dutyline.api.permissions import MCP_MANAGE
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
@@ -351,10 +352,8 @@ def _validated_headers(given: Mapping[str, str], old: Mapping[str, str]) -> dict
         if key in seen:
             raise errors.invalid("headers", "names a header twice")
         seen.add(key)
-        if value == MASK:
-            if key not in old_by_key:
-                raise errors.invalid("headers", "has a masked value for a header never set")
-            value = old_by_key[key]
+        if is_mask(value):
+            value = secret_to_store(value, old_by_key.get(key, ""), keep=True, field="headers")
         elif any(c in value for c in "\r\n\0"):
             raise errors.invalid("headers", "has a value with a line break")
         result[name] = value

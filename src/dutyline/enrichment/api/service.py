@@ -1,6 +1,7 @@
 """Rules of mapping APIs (reference MappingAPI*): names unique in the account, at most 50,
 an http(s) address the outbound guard allows (private addresses only where the operator
-allows them, as for every outbound call), headers sealed at rest and shown masked, timeout
+allows them, as for every outbound call), headers sealed at rest and shown masked (a masked
+value sent back keeps the stored one; a move to another origin drops them), timeout
 1-3 s, retry_count 0-1. An API used by an enrichment rule cannot be deleted. TLS is always
 verified: `insecure_skip_verify: true` is refused rather than silently ignored."""
 
@@ -14,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
+from dutyline.api.outbound_secrets import headers_to_store
 from dutyline.enrichment import references
 from dutyline.enrichment.api import repository as repo
 from dutyline.enrichment.api.schemas import (
@@ -25,6 +27,7 @@ from dutyline.enrichment.api.schemas import (
     MappingApiItem,
 )
 from dutyline.kit.ids import hex_id
+from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.platform.team import service as teams
@@ -85,7 +88,9 @@ async def create_api(conn: AsyncConnection, actor: Actor, *, req: ApiCreateReque
         await repo.insert_api(conn, {
             "api_id": api_id, "account_id": actor.account_id, "team_id": req.team_id,
             "api_name": name, "description": req.description, "url": url,
-            "headers_sealed": _sealed(secrets, req.headers), "timeout": req.timeout,
+            "headers_sealed": _sealed(secrets, headers_to_store(req.headers, {}, keep=False,
+                                                                field="headers")),
+            "timeout": req.timeout,
             "retry_count": req.retry_count, "insecure_skip_verify": False,
             "status": "enabled", "creator_id": actor.person_id,
             "updated_by": actor.person_id, "created_at": now, "updated_at": now})
@@ -125,8 +130,15 @@ async def update_api(conn: AsyncConnection, actor: Actor, *, req: ApiUpdateReque
         values["api_name"] = name
     if req.url is not None:
         values["url"] = await _check_url(req.url, policy)
+    # The stored headers were entered for the URL's origin (api/outbound_secrets.py).
+    keep = same_origin(row.url, values.get("url", row.url))
     if req.headers is not None:
-        values["headers_sealed"] = _sealed(secrets, req.headers)
+        stored = _decode_headers.decode(secrets.open(row.headers_sealed)) \
+            if row.headers_sealed else {}
+        values["headers_sealed"] = _sealed(
+            secrets, headers_to_store(req.headers, stored, keep=keep, field="headers"))
+    elif not keep:
+        values["headers_sealed"] = ""
     for field in ("description", "timeout", "retry_count", "team_id"):
         if getattr(req, field) is not None:
             values[field] = getattr(req, field)

@@ -5,7 +5,11 @@
 A person is reached with the server's bot (DUTYLINE_TELEGRAM_BOT_TOKEN) at their own chat id
 (their `im.telegram` handle); a group target of a layer names its own bot `token` (sealed at
 rest), its `chat_id`, and the API base in `url`. The token is part of the URL path, so the
-history shows the path with the token masked."""
+history shows the path with the token masked.
+
+The server's bot token is the operator's credential: it only ever goes to the operator's API
+base (DUTYLINE_TELEGRAM_API_URL). A target's own `url` is used with the target's own token
+only; a target without a token is posted by the server's bot at the operator's API base."""
 
 from __future__ import annotations
 
@@ -32,8 +36,12 @@ def _chat_id(value: Any) -> int | str:
 async def send(env: SendEnv, out: Outgoing) -> Attempt:
     c = out.content
     sealed = c.get("token")
-    token = env.secrets.open(str(sealed)) if sealed else (env.settings.telegram_bot_token or "")
-    base = str(c.get("url") or env.settings.telegram_api_url).rstrip("/")
+    if sealed:
+        token = env.secrets.open(str(sealed))
+        base = str(c.get("url") or env.settings.telegram_api_url).rstrip("/")
+    else:
+        token = env.settings.telegram_bot_token or ""
+        base = env.settings.telegram_api_url.rstrip("/")
     chat = c.get("chat_id") or out.address
     if not token or not chat:
         missing = "a bot token (DUTYLINE_TELEGRAM_BOT_TOKEN)" if not token else "a chat id"
