@@ -74,5 +74,8 @@ class Runtime:
         default retries, each counted in the metrics."""
         return OutboundPolicy(
             allow_private=self.settings.allow_private_network,
+            # `host:port` pairs let through whatever they resolve to: set only in code
+            # (settings.extra), for a test's loopback receivers under a closed guard.
+            allow_hosts=frozenset(self.settings.extra.get("outbound_allow_hosts", ())),
             on_retry=self.metrics.count_outbound_retry,
         )
