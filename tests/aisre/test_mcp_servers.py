@@ -193,8 +193,10 @@ async def test_validation_names_the_field(api: Api, owner: Person) -> None:
         assert reply.status == 400, fields
         assert reply.code == "InvalidParameter", (fields, reply.body)
         assert field in reply.message, (fields, reply.message)
+    node = await api.call("/safari/worknode/create", {"name": "runner-1"}, key=owner.key)
     stdio = await create(api, owner, server_name="local", transport="stdio",
-                         environment_kind="byoc", environment_id="runner-1", url="")
+                         environment_kind="byoc", environment_id=node.data["worknode_id"],
+                         url="")
     assert stdio.status == 200 and stdio.data["environment_kind"] == "byoc"
     got = await api.call("/safari/mcp/server/get", {"server_id": stdio.data["server_id"]},
                          key=owner.key)

@@ -168,7 +168,8 @@ async def test_permission_catalog_matches_decisions(api: Api, owner: Person) -> 
     assert reply.status == 200
     items = reply.data["items"]
     by_name = {i["permission_name"]: i for i in items}
-    assert set(by_name) == set(DECIDED_SCOPES) | {"account_manage"}
+    # Beyond the decided ones: account_manage and environment_use (api/permissions.py).
+    assert set(by_name) == set(DECIDED_SCOPES) | {"account_manage", "environment_use"}
     for name, scope in DECIDED_SCOPES.items():
         assert by_name[name]["scope"] == scope, name
     for item in items:

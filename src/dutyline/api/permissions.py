@@ -24,6 +24,10 @@ class Permission:
 ACCOUNT_MANAGE = "account_manage"
 MCP_MANAGE = "mcp_manage"
 AGENT_MANAGE = "agent_manage"
+# Using a BYOC runner: it runs commands inside the customer's network, so binding an automation
+# rule or an MCP server to a worknode, and running such a rule, needs this (or account_manage,
+# which manages the worknodes and implies it). The reference names no such permission.
+ENVIRONMENT_USE = "environment_use"
 STATUS_PAGE_MANAGE = "status_page_manage"
 STATUS_PAGE_EVENT_MANAGE = "status_page_event_manage"
 INCIDENT_MANAGE = "incident_manage"
@@ -45,6 +49,9 @@ CATALOG: tuple[Permission, ...] = (
                "Manage members, roles, teams, app keys and read the audit log"),
     Permission(101, MCP_MANAGE, "ai-sre", "AI SRE", "manage", "Manage MCP servers"),
     Permission(102, AGENT_MANAGE, "ai-sre", "AI SRE", "manage", "Manage A2A agents"),
+    Permission(103, ENVIRONMENT_USE, "ai-sre", "AI SRE", "manage",
+               "Use BYOC runners: bind automation rules and MCP servers to a worknode and "
+               "run those rules"),
     Permission(201, STATUS_PAGE_MANAGE, "on-call", "On-call", "manage", "Manage status pages"),
     Permission(202, STATUS_PAGE_EVENT_MANAGE, "on-call", "On-call", "manage",
                "Manage status page events"),
@@ -68,8 +75,10 @@ BY_ID: dict[int, Permission] = {p.id: p for p in CATALOG}
 BY_NAME: dict[str, Permission] = {p.name: p for p in CATALOG}
 ALL_IDS: frozenset[int] = frozenset(BY_ID)
 
-# "Manage" implies "view": whoever may change a thing may read it.
+# "Manage" implies "view": whoever may change a thing may read it; managing the account
+# implies using its worknodes.
 IMPLIES: dict[str, str] = {
+    ACCOUNT_MANAGE: ENVIRONMENT_USE,
     CHANNEL_MANAGE: CHANNEL_VIEW,
     TEMPLATE_MANAGE: TEMPLATE_VIEW,
     INTEGRATION_MANAGE: INTEGRATION_VIEW,

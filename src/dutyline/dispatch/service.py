@@ -29,6 +29,7 @@ from dutyline.dispatch.schemas import (
     RuleCreateResponse,
     rule_item,
 )
+from dutyline.incident.service import references
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
@@ -287,3 +288,11 @@ async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any
 def loads(text: str) -> Any:
     """A stored JSON column (filters, time filters) as the engine reads it."""
     return _json.decode(text)
+
+
+async def _escalate_rule_exists(conn: Any, actor: Actor, rule_id: str) -> bool:
+    return await repo.get_rule_by_id(conn, actor.account_id, rule_id) is not None
+
+
+# An incident's assignment may name one of our rules; incident asks us whether it exists.
+references.register_escalate_rule_check(_escalate_rule_exists)

@@ -4,17 +4,20 @@ packages behind it (query, lifecycle, the event stream, the feed) can move freel
 
 - `events`: the incident event stream (`@events.subscriber`, `IncidentEvent`, event kinds);
 - `feed`: the incident timeline (`feed.add`, item kinds);
+- `references`: where a higher domain registers the check of its ids that incident
+  requests carry (an assignment's escalation rule);
 - `query` and `lifecycle`: the services reading and changing incidents, `(conn, actor, *,
   domain arguments)`, with the records they return re-exported below.
 """
 
 from __future__ import annotations
 
-from dutyline.incident import events, feed
+from dutyline.incident import events, feed, references
 from dutyline.incident.alert.schemas import AlertInfo
 from dutyline.incident.events import IncidentEvent
 from dutyline.incident.lifecycle import service as lifecycle
 from dutyline.incident.query import service as query
 from dutyline.incident.query.schemas import IncidentInfo
 
-__all__ = ["AlertInfo", "IncidentEvent", "IncidentInfo", "events", "feed", "lifecycle", "query"]
+__all__ = ["AlertInfo", "IncidentEvent", "IncidentInfo", "events", "feed", "lifecycle", "query",
+           "references"]

@@ -98,6 +98,8 @@ async def run_now(
 ) -> RunRecord:
     """A manual run: the caller must manage the rule; an enabled rule only; one a minute."""
     row = await rules.managed_rule(conn, actor, rule_id)
+    if row.environment_kind == "byoc":
+        rules.require_environment_use(actor)
     if not row.enabled:
         raise errors.invalid("rule_id", "the rule is disabled")
     now = actor.now_ms

@@ -23,6 +23,7 @@ from dutyline.aisre.runner import service as runner_service
 from dutyline.aisre.scope import in_team_scope
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ENVIRONMENT_USE
 from dutyline.channel import service as channel_service
 from dutyline.kit.cron import CronInvalid, check_timezone, normalize_fixed_minute
 from dutyline.kit.ids import prefixed_id
@@ -92,6 +93,13 @@ async def managed_rule(conn: AsyncConnection, actor: Actor, rule_id: str) -> Row
     return row
 
 
+def require_environment_use(actor: Actor) -> None:
+    """Binding a rule to a worknode, changing or running such a rule: commands run inside
+    the customer's network, so a read-only member may not."""
+    if not actor.has(ENVIRONMENT_USE):
+        raise errors.AccessDenied()
+
+
 # --- operations -----------------------------------------------------------------------------
 
 
@@ -155,10 +163,15 @@ async def update_rule(
         values["enabled"] = c.enabled
     kind = row.environment_kind if c.environment_kind is None else c.environment_kind
     environment_id = row.environment_id if c.environment_id is None else c.environment_id.strip()
+    if kind == "byoc" and c != RuleChanges(enabled=False):
+        # Any change to a rule that runs on a worknode (its prompt says what the runner
+        # executes) needs the right to use worknodes; turning it off does not.
+        require_environment_use(actor)
     if c.environment_kind is not None or c.environment_id is not None:
         # Only when the update sets the environment: a worknode deleted since must not block
         # unrelated changes (disabling the rule); its runs fail clearly instead.
-        await _check_environment(conn, actor, kind, environment_id)
+        await _check_environment(conn, actor, kind, environment_id,
+                                 named_id=c.environment_id is not None)
     values.update(environment_kind=kind, environment_id=environment_id)
     triggers = (await repo.triggers_of(conn, [row.rule_id]))[row.rule_id]
     now = actor.now_ms
@@ -406,12 +419,18 @@ def _timezone(raw: str) -> str:
 
 
 async def _check_environment(
-    conn: AsyncConnection, actor: Actor, kind: str, environment_id: str
+    conn: AsyncConnection, actor: Actor, kind: str, environment_id: str, *, named_id: bool = True
 ) -> None:
     """A byoc rule names a worknode of the caller's account (another account's is as
-    unknown as one that never existed)."""
+    unknown as one that never existed), and its author may use worknodes."""
     if kind != "byoc":
+        # Unused by other kinds, but never an id of another account's worknode either.
+        if environment_id and named_id and await runner_service.worknode_for_run(
+                conn, actor, worknode_id=environment_id) is None:
+            raise errors.invalid(
+                "environment_id", "names no worknode of this account (see /safari/worknode/list)")
         return
+    require_environment_use(actor)
     if not environment_id:
         raise errors.invalid("environment_id", "is required with environment_kind byoc")
     if await runner_service.worknode_for_run(

@@ -17,7 +17,9 @@ from dutyline.aisre.automation import agent, runner_tools, runs
 from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import service as rules
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ENVIRONMENT_USE
 from dutyline.incident.service import events
+from dutyline.platform.role import service as role_service
 from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
 from dutyline.work.scheduler import Fire, schedule_batch_handler
 
@@ -78,8 +80,10 @@ async def execute_run(ctx: JobContext, payload: dict[str, Any]) -> None:
     unavailable = ""
     if worknode_id:
         async with runtime.db.transaction(write=False) as conn:
-            unavailable = await runner_tools.check_worknode(
-                conn, Actor.system(rule.account_id, runtime.clock), worknode_id=worknode_id)
+            system = Actor.system(rule.account_id, runtime.clock)
+            unavailable = await _refused_environment(conn, system, rule, run)
+            unavailable = unavailable or await runner_tools.check_worknode(
+                conn, system, worknode_id=worknode_id)
     if unavailable:
         # A byoc run never falls back to running its tools anywhere else.
         outcome = agent.Outcome(runs.FAILED, error=f"The run could not start: {unavailable}")
@@ -95,6 +99,22 @@ async def execute_run(ctx: JobContext, payload: dict[str, Any]) -> None:
         "status": outcome.status, "answer": outcome.answer, "error": outcome.error,
         "finished_at": now, "updated_at": now,
     }, only_status=[runs.RUNNING])
+
+
+async def _refused_environment(conn: AsyncConnection, system: Actor, rule: Any, run: Any) -> str:
+    """'' when the people a byoc run acts for may still use worknodes, else why not.
+
+    Checked when the run starts, not only when the rule was saved, so a role taken away
+    applies to the next run. A run acts on the authority of its rule's creator (whatever
+    fired it: a schedule, a token, an incident) and, for a run started by hand, also of the
+    member who started it; each must hold environment_use (account_manage implies it)."""
+    people = dict.fromkeys(p for p in (int(rule.owner_id), int(run.created_by)) if p)
+    for person_id in people:
+        held = await role_service.member_permissions(conn, system, member_id=person_id)
+        if ENVIRONMENT_USE not in held:
+            return (f"member {person_id} may not use BYOC runners (the {ENVIRONMENT_USE} "
+                    "permission), so nothing was sent to the runner")
+    return ""
 
 
 @job_on_dead(runs.RUN_JOB)

@@ -21,11 +21,12 @@ from dutyline.aisre.mcp.schemas import (
     McpServerUpdateRequest,
     McpTool,
 )
+from dutyline.aisre.runner import service as runner_service
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors, outbound_urls
 from dutyline.api.actor import Actor
 from dutyline.api.outbound_secrets import is_mask, secret_to_store
-from dutyline.api.permissions import MCP_MANAGE
+from dutyline.api.permissions import ENVIRONMENT_USE, MCP_MANAGE
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
@@ -78,6 +79,7 @@ async def create_server(
     if await repo.name_taken(conn, account_id, name.lower()):
         raise errors.invalid("server_name", "already exists")
     _check_environment(spec.transport, spec.environment_kind)
+    await _check_worknode(conn, actor, spec.environment_kind, spec.environment_id.strip())
     url = await _checked_url(policy, spec.transport, spec.url)
     headers = _validated_headers(spec.headers, {})
     now = actor.now_ms
@@ -182,8 +184,15 @@ async def update_server(
     kind = row.environment_kind if c.environment_kind is None else c.environment_kind
     _check_environment(transport, kind)
     values.update(transport=transport, environment_kind=kind)
+    if kind == "byoc":
+        # What a byoc server runs (its url: a command on the runner) is the runner's business.
+        _require_environment_use(actor)
     if c.environment_id is not None:
         values["environment_id"] = c.environment_id.strip()
+    if c.environment_id is not None or c.environment_kind is not None:
+        await _check_worknode(conn, actor, kind,
+                              values.get("environment_id", row.environment_id),
+                              named_id=c.environment_id is not None)
     if c.url is not None or c.transport is not None:
         values["url"] = await _checked_url(policy, transport, row.url if c.url is None else c.url)
     if c.connect_timeout is not None:
@@ -221,6 +230,8 @@ async def set_status(conn: AsyncConnection, actor: Actor, *, server_id: str,
                      status: str) -> None:
     """enable/disable: only a real change is accepted (contract: an enabled server → 400)."""
     row = await _editable(conn, actor, server_id)
+    if status == "enabled" and row.environment_kind == "byoc":
+        _require_environment_use(actor)
     before = "disabled" if status == "enabled" else "enabled"
     changed = await repo.update_server(
         conn, actor.account_id, row.server_id,
@@ -321,6 +332,26 @@ def _description(raw: str) -> str:
     if not text:
         raise errors.invalid("description", "is required")
     return text
+
+
+def _require_environment_use(actor: Actor) -> None:
+    if not actor.has(ENVIRONMENT_USE):
+        raise errors.AccessDenied()
+
+
+async def _check_worknode(conn: AsyncConnection, actor: Actor, kind: str, environment_id: str,
+                          *, named_id: bool = True) -> None:
+    """A byoc server runs on a worknode of the caller's account, bound by someone who may use
+    worknodes; another account's worknode is as unknown as one that never existed."""
+    if kind == "byoc":
+        _require_environment_use(actor)
+        if not environment_id:
+            raise errors.invalid("environment_id", "is required with environment_kind byoc")
+    if not environment_id or (not named_id and kind != "byoc"):
+        return
+    if await runner_service.worknode_for_run(conn, actor, worknode_id=environment_id) is None:
+        raise errors.invalid(
+            "environment_id", "names no worknode of this account (see /safari/worknode/list)")
 
 
 def _check_environment(transport: str, environment_kind: str) -> None:

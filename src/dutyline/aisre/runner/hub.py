@@ -105,7 +105,7 @@ class RunnerHub:
         self.connections: dict[str, Connection] = {}
         self._waiters: dict[str, _Waiter] = {}  # local requesters, by task_id
         self._relayed: dict[str, str] = {}  # task_id -> worknode_id, for other processes
-        self._mcp: dict[str, asyncio.Future[TaskOutcome]] = {}
+        self._mcp: dict[str, tuple[str, asyncio.Future[TaskOutcome]]] = {}  # by call_id
         self._relay_task: asyncio.Task[None] | None = None
         self.poll_s = runtime.settings.runner_relay_poll_seconds
         self._bell: RelayBell | None = None
@@ -185,17 +185,21 @@ class RunnerHub:
 
     # --- frames from runners ----------------------------------------------------------------
 
-    async def on_output(self, payload: protocol.TaskOutput) -> None:
+    # A runner's frames name a task (or call) by id; each is taken only from the connection
+    # of the worknode the task was sent to. A runner that learns another task's id (another
+    # worknode's, another account's) cannot answer it or write into its output.
+
+    async def on_output(self, connection: Connection, payload: protocol.TaskOutput) -> None:
         """Streamed output: to the local requester's callback, or onto the task's row for a
         requester in another process. A failure to store a chunk loses that chunk only, never
         the connection (the task's result still carries the whole output)."""
         try:
             waiter = self._waiters.get(payload.task_id)
             if waiter is not None:
-                if waiter.on_output is not None:
+                if waiter.on_output is not None and waiter.worknode_id == connection.worknode_id:
                     await waiter.on_output(payload.stream, payload.data)
                 return
-            if payload.task_id in self._relayed:
+            if self._relayed.get(payload.task_id) == connection.worknode_id:
                 chunk = json.dumps({"stream": payload.stream, "data": payload.data}) + "\n"
                 async with self.runtime.db.transaction(write=True) as conn:
                     await repo.append_output(conn, payload.task_id, chunk, self.now_ms())
@@ -204,7 +208,7 @@ class RunnerHub:
             log.warning("could not store runner output", task_id=payload.task_id,
                         error=repr(exc))
 
-    async def on_result(self, payload: protocol.TaskResult) -> None:
+    async def on_result(self, connection: Connection, payload: protocol.TaskResult) -> None:
         result_text = bytes(payload.result).decode()
         if result_text == "null":
             result_text = ""
@@ -215,6 +219,8 @@ class RunnerHub:
         }
         waiter = self._waiters.get(payload.task_id)
         if waiter is not None:
+            if waiter.worknode_id != connection.worknode_id:
+                return
             if not waiter.future.done():
                 result: Any = None
                 with contextlib.suppress(ValueError):
@@ -223,12 +229,16 @@ class RunnerHub:
                     success=payload.success, result=result, error=payload.error,
                     exit_code=payload.exit_code))
             await self._finish_row(payload.task_id, values)
-        elif self._relayed.pop(payload.task_id, None) is not None:
+        elif self._relayed.get(payload.task_id) == connection.worknode_id:
+            del self._relayed[payload.task_id]
             await self._finish_row(payload.task_id, values, ring=True)
 
-    def on_mcp_result(self, payload: protocol.McpResult) -> None:
-        future = self._mcp.pop(payload.call_id, None)
-        if future is not None and not future.done():
+    def on_mcp_result(self, connection: Connection, payload: protocol.McpResult) -> None:
+        called = self._mcp.get(payload.call_id)
+        if called is None or called[0] != connection.worknode_id:
+            return
+        future = self._mcp.pop(payload.call_id)[1]
+        if not future.done():
             result: Any = None
             if bytes(payload.result) not in (b"", b"null"):
                 with contextlib.suppress(ValueError):
@@ -411,7 +421,7 @@ class RunnerHub:
             raise RunnerUnavailable(f"the worknode {worknode_id!r} is not connected here")
         call_id = prefixed_id("mcall")
         future: asyncio.Future[TaskOutcome] = asyncio.get_running_loop().create_future()
-        self._mcp[call_id] = future
+        self._mcp[call_id] = (worknode_id, future)
         try:
             await connection.send(protocol.frame(protocol.MCP_CALL, {
                 "call_id": call_id, "server": server, "tool_name": tool_name,

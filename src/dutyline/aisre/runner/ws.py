@@ -111,11 +111,11 @@ async def _handle(runtime: Runtime, hub: RunnerHub, connection: Connection,
             beat = protocol.payload_of(message, protocol.Heartbeat)
             return await _heartbeat(runtime, hub, connection, beat)
         if message.type == protocol.TASK_OUTPUT:
-            await hub.on_output(protocol.payload_of(message, protocol.TaskOutput))
+            await hub.on_output(connection, protocol.payload_of(message, protocol.TaskOutput))
         elif message.type == protocol.TASK_RESULT:
-            await hub.on_result(protocol.payload_of(message, protocol.TaskResult))
+            await hub.on_result(connection, protocol.payload_of(message, protocol.TaskResult))
         elif message.type == protocol.MCP_RESULT:
-            hub.on_mcp_result(protocol.payload_of(message, protocol.McpResult))
+            hub.on_mcp_result(connection, protocol.payload_of(message, protocol.McpResult))
         else:
             log.debug("runner frame of unknown type ignored", type=message.type[:64])
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
-from dutyline.incident import events, feed, visibility
+from dutyline.incident import events, feed, references, visibility
 from dutyline.incident.creation import NewIncident, open_incident
 from dutyline.incident.field import service as field_service
 from dutyline.incident.lifecycle import repository as repo
@@ -50,7 +50,11 @@ async def _assignment(conn: AsyncConnection, actor: Actor, given: AssignedTo, fi
     if person_ids:
         assignment["person_ids"] = person_ids
     if given.escalate_rule_id:
-        assignment["escalate_rule_id"] = given.escalate_rule_id.lower()
+        rule_id = given.escalate_rule_id.lower()
+        if not await references.escalate_rule_exists(conn, actor, rule_id):
+            raise errors.invalid(f"{field}.escalate_rule_id",
+                                 "names no escalation rule of this account")
+        assignment["escalate_rule_id"] = rule_id
     if given.emails:
         assignment["emails"] = list(dict.fromkeys(e.strip() for e in given.emails))
     return assignment

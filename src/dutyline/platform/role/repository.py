@@ -9,7 +9,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.paging import ids_by_key, ordered
-from dutyline.db.tables.platform import member_role, role, role_permission
+from dutyline.db.tables.platform import member, member_role, role, role_permission
 
 _ORDER_COLUMNS = {"created_at": role.c.created_at, "updated_at": role.c.updated_at}
 
@@ -81,3 +81,19 @@ async def holder_count(conn: AsyncConnection, role_id: int) -> int:
 async def delete_role(conn: AsyncConnection, role_id: int) -> None:
     await conn.execute(delete(role_permission).where(role_permission.c.role_id == role_id))
     await conn.execute(delete(role).where(role.c.role_id == role_id))
+
+
+async def member_grants(conn: AsyncConnection, account_id: int, member_id: int) -> list[Row[Any]]:
+    """(builtin, permission_id) of each enabled role of an enabled member of the account (one
+    row of NULLs for a member without roles; none for no such member)."""
+    stmt = (
+        select(role.c.builtin, role_permission.c.permission_id)
+        .select_from(member)
+        .outerjoin(member_role, member_role.c.member_id == member.c.member_id)
+        .outerjoin(role, (role.c.role_id == member_role.c.role_id)
+                   & (role.c.status == "enabled"))
+        .outerjoin(role_permission, role_permission.c.role_id == role.c.role_id)
+        .where(member.c.account_id == account_id, member.c.member_id == member_id,
+               member.c.status == "enabled")
+    )
+    return list(await conn.execute(stmt))

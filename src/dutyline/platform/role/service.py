@@ -142,6 +142,20 @@ async def builtin_role_id(conn: AsyncConnection, actor: Actor, *, builtin: str) 
     return int(row.role_id)
 
 
+async def member_permissions(conn: AsyncConnection, actor: Actor, *,
+                             member_id: int) -> frozenset[str]:
+    """The permission names a member of the actor's account holds now, as their app keys
+    would (platform/auth.py); none for a member deleted or disabled. For work done later on a
+    member's authority (an automation run), so a role change applies to the next run."""
+    ids: set[int] = set()
+    for row in await repo.member_grants(conn, actor.account_id, member_id):
+        if row.builtin in _ALL_PERMISSION_BUILTINS:
+            ids |= permissions.ALL_IDS
+        elif row.permission_id is not None:
+            ids.add(row.permission_id)
+    return permissions.expand(ids)
+
+
 # --- helpers ---------------------------------------------------------------------------
 
 

@@ -32,8 +32,8 @@ from tests.fixtures.api import Api
 from tests.fixtures.fake_mapping_api import MappingApiPeer, mapping_api_peer
 from tests.incident.conftest import event, wire
 from tests.schedule.helpers import rotation
-from tests.security import schema_walk
-from tests.security.conftest import NOW, SERVER_BOT_TOKEN
+from tests.security.outbound import schema_walk
+from tests.security.outbound.conftest import NOW, SERVER_BOT_TOKEN
 
 pytestmark = pytest.mark.anyio
 MASK = "******"
