@@ -27,9 +27,11 @@ def test_serve_names_each_channel_it_cannot_send_by_and_what_to_set(tmp_path: Pa
                                "DUTYLINE_TWILIO_ACCOUNT_SID") for line in lines)
     assert any("DUTYLINE_ALLOW_PRIVATE_NETWORK=true" in line for line in lines)
     logged = [json.loads(line) for line in lines if line.startswith("{")]
-    unavailable = [e for e in logged if e.get("event") == "notify.delivery.unavailable"]
-    assert any("DUTYLINE_SMTP_URL" in e["detail"] for e in unavailable)
-    assert {e["level"] for e in unavailable} == {"warning"}
+    [unavailable] = [e for e in logged if e.get("event") == "notify.delivery.unavailable"]
+    assert "e-mail is not configured: set DUTYLINE_SMTP_URL" in unavailable["unavailable"]
+    assert len(unavailable["unavailable"]) == len([ln for ln in lines
+                                                   if ln.startswith("delivery: ")])
+    assert unavailable["level"] == "warning"
 
 
 def test_serve_with_smtp_does_not_warn_about_email(tmp_path: Path) -> None:

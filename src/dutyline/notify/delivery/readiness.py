@@ -13,9 +13,12 @@ log = structlog.get_logger("dutyline.notify.delivery")
 
 
 def announce(settings: Settings) -> list[str]:
-    """Print (stderr) and log one line per channel that cannot deliver; returns them."""
+    """Print (stderr) one line per channel that cannot deliver, and log them as one record
+    (the log shares stderr: one line of JSON rather than a copy of each); returns them."""
     lines = needs.startup_lines(settings)
     for line in lines:
         click.echo(line, err=True)
-        log.warning("notify.delivery.unavailable", detail=line)
+    if lines:
+        log.warning("notify.delivery.unavailable",
+                    unavailable=[line.removeprefix("delivery: ") for line in lines])
     return lines
