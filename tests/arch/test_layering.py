@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "dutyline"
-INFRA = {"kit", "api", "work", "db", "config"}
+INFRA = {"kit", "api", "work", "db", "config", "command_settings"}
 ROOT_MODULES = {"app", "cli", "domains", "__init__", "__main__"}
 
 

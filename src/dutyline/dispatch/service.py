@@ -152,9 +152,10 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
 def delivery_warnings(settings: Settings, layers: list[EscalateLayer]) -> list[SaveWarning]:
     """What the layers ask for that these settings cannot send (the rule is saved anyway):
     a channel in `by` without its means (e-mail without SMTP, SMS without Twilio...),
-    e-mail addresses without SMTP, an app's group chat without the app, a webhook URL the
-    outbound guard will refuse. Channels a `follow_preference` layer takes from the
-    members' own preferences are warned about when the member saves them."""
+    e-mail addresses without SMTP, an app's group chat without the app (a webhook URL the
+    outbound guard refuses is refused when saved, not warned about). Channels a
+    `follow_preference` layer takes from the members' own preferences are warned about when
+    the member saves them."""
     out: list[SaveWarning] = []
     for i, layer in enumerate(layers):
         t, path = layer.target, f"layers[{i}].target"
@@ -174,8 +175,6 @@ def delivery_warnings(settings: Settings, layers: list[EscalateLayer]) -> list[S
                 reason = delivery.group_gap(settings, hook.type)
                 if reason:
                     out.append(SaveWarning(field=f"{where}.type", message=reason))
-            elif reason := delivery.url_gap(settings, str(hook.settings.get("url", ""))):
-                out.append(SaveWarning(field=f"{where}.settings.url", message=reason))
     return out
 
 
