@@ -18,7 +18,8 @@ import secrets
 import sys
 from typing import Any
 
-from bench.in_process import Calls, measure, print_table, scratch_database
+from bench.harness import scratch_database
+from bench.in_process import Calls, measure, print_table
 
 DAY = 86_400
 NOW = 1_700_000_000

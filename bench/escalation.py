@@ -37,7 +37,7 @@ import aiohttp
 import httpx
 from sqlalchemy import func, select
 
-from bench.http_bench import PG_BASE, _pg_exec, _venv_bin, free_port, stop_process
+from bench.harness import PG_BASE, free_port, pg_exec, stop_process, venv_bin
 from dutyline.app import create_app
 from dutyline.config import Settings
 from dutyline.db.tables.dispatch import notify_delivery
@@ -61,9 +61,9 @@ def wait_for_receiver(url: str) -> None:
 
 def _init(database_url: str) -> str:
     env = _env(database_url)
-    subprocess.run([_venv_bin("dutyline"), "migrate"], env=env, check=True,
+    subprocess.run([venv_bin("dutyline"), "migrate"], env=env, check=True,
                    capture_output=True)
-    out = subprocess.run([_venv_bin("dutyline"), "init", "--account-name", "bench"], env=env,
+    out = subprocess.run([venv_bin("dutyline"), "init", "--account-name", "bench"], env=env,
                          check=True, capture_output=True, text=True).stdout
     return str(json.loads(out.strip().splitlines()[-1])["app_key"])
 
@@ -181,7 +181,7 @@ def main() -> int:
             targets = [("sqlite", f"sqlite+aiosqlite:///{tmp}/esc{r}.db")]
             if args.postgres:
                 name = f"dutyline_bench_esc_{os.getpid()}_{secrets.token_hex(3)}"
-                asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
+                asyncio.run(pg_exec(f'CREATE DATABASE "{name}"'))
                 pg_dbs.append(name)
                 targets.append(("postgres", f"{PG_BASE}/{name}"))
             for name, url in targets:
@@ -197,7 +197,7 @@ def main() -> int:
         shutil.rmtree(tmp, ignore_errors=True)
         for name in pg_dbs:
             with contextlib.suppress(Exception):
-                asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+                asyncio.run(pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     print("| database | incidents | opened/s | first pages/s | bare posts/s | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, rows in results.items():

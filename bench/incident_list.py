@@ -22,19 +22,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import secrets
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.harness import scratch_database
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -225,24 +221,12 @@ def main() -> int:
     p.add_argument("--member", action="store_true",
                    help="read as a member who cannot see 2 of the 10 channels (private)")
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-incidents-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_incidents_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'incidents.db'}"
+    with scratch_database("incidents", args.postgres) as url:
         started = time.perf_counter()
         key, channel_ids = asyncio.run(seed(url, args.incidents, args.member, args.titles))
         seeded = time.perf_counter() - started
         timings = asyncio.run(measure(url, key, channel_ids, args.requests,
                                       args.compare_frequency))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     reader = "a member who cannot see 2 private channels" if args.member else "the owner"
     print(f"{backend}: {args.incidents} incidents (seeded in {seeded:.0f} s), "

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.enrichment import add_rules, load_schemas
-from bench.http_bench import Bench
+from bench.harness import Bench
 from bench.ingest import prepare
 from bench.ingest_pair import add_wrk_args, alternate
 

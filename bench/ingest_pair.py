@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench.http_bench import Bench, Server
+from bench.harness import Bench, Server
 from bench.ingest import prepare
 
 # (name, server, push URL) of one database just prepared: the feature's set-up for it.
