@@ -118,8 +118,7 @@ def main() -> int:
     bench = Bench(args)
     lines: list[str] = []
     try:
-        url = (bench.create_pg_database() if args.postgres
-               else f"sqlite+aiosqlite:///{bench.tmp}/download.db")
+        url = bench.database_url("download", args.postgres)
         env = bench.dutyline_env(url)
         key = bench.init_account(env, "bench-download")["app_key"]
         server = bench.start("download", [venv_bin("dutyline"), "serve"], env)

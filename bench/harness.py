@@ -1,18 +1,13 @@
 """The benchmark harness: servers, databases, load, and the scenarios `make bench` runs.
 
-    make bench                              # list the scenarios
+    make bench                                       # list the scenarios
     make bench NAME=team-list ARGS="--seconds 3 --rounds 2 --postgres"
-    python -m bench.harness team-list,healthz --seconds 3
 
-An HTTP scenario starts the bare ASGI app (bench/bare_asgi.py) and `dutyline serve` on a fresh
-SQLite file (or, with --postgres, a PostgreSQL database created here and dropped at the end),
-seeds it, then loads bare and dutyline alternately (bare, target, bare, target...), so every
-ratio compares two measurements taken seconds apart on the same noisy machine. The load comes
-from wrk when it is installed, else from this module's own loader (`--load-worker`, one
-asyncio process with keep-alive connections), which is slower than wrk: the bare app's rate
-is then partly the loader's limit, so read the CPU ratio (server CPU per request, from /proc)
-rather than the throughput ratio. A script scenario runs one of the bench/ modules with a
-short default size; arguments after `--` go to the module.
+An HTTP scenario serves dutyline on a fresh SQLite file or PostgreSQL database (created, then
+dropped), seeds it, and loads it alternately with the bare ASGI app (bench/bare_asgi.py) so
+each ratio compares two measurements taken seconds apart. Load: wrk if installed, else
+bench/loadgen.py. A script scenario runs a bench/ module with a short default size (arguments
+after `--` replace them).
 """
 
 from __future__ import annotations
@@ -88,17 +83,14 @@ async def pg_exec(sql: str, base: str = PG_BASE) -> None:
 def scratch_database(prefix: str, postgres: bool) -> Iterator[str]:
     """The URL of a new database, dropped (or its directory removed) afterwards."""
     tmp = Path(tempfile.mkdtemp(prefix=f"dutyline-{prefix}-"))
-    db_name = None
+    name = f"dutyline_{prefix.replace('-', '_')}_{os.getpid()}_{secrets.token_hex(3)}"
+    if postgres:
+        asyncio.run(pg_exec(f'CREATE DATABASE "{name}"'))
     try:
-        if postgres:
-            db_name = f"dutyline_{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(pg_exec(f'CREATE DATABASE "{db_name}"'))
-            yield f"{PG_BASE}/{db_name}"
-        else:
-            yield f"sqlite+aiosqlite:///{tmp / (prefix + '.db')}"
+        yield f"{PG_BASE}/{name}" if postgres else f"sqlite+aiosqlite:///{tmp / 'dutyline.db'}"
     finally:
-        if db_name:
-            asyncio.run(pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
+        if postgres:
+            asyncio.run(pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         shutil.rmtree(tmp, ignore_errors=True)
 
 
@@ -139,7 +131,7 @@ class Bench:
         self.args = args
         self.tmp = Path(tempfile.mkdtemp(prefix="dutyline-bench-"))
         self.servers: list[Server] = []
-        self.pg_dbs: list[str] = []
+        self.databases = contextlib.ExitStack()
         pin = args.pin and shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
         self.server_prefix = ["taskset", "-c", args.server_cpus] if pin else []
         self.wrk_prefix = ["taskset", "-c", args.wrk_cpus] if pin else []
@@ -151,11 +143,9 @@ class Bench:
         env.pop("DUTYLINE_REDIS_URL", None)  # one process: the in-memory limiter
         env.update(DUTYLINE_DATABASE_URL=database_url, DUTYLINE_RUN_WORKERS="0",
                    DUTYLINE_LOG_LEVEL="warning", PYTHONUNBUFFERED="1")
-        if limits:
-            env.pop("DUTYLINE_RATE_LIMIT_PER_SECOND", None)
-            env.pop("DUTYLINE_RATE_LIMIT_PER_MINUTE", None)
-        else:
-            env.update(DUTYLINE_RATE_LIMIT_PER_SECOND="0", DUTYLINE_RATE_LIMIT_PER_MINUTE="0")
+        for per in ("SECOND", "MINUTE"):  # limits: the defaults; else off
+            env.pop(f"DUTYLINE_RATE_LIMIT_PER_{per}", None)
+            env.update({} if limits else {f"DUTYLINE_RATE_LIMIT_PER_{per}": "0"})
         return env
 
     def init_account(self, env: dict[str, str], name: str) -> dict[str, Any]:
@@ -166,15 +156,8 @@ class Bench:
         return json.loads(out.stdout.decode().strip().splitlines()[-1])  # type: ignore[no-any-return]
 
     def database_url(self, name: str, postgres: bool) -> str:
-        if not postgres:
-            return f"sqlite+aiosqlite:///{self.tmp / (name + '.db')}"
-        db = f"dutyline_bench_{os.getpid()}_{secrets.token_hex(3)}"
-        asyncio.run(pg_exec(f'CREATE DATABASE "{db}"'))
-        self.pg_dbs.append(db)
-        return f"{PG_BASE}/{db}"
-
-    def create_pg_database(self) -> str:
-        return self.database_url("", True)
+        """A new database, removed in close()."""
+        return self.databases.enter_context(scratch_database(name, postgres))
 
     def start(self, name: str, cmd: list[str], env: dict[str, str]) -> Server:
         port, log_path = free_port(), self.tmp / f"{name}.log"
@@ -228,12 +211,7 @@ class Bench:
         for server in reversed(self.servers):
             stop_process(server.proc)
         self.servers.clear()
-        for name in self.pg_dbs:
-            try:
-                asyncio.run(pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            except Exception as exc:  # report, keep tearing down
-                print(f"warning: could not drop database {name}: {exc}", file=sys.stderr)
-        self.pg_dbs.clear()
+        self.databases.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def wrk(self, url: str, script: str, seconds: float, *, body: str = "{}",
@@ -302,7 +280,7 @@ SCENARIOS: dict[str, Http | Script] = {
                     lambda b, u: b.start_dutyline("dutyline", u).url("/healthz"), "get.lua"),
     "ingest": Http("alert pushes: 80 % updates, 15 % new keys, 5 % recoveries", _ingest,
                    "ingest.lua"),
-    "http-bench": Script("the full HTTP table, with profile options (needs wrk)",
+    "http-bench": Script("the full HTTP table: list, upsert, limits, pool, profile",
                          "http_bench", ["--seconds", "3", "--rounds", "2"]),
     "trace-requests": Script("SQL statements and pool work per request (counts)",
                              "trace_requests", ["--requests", "64"]),
@@ -315,6 +293,8 @@ SCENARIOS: dict[str, Http | Script] = {
     "oncall-now": Script("who is on call now, per schedule", "oncall_now",
                          ["--schedules", "50", "--rounds", "2"]),
     "mcp-list": Script("MCP server list and get", "mcp_list", ["--servers", "100"]),
+    "past-incidents": Script("similar past incidents", "past_incidents",
+                             ["--incidents", "2000", "--requests", "20"]),
     "status-public": Script("public status page and RSS, cached and cold", "status_public",
                             ["--incidents", "100", "--requests", "100", "--cold", "20"]),
 }

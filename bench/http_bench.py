@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             targets.append(Target("SQLite /team/upsert", sq, "/team/upsert", "upsert.lua",
                                   "write"))
         if args.postgres:
-            pg_url = bench.create_pg_database()
+            pg_url = bench.database_url("bench", True)
             pg = bench.start_dutyline("dutyline-postgres", pg_url)
             targets.insert(1, Target("PostgreSQL /team/list", pg, "/team/list", "post.lua",
                                      "list"))

@@ -73,7 +73,7 @@ def main() -> int:
         bare_url = f"http://127.0.0.1:{bare.port}/"
         targets = [("sqlite", f"sqlite+aiosqlite:///{bench.tmp}/ingest.db")]
         if args.postgres:
-            targets.append(("postgres", bench.create_pg_database()))
+            targets.append(("postgres", bench.database_url("ingest", True)))
         prepared = [(name, *prepare(bench, name, url)) for name, url in targets]
         bench.wrk(bare_url, "post.lua", args.warmup)
         for name, _server, url in prepared:
