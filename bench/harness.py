@@ -110,7 +110,6 @@ class Server:
     port: int
     proc: subprocess.Popen[bytes]
     log_path: Path
-    env: dict[str, str] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)  # role -> app key
 
     def url(self, path: str, role: str | None = None) -> str:
@@ -166,7 +165,7 @@ class Bench:
                 [*self.server_prefix, *cmd, "--host", "127.0.0.1", "--port", str(port)],
                 env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp,
                 start_new_session=True)
-        server = Server(name, port, proc, log_path, env)
+        server = Server(name, port, proc, log_path)
         self.servers.append(server)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -225,9 +224,7 @@ class Bench:
         else:
             cmd = [sys.executable, "-m", "bench.loadgen", url, script, secs,
                    str(self.args.connections)]
-        env = {**os.environ, "WRK_BODY": body, "WRK_RUN_TAG": tag or secrets.token_hex(3),
-               "PYTHONPATH": os.pathsep.join([str(BENCH_DIR.parent),
-                                              os.environ.get("PYTHONPATH", "")])}
+        env = {**os.environ, "WRK_BODY": body, "WRK_RUN_TAG": tag or secrets.token_hex(3)}
         cpu_before = process_cpu_seconds(pid) if pid else 0.0
         out = subprocess.run([*self.wrk_prefix, *cmd], env=env, capture_output=True, text=True,
                              check=False, timeout=seconds + 60)
@@ -245,23 +242,11 @@ class Bench:
         return result
 
 
-# ---------------------------------------------------------------------------- scenarios
-
 Setup = Callable[[Bench, str], str]  # (bench, database URL) -> the URL to load
 
 
-@dataclass
-class Http:
-    about: str
-    setup: Setup
-    script: str = "post.lua"
-
-
-@dataclass
-class Script:
-    about: str
-    module: str
-    args: list[str] = field(default_factory=list)  # short defaults for the shared machine
+def _team(path: str, role: str | None = None) -> Setup:
+    return lambda bench, url: bench.start_dutyline("dutyline", url).url(path, role)
 
 
 def _ingest(bench: Bench, url: str) -> str:
@@ -270,33 +255,27 @@ def _ingest(bench: Bench, url: str) -> str:
     return prepare(bench, "dutyline", url)[1]
 
 
-SCENARIOS: dict[str, Http | Script] = {
-    "team-list": Http("POST /team/list, a page of 20 teams",
-                      lambda b, u: b.start_dutyline("dutyline", u).url("/team/list", "list")),
-    "team-upsert": Http("POST /team/upsert, a new team every request",
-                        lambda b, u: b.start_dutyline("dutyline", u).url("/team/upsert", "write"),
-                        "upsert.lua"),
-    "healthz": Http("GET /healthz, no auth, no database",
-                    lambda b, u: b.start_dutyline("dutyline", u).url("/healthz"), "get.lua"),
-    "ingest": Http("alert pushes: 80 % updates, 15 % new keys, 5 % recoveries", _ingest,
-                   "ingest.lua"),
-    "http-bench": Script("the full HTTP table: list, upsert, limits, pool, profile",
-                         "http_bench", ["--seconds", "3", "--rounds", "2"]),
-    "trace-requests": Script("SQL statements and pool work per request (counts)",
-                             "trace_requests", ["--requests", "64"]),
-    "db-ladder": Script("CPU of each layer of /team/list, in-process", "db_ladder",
-                        ["--iterations", "50", "--rounds", "2"]),
-    "incident-list": Script("incident list pages over many incidents", "incident_list",
-                            ["--incidents", "2000", "--requests", "30"]),
-    "insight": Script("/insight/account over many incidents", "insight",
-                      ["--incidents", "2000", "--requests", "10"]),
-    "oncall-now": Script("who is on call now, per schedule", "oncall_now",
-                         ["--schedules", "50", "--rounds", "2"]),
-    "mcp-list": Script("MCP server list and get", "mcp_list", ["--servers", "100"]),
-    "past-incidents": Script("similar past incidents", "past_incidents",
-                             ["--incidents", "2000", "--requests", "20"]),
-    "status-public": Script("public status page and RSS, cached and cold", "status_public",
-                            ["--incidents", "100", "--requests", "100", "--cold", "20"]),
+# HTTP scenarios, loaded against the bare app: name -> (what, bench/wrk script, setup).
+HTTP: dict[str, tuple[str, str, Setup]] = {
+    "team-list": ("POST /team/list, a page of 20 teams", "post.lua", _team("/team/list", "list")),
+    "team-upsert": ("POST /team/upsert, a new team every request", "upsert.lua",
+                    _team("/team/upsert", "write")),
+    "healthz": ("GET /healthz, no auth, no database", "get.lua", _team("/healthz")),
+    "ingest": ("alert pushes: 80 % updates, 15 % new keys, 5 % recoveries", "ingest.lua",
+               _ingest),
+}
+# Script scenarios: name -> (what, "module and its short default arguments").
+SCRIPTS: dict[str, tuple[str, str]] = {
+    "http-bench": ("the full HTTP table", "http_bench --seconds 3 --rounds 2"),
+    "trace-requests": ("SQL statements and pool work per request", "trace_requests --requests 64"),
+    "db-ladder": ("CPU of each layer of /team/list", "db_ladder --iterations 50 --rounds 2"),
+    "incident-list": ("incident list pages", "incident_list --incidents 10000 --requests 20"),
+    "insight": ("/insight/account", "insight --incidents 10000 --requests 10"),
+    "oncall-now": ("who is on call now", "oncall_now --schedules 50 --rounds 2"),
+    "mcp-list": ("MCP server list and get", "mcp_list --servers 100 --requests 50"),
+    "past-incidents": ("similar past incidents", "past_incidents --incidents 10000 --requests 20"),
+    "status-public": ("public status page and RSS, cached and cold",
+                      "status_public --incidents 100 --requests 100 --cold 20"),
 }
 
 
@@ -304,16 +283,15 @@ def run_http(bench: Bench, names: list[str], postgres: bool) -> None:
     args, bare = bench.args, bench.start_bare()
     bare_url, rows = bare.url("/bare"), []
     for name in names:
-        sc = SCENARIOS[name]
-        assert isinstance(sc, Http)
-        url = sc.setup(bench, bench.database_url(name, postgres))
+        _, script, setup = HTTP[name]
+        url = setup(bench, bench.database_url(name, postgres))
         pid = bench.servers[-1].proc.pid
         bench.wrk(bare_url, "post.lua", args.warmup)
-        bench.wrk(url, sc.script, args.warmup, tag="warm")
+        bench.wrk(url, script, args.warmup, tag="warm")
         base, runs = [], []
         for r in range(args.rounds):
             base.append(bench.wrk(bare_url, "post.lua", args.seconds, pid=bare.proc.pid))
-            runs.append(bench.wrk(url, sc.script, args.seconds, tag=f"r{r}{secrets.token_hex(2)}",
+            runs.append(bench.wrk(url, script, args.seconds, tag=f"r{r}{secrets.token_hex(2)}",
                                   pid=pid))
             print(f"{name} round {r + 1}: bare {base[-1]['rps']:.0f} req/s, "
                   f"target {runs[-1]['rps']:.0f} req/s", file=sys.stderr)
@@ -354,25 +332,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--wrk-cpus", default="1")
     args = p.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
     names = [n for n in args.names.split(",") if n]
-    unknown = [n for n in names if n not in SCENARIOS]
+    unknown = [n for n in names if n not in HTTP and n not in SCRIPTS]
     if not names or unknown:
         print(f"unknown scenario: {', '.join(unknown)}\n" if unknown else "", end="")
-        print("scenarios (make bench NAME=<name> ARGS='--seconds 3 --postgres'):")
-        for name, sc in SCENARIOS.items():
-            print(f"  {name:<15} {'http  ' if isinstance(sc, Http) else 'script'}  {sc.about}")
+        print("scenarios (make bench NAME=<name>[,<name>...] ARGS='--seconds 3 --postgres'):")
+        for name, (what, *_) in [*HTTP.items(), *SCRIPTS.items()]:
+            print(f"  {name:<15} {'http  ' if name in HTTP else 'script'}  {what}")
         return 2 if unknown else 0
     if args.seconds > 30 or args.rounds > 20:
         p.error("keep runs short on the shared machine: --seconds <= 30, --rounds <= 20")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    for name in [n for n in names if isinstance(SCENARIOS[n], Script)]:
-        sc = SCENARIOS[name]
-        assert isinstance(sc, Script)
-        cmd = [sys.executable, "-m", f"bench.{sc.module}", *(extra or sc.args)]
-        print(f"$ {' '.join(cmd[1:])}{' --postgres' if args.postgres else ''}", flush=True)
-        if subprocess.run(cmd + (["--postgres"] if args.postgres else []), check=False).returncode:
+    for name in [n for n in names if n in SCRIPTS]:
+        module, *short = SCRIPTS[name][1].split()
+        cmd = [sys.executable, "-m", f"bench.{module}", *(extra or short)]
+        cmd += ["--postgres"] if args.postgres else []
+        print("$ python " + " ".join(cmd[1:]), flush=True)
+        if subprocess.run(cmd, check=False).returncode:
             return 1
-    http = [n for n in names if isinstance(SCENARIOS[n], Http)]
-    if http:
+    if http := [n for n in names if n in HTTP]:
         bench = Bench(args)
         try:
             run_http(bench, http, args.postgres)

@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 
 from bench.harness import PG_BASE, pg_exec
-from bench.incident_list import _p
 
 # name -> (path, body); the first is the baseline.
 Calls = dict[str, tuple[str, dict[str, Any]]]
@@ -44,6 +43,32 @@ async def migrated_database(prefix: str, postgres: bool
             shutil.rmtree(folder, ignore_errors=True)
     await asyncio.to_thread(upgrade, url)
     return url, drop
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+async def seed_account(conn: Any, now_s: int, channels: int = 0,
+                       private: int = 0) -> tuple[Any, list[int]]:
+    """An account made as `dutyline init` makes one (its owner's key in .app_key) and
+    `channels` channels in it, the first `private` of them private."""
+    from sqlalchemy import insert
+
+    from dutyline.db.tables.channel import channel
+    from dutyline.kit.ids import numeric_id
+    from dutyline.platform.account.service import create_account
+
+    created = await create_account(conn, account_name="Bench", owner_name="Owner",
+                                   owner_email="o@bench.example", now_s=now_s)
+    ids = [numeric_id() for _ in range(channels)]
+    if ids:
+        await conn.execute(insert(channel), [
+            {"channel_id": c, "account_id": created.account_id, "creator_id": 1,
+             "channel_name": f"ch{i}", "name_key": f"ch{i}", "created_at": now_s,
+             "updated_at": now_s, "is_private": i < private} for i, c in enumerate(ids)])
+    return created, ids
 
 
 async def measure(url: str, key: str, calls: Calls, requests: int,

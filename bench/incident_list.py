@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 
 from bench.harness import scratch_database
+from bench.in_process import _p, seed_account
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -72,24 +73,15 @@ async def seed(url: str, incidents: int, as_member: bool = False,
 
     from dutyline.db.engine import Database
     from dutyline.db.migrate import upgrade
-    from dutyline.db.tables.channel import channel
     from dutyline.db.tables.incident import incident
-    from dutyline.kit.ids import numeric_id
-    from dutyline.platform.account.service import create_account
 
     await asyncio.to_thread(upgrade, url)
     db = Database(url)
     rng = random.Random(7)
     try:
         async with db.transaction() as conn:
-            created = await create_account(conn, account_name="Bench", owner_name="Owner",
-                                           owner_email="o@bench.example", now_s=NOW)
-            channel_ids = [numeric_id() for _ in range(10)]
-            await conn.execute(insert(channel), [
-                {"channel_id": c, "account_id": created.account_id, "creator_id": 1,
-                 "channel_name": f"ch{i}", "name_key": f"ch{i}", "created_at": NOW,
-                 "updated_at": NOW, "is_private": as_member and i < 3}
-                for i, c in enumerate(channel_ids)])
+            created, channel_ids = await seed_account(conn, NOW, channels=10,
+                                                      private=3 if as_member else 0)
             key = (await _member_key(conn, created.account_id, channel_ids[0]) if as_member
                    else created.app_key)
         batch: list[dict[str, Any]] = []
@@ -202,11 +194,6 @@ async def measure(url: str, key: str, channel_ids: list[int],
                 timings["cursor: next page (CPU)"] = [*timings.get("cursor: next page (CPU)", []),
                                                       *cpu_ms[-1]]
     return timings
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 def main() -> int:

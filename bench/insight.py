@@ -26,6 +26,7 @@ import httpx
 import msgspec
 
 from bench.harness import scratch_database
+from bench.in_process import _p
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -204,11 +205,6 @@ async def measure(url: str, key: str, account_id: int,
                 out[names[-1]][0].append(wall)
                 out[names[-1]][1].append(cpu)
     return out
-
-
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
 def main() -> int:
