@@ -1,4 +1,4 @@
-"""HTTP throughput and latency of dutyline against a bare ASGI baseline, measured with wrk.
+"""HTTP throughput and latency of dutyline against a bare ASGI baseline (wrk or bench/loadgen).
 
     python -m bench.http_bench [--seconds 5] [--rounds 5] [--connections 32] [--postgres]
                                [--default-limits] [--profile] [--no-pin]
