@@ -274,6 +274,8 @@ SCRIPTS: dict[str, tuple[str, str]] = {
     "oncall-now": ("who is on call now", "oncall_now --schedules 50 --rounds 2"),
     "mcp-list": ("MCP server list and get", "mcp_list --servers 100 --requests 50"),
     "past-incidents": ("similar past incidents", "past_incidents --incidents 10000 --requests 20"),
+    "escalation": ("first pages of a burst, against bare webhook posts",
+                   "escalation --incidents 200 --rounds 1"),
     "status-public": ("public status page and RSS, cached and cold",
                       "status_public --incidents 100 --requests 100 --cold 20"),
 }
