@@ -93,7 +93,7 @@ def report(bench: Bench, targets: list[Target]) -> str:
     bare_runs = [b for t in targets for b in t.bare_runs]
     lines = [
         f"Run {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs, "
-        f"{args.rounds} rounds x {args.seconds}s per measurement, wrk {args.threads} threads "
+        f"{args.rounds} rounds x {args.seconds}s per measurement, {bench.loader}, "
         f"{args.connections} connections, "
         + (f"server pinned to CPU {args.server_cpus}, wrk to CPU {args.wrk_cpus}"
            if bench.pinned else "no CPU pinning")
