@@ -38,9 +38,10 @@ lint: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-## The main HTTP benchmark (needs wrk); the others are listed in bench/README.md.
+## `make bench` lists the benchmark scenarios; `make bench NAME=team-list ARGS="--seconds 3"`
+## runs one (bench/README.md, "How to run").
 bench: $(DEV_STAMP)
-	$(BIN)/python -m bench.http_bench
+	$(BIN)/python -m bench.harness $(NAME) $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

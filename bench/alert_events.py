@@ -18,7 +18,8 @@ import secrets
 import sys
 from typing import Any
 
-from bench.in_process import Calls, measure, print_table, scratch_database
+from bench.harness import scratch_database
+from bench.in_process import Calls, measure, print_table, seed_account
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -30,23 +31,14 @@ async def seed(url: str, events: int) -> tuple[str, str, list[int]]:
 
     from dutyline.db.engine import Database
     from dutyline.db.migrate import upgrade
-    from dutyline.db.tables.channel import channel
     from dutyline.db.tables.incident import alert, alert_event
-    from dutyline.kit.ids import numeric_id
-    from dutyline.platform.account.service import create_account
 
     await asyncio.to_thread(upgrade, url)
     db = Database(url)
     rng = random.Random(11)
     try:
         async with db.transaction() as conn:
-            created = await create_account(conn, account_name="Bench", owner_name="Owner",
-                                           owner_email="o@bench.example", now_s=NOW)
-            channel_ids = [numeric_id() for _ in range(10)]
-            await conn.execute(insert(channel), [
-                {"channel_id": c, "account_id": created.account_id, "creator_id": 1,
-                 "channel_name": f"ch{i}", "name_key": f"ch{i}", "created_at": NOW,
-                 "updated_at": NOW} for i, c in enumerate(channel_ids)])
+            created, channel_ids = await seed_account(conn, NOW, channels=10)
         alerts: list[dict[str, Any]] = []
         rows: list[dict[str, Any]] = []
         first_alert = ""

@@ -25,17 +25,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.harness import scratch_database
 from bench.trace_requests import make_accounts
 
 
@@ -151,21 +147,9 @@ def main() -> int:
     p.add_argument("--iterations", type=int, default=300)
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-ladder-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_ladder_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'ladder.db'}"
+    with scratch_database("ladder", args.postgres) as url:
         env = {**os.environ, "DUTYLINE_DATABASE_URL": url, "DUTYLINE_RUN_WORKERS": "0"}
         results = asyncio.run(ladder(env, make_accounts(env), args.iterations, args.rounds))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     print(f"{backend}: process CPU µs per iteration, median of {args.rounds} interleaved rounds "
           f"x {args.iterations}\n")

@@ -20,7 +20,7 @@ import sys
 import urllib.request
 from typing import Any
 
-from bench.http_bench import Server, post
+from bench.harness import Server, post
 from bench.ingest_pair import run_pair
 
 SCHEMAS = 10

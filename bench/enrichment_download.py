@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.http_bench import Bench, Server, _venv_bin, post
+from bench.harness import Bench, Server, post, venv_bin
 
 GOAL_RSS_MB = 50.0
 GOAL_RATIO = 0.5
@@ -118,11 +118,10 @@ def main() -> int:
     bench = Bench(args)
     lines: list[str] = []
     try:
-        url = (bench.create_pg_database() if args.postgres
-               else f"sqlite+aiosqlite:///{bench.tmp}/download.db")
+        url = bench.database_url("download", args.postgres)
         env = bench.dutyline_env(url)
         key = bench.init_account(env, "bench-download")["app_key"]
-        server = bench.start("download", [_venv_bin("dutyline"), "serve"], env)
+        server = bench.start("download", [venv_bin("dutyline"), "serve"], env)
         server.keys = {"owner": key}
         t0 = time.perf_counter()
         small = load(server, "small", args.small)

@@ -23,12 +23,9 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -37,7 +34,7 @@ import aiohttp
 import httpx
 from sqlalchemy import func, select
 
-from bench.http_bench import PG_BASE, _pg_exec, _venv_bin, free_port, stop_process
+from bench.harness import free_port, scratch_database, stop_process, venv_bin
 from dutyline.app import create_app
 from dutyline.config import Settings
 from dutyline.db.tables.dispatch import notify_delivery
@@ -61,9 +58,9 @@ def wait_for_receiver(url: str) -> None:
 
 def _init(database_url: str) -> str:
     env = _env(database_url)
-    subprocess.run([_venv_bin("dutyline"), "migrate"], env=env, check=True,
+    subprocess.run([venv_bin("dutyline"), "migrate"], env=env, check=True,
                    capture_output=True)
-    out = subprocess.run([_venv_bin("dutyline"), "init", "--account-name", "bench"], env=env,
+    out = subprocess.run([venv_bin("dutyline"), "init", "--account-name", "bench"], env=env,
                          check=True, capture_output=True, text=True).stdout
     return str(json.loads(out.strip().splitlines()[-1])["app_key"])
 
@@ -167,37 +164,29 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--postgres", action="store_true")
     args = p.parse_args()
-    tmp = tempfile.mkdtemp(prefix="dutyline-bench-esc-")
     port = free_port()
     bare = subprocess.Popen([sys.executable, "-m", "bench.bare_asgi", "--host", "127.0.0.1",
                              "--port", str(port)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     receiver = f"http://127.0.0.1:{port}/hook"
-    pg_dbs: list[str] = []
     results: dict[str, list[dict[str, float]]] = {}
     try:
-        wait_for_receiver(receiver)
-        for r in range(args.rounds):
-            targets = [("sqlite", f"sqlite+aiosqlite:///{tmp}/esc{r}.db")]
-            if args.postgres:
-                name = f"dutyline_bench_esc_{os.getpid()}_{secrets.token_hex(3)}"
-                asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
-                pg_dbs.append(name)
-                targets.append(("postgres", f"{PG_BASE}/{name}"))
-            for name, url in targets:
-                bare_rate = asyncio.run(bare_round(receiver, args))
-                got = asyncio.run(engine_round(url, receiver, args, f"{r}{name}"))
-                got["bare_posts_per_s"] = bare_rate
-                results.setdefault(name, []).append(got)
-                print(f"round {r + 1} {name}: opened {got['opened_per_s']:.0f}/s, first pages "
-                      f"{got['pages_per_s']:.0f}/s, bare posts {bare_rate:.0f}/s",
-                      file=sys.stderr)
+        with contextlib.ExitStack() as databases:
+            wait_for_receiver(receiver)
+            for r in range(args.rounds):
+                targets = [(name, databases.enter_context(scratch_database(f"esc{r}", pg)))
+                           for name, pg in (("sqlite", False), ("postgres", True))
+                           if args.postgres or not pg]
+                for name, url in targets:
+                    bare_rate = asyncio.run(bare_round(receiver, args))
+                    got = asyncio.run(engine_round(url, receiver, args, f"{r}{name}"))
+                    got["bare_posts_per_s"] = bare_rate
+                    results.setdefault(name, []).append(got)
+                    print(f"round {r + 1} {name}: opened {got['opened_per_s']:.0f}/s, first "
+                          f"pages {got['pages_per_s']:.0f}/s, bare posts {bare_rate:.0f}/s",
+                          file=sys.stderr)
     finally:
         stop_process(bare)
-        shutil.rmtree(tmp, ignore_errors=True)
-        for name in pg_dbs:
-            with contextlib.suppress(Exception):
-                asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     print("| database | incidents | opened/s | first pages/s | bare posts/s | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
     for name, rows in results.items():

@@ -59,7 +59,7 @@ import aiohttp
 
 from bench.cpu_account import CpuAccount
 from bench.escalation import _app, _call, _init, wait_for_receiver
-from bench.http_bench import PG_BASE, _pg_exec, _venv_bin, free_port, stop_process
+from bench.harness import PG_BASE, free_port, pg_exec, stop_process, venv_bin
 from bench.pg_cluster import own_cluster
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,7 +153,7 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
         try:
             for _ in range(args.workers):
                 procs.append(await asyncio.create_subprocess_exec(
-                    _venv_bin("dutyline"), "worker", cwd=ROOT, env=env,
+                    venv_bin("dutyline"), "worker", cwd=ROOT, env=env,
                     stdin=asyncio.subprocess.DEVNULL))
             # The workers are up once a warm-up incident (a channel of its own, one layer,
             # no repeats) has had its page: `dutyline worker` takes seconds to start here.
@@ -181,7 +181,7 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
             if args.open_via == "serve":
                 port = free_port()
                 procs.append(await asyncio.create_subprocess_exec(
-                    _venv_bin("dutyline"), "serve", "--host", "127.0.0.1", "--port", str(port),
+                    venv_bin("dutyline"), "serve", "--host", "127.0.0.1", "--port", str(port),
                     cwd=ROOT, env={**env, "DUTYLINE_RUN_WORKERS": "0",
                                    "DUTYLINE_RATE_LIMIT_PER_SECOND": "0",
                                    "DUTYLINE_RATE_LIMIT_PER_MINUTE": "0"},
@@ -390,7 +390,7 @@ def main() -> int:
             wait_for_receiver(receiver)
             if args.postgres:
                 pg_name = f"dutyline_bench_esct_{os.getpid()}_{secrets.token_hex(3)}"
-                asyncio.run(_pg_exec(f'CREATE DATABASE "{pg_name}"', pg_base))
+                asyncio.run(pg_exec(f'CREATE DATABASE "{pg_name}"', pg_base))
                 url, name = f"{pg_base}/{pg_name}", f"PostgreSQL ({args.pg_server})"
             else:
                 url, name = f"sqlite+aiosqlite:///{tmp}/timing.db", "SQLite"
@@ -401,7 +401,7 @@ def main() -> int:
             shutil.rmtree(tmp, ignore_errors=True)
             if pg_name:
                 with contextlib.suppress(Exception):
-                    asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)',
+                    asyncio.run(pg_exec(f'DROP DATABASE IF EXISTS "{pg_name}" WITH (FORCE)',
                                          pg_base))
     return 0
 

@@ -1,4 +1,4 @@
-"""HTTP throughput and latency of dutyline against a bare ASGI baseline, measured with wrk.
+"""HTTP throughput and latency of dutyline against a bare ASGI baseline (wrk or bench/loadgen).
 
     python -m bench.http_bench [--seconds 5] [--rounds 5] [--connections 32] [--postgres]
                                [--default-limits] [--profile] [--no-pin]
@@ -24,249 +24,24 @@ the time goes is printed (raw collapsed stacks are kept with --keep-profile PATH
 from __future__ import annotations
 
 import argparse
-import asyncio
 import collections
-import contextlib
 import json
 import os
 import secrets
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-WRK_DIR = BENCH_DIR / "wrk"
-PG_BASE = os.environ.get("DUTYLINE_BENCH_PG", "postgresql+asyncpg://postgres@127.0.0.1:5432")
-SEED_TEAMS = 25
+from bench.harness import Bench, Server, venv_bin
+
 LIST_GOAL = 0.20  # /team/list on SQLite at >= 20 % of the bare app's throughput
 PG_GOAL = 0.70  # PostgreSQL within 30 % of SQLite
-
-
-# ---------------------------------------------------------------------------- processes
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _venv_bin(name: str) -> str:
-    local = Path(sys.executable).parent / name
-    return str(local) if local.exists() else name
-
-
-@dataclass
-class Server:
-    name: str
-    port: int
-    proc: subprocess.Popen[bytes]
-    log_path: Path
-    env: dict[str, str] = field(default_factory=dict)
-    keys: dict[str, str] = field(default_factory=dict)  # role -> app key
-
-    def url(self, path: str, role: str | None = None) -> str:
-        base = f"http://127.0.0.1:{self.port}{path}"
-        return f"{base}?app_key={self.keys[role]}" if role else base
-
-    def log_tail(self, n: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
-
-
-class Bench:
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.tmp = Path(tempfile.mkdtemp(prefix="dutyline-bench-"))
-        self.servers: list[Server] = []
-        self.pg_dbs: list[str] = []
-        pin = args.pin and shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
-        self.server_prefix = ["taskset", "-c", args.server_cpus] if pin else []
-        self.wrk_prefix = ["taskset", "-c", args.wrk_cpus] if pin else []
-        self.pinned = pin
-
-    # -- setup
-
-    def dutyline_env(self, database_url: str, *, limits: bool = False) -> dict[str, str]:
-        env = dict(os.environ)
-        env.pop("DUTYLINE_REDIS_URL", None)  # one process: the in-memory limiter
-        env.update(
-            DUTYLINE_DATABASE_URL=database_url,
-            DUTYLINE_RUN_WORKERS="0",
-            DUTYLINE_LOG_LEVEL="warning",
-            PYTHONUNBUFFERED="1",
-        )
-        if limits:
-            env.pop("DUTYLINE_RATE_LIMIT_PER_SECOND", None)
-            env.pop("DUTYLINE_RATE_LIMIT_PER_MINUTE", None)
-        else:
-            env.update(DUTYLINE_RATE_LIMIT_PER_SECOND="0", DUTYLINE_RATE_LIMIT_PER_MINUTE="0")
-        return env
-
-    def init_account(self, env: dict[str, str], name: str) -> dict[str, Any]:
-        out = subprocess.run(
-            [_venv_bin("dutyline"), "init", "--account-name", name],
-            env=env, capture_output=True, check=False, timeout=120,
-        )
-        if out.returncode != 0:
-            raise RuntimeError(f"dutyline init failed:\n{out.stderr.decode(errors='replace')}")
-        return json.loads(out.stdout.decode().strip().splitlines()[-1])
-
-    def start(self, name: str, cmd: list[str], env: dict[str, str]) -> Server:
-        port = free_port()
-        log_path = self.tmp / f"{name}.log"
-        log = log_path.open("wb")
-        proc = subprocess.Popen(
-            [*self.server_prefix, *cmd, "--host", "127.0.0.1", "--port", str(port)],
-            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=self.tmp,
-            start_new_session=True,
-        )
-        log.close()
-        server = Server(name, port, proc, log_path, env)
-        self.servers.append(server)
-        self.wait_ready(server)
-        return server
-
-    def wait_ready(self, server: Server, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if server.proc.poll() is not None:
-                raise RuntimeError(f"{server.name} exited:\n{server.log_tail()}")
-            try:
-                with socket.create_connection(("127.0.0.1", server.port), timeout=0.5):
-                    return
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"{server.name} did not start in {timeout}s:\n{server.log_tail()}")
-
-    def start_bare(self) -> Server:
-        return self.start("bare", [sys.executable, "-m", "bench.bare_asgi"],
-                          {**os.environ, "PYTHONPATH": str(BENCH_DIR.parent)})
-
-    def start_dutyline(self, name: str, database_url: str, *, limits: bool = False,
-                       seed: bool = True, keys: dict[str, str] | None = None,
-                       pool_size: int = 0) -> Server:
-        env = self.dutyline_env(database_url, limits=limits)
-        cmd = [_venv_bin("dutyline"), "serve"]
-        if pool_size:
-            env.update(DUTYLINE_BENCH_POOL_SIZE=str(pool_size), PYTHONPATH=str(BENCH_DIR.parent))
-            cmd = [sys.executable, "-m", "bench.serve_tuned", "serve"]
-        if keys is None:
-            keys = {
-                "list": self.init_account(env, "bench-list")["app_key"],
-                "write": self.init_account(env, "bench-write")["app_key"],
-            }
-        server = self.start(name, cmd, env)
-        server.keys = dict(keys)
-        if seed:
-            for i in range(SEED_TEAMS):
-                post(server.url("/team/upsert", "list"),
-                     {"team_name": f"seed-team-{i:02d}", "description": f"seeded team {i}"})
-        listed = post(server.url("/team/list", "list"), {})["data"]
-        if len(listed["items"]) != 20:
-            raise RuntimeError(f"{name}: /team/list gave {len(listed['items'])} items, not 20")
-        post(server.url("/team/upsert", "write"), {"team_name": f"probe-{secrets.token_hex(4)}"})
-        return server
-
-    def create_pg_database(self) -> str:
-        name = f"dutyline_bench_{os.getpid()}_{secrets.token_hex(3)}"
-        asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
-        self.pg_dbs.append(name)
-        return f"{PG_BASE}/{name}"
-
-    # -- teardown
-
-    def close(self) -> None:
-        for server in reversed(self.servers):
-            stop_process(server.proc)
-        self.servers.clear()
-        for name in self.pg_dbs:
-            try:
-                asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            except Exception as exc:  # report, keep tearing down
-                print(f"warning: could not drop PostgreSQL database {name}: {exc}",
-                      file=sys.stderr)
-        self.pg_dbs.clear()
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    # -- load
-
-    def wrk(self, url: str, script: str, seconds: float, *, body: str = "{}",
-            tag: str = "", pid: int | None = None) -> dict[str, Any]:
-        cmd = [
-            *self.wrk_prefix, "wrk", f"-t{self.args.threads}", f"-c{self.args.connections}",
-            f"-d{max(1, round(seconds))}s", "--timeout", "10s", "--latency",
-            "-s", str(WRK_DIR / script), url,
-        ]
-        env = {**os.environ, "WRK_BODY": body, "WRK_RUN_TAG": tag or secrets.token_hex(3)}
-        cpu_before = process_cpu_seconds(pid) if pid else 0.0
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False,
-                             timeout=seconds + 60)
-        cpu_after = process_cpu_seconds(pid) if pid else 0.0
-        line = next((ln for ln in out.stdout.splitlines() if ln.startswith("WRKJSON ")), None)
-        if out.returncode != 0 or line is None:
-            raise RuntimeError(f"wrk failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-        result: dict[str, Any] = json.loads(line[len("WRKJSON "):])
-        result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
-        # Server CPU time (all its threads) per request: unlike req/s it barely depends on how
-        # much of the shared CPU the server got, so it is the steadier figure on a busy machine.
-        if pid and result["requests"]:
-            result["cpu_us_per_req"] = (cpu_after - cpu_before) * 1e6 / result["requests"]
-        result["socket_errors"] = sum(
-            result[k] for k in ("connect_errors", "read_errors", "write_errors", "timeouts"))
-        return result
-
-
-def process_cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def stop_process(proc: subprocess.Popen[bytes], timeout: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        proc.send_signal(signal.SIGINT)
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait(5)
-
-
-async def _pg_exec(sql: str, base: str = PG_BASE) -> None:
-    import asyncpg  # the `postgres` extra
-
-    dsn = base.replace("postgresql+asyncpg://", "postgresql://") + "/postgres"
-    conn = await asyncpg.connect(dsn)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
-def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(
-        url, data=json.dumps(body).encode(), method="POST",
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            return json.loads(resp.read())  # type: ignore[no-any-return]
-    except urllib.error.HTTPError as exc:
-        raise RuntimeError(f"POST {url.split('?')[0]} -> {exc.code}: {exc.read()!r}") from None
 
 
 # ---------------------------------------------------------------------------- targets
@@ -318,7 +93,7 @@ def report(bench: Bench, targets: list[Target]) -> str:
     bare_runs = [b for t in targets for b in t.bare_runs]
     lines = [
         f"Run {time.strftime('%Y-%m-%d %H:%M %Z')}, {os.cpu_count()} CPUs, "
-        f"{args.rounds} rounds x {args.seconds}s per measurement, wrk {args.threads} threads "
+        f"{args.rounds} rounds x {args.seconds}s per measurement, {bench.loader}, "
         f"{args.connections} connections, "
         + (f"server pinned to CPU {args.server_cpus}, wrk to CPU {args.wrk_cpus}"
            if bench.pinned else "no CPU pinning")
@@ -477,7 +252,7 @@ def _is_main(frames: list[str]) -> bool:
 
 def profile(bench: Bench, server: Server) -> str:
     args = bench.args
-    py_spy = _venv_bin("py-spy")
+    py_spy = venv_bin("py-spy")
     if shutil.which(py_spy) is None and not Path(py_spy).exists():
         return "py-spy is not installed (pip install py-spy into the venv); no profile taken"
     raw = bench.tmp / "profile.txt"
@@ -540,9 +315,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if shutil.which("wrk") is None:
-        print("wrk not found: apt-get install -y wrk", file=sys.stderr)
-        return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     bench = Bench(args)
     try:
@@ -554,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
             targets.append(Target("SQLite /team/upsert", sq, "/team/upsert", "upsert.lua",
                                   "write"))
         if args.postgres:
-            pg_url = bench.create_pg_database()
+            pg_url = bench.database_url("bench", True)
             pg = bench.start_dutyline("dutyline-postgres", pg_url)
             targets.insert(1, Target("PostgreSQL /team/list", pg, "/team/list", "post.lua",
                                      "list"))

@@ -29,7 +29,7 @@ import aiohttp
 import httpx
 import uvloop
 
-from bench.http_bench import free_port, stop_process
+from bench.harness import free_port, stop_process
 from dutyline.kit.outbound import OutboundPolicy, guarded_client
 from dutyline.kit.outbound_aio import guarded_session
 

@@ -1,48 +1,26 @@
 """The shape shared by the in-process read benchmarks (bench/past_incidents.py,
-bench/alert_events.py): a scratch database, the app driven over httpx's ASGI transport (the
-whole operation layer), a baseline call and the measured calls interleaved one at a time,
-and a table of wall and CPU times with the CPU ratio against the baseline."""
+bench/alert_events.py): the app on a scratch database (bench/harness.py) driven over httpx's
+ASGI transport (the whole operation layer), a baseline call and the measured calls interleaved one
+at a time, and a table of wall and CPU times with the CPU ratio against the baseline."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
 import secrets
 import shutil
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 
-from bench.http_bench import PG_BASE, _pg_exec
-from bench.incident_list import _p
+from bench.harness import PG_BASE, pg_exec
 
 # name -> (path, body); the first is the baseline.
 Calls = dict[str, tuple[str, dict[str, Any]]]
 # Checks a warm-up answer (name, data); raises when the data cannot be what is measured.
 Check = Callable[[str, Any], None]
-
-
-@contextlib.contextmanager
-def scratch_database(prefix: str, postgres: bool) -> Iterator[str]:
-    """The URL of a new database, dropped (or its directory removed) afterwards."""
-    tmp = Path(tempfile.mkdtemp(prefix=f"dutyline-{prefix}-"))
-    db_name = None
-    try:
-        if postgres:
-            db_name = f"dutyline_{prefix}_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            yield f"{PG_BASE}/{db_name}"
-        else:
-            yield f"sqlite+aiosqlite:///{tmp / (prefix + '.db')}"
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 async def migrated_database(prefix: str, postgres: bool
@@ -52,11 +30,11 @@ async def migrated_database(prefix: str, postgres: bool
 
     if postgres:
         name = f"bench_{prefix}_{secrets.token_hex(4)}"
-        await _pg_exec(f'CREATE DATABASE "{name}"')
+        await pg_exec(f'CREATE DATABASE "{name}"')
         url = f"{PG_BASE}/{name}"
 
         async def drop() -> None:
-            await _pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     else:
         folder = tempfile.mkdtemp(prefix=f"bench-{prefix}-")
         url = f"sqlite+aiosqlite:///{folder}/bench.db"
@@ -65,6 +43,32 @@ async def migrated_database(prefix: str, postgres: bool
             shutil.rmtree(folder, ignore_errors=True)
     await asyncio.to_thread(upgrade, url)
     return url, drop
+
+
+def _p(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+async def seed_account(conn: Any, now_s: int, channels: int = 0,
+                       private: int = 0) -> tuple[Any, list[int]]:
+    """An account made as `dutyline init` makes one (its owner's key in .app_key) and
+    `channels` channels in it, the first `private` of them private."""
+    from sqlalchemy import insert
+
+    from dutyline.db.tables.channel import channel
+    from dutyline.kit.ids import numeric_id
+    from dutyline.platform.account.service import create_account
+
+    created = await create_account(conn, account_name="Bench", owner_name="Owner",
+                                   owner_email="o@bench.example", now_s=now_s)
+    ids = [numeric_id() for _ in range(channels)]
+    if ids:
+        await conn.execute(insert(channel), [
+            {"channel_id": c, "account_id": created.account_id, "creator_id": 1,
+             "channel_name": f"ch{i}", "name_key": f"ch{i}", "created_at": now_s,
+             "updated_at": now_s, "is_private": i < private} for i, c in enumerate(ids)])
+    return created, ids
 
 
 async def measure(url: str, key: str, calls: Calls, requests: int,

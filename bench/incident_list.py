@@ -22,19 +22,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import secrets
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.harness import scratch_database
+from bench.in_process import _p, seed_account
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -76,24 +73,15 @@ async def seed(url: str, incidents: int, as_member: bool = False,
 
     from dutyline.db.engine import Database
     from dutyline.db.migrate import upgrade
-    from dutyline.db.tables.channel import channel
     from dutyline.db.tables.incident import incident
-    from dutyline.kit.ids import numeric_id
-    from dutyline.platform.account.service import create_account
 
     await asyncio.to_thread(upgrade, url)
     db = Database(url)
     rng = random.Random(7)
     try:
         async with db.transaction() as conn:
-            created = await create_account(conn, account_name="Bench", owner_name="Owner",
-                                           owner_email="o@bench.example", now_s=NOW)
-            channel_ids = [numeric_id() for _ in range(10)]
-            await conn.execute(insert(channel), [
-                {"channel_id": c, "account_id": created.account_id, "creator_id": 1,
-                 "channel_name": f"ch{i}", "name_key": f"ch{i}", "created_at": NOW,
-                 "updated_at": NOW, "is_private": as_member and i < 3}
-                for i, c in enumerate(channel_ids)])
+            created, channel_ids = await seed_account(conn, NOW, channels=10,
+                                                      private=3 if as_member else 0)
             key = (await _member_key(conn, created.account_id, channel_ids[0]) if as_member
                    else created.app_key)
         batch: list[dict[str, Any]] = []
@@ -208,11 +196,6 @@ async def measure(url: str, key: str, channel_ids: list[int],
     return timings
 
 
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
-
-
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.incident_list")
     p.add_argument("--postgres", action="store_true")
@@ -225,24 +208,12 @@ def main() -> int:
     p.add_argument("--member", action="store_true",
                    help="read as a member who cannot see 2 of the 10 channels (private)")
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-incidents-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_incidents_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'incidents.db'}"
+    with scratch_database("incidents", args.postgres) as url:
         started = time.perf_counter()
         key, channel_ids = asyncio.run(seed(url, args.incidents, args.member, args.titles))
         seeded = time.perf_counter() - started
         timings = asyncio.run(measure(url, key, channel_ids, args.requests,
                                       args.compare_frequency))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     reader = "a member who cannot see 2 private channels" if args.member else "the owner"
     print(f"{backend}: {args.incidents} incidents (seeded in {seeded:.0f} s), "

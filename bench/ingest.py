@@ -19,7 +19,7 @@ import statistics
 import sys
 from typing import Any
 
-from bench.http_bench import Bench, Server, _venv_bin, post
+from bench.harness import Bench, Server, post, venv_bin
 
 SEED_KEYS = 600
 GOAL_EPS = 1000.0
@@ -34,7 +34,7 @@ def prepare(bench: Bench, name: str, database_url: str,
     env = {**bench.dutyline_env(database_url), **(extra_env or {})}
     env.update(SEED_KEYS=str(SEED_KEYS), WRK_THREADS=str(bench.args.threads))
     app_key = bench.init_account(env, f"bench-{name}")["app_key"]
-    server = bench.start(name, [_venv_bin("dutyline"), "serve"], env)
+    server = bench.start(name, [venv_bin("dutyline"), "serve"], env)
     server.keys = {"owner": app_key}
     channel = post(server.url("/channel/create", "owner"), {
         "channel_name": "ingest", "group": {"method": "p", "equals": [["labels.svc"]],
@@ -73,7 +73,7 @@ def main() -> int:
         bare_url = f"http://127.0.0.1:{bare.port}/"
         targets = [("sqlite", f"sqlite+aiosqlite:///{bench.tmp}/ingest.db")]
         if args.postgres:
-            targets.append(("postgres", bench.create_pg_database()))
+            targets.append(("postgres", bench.database_url("ingest", True)))
         prepared = [(name, *prepare(bench, name, url)) for name, url in targets]
         bench.wrk(bare_url, "post.lua", args.warmup)
         for name, _server, url in prepared:

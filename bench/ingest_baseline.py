@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.enrichment import add_rules, load_schemas
-from bench.http_bench import Bench
+from bench.harness import Bench
 from bench.ingest import prepare
 from bench.ingest_pair import add_wrk_args, alternate
 
@@ -46,8 +46,7 @@ def main() -> int:
     try:
         prepared = []
         for name, extra in (("baseline", {"PYTHONPATH": str(base_src)}), ("current", {})):
-            url = (bench.create_pg_database() if args.postgres
-                   else f"sqlite+aiosqlite:///{bench.tmp}/{name}.db")
+            url = bench.database_url(name, args.postgres)
             server, push_url = prepare(bench, name, url, extra)
             if args.enriched:
                 add_rules(server, load_schemas(server)[:1])

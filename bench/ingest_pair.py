@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench.http_bench import Bench, Server
+from bench.harness import Bench, Server
 from bench.ingest import prepare
 
 # (name, server, push URL) of one database just prepared: the feature's set-up for it.
@@ -30,8 +30,7 @@ def run_pair(description: str, *, feature: str, set_up: SetUp, title: str, holds
     try:
         prepared: list[tuple[str, Server, str]] = []
         for name in ("plain", feature):
-            url = (bench.create_pg_database() if args.postgres
-                   else f"sqlite+aiosqlite:///{bench.tmp}/{name}.db")
+            url = bench.database_url(name, args.postgres)
             server, push_url = prepare(bench, name, url)
             set_up(name, server, push_url)
             prepared.append((name, server, push_url))

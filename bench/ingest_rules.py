@@ -26,7 +26,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from bench.http_bench import Server, post
+from bench.harness import Server, post
 from bench.ingest_pair import run_pair
 
 SOURCES = 10_000

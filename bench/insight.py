@@ -16,20 +16,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import secrets
-import shutil
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 import msgspec
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.harness import scratch_database
+from bench.in_process import _p
 
 DAY = 86_400
 NOW = 1_700_000_000
@@ -210,34 +207,17 @@ async def measure(url: str, key: str, account_id: int,
     return out
 
 
-def _p(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
-
-
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m bench.insight")
     p.add_argument("--postgres", action="store_true")
     p.add_argument("--incidents", type=int, default=100_000)
     p.add_argument("--requests", type=int, default=50)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-insight-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_insight_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'insight.db'}"
+    with scratch_database("insight", args.postgres) as url:
         started = time.perf_counter()
         key, account_id = asyncio.run(seed(url, args.incidents))
         seeded = time.perf_counter() - started
         timings = asyncio.run(measure(url, key, account_id, args.requests))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     print(f"\n{backend}: {args.incidents} incidents (seeded in {seeded:.0f} s), "
           f"{args.requests} rounds, one request at a time, interleaved\n")

@@ -15,20 +15,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import secrets
-import shutil
 import socket
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.harness import scratch_database
 
 NOW_MS = 1_700_000_000_000
 TEAMS = 25
@@ -156,21 +151,9 @@ def main() -> int:
     p.add_argument("--requests", type=int, default=300)
     p.add_argument("--limit", type=int, default=20)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-mcp-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_mcp_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'mcp.db'}"
+    with scratch_database("mcp", args.postgres) as url:
         key, _ = asyncio.run(seed(url, args.servers))
         timings = asyncio.run(measure(url, key, args.requests, args.limit, args.servers))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     print(f"{backend}: {args.servers} MCP servers (1 in 3 unreachable), {TEAMS} teams, "
           f"{args.requests} list requests each, one at a time\n")

@@ -21,17 +21,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
-import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.harness import scratch_database
 
 NOW = 1_774_252_800  # Monday 2026-03-23 09:00 Europe/Berlin
 DAY = 86_400
@@ -157,21 +152,9 @@ def main() -> int:
     p.add_argument("--schedules", type=int, default=500)
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-oncall-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_oncall_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'oncall.db'}"
+    with scratch_database("oncall", args.postgres) as url:
         account_id, ids = asyncio.run(seed(url, args.schedules))
         timings = asyncio.run(measure(url, account_id, ids, args.rounds))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     print(f"{backend}: {args.schedules} schedules (3 layers each, Europe/Berlin), "
           f"{args.rounds} rounds, one call at a time\n")

@@ -16,7 +16,8 @@ import asyncio
 import sys
 from typing import Any
 
-from bench.in_process import Calls, measure, print_table, scratch_database
+from bench.harness import scratch_database
+from bench.in_process import Calls, measure, print_table
 from bench.incident_list import seed
 
 

@@ -27,7 +27,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from bench.http_bench import free_port
+from bench.harness import free_port
 
 
 def _bin(name: str) -> str:

@@ -16,18 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 
-from bench.http_bench import PG_BASE, _pg_exec
+from bench.harness import scratch_database
 
 DAY = 86_400
 COMPONENTS = 100
@@ -161,22 +156,10 @@ def main() -> int:
     p.add_argument("--requests", type=int, default=1000)
     p.add_argument("--cold", type=int, default=200)
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-status-"))
-    db_name = None
     now_s = int(time.time())
-    try:
-        if args.postgres:
-            db_name = f"dutyline_status_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'status.db'}"
+    with scratch_database("status", args.postgres) as url:
         page_id = asyncio.run(seed(url, args.incidents, now_s))
         timings = asyncio.run(measure(url, page_id, args.requests, args.cold))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     print(f"{backend}: {COMPONENTS} components in {SECTIONS} sections, {args.incidents} past "
           f"incidents with 3 updates each; {args.requests} cached and {args.cold} cold "

@@ -16,20 +16,17 @@ import collections
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from bench.http_bench import PG_BASE, _pg_exec, _venv_bin
+from bench.harness import scratch_database, venv_bin
 
 
 def make_accounts(env: dict[str, str]) -> dict[str, str]:
     keys = {}
     for role in ("list", "write"):
-        out = subprocess.run([_venv_bin("dutyline"), "init", "--account-name", f"trace-{role}"],
+        out = subprocess.run([venv_bin("dutyline"), "init", "--account-name", f"trace-{role}"],
                              env=env, capture_output=True, check=True, timeout=120)
         keys[role] = json.loads(out.stdout.decode().strip().splitlines()[-1])["app_key"]
     return keys
@@ -124,22 +121,10 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, default=1,
                    help="requests in flight at once (32 shows the pool churn wrk sees)")
     args = p.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="dutyline-trace-"))
-    db_name = None
-    try:
-        if args.postgres:
-            db_name = f"dutyline_trace_{os.getpid()}_{secrets.token_hex(3)}"
-            asyncio.run(_pg_exec(f'CREATE DATABASE "{db_name}"'))
-            url = f"{PG_BASE}/{db_name}"
-        else:
-            url = f"sqlite+aiosqlite:///{tmp / 'trace.db'}"
+    with scratch_database("trace", args.postgres) as url:
         env = {**os.environ, "DUTYLINE_DATABASE_URL": url, "DUTYLINE_RUN_WORKERS": "0"}
         results = asyncio.run(trace(env, make_accounts(env), args.requests,
                                     args.concurrency))
-    finally:
-        if db_name:
-            asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)'))
-        shutil.rmtree(tmp, ignore_errors=True)
     backend = "PostgreSQL" if args.postgres else "SQLite"
     print(f"per request, averaged over {args.requests} ({backend}, "
           f"{args.concurrency} in flight):")

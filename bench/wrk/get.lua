@@ -1,5 +1,5 @@
 -- GET the URL given on the command line (no body): for GET-only routes such as /healthz.
--- done() prints one machine-readable line for bench/http_bench.py.
+-- done() prints one machine-readable line for the harness (bench/harness.py).
 wrk.method = "GET"
 
 function done(summary, latency, requests)

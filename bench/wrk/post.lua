@@ -1,6 +1,6 @@
 -- POST a fixed JSON body (env WRK_BODY, default "{}") to the URL given on the command line.
 -- The request is built once (no per-request Lua), so wrk runs at full speed.
--- done() prints one machine-readable line for bench/http_bench.py.
+-- done() prints one machine-readable line for the harness (bench/harness.py).
 wrk.method = "POST"
 wrk.body = os.getenv("WRK_BODY") or "{}"
 wrk.headers["Content-Type"] = "application/json"
