@@ -186,7 +186,7 @@ async def test_a_person_gets_a_direct_message_from_each_platforms_app(
         assert issued not in stored
 
 
-async def test_app_group_targets_post_into_each_chat_and_teams_app_fails_with_the_reason(
+async def test_app_group_targets_post_into_each_chat(
         aapi: Api, owner: Person, fake_chat_apps: FakeChatApps) -> None:
     hooks = [
         {"type": "feishu_app", "settings": {"token": "", "alias": "oncall",
@@ -195,7 +195,6 @@ async def test_app_group_targets_post_into_each_chat_and_teams_app_fails_with_th
         {"type": "slack_app", "settings": {"chat_ids": ["C0123ABCD"]}},
         {"type": "dingtalk_app", "settings": {"chat_ids": ["cidX9xG8ufbJgaw=="]}},
         {"type": "wecom_app", "settings": {"chat_ids": ["wrOgQhDgAAMYQiS5ol9G7gK9JVAAAA"]}},
-        {"type": "teams_app", "settings": {"chat_ids": ["19:abc@thread.tacv2"]}},
     ]
     incident_id = await page(aapi, owner, [layer(webhooks=hooks)])
     sends = [r for r in fake_chat_apps.take()
@@ -217,15 +216,12 @@ async def test_app_group_targets_post_into_each_chat_and_teams_app_fails_with_th
 
     states = {(d.channel, d.address): (d.status, d.last_error)
               for d in await deliveries(aapi, incident_id)}
-    assert len(states) == 6
-    assert all(s == ("success", "") for (c, _), s in states.items() if c != "teams_app")
-    status, reason = states[("teams_app", "19:abc@thread.tacv2")]
-    assert status == "failed" and reason.startswith("teams_app needs a Bot Framework bot")
+    assert len(states) == 5
+    assert all(s == ("success", "") for s in states.values())
     chats = {d["by"] + ":" + d["chats"][0]["chat_id"]: d["chats"][0]
              for d in await notify_feed(aapi, owner, incident_id)}
     assert chats["feishu_app:oc_a1"] == {"data_source_id": 5427276014131, "chat_id": "oc_a1",
                                          "chat_name": "oncall"}
-    assert chats["teams_app:19:abc@thread.tacv2"]["failed_reason"] == reason
     # The rule keeps the targets as given; an app target must name its chats.
     channel_id = (await deliveries(aapi, incident_id))[0].channel_id
     [rule] = (await aapi.call("/channel/escalate/rule/list", {"channel_id": channel_id},
@@ -347,3 +343,26 @@ async def test_preferences_take_the_chat_apps_but_not_teams(aapi: Api, owner: Pe
         assert bad.code == "InvalidParameter" and "warning[1]" in bad.message
     assert (await aapi.call("/member/notify/info", {}, key=owner.key)).data["warning"] == [
         "email"]
+
+
+async def test_a_rule_naming_teams_app_is_refused_where_it_can_never_reach(
+        aapi: Api, owner: Person) -> None:
+    """Dutyline has no Teams bot: `teams_app` reaches neither a person nor a group chat, so a
+    rule naming it is refused at save with the field; `teams` (a channel's webhook) is not."""
+    channel_id = await make_channel(aapi, owner, "Teams")
+    cases = [
+        (layer(person_ids=[owner.person_id], by={"critical": ["email", "teams_app"]}),
+         "layers[0].target.by.critical[1]", "teams_app cannot reach a person"),
+        (layer(person_ids=[owner.person_id], by={"warning": ["teams"]}),
+         "layers[0].target.by.warning[0]", "teams cannot reach a person"),
+        (layer(webhooks=[{"type": "teams_app", "settings": {"chat_ids": ["19:a@thread"]}}]),
+         "layers[0].target.webhooks[0].type", "type teams"),
+    ]
+    for body, field, why in cases:
+        bad = await aapi.call("/channel/escalate/rule/create",
+                              rule_body(channel_id, [body]), key=owner.key)
+        assert bad.status == 400 and bad.code == "InvalidParameter", bad.body
+        assert field in bad.message and why in bad.message
+    rules = await aapi.call("/channel/escalate/rule/list", {"channel_id": channel_id},
+                            key=owner.key)
+    assert rules.data["items"] == []

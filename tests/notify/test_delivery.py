@@ -192,7 +192,7 @@ async def test_chat_apps_without_credentials_are_recorded_failed_with_what_they_
         papi: Api, owner: Person) -> None:
     incident_id = await page(papi, owner, [layer(
         person_ids=[owner.person_id],
-        by={"critical": ["feishu_app", "slack", "teams_app", "email"]})])
+        by={"critical": ["feishu_app", "slack", "email"]})])
     found = await rows(papi, notify_delivery, incident_id)
     states = {d.channel: (d.status, d.attempts, d.last_error) for d in found}
     assert states["email"] == ("success", 1, "")
@@ -201,8 +201,6 @@ async def test_chat_apps_without_credentials_are_recorded_failed_with_what_they_
         "failed", 1, "feishu_app needs DUTYLINE_FEISHU_APP_ID and DUTYLINE_FEISHU_APP_SECRET")
     assert states["slack"] == ("failed", 1,
                                "slack needs a bot token (DUTYLINE_SLACK_BOT_TOKEN)")
-    assert states["teams_app"][:2] == ("failed", 1)
-    assert states["teams_app"][2].startswith("teams_app needs a Bot Framework bot")
 
 
 async def test_webhook_history_list_and_detail(papi: Api, owner: Person, clock: FakeClock,

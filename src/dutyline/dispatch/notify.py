@@ -14,9 +14,9 @@ from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.dispatch import compose, links, peers
 from dutyline.dispatch import repository as repo
-from dutyline.dispatch.schemas import APP_TYPES
 from dutyline.incident.lifecycle import service as lifecycle
 from dutyline.incident.service import IncidentInfo, feed
+from dutyline.kit.channels import APP_TYPES, GROUP_ALIASES
 from dutyline.kit.ids import hex_id
 from dutyline.kit.outbound import redact_url
 from dutyline.notify.delivery import service as delivery
@@ -27,7 +27,8 @@ from dutyline.work import queue
 
 # A rule's `by` without a list for the severity: e-mail.
 DEFAULT_PREFERENCE = ("email",)
-CHAT_TYPES = {"custom": "webhook", "webhook": "webhook"}
+# The delivery channel of a webhook target's type, where it has another name (`custom`).
+CHAT_TYPES = {**GROUP_ALIASES, **{name: name for name in GROUP_ALIASES.values()}}
 # Settings of a chat target that travel with its deliveries (secrets stay sealed).
 CHAT_SETTINGS = ("secret", "sign_secret", "token", "chat_id")
 
@@ -121,15 +122,6 @@ def _channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
     return list(by.get(severity.lower()) or DEFAULT_PREFERENCE)
 
 
-def _address(person: members.Contact, pref: preferences.Preference, channel: str) -> str:
-    if channel == "email":
-        return person.email
-    if channel in ("sms", "voice"):
-        return person.e164_phone
-    # `slack` and `slack_app` both reach the member's Slack handle (`im.slack`), and so on.
-    return pref.im.get(channel.removesuffix("_app"), "")
-
-
 def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, str],
                       rendered: str | None) -> dict[str, Any]:
     if channel == "email":
@@ -185,7 +177,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
             content = _personal_content(channel, info, person_links,
                                               await render(channel))
             outbox.add(actor, **common, channel=channel, person_id=person.person_id,
-                       address=_address(person, pref, channel), content=content)
+                       address=preferences.address(person, pref, channel), content=content)
             made += 1
     open_only = {"open": info.detail_url}
     for address in target.get("emails") or []:

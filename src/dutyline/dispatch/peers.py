@@ -12,14 +12,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.kit.channels import template_column
 from dutyline.kit.filters import Filter, compile_filters
 from dutyline.kit.timefilters import TimeFilter, compile_time_filters
 from dutyline.notify.template import service as templates
 from dutyline.schedule import service as schedules
-
-# A Teams robot posts the body of the template's Teams column (the reference names it
-# teams_app); the custom webhook's JSON payload has no template body.
-_TEMPLATE_COLUMN = {"teams": "teams_app"}
 
 
 def check_filters(filters: list[Any], time_filters: list[Any]) -> None:
@@ -71,7 +68,9 @@ async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, chann
                  incident_id: str, base_url: str) -> str | None:
     """The rule's template rendered for this channel, or None: use the built-in text.
     `base_url` (the server's) makes the template's links (`.DetailUrl`) absolute."""
-    channel = _TEMPLATE_COLUMN.get(channel, channel)
+    # A Teams robot posts the body of the template's Teams column (`teams_app`); the custom
+    # webhook's JSON payload has none.
+    channel = template_column(channel)
     if not template_id or not templates.has_body_for(channel):
         return None
     rendered = await templates.render_for_incident(

@@ -134,9 +134,6 @@ def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-# Webhook types that are group chats of the server's app for the platform: they name
-# `chat_ids` (reference ScheduleImNotifySettings) instead of a robot's `url`.
-APP_TYPES = frozenset({"feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app"})
 def rule_item(row: Any) -> EscalateRuleItem:
     """The one row -> record mapper."""
     return EscalateRuleItem(

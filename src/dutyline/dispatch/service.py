@@ -22,7 +22,6 @@ from dutyline.config import Settings
 from dutyline.dispatch import peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import (
-    APP_TYPES,
     SECRET_SETTINGS,
     EscalateLayer,
     EscalateRuleItem,
@@ -30,6 +29,7 @@ from dutyline.dispatch.schemas import (
     rule_item,
 )
 from dutyline.incident.service import references
+from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
@@ -40,16 +40,6 @@ from dutyline.platform.team import service as teams
 
 MAX_LAYERS = 10
 MAX_TARGETS = 100
-# Personal channels `by` may name (the reference's template channels).
-BY_CHANNELS = frozenset({
-    "email", "sms", "voice", "dingtalk", "wecom", "feishu", "slack", "telegram", "zoom",
-    "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",
-})
-# Group chat / webhook target types (reference EscalateTarget.webhooks[].type).
-WEBHOOK_TYPES = frozenset({
-    "custom", "webhook", "slack", "teams", "feishu", "dingtalk", "wecom", "telegram", "zoom",
-    "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",
-})
 MAX_CHAT_IDS = 20
 _json = msgspec.json.Decoder()
 
@@ -109,12 +99,12 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
                 raise errors.invalid(f"{path}.emails[{j}]", "is not an e-mail address")
         if t.by is not None:
             for sev in ("critical", "warning", "info"):
-                for name in getattr(t.by, sev):
-                    if name not in BY_CHANNELS:
-                        raise errors.invalid(f"{path}.by.{sev}", f"unknown channel {name!r}")
+                for k, name in enumerate(getattr(t.by, sev)):
+                    if refused := personal_refusal(name):
+                        raise errors.invalid(f"{path}.by.{sev}[{k}]", refused)
         for j, hook in enumerate(t.webhooks or []):
-            if hook.type not in WEBHOOK_TYPES:
-                raise errors.invalid(f"{path}.webhooks[{j}].type", f"unknown type {hook.type!r}")
+            if refused := group_refusal(hook.type):
+                raise errors.invalid(f"{path}.webhooks[{j}].type", refused)
             if hook.type in APP_TYPES:
                 _check_chat_ids(f"{path}.webhooks[{j}].settings", hook.settings)
                 continue

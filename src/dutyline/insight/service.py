@@ -9,8 +9,10 @@ what the caller may see); this module validates the question, lays the time zone
 - acknowledgement_pct / escalation_pct: share of the incidents acknowledged / escalated;
 - noise_reduction_pct: 100 * (1 - incidents with alerts / their alerts), the alerts that
   grouping kept from opening incidents of their own (alerts per incident a/i: 1 - 1/(a/i));
-- engaged seconds: first acknowledgement to close, for closed incidents.
-Notifications and interruptions are 0: no delivery is recorded yet."""
+- engaged seconds: first acknowledgement to close, for closed incidents;
+- notifications: the deliveries to people for the incidents (one per person and channel);
+  interruptions: the distinct moments a person was paged (an escalation step's channels
+  reach a person at once: one interruption). Group targets page nobody and count in neither."""
 
 from __future__ import annotations
 
@@ -177,7 +179,8 @@ def _dimension_item(t: analytics.Totals, ts: int | None, hours: str | None,
         total_incidents_escalated=t.escalated,
         total_incidents_manually_escalated=t.manually_escalated,
         total_incidents_timeout_escalated=t.timeout_escalated,
-        total_incidents_reassigned=t.reassigned, total_interruptions=0, total_notifications=0,
+        total_incidents_reassigned=t.reassigned, total_interruptions=t.interruptions,
+        total_notifications=t.notifications,
         total_engaged_seconds=t.engaged_seconds, total_seconds_to_ack=t.seconds_to_ack,
         total_seconds_to_close=t.seconds_to_close,
         mean_seconds_to_ack=_mean(t.seconds_to_ack, t.acknowledged),
@@ -231,8 +234,9 @@ async def responders(conn: AsyncConnection, actor: Actor, *,
             total_incidents_acknowledged=t.acknowledged,
             total_incidents_reassigned=t.reassigned, total_incidents_escalated=t.escalated,
             total_incidents_timeout_escalated=t.timeout_escalated,
-            total_incidents_manually_escalated=t.manually_escalated, total_interruptions=0,
-            total_notifications=0, total_engaged_seconds=t.engaged_seconds,
+            total_incidents_manually_escalated=t.manually_escalated,
+            total_interruptions=t.interruptions,
+            total_notifications=t.notifications, total_engaged_seconds=t.engaged_seconds,
             total_seconds_to_ack=t.seconds_to_ack,
             mean_seconds_to_ack=_mean(t.seconds_to_ack, t.acknowledged),
             acknowledgement_pct=_pct(t.acknowledged, t.incidents),

@@ -20,6 +20,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.outbound_secrets import secret_to_store
 from dutyline.api.types import SaveWarning
 from dutyline.config import Settings
+from dutyline.kit.channels import personal_refusal
 from dutyline.kit.ids import numeric_id
 from dutyline.kit.secretbox import SecretBox
 from dutyline.notify.delivery import service as delivery
@@ -146,6 +147,9 @@ def _seal_notify(notify: NotifyIn, secrets: SecretBox,
     api/outbound_secrets.py)."""
     if notify.advance_in_time < 0:
         raise errors.invalid("notify.advance_in_time", "must not be negative")
+    for i, channel in enumerate((notify.by.personal_channels or []) if notify.by else []):
+        if refused := personal_refusal(channel):
+            raise errors.invalid(f"notify.by.personal_channels[{i}]", refused)
     hooks: list[ScheduleImNotify] = []
     for i, hook in enumerate(notify.webhooks or []):
         old = stored.webhooks[i] if stored and i < len(stored.webhooks) else None

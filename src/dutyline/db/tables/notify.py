@@ -7,10 +7,7 @@ from sqlalchemy import BigInteger, Column, Index, String, Table, Text
 from dutyline.db.tables.meta import metadata
 
 # The channel body columns, in the reference's order (TemplateItem).
-TEMPLATE_CHANNELS = (
-    "email", "sms", "voice", "dingtalk", "wecom", "feishu", "feishu_app", "dingtalk_app",
-    "wecom_app", "slack_app", "teams_app", "telegram", "slack", "zoom",
-)
+from dutyline.kit.channels import TEMPLATE_CHANNELS as TEMPLATE_CHANNELS
 
 notify_template = Table(
     "notify_template",

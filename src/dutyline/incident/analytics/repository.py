@@ -21,6 +21,7 @@ from sqlalchemy import (
     and_,
     case,
     cast,
+    distinct,
     false,
     func,
     literal_column,
@@ -36,6 +37,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.like import any_contains
 from dutyline.db.tables import incident_insight as flag_where
 from dutyline.db.tables.channel import channel
+from dutyline.db.tables.dispatch import notify_delivery
 from dutyline.db.tables.incident import alert, incident, incident_event
 from dutyline.incident import visibility
 from dutyline.incident.analytics.schemas import Filter, Grid
@@ -187,6 +189,29 @@ def _flags(account_id: int, since: int) -> Any:
     )
 
 
+def _paged(account_id: int, since: int, *, per_person: bool) -> Any:
+    """Per incident (and person), how often the people were paged: `notifications` counts
+    every delivery to a person (one per channel), `interruptions` the distinct moments a
+    person was paged (the channels of one escalation step reach them at once: one
+    interruption). Group targets (chats, webhooks, bare e-mail addresses) page nobody."""
+    d = notify_delivery.c
+    each = (
+        select(d.incident_id, d.person_id, func.count().label("notifications"),
+               func.count(distinct(d.created_at)).label("interruptions"))
+        .where(d.account_id == account_id, d.person_id != 0, d.created_at >= since)
+        .group_by(d.incident_id, d.person_id)
+    )
+    if per_person:
+        return each.subquery("paged")
+    e = each.subquery("paged_each")
+    return (
+        select(e.c.incident_id, func.sum(e.c.notifications).label("notifications"),
+               func.sum(e.c.interruptions).label("interruptions"))
+        .group_by(e.c.incident_id)
+        .subquery("paged")
+    )
+
+
 def _sum_if(condition: ColumnElement[bool], value: Any = 1) -> ColumnElement[int]:
     return func.coalesce(func.sum(case((condition, value), else_=0)), 0)
 
@@ -197,8 +222,10 @@ async def totals(conn: AsyncConnection, scope: Scope, f: Filter, grid: Grid,
     dialect = conn.dialect.name
     c = incident.c
     flags = _flags(scope.account_id, f.start_time)
+    paged = _paged(scope.account_id, f.start_time, per_person=False)
     local = local_time(c.start_time, grid)
-    source: Any = incident.outerjoin(flags, flags.c.incident_id == c.incident_id)
+    source: Any = incident.outerjoin(flags, flags.c.incident_id == c.incident_id) \
+        .outerjoin(paged, paged.c.incident_id == c.incident_id)
     if by == "team":
         source = source.outerjoin(channel, and_(channel.c.channel_id == c.channel_id,
                                                 channel.c.account_id == scope.account_id))
@@ -221,6 +248,8 @@ async def totals(conn: AsyncConnection, scope: Scope, f: Filter, grid: Grid,
             func.coalesce(flags.c.reassigned, 0).label("reassigned"),
             case((and_(closed, c.closer_id == 0, timeout_close), 1), else_=0)
             .label("timeout_closed"),
+            func.coalesce(paged.c.notifications, 0).label("notifications"),
+            func.coalesce(paged.c.interruptions, 0).label("interruptions"),
         )
         .select_from(source)
         .where(*_conditions(dialect, scope, f))
@@ -247,6 +276,8 @@ async def totals(conn: AsyncConnection, scope: Scope, f: Filter, grid: Grid,
             func.coalesce(func.sum(r.alert_cnt), 0).label("alerts"),
             func.coalesce(func.sum(r.alert_event_cnt), 0).label("alert_events"),
             _sum_if(r.alert_cnt > 0).label("alerted_incidents"),
+            func.coalesce(func.sum(r.notifications), 0).label("notifications"),
+            func.coalesce(func.sum(r.interruptions), 0).label("interruptions"),
         )
         .group_by(r.bucket, r.hours, r.key)
         .order_by(r.bucket, r.hours, r.key)
@@ -279,6 +310,7 @@ async def responder_totals(conn: AsyncConnection, scope: Scope, f: Filter,
     c = incident.c
     each, person_id, assigned_at, acked_at = _responders(dialect)
     flags = _flags(scope.account_id, f.start_time)
+    paged = _paged(scope.account_id, f.start_time, per_person=True)
     local = local_time(c.start_time, grid)
     conds = _conditions(dialect, scope, f)
     if f.responder_ids:
@@ -291,9 +323,13 @@ async def responder_totals(conn: AsyncConnection, scope: Scope, f: Filter,
             func.coalesce(flags.c.manual_esc, 0).label("manual_esc"),
             func.coalesce(flags.c.timeout_esc, 0).label("timeout_esc"),
             func.coalesce(flags.c.reassigned, 0).label("reassigned"),
+            func.coalesce(paged.c.notifications, 0).label("notifications"),
+            func.coalesce(paged.c.interruptions, 0).label("interruptions"),
         )
         .select_from(incident.join(each, true())
-                     .outerjoin(flags, flags.c.incident_id == c.incident_id))
+                     .outerjoin(flags, flags.c.incident_id == c.incident_id)
+                     .outerjoin(paged, and_(paged.c.incident_id == c.incident_id,
+                                            paged.c.person_id == person_id)))
         .where(*conds)
         .subquery("rows")
     )
@@ -311,6 +347,8 @@ async def responder_totals(conn: AsyncConnection, scope: Scope, f: Filter,
             _sum_if(acked, r.acked_at - r.assigned_at).label("seconds_to_ack"),
             _sum_if(and_(acked, r.progress == CLOSED), r.close_time - r.acked_at)
             .label("engaged_seconds"),
+            func.coalesce(func.sum(r.notifications), 0).label("notifications"),
+            func.coalesce(func.sum(r.interruptions), 0).label("interruptions"),
         )
         .group_by(r.bucket, r.hours, r.key)
         .order_by(r.bucket, r.hours, r.key)

@@ -68,6 +68,8 @@ class Totals:
     alerts: int = 0
     alert_events: int = 0
     alerted_incidents: int = 0  # incidents with at least one alert (for noise reduction)
+    notifications: int = 0  # deliveries to people (one per channel)
+    interruptions: int = 0  # distinct moments a person was paged
 
 
 @dataclass(slots=True)

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
+from dutyline.kit.channels import GROUP_CHANNELS
 
 
 class Finished(NamedTuple):
@@ -21,8 +22,9 @@ class Finished(NamedTuple):
     last_error: str
 
 
-WEBHOOK_CHANNELS = ("webhook", "slack", "feishu", "dingtalk", "wecom", "teams", "telegram",
-                    "zoom", "slack_app", "feishu_app", "dingtalk_app", "wecom_app", "teams_app")
+# The webhook history: deliveries by the group target kinds, and by the Teams app (a rule
+# stored with such a target records its deliveries failed, with the reason).
+WEBHOOK_CHANNELS = (*GROUP_CHANNELS, "teams_app")
 
 
 async def insert_deliveries(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:

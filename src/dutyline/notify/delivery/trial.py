@@ -16,8 +16,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.kit.channels import address_key, personal_refusal
 from dutyline.kit.ids import hex_id
-from dutyline.notify.delivery.adapters import PERSONAL, adapter, needs
+from dutyline.notify.delivery.adapters import adapter, needs
 from dutyline.notify.delivery.adapters.base import Outgoing, SendEnv
 from dutyline.notify.delivery.schemas import NotifyTestResult
 from dutyline.notify.preference import service as preferences
@@ -42,7 +43,7 @@ class Plan:
 
 def _same_app(channel: str) -> str:
     # `slack` and `slack_app` reach a person through the same app: test it once.
-    return channel.removesuffix("_app")
+    return address_key(channel) or channel
 
 
 def default_channels(person: Contact, pref: preferences.Preference) -> tuple[str, ...]:
@@ -64,8 +65,8 @@ def default_channels(person: Contact, pref: preferences.Preference) -> tuple[str
 async def plan(conn: AsyncConnection, actor: Actor, *, member_id: int,
                channels: list[str] | None) -> Plan:
     for i, channel in enumerate(channels or []):
-        if channel not in PERSONAL:
-            raise errors.invalid(f"channels[{i}]", "must be one of " + ", ".join(PERSONAL))
+        if refused := personal_refusal(channel):
+            raise errors.invalid(f"channels[{i}]", refused)
     person, pref = await preferences.reach(conn, actor, member_id=member_id)
     wanted = (tuple(dict.fromkeys(channels)) if channels
               else default_channels(person, pref))
@@ -84,17 +85,17 @@ def _content(channel: str, plan: Plan) -> dict[str, str]:
 
 
 def _no_address(channel: str) -> str:
-    if channel == "email":
+    kind = address_key(channel)
+    if kind == "email":
         return "the member has no e-mail address"
-    if channel in ("sms", "voice"):
+    if kind == "phone":
         return "the member has no phone number"
-    kind = _same_app(channel)
     return f"the member has no {kind} handle (im.{kind} in their notification settings)"
 
 
 def _shown(channel: str, address: str) -> str:
     # Phones are masked wherever a member record is read; the test answer is no exception.
-    return mask_phone(address) if channel in ("sms", "voice") else address
+    return mask_phone(address) if address_key(channel) == "phone" else address
 
 
 async def _one(env: SendEnv, plan: Plan, channel: str) -> NotifyTestResult:

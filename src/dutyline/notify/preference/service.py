@@ -19,17 +19,13 @@ from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import SaveWarning
 from dutyline.config import Settings
+from dutyline.kit.channels import IM_PLATFORMS, address_key, personal_refusal
 from dutyline.notify.delivery import service as delivery
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
 from dutyline.platform.member import service as members
 
 SEVERITIES = ("critical", "warning", "info")
-# What a person can be paged by: e-mail, phone, and a direct message on a chat platform (the
-# plain and the `_app` names are the same app; Teams has no way to reach a person yet).
-PERSONAL_CHANNELS = ("email", "sms", "voice", "telegram", "slack", "feishu", "dingtalk",
-                     "wecom", "zoom", "slack_app", "feishu_app", "dingtalk_app", "wecom_app")
-IM_TYPES = frozenset({"telegram", "slack", "teams", "feishu", "dingtalk", "wecom", "zoom"})
 DEFAULT_CHANNELS = ("email",)
 
 _json = msgspec.json.Decoder()
@@ -81,11 +77,12 @@ async def reach(conn: AsyncConnection, actor: Actor, *,
 def address(person: members.Contact, pref: Preference, channel: str) -> str:
     """Where `channel` reaches the person: e-mail, the phone in E.164 form, or their handle
     on the chat platform (`slack` and `slack_app` both use `im.slack`, and so on)."""
-    if channel == "email":
+    where = address_key(channel)
+    if where == "email":
         return person.email
-    if channel in ("sms", "voice"):
+    if where == "phone":
         return person.e164_phone
-    return pref.im.get(channel.removesuffix("_app"), "")
+    return pref.im.get(where, "") if where else ""
 
 
 def delivery_warnings(settings: Settings, *, im: dict[str, str] | None,
@@ -118,16 +115,17 @@ async def notify_info(conn: AsyncConnection, actor: Actor, *,
 
 def _checked_channels(name: str, channels: list[str]) -> list[str]:
     for i, channel in enumerate(channels):
-        if channel not in PERSONAL_CHANNELS:
-            raise errors.invalid(f"{name}[{i}]", "must be one of " + ", ".join(PERSONAL_CHANNELS))
+        if refused := personal_refusal(channel):
+            raise errors.invalid(f"{name}[{i}]", refused)
     return list(dict.fromkeys(channels))
 
 
 def _checked_im(im: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for kind, handle in im.items():
-        if kind not in IM_TYPES:
-            raise errors.invalid(f"im.{kind}"[:64], "is not a known IM type")
+        if kind not in IM_PLATFORMS:
+            raise errors.invalid(f"im.{kind}"[:64],
+                                 "is not a known IM type: one of " + ", ".join(IM_PLATFORMS))
         if handle.strip():
             out[kind] = handle.strip()
     return out

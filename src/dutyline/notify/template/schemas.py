@@ -11,15 +11,13 @@ import msgspec
 
 from dutyline.api.types import Id, NonNegInt64, PageRequest
 from dutyline.db.tables.notify import TEMPLATE_CHANNELS
+from dutyline.kit.channels import TemplateChannel
 
 TemplateId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
 TemplateName = Annotated[str, msgspec.Meta(min_length=1, max_length=39)]
 Description = Annotated[str, msgspec.Meta(max_length=500)]
 Body = Annotated[str, msgspec.Meta(max_length=65_536)]
-Channel = Literal[
-    "email", "sms", "voice", "dingtalk", "wecom", "feishu", "feishu_app", "dingtalk_app",
-    "wecom_app", "slack_app", "teams_app", "telegram", "slack", "zoom",
-]
+Channel = TemplateChannel
 
 
 class TemplateBodies(msgspec.Struct, kw_only=True):

@@ -63,7 +63,7 @@ PERSONAL: dict[str, Send] = {
     "wecom": wecom_app.send_personal,
     "wecom_app": wecom_app.send_personal,
     "zoom": zoom_app.send_personal,
-    "teams": teams_app.send,
+    # Never reaches anyone (kit.channels): a delivery by it is recorded failed, with why.
     "teams_app": teams_app.send,
 }
 

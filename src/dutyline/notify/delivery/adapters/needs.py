@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from dutyline.config import Settings
-from dutyline.kit import outbound
+from dutyline.kit import channels, outbound
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.notify.delivery.adapters import teams_app
 
@@ -75,19 +75,19 @@ TEAMS_APP = Need("the Teams app", (), lambda s: False, unsupported=teams_app.REA
 CONFIGURABLE = (EMAIL, TWILIO, TELEGRAM_BOT, SLACK_APP, FEISHU_APP, DINGTALK_APP, WECOM_APP,
                 ZOOM_APP)
 
-# One person at their own address (adapters.PERSONAL): what each channel name needs.
-PERSONAL: dict[str, Need] = {
-    "email": EMAIL, "sms": TWILIO, "voice": TWILIO, "telegram": TELEGRAM_BOT,
-    "slack": SLACK_APP, "slack_app": SLACK_APP, "feishu": FEISHU_APP, "feishu_app": FEISHU_APP,
-    "dingtalk": DINGTALK_APP, "dingtalk_app": DINGTALK_APP, "wecom": WECOM_APP,
-    "wecom_app": WECOM_APP, "zoom": ZOOM_APP, "teams": TEAMS_APP, "teams_app": TEAMS_APP,
+# The means behind each way of reaching a person (kit.channels: ChannelKind.person): the
+# plain and the `_app` name of a chat platform are the same app.
+BY_ADDRESS: dict[str, Need] = {
+    "email": EMAIL, "phone": TWILIO, "telegram": TELEGRAM_BOT, "slack": SLACK_APP,
+    "feishu": FEISHU_APP, "dingtalk": DINGTALK_APP, "wecom": WECOM_APP, "zoom": ZOOM_APP,
 }
+# One person at their own address (adapters.PERSONAL): what each channel name needs.
+PERSONAL: dict[str, Need] = {k.name: BY_ADDRESS[k.person] for k in channels.KINDS if k.person}
 # Group targets (adapters.ADAPTERS): robots carry their own URL and token; the apps' group
 # chats and the e-mail addresses of a layer need the server's means.
 GROUP: dict[str, Need] = {
-    "email": EMAIL, "sms": TWILIO, "voice": TWILIO, "slack_app": SLACK_APP,
-    "feishu_app": FEISHU_APP, "dingtalk_app": DINGTALK_APP, "wecom_app": WECOM_APP,
-    "teams_app": TEAMS_APP,
+    "email": EMAIL, "teams_app": TEAMS_APP,
+    **{k.name: BY_ADDRESS[k.person] for k in channels.KINDS if k.group == "chat_ids"},
 }
 
 
