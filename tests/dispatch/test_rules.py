@@ -11,7 +11,13 @@ from sqlalchemy import select
 
 from dutyline.db.tables.dispatch import escalate_rule
 from tests.api.test_reference_schemas import check
-from tests.dispatch.support import create_rule, layer, make_channel, rule_body
+from tests.dispatch.support import (
+    PRESET_TEMPLATE,
+    create_rule,
+    layer,
+    make_channel,
+    rule_body,
+)
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 
@@ -167,6 +173,37 @@ async def test_other_accounts_ids_are_not_found(api: Api, owner: Person,
     reply = await api.call("/channel/escalate/rule/create", rule_body(
         mine, [layer(schedule_to_role_ids={"123456": [1]})]), key=owner.key)
     assert reply.code == "ResourceNotFound"
+
+
+async def test_a_rule_names_a_preset_or_its_accounts_template(api: Api, owner: Person,
+                                                              other_owner: Person) -> None:
+    """Every built-in preset is every account's; a template of another account (or none at
+    all) is not found; the id a rule holds saves again after its template was deleted."""
+    channel_id = await make_channel(api, owner)
+    body = rule_body(channel_id, [layer(emails=["a@x.io"])])
+    for preset in (PRESET_TEMPLATE, "000000000000000000000001", PRESET_TEMPLATE.upper()):
+        await create_rule(api, owner, {**body, "template_id": preset})
+    made = await api.call("/template/create", {"template_name": "Mine", "sms": "x"},
+                          key=owner.key)
+    mine = made.data["template_id"]
+    theirs = (await api.call("/template/create", {"template_name": "Theirs", "sms": "x"},
+                             key=other_owner.key)).data["template_id"]
+    rule_id = await create_rule(api, owner, {**body, "template_id": mine})
+    for unknown in (theirs, "ab" * 12):
+        reply = await api.call("/channel/escalate/rule/create",
+                               {**body, "template_id": unknown}, key=owner.key)
+        assert reply.code == "ResourceNotFound" and unknown in reply.message, reply.body
+        reply = await api.call("/channel/escalate/rule/update", {
+            **body, "rule_id": rule_id, "template_id": unknown}, key=owner.key)
+        assert reply.code == "ResourceNotFound", reply.body
+    gone = await api.call("/template/delete", {"template_id": mine}, key=owner.key)
+    assert gone.status == 200, gone.body
+    renamed = {**body, "rule_id": rule_id, "template_id": mine, "rule_name": "Kept"}
+    reply = await api.call("/channel/escalate/rule/update", renamed, key=owner.key)
+    assert reply.status == 200, reply.body
+    reply = await api.call("/channel/escalate/rule/create", {**body, "template_id": mine},
+                           key=owner.key)
+    assert reply.code == "ResourceNotFound", reply.body
 
 
 async def _stored_hooks(api: Api, rule_id: str) -> list[dict[str, Any]]:

@@ -95,6 +95,32 @@ async def test_responder_add_refuses_strangers_closed_incidents_and_bad_input(
     assert_invalid(closed, "InvalidParameter", incident_id)
 
 
+async def test_responder_add_notifies_with_a_preset_or_the_accounts_template(
+    capi: Api, acme: Person
+) -> None:
+    w = await wire(capi, acme)
+    incident_id, _ = await incident_of_push(capi, w)
+    other = await new_account(capi, "Other")
+    theirs = (await capi.call("/template/create", {"template_name": "Theirs", "sms": "x"},
+                              key=other.key)).data["template_id"]
+    mine = (await capi.call("/template/create", {"template_name": "Mine", "sms": "x"},
+                            key=acme.key)).data["template_id"]
+    ann = await new_member(capi, acme, name="Ann")
+    for unknown in (theirs, UNKNOWN):
+        reply = await capi.call("/incident/responder/add", {
+            "incident_id": incident_id, "person_ids": [ann.person_id],
+            "notify": {"template_id": unknown}}, key=acme.key)
+        assert_invalid(reply, "ResourceNotFound", unknown)
+    assert (await info(capi, acme, incident_id))["responders"] == []
+    for template_id in ("6321aad26c12104586a88916", "000000000000000000000001", mine):
+        person = await new_member(capi, acme, name=f"P{template_id[-4:]}")
+        reply = await capi.call("/incident/responder/add", {
+            "incident_id": incident_id, "person_ids": [person.person_id],
+            "notify": {"template_id": template_id}}, key=acme.key)
+        assert reply.status == 200, reply.body
+    assert len((await info(capi, acme, incident_id))["responders"]) == 3
+
+
 async def test_responder_add_needs_incident_management_and_sight_of_the_channel(
     capi: Api, acme: Person
 ) -> None:

@@ -322,6 +322,32 @@ async def test_quick_silence_from_an_incident(
     assert theirs.status == 400 and theirs.code == "ResourceNotFound"
 
 
+async def test_a_silence_rule_names_an_incident_of_its_account(
+    capi: Api, channel_with_integration: Make
+) -> None:
+    w = await channel_with_integration(group={"method": "n"})
+    await ok(capi, w, alert_event("X", "a"))
+    incident_id = (await by_key(capi, w, "X-a")).incident_id
+    stranger = await new_account(capi, "Globex")
+    body = {"channel_id": w.channel_id, "rule_name": "s", "filters": [[cond("title", "X")]],
+            "time_filter": {"start_time": 1, "end_time": 4_000_000_000}}
+    made = await capi.call("/channel/create", {"channel_name": "Theirs"}, key=stranger.key)
+    theirs = await capi.call("/channel/silence/rule/create", {
+        **body, "channel_id": made.data["channel_id"], "from_incident_id": incident_id},
+        key=stranger.key)
+    assert (theirs.status, theirs.code) == (400, "ResourceNotFound"), theirs.body
+    assert incident_id in theirs.message
+    assert await all_rows(capi, noise_rule) == []
+    # The incident the record names, and the 24 zeros a record shows for none, save.
+    for named in (incident_id.upper(), "0" * 24):
+        created = await capi.call("/channel/silence/rule/create",
+                                  {**body, "from_incident_id": named}, key=w.account.key)
+        assert created.status == 200, created.body
+        info = await capi.call("/channel/silence/rule/info", {
+            "channel_id": w.channel_id, "rule_id": created.data["rule_id"]}, key=w.account.key)
+        assert info.data["from_incident_id"] == named.lower()
+
+
 async def test_rules_of_one_channel_leave_another_alone(
     capi: Api, acme: Person
 ) -> None:

@@ -64,6 +64,11 @@ async def schedules_exist(conn: AsyncConnection, actor: Actor,
     return set(found) & set(schedule_ids)
 
 
+async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str) -> bool:
+    """Whether a rule may name this template: the account's own or a built-in preset."""
+    return await templates.template_exists(conn, actor, template_id)
+
+
 async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, channel: str,
                  incident_id: str, base_url: str) -> str | None:
     """The rule's template rendered for this channel, or None: use the built-in text.

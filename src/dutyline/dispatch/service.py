@@ -200,6 +200,15 @@ def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
     return out
 
 
+async def _check_template(conn: Any, actor: Actor, template_id: str, stored: str = "") -> None:
+    """The rule's template is the account's own or a preset (others: not found). The id a
+    rule already holds is kept even if that template was deleted since: a record sent back
+    as it was read saves, and sends fall back to the default text."""
+    template_id = template_id.lower()
+    if template_id != stored and not await peers.template_exists(conn, actor, template_id):
+        raise errors.not_found("template", template_id)
+
+
 async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
                       policy: OutboundPolicy, channel_id: int,
                       template_id: str, rule_name: str, description: str, priority: int,
@@ -211,6 +220,7 @@ async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
     if not name:
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
+    await _check_template(conn, actor, template_id)
     await _checked_layers(conn, actor, layers, policy)
     rule_id, now = hex_id(), actor.now_s
     await repo.insert_rule(conn, {
@@ -236,6 +246,7 @@ async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
     if not name:
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
+    await _check_template(conn, actor, template_id, stored=row.template_id)
     await _checked_layers(conn, actor, layers, policy)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "rule_name": name, "description": description, "priority": priority,

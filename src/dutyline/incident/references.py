@@ -1,8 +1,9 @@
 """Ids of other domains' records that incident requests carry, checked by the domain that owns
-them. An assignment may name an escalation rule, which the paging domain (dispatch) owns and
-which sits above incident: dispatch registers its check here when imported, so incident never
-reads its tables. With no check registered, a named rule is refused: an id that cannot be
-resolved within the caller's account is never stored."""
+them. An assignment may name an escalation rule, which the paging domain (dispatch) owns, and
+/incident/responder/add may name a notification template, which notify owns; both domains sit
+above incident: each registers its check here when imported, so incident never reads their
+tables. With no check registered, a named record is refused: an id that cannot be resolved
+within the caller's account is never stored."""
 
 from __future__ import annotations
 
@@ -12,14 +13,25 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
 
-RuleExists = Callable[[AsyncConnection, Actor, str], Awaitable[bool]]
-_escalate_rule_exists: list[RuleExists] = []
+Exists = Callable[[AsyncConnection, Actor, str], Awaitable[bool]]
+_escalate_rule_exists: list[Exists] = []
+_template_exists: list[Exists] = []
 
 
-def register_escalate_rule_check(check: RuleExists) -> None:
+def register_escalate_rule_check(check: Exists) -> None:
     _escalate_rule_exists[:] = [check]
+
+
+def register_template_check(check: Exists) -> None:
+    _template_exists[:] = [check]
 
 
 async def escalate_rule_exists(conn: AsyncConnection, actor: Actor, rule_id: str) -> bool:
     """Whether `rule_id` names an escalation rule of the actor's account."""
     return bool(_escalate_rule_exists) and await _escalate_rule_exists[0](conn, actor, rule_id)
+
+
+async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str) -> bool:
+    """Whether `template_id` names a notification template the actor's account may use (its
+    own, or a built-in preset)."""
+    return bool(_template_exists) and await _template_exists[0](conn, actor, template_id)

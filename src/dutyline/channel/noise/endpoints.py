@@ -131,10 +131,16 @@ async def silence_list(ctx: Context, req: ChannelScopedRequest) -> ListSilenceRu
 async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCreateResponse:
     """Create a silence rule: matching alerts are stored and open no incident during its
     one-off window (`time_filter`) or recurring windows (`time_filters`)."""
+    config = _silence_config(req)
+    if config.get("from_incident_id"):
+        # The incident it was made from is one the caller sees (another account's: not found).
+        await incidents.incident_info(ctx.conn, ctx.actor,
+                                      incident_id=config["from_incident_id"],
+                                      base_url=ctx.runtime.settings.base_url, sources=False)
     return _created(ctx, await service.create_rule(
         ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
         rule_name=req.rule_name, description=req.description, priority=req.priority,
-        config=_silence_config(req)))
+        config=config))
 
 
 @router.post("/channel/silence/rule/update", permissions=(CHANNEL_MANAGE,), write=True)

@@ -180,7 +180,7 @@ def silence_config(*, time_filters: Any, time_filter: OnceWindow | None, filters
             {"start": w["start"], "end": w["end"], "repeat": list(w.get("repeat") or [])}
             for w in time_filters
         ]
-    if from_incident_id:
+    if from_incident_id and from_incident_id != NO_INCIDENT:
         if len(from_incident_id) != 24 or any(c not in "0123456789abcdefABCDEF"
                                               for c in from_incident_id):
             raise errors.invalid("from_incident_id", "must be an incident id")

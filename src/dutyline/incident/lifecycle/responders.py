@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.incident import events, feed
+from dutyline.incident import events, feed, references
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
     OPEN,
@@ -46,6 +46,9 @@ async def add_responders(
     known = await member_service.existing_member_ids(conn, actor, wanted)
     if unknown := [p for p in wanted if p not in known]:
         raise errors.invalid("person_ids", "unknown members: " + ", ".join(map(str, unknown)))
+    template_id = (notify or {}).get("template_id")
+    if template_id and not await references.template_exists(conn, actor, template_id.lower()):
+        raise errors.not_found("template", template_id)
     present = {r.get("person_id") for r in loads(row.responders)}
     added = [p for p in wanted if p not in present]
     if not added:

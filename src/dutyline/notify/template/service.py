@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.incident.service import references
 from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
 from dutyline.kit.ids import hex_id
 from dutyline.notify.template import engine
@@ -122,6 +123,19 @@ async def template_info(conn: AsyncConnection, actor: Actor, *, template_id: str
     if row is None:
         raise errors.not_found("template", template_id)
     return item_from_row(row)
+
+
+async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str) -> bool:
+    """Whether another record may name this template: one of the account's live templates,
+    or a built-in preset (every account's)."""
+    template_id = template_id.lower()
+    return (template_id in PRESET_IDS
+            or await repo.get_live(conn, actor.account_id, template_id) is not None)
+
+
+# Responders added to an incident may be notified with a template; incident asks us whether
+# the one named is the account's.
+references.register_template_check(template_exists)
 
 
 def _name_matcher(query: str) -> Any:
