@@ -200,3 +200,75 @@ async def test_delivery_falls_back_to_the_preset_body_and_logs_it(api: Api,
     assert service.RENDER_FAILURES["sms"] == before + 1
     [line] = [x for x in logs if x["event"] == "template_render_failed"]
     assert line["template_id"] == template_id and "over the limit" in line["error"]
+
+
+# -- the row cap of a mapping schema ----------------------------------------------------------
+
+def _csv(hosts: range) -> bytes:
+    return ("host,owner,team,service\n"
+            + "".join(f"h{i},o{i},t,s\n" for i in hosts)).encode()
+
+
+async def _mapping(api: Api, owner: Person) -> str:
+    from tests.enrichment.test_mapping import create
+
+    return await create(api, owner)
+
+
+async def _held(api: Api, schema_id: str) -> set[str]:
+    from tests.enrichment.test_mapping import rows
+
+    return set(await rows(api, schema_id))
+
+
+@pytest.mark.anyio
+async def test_uploads_that_append_stop_at_the_schema_cap(
+        api: Api, owner: Person, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dutyline.enrichment import service as enrichment
+    from tests.enrichment.test_mapping import upload
+
+    monkeypatch.setattr(enrichment, "MAX_SCHEMA_ROWS", 2500)
+    monkeypatch.setattr(enrichment, "UPLOAD_BATCH", 1000)
+    schema_id = await _mapping(api, owner)
+    first = await upload(api, owner, schema_id, _csv(range(2000)))
+    assert first.status_code == 200, first.text
+    # 2000 held + 1500 new: over the cap in its second batch; refused whole
+    second = await upload(api, owner, schema_id, _csv(range(2000, 3500)), truncate=False)
+    assert second.status_code == 400, second.text
+    body = second.json()
+    assert body["error"]["code"] == "InvalidParameter"
+    assert "file" in body["error"]["message"] and "at most 2500 rows" in body["error"]["message"]
+    assert await _held(api, schema_id) == {f"h{i}" for i in range(2000)}
+    # replacing keys already held is no growth; so is an upload that truncates first
+    again = await upload(api, owner, schema_id, _csv(range(1000, 2500)), truncate=False)
+    assert again.status_code == 200, again.text
+    assert len(await _held(api, schema_id)) == 2500
+    fresh = await upload(api, owner, schema_id, _csv(range(5000, 7500)))
+    assert fresh.status_code == 200, fresh.text
+    assert await _held(api, schema_id) == {f"h{i}" for i in range(5000, 7500)}
+
+
+@pytest.mark.anyio
+async def test_upserts_stop_at_the_schema_cap(
+        api: Api, owner: Person, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dutyline.enrichment import service as enrichment
+    from tests.enrichment.test_mapping import upload
+
+    monkeypatch.setattr(enrichment, "MAX_SCHEMA_ROWS", 3)
+    schema_id = await _mapping(api, owner)
+    assert (await upload(api, owner, schema_id, _csv(range(2)))).status_code == 200
+
+    def docs(*hosts: str) -> list[dict[str, str]]:
+        return [{"host": h, "owner": "o", "team": "t", "service": "s"} for h in hosts]
+
+    over = await api.call("/enrichment/mapping/data/upsert",
+                          {"schema_id": schema_id, "docs": docs("h0", "x1", "x2")},
+                          key=owner.key)
+    assert (over.status, over.code) == (400, "InvalidParameter")
+    assert "docs" in over.message and "at most 3 rows" in over.message
+    assert await _held(api, schema_id) == {"h0", "h1"}
+    fits = await api.call("/enrichment/mapping/data/upsert",
+                          {"schema_id": schema_id, "docs": docs("h0", "h1", "x1")},
+                          key=owner.key)
+    assert fits.status == 200, fits.body
+    assert await _held(api, schema_id) == {"h0", "h1", "x1"}
