@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from dutyline.api.secret import secret_keys
 from dutyline.api.types import Id
 
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
@@ -27,13 +28,17 @@ class NotifyBy(msgspec.Struct, kw_only=True, omit_defaults=True):
     info: list[str] = msgspec.field(default_factory=list)
 
 
+# Keys of a webhook's settings that are secrets: sealed at rest, never read back.
+SECRET_SETTINGS = ("secret", "sign_secret", "token")
+
+
 class WebhookTarget(msgspec.Struct, kw_only=True):
     """A group chat / webhook target. `settings` by type: `url` for all but the apps'
     (`feishu_app`..., which name `chat_ids`); `secret` (HMAC-SHA256 signature, custom
     webhooks) or `sign_secret` (Feishu, DingTalk): write-only."""
 
     type: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-    settings: dict[str, Any]
+    settings: Annotated[dict[str, Any], secret_keys(*SECRET_SETTINGS)]
 
 
 class EscalateTarget(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -132,8 +137,6 @@ def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
 # Webhook types that are group chats of the server's app for the platform: they name
 # `chat_ids` (reference ScheduleImNotifySettings) instead of a robot's `url`.
 APP_TYPES = frozenset({"feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app"})
-# Keys of a webhook's settings that are secrets: sealed at rest, never read back.
-SECRET_SETTINGS = ("secret", "sign_secret", "token")
 
 
 def rule_item(row: Any) -> EscalateRuleItem:

@@ -63,20 +63,24 @@ def _merge_secrets(new: DSPrometheusConfig, old: DSPrometheusConfig | None,
     """Blank (or masked) secret fields keep the stored value only on the same origin."""
     if old is None or not keep:
         old = DSPrometheusConfig()
-    old_headers = dict(_header_pairs(old.headers, "headers"))
-    headers = []
-    for name, value in _header_pairs(new.headers, "headers"):
-        if value == MASK:
-            if name not in old_headers:
-                continue
-            value = old_headers[name]
-        headers.append(f"{name}: {value}")
+
+    def kept(field: str, sep: str) -> list[str]:
+        # a masked value keeps the stored one of that name (query parameters carry tokens too)
+        stored = dict(_header_pairs(getattr(old, field), field))
+        out = []
+        for name, value in _header_pairs(getattr(new, field), field):
+            if value == MASK:
+                if name not in stored:
+                    continue
+                value = stored[name]
+            out.append(f"{name}{sep}{value}")
+        return out
 
     def pick(value: str, stored: str) -> str:
         return stored if value in ("", MASK) else value
 
     return msgspec.structs.replace(
-        new, headers=headers,
+        new, headers=kept("headers", ": "), params=kept("params", "="),
         basic_auth_password=pick(new.basic_auth_password, old.basic_auth_password),
         tls_key=pick(new.tls_key, old.tls_key),
         tls_key_pwd=pick(new.tls_key_pwd, old.tls_key_pwd),
@@ -102,13 +106,15 @@ def open_payload(box: SecretBox, sealed: str) -> DSPayload:
 
 
 def _public_payload(payload: DSPayload) -> DSPayload:
-    """Without credentials: secrets blank, header values masked."""
+    """Without credentials: secrets blank, header and query parameter values masked."""
     prom = payload.prometheus
     if prom is None:
         return payload
     headers = [f"{n}: {MASK}" for n, _ in _header_pairs(prom.headers, "headers")]
+    params = [f"{n}={MASK}" for n, _ in _header_pairs(prom.params, "params")]
     return DSPayload(prometheus=msgspec.structs.replace(
-        prom, basic_auth_password="", tls_key="", tls_key_pwd="", headers=headers))
+        prom, basic_auth_password="", tls_key="", tls_key_pwd="", headers=headers,
+        params=params))
 
 
 def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
@@ -31,15 +32,15 @@ IdList = Annotated[list[Id], msgspec.Meta(max_length=1000)]
 class DSPrometheusConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     basic_auth_enabled: bool = False
     basic_auth_username: Short = ""
-    basic_auth_password: Short = ""
-    headers: Annotated[list[Short], msgspec.Meta(max_length=50)] = msgspec.field(
+    basic_auth_password: Annotated[Short, SECRET] = ""
+    headers: Annotated[list[Short], msgspec.Meta(max_length=50), SECRET] = msgspec.field(
         default_factory=list)
-    params: Annotated[list[Short], msgspec.Meta(max_length=50)] = msgspec.field(
+    params: Annotated[list[Short], msgspec.Meta(max_length=50), SECRET] = msgspec.field(
         default_factory=list)
     tls_ca: Text = ""
     tls_cert: Text = ""
-    tls_key: Text = ""
-    tls_key_pwd: Short = ""
+    tls_key: Annotated[Text, SECRET] = ""
+    tls_key_pwd: Annotated[Short, SECRET] = ""
     tls_skip_verify: bool = False
     tls_server_name: Short = ""
     tls_min_version: Short = ""

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import msgspec
 
+from dutyline.api.secret import SECRET
 from dutyline.api.types import MAX_INT64
 
 # Every integer a client sends fits a BIGINT column (larger ones are 400 naming the field).
@@ -51,12 +52,12 @@ class ScheduleNotifyBy(msgspec.Struct):
 
 
 class ScheduleImNotifySettings(msgspec.Struct):
-    token: str = ""
+    token: Annotated[str, SECRET] = ""
     alias: str = ""
     data_source_id: Int64 = 0
     chat_ids: list[str] = msgspec.field(default_factory=list)
-    verify_token: str = ""
-    sign_secret: str = ""
+    verify_token: Annotated[str, SECRET] = ""
+    sign_secret: Annotated[str, SECRET] = ""
 
 
 class ScheduleImNotify(msgspec.Struct):

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64, PageRequest
 
 AuthType = Literal["none", "api_key", "bearer"]
@@ -13,7 +14,7 @@ AgentId = Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
 AgentName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 Instructions = Annotated[str, msgspec.Meta(max_length=2000)]
 CardUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
-SecretValue = Annotated[str, msgspec.Meta(max_length=4096)]
+SecretValue = Annotated[str, msgspec.Meta(max_length=4096), SECRET]
 
 # What a secret reads back as; sending it back unchanged keeps the stored secret.
 MASK = "******"
