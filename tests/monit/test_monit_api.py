@@ -127,6 +127,21 @@ async def test_datasource_records_hide_credentials(api: Api, prom: FakeProm) -> 
     assert b"dedup=true" in sent.content and b"query=up" in sent.content
 
 
+async def test_query_parameter_values_are_masked_and_kept_by_the_mask(
+        api: Api, prom: FakeProm) -> None:
+    owner = await new_account(api)
+    ds_id = await datasource(api, owner, PROM, params=["dedup=true", "token=s3cr3t"])
+    info = (await api.call("/monit/datasource/info", {"id": ds_id}, key=owner.key)).data
+    assert info["payload"]["prometheus"]["params"] == ["dedup=******", "token=******"]
+    update = {"id": ds_id, "type_ident": "prometheus", "name": "prom", "address": PROM,
+              "edge_cluster_name": "default",
+              "payload": {"prometheus": {"params": ["token=******", "extra=1"]}}}
+    assert (await api.call("/monit/datasource/update", update, key=owner.key)).status == 200
+    await api.call("/monit/datasource/query", {"ds_id": ds_id, "expr": "up"}, key=owner.key)
+    sent = prom.requests[-1].content
+    assert b"token=s3cr3t" in sent and b"extra=1" in sent and b"dedup" not in sent
+
+
 async def test_a_secret_does_not_follow_a_new_origin(api: Api, prom: FakeProm) -> None:
     owner = await new_account(api)
     ds_id = await datasource(api, owner, PROM, basic_auth_enabled=True,

@@ -230,7 +230,8 @@ async def test_preview_sample_real_incident_errors_and_size_warning(api: Api, ow
         "type": "sms",
         "content": '{{define "r"}}{{template "r" .}}{{end}}{{template "r" .}}'},
         key=owner.key)
-    assert runaway.data["success"] is False and "depth" in runaway.data["message"]
+    assert (runaway.status, runaway.code) == (400, "InvalidParameter")
+    assert "content" in runaway.message and "depth" in runaway.message
 
 
 async def test_render_for_incident_falls_back_and_records(api: Api, owner: Person) -> None:

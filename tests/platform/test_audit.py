@@ -80,7 +80,9 @@ async def test_failed_write_is_audited_with_its_error_code(api: Api, owner: Pers
     assert [t["team_name"] for t in listed.data["items"]] == ["SRE"]
 
 
-async def test_secrets_in_bodies_are_redacted(api: Api, owner: Person) -> None:
+async def test_fields_the_operation_does_not_know_are_left_out(api: Api,
+                                                               owner: Person) -> None:
+    # (the fields marked secret: tests/security/test_audit_masking.py)
     body = {"team_name": "Ops", "api_key": "sk-live-123", "headers": {"Authorization": "B x"},
             "nested": [{"token": "t-456", "password": "hunter2", "note": "kept"}]}
     assert (await api.call("/team/upsert", body, key=owner.key)).status == 200
@@ -89,9 +91,7 @@ async def test_secrets_in_bodies_are_redacted(api: Api, owner: Person) -> None:
     stored = rows[0].body
     for secret in ("sk-live-123", "B x", "Authorization", "t-456", "hunter2", owner.key):
         assert secret not in stored
-    assert msgspec.json.decode(stored) == {
-        "team_name": "Ops", "api_key": "***", "headers": "***",
-        "nested": [{"token": "***", "password": "***", "note": "kept"}]}
+    assert msgspec.json.decode(stored) == {"team_name": "Ops"}
     doc = (await search(api, owner)).data["docs"][0]
     assert doc["body"] == stored
 

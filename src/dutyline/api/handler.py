@@ -190,8 +190,8 @@ class OperationEndpoint(Pipeline):
                 await runtime.audit.record(
                     transaction.conn, caller=caller, operation=op.operation_name,
                     request_id=call.rid, client_ip=call.client_ip, body=call.body,
-                    targets=ctx.audit_targets, outcome="OK", is_write=op.write,
-                    is_dangerous=op.dangerous,
+                    request_type=op.request_type, targets=ctx.audit_targets, outcome="OK",
+                    is_write=op.write, is_dangerous=op.dangerous,
                 )
         return result
 
@@ -402,7 +402,8 @@ async def _audit_failure(runtime: Runtime, op: Operation, call: Call, code: str)
         async with runtime.db.transaction(write=True) as conn:
             await runtime.audit.record(
                 conn, caller=call.caller, operation=op.operation_name, request_id=call.rid,
-                client_ip=call.client_ip, body=call.body, targets=[], outcome=code,
+                client_ip=call.client_ip, body=call.body, request_type=op.request_type,
+                targets=[], outcome=code,
                 is_write=op.write, is_dangerous=op.dangerous,
             )
     except Exception:

@@ -35,6 +35,7 @@ class AuditSink(Protocol):
         request_id: str,
         client_ip: str,
         body: bytes,
+        request_type: Any,  # its fields marked secret (api/secret.py) never reach the log
         targets: list[Any],
         outcome: str,
         is_write: bool,

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import msgspec
 
 from dutyline.api.outbound_secrets import outbound_settings
+from dutyline.api.secret import secret_keys
 from dutyline.api.types import Id, SaveWarning
 
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
@@ -30,13 +31,18 @@ class NotifyBy(msgspec.Struct, kw_only=True, omit_defaults=True):
     info: list[str] = msgspec.field(default_factory=list)
 
 
+# Keys of a webhook's settings that are secrets: sealed at rest, never read back.
+SECRET_SETTINGS = ("secret", "sign_secret", "token")
+
+
 class WebhookTarget(msgspec.Struct, kw_only=True):
     """A group chat / webhook target. `settings` by type: `url` for all but the apps'
     (`feishu_app`..., which name `chat_ids`); `secret` (HMAC-SHA256 signature, custom
     webhooks) or `sign_secret` (Feishu, DingTalk): write-only."""
 
     type: Annotated[str, msgspec.Meta(min_length=1, max_length=32)]
-    settings: Annotated[dict[str, Any], outbound_settings(url="url", secrets=SECRET_SETTINGS)]
+    settings: Annotated[dict[str, Any], outbound_settings(url="url", secrets=SECRET_SETTINGS),
+                        secret_keys(*SECRET_SETTINGS)]
 
 
 class EscalateTarget(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -53,6 +53,8 @@ _labels = msgspec.json.Decoder(list[str])
 fetch_lookups = _fetch
 DOWNLOAD_BATCH = 5000
 UPLOAD_BATCH = 1000
+# Rows one mapping schema may hold, whatever the number of uploads and upserts that fill it.
+MAX_SCHEMA_ROWS = 1_000_000
 
 
 def _item(row: Any) -> MappingSchemaItem:
@@ -173,6 +175,29 @@ def _labels_of(row: Any) -> tuple[list[str], list[str]]:
     return _labels.decode(row.source_labels), _labels.decode(row.result_labels)
 
 
+class _RowCap:
+    """Keeps a schema within MAX_SCHEMA_ROWS while rows are written. A write that would pass
+    it is refused whole: the error rolls back the request's transaction, so nothing of it
+    stays. The schema row is locked, so concurrent writes to the schema wait their turn."""
+
+    def __init__(self, conn: AsyncConnection, schema_id: str, held: int, field: str) -> None:
+        self.conn, self.schema_id, self.field = conn, schema_id, field
+        self.held = held  # rows at most, once the writes so far are in
+
+    @classmethod
+    async def of(cls, conn: AsyncConnection, schema_id: str, field: str) -> _RowCap:
+        return cls(conn, schema_id, await repo.count_rows(conn, schema_id), field)
+
+    async def wrote(self, rows: int) -> None:
+        """`rows` were written (new keys or replaced ones: only a count tells)."""
+        self.held += rows
+        if self.held > MAX_SCHEMA_ROWS:
+            self.held = await repo.count_rows(self.conn, self.schema_id)
+            if self.held > MAX_SCHEMA_ROWS:
+                raise errors.invalid(self.field, f"a mapping schema holds at most "
+                                                 f"{MAX_SCHEMA_ROWS} rows")
+
+
 async def upsert_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
                       docs: list[dict[str, Any]]) -> list[str]:
     row = await _schema(conn, actor, schema_id, for_update=True)
@@ -182,7 +207,9 @@ async def upsert_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
     for i, doc in enumerate(docs):
         values = _row_values(labels, doc, f"docs[{i}]")
         by_key[row_key(values[:n_source])] = values
+    cap = await _RowCap.of(conn, row.schema_id, "docs")
     await _write_rows(conn, row.schema_id, by_key.items(), actor.now_s)
+    await cap.wrote(len(by_key))
     await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
     return list(by_key)
 
@@ -217,15 +244,20 @@ async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, da
     lines = parse_upload(data, source, result)  # checks encoding and header first
     if truncate:
         await repo.truncate_rows(conn, row.schema_id)
+        cap = _RowCap(conn, row.schema_id, 0, "file")
+    else:
+        cap = await _RowCap.of(conn, row.schema_id, "file")
     n_source, loaded = len(source), 0
     batch: dict[str, list[str]] = {}
     for values in lines:
         batch[row_key(values[:n_source])] = values
         if len(batch) >= UPLOAD_BATCH:
             await _write_rows(conn, row.schema_id, batch.items(), actor.now_s)
+            await cap.wrote(len(batch))
             loaded += len(batch)
             batch = {}
     await _write_rows(conn, row.schema_id, batch.items(), actor.now_s)
+    await cap.wrote(len(batch))
     loaded += len(batch)
     await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
     return loaded

@@ -45,7 +45,7 @@ from dutyline.kit.gotemplate import Limits, Template, TemplateError
 KINDS = ("extraction", "composition", "mapping", "drop")
 _RESULT_LABEL = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _TOP_FIELDS = ("title", "description", "severity", "event_status", "alert_key")
-_LIMITS = Limits(max_steps=10_000, max_output=2048, max_depth=5)
+_LIMITS = Limits(max_steps=10_000, max_output=2048, max_depth=5, max_value=2048, max_seconds=0.25)
 _MAX_VALUE = 2048
 _encode = msgspec.json.encode
 _decode_rules = msgspec.json.Decoder(list[Any])

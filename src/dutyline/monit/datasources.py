@@ -68,16 +68,21 @@ def _merge_secrets(new: DSPrometheusConfig, old: DSPrometheusConfig | None,
     if old is None:
         old = DSPrometheusConfig()
     field = "payload.prometheus"
-    headers = headers_to_store(dict(_header_pairs(new.headers, "headers")),
-                               dict(_header_pairs(old.headers, "headers")), keep=keep,
-                               field=f"{field}.headers")
+
+    def kept(name: str, sep: str) -> list[str]:
+        # Each masked value keeps the stored one of that name on the same origin (query
+        # parameters carry tokens too).
+        values = headers_to_store(dict(_header_pairs(getattr(new, name), name)),
+                                  dict(_header_pairs(getattr(old, name), name)), keep=keep,
+                                  field=f"{field}.{name}")
+        return [f"{n}{sep}{v}" for n, v in values.items()]
 
     def pick(name: str) -> str:
         return secret_to_store(getattr(new, name), getattr(old, name), keep=keep,
                                field=f"{field}.{name}", blank_keeps=True)
 
     return msgspec.structs.replace(
-        new, headers=[f"{n}: {v}" for n, v in headers.items()],
+        new, headers=kept("headers", ": "), params=kept("params", "="),
         basic_auth_password=pick("basic_auth_password"), tls_key=pick("tls_key"),
         tls_key_pwd=pick("tls_key_pwd"),
     )
@@ -102,13 +107,15 @@ def open_payload(box: SecretBox, sealed: str) -> DSPayload:
 
 
 def _public_payload(payload: DSPayload) -> DSPayload:
-    """Without credentials: secrets blank, header values masked."""
+    """Without credentials: secrets blank, header and query parameter values masked."""
     prom = payload.prometheus
     if prom is None:
         return payload
     headers = [f"{n}: {MASK}" for n, _ in _header_pairs(prom.headers, "headers")]
+    params = [f"{n}={MASK}" for n, _ in _header_pairs(prom.params, "params")]
     return DSPayload(prometheus=msgspec.structs.replace(
-        prom, basic_auth_password="", tls_key="", tls_key_pwd="", headers=headers))
+        prom, basic_auth_password="", tls_key="", tls_key_pwd="", headers=headers,
+        params=params))
 
 
 def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
+from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
@@ -33,15 +34,17 @@ class DSPrometheusConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
     basic_auth_enabled: bool = False
     basic_auth_username: Short = ""
     # Secrets, and the header lines whose values are (api/outbound_secrets.py).
-    basic_auth_password: Annotated[Short, OUTBOUND_SECRET] = ""
-    headers: Annotated[list[Short], msgspec.Meta(max_length=50), OUTBOUND_SECRET] = msgspec.field(
+    basic_auth_password: Annotated[Short, OUTBOUND_SECRET, SECRET] = ""
+    headers: Annotated[list[Short], msgspec.Meta(max_length=50), OUTBOUND_SECRET,
+                       SECRET] = msgspec.field(
         default_factory=list)
-    params: Annotated[list[Short], msgspec.Meta(max_length=50)] = msgspec.field(
+    params: Annotated[list[Short], msgspec.Meta(max_length=50), OUTBOUND_SECRET,
+                      SECRET] = msgspec.field(
         default_factory=list)
     tls_ca: Text = ""
     tls_cert: Text = ""
-    tls_key: Annotated[Text, OUTBOUND_SECRET] = ""
-    tls_key_pwd: Annotated[Short, OUTBOUND_SECRET] = ""
+    tls_key: Annotated[Text, OUTBOUND_SECRET, SECRET] = ""
+    tls_key_pwd: Annotated[Short, OUTBOUND_SECRET, SECRET] = ""
     tls_skip_verify: bool = False
     tls_server_name: Short = ""
     tls_min_version: Short = ""

@@ -11,6 +11,7 @@ from typing import Annotated
 import msgspec
 
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET
+from dutyline.api.secret import SECRET
 from dutyline.api.types import MAX_INT64, SaveWarning
 
 # Every integer a client sends fits a BIGINT column (larger ones are 400 naming the field).
@@ -52,12 +53,12 @@ class ScheduleNotifyBy(msgspec.Struct):
 
 
 class ScheduleImNotifySettings(msgspec.Struct):
-    token: Annotated[str, OUTBOUND_SECRET] = ""
+    token: Annotated[str, OUTBOUND_SECRET, SECRET] = ""
     alias: str = ""
     data_source_id: Int64 = 0
     chat_ids: list[str] = msgspec.field(default_factory=list)
-    verify_token: Annotated[str, OUTBOUND_SECRET] = ""
-    sign_secret: Annotated[str, OUTBOUND_SECRET] = ""
+    verify_token: Annotated[str, OUTBOUND_SECRET, SECRET] = ""
+    sign_secret: Annotated[str, OUTBOUND_SECRET, SECRET] = ""
 
 
 class ScheduleImNotify(msgspec.Struct):

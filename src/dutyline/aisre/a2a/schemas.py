@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
+from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64, PageRequest
 
 AuthType = Literal["none", "api_key", "bearer"]
@@ -14,7 +15,7 @@ AgentId = Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
 AgentName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 Instructions = Annotated[str, msgspec.Meta(max_length=2000)]
 CardUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048), OUTBOUND_URL]
-SecretValue = Annotated[str, msgspec.Meta(max_length=4096), OUTBOUND_SECRET]
+SecretValue = Annotated[str, msgspec.Meta(max_length=4096), OUTBOUND_SECRET, SECRET]
 
 # What a secret reads back as; sending it back unchanged keeps the stored secret.
 MASK = "******"

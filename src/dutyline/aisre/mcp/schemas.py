@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
+from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64, PageRequest
 
 ServerName = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
@@ -20,7 +21,7 @@ Transport = Literal["streamable-http", "sse", "stdio"]
 ConnectTimeout = Annotated[int, msgspec.Meta(ge=0, le=120)]
 CallTimeout = Annotated[int, msgspec.Meta(ge=0, le=600)]
 HeaderName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
-HeaderValue = Annotated[str, msgspec.Meta(max_length=8192)]
+HeaderValue = Annotated[str, msgspec.Meta(max_length=8192), SECRET]
 Headers = Annotated[dict[HeaderName, HeaderValue], msgspec.Meta(max_length=32), OUTBOUND_SECRET]
 ServerId = Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
 Status = Literal["enabled", "disabled"]

@@ -29,7 +29,8 @@ from dutyline.kit.gotemplate import Limits, Template, TemplateError
 
 KINDS = ("title_reset", "description_reset", "severity_reset", "alert_drop")
 SEVERITIES = ("Critical", "Warning", "Info")
-_LIMITS = Limits(max_steps=10_000, max_output=16_384, max_depth=5)
+_LIMITS = Limits(max_steps=10_000, max_output=16_384, max_depth=5, max_value=16_384,
+                 max_seconds=0.25)
 _encode = msgspec.json.encode
 _decode_rules = msgspec.json.Decoder(list[Any])
 

@@ -7,6 +7,7 @@ from typing import Annotated
 import msgspec
 
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
+from dutyline.api.secret import SECRET
 from dutyline.api.types import NonNegInt64
 
 ApiId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
@@ -14,7 +15,7 @@ ApiName = Annotated[str, msgspec.Meta(min_length=1, max_length=199)]
 Url = Annotated[str, msgspec.Meta(min_length=1, max_length=500), OUTBOUND_URL]
 Description = Annotated[str, msgspec.Meta(max_length=500)]
 Headers = Annotated[dict[Annotated[str, msgspec.Meta(pattern="^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")],
-                         Annotated[str, msgspec.Meta(max_length=1024)]],
+                         Annotated[str, msgspec.Meta(max_length=1024), SECRET]],
                     msgspec.Meta(max_length=20), OUTBOUND_SECRET]
 Timeout = Annotated[int, msgspec.Meta(ge=1, le=3)]
 RetryCount = Annotated[int, msgspec.Meta(ge=0, le=1)]

@@ -39,7 +39,7 @@ _DEFAULT_LIMITS = Limits()
 class Template:
     """A parsed template set (the main template plus its `define`s), ready to render."""
 
-    __slots__ = ("_bound", "_bound_from", "compiled", "funcs", "html", "name", "trees")
+    __slots__ = ("_bound", "compiled", "funcs", "html", "name", "trees")
 
     def __init__(self, name: str, trees: dict[str, nodes.ListNode], funcs: dict[str, GoFunc],
                  html: bool) -> None:
@@ -48,8 +48,8 @@ class Template:
         self.funcs = funcs
         self.html = html
         self.compiled = compile_trees(trees)
-        self._bound_from: Mapping[str, GoFunc] | None = None
-        self._bound: dict[str, GoFunc] = funcs
+        # the last rebinding, (given, merged), as one attribute: renders may run in threads
+        self._bound: tuple[Mapping[str, GoFunc] | None, dict[str, GoFunc]] = (None, funcs)
 
     @classmethod
     def parse(cls, src: str, *, name: str = "t", funcs: Mapping[str, GoFunc] | None = None,
@@ -69,13 +69,14 @@ class Template:
                funcs: Mapping[str, GoFunc] | None = None) -> str:
         """Run the template. `funcs` rebinds functions known at parse time (e.g. `date`
         bound to a time zone); names the template was not parsed with are never reached."""
+        bound = self._bound
         if not funcs:
             all_funcs = self.funcs
-        elif funcs is self._bound_from:
-            all_funcs = self._bound
+        elif funcs is bound[0]:
+            all_funcs = bound[1]
         else:
             all_funcs = {**self.funcs, **funcs}
-            self._bound_from, self._bound = funcs, all_funcs
+            self._bound = (funcs, all_funcs)
         return execute(self.trees, self.name, all_funcs, data, limits or _DEFAULT_LIMITS,
                        self.compiled)
 

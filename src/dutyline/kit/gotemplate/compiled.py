@@ -13,6 +13,7 @@ from typing import Any
 
 from . import nodes as n
 from .builtins import is_true
+from .errors import TemplateLimitError
 from .executor import State, _Break, _Continue
 from .gofmt import sprint
 from .htmlescape import ONE_ARG_ESCAPERS
@@ -87,12 +88,14 @@ def _compile_cmd(cmd: n.Command, first_stage: bool) -> CmdOp | None:
         def call(s: State, dot: Any, final: Any) -> Any:
             fn = s.funcs[name]
             s.steps += 1
-            if s.steps > s.max_steps:
-                s.step()
+            if s.steps > s.check_at:
+                s.checkpoint()
             args = [g(s, dot) for g in gs]
             if final is not _NONE:
                 args.append(final)
             v = fn(args)
+            if type(v) is str and len(v) > s.max_value:
+                s.built(name, v)
             return MISSING if v is None else v
 
         return call
@@ -122,6 +125,8 @@ def compile_pipe(pipe: n.Pipe) -> Getter:
         def run_two(s: State, dot: Any) -> Any:
             try:
                 return second(s, dot, first(s, dot, _NONE))
+            except TemplateLimitError:
+                raise
             except Exception:
                 return s.eval_pipeline(dot, pipe)
 
@@ -132,6 +137,8 @@ def compile_pipe(pipe: n.Pipe) -> Getter:
         def run_one(s: State, dot: Any) -> Any:
             try:
                 return only(s, dot, _NONE)
+            except TemplateLimitError:
+                raise
             except Exception:
                 return s.eval_pipeline(dot, pipe)
 
@@ -143,6 +150,8 @@ def compile_pipe(pipe: n.Pipe) -> Getter:
             for c in cmds:
                 v = c(s, dot, v)
             return v
+        except TemplateLimitError:
+            raise
         except Exception:
             return s.eval_pipeline(dot, pipe)
 
@@ -155,8 +164,8 @@ def _field_action(idents: tuple[str, ...], start_var: str | None) -> Op:
 
         def one_field(s: State, dot: Any) -> None:
             s.steps += 1
-            if s.steps > s.max_steps:
-                s.step()
+            if s.steps > s.check_at:
+                s.checkpoint()
             v = dot.get(name, MISSING) if type(dot) is dict else s.eval_field(dot, name, False)
             if type(v) is str:
                 s.size += len(v)
@@ -170,8 +179,8 @@ def _field_action(idents: tuple[str, ...], start_var: str | None) -> Op:
 
     def op(s: State, dot: Any) -> None:
         s.steps += 1
-        if s.steps > s.max_steps:
-            s.step()
+        if s.steps > s.check_at:
+            s.checkpoint()
         v = dot if start_var is None else s.var_value(start_var)
         for name in idents:
             v = v.get(name, MISSING) if type(v) is dict else s.eval_field(v, name, False)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from . import budget
 from . import nodes as n
 from .builtins import GoFunc, is_true
 from .errors import TemplateExecError, TemplateLimitError
@@ -16,11 +19,20 @@ _NO_FINAL = object()
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Sandbox bounds of one execution."""
+    """Sandbox bounds of one execution, enforced while it runs."""
 
-    max_steps: int = 200_000
+    max_steps: int = 200_000  # node evaluations and function calls
     max_output: int = 1_000_000  # characters
     max_depth: int = 50  # nested {{template}} calls
+    max_value: int = budget.DEFAULT_MAX_VALUE  # characters of any one value built
+    max_iterations: int = 100_000  # `range` iterations, all loops together
+    max_seconds: float = 2.0  # wall clock, looked at every _CLOCK_EVERY steps
+    clock: Callable[[], float] = time.monotonic
+
+
+# Steps between two looks at the clock: a step is bounded work (no value over max_value), so
+# a render overshoots its time budget by at most this many steps.
+_CLOCK_EVERY = 256
 
 
 class _Break(Exception):
@@ -32,8 +44,8 @@ class _Continue(Exception):
 
 
 class State:
-    __slots__ = ("compiled", "depth", "funcs", "limits", "max_output", "max_steps", "name",
-                 "out", "size", "steps", "trees", "vars")
+    __slots__ = ("check_at", "compiled", "deadline", "depth", "funcs", "iterations", "limits",
+                 "max_output", "max_value", "name", "out", "size", "steps", "trees", "vars")
 
     def __init__(
         self, trees: dict[str, n.ListNode], funcs: dict[str, GoFunc], limits: Limits, name: str
@@ -41,8 +53,12 @@ class State:
         self.trees = trees
         self.funcs = funcs
         self.limits = limits
-        self.max_steps = limits.max_steps
+        # the fast paths compare `steps` with `check_at` inline and call checkpoint() past it
+        self.check_at = min(limits.max_steps, _CLOCK_EVERY)
+        self.deadline = limits.clock() + limits.max_seconds
         self.max_output = limits.max_output
+        self.max_value = limits.max_value
+        self.iterations = 0
         self.name = name
         self.out: list[str] = []
         self.size = 0
@@ -56,10 +72,30 @@ class State:
 
     def step(self) -> None:
         self.steps += 1
-        if self.steps > self.limits.max_steps:
+        if self.steps > self.check_at:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """The step and time bounds, every _CLOCK_EVERY steps (the step fast paths)."""
+        limits = self.limits
+        if self.steps > limits.max_steps:
             raise TemplateLimitError(
-                f"template: {self.name}: exceeded the step limit ({self.limits.max_steps})"
+                f"template: {self.name}: exceeded the step limit ({limits.max_steps})"
             )
+        if limits.clock() > self.deadline:
+            raise TemplateLimitError(
+                f"template: {self.name}: exceeded the time limit ({limits.max_seconds:g} s)"
+            )
+        self.check_at = min(limits.max_steps, self.steps + _CLOCK_EVERY)
+
+    def built(self, name: str, value: Any) -> Any:
+        """A function's result, refused when it is a string over the value bound."""
+        if type(value) is str and len(value) > self.max_value:
+            raise TemplateLimitError(
+                f"template: {self.name}: {name} built a value of {len(value)} characters, "
+                f"over the limit of {self.max_value}"
+            )
+        return value
 
     def write(self, s: str) -> None:
         self.size += len(s)
@@ -114,6 +150,12 @@ class State:
 
         def one(index: Any, elem: Any) -> bool:
             self.step()
+            self.iterations += 1
+            if self.iterations > self.limits.max_iterations:
+                raise TemplateLimitError(
+                    f"template: {self.name}: exceeded the range iteration limit "
+                    f"({self.limits.max_iterations})"
+                )
             if decl:
                 if node.pipe.is_assign:
                     self.set_var(decl[0], index if len(decl) > 1 else elem)
@@ -316,9 +358,11 @@ class State:
         if final is not _NO_FINAL:
             values.append(final)
         try:
-            return fn(values)
-        except TemplateLimitError:
-            raise
+            return self.built(name, fn(values))
+        except TemplateLimitError as e:
+            if str(e).startswith("template: "):
+                raise
+            raise TemplateLimitError(f"template: {self.name}: {e}") from None
         except TemplateExecError as e:
             raise self.error(f"error calling {name}: {e}") from None
         except (ValueError, TypeError, KeyError, IndexError, OverflowError,
@@ -333,6 +377,7 @@ def execute(trees: dict[str, n.ListNode], name: str, funcs: dict[str, GoFunc], d
         raise TemplateExecError(f'template: no template "{name}" associated')
     state = State(trees, funcs, limits, name)
     state.vars = [["$", data]]
+    token = budget.bind(limits.max_value)
     try:
         if compiled is None:
             state.walk(data, tree)
@@ -341,4 +386,6 @@ def execute(trees: dict[str, n.ListNode], name: str, funcs: dict[str, GoFunc], d
             compiled[name](state, data)
     except RecursionError:
         raise TemplateLimitError(f"template: {name}: nesting too deep") from None
+    finally:
+        budget.unbind(token)
     return "".join(state.out)

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from .budget import check_size, max_value
 from .builtins import GoFunc, is_true
 from .errors import TemplateExecError
 from .gofmt import sprint
@@ -64,8 +65,23 @@ def _zone(tz: str) -> Any:
         return UTC
 
 
+# Layouts longer than this are formatted without the cache, which would otherwise keep
+# thousands of large strings alive.
+_CACHED_LAYOUT = 256
+
+
+def _format_time(ts: int, tz: str, layout: str) -> str:
+    if len(layout) > _CACHED_LAYOUT:
+        return _format_uncached(ts, tz, layout)
+    return _format_cached(ts, tz, layout)
+
+
 @functools.lru_cache(maxsize=4096)
 def _format_cached(ts: int, tz: str, layout: str) -> str:
+    return _format_uncached(ts, tz, layout)
+
+
+def _format_uncached(ts: int, tz: str, layout: str) -> str:
     try:
         return format_time(datetime.fromtimestamp(ts, _zone(tz)), layout)
     except (OverflowError, OSError, ValueError) as e:
@@ -107,8 +123,31 @@ def _json_get(doc: Any, path: str) -> Any:
         else:
             return ""
     if isinstance(cur, dict | list):
+        _check_tree(cur)
         return json.dumps(cur, ensure_ascii=False, separators=(",", ":"))
     return cur
+
+
+def _check_tree(value: Any) -> None:
+    """Refuse to serialize a list or map whose text would be over the value bound: a list
+    built from itself doubles at each level, so its size is counted, with an early stop."""
+    cap, size = max_value(), 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            size += len(v) + 3
+        elif isinstance(v, dict):
+            size += 2 + len(v)
+            stack.extend(v)
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            size += 2 + len(v)
+            stack.extend(v)
+        else:
+            size += 4
+        if size > cap:
+            check_size(size, "jsonGet")
 
 
 _MD_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^\s)]+)\)")
@@ -134,7 +173,7 @@ def notification_funcs(tz: str = "", now: Callable[[], float] | None = None) -> 
 
     def date(args: list[Any]) -> str:
         a = _args(args, 2, 3, "date")
-        return _format_cached(_int(a[1], "date"), _str(a[2]) if len(a) > 2 else tz,
+        return _format_time(_int(a[1], "date"), _str(a[2]) if len(a) > 2 else tz,
                               _str(a[0]))
 
     def ago(args: list[Any]) -> str:
@@ -207,6 +246,9 @@ def notification_funcs(tz: str = "", now: Callable[[], float] | None = None) -> 
 
     def replace(args: list[Any]) -> str:
         old, new, s = (_str(x) for x in _args(args, 3, 3, "replace"))
+        if len(new) > len(old):
+            # counted before it is built: "" matches between every character
+            check_size(len(s) + s.count(old) * (len(new) - len(old)), "replace")
         return s.replace(old, new)
 
     def contains(args: list[Any]) -> bool:
@@ -267,7 +309,10 @@ def notification_funcs(tz: str = "", now: Callable[[], float] | None = None) -> 
     def join(args: list[Any]) -> str:
         sep, seq = _args(args, 2, 2, "join")
         if isinstance(seq, list | tuple):
-            return _str(sep).join(_str(x) for x in seq if x is not None)
+            parts = [_str(x) for x in seq if x is not None]
+            sep = _str(sep)
+            check_size(sum(map(len, parts)) + len(sep) * len(parts), "join")
+            return sep.join(parts)
         return _str(seq)
 
     def to_int64(args: list[Any]) -> int:

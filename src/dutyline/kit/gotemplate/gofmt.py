@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .budget import check_size, max_value
 from .values import MISSING, GoUint8, type_name
 
 _HEX_LOWER = "0123456789abcdefx"
@@ -21,6 +22,38 @@ class _Flags:
 
 
 _PLAIN = _Flags()
+
+# Go's fmt refuses widths and precisions past a million (`tooLarge`).
+_TOO_LARGE = 1_000_000
+# Below this size a value being built is not worth a look at the bound.
+_SMALL = 1 << 16
+
+
+def _grown(size: int, what: str) -> None:
+    """A value under construction reached `size` characters: stop if that is over the bound."""
+    if size > _SMALL and size > max_value():
+        check_size(size, what)
+
+
+def _parsenum(s: str, i: int, end: int) -> tuple[int, bool, int]:
+    """Go's fmt.parsenum: (number, present, next index); a number past tooLarge swallows the
+    rest of the format, as Go does."""
+    num, present = 0, False
+    while i < end and "0" <= s[i] <= "9":
+        if num > _TOO_LARGE:
+            return 0, False, end
+        num = num * 10 + ord(s[i]) - 48
+        present = True
+        i += 1
+    return num, present, i
+
+
+def _star_arg(args: list[Any], argi: int) -> int | None:
+    """Go's intFromArg: an int argument within tooLarge, else None (BADWIDTH/BADPREC)."""
+    if argi < len(args) and isinstance(args[argi], int) and not isinstance(args[argi], bool) \
+            and -_TOO_LARGE <= args[argi] <= _TOO_LARGE:
+        return int(args[argi])
+    return None
 
 
 def _pad(s: str, f: _Flags) -> str:
@@ -286,13 +319,23 @@ def format_value(v: Any, verb: str, f: _Flags, depth: int = 0) -> str:
         return _bad_verb(v, verb, f)
     if isinstance(v, dict):
         parts = []
+        size = 0
         for k in sorted(v, key=_sort_key):
-            parts.append(
-                format_value(k, verb, f, depth + 1) + ":" + format_value(v[k], verb, f, depth + 1)
-            )
+            part = format_value(k, verb, f, depth + 1) + ":" + format_value(
+                v[k], verb, f, depth + 1)
+            size += len(part) + 1
+            _grown(size, "printing a map")
+            parts.append(part)
         return "map[" + " ".join(parts) + "]"
     if isinstance(v, list | tuple):
-        return "[" + " ".join(format_value(x, verb, f, depth + 1) for x in v) + "]"
+        items = []
+        size = 0
+        for x in v:
+            item = format_value(x, verb, f, depth + 1)
+            size += len(item) + 1
+            _grown(size, "printing a list")
+            items.append(item)
+        return "[" + " ".join(items) + "]"
     return _pad(str(v), f)
 
 
@@ -320,17 +363,28 @@ def _is_string(v: Any) -> bool:
 def sprint(args: list[Any]) -> str:
     out: list[str] = []
     prev_string = False
+    size = 0
     for i, a in enumerate(args):
         is_str = _is_string(a)
         if i > 0 and not is_str and not prev_string:
             out.append(" ")
-        out.append(format_value(a, "v", _PLAIN))
+        piece = format_value(a, "v", _PLAIN)
+        size += len(piece) + 1
+        _grown(size, "print")
+        out.append(piece)
         prev_string = is_str
     return "".join(out)
 
 
 def sprintln(args: list[Any]) -> str:
-    return " ".join(format_value(a, "v", _PLAIN) for a in args) + "\n"
+    out: list[str] = []
+    size = 0
+    for a in args:
+        piece = format_value(a, "v", _PLAIN)
+        size += len(piece) + 1
+        _grown(size, "println")
+        out.append(piece)
+    return " ".join(out) + "\n"
 
 
 def sprintf(fmt: str, args: list[Any]) -> str:
@@ -338,6 +392,7 @@ def sprintf(fmt: str, args: list[Any]) -> str:
     argi = 0
     i, end = 0, len(fmt)
     reordered = False
+    size = 0
     while i < end:
         j = fmt.find("%", i)
         if j < 0:
@@ -362,39 +417,32 @@ def sprintf(fmt: str, args: list[Any]) -> str:
         # width
         if i < end and fmt[i] == "*":
             i += 1
-            if argi < len(args) and isinstance(args[argi], int) and not isinstance(
-                args[argi], bool
-            ):
-                f.wid = args[argi]
+            star = _star_arg(args, argi)
+            if star is not None:
+                f.wid = star
                 if f.wid < 0:
                     f.wid, f.minus, f.zero = -f.wid, True, False
             else:
                 out.append("%!(BADWIDTH)")
             argi += 1
         else:
-            k = i
-            while i < end and fmt[i].isdigit():
-                i += 1
-            if i > k:
-                f.wid = int(fmt[k:i])
+            num, present, i = _parsenum(fmt, i, end)
+            if present:
+                f.wid = num
         if i < end and fmt[i] == ".":
             i += 1
             if i < end and fmt[i] == "*":
                 i += 1
-                if argi < len(args) and isinstance(args[argi], int) and not isinstance(
-                    args[argi], bool
-                ):
-                    f.prec = args[argi]
-                    if f.prec < 0:
-                        f.prec = None
+                star = _star_arg(args, argi)
+                if star is not None:
+                    f.prec = star if star >= 0 else None
                 else:
                     out.append("%!(BADPREC)")
                 argi += 1
             else:
-                k = i
-                while i < end and fmt[i].isdigit():
-                    i += 1
-                f.prec = int(fmt[k:i]) if i > k else 0
+                f.prec, _, i = _parsenum(fmt, i, end)
+        if (f.wid or 0) > _SMALL or (f.prec or 0) > _SMALL:
+            _grown(max(f.wid or 0, f.prec or 0), "printf")
         if i < end and fmt[i] == "[":
             reordered = True
             close = fmt.find("]", i)
@@ -425,7 +473,10 @@ def sprintf(fmt: str, args: list[Any]) -> str:
         if verb == "w":
             out.append(_bad_verb(arg, verb, f))
             continue
-        out.append(format_value(arg, verb, f))
+        piece = format_value(arg, verb, f)
+        size += len(piece)
+        _grown(size, "printf")
+        out.append(piece)
     if not reordered and argi < len(args):
         extra = ", ".join(
             "<nil>" if a is None or a is MISSING
@@ -449,11 +500,16 @@ def _go_syntax(v: Any, top: bool = True) -> str:
         return format_float_g_shortest(v) if v >= 0 else "-" + format_float_g_shortest(-v)
     if isinstance(v, str):
         return quote(v)
-    if isinstance(v, dict):
-        inner = ", ".join(
-            quote(k) + ":" + _go_syntax(v[k], False) for k in sorted(v, key=_sort_key)
-        )
-        return "map[string]interface {}{" + inner + "}"
-    if isinstance(v, list | tuple):
-        return "[]interface {}{" + ", ".join(_go_syntax(x, False) for x in v) + "}"
+    if isinstance(v, dict | list | tuple):
+        parts = []
+        size = 0
+        for k in sorted(v, key=_sort_key) if isinstance(v, dict) else v:
+            part = quote(k) + ":" + _go_syntax(v[k], False) if isinstance(v, dict) \
+                else _go_syntax(k, False)
+            size += len(part) + 2
+            _grown(size, "printf %#v")
+            parts.append(part)
+        if isinstance(v, dict):
+            return "map[string]interface {}{" + ", ".join(parts) + "}"
+        return "[]interface {}{" + ", ".join(parts) + "}"
     return str(v)

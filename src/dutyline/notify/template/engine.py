@@ -1,8 +1,11 @@
 """Compile and render notification templates in the sandbox.
 
 Sources compile once (an LRU cache keyed by channel kind and source), so delivery renders a
-precompiled template. Rendering is bounded (kit.gotemplate Limits): steps, output size and
-`template` call depth.
+precompiled template. Rendering is bounded while it runs (kit.gotemplate Limits): steps,
+output size, the size of any value built (`printf`, `replace`, `join`...), `range` iterations,
+`template` call depth and wall-clock time. Bodies written by members render off the event
+loop (`render_off_loop`): one that runs to its time budget holds a worker thread, not the
+server; each of its steps is bounded, so the thread keeps yielding the interpreter.
 """
 
 from __future__ import annotations
@@ -11,11 +14,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import anyio.to_thread
+
 from dutyline.kit.gotemplate import Limits, Template
 from dutyline.kit.gotemplate.funcs import notification_funcs
 from dutyline.notify.template.defaults import HTML_CHANNELS
 
-LIMITS = Limits(max_steps=100_000, max_output=256_000, max_depth=20)
+LIMITS = Limits(max_steps=100_000, max_output=256_000, max_depth=20, max_value=256_000,
+                max_iterations=50_000, max_seconds=0.5)
 _FUNC_NAMES: dict[str, Any] = notification_funcs()
 
 
@@ -39,3 +45,9 @@ def render(tmpl: Template, data: dict[str, Any], *, tz: str = "",
            now: Callable[[], float] | None = None) -> str:
     """`now`: the clock `ago` measures from (the actor's; the system clock when None)."""
     return tmpl.render(data, LIMITS, funcs=_funcs_for(tz, now))
+
+
+async def render_off_loop(tmpl: Template, data: dict[str, Any], *, tz: str = "",
+                          now: Callable[[], float] | None = None) -> str:
+    """`render` in a worker thread."""
+    return await anyio.to_thread.run_sync(functools.partial(render, tmpl, data, tz=tz, now=now))

@@ -7,6 +7,7 @@ import re
 from collections import Counter
 from typing import Any
 
+import anyio.to_thread
 import structlog
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -88,7 +89,7 @@ async def create_template(conn: AsyncConnection, actor: Actor, *, template_name:
     if not name:
         raise errors.invalid("template_name", "is required")
     await _check_team(conn, actor, team_id)
-    validate_bodies(bodies, actor.now_s, base_url)
+    await anyio.to_thread.run_sync(validate_bodies, bodies, actor.now_s, base_url)
     if await repo.name_taken(conn, actor.account_id, _name_key(name)):
         raise errors.invalid("template_name", "already exists")
     template_id = hex_id()
@@ -197,7 +198,7 @@ async def update_template(conn: AsyncConnection, actor: Actor, *, template_id: s
         raise errors.invalid("template_name", "is required")
     if team_id != row.team_id:
         await _check_team(conn, actor, team_id)
-    validate_bodies(bodies, actor.now_s, base_url)
+    await anyio.to_thread.run_sync(validate_bodies, bodies, actor.now_s, base_url)
     if await repo.name_taken(conn, actor.account_id, _name_key(name), row.template_id):
         raise errors.invalid("template_name", "already exists")
     try:
@@ -236,8 +237,10 @@ async def preview(conn: AsyncConnection, actor: Actor, *, channel: str, content:
         data = sample_data(actor.now_s, base_url)
     try:
         tmpl = engine.compile_for(channel, content)
-        text = engine.render(tmpl, data, tz=str(data.get("AccountTimeZone") or ""),
-                             now=actor.clock.now)
+        text = await engine.render_off_loop(tmpl, data, tz=str(data.get("AccountTimeZone") or ""),
+                                            now=actor.clock.now)
+    except TemplateLimitError as e:
+        raise errors.invalid("content", str(e)) from None
     except TemplateError as e:
         return TemplatePreviewResponse(success=False, content="", message=str(e))
     limit = SIZE_LIMITS.get(channel)
@@ -279,8 +282,8 @@ async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_i
     text = ""
     if source:
         try:
-            text = engine.render(engine.compile_for(channel, source), data, tz=tz,
-                                 now=actor.clock.now)
+            text = await engine.render_off_loop(engine.compile_for(channel, source), data,
+                                                tz=tz, now=actor.clock.now)
         except TemplateError as e:
             error, fell_back = str(e), True
     if error:

@@ -8,29 +8,16 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.auth import Caller
+from dutyline.api.secret import for_audit
 from dutyline.kit.clock import Clock
 from dutyline.platform.audit import repository
 
 MAX_BODY_CHARS = 10 * 1024
-# Request fields whose values never reach the audit log: the log keeps no secret.
-SECRET_FIELDS = frozenset(
-    {"api_key", "app_key", "token", "password", "secret", "headers", "auth_config",
-     "http_post_token", "integration_key", "authorization", "client_secret"}
-)
 
 
-def redact(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {
-            k: ("***" if isinstance(k, str) and k.lower() in SECRET_FIELDS else redact(v))
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
-
-def redacted_body(body: bytes) -> str:
+def redacted_body(body: bytes, request_type: Any) -> str:
+    """The body as the audit log keeps it: the request type's secret fields masked and the
+    fields it does not know left out (api/secret.py; decisions.md §2: never secrets)."""
     if not body.strip():
         return ""
     try:
@@ -40,7 +27,7 @@ def redacted_body(body: bytes) -> str:
     except (UnicodeDecodeError, RecursionError):
         # Refused as 400 by the operation layer; the failure is still audited.
         return "<not valid JSON text>"
-    text = msgspec.json.encode(redact(parsed)).decode()
+    text = msgspec.json.encode(for_audit(parsed, request_type)).decode()
     return text if len(text) <= MAX_BODY_CHARS else text[:MAX_BODY_CHARS]
 
 
@@ -57,6 +44,7 @@ class DatabaseAuditSink:
         request_id: str,
         client_ip: str,
         body: bytes,
+        request_type: Any,
         targets: list[Any],
         outcome: str,
         is_write: bool,
@@ -72,7 +60,7 @@ class DatabaseAuditSink:
                 "ip": client_ip,
                 "operation": operation,
                 "target_ids": msgspec.json.encode([str(t) for t in targets]).decode(),
-                "body": redacted_body(body),
+                "body": redacted_body(body, request_type),
                 "outcome": outcome,
                 "is_write": is_write,
                 "is_dangerous": is_dangerous,

@@ -8,11 +8,12 @@ from typing import Annotated
 
 import msgspec
 
+from dutyline.api.secret import SECRET
 from dutyline.api.types import Id
 
 # Printable ASCII is checked by the service (msgspec has no such constraint); the length bounds
 # keep a pasted document from being sealed and stored. Real Statuspage keys are 36 characters.
-ApiKey = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+ApiKey = Annotated[str, msgspec.Meta(min_length=1, max_length=256), SECRET]
 # Statuspage page ids are short alphanumerics; the service checks the characters, since the id
 # becomes a path segment of the source URL.
 SourcePageId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
