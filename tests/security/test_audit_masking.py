@@ -18,8 +18,8 @@ from sqlalchemy import select
 from dutyline.api.operation import Operation
 from dutyline.api.secret import MASK, for_audit, holds_secret, secret_paths
 from dutyline.db.tables.platform import audit_log
-from dutyline.dispatch.service import APP_TYPES, WEBHOOK_TYPES
 from dutyline.domains import all_routers
+from dutyline.kit.channels import APP_TYPES, WEBHOOK_TYPES
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
 
@@ -158,7 +158,7 @@ def plant(doc: Any, path: str, planted: list[str]) -> Any:
     return doc
 
 
-ROBOTS = sorted(WEBHOOK_TYPES - APP_TYPES)
+ROBOTS = sorted(set(WEBHOOK_TYPES) - APP_TYPES)
 
 
 async def _bodies(api: Api, owner: Person) -> dict[str, dict[str, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import parse_qs
 
 import pytest
 from sqlalchemy import select
@@ -196,11 +197,13 @@ async def test_datasource_secrets_masked_keep_and_moved_drop(
     first, second = prom_peers
     base = {"type_ident": "prometheus", "name": "prom", "edge_cluster_name": "default"}
     secrets = {"basic_auth_enabled": True, "basic_auth_username": "u",
-               "basic_auth_password": "hunter2", "headers": ["X-Api-Key: tok"]}
+               "basic_auth_password": "hunter2", "headers": ["X-Api-Key: tok"],
+               "params": ["token=ptok"]}
     made = await ok(api, "/monit/datasource/create", {
         **base, "address": first.base_url, "payload": {"prometheus": secrets}}, owner)
     ds_id = made["id"]
-    masked = {**secrets, "basic_auth_password": MASK, "headers": ["X-Api-Key: ******"]}
+    masked = {**secrets, "basic_auth_password": MASK, "headers": ["X-Api-Key: ******"],
+              "params": ["token=******"]}
 
     async def query() -> None:
         # The receiver is no Prometheus: the query fails, after the request was made.
@@ -213,9 +216,11 @@ async def test_datasource_secrets_masked_keep_and_moved_drop(
     await query()
     [sent] = first.take()
     assert sent.headers["x-api-key"] == "tok"
+    assert parse_qs(sent.body.decode())["token"] == ["ptok"]  # Prometheus takes a form
     assert sent.headers["authorization"] == "Basic dTpodW50ZXIy"  # u:hunter2
     for field, payload in (("headers.X-Api-Key", masked),
-                           ("basic_auth_password", {**masked, "headers": []})):
+                           ("params.token", {**masked, "headers": []}),
+                           ("basic_auth_password", {**masked, "headers": [], "params": []})):
         refused = await api.call("/monit/datasource/update", {
             **base, "id": ds_id, "address": second.base_url,
             "payload": {"prometheus": payload}}, key=owner.key)
@@ -226,7 +231,7 @@ async def test_datasource_secrets_masked_keep_and_moved_drop(
             "basic_auth_enabled": True, "basic_auth_username": "u"}}}, owner)
     await query()
     [sent] = second.take()
-    assert "x-api-key" not in sent.headers
+    assert "x-api-key" not in sent.headers and "token" not in parse_qs(sent.body.decode())
     assert sent.headers["authorization"] == "Basic dTo="  # "u:" and no password
 
 
@@ -294,7 +299,7 @@ COVERED: dict[tuple[str, str], str] = {
        for k in ("token", "verify_token", "sign_secret")},
     **{("dutyline.monit.schemas.DSPrometheusConfig", k):
        "test_datasource_secrets_masked_keep_and_moved_drop"
-       for k in ("basic_auth_password", "headers", "tls_key", "tls_key_pwd")},
+       for k in ("basic_auth_password", "headers", "params", "tls_key", "tls_key_pwd")},
     ("dutyline.monit.schemas.DataSourceUpsertRequest", "address"):
         "test_datasource_secrets_masked_keep_and_moved_drop",
     **{(f"dutyline.enrichment.api.schemas.Api{kind}Request", k):
