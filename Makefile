@@ -7,7 +7,7 @@ DEV_STAMP := $(VENV)/.dev-installed-$(shell cat pyproject.toml | cksum | cut -d'
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: serve test lint typecheck bench clean install dev
+.PHONY: serve test fuzz-long lint typecheck bench clean install dev
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,9 +28,13 @@ dev: $(DEV_STAMP)
 serve: $(STAMP)
 	$(BIN)/dutyline serve --host $(HOST) --port $(PORT)
 
-## Install the dev dependencies and run the whole test suite.
+## Install the dev dependencies and run the whole test suite (the long fuzz aside: fuzz-long).
 test: $(DEV_STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -q
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -m "not fuzz_long"
+
+## Many more generated requests per API operation than `make test` sends (CI runs both).
+fuzz-long: $(DEV_STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -m fuzz_long
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check src tests bench

@@ -3,13 +3,16 @@
 Schemathesis reads our own /openapi.json, generates schema-valid and schema-violating bodies
 for each operation and sends them with a valid app_key. Whatever it sends, the answer must be
 the envelope with a request_id (data xor error), an error code from the 20, and no 5xx.
-Bounded and derandomized, so the run is stable and quick in CI."""
+Bounded and derandomized, so the run is stable. `make test` runs a few examples of each
+operation; the run marked `fuzz_long` (CI runs it after `make test`) runs many more."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import hypothesis
@@ -33,33 +36,60 @@ from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.domains import all_routers
 from dutyline.platform.account.service import create_account
+from tests.fixtures import databases as dbs
 
 OPERATIONS = [op.path for router in all_routers() for op in router.operations]
-MAX_EXAMPLES = 30
+QUICK_EXAMPLES = 5  # per operation, in `make test`
+LONG_EXAMPLES = 30  # per operation, in the `fuzz_long` run
 
 
-async def _new_owner_key(database_url: str) -> str:
+async def _new_owner_key(database_url: str, name: str) -> str:
     db = Database(database_url)
     try:
         async with db.transaction() as conn:
-            created = await create_account(conn, account_name="Fuzz", owner_name="Fuzzer",
-                                           owner_email="fuzz@example.com", now_s=1_700_000_000)
+            created = await create_account(conn, account_name=name, owner_name="Fuzzer",
+                                           owner_email=f"{name}@fuzz.example",
+                                           now_s=1_700_000_000)
     finally:
         await db.dispose()
     return created.app_key
 
 
-@pytest.fixture
-def fuzz_target(settings: Settings) -> Iterator[tuple[Any, str]]:
-    """The app loaded by schemathesis, and an Owner's key. Schemathesis runs the app and its
-    lifespan on its own event-loop thread; the lifespan is shut down afterwards."""
-    key = asyncio.run(_new_owner_key(settings.database_url))
-    app = create_app(settings)
+def _backends() -> list[str]:
+    return ["sqlite", "postgres"] if dbs.postgres_admin_url() else ["sqlite"]
+
+
+@pytest.fixture(scope="module", params=_backends())
+def fuzz_app(request: pytest.FixtureRequest, sqlite_template: Path,
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, str]]:
+    """The app loaded by schemathesis, on a database of its own, and that database's URL.
+    Built once per backend: every operation is fuzzed in an account of its own, and accounts
+    see nothing of each other. Schemathesis runs the app and its lifespan on its own
+    event-loop thread; the lifespan is shut down afterwards."""
+    admin = dbs.postgres_admin_url()
+    if request.param == "sqlite":
+        url = dbs.fresh_sqlite(sqlite_template, tmp_path_factory.mktemp("fuzz"))
+    else:
+        assert admin is not None
+        url = dbs.create_postgres_database(admin)
+    app = create_app(Settings(
+        database_url=url, secret_key="test-secret-key", allow_private_network=True,
+        rate_limit_per_second=100_000, rate_limit_per_minute=1_000_000, run_workers=False,
+        log_level="warning"))
     try:
-        schema = schemathesis.openapi.from_asgi("/openapi.json", app)
-        yield schema, key
+        yield schemathesis.openapi.from_asgi("/openapi.json", app), url
     finally:
         asgi.shutdown_lifespans()
+        if admin is not None and request.param == "postgres":
+            dbs.drop_postgres_database(admin, url)
+
+
+@pytest.fixture
+def fuzz_target(fuzz_app: tuple[Any, str]) -> tuple[Any, str]:
+    """The schema, and the key of an Owner of an account made for this test alone."""
+    schema, url = fuzz_app
+    name = f"fuzz-{secrets.token_hex(6)}"
+    return schema, asyncio.run(_new_owner_key(url, name))
 
 
 def envelope_check(response: Any) -> None:
@@ -91,6 +121,16 @@ def envelope_check(response: Any) -> None:
 
 @pytest.mark.parametrize("path", OPERATIONS)
 def test_fuzz_operation(fuzz_target: tuple[Any, str], path: str) -> None:
+    fuzz(fuzz_target, path, QUICK_EXAMPLES)
+
+
+@pytest.mark.fuzz_long
+@pytest.mark.parametrize("path", OPERATIONS)
+def test_fuzz_operation_long(fuzz_target: tuple[Any, str], path: str) -> None:
+    fuzz(fuzz_target, path, LONG_EXAMPLES)
+
+
+def fuzz(fuzz_target: tuple[Any, str], path: str, max_examples: int) -> None:
     schema, key = fuzz_target
     operation = schema[path]["POST"]
     strategy = st.one_of(
@@ -100,7 +140,7 @@ def test_fuzz_operation(fuzz_target: tuple[Any, str], path: str) -> None:
     seen: dict[int, int] = {}
 
     @hypothesis.settings(
-        max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
+        max_examples=max_examples, deadline=None, derandomize=True, database=None,
         suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate],
         print_blob=False,
     )
@@ -121,7 +161,7 @@ def test_fuzz_operation(fuzz_target: tuple[Any, str], path: str) -> None:
     run()
     # Both kinds of input reached the handler: some succeeded or failed validation, none were
     # turned away at the door for a missing key.
-    assert sum(seen.values()) >= MAX_EXAMPLES // 2
+    assert sum(seen.values()) >= max_examples // 2
     assert 401 not in seen, seen
     assert 400 in seen, seen
 

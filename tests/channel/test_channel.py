@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import pytest
 
 from dutyline.api.actor import Actor
 from dutyline.channel.service import load_settings
+from dutyline.config import Settings
 from tests.api.test_reference_schemas import check
-from tests.fixtures.accounts import Person, new_member
-from tests.fixtures.api import Api
+from tests.fixtures.accounts import Person, new_account, new_member
+from tests.fixtures.api import Api, make_api
+from tests.fixtures.clock import FakeClock
 
 pytestmark = pytest.mark.anyio
 
@@ -410,17 +410,23 @@ async def test_load_settings(api: Api, owner: Person, other_owner: Person) -> No
 
 
 async def test_opening_an_incident_stamps_last_incident_at_and_drives_ranking(
-        api: Api, owner: Person) -> None:
+        settings: Settings) -> None:
+    clock = FakeClock(1_700_000_000.0)
+    async with make_api(settings, clock=clock) as api:
+        await _stamps_last_incident_at_and_drives_ranking(api, clock)
+
+
+async def _stamps_last_incident_at_and_drives_ranking(api: Api, clock: FakeClock) -> None:
+    owner = await new_account(api, "Acme")
     quiet = await _create(api, owner, "Quiet")
     busy = await _create(api, owner, "Busy")
     other = await _create(api, owner, "Other")
     assert (await _info(api, owner, quiet))["last_incident_at"] == 0
     for channel_id in (quiet, busy):
-        before = int(time.time())
         await api.call("/incident/create", {"title": "t", "incident_severity": "Info",
                                             "channel_id": channel_id}, key=owner.key)
-        assert (await _info(api, owner, channel_id))["last_incident_at"] >= before
-        await asyncio.sleep(1.1)  # the next one a whole second later: a strict order
+        assert (await _info(api, owner, channel_id))["last_incident_at"] == int(clock.now())
+        clock.advance(1)  # the next one a whole second later: a strict order
     ranked = await api.call("/channel/list", {}, key=owner.key)
     assert [c["channel_id"] for c in ranked.data["items"]][:2] == [busy, quiet]
     assert ranked.data["items"][2]["channel_id"] == other

@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
+import anyio
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -24,6 +25,14 @@ BLOCKS: dict[str, Block] = {
     "write transaction": lambda db: db.transaction(write=True),
 }
 
+
+
+async def _sleeping_on_the_server(pg: Database) -> bool:
+    async with pg.connect() as conn:
+        return bool((await conn.execute(text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state = 'active' AND query LIKE 'SELECT pg_sleep%'"
+        ))).scalar_one())
 
 
 @pytest.mark.parametrize("block", list(BLOCKS))
@@ -42,7 +51,11 @@ async def test_cancelled_mid_statement_raises_cancelled(pg: Database, block: str
 
     task = asyncio.create_task(sleeper())
     await started.wait()
-    await asyncio.sleep(0.2)  # the statement is on the server now
+    with anyio.fail_after(10):  # until the statement is on the server
+        while True:
+            if await _sleeping_on_the_server(pg):
+                break
+            await asyncio.sleep(0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await asyncio.wait_for(task, 20)

@@ -163,7 +163,11 @@ async def test_a_lazy_writer_takes_the_process_lock_with_its_first_statement(
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(second)
-                await anyio.sleep(0.05)
+                with anyio.fail_after(10):  # until the second writer waits its turn
+                    while True:
+                        if getattr(lock._local, "_waiters", None):
+                            break
+                        await anyio.sleep(0.001)
                 order.append("first commits")
                 await conn.commit()
     assert order == ["first commits", "second"]

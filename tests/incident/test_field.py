@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import anyio
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from dutyline.api.actor import Actor
 from dutyline.api.errors import InvalidParameter
@@ -332,6 +333,24 @@ async def test_lookup_needs_an_id_or_name(api: Api, owner: Person) -> None:
     assert reply.code == "ResourceNotFound"
 
 
+async def _until_a_writer_waits(api: Api) -> None:
+    """Until a transaction waits behind the one holding the lock: on SQLite in the process's
+    writer queue, on PostgreSQL on a row lock."""
+    db = api.runtime.db
+    with anyio.fail_after(10):
+        while True:
+            if db.is_sqlite:
+                waiting = bool(getattr(db._writer_lock()._local, "_waiters", None))
+            else:
+                async with db.connect() as conn:
+                    waiting = bool((await conn.execute(text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                        "current_database() AND wait_event_type = 'Lock'"))).scalar_one())
+            if waiting:
+                return
+            await asyncio.sleep(0.01)
+
+
 async def test_delete_waits_for_a_value_being_set(api: Api, owner: Person) -> None:
     """A delete that starts while another transaction is setting the field's value sees
     that value once it commits, whichever reaches the database first."""
@@ -342,7 +361,7 @@ async def test_delete_waits_for_a_value_being_set(api: Api, owner: Person) -> No
                                         field_name="region", value="eu")
         deleting = asyncio.create_task(
             api.call("/field/delete", {"field_name": "region"}, key=owner.key))
-        await asyncio.sleep(0.2)  # let the delete reach the database; not asserted on
+        await _until_a_writer_waits(api)  # the delete has reached the database
         await conn.execute(update(incident).where(incident.c.incident_id == incident_id)
                            .values(fields=f'{{"region":"{value}"}}'))
     refused = await deleting

@@ -71,7 +71,10 @@ async def sleeping_worker(runtime: Runtime) -> tuple[asyncio.Event, asyncio.Task
     task = asyncio.create_task(worker.run(stop))
     with anyio.fail_after(30):
         await looked.wait()
-    await asyncio.sleep(0.2)  # well into its sleep
+    # Nothing between until_due and the loop's wait awaits: a few turns of the event loop
+    # and it is asleep.
+    for _ in range(10):
+        await asyncio.sleep(0)
     return stop, task
 
 
