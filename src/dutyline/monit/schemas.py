@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from dutyline.api.types import Id, NonNegInt64
+from dutyline.incident.vocabulary import Severity
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 Text = Annotated[str, msgspec.Meta(max_length=16_384)]
@@ -21,7 +22,6 @@ Args = Annotated[dict[Annotated[str, msgspec.Meta(max_length=128)], Short],
 Seconds = Annotated[int, msgspec.Meta(ge=0, le=30 * 86_400)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]
 CheckTimes = Annotated[int, msgspec.Meta(ge=0, le=1000)]
-Severity = Literal["Critical", "Warning", "Info"]
 IdList = Annotated[list[Id], msgspec.Meta(max_length=1000)]
 
 
