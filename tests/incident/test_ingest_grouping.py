@@ -7,9 +7,10 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
-from dutyline.incident import events
+from dutyline.incident import events, state
 from dutyline.work.registry import registry
 from dutyline.work.worker import Worker
+from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
 from tests.fixtures.clock import FakeClock
 from tests.incident.conftest import Wired, event, push
@@ -181,6 +182,33 @@ async def test_all_alerts_recovered_closes_the_incident(
     assert await stream_kinds(capi, inc.incident_id) == ["created", "alert_added", "resolved"]
 
 
+@pytest.mark.parametrize("closed_by", ["recovery", "hand"])
+async def test_a_snoozed_incident_closed_is_no_longer_snoozed(
+    capi: Api, acme: Person, channel_with_integration: Make, closed_by: str
+) -> None:
+    """Closing ends a snooze however the incident closes: by its alerts' recovery as by
+    hand, it leaves the snoozed list and its info shows no snooze."""
+    w = await channel_with_integration()
+    await push(capi, w.key, event())
+    (inc,) = await incidents_of(capi, w.channel_id)
+    snoozed = await capi.call("/incident/snooze", {"incident_ids": [inc.incident_id],
+                                                   "minutes": 60}, key=acme.key)
+    assert snoozed.status == 200, snoozed.body
+    window = {"start_time": inc.start_time - 60, "end_time": inc.start_time + 3600}
+    listed = await capi.call("/incident/list", {"is_snoozed": True, **window}, key=acme.key)
+    assert [i["incident_id"] for i in listed.data["items"]] == [inc.incident_id]
+    if closed_by == "recovery":
+        await push(capi, w.key, event(status="Ok"))
+    else:
+        resolved = await capi.call("/incident/resolve", {"incident_ids": [inc.incident_id]},
+                                   key=acme.key)
+        assert resolved.status == 200, resolved.body
+    info = await capi.call("/incident/info", {"incident_id": inc.incident_id}, key=acme.key)
+    assert (info.data["progress"], info.data["snoozed_before"]) == ("Closed", 0)
+    listed = await capi.call("/incident/list", {"is_snoozed": True, **window}, key=acme.key)
+    assert listed.status == 200 and listed.data["items"] == []
+
+
 async def test_disable_auto_close_keeps_the_incident_open(
     capi: Api, channel_with_integration: Make
 ) -> None:
@@ -199,12 +227,9 @@ async def test_a_trigger_for_an_alert_of_a_closed_incident_starts_over(
     w = await channel_with_integration()
     await push(capi, w.key, event())
     (inc,) = await incidents_of(capi, w.channel_id)
-    from dutyline.incident.ingest import grouping
-
     async with capi.runtime.db.transaction() as conn:
-        await conn.run_sync(grouping.close, incident_id=inc.incident_id,
-                            account_id=inc.account_id, now_s=int(capi.runtime.clock.now()),
-                            reason="test")
+        await state.close(conn, incident_id=inc.incident_id, account_id=inc.account_id,
+                          now_s=int(capi.runtime.clock.now()), reason="test")
     capi.runtime.clock.advance(1)
     await push(capi, w.key, event())
     old, new = await alerts_of(capi, w.integration_id)

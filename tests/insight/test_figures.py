@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from dutyline.incident import events
-from dutyline.incident.ingest import grouping
+from dutyline.incident import events, state
 from tests.api.test_reference_schemas import check
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
@@ -86,9 +85,8 @@ async def world(capi: Api, acme: Person, clock: FakeClock) -> World:
                               payload={"assignment": {"type": "escalate", "layer_idx": 1}})
     at(clock, t_c + 1800)
     async with capi.runtime.db.transaction() as conn:
-        assert await conn.run_sync(grouping.close, incident_id=ids["C"],
-                                   account_id=acme.account_id, now_s=t_c + 1800,
-                                   reason="auto_resolve_timeout")
+        assert await state.close(conn, incident_id=ids["C"], account_id=acme.account_id,
+                                 now_s=t_c + 1800, reason="auto_resolve_timeout")
     at(clock, END)
     return World(a, b, team, ids)
 

@@ -37,12 +37,12 @@ from dutyline.dispatch import system
 from dutyline.dispatch.notify import PageOutbox, notify_layer
 from dutyline.incident.service import IncidentInfo
 from dutyline.incident.service import query as incidents
+from dutyline.incident.vocabulary import CLOSED, PROCESSING
 from dutyline.kit.ids import hex_id
 from dutyline.work import queue
 
 STEP_JOB = "dispatch.step"
 WAITING, RUNNING, PAUSED, STOPPED, DONE = "waiting", "running", "paused", "stopped", "done"
-TRIGGERED, PROCESSING, CLOSED = "Triggered", "Processing", "Closed"
 
 _json = msgspec.json.Decoder()
 

@@ -19,6 +19,7 @@ from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
 from dutyline.dispatch.notify import PageOutbox
 from dutyline.incident.service import IncidentEvent, IncidentInfo, events
+from dutyline.incident.vocabulary import CLOSED
 from dutyline.work import queue
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
@@ -103,7 +104,7 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
     locked = reads.states.pop(incident_id, engine.UNREAD)
     if event.kind in (events.CREATED, events.REOPENED):
         info = await reads.incident(conn, runtime, event)
-        if info is None or info.progress == engine.CLOSED:
+        if info is None or info.progress == CLOSED:
             return
         rule = await _pick_rule(conn, reads, actor, info)
         if rule is None:

@@ -13,7 +13,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel import service as channels
-from dutyline.incident import events, feed
+from dutyline.incident import events, feed, state
 from dutyline.incident import repository as repo
 from dutyline.kit.ids import hex_id
 
@@ -58,9 +58,7 @@ def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str
         "group_method": new.group_method,
         "title": new.title,
         "description": new.description,
-        "incident_severity": new.severity,
-        "incident_status": new.severity,
-        "progress": "Triggered",
+        **state.opened(new.severity),
         "start_time": now_s,
         "last_time": now_s,
         "creator_id": new.creator_id,

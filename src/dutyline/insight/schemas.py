@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from dutyline.api.types import MAX_INT64, MAX_PAGE_WINDOW, Id, PageNumber, PageSize
+from dutyline.incident.vocabulary import Status as Severity
 
-Severity = Literal["Critical", "Warning", "Info", "Ok"]
 Unix = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT64)]
 Seconds = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT64)]
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]

@@ -10,6 +10,7 @@ import msgspec
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
 from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64
+from dutyline.incident.vocabulary import Severity
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 Text = Annotated[str, msgspec.Meta(max_length=16_384)]
@@ -23,7 +24,6 @@ Args = Annotated[dict[Annotated[str, msgspec.Meta(max_length=128)], Short],
 Seconds = Annotated[int, msgspec.Meta(ge=0, le=30 * 86_400)]
 Count = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]
 CheckTimes = Annotated[int, msgspec.Meta(ge=0, le=1000)]
-Severity = Literal["Critical", "Warning", "Info"]
 IdList = Annotated[list[Id], msgspec.Meta(max_length=1000)]
 
 

@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-Severity = Literal["Critical", "Warning", "Info"]
+from dutyline.incident.vocabulary import Severity
+
 EnvironmentKind = Literal["", "cloud", "byoc"]
 _Page = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
 _Limit = Annotated[int, msgspec.Meta(ge=1, le=100)]

@@ -24,11 +24,11 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel.pipeline import repository as repo
 from dutyline.db.per_integration import saved_values
+from dutyline.incident.vocabulary import SEVERITIES
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
 
 KINDS = ("title_reset", "description_reset", "severity_reset", "alert_drop")
-SEVERITIES = ("Critical", "Warning", "Info")
 _LIMITS = Limits(max_steps=10_000, max_output=16_384, max_depth=5, max_value=16_384,
                  max_seconds=0.25)
 _encode = msgspec.json.encode

@@ -27,8 +27,9 @@ from dutyline.incident.alert.schemas import (
     IncidentShort,
 )
 from dutyline.incident.ingest.channels import integrations_of_types, names
+from dutyline.incident.vocabulary import STATUSES
 
-SEVERITIES = ("Critical", "Warning", "Info", "Ok")
+SEVERITIES = STATUSES  # an alert reads Ok once recovered
 
 
 def _severities(value: str, field: str = "alert_severity") -> list[str]:

@@ -25,6 +25,7 @@ from dutyline.incident.analytics.schemas import (
     LabelTotals,
     Totals,
 )
+from dutyline.incident.vocabulary import CLOSED
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
 
@@ -84,7 +85,7 @@ async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, 
     teams = await team_service.team_names(conn, actor, {r.team_id for r in rows})
     creators = await member_service.member_names(conn, actor, {r.creator_id for r in rows})
     timeouts = await repo.timeout_closed_ids(
-        conn, [r.incident_id for r in rows if r.progress == repo.CLOSED and not r.closer_id])
+        conn, [r.incident_id for r in rows if r.progress == CLOSED and not r.closer_id])
     facts: dict[str, IncidentFacts] = {}
     for r in rows:
         facts[r.incident_id] = IncidentFacts(

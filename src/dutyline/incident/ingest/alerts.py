@@ -12,8 +12,9 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.incident.ingest import repository as repo
-from dutyline.incident.ingest.repository import OK, SEVERITY_RANK
 from dutyline.incident.ingest.schemas import PushRequest
+from dutyline.incident.vocabulary import OK, SEVERITY_RANK
+from dutyline.incident.vocabulary import worse as worst
 from dutyline.kit.ids import hex_id
 
 __all__ = [
@@ -42,10 +43,6 @@ _event_counter = itertools.count(secrets.randbelow(1 << 20))
 
 def new_event_id(now_s: int) -> str:
     return f"{now_s & 0xFFFFFFFF:08x}{_PROCESS_PART}{next(_event_counter) & 0xFFFFFF:06x}"
-
-
-def worst(a: str, b: str) -> str:
-    return a if SEVERITY_RANK.get(a, 0) >= SEVERITY_RANK.get(b, 0) else b
 
 
 def encode(value: Any) -> str:

@@ -1,5 +1,6 @@
 """Alerts into incidents: the grouping key, finding or opening the incident, its counters
-and severity, closing it when every alert recovered, and the auto-resolve timer.
+and severity, closing it when every alert recovered (through incident/state.py, the one
+place an incident's transitions are written), and the auto-resolve timer.
 
 Grouping methods (the channel's `group.method`):
 - `n`: every new alert opens its own incident.
@@ -19,19 +20,18 @@ resolve is the key; when none does, the first entry is used with empty values, u
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from sqlalchemy import Connection
 
-from dutyline.incident import events, feed
+from dutyline.incident import events, state
 from dutyline.incident.creation import NewIncident, open_incident_sync
 from dutyline.incident.ingest import repository as repo
 from dutyline.incident.ingest.alerts import encode
 from dutyline.incident.ingest.channels import IngestSettings
-from dutyline.incident.ingest.repository import CLOSED, OK, SEVERITY_RANK
+from dutyline.incident.vocabulary import CLOSED, OK
 from dutyline.work import queue
 
-__all__ = ["AUTO_RESOLVE_JOB", "CLOSED", "attach", "close", "count_event", "drop_active_alert",
+__all__ = ["AUTO_RESOLVE_JOB", "CLOSED", "attach", "count_event", "drop_active_alert",
            "group_key", "schedule_auto_resolve"]
 
 AUTO_RESOLVE_JOB = "incident.auto_resolve"
@@ -124,55 +124,17 @@ def count_event(
     if recovered:
         if active_cnt <= 0:
             if not settings.disable_auto_close:
-                close(conn, incident_id=incident_id, account_id=account_id, now_s=now_s,
-                            reason="all alerts recovered")
+                state.close_sync(conn, incident_id=incident_id, account_id=account_id,
+                                 now_s=now_s, reason="all alerts recovered")
                 return
         else:
-            _recompute_severity(conn, incident_id)
+            state.recompute_severity_sync(conn, incident_id)
     schedule_auto_resolve(conn, settings, incident_id, status, now_s=now_s)
-
-
-def _recompute_severity(conn: Connection, incident_id: str) -> None:
-    """An incident's severity is its worst active alert (after one recovered)."""
-    severities = repo.active_alert_severities(conn, incident_id)
-    if not severities:
-        return
-    worst = max(severities, key=lambda s: SEVERITY_RANK.get(s, 0))
-    repo.set_open_incident_severity(conn, incident_id, worst)
 
 
 def drop_active_alert(conn: Connection, incident_id: str, *, now_s: int) -> None:
     """One alert of a closed incident ended without an Ok: keep its counter honest."""
     repo.drop_active_alert(conn, incident_id, now_s=now_s)
-
-
-def close(
-    conn: Connection, *, incident_id: str, account_id: int, now_s: int, reason: str,
-    recover_alerts: bool = False, if_last_time_at_most: int | None = None,
-) -> bool:
-    """Close an incident on the system's behalf. `recover_alerts` also ends its active alerts
-    (a timeout: the next event of those keys starts fresh). `if_last_time_at_most` guards
-    against an event that arrived after the caller looked. Returns whether it closed."""
-    values: dict[str, Any] = {
-        "progress": CLOSED, "close_time": now_s, "end_time": now_s, "incident_status": OK,
-        "closer_id": 0, "updated_at": now_s,
-    }
-    if recover_alerts:
-        values["active_alert_cnt"] = 0
-    if not repo.close_incident(conn, incident_id, values,
-                               if_last_time_at_most=if_last_time_at_most):
-        return False
-    if recover_alerts:
-        repo.end_active_alerts(conn, incident_id, now_s=now_s)
-    feed.add_sync(
-        conn, incident_id=incident_id, account_id=account_id, feed_type=feed.RESOLVE,
-        creator_id=0, detail=feed.resolve_detail(reason), now_s=now_s,
-    )
-    events.emit_sync(
-        conn, account_id=account_id, incident_id=incident_id, kind=events.RESOLVED,
-        now_s=now_s, payload={"reason": reason},
-    )
-    return True
 
 
 def schedule_auto_resolve(

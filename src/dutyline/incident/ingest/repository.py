@@ -32,11 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.tables.incident import alert, alert_event, incident
 from dutyline.db.tables.incident_noise import inhibit_source
 from dutyline.db.upsert import insert_for
-
-CLOSED = "Closed"
-TRIGGERED = "Triggered"
-OK = "Ok"
-SEVERITY_RANK = {"Ok": 0, "Info": 1, "Warning": 2, "Critical": 3}
+from dutyline.incident.vocabulary import CLOSED, OK, SEVERITY_RANK, TRIGGERED
 
 
 async def timer_incident(conn: AsyncConnection, incident_id: str) -> Any:
@@ -306,7 +302,7 @@ def open_incident_of_group(conn: Connection, *, account_id: int, channel_id: int
 
 
 def _rank(column: Any) -> Any:
-    return case({"Critical": 3, "Warning": 2, "Info": 1}, value=column, else_=0)
+    return case(SEVERITY_RANK, value=column, else_=0)
 
 
 def _raised_severity(severity: str) -> dict[str, Any]:
@@ -372,51 +368,11 @@ def count_event(conn: Connection, incident_id: str, *, raised_to: str | None,
                         {"v_now": now_s, "v_incident_id": incident_id}).first()
 
 
-def active_alert_severities(conn: Connection, incident_id: str) -> list[str]:
-    rows = conn.execute(
-        select(alert.c.alert_severity).where(
-            alert.c.incident_id == incident_id, alert.c.end_time == 0
-        )
-    )
-    return [r[0] for r in rows]
-
-
-def set_open_incident_severity(conn: Connection, incident_id: str, severity: str) -> None:
-    conn.execute(
-        update(incident)
-        .where(incident.c.incident_id == incident_id, incident.c.progress != CLOSED)
-        .values(incident_severity=severity, incident_status=severity)
-    )
-
-
 def drop_active_alert(conn: Connection, incident_id: str, *, now_s: int) -> None:
     conn.execute(
         update(incident)
         .where(incident.c.incident_id == incident_id, incident.c.active_alert_cnt > 0)
         .values(active_alert_cnt=incident.c.active_alert_cnt - 1, updated_at=now_s)
-    )
-
-
-def close_incident(conn: Connection, incident_id: str, values: dict[str, Any], *,
-                   if_last_time_at_most: int | None) -> bool:
-    """Set these values on the incident unless it is closed (or had an event after
-    `if_last_time_at_most`); whether it did."""
-    conditions = [incident.c.incident_id == incident_id, incident.c.progress != CLOSED]
-    if if_last_time_at_most is not None:
-        conditions.append(incident.c.last_time <= if_last_time_at_most)
-    return conn.execute(update(incident).where(*conditions).values(values)).rowcount == 1
-
-
-def end_active_alerts(conn: Connection, incident_id: str, *, now_s: int) -> None:
-    """End the incident's active alerts as recovered; they are nobody's inhibit source any
-    more (incident/ingest/noise.py)."""
-    conn.execute(delete(inhibit_source).where(inhibit_source.c.alert_id.in_(
-        select(alert.c.alert_id).where(alert.c.incident_id == incident_id,
-                                       alert.c.end_time == 0))))
-    conn.execute(
-        update(alert)
-        .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
-        .values(end_time=now_s, alert_status=OK, updated_at=now_s)
     )
 
 

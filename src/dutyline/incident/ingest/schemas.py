@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 
-EventStatus = Literal["Critical", "Warning", "Info", "Ok"]
+from dutyline.incident.vocabulary import Status as EventStatus
 
 MAX_LABELS = 50
 LabelKey = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]

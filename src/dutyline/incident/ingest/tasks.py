@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from dutyline.api.actor import Actor
+from dutyline.incident import state
 from dutyline.incident.ingest import grouping
 from dutyline.incident.ingest import repository as repo
 from dutyline.incident.ingest.channels import load_settings
+from dutyline.incident.vocabulary import CLOSED
 from dutyline.work import queue
 from dutyline.work.registry import JobContext, job_handler
 
@@ -22,7 +24,7 @@ async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
     incident_id = str(payload["incident_id"])
     conn = ctx.conn
     row = await repo.timer_incident(conn, incident_id)
-    if row is None or row.progress == grouping.CLOSED:
+    if row is None or row.progress == CLOSED:
         return
     settings = await load_settings(conn, Actor.system(row.account_id, ctx.clock),
                                    channel_id=row.channel_id)
@@ -36,8 +38,8 @@ async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
     now_s = int(ctx.clock.now())
     due = since + settings.auto_resolve_timeout
     if now_s >= due:
-        closed = await conn.run_sync(
-            grouping.close, incident_id=incident_id, account_id=row.account_id, now_s=now_s,
+        closed = await state.close(
+            conn, incident_id=incident_id, account_id=row.account_id, now_s=now_s,
             reason="auto_resolve_timeout", recover_alerts=True,
             if_last_time_at_most=int(row.last_time),
         )

@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.incident import events, feed, visibility
+from dutyline.incident import events, feed, state, visibility
 from dutyline.incident.alert import repository as alert_repo
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
@@ -39,9 +39,8 @@ async def _recount(conn: AsyncConnection, row: Any, now_s: int) -> dict[str, Any
     alert_cnt, active, event_cnt = await repo.alert_counts(conn, row.incident_id)
     values: dict[str, Any] = {"alert_cnt": alert_cnt, "active_alert_cnt": active,
                               "alert_event_cnt": event_cnt, "updated_at": now_s}
-    worst = await repo.worst_active_severity(conn, row.incident_id)
-    if worst is not None and row.progress != CLOSED:
-        values.update(incident_severity=worst, incident_status=worst)
+    values.update(state.recomputed_severity(
+        await repo.active_alert_severities(conn, row.incident_id), row.progress))
     return values
 
 
@@ -84,9 +83,7 @@ async def merge_alerts(
         closing = await _recount(conn, source, now)
         emptied = closing["alert_cnt"] == 0 and source.progress != CLOSED
         if emptied:
-            closing.update(progress=CLOSED, incident_status="Ok", close_time=now, end_time=now,
-                           closer_id=person_id, snoozed_before=0,
-                           merged_into=target.incident_id)
+            closing.update(state.emptied(target.incident_id, now, person_id))
         await repo.update_incident(conn, source.incident_id, closing)
         await record(conn, actor, source, feed_type=feed.ALERT_MERGE, detail={
             "alert_ids": left_from[source.incident_id], "comment": comment,

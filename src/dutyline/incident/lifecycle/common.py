@@ -15,9 +15,11 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.incident import events, feed, visibility
 from dutyline.incident.lifecycle import repository as repo
+from dutyline.incident.vocabulary import CLOSED, OPEN, PROCESSING, TRIGGERED
 
-TRIGGERED, PROCESSING, CLOSED = "Triggered", "Processing", "Closed"
-OPEN = (TRIGGERED, PROCESSING)
+__all__ = ["CLOSED", "OPEN", "PROCESSING", "TRIGGERED", "dumps", "load_all", "loads", "record",
+           "require_progress", "responders_adding", "responders_unacked",
+           "responders_with_ack", "unique_ids"]
 
 _json = msgspec.json.Decoder()
 

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
-from dutyline.incident import events, feed, references, visibility
+from dutyline.incident import events, feed, references, state, visibility
 from dutyline.incident.creation import NewIncident, open_incident
 from dutyline.incident.field import service as field_service
 from dutyline.incident.lifecycle import repository as repo
@@ -153,7 +153,7 @@ async def reset(
     values: dict[str, Any] = {name: to for name, (_, _, to) in changes.items()}
     if "incident_severity" in changes and row.progress != CLOSED:
         # An open incident's status follows its severity; a closed one stays Ok.
-        values["incident_status"] = values["incident_severity"]
+        values.update(state.with_severity(values["incident_severity"]))
     values["updated_at"] = actor.now_s
     await repo.update_incident(conn, row.incident_id, values)
     for feed_type, before, after in changes.values():
@@ -230,13 +230,7 @@ async def merge(
     await repo.update_incident(conn, target_id, values)
     for source in sources:
         was_open = source.progress != CLOSED
-        closing: dict[str, Any] = {
-            "merged_into": target_id, "alert_cnt": 0, "active_alert_cnt": 0,
-            "alert_event_cnt": 0, "snoozed_before": 0, "updated_at": now,
-        }
-        if was_open:
-            closing.update(progress=CLOSED, incident_status="Ok", close_time=now,
-                           end_time=now, closer_id=person_id)
+        closing = state.merged_away(target_id, now, person_id, was_open=was_open)
         if remove_source_incidents:
             closing["deleted_at"] = now
         await repo.update_incident(conn, source.incident_id, closing)

@@ -93,13 +93,11 @@ async def lock_in_account(conn: AsyncConnection, account_id: int,
     return await keyed(conn, stmt, "incident_id")
 
 
-async def worst_active_severity(conn: AsyncConnection, incident_id: str) -> str | None:
-    """The worst severity among the incident's active alerts; None when none is active."""
+async def active_alert_severities(conn: AsyncConnection, incident_id: str) -> list[str]:
+    """The severities of the incident's active (not removed) alerts."""
     rows = await conn.execute(select(alert.c.alert_severity).where(
         alert.c.incident_id == incident_id, alert.c.end_time == 0, alert.c.deleted_at == 0))
-    ranks = {"Critical": 3, "Warning": 2, "Info": 1}
-    severities = [r[0] for r in rows if r[0] in ranks]
-    return max(severities, key=ranks.__getitem__) if severities else None
+    return [r[0] for r in rows]
 
 
 async def move_alerts_by_id(conn: AsyncConnection, alert_ids: list[str], target_id: str,

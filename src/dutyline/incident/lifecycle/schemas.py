@@ -10,8 +10,8 @@ import msgspec
 
 from dutyline.api.types import Id, NonNegInt64
 from dutyline.incident.query.schemas import IncidentId, IncidentIds
+from dutyline.incident.vocabulary import Severity
 
-Severity = Literal["Info", "Warning", "Critical"]
 _Text1024 = Annotated[str, msgspec.Meta(max_length=1024)]
 _LongText = Annotated[str, msgspec.Meta(min_length=3, max_length=6144)]
 _MaybeEmptyIds = Annotated[list[IncidentId], msgspec.Meta(max_length=100)]

@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.incident import events, feed, visibility
+from dutyline.incident import events, feed, state, visibility
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
     CLOSED,
@@ -44,11 +44,8 @@ async def ack(conn: AsyncConnection, actor: Actor, *,
     now, person_id = actor.now_s, actor.person_id
     for row in rows:
         await repo.update_incident(conn, row.incident_id, {
-            "progress": PROCESSING,
-            # ack_time is the first acknowledgement; a later ack after an unack keeps it.
-            "ack_time": row.ack_time or now,
+            **state.acked(row.ack_time, now),
             "responders": dumps(responders_with_ack(row.responders, person_id, now)),
-            "updated_at": now,
         })
         await record(conn, actor, row, feed_type=feed.ACK, detail={}, kind=events.ACKED,
                      payload={"progress": PROCESSING})
@@ -62,8 +59,7 @@ async def unack(conn: AsyncConnection, actor: Actor, *,
     now = actor.now_s
     for row in rows:
         await repo.update_incident(conn, row.incident_id, {
-            "progress": TRIGGERED, "responders": dumps(responders_unacked(row.responders)),
-            "updated_at": now,
+            **state.unacked(now), "responders": dumps(responders_unacked(row.responders)),
         })
         await record(conn, actor, row, feed_type=feed.UNACK, detail={}, kind=events.UNACKED,
                      payload={"progress": TRIGGERED})
@@ -76,11 +72,8 @@ async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence
     require_progress(rows, OPEN, "already Closed")
     now = actor.now_s
     for row in rows:
-        values: dict[str, Any] = {
-            "progress": CLOSED, "incident_status": "Ok", "close_time": now, "end_time": now,
-            "closer_id": actor.person_id, "snoozed_before": 0, "active_alert_cnt": 0,
-            "updated_at": now,
-        }
+        # Its active alerts end with it (resolve_alerts below).
+        values = state.closed(now, actor.person_id, alerts_ended=True)
         if root_cause is not None:
             values["root_cause"] = root_cause
         if resolution is not None:
@@ -104,11 +97,9 @@ async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[
         previous: dict[str, Any] = loads(row.assigned_to)
         assignment = {**previous, "type": "reopen", "assigned_at": now, "id": hex_id()}
         await repo.update_incident(conn, row.incident_id, {
-            "progress": TRIGGERED, "incident_status": row.incident_severity,
-            "close_time": 0, "end_time": 0, "closer_id": 0, "merged_into": None,
+            **state.reopened(row.incident_severity, now),
             "assigned_to": dumps(assignment),
             "responders": dumps(responders_unacked(row.responders)),
-            "last_time": now, "updated_at": now,
         })
         await record(conn, actor, row, feed_type=feed.REOPEN, detail={"reason": reason},
                      kind=events.REOPENED,
@@ -124,8 +115,7 @@ async def snooze(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[
     now = actor.now_s
     until = now + minutes * 60
     for row in rows:
-        await repo.update_incident(conn, row.incident_id,
-                                   {"snoozed_before": until, "updated_at": now})
+        await repo.update_incident(conn, row.incident_id, state.snoozed(until, now))
         await record(conn, actor, row, feed_type=feed.SNOOZE, detail={"minutes": minutes},
                      kind=events.SNOOZED, payload={"snoozed_before": until})
     return [r.incident_id for r in rows]
@@ -142,8 +132,7 @@ async def wake(conn: AsyncConnection, actor: Actor, *,
             "Invalid parameter {field}: {reason}: {ids}", field="incident_ids",
             reason="not snoozed", ids=", ".join(awake))
     for row in rows:
-        await repo.update_incident(conn, row.incident_id,
-                                   {"snoozed_before": 0, "updated_at": now})
+        await repo.update_incident(conn, row.incident_id, state.woken(now))
         await record(conn, actor, row, feed_type=feed.WAKE,
                      detail={"snoozedBefore": row.snoozed_before}, kind=events.WOKEN)
     return [r.incident_id for r in rows]

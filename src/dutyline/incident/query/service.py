@@ -34,10 +34,9 @@ from dutyline.incident.query.schemas import (
     PersonShort,
     Responder,
 )
+from dutyline.incident.vocabulary import PROGRESSES, SEVERITIES
 from dutyline.platform.member import service as members
 
-PROGRESSES = ("Triggered", "Processing", "Closed")
-SEVERITIES = ("Critical", "Warning", "Info")
 MAX_WINDOW_S = 31 * 86_400  # reference ListIncidentsRequest: "within 31 days"
 MAX_EMBEDDED_ALERTS = 100  # alerts embedded per incident when asked for (include_alerts)
 
