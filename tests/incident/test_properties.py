@@ -30,7 +30,7 @@ from sqlalchemy import case, func, select
 
 from dutyline.config import Settings
 from dutyline.db.tables.incident import alert, incident, incident_event, incident_feed
-from dutyline.incident.vocabulary import SEVERITY_RANK
+from dutyline.kit.vocabulary import SEVERITY_RANK
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.clock import FakeClock

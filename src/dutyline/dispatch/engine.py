@@ -37,8 +37,8 @@ from dutyline.dispatch import system
 from dutyline.dispatch.notify import PageOutbox, notify_layer
 from dutyline.incident.service import IncidentInfo
 from dutyline.incident.service import query as incidents
-from dutyline.incident.vocabulary import CLOSED, PROCESSING
 from dutyline.kit.ids import hex_id
+from dutyline.kit.vocabulary import CLOSED, PROCESSING
 from dutyline.work import queue
 
 STEP_JOB = "dispatch.step"

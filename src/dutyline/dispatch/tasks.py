@@ -19,7 +19,7 @@ from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
 from dutyline.dispatch.notify import PageOutbox
 from dutyline.incident.service import IncidentEvent, IncidentInfo, events
-from dutyline.incident.vocabulary import CLOSED
+from dutyline.kit.vocabulary import CLOSED
 from dutyline.work import queue
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 

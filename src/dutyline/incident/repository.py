@@ -20,7 +20,7 @@ from dutyline.db.like import ESCAPE, contains_pattern
 from dutyline.db.tables.incident import alert, incident, incident_event, incident_feed
 from dutyline.db.tables.incident_noise import inhibit_source
 from dutyline.db.upsert import insert_for
-from dutyline.incident.vocabulary import CLOSED, OK
+from dutyline.kit.vocabulary import CLOSED, OK
 
 
 async def event_row(conn: AsyncConnection, event_id: int) -> Row[Any] | None:

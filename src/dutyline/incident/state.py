@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.incident import events, feed
 from dutyline.incident import repository as repo
-from dutyline.incident.vocabulary import (
+from dutyline.kit.vocabulary import (
     CLOSED,
     OK,
     PROCESSING,

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from dutyline.api.types import MAX_INT64, MAX_PAGE_WINDOW, Id, PageNumber, PageSize
-from dutyline.incident.vocabulary import Status as Severity
+from dutyline.kit.vocabulary import Status as Severity
 
 Unix = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT64)]
 Seconds = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT64)]

@@ -10,7 +10,7 @@ import msgspec
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
 from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64
-from dutyline.incident.vocabulary import Severity
+from dutyline.kit.vocabulary import Severity
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 Text = Annotated[str, msgspec.Meta(max_length=16_384)]

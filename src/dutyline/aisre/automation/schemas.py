@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from dutyline.incident.vocabulary import Severity
+from dutyline.kit.vocabulary import Severity
 
 EnvironmentKind = Literal["", "cloud", "byoc"]
 _Page = Annotated[int, msgspec.Meta(ge=1, le=10_000)]

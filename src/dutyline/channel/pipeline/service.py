@@ -24,9 +24,9 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel.pipeline import repository as repo
 from dutyline.db.per_integration import saved_values
-from dutyline.incident.vocabulary import SEVERITIES
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
+from dutyline.kit.vocabulary import SEVERITIES
 
 KINDS = ("title_reset", "description_reset", "severity_reset", "alert_drop")
 _LIMITS = Limits(max_steps=10_000, max_output=16_384, max_depth=5, max_value=16_384,

@@ -27,7 +27,7 @@ from dutyline.incident.alert.schemas import (
     IncidentShort,
 )
 from dutyline.incident.ingest.channels import integrations_of_types, names
-from dutyline.incident.vocabulary import STATUSES
+from dutyline.kit.vocabulary import STATUSES
 
 SEVERITIES = STATUSES  # an alert reads Ok once recovered
 

@@ -43,8 +43,8 @@ from dutyline.incident import visibility
 from dutyline.incident.analytics.schemas import Filter, Grid
 from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
-from dutyline.incident.vocabulary import CLOSED
 from dutyline.kit import localtime
+from dutyline.kit.vocabulary import CLOSED
 
 ASSIGNED, RESOLVED, REOPENED, ACKED = "assigned", "resolved", "reopened", "acked"
 

@@ -25,7 +25,7 @@ from dutyline.incident.analytics.schemas import (
     LabelTotals,
     Totals,
 )
-from dutyline.incident.vocabulary import CLOSED
+from dutyline.kit.vocabulary import CLOSED
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
 

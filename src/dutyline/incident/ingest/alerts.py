@@ -13,9 +13,9 @@ from sqlalchemy import Connection
 
 from dutyline.incident.ingest import repository as repo
 from dutyline.incident.ingest.schemas import PushRequest
-from dutyline.incident.vocabulary import OK, SEVERITY_RANK
-from dutyline.incident.vocabulary import worse as worst
 from dutyline.kit.ids import hex_id
+from dutyline.kit.vocabulary import OK, SEVERITY_RANK
+from dutyline.kit.vocabulary import worse as worst
 
 __all__ = [
     "OK",

@@ -28,7 +28,7 @@ from dutyline.incident.creation import NewIncident, open_incident_sync
 from dutyline.incident.ingest import repository as repo
 from dutyline.incident.ingest.alerts import encode
 from dutyline.incident.ingest.channels import IngestSettings
-from dutyline.incident.vocabulary import CLOSED, OK
+from dutyline.kit.vocabulary import CLOSED, OK
 from dutyline.work import queue
 
 __all__ = ["AUTO_RESOLVE_JOB", "CLOSED", "attach", "count_event", "drop_active_alert",

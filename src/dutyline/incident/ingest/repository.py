@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.tables.incident import alert, alert_event, incident
 from dutyline.db.tables.incident_noise import inhibit_source
 from dutyline.db.upsert import insert_for
-from dutyline.incident.vocabulary import CLOSED, OK, SEVERITY_RANK, TRIGGERED
+from dutyline.kit.vocabulary import CLOSED, OK, SEVERITY_RANK, TRIGGERED
 
 
 async def timer_incident(conn: AsyncConnection, incident_id: str) -> Any:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from dutyline.incident.vocabulary import Status as EventStatus
+from dutyline.kit.vocabulary import Status as EventStatus
 
 MAX_LABELS = 50
 LabelKey = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]

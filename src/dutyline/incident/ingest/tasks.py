@@ -11,7 +11,7 @@ from dutyline.incident import state
 from dutyline.incident.ingest import grouping
 from dutyline.incident.ingest import repository as repo
 from dutyline.incident.ingest.channels import load_settings
-from dutyline.incident.vocabulary import CLOSED
+from dutyline.kit.vocabulary import CLOSED
 from dutyline.work import queue
 from dutyline.work.registry import JobContext, job_handler
 

@@ -15,7 +15,7 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.incident import events, feed, visibility
 from dutyline.incident.lifecycle import repository as repo
-from dutyline.incident.vocabulary import CLOSED, OPEN, PROCESSING, TRIGGERED
+from dutyline.kit.vocabulary import CLOSED, OPEN, PROCESSING, TRIGGERED
 
 __all__ = ["CLOSED", "OPEN", "PROCESSING", "TRIGGERED", "dumps", "load_all", "loads", "record",
            "require_progress", "responders_adding", "responders_unacked",

@@ -10,7 +10,8 @@ import msgspec
 
 from dutyline.api.types import Id, NonNegInt64
 from dutyline.incident.query.schemas import IncidentId, IncidentIds
-from dutyline.incident.vocabulary import Severity
+from dutyline.kit.channels import PersonalChannel
+from dutyline.kit.vocabulary import Severity
 
 _Text1024 = Annotated[str, msgspec.Meta(max_length=1024)]
 _LongText = Annotated[str, msgspec.Meta(min_length=3, max_length=6144)]
@@ -104,11 +105,6 @@ class ResetIncidentFieldRequest(msgspec.Struct, kw_only=True):
     field_value: Any = None
 
 
-# Channels a responder may be reached through (the channels a template has a body for).
-PersonalChannel = Literal[
-    "email", "sms", "voice", "dingtalk", "wecom", "feishu", "slack", "telegram", "zoom",
-    "feishu_app", "dingtalk_app", "wecom_app", "slack_app", "teams_app",
-]
 
 
 class ResponderNotify(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -34,7 +34,7 @@ from dutyline.incident.query.schemas import (
     PersonShort,
     Responder,
 )
-from dutyline.incident.vocabulary import PROGRESSES, SEVERITIES
+from dutyline.kit.vocabulary import PROGRESSES, SEVERITIES
 from dutyline.platform.member import service as members
 
 MAX_WINDOW_S = 31 * 86_400  # reference ListIncidentsRequest: "within 31 days"
