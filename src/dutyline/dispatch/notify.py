@@ -15,8 +15,7 @@ from dutyline.api.runtime import Runtime
 from dutyline.dispatch import compose, links, peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import APP_TYPES
-from dutyline.incident.lifecycle import service as lifecycle
-from dutyline.incident.service import IncidentInfo, feed
+from dutyline.incident.service import IncidentInfo, feed, lifecycle
 from dutyline.kit.ids import hex_id
 from dutyline.kit.outbound import redact_url
 from dutyline.notify.delivery import service as delivery
