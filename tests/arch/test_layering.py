@@ -63,11 +63,7 @@ REQUEST_ARGUMENTS = {
     "dutyline.enrichment.api.service.update_api",
     "dutyline.enrichment.service.create_schema",
     "dutyline.enrichment.service.update_schema",
-    "dutyline.enrichment.service.list_data",
     "dutyline.monit.datasources.upsert_datasource",
-    "dutyline.monit.rulesets.create_ruleset",
-    "dutyline.monit.rulesets.update_ruleset",
-    "dutyline.monit.service.update_fields",
 }
 
 

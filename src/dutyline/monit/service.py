@@ -26,7 +26,6 @@ from dutyline.monit.schemas import (
     EvalStatus,
     NameMessage,
     RuleBody,
-    RuleFieldsUpdateRequest,
     RuleSpec,
     decode_body,
 )
@@ -293,21 +292,22 @@ async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: Rul
     await _sync_schedule(conn, actor, row.id, cron, interval_ms, spec.enabled)
 
 
-async def update_fields(conn: AsyncConnection, actor: Actor, *,
-                        req: RuleFieldsUpdateRequest) -> list[NameMessage]:
-    unknown = sorted(set(req.fields) - UPDATABLE_FIELDS)
+async def update_fields(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int],
+                        changes: dict[str, Any]) -> list[NameMessage]:
+    """Set the named fields (`changes`: field -> new value, None when not given) on each
+    rule; a rule that fails its checks is reported by name and left as it was."""
+    unknown = sorted(set(changes) - UPDATABLE_FIELDS)
     if unknown:
         raise errors.invalid("fields", f"cannot update {unknown}")
-    for name in req.fields:
-        if getattr(req, name) is None:
+    for name, value in changes.items():
+        if value is None:
             raise errors.invalid(name, "is required when named in fields")
     results = []
-    for rule_id in dict.fromkeys(req.ids):
+    for rule_id in dict.fromkeys(rule_ids):
         row = await repo.get_rule(conn, actor.account_id, rule_id, lock=True)
         if row is None:
             raise errors.not_found("alert rule", rule_id)
-        spec = msgspec.structs.replace(_spec_of(row),
-                                       **{f: getattr(req, f) for f in req.fields})
+        spec = msgspec.structs.replace(_spec_of(row), **changes)
         try:
             async with conn.begin_nested():
                 cron, interval_ms = await _validate(conn, actor, spec)
