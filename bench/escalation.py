@@ -37,7 +37,7 @@ from sqlalchemy import func, select
 from bench.harness import free_port, scratch_database, stop_process, venv_bin
 from dutyline.app import create_app
 from dutyline.config import Settings
-from dutyline.db.tables.dispatch import notify_delivery
+from dutyline.db.tables.notify import notify_delivery
 from dutyline.work.worker import Worker
 
 

@@ -122,8 +122,8 @@ async def run(url: str, args: argparse.Namespace, receiver: str, log_path: str) 
     from sqlalchemy import select
 
     from dutyline.config import Settings
-    from dutyline.db.tables.dispatch import notify_delivery
     from dutyline.db.tables.incident import alert
+    from dutyline.db.tables.notify import notify_delivery
 
     key = _init(url)
     settings = Settings(database_url=url, secret_key="bench-secret",

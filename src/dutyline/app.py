@@ -200,7 +200,7 @@ def create_app(
 ) -> Starlette:
     settings = settings or Settings.load()
     runtime = build_runtime(settings, clock)
-    operations = list(runtime.operations)
+    operations = [op for router in all_routers() for op in router.operations]
     routes: list[BaseRoute] = [
         Route(op.path, make_endpoint(op, runtime), methods=list(op.methods)) for op in operations
     ]

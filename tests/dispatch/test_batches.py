@@ -13,8 +13,9 @@ from sqlalchemy import event as sa_event
 from sqlalchemy import select
 
 from dutyline import domains
-from dutyline.db.tables.dispatch import dispatch_state, notify_attempt
+from dutyline.db.tables.dispatch import dispatch_state
 from dutyline.db.tables.incident import alert
+from dutyline.db.tables.notify import notify_attempt
 from dutyline.db.tables.work import job
 from dutyline.dispatch import engine, system
 from dutyline.incident import events

@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from sqlalchemy import select, update
 
-from dutyline.db.tables.dispatch import dispatch_state, notify_delivery
+from dutyline.db.tables.dispatch import dispatch_state
+from dutyline.db.tables.notify import notify_delivery
 from dutyline.db.tables.platform import account, member
 from dutyline.dispatch import engine
 from tests.dispatch.receiver import Receiver

@@ -25,8 +25,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from dutyline.db.tables.dispatch import dispatch_state, notify_delivery
+from dutyline.db.tables.dispatch import dispatch_state
 from dutyline.db.tables.incident import incident_feed
+from dutyline.db.tables.notify import notify_delivery
 from dutyline.db.tables.work import job
 from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import create_rule, layer, make_channel, make_integration, rule_body

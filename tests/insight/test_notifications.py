@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import insert
 
-from dutyline.db.tables.dispatch import notify_delivery
+from dutyline.db.tables.notify import notify_delivery
 from dutyline.kit.ids import hex_id
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api

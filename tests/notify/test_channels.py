@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from dutyline.config import Settings
-from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
+from dutyline.db.tables.notify import notify_attempt, notify_delivery
 from tests.dispatch.receiver import Receiver
 from tests.dispatch.support import (
     create_rule,

@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import select, update
 
 from dutyline.config import Settings
-from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
+from dutyline.db.tables.notify import notify_attempt, notify_delivery
 from dutyline.db.tables.platform import member
 from dutyline.notify.delivery import service as delivery
 from tests.api.test_reference_schemas import check

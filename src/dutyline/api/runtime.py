@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
     from dutyline.api.auth import Authenticator, Caller
-    from dutyline.api.operation import Operation
     from dutyline.api.ratelimit import RateLimiter
 
 
@@ -47,6 +46,18 @@ def _reachable(_channel: str) -> str | None:
     return None
 
 
+class ServedOperation(Protocol):
+    """What the process knows of each operation it serves (an api/operation.Operation,
+    which itself refers to the runtime, so this module names only what it reads)."""
+
+    @property
+    def operation_name(self) -> str: ...
+    @property
+    def audited(self) -> bool: ...
+    @property
+    def summary(self) -> str: ...
+
+
 @dataclass
 class Runtime:
     settings: Settings
@@ -60,7 +71,7 @@ class Runtime:
     # Seals third-party secrets (MCP headers, A2A auth) at rest with the server key.
     secrets: SecretBox
     # Every operation the process serves, from the composition root (domains.py).
-    operations: tuple[Operation, ...] = ()
+    operations: tuple[ServedOperation, ...] = ()
     # The process's BYOC runner sockets (aisre/runner/hub.py), made on first use.
     runner_hub: Any = None
     # Outbound clients kept for connection reuse (deliveries), closed with the runtime.

@@ -6,16 +6,25 @@ save bumps (ingestion caches a row's compiled form per version)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import Table, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api.actor import Actor
+
+class Writer(Protocol):
+    """Who saves a row (an api Actor): the database layer names only what it stamps."""
+
+    @property
+    def account_id(self) -> int: ...
+    @property
+    def person_id(self) -> int: ...
+    @property
+    def now_s(self) -> int: ...
 
 
-def saved_values(actor: Actor, values: dict[str, Any], *, new: bool) -> dict[str, Any]:
+def saved_values(actor: Writer, values: dict[str, Any], *, new: bool) -> dict[str, Any]:
     """`values` as saved: enabled, stamped with who changed them and when, and, the first
     time, who created the row and when."""
     now = actor.now_s

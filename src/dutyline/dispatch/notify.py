@@ -14,8 +14,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
 from dutyline.dispatch import compose, links, peers
 from dutyline.dispatch import repository as repo
-from dutyline.incident.lifecycle import service as lifecycle
-from dutyline.incident.service import IncidentInfo, feed
+from dutyline.incident.service import IncidentInfo, feed, lifecycle
 from dutyline.kit.channels import APP_TYPES, GROUP_ALIASES
 from dutyline.kit.ids import hex_id
 from dutyline.kit.outbound import redact_url

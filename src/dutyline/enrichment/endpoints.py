@@ -89,7 +89,9 @@ async def schema_delete(ctx: Context, req: SchemaIDRequest) -> None:
 @router.post("/enrichment/mapping/data/list", permissions=READ)
 async def data_list(ctx: Context, req: DataListRequest) -> DataListResponse:
     """A page of a schema's rows; `query` (every source label) finds one row."""
-    return await service.list_data(ctx.conn, ctx.actor, req=req)
+    return await service.list_data(
+        ctx.conn, ctx.actor, schema_id=req.schema_id, query=req.query, orderby=req.orderby,
+        asc=req.asc, p=req.p, limit=req.limit, search_after_ctx=req.search_after_ctx)
 
 
 @router.post("/enrichment/mapping/data/upsert", permissions=WRITE, write=True)

@@ -28,7 +28,6 @@ from dutyline.enrichment.api.lookup import Answers as Answers  # for ingestion
 from dutyline.enrichment.api.lookup import LookupsNeeded as LookupsNeeded
 from dutyline.enrichment.api.lookup import fetch as _fetch
 from dutyline.enrichment.schemas import (
-    DataListRequest,
     DataListResponse,
     MappingDataItem,
     MappingSchemaItem,
@@ -263,33 +262,36 @@ async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, da
     return loaded
 
 
-async def list_data(conn: AsyncConnection, actor: Actor, *,
-                    req: DataListRequest) -> DataListResponse:
-    row = await _schema(conn, actor, req.schema_id)
+async def list_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
+                    query: dict[str, str], orderby: str, asc: bool, p: int, limit: int,
+                    search_after_ctx: str) -> DataListResponse:
+    """A page of the schema's rows (`query`: one row by its source labels), by `p` and
+    `limit` or after a cursor (`search_after_ctx`)."""
+    row = await _schema(conn, actor, schema_id)
     source, result = _labels_of(row)
     key: str | None = None
-    if req.query:
-        missing = [label for label in source if label not in req.query]
-        extra = sorted(set(req.query) - set(source))
+    if query:
+        missing = [label for label in source if label not in query]
+        extra = sorted(set(query) - set(source))
         if missing or extra:
             raise errors.invalid("query", "must give every source label ("
                                  + ",".join(source) + ") and nothing else")
-        key = row_key([req.query[label] for label in source])
-    orderby = req.orderby or "updated_at"
-    after = None if not req.search_after_ctx else cursor.read(
-        req.search_after_ctx, schema_id=row.schema_id, orderby=orderby, asc=req.asc)
+        key = row_key([query[label] for label in source])
+    orderby = orderby or "updated_at"
+    after = None if not search_after_ctx else cursor.read(
+        search_after_ctx, schema_id=row.schema_id, orderby=orderby, asc=asc)
     total = await repo.count_rows(conn, row.schema_id, key)
     # One row past the page tells whether there is a next one. With a cursor the page starts
     # after it (keyset) and `p` is not used.
-    rows = await repo.page_rows(conn, row.schema_id, key=key, orderby=orderby, asc=req.asc,
-                                offset=0 if after else (req.p - 1) * req.limit,
-                                limit=req.limit + 1, after=after)
-    more, rows = len(rows) > req.limit, rows[:req.limit]
+    rows = await repo.page_rows(conn, row.schema_id, key=key, orderby=orderby, asc=asc,
+                                offset=0 if after else (p - 1) * limit,
+                                limit=limit + 1, after=after)
+    more, rows = len(rows) > limit, rows[:limit]
     labels = source + result
     items = [MappingDataItem(key=r.row_key, fields=dict(zip(labels, _labels.decode(r.vals),
                                                                 strict=False)),
                              created_at=r.created_at, updated_at=r.updated_at) for r in rows]
-    next_cursor = cursor.write(row.schema_id, orderby, req.asc, getattr(rows[-1], orderby),
+    next_cursor = cursor.write(row.schema_id, orderby, asc, getattr(rows[-1], orderby),
                                rows[-1].row_key) if more else ""
     return DataListResponse(items=items, total=total, has_next_page=more,
                             search_after_ctx=next_cursor)

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
-from dutyline.incident.analytics import service as analytics
+from dutyline.incident.service import analytics
 from dutyline.insight import export
 from dutyline.insight.schemas import (
     DimensionInsightItem,

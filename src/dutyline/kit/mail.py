@@ -20,14 +20,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
+from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiosmtplib
 import structlog
 
-from dutyline.config import Settings
-
 log = structlog.get_logger("dutyline.mail")
+
+
+class MailSettings(Protocol):
+    """What sending reads of the server's settings (config.Settings; the kit imports no
+    configuration of its own)."""
+
+    @property
+    def smtp_url(self) -> str | None: ...
+    @property
+    def base_url(self) -> str: ...
 
 DEFAULT_TIMEOUT_S = 15.0
 _STARTTLS_MODES = ("auto", "require", "off")
@@ -130,7 +139,7 @@ def build_message(
 
 
 async def send_mail(
-    settings: Settings,
+    settings: MailSettings,
     *,
     to: str,
     subject: str,

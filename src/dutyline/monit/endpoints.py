@@ -116,7 +116,8 @@ async def rule_update(ctx: Context, req: RuleSpec) -> AlertRule:
 async def rule_update_fields(ctx: Context, req: RuleFieldsUpdateRequest) -> list[NameMessage]:
     """Set the named fields on several rules; a result per rule."""
     ctx.audit_targets.extend(req.ids)
-    return await service.update_fields(ctx.conn, ctx.actor, req=req)
+    changes = {name: getattr(req, name, None) for name in req.fields}
+    return await service.update_fields(ctx.conn, ctx.actor, rule_ids=req.ids, changes=changes)
 
 
 @router.post("/monit/rule/info", permissions=MANAGE)
@@ -216,7 +217,9 @@ async def rule_counter_node(ctx: Context, req: RuleEmptyRequest) -> dict[str, in
 @router.post("/monit/store/ruleset/create", permissions=MANAGE, write=True)
 async def ruleset_create(ctx: Context, req: StoreRulesetUpsertRequest) -> StoreRulesetItem:
     """Keep a set of rule definitions in the rule repository (private, account or public)."""
-    item = await rulesets.create_ruleset(ctx.conn, ctx.actor, req=req)
+    item = await rulesets.create_ruleset(ctx.conn, ctx.actor, type_ident=req.type_ident,
+                                         note=req.note, payload=req.payload,
+                                         open_flag=req.open_flag)
     ctx.audit_targets.append(item.id)
     return item
 
@@ -237,7 +240,8 @@ async def ruleset_list(ctx: Context, req: StoreRulesetListRequest) -> list[Store
 async def ruleset_update(ctx: Context, req: StoreRulesetUpdateRequest) -> StoreRulesetItem:
     """Change a ruleset's note, sharing and payload (its creator's account only)."""
     ctx.audit_targets.append(req.id)
-    return await rulesets.update_ruleset(ctx.conn, ctx.actor, req=req)
+    return await rulesets.update_ruleset(ctx.conn, ctx.actor, ruleset_id=req.id, note=req.note,
+                                         payload=req.payload, open_flag=req.open_flag)
 
 
 @router.post("/monit/store/ruleset/delete", permissions=MANAGE, write=True)

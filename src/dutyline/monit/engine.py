@@ -32,13 +32,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.channel.integration import service as integrations
-from dutyline.incident.ingest import service as ingestion
+from dutyline.incident.service import ingest as ingestion
 from dutyline.kit import localtime, timefilters
 from dutyline.kit.clock import FixedClock
-from dutyline.monit import conditions, prom, related, tls
+from dutyline.monit import conditions, datasources, prom, related, tls
 from dutyline.monit import repository as repo
-from dutyline.monit import service as rules
-from dutyline.monit.schemas import DSPrometheusConfig, RuleBody
+from dutyline.monit.schemas import DSPrometheusConfig, RuleBody, decode_body
 from dutyline.platform.account import service as accounts
 
 if TYPE_CHECKING:
@@ -106,7 +105,8 @@ def enabled_window(body: RuleBody, time_zone: str) -> timefilters.TimeFilter:
 
 
 def target_of(runtime: Runtime, row: Any) -> prom.Target:
-    cfg = rules.open_payload(runtime.secrets, row.payload_sealed).prometheus or DSPrometheusConfig()
+    payload = datasources.open_payload(runtime.secrets, row.payload_sealed)
+    cfg = payload.prometheus or DSPrometheusConfig()
     headers = {}
     for line in cfg.headers:
         name, _, value = line.partition(":")
@@ -224,11 +224,11 @@ class _Known:
 
 async def judge(runtime: Runtime, rule_row: Any, sources: list[Any], known_rows: list[Any],
                 *, at_s: float, now_s: int) -> Outcome:
-    body = rules.decode_body(rule_row.body)
+    body = decode_body(rule_row.body)
     known = {r.series_key: _Known(r.series_key, r.check_kind, r.ds_id, r.labels, r.state,
                                   r.last_seen_at) for r in known_rows}
     outcome = Outcome()
-    chosen = rules.matching_datasources(sources, body, rule_row.ds_type)
+    chosen = datasources.matching_datasources(sources, body, rule_row.ds_type)
     if not chosen:
         outcome.errors.append("no enabled data source matches ds_ids / ds_list")
     for source in chosen:
@@ -342,7 +342,7 @@ async def write_verdicts(conn: AsyncConnection, rule_row: Any, outcome: Outcome,
                          now_s: int) -> list[str]:
     """Apply the verdicts to the rule's series (read again in this transaction) and send the
     events; returns problems met while sending."""
-    body = rules.decode_body(rule_row.body)
+    body = decode_body(rule_row.body)
     existing = {r.series_key: r for r in await repo.series_of(conn, rule_row.id)}
     problems: list[str] = []
     writes: list[dict[str, Any]] = []
@@ -376,7 +376,7 @@ async def write_verdicts(conn: AsyncConnection, rule_row: Any, outcome: Outcome,
 async def resolve_all(conn: AsyncConnection, rule_row: Any, *, now_s: int) -> None:
     """The rule goes away (deleted, disabled, channels changed): its firing series recover
     in its channels now, and its series state is dropped."""
-    body = rules.decode_body(rule_row.body)
+    body = decode_body(rule_row.body)
     problems: list[str] = []
     for row in await repo.firing_series(conn, rule_row.id):
         fields = {c: getattr(row, c) for c in row._fields}
@@ -426,7 +426,7 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
         async with gate:
             started = time.perf_counter()
             started_ms = int(runtime.clock.now() * 1000)
-            body = rules.decode_body(rule_row.body)
+            body = decode_body(rule_row.body)
             if not in_enabled_times(body, due_ms / 1000, zones[rule_row.account_id]):
                 return _Judged(rule_row.id, Outcome(), True, started_ms, 0)
             outcome = await judge(runtime, rule_row, sources[rule_row.account_id],

@@ -19,8 +19,6 @@ from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
     DS_TYPES,
     StoreRulesetItem,
-    StoreRulesetUpdateRequest,
-    StoreRulesetUpsertRequest,
 )
 
 
@@ -45,14 +43,14 @@ def _item(row: Any, *, with_payload: bool) -> StoreRulesetItem:
     )
 
 
-async def create_ruleset(conn: AsyncConnection, actor: Actor, *,
-                         req: StoreRulesetUpsertRequest) -> StoreRulesetItem:
-    _check_type(req.type_ident)
-    _check_payload(req.payload)
+async def create_ruleset(conn: AsyncConnection, actor: Actor, *, type_ident: str, note: str,
+                         payload: str, open_flag: int) -> StoreRulesetItem:
+    _check_type(type_ident)
+    _check_payload(payload)
     ruleset_id = numeric_id()
     await repo.insert_ruleset(conn, {
-        "id": ruleset_id, "type_ident": req.type_ident, "note": req.note.strip(),
-        "open_flag": req.open_flag, "payload": req.payload,
+        "id": ruleset_id, "type_ident": type_ident, "note": note.strip(),
+        "open_flag": open_flag, "payload": payload,
         "creator_account_id": actor.account_id, "creator_id": actor.person_id,
         "creator_name": actor.person_name, "created_at": actor.now_s,
         "updated_at": actor.now_s,
@@ -83,13 +81,14 @@ async def _require_changeable(conn: AsyncConnection, actor: Actor, ruleset_id: i
     return row
 
 
-async def update_ruleset(conn: AsyncConnection, actor: Actor, *,
-                         req: StoreRulesetUpdateRequest) -> StoreRulesetItem:
-    row = await _require_changeable(conn, actor, req.id)
-    _check_payload(req.payload)
+async def update_ruleset(conn: AsyncConnection, actor: Actor, *, ruleset_id: int, note: str,
+                         payload: str, open_flag: int | None) -> StoreRulesetItem:
+    """`open_flag` None: unchanged."""
+    row = await _require_changeable(conn, actor, ruleset_id)
+    _check_payload(payload)
     await repo.update_ruleset(conn, row.id, {
-        "note": req.note.strip(), "payload": req.payload, "updated_at": actor.now_s,
-        "open_flag": row.open_flag if req.open_flag is None else req.open_flag,
+        "note": note.strip(), "payload": payload, "updated_at": actor.now_s,
+        "open_flag": row.open_flag if open_flag is None else open_flag,
     })
     return await get_ruleset(conn, actor, ruleset_id=row.id)
 

@@ -234,6 +234,13 @@ class RuleBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     repeat_total: int = 0
 
 
+_body_decoder = msgspec.json.Decoder(RuleBody)
+
+
+def decode_body(raw: str) -> RuleBody:
+    return _body_decoder.decode(raw)
+
+
 class EvalStatus(msgspec.Struct, kw_only=True):
     """Our addition to the rule record: how its last evaluation went."""
 

@@ -13,7 +13,7 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
-from dutyline.monit import conditions, datasources, history
+from dutyline.monit import conditions, datasources, engine, history
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
     DS_TYPES,
@@ -26,8 +26,8 @@ from dutyline.monit.schemas import (
     EvalStatus,
     NameMessage,
     RuleBody,
-    RuleFieldsUpdateRequest,
     RuleSpec,
+    decode_body,
 )
 from dutyline.work import scheduler
 
@@ -36,7 +36,6 @@ _EVERY = re.compile(r"^@every\s+([0-9]+)(s|m|h)$")
 _TIME = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
 MIN_INTERVAL_S = 5
 
-_body_decoder = msgspec.json.Decoder(RuleBody)
 
 
 # Data sources live in datasources.py; what the rest of monit uses of them is named here.
@@ -50,10 +49,6 @@ delete_datasource = datasources.delete_datasource
 
 
 # --- rules -----------------------------------------------------------------------------
-
-
-def decode_body(raw: str) -> RuleBody:
-    return _body_decoder.decode(raw)
 
 
 def schedule_of(cron_pattern: str) -> tuple[str, int]:
@@ -281,8 +276,6 @@ async def update_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) ->
 
 async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: RuleSpec,
                         cron: str, interval_ms: int) -> None:
-    from dutyline.monit import engine  # evaluation imports this module
-
     if not spec.enabled and row.enabled:
         # Turned off: what it had firing recovers now rather than staying open forever.
         await engine.resolve_all(conn, row, now_s=actor.now_s)
@@ -299,21 +292,22 @@ async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: Rul
     await _sync_schedule(conn, actor, row.id, cron, interval_ms, spec.enabled)
 
 
-async def update_fields(conn: AsyncConnection, actor: Actor, *,
-                        req: RuleFieldsUpdateRequest) -> list[NameMessage]:
-    unknown = sorted(set(req.fields) - UPDATABLE_FIELDS)
+async def update_fields(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int],
+                        changes: dict[str, Any]) -> list[NameMessage]:
+    """Set the named fields (`changes`: field -> new value, None when not given) on each
+    rule; a rule that fails its checks is reported by name and left as it was."""
+    unknown = sorted(set(changes) - UPDATABLE_FIELDS)
     if unknown:
         raise errors.invalid("fields", f"cannot update {unknown}")
-    for name in req.fields:
-        if getattr(req, name) is None:
+    for name, value in changes.items():
+        if value is None:
             raise errors.invalid(name, "is required when named in fields")
     results = []
-    for rule_id in dict.fromkeys(req.ids):
+    for rule_id in dict.fromkeys(rule_ids):
         row = await repo.get_rule(conn, actor.account_id, rule_id, lock=True)
         if row is None:
             raise errors.not_found("alert rule", rule_id)
-        spec = msgspec.structs.replace(_spec_of(row),
-                                       **{f: getattr(req, f) for f in req.fields})
+        spec = msgspec.structs.replace(_spec_of(row), **changes)
         try:
             async with conn.begin_nested():
                 cron, interval_ms = await _validate(conn, actor, spec)
@@ -351,8 +345,6 @@ async def list_rules(conn: AsyncConnection, actor: Actor, *,
 async def delete_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int]) -> None:
     """Delete rules: unknown ids are a 400 (nothing deleted); their firing alerts recover,
     their schedules go with them, so they stop evaluating at once."""
-    from dutyline.monit import engine
-
     rows = []
     for rule_id in dict.fromkeys(rule_ids):
         rows.append(await _require_rule(conn, actor, rule_id))

@@ -1,6 +1,6 @@
-"""/channel/inhibit/rule/*, /channel/silence/rule/*, /channel/unsubscribe/rule/* (drop rules)
-and /incident/silence/quick. Reads need channel view, writes channel management; every write
-is audited with the rule's id."""
+"""/channel/inhibit/rule/*, /channel/silence/rule/*, /channel/unsubscribe/rule/* (drop
+rules); /incident/silence/quick is the incident domain's (incident/quick_silence.py). Reads
+need channel view, writes channel management; every write is audited with the rule's id."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from dutyline.channel.noise.schemas import (
     ListDropRulesResponse,
     ListInhibitRulesResponse,
     ListSilenceRulesResponse,
-    QuickSilenceRequest,
     RuleCreateResponse,
     SilenceRuleItem,
     UnsubscribeRuleItem,
@@ -27,7 +26,6 @@ from dutyline.channel.noise.schemas import (
     UpdateInhibitRuleRequest,
     UpdateSilenceRuleRequest,
 )
-from dutyline.incident.service import query as incidents
 
 router = Router("Channel noise rules")
 
@@ -134,9 +132,7 @@ async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCre
     config = _silence_config(req)
     if config.get("from_incident_id"):
         # The incident it was made from is one the caller sees (another account's: not found).
-        await incidents.incident_info(ctx.conn, ctx.actor,
-                                      incident_id=config["from_incident_id"],
-                                      base_url=ctx.runtime.settings.base_url, sources=False)
+        await service.check_source_incident(ctx.conn, ctx.actor, config["from_incident_id"])
     return _created(ctx, await service.create_rule(
         ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
         rule_name=req.rule_name, description=req.description, priority=req.priority,
@@ -158,17 +154,6 @@ async def silence_update(ctx: Context, req: UpdateSilenceRuleRequest) -> None:
 
 
 _common_routes("/channel/silence/rule", SILENCE, SilenceRuleItem)
-
-
-@router.post("/incident/silence/quick", permissions=(CHANNEL_MANAGE,), write=True)
-async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> RuleCreateResponse:
-    """Silence alerts like this incident's (same labels, else same title) for `minutes`."""
-    found = await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
-                                          base_url=ctx.runtime.settings.base_url)
-    return _created(ctx, await service.quick_silence(
-        ctx.conn, ctx.actor, channel_id=found.channel_id, incident_id=found.incident_id,
-        title=found.title, labels=found.labels, minutes=req.minutes,
-        rule_name=req.rule_name))
 
 
 # -- drop (unsubscribe) ---------------------------------------------------------------------

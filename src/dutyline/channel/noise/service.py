@@ -8,7 +8,7 @@ Also the hot helpers ingestion calls (`rules_for_sync`, `count_drop_sync`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -32,6 +32,8 @@ from dutyline.channel.noise.compiled import (
 from dutyline.channel.noise.schemas import (
     InhibitRuleItem,
     OnceWindow,
+    QuickSilenceRequest,
+    RuleCreateResponse,
     RuleItem,
     SilenceRuleItem,
     UnsubscribeRuleItem,
@@ -47,8 +49,8 @@ from dutyline.kit.filters import (
 from dutyline.kit.ids import hex_id
 from dutyline.kit.timefilters import compile_time_filters
 
-__all__ = ["SOURCE_FRESH_S", "ChannelRules", "InhibitRule", "SilenceRule", "count_drop_sync",
-           "rules_for_sync"]
+__all__ = ["SOURCE_FRESH_S", "ChannelRules", "InhibitRule", "QuickSilenceRequest",
+           "RuleCreateResponse", "SilenceRule", "count_drop_sync", "rules_for_sync"]
 
 INHIBIT, SILENCE, DROP = "inhibit", "silence", "drop"
 # The reference's "made from no incident" (its records show 24 zeros).
@@ -307,6 +309,41 @@ def _name(rule_name: str) -> str:
     return name
 
 
+# What else an inhibit rule write rebuilds, in the writer's transaction: ingestion's index of
+# the rule's sources (incident/ingest/noise.py registers it on import; every process imports
+# it at start, domains.py). The channel domain knows no subscriber by name.
+InhibitIndexer = Callable[[Connection, int, str, InhibitRule | None, int], None]
+_inhibit_indexers: list[InhibitIndexer] = []
+
+
+def on_inhibit_rule_written(fn: InhibitIndexer) -> InhibitIndexer:
+    """Register `fn(conn, channel_id, rule_id, rule or None, now_s)`, run (sync) after every
+    inhibit rule write; `rule` is None when the rule is gone or disabled."""
+    _inhibit_indexers.append(fn)
+    return fn
+
+
+# How a silence rule's `from_incident_id` is resolved within the caller's account: the
+# incident domain registers the check on import (incident/quick_silence.py); with none
+# registered, no incident id is taken.
+IncidentCheck = Callable[[AsyncConnection, Actor, str], Awaitable[None]]
+_incident_checks: list[IncidentCheck] = []
+
+
+def on_source_incident_check(fn: IncidentCheck) -> IncidentCheck:
+    """Register `await fn(conn, actor, incident_id)`, which raises when the caller cannot
+    see that incident."""
+    _incident_checks.append(fn)
+    return fn
+
+
+async def check_source_incident(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+    if not _incident_checks:
+        raise errors.not_found("incident", incident_id)
+    for check in _incident_checks:
+        await check(conn, actor, incident_id)
+
+
 async def _changed(conn: AsyncConnection, actor: Actor, channel_id: int, kind: str,
                    rule_id: str, inhibit_config: dict[str, Any] | None) -> None:
     """After a write: every process recompiles; an inhibit rule's source index is rebuilt
@@ -314,9 +351,8 @@ async def _changed(conn: AsyncConnection, actor: Actor, channel_id: int, kind: s
     await repo.bump_version(conn, actor.account_id, channel_id, actor.now_s)
     if kind != INHIBIT:
         return
-    # Imported here: the incident domain's ingestion imports this module for the rules.
-    from dutyline.incident.ingest import service as ingest
-
+    if not _inhibit_indexers:  # an inhibit rule with a stale source index would misjudge
+        raise RuntimeError("no inhibit source index is registered (domains.load_tasks)")
     rule = None
     if inhibit_config is not None:
         rule = InhibitRule(
@@ -325,8 +361,8 @@ async def _changed(conn: AsyncConnection, actor: Actor, channel_id: int, kind: s
             tuple(equals_reader(p) for p in inhibit_config["equals"]),
             bool(inhibit_config["is_directly_discard"]),
         )
-    await conn.run_sync(ingest.reindex_inhibit_sources, actor, channel_id=channel_id,
-                        rule_id=rule_id, rule=rule)
+    for indexer in _inhibit_indexers:
+        await conn.run_sync(indexer, channel_id, rule_id, rule, actor.now_s)
 
 
 async def quick_silence(conn: AsyncConnection, actor: Actor, *, channel_id: int,

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db import per_integration
-from dutyline.db.tables.enrichment import alert_pipeline
+from dutyline.db.tables.channel import alert_pipeline
 
 
 async def get(conn: AsyncConnection, account_id: int, integration_id: int) -> Row[Any] | None:

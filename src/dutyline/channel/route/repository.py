@@ -10,8 +10,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db import per_integration
-from dutyline.db.tables.channel import channel
-from dutyline.db.tables.enrichment import integration_route
+from dutyline.db.tables.channel import channel, integration_route
 
 
 async def get(conn: AsyncConnection, account_id: int, integration_id: int) -> Row[Any] | None:

@@ -1,4 +1,5 @@
-"""Channels (collaboration spaces) and their integrations (where alerts come in)."""
+"""Channels (collaboration spaces), their integrations (where alerts come in), and the
+integrations' alert pipelines and routes."""
 
 from __future__ import annotations
 
@@ -79,4 +80,38 @@ integration = Table(
         sqlite_where=Column("status") != "deleted",
         postgresql_where=Column("status") != "deleted",
     ),
+)
+
+
+# Alert pipelines (channel/pipeline): per-integration title/description/severity rewrites and
+# drops, run on every event before enrichment. The same shape as the enrichment settings (one rule
+# list per integration, versioned for ingestion's cache: db/per_integration.py).
+alert_pipeline = Table(
+    "alert_pipeline",
+    metadata,
+    Column("integration_id", BigInteger, primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("rules", Text, nullable=False, server_default="[]"),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("version", BigInteger, nullable=False, server_default="1"),
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+# Routes (channel/route): a shared integration's cases sending alerts to other channels.
+integration_route = Table(
+    "integration_route",
+    metadata,
+    Column("integration_id", BigInteger, primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    # JSON {cases, sections, default}, as written (checked).
+    Column("config", Text, nullable=False, server_default="{}"),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("version", BigInteger, nullable=False, server_default="1"),
+    Column("creator_id", BigInteger, nullable=False, server_default="0"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
 )

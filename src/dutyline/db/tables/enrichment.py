@@ -80,39 +80,6 @@ enrichment_schema_ref = Table(
     Index("ix_enrichment_schema_ref_schema", "schema_id"),
 )
 
-# Alert pipelines (channel/pipeline): per-integration title/description/severity rewrites and
-# drops, run on every event before enrichment. Kept beside the enrichment settings: the same
-# shape (one rule list per integration, versioned for ingestion's cache).
-alert_pipeline = Table(
-    "alert_pipeline",
-    metadata,
-    Column("integration_id", BigInteger, primary_key=True),
-    Column("account_id", BigInteger, nullable=False),
-    Column("rules", Text, nullable=False, server_default="[]"),
-    Column("status", String(16), nullable=False, server_default="enabled"),
-    Column("version", BigInteger, nullable=False, server_default="1"),
-    Column("creator_id", BigInteger, nullable=False, server_default="0"),
-    Column("updated_by", BigInteger, nullable=False, server_default="0"),
-    Column("created_at", BigInteger, nullable=False),
-    Column("updated_at", BigInteger, nullable=False),
-)
-
-# Routes (channel/route): a shared integration's cases sending alerts to other channels.
-integration_route = Table(
-    "integration_route",
-    metadata,
-    Column("integration_id", BigInteger, primary_key=True),
-    Column("account_id", BigInteger, nullable=False),
-    # JSON {cases, sections, default}, as written (checked).
-    Column("config", Text, nullable=False, server_default="{}"),
-    Column("status", String(16), nullable=False, server_default="enabled"),
-    Column("version", BigInteger, nullable=False, server_default="1"),
-    Column("creator_id", BigInteger, nullable=False, server_default="0"),
-    Column("updated_by", BigInteger, nullable=False, server_default="0"),
-    Column("created_at", BigInteger, nullable=False),
-    Column("updated_at", BigInteger, nullable=False),
-)
-
 # Mapping APIs (enrichment/api): HTTP endpoints a `mapping` rule with `mapping_type: api`
 # calls at ingest. Referenced through enrichment_schema_ref like schemas (ids never collide).
 mapping_api = Table(

@@ -37,8 +37,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.like import any_contains
 from dutyline.db.tables import incident_insight as flag_where
 from dutyline.db.tables.channel import channel
-from dutyline.db.tables.dispatch import notify_delivery
 from dutyline.db.tables.incident import alert, incident, incident_event
+from dutyline.db.tables.notify import notify_delivery
 from dutyline.incident import visibility
 from dutyline.incident.analytics.schemas import Filter, Grid
 from dutyline.incident.repository import responders_include

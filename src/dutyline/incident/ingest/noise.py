@@ -171,10 +171,12 @@ def row_subject(row: Any) -> dict[str, Any]:
                    labels=_decode_labels.decode(row.labels), integration_id=row.integration_id)
 
 
-def reindex_rule(conn: Connection, *, channel_id: int, rule_id: str, rule: InhibitRule | None,
+@noise.on_inhibit_rule_written
+def reindex_rule(conn: Connection, channel_id: int, rule_id: str, rule: InhibitRule | None,
                  now_s: int) -> None:
-    """A rule was written: its index rows are rebuilt from the channel's alerts seen in the
-    last 10 minutes (the only ones that can be sources), or removed when it is gone."""
+    """A rule was written (the channel domain calls this in the writer's transaction):
+    its index rows are rebuilt from the channel's alerts seen in the last 10 minutes (the
+    only ones that can be sources), or removed when it is gone."""
     repo.drop_rule_sources(conn, rule_id)
     if rule is None:
         return

@@ -17,7 +17,6 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api import errors
-from dutyline.api.actor import Actor
 from dutyline.channel.noise import service as noise_rules
 from dutyline.channel.pipeline import service as pipeline
 from dutyline.channel.route import service as routes
@@ -293,14 +292,6 @@ def _group_stored(conn: Connection, settings: IngestSettings, account_id: int,
         labels=subject["labels"], fields=fields, now_s=now_s,
     )
     alerts.set_incident(conn, alert_id, incident_id)
-
-
-def reindex_inhibit_sources(conn: Connection, actor: Actor, *, channel_id: int, rule_id: str,
-                            rule: noise_rules.InhibitRule | None) -> None:
-    """For the channel domain, when an inhibit rule is written: rebuild its source index
-    (sync, run with `run_sync` in the writer's transaction, as ingestion's index is)."""
-    noise.reindex_rule(conn, channel_id=channel_id, rule_id=rule_id, rule=rule,
-                       now_s=actor.now_s)
 
 
 def _group(

@@ -8,7 +8,7 @@ from sqlalchemy import and_, case, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.dispatch import notify_attempt, notify_delivery
+from dutyline.db.tables.notify import notify_attempt, notify_delivery
 from dutyline.kit.channels import GROUP_CHANNELS
 
 

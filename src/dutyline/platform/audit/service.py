@@ -15,8 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.api.operation import Operation
-from dutyline.api.runtime import Runtime
+from dutyline.api.runtime import Runtime, ServedOperation
 from dutyline.config import Settings
 from dutyline.platform.audit import repository as repo
 from dutyline.platform.audit.schemas import (
@@ -143,7 +142,7 @@ def _target_ids(text: str) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def audited_operations(runtime: Runtime) -> tuple[Operation, ...]:
+def audited_operations(runtime: Runtime) -> tuple[ServedOperation, ...]:
     """The operations the audit log records: those of the process's own registry (the
     composition root hands it to the runtime) that are audited, by name."""
     ops = {op.operation_name: op for op in runtime.operations if op.audited}

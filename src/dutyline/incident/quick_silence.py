@@ -1,0 +1,36 @@
+"""/incident/silence/quick: a silence rule of the incident's channel made from the incident
+(its labels, else its title). The rule is the channel domain's; finding the incident is this
+domain's, so the operation lives here and calls the channel's noise service."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api.actor import Actor
+from dutyline.api.operation import Context, Router
+from dutyline.api.permissions import CHANNEL_MANAGE
+from dutyline.channel.noise import service as noise
+from dutyline.channel.noise.service import QuickSilenceRequest, RuleCreateResponse
+from dutyline.incident.query import service as incidents
+
+router = Router("Channel noise rules")
+
+
+@noise.on_source_incident_check
+async def _incident_is_visible(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+    """A silence rule made from an incident names one the caller sees (another account's,
+    or one in a channel hidden from the caller: not found)."""
+    await incidents.incident_info(conn, actor, incident_id=incident_id, base_url="",
+                                  sources=False)
+
+
+@router.post("/incident/silence/quick", permissions=(CHANNEL_MANAGE,), write=True)
+async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> RuleCreateResponse:
+    """Silence alerts like this incident's (same labels, else same title) for `minutes`."""
+    found = await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
+                                          base_url=ctx.runtime.settings.base_url)
+    rule_id, rule_name = await noise.quick_silence(
+        ctx.conn, ctx.actor, channel_id=found.channel_id, incident_id=found.incident_id,
+        title=found.title, labels=found.labels, minutes=req.minutes, rule_name=req.rule_name)
+    ctx.audit_targets.append(rule_id)
+    return RuleCreateResponse(rule_id=rule_id, rule_name=rule_name)
