@@ -94,6 +94,7 @@ def serve(host: str, port: int, workers: int) -> None:
 
     from dutyline.db.migrate import upgrade
 
+    _settings()  # the extras its settings need are installed, or stop here
     loaded = _loaded()
     settings = _follow_listen_address(loaded, host, port)
     upgrade(settings.database_url)
@@ -160,8 +161,8 @@ def worker() -> None:
     from dutyline.kit import heap
     from dutyline.work.worker import run_standalone
 
+    settings = _settings()  # the extras its settings need are installed, or stop here
     loaded = _loaded()
-    settings = loaded.settings
     if loaded.sources["base_url"] == DEFAULT:
         # A worker serves nothing: it cannot guess where the API is reached.
         _echo_links(settings.base_url, "the default; set DUTYLINE_BASE_URL or base_url in "

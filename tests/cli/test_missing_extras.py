@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -44,6 +45,16 @@ def test_a_command_names_the_extra_to_install(hidden: str, env: dict[str, str],
     assert done.returncode != 0
     assert f"pip install 'dutyline[{extra}]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["serve", "worker"])
+def test_serve_and_worker_stop_before_starting_anything(command: str, tmp_path: Path) -> None:
+    done = _run_without("redis", [command], DUTYLINE_REDIS_URL="redis://127.0.0.1:1/0",
+                        DUTYLINE_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path}/d.db")
+    assert done.returncode != 0
+    assert "pip install 'dutyline[redis]'" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "d.db").exists()  # nothing migrated, no account made
 
 
 def test_require_names_the_setting_and_the_extra() -> None:

@@ -111,6 +111,15 @@ def test_masking_walks_by_type_not_by_name() -> None:
                        "tls_key_pwd": "", "params": MASK}}}
 
 
+def test_credentials_inside_free_form_values_are_masked_by_name() -> None:
+    from dutyline.incident.lifecycle.schemas import ResetIncidentFieldRequest
+
+    body = {"incident_id": "a" * 24, "field_name": "ops",
+            "field_value": {"note": "kept", "Password": "p", "nested": [{"token": "t"}]}}
+    assert for_audit(body, ResetIncidentFieldRequest)["field_value"] == {
+        "note": "kept", "Password": MASK, "nested": [{"token": MASK}]}
+
+
 # -- the canaries -----------------------------------------------------------------------------
 
 _counter = itertools.count()

@@ -98,9 +98,27 @@ def _masked(value: Any) -> Any:
     return value if value in ("", None) else MASK
 
 
+# Inside a value the request type leaves free-form (`Any`, an open map, the inner levels of
+# a recursive Struct) no field is marked; a key named like a credential is masked there too.
+FREE_FORM_SECRET_KEYS = frozenset({
+    "api_key", "app_key", "token", "password", "secret", "headers", "auth_config",
+    "http_post_token", "integration_key", "authorization", "client_secret", "sign_secret",
+    "verify_token", "basic_auth_password", "tls_key", "tls_key_pwd",
+})
+
+
+def _free_form(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _masked(v) if str(k).lower() in FREE_FORM_SECRET_KEYS else _free_form(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_free_form(v) for v in value]
+    return value
+
+
 def _apply(value: Any, shape: Shape) -> Any:
     if shape is None:
-        return value
+        return _free_form(value)
     kind = shape[0]
     if kind == "mask":
         return _masked(value)

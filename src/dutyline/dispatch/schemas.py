@@ -31,9 +31,6 @@ class NotifyBy(msgspec.Struct, kw_only=True, omit_defaults=True):
     info: list[str] = msgspec.field(default_factory=list)
 
 
-# Keys of a webhook's settings that are secrets: sealed at rest, never read back.
-SECRET_SETTINGS = ("secret", "sign_secret", "token")
-
 
 class WebhookTarget(msgspec.Struct, kw_only=True):
     """A group chat / webhook target. `settings` by type: `url` for all but the apps'
