@@ -17,7 +17,7 @@ MAX_BODY_CHARS = 10 * 1024
 
 def redacted_body(body: bytes, request_type: Any) -> str:
     """The body as the audit log keeps it: the request type's secret fields masked and the
-    fields it does not know left out (api/secret.py; decisions.md §2: never secrets)."""
+    fields it does not know left out (api/secret.py): the audit log never holds a secret."""
     if not body.strip():
         return ""
     try:
