@@ -6,14 +6,36 @@ actor from the request (`ctx.actor`); a job or the CLI builds one with `Actor.sy
 and code acting for one person outside a request constructs one with their id (a signed
 link: dispatch/system.py; an automation's reads: aisre/automation/tools.py). The clock
 travels with the actor, so a service never reads the time any other way (rule 4 of the
-house)."""
+house).
+
+The actor also carries what its services did, for the audit log: a write service
+(api/access.py) checks the actor's permission and notes its entry here; whoever runs the
+transaction (the operation layer, the console, the link handler, a job) flushes the entries
+into the log before committing (`AuditSink.flush`). `credential` says how the actor proved who
+it is, so the log says who and how."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from dutyline.kit.clock import Clock
+
+# How an actor proved who it is: an app key (machines), a person's signed-in session (the
+# console), a signed link from a notification, or the service itself (jobs, the CLI).
+Credential = Literal["app_key", "session", "signed_link", "system"]
+CREDENTIALS: tuple[Credential, ...] = ("app_key", "session", "signed_link", "system")
+
+
+@dataclass(slots=True)
+class AuditEntry:
+    """One write a service did, waiting for the transaction's runner to log it."""
+
+    operation: str  # the API operation it implements, e.g. "/incident/ack"
+    targets: list[Any]
+    dangerous: bool = False
+
 
 TeamIdsLoader = Callable[[], Awaitable[frozenset[int]]]
 
@@ -30,6 +52,15 @@ class Actor:
     is_admin: bool = False  # owners and admins see and manage everything in the account
     permissions: frozenset[str] = frozenset()
     person_name: str = ""
+    credential: Credential = "system"
+    key_suffix: str = ""  # the app key's last characters, for the audit log
+    # Writes done through this actor, not yet in the audit log (api/access.py adds them).
+    audit_entries: list[AuditEntry] = field(default_factory=list, repr=False)
+    # Targets a write service adds while it runs; its entry takes them when it returns.
+    audit_targets: list[Any] = field(default_factory=list, repr=False)
+    # How deep in write services the actor is: a service called by another is part of the
+    # outer one's entry, not an entry of its own.
+    write_depth: int = field(default=0, repr=False)
     # The actor's teams, loaded only when a rule asks and then kept for the actor's life.
     _load_team_ids: TeamIdsLoader = field(default=_no_teams, repr=False)
     _team_ids: frozenset[int] | None = field(default=None, repr=False)
@@ -37,7 +68,17 @@ class Actor:
     @classmethod
     def system(cls, account_id: int, clock: Clock) -> Actor:
         """The service itself acting inside an account (engines, jobs, the CLI)."""
-        return cls(account_id=account_id, person_id=0, clock=clock, is_admin=True)
+        return cls(account_id=account_id, person_id=0, clock=clock, is_admin=True,
+                   credential="system")
+
+    def note_audit_targets(self, *targets: Any) -> None:
+        """Ids the running write service touched, for its audit entry."""
+        self.audit_targets.extend(targets)
+
+    def take_audit_entries(self) -> list[AuditEntry]:
+        """The entries not yet logged, handed over once to whoever writes them."""
+        entries, self.audit_entries = self.audit_entries, []
+        return entries
 
     async def team_ids(self) -> frozenset[int]:
         if self._team_ids is None:

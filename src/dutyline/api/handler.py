@@ -2,7 +2,9 @@
 
 Order matters and is fixed: body size and type (cheap, before any lookup) -> app_key (401)
 -> rate limit (429) -> permission (403) -> request schema (400) -> one transaction around the
-handler and its audit row -> envelope. Any failure becomes the error envelope; a failed
+handler and its audit row -> envelope. The permission is checked here first, before any work,
+and again by the service itself (api/access.py), which is what a console or a link relies on;
+the audit row takes the entries the services noted. Any failure becomes the error envelope; a failed
 audited write is still recorded, in a transaction of its own, since its own rolled back."""
 
 from __future__ import annotations
@@ -185,13 +187,16 @@ class OperationEndpoint(Pipeline):
             ctx = Context(transaction, caller, runtime, call.rid, call.locale, call.client_ip,
                           raw_body=raw)
             result = await op.handler(ctx, req)
-            if op.audited:
+            # What its services noted (api/access.py) joins the call's one row.
+            entries = ctx.take_audit_entries()
+            if op.audited or entries:
                 await transaction.begin_writes()  # no-op unless still reading
                 await runtime.audit.record(
                     transaction.conn, caller=caller, operation=op.operation_name,
                     request_id=call.rid, client_ip=call.client_ip, body=call.body,
                     request_type=op.request_type, targets=ctx.audit_targets, outcome="OK",
-                    is_write=op.write, is_dangerous=op.dangerous,
+                    is_write=op.write or bool(entries), is_dangerous=op.dangerous,
+                    entries=entries,
                 )
         return result
 

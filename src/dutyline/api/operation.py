@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
-from dutyline.api.actor import Actor
+from dutyline.api.actor import Actor, AuditEntry
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
@@ -70,9 +70,14 @@ class Context:
                 account_id=self.caller.account_id, person_id=self.caller.person_id,
                 clock=self.runtime.clock, is_admin=self.caller.is_admin,
                 permissions=self.caller.permissions, person_name=self.caller.person_name,
+                credential="app_key", key_suffix=self.caller.key_suffix,
                 _load_team_ids=self.caller_team_ids,
             )
         return self._actor
+
+    def take_audit_entries(self) -> list[AuditEntry]:
+        """What the call's services noted for the audit log (none if no service ran)."""
+        return [] if self._actor is None else self._actor.take_audit_entries()
 
     @property
     def now(self) -> float:

@@ -18,12 +18,15 @@ from dutyline.kit.secretbox import SecretBox
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncConnection
 
+    from dutyline.api.actor import Actor, AuditEntry
     from dutyline.api.auth import Authenticator, Caller
     from dutyline.api.ratelimit import RateLimiter
 
 
 class AuditSink(Protocol):
-    """Where the operation layer reports audited calls (the platform domain writes them)."""
+    """Where audited writes go (the platform domain writes them): the operation layer's
+    calls (`record`), and the entries an actor's services noted (`flush`, called by whoever
+    runs a transaction outside the operation layer)."""
 
     async def record(
         self,
@@ -39,7 +42,11 @@ class AuditSink(Protocol):
         outcome: str,
         is_write: bool,
         is_dangerous: bool,
+        entries: list[AuditEntry] | None = None,
     ) -> None: ...
+
+    async def flush(self, conn: AsyncConnection, actor: Actor, *, request_id: str = "",
+                    client_ip: str = "", body: str = "") -> int: ...
 
 
 def _reachable(_channel: str) -> str | None:

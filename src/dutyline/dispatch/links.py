@@ -107,10 +107,11 @@ async def server_key(settings: Settings) -> str:
 DONE, NOT_MEMBER, REFUSED = "done", "not_member", "refused"
 
 
-async def perform(runtime: Runtime, link: Link) -> str:
+async def perform(runtime: Runtime, link: Link, *, client_ip: str = "") -> str:
     """Acknowledge or resolve the link's incident as its person, in a transaction of its own:
     DONE, NOT_MEMBER (removed from the account since), or REFUSED (already in that state, or
-    closed). Used by the link's button and by a call's keypress."""
+    closed). Used by the link's button and by a call's keypress. The audit log says the
+    person did it through a signed link."""
     try:
         async with runtime.db.transaction(write=True) as conn:
             people = await members.contacts(conn, system.actor(runtime, link.account_id),
@@ -125,6 +126,7 @@ async def perform(runtime: Runtime, link: Link) -> str:
                 await lifecycle.ack(conn, actor, incident_ids=ids)
             else:
                 await lifecycle.resolve(conn, actor, incident_ids=ids)
+            await runtime.audit.flush(conn, actor, client_ip=client_ip)
     except ApiError as exc:
         log.info("dispatch.link.refused", action=link.action, incident_id=link.incident_id,
                  code=exc.code)
@@ -179,7 +181,8 @@ def routes(runtime: Runtime) -> list[Route]:
         link = verify(await server_key(runtime.settings), token, int(runtime.clock.now()))
         if link is None or link.action == "open":
             return _page("Link expired or invalid", "", 404)
-        outcome = await perform(runtime, link)
+        outcome = await perform(
+            runtime, link, client_ip=request.client.host if request.client else "")
         if outcome == NOT_MEMBER:
             return _page("Link no longer valid", "<p>You are not a member.</p>", 403)
         if outcome == REFUSED:

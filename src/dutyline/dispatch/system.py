@@ -14,4 +14,5 @@ from dutyline.api.runtime import Runtime
 def actor(runtime: Runtime, account_id: int, *, person_id: int = 0,
           person_name: str = "") -> Actor:
     return Actor(account_id=account_id, person_id=person_id, clock=runtime.clock,
-                 is_admin=True, person_name=person_name)
+                 is_admin=True, person_name=person_name,
+                 credential="signed_link" if person_id else "system")

@@ -70,7 +70,8 @@ def routes(runtime: Runtime) -> list[Route]:
             return _say("This call's link has expired. Open the incident in dutyline.", 404)
         if form.get("Digits") != ACK_DIGIT:
             return _say("Nothing was done. Goodbye.")
-        outcome = await links.perform(runtime, link)
+        outcome = await links.perform(
+            runtime, link, client_ip=request.client.host if request.client else "")
         log.info("dispatch.voice.keypress", incident_id=link.incident_id,
                  person_id=link.person_id, outcome=outcome)
         if outcome == links.DONE:

@@ -177,6 +177,8 @@ audit_log = Table(
     Column("member_id", BigInteger, nullable=False),
     Column("member_name", String(64), nullable=False, server_default=""),
     Column("key_suffix", String(8), nullable=False, server_default=""),
+    # How the member proved who they were: app_key, session, signed_link or system.
+    Column("credential", String(16), nullable=False, server_default="app_key"),
     Column("request_id", String(64), nullable=False),
     Column("ip", String(64), nullable=False, server_default=""),
     Column("operation", String(128), nullable=False),

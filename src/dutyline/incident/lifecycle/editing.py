@@ -10,7 +10,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.channel import service as channels
 from dutyline.incident import events, feed, references, state, visibility
 from dutyline.incident.creation import NewIncident, open_incident
@@ -60,6 +62,7 @@ async def _assignment(conn: AsyncConnection, actor: Actor, given: AssignedTo, fi
     return assignment
 
 
+@writes("/incident/create", INCIDENT_MANAGE, targets=lambda created: [created.incident_id])
 async def create(
     conn: AsyncConnection, actor: Actor, *, incident_severity: str, title: str,
     description: str = "", channel_id: int = 0, assigned_to: AssignedTo | None = None,
@@ -99,6 +102,7 @@ async def _apply_assignment(conn: AsyncConnection, actor: Actor, row: Any,
                  payload={"assignment": assignment})
 
 
+@writes("/incident/assign", INCIDENT_MANAGE)
 async def assign(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  assigned_to: AssignedTo) -> list[str]:
     """Assign open incidents (all or nothing); returns their ids."""
@@ -126,6 +130,7 @@ _RESETTABLE = {
 }
 
 
+@writes("/incident/reset", INCIDENT_MANAGE)
 async def reset(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, title: str | None = None,
     description: str | None = None, impact: str | None = None, root_cause: str | None = None,
@@ -164,6 +169,7 @@ async def reset(
     return [row.incident_id]
 
 
+@writes("/incident/field/reset", INCIDENT_MANAGE)
 async def reset_field(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                       field_name: str, field_value: Any) -> list[str]:
     """Set (None: clear) a custom field's value on an incident; returns its id."""
@@ -188,6 +194,7 @@ def _short(row: Any) -> dict[str, Any]:
     return {"incident_id": row.incident_id, "title": row.title, "progress": row.progress}
 
 
+@writes("/incident/merge", INCIDENT_MANAGE)
 async def merge(
     conn: AsyncConnection, actor: Actor, *, source_incident_ids: Sequence[str],
     target_incident_id: str, title: str | None = None, comment: str = "",

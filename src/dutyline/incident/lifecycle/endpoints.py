@@ -138,7 +138,6 @@ async def incident_responder_add(ctx: Context, req: AddIncidentResponderRequest)
     await responders.add_responders(
         ctx.conn, ctx.actor, incident_id=req.incident_id, person_ids=req.person_ids,
         notify=None if req.notify is None else msgspec.to_builtins(req.notify))
-    ctx.audit_targets.append(req.incident_id.lower())
 
 
 @router.post("/incident/disable-merge", permissions=_MANAGE, write=True)

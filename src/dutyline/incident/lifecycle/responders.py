@@ -18,7 +18,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident import events, feed, references
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
@@ -34,12 +36,14 @@ from dutyline.incident.lifecycle.common import (
 from dutyline.platform.member import service as member_service
 
 
+@writes("/incident/responder/add", INCIDENT_MANAGE, targets=lambda _added: ())
 async def add_responders(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, person_ids: Sequence[int],
     notify: dict[str, Any] | None = None,
 ) -> list[int]:
     """Returns the person ids that were added (those not responding already)."""
     (row,) = await load_all(conn, actor, [incident_id.lower()], field="incident_id")
+    actor.note_audit_targets(row.incident_id)
     require_progress([row], OPEN, "Closed incidents take no new responders",
                      field="incident_id")
     wanted = list(dict.fromkeys(person_ids))
@@ -66,6 +70,7 @@ async def add_responders(
     return added
 
 
+@writes("/incident/disable-merge", INCIDENT_MANAGE)
 async def disable_merge(conn: AsyncConnection, actor: Actor, *,
                         incident_ids: Sequence[str]) -> list[str]:
     """All or nothing over visible incidents; already disabled ones stay so (no new event).

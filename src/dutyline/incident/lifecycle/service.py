@@ -16,7 +16,9 @@ from typing import Any, NamedTuple
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident import events, feed, state, visibility
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
@@ -37,6 +39,7 @@ from dutyline.incident.lifecycle.common import (
 from dutyline.kit.ids import hex_id
 
 
+@writes("/incident/ack", INCIDENT_MANAGE)
 async def ack(conn: AsyncConnection, actor: Actor, *,
               incident_ids: Sequence[str]) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
@@ -52,6 +55,7 @@ async def ack(conn: AsyncConnection, actor: Actor, *,
     return [r.incident_id for r in rows]
 
 
+@writes("/incident/unack", INCIDENT_MANAGE)
 async def unack(conn: AsyncConnection, actor: Actor, *,
                 incident_ids: Sequence[str]) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
@@ -66,6 +70,7 @@ async def unack(conn: AsyncConnection, actor: Actor, *,
     return [r.incident_id for r in rows]
 
 
+@writes("/incident/resolve", INCIDENT_MANAGE)
 async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                   root_cause: str | None = None, resolution: str | None = None) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
@@ -86,6 +91,7 @@ async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence
     return [r.incident_id for r in rows]
 
 
+@writes("/incident/reopen", INCIDENT_MANAGE)
 async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  reason: str = "") -> list[str]:
     """All or nothing: every id Closed or nothing changes; back to Triggered with the close
@@ -108,6 +114,7 @@ async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[
     return [r.incident_id for r in rows]
 
 
+@writes("/incident/snooze", INCIDENT_MANAGE)
 async def snooze(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  minutes: int) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
@@ -121,6 +128,7 @@ async def snooze(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[
     return [r.incident_id for r in rows]
 
 
+@writes("/incident/wake", INCIDENT_MANAGE)
 async def wake(conn: AsyncConnection, actor: Actor, *,
                incident_ids: Sequence[str]) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
@@ -138,6 +146,7 @@ async def wake(conn: AsyncConnection, actor: Actor, *,
     return [r.incident_id for r in rows]
 
 
+@writes("/incident/comment", INCIDENT_MANAGE)
 async def comment(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                   comment: str, mute_reply: bool = False) -> list[str]:
     text = comment.strip()
@@ -153,6 +162,7 @@ async def comment(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence
     return [r.incident_id for r in rows]
 
 
+@writes("/incident/remove", INCIDENT_MANAGE, dangerous=True)
 async def remove(conn: AsyncConnection, actor: Actor, *,
                  incident_ids: Sequence[str]) -> list[str]:
     """Soft delete: the row stays (its feed and events too) but reads no longer see it. The

@@ -53,11 +53,13 @@ class AuditLog(msgspec.Struct, kw_only=True):
     params: list[AuditParam]
     is_dangerous: bool
     is_write: bool
-    # Ours, beyond the reference: the result code, the app_key's last characters, and the
-    # ids the operation touched.
+    # Ours, beyond the reference: the result code, the app_key's last characters, the ids
+    # the operation touched, and how the member proved who they were (app_key, session,
+    # signed_link, system).
     outcome: str
     key_suffix: str
     target_ids: list[str]
+    credential: str = "app_key"
 
 
 class AuditSearchResponse(msgspec.Struct, kw_only=True):

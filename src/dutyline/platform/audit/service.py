@@ -124,7 +124,7 @@ async def search(
             operation=r.operation, operation_name=labels.get(r.operation, r.operation),
             body=r.body, params=[], is_dangerous=bool(r.is_dangerous),
             is_write=bool(r.is_write), outcome=r.outcome, key_suffix=r.key_suffix,
-            target_ids=_target_ids(r.target_ids),
+            target_ids=_target_ids(r.target_ids), credential=r.credential,
         )
         for r in rows
     ]

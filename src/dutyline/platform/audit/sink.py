@@ -1,4 +1,6 @@
-"""Writes audit rows for the operation layer (api/runtime.AuditSink)."""
+"""Writes audit rows (api/runtime.AuditSink): the operation layer's one row per audited call,
+and the entries a write service noted on its actor, flushed by whoever ran the transaction
+(the console, a signed link, a job)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.actor import Actor, AuditEntry, Credential
 from dutyline.api.auth import Caller
 from dutyline.api.secret import for_audit
 from dutyline.kit.clock import Clock
@@ -49,21 +52,70 @@ class DatabaseAuditSink:
         outcome: str,
         is_write: bool,
         is_dangerous: bool,
+        entries: list[AuditEntry] | None = None,
     ) -> None:
+        """One row for a call of the operation layer (an app key's), with the targets of
+        what its services noted (`entries`) after the handler's own."""
+        if entries:
+            targets = merged_targets(targets, entries)
+            is_dangerous = is_dangerous or any(e.dangerous for e in entries)
+        await self._insert(
+            conn, account_id=caller.account_id, member_id=caller.person_id,
+            member_name=caller.person_name, key_suffix=caller.key_suffix,
+            credential="app_key", request_id=request_id, client_ip=client_ip,
+            operation=operation, targets=targets, body=redacted_body(body, request_type),
+            outcome=outcome, is_write=is_write, is_dangerous=is_dangerous)
+
+    async def flush(self, conn: AsyncConnection, actor: Actor, *, request_id: str = "",
+                    client_ip: str = "", body: str = "") -> int:
+        """Write the entries the actor's services noted: one row for the transaction (named
+        after its first write, with every write's targets), in it. Returns the rows written
+        (0 when nothing was written)."""
+        entries = actor.take_audit_entries()
+        if not entries:
+            return 0
+        await self._insert(
+            conn, account_id=actor.account_id, member_id=actor.person_id,
+            member_name=actor.person_name, key_suffix=actor.key_suffix,
+            credential=actor.credential, request_id=request_id, client_ip=client_ip,
+            operation=operation_name(entries[0].operation),
+            targets=merged_targets([], entries), body=body, outcome="OK", is_write=True,
+            is_dangerous=any(e.dangerous for e in entries))
+        return 1
+
+    async def _insert(self, conn: AsyncConnection, *, account_id: int, member_id: int,
+                      member_name: str, key_suffix: str, credential: Credential,
+                      request_id: str, client_ip: str, operation: str, targets: list[Any],
+                      body: str, outcome: str, is_write: bool, is_dangerous: bool) -> None:
         await repository.insert_entry(
             conn, {
-                "account_id": caller.account_id,
-                "member_id": caller.person_id,
-                "member_name": caller.person_name,
-                "key_suffix": caller.key_suffix,
+                "account_id": account_id,
+                "member_id": member_id,
+                "member_name": member_name,
+                "key_suffix": key_suffix,
+                "credential": credential,
                 "request_id": request_id,
                 "ip": client_ip,
                 "operation": operation,
                 "target_ids": msgspec.json.encode([str(t) for t in targets]).decode(),
-                "body": redacted_body(body, request_type),
+                "body": body,
                 "outcome": outcome,
                 "is_write": is_write,
                 "is_dangerous": is_dangerous,
                 "created_at": int(self.clock.now() * 1000),
             }
         )
+
+
+def operation_name(path: str) -> str:
+    """The audit log's name of an operation: `/team/upsert` -> `team.upsert`, as the
+    operation layer names it (api/operation.Operation.operation_name)."""
+    return path.strip("/").replace("/", ".")
+
+
+def merged_targets(first: list[Any], entries: list[AuditEntry]) -> list[Any]:
+    """`first`, then each entry's targets, each id once, in order."""
+    seen: dict[str, Any] = {}
+    for target in [*first, *(t for e in entries for t in e.targets)]:
+        seen.setdefault(str(target), target)
+    return list(seen.values())

@@ -1,0 +1,120 @@
+"""Permission and audit at the service: what every caller of a service gets alike.
+
+The operation layer, the console, a signed link and a job all call the same service
+functions, so the service itself refuses an actor without the permission and notes the audit
+entry of a write (api/actor.py keeps it until the transaction's runner flushes it):
+
+    @writes("/incident/ack", INCIDENT_MANAGE)
+    async def ack(conn, actor, *, incident_ids): ...
+
+    @reads(SCHEDULE_VIEW)
+    async def list_schedules(conn, actor, *, query): ...
+
+Several permissions admit an actor holding any one of them; none admits any actor of the
+account (what it may touch is then the service's own rule, such as "only your own contacts").
+Code that decides case by case calls `require` itself. The decorators also mark the function,
+so tests/arch can walk every operation down to the service that guards it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+from dutyline.api import errors
+from dutyline.api.actor import Actor, AuditEntry
+
+P = ParamSpec("P")
+R = TypeVar("R")
+Targets = Callable[[Any], Iterable[Any]]
+
+
+def require(actor: Actor, *permissions: str) -> None:
+    """Refuse (403 AccessDenied) an actor holding none of `permissions`."""
+    if permissions and not any(actor.has(p) for p in permissions):
+        raise errors.AccessDenied()
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceAccess:
+    """What a guarded service function declares: read by the architecture test."""
+
+    permissions: tuple[str, ...]
+    operation: str | None  # the audited operation of a write; None for a read
+    dangerous: bool = False
+
+
+ACCESS_ATTRIBUTE = "__service_access__"
+
+
+def access_of(func: Any) -> ServiceAccess | None:
+    return getattr(func, ACCESS_ATTRIBUTE, None)
+
+
+def reads(*permissions: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """A read service that needs one of `permissions`."""
+    spec = ServiceAccess(permissions, None)
+
+    def decorate(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(func)
+        async def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            require(_actor_of(args), *permissions)
+            return await func(*args, **kwargs)
+
+        setattr(guarded, ACCESS_ATTRIBUTE, spec)
+        return guarded
+
+    return decorate
+
+
+def writes(operation: str, *permissions: str, dangerous: bool = False,
+           targets: Targets | None = None,
+           ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """A write service: refuses an actor without one of `permissions`, then, when it returns,
+    notes one audit entry for `operation` on the actor. Its targets are what `targets` makes
+    of the result (by default: the result itself when it is an id or a list of ids) and what
+    the service noted with `actor.note_audit_targets`. A write service called by another
+    belongs to the outer one's entry."""
+    spec = ServiceAccess(permissions, operation, dangerous)
+    pick = targets or _ids_in
+
+    def decorate(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+        @functools.wraps(func)
+        async def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            actor = _actor_of(args)
+            require(actor, *permissions)
+            outermost = actor.write_depth == 0
+            if outermost:
+                actor.audit_targets = []
+            actor.write_depth += 1
+            try:
+                result = await func(*args, **kwargs)
+            finally:
+                actor.write_depth -= 1
+            if outermost:
+                noted, actor.audit_targets = actor.audit_targets, []
+                actor.audit_entries.append(AuditEntry(
+                    operation, [*pick(result), *noted], dangerous))
+            return result
+
+        setattr(guarded, ACCESS_ATTRIBUTE, spec)
+        return guarded
+
+    return decorate
+
+
+def _actor_of(args: tuple[Any, ...]) -> Actor:
+    """Services take `(conn, actor, *, ...)`: the actor is the second positional argument."""
+    if len(args) < 2 or not isinstance(args[1], Actor):
+        raise TypeError("a guarded service is called as (conn, actor, *, arguments)")
+    return args[1]
+
+
+def _ids_in(result: Any) -> list[Any]:
+    if isinstance(result, str | int) and not isinstance(result, bool):
+        return [result]
+    if isinstance(result, list | tuple) and all(
+            isinstance(item, str | int) and not isinstance(item, bool) for item in result):
+        return list(result)
+    return []

@@ -1,0 +1,212 @@
+"""Permission and audit live in the services (api/access.py), so that every caller of a
+service, the API, the console, a signed link or a job, is checked and audited alike.
+
+The walk: every operation is followed from its endpoint down to the guarded service
+functions it calls (through the plain helpers in between). An operation that needs a
+permission must reach a service that requires the same permissions, and a write must reach a
+write service, which notes its audit entry on the actor whoever calls it. Then every guarded
+service is called with an actor holding no permission: it refuses before doing anything."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from collections.abc import Iterator
+from functools import cache
+from types import FunctionType, ModuleType
+from typing import Any
+
+import pytest
+
+from dutyline.api import errors
+from dutyline.api.access import ServiceAccess, access_of, reads, writes
+from dutyline.api.actor import Actor
+from dutyline.api.operation import Operation
+from dutyline.domains import all_routers
+from dutyline.kit.clock import FixedClock
+
+# Writes whose endpoint changes nothing a service guards: none today. An entry here says why.
+NOT_A_SERVICE_WRITE: dict[str, str] = {}
+
+
+def operations() -> list[Operation]:
+    return [op for router in all_routers() for op in router.operations]
+
+
+def _resolve(expr: ast.expr, namespace: dict[str, Any]) -> Any:
+    if isinstance(expr, ast.Name):
+        return namespace.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        owner = _resolve(expr.value, namespace)
+        return None if owner is None else getattr(owner, expr.attr, None)
+    return None
+
+
+def _called(func: FunctionType) -> Iterator[Any]:
+    """What a function calls, as objects (names resolved in its module)."""
+    try:
+        source = textwrap.dedent(inspect.getsource(func))
+    except (OSError, TypeError):
+        return
+    namespace = {**func.__globals__}
+    if func.__closure__:
+        namespace.update(zip(func.__code__.co_freevars,
+                             (c.cell_contents for c in func.__closure__), strict=True))
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            target = _resolve(node.func, namespace)
+            if target is not None:
+                yield target
+
+
+def _is_ours(obj: Any) -> bool:
+    return isinstance(obj, FunctionType) and obj.__module__.startswith("dutyline.")
+
+
+def reached(func: Any, depth: int = 4, seen: set[int] | None = None) -> list[ServiceAccess]:
+    """The guarded services `func` calls, directly or through unguarded helpers of ours."""
+    seen = set() if seen is None else seen
+    if id(func) in seen or depth < 0:
+        return []
+    seen.add(id(func))
+    if (spec := access_of(func)) is not None:
+        return [spec]
+    found: list[ServiceAccess] = []
+    for target in _called(func):
+        if access_of(target) is not None or _is_ours(target):
+            found += reached(target, depth - 1, seen)
+    return found
+
+
+@cache
+def _specs_by_path() -> dict[str, list[ServiceAccess]]:
+    return {op.path: reached(op.handler) for op in operations()}
+
+
+@pytest.mark.parametrize("op", operations(), ids=lambda op: op.path)
+def test_the_operation_s_permission_is_required_by_its_service(op: Operation) -> None:
+    if not op.permissions:
+        return
+    specs = _specs_by_path()[op.path]
+    wanted = set(op.permissions)
+    assert any(set(s.permissions) == wanted for s in specs), (
+        f"{op.path} needs {sorted(wanted)} but reaches no service requiring them "
+        f"(reached: {[s.permissions for s in specs]})")
+
+
+@pytest.mark.parametrize("op", [op for op in operations() if op.write],
+                         ids=lambda op: op.path)
+def test_every_write_reaches_a_write_service_that_audits_it(op: Operation) -> None:
+    if op.path in NOT_A_SERVICE_WRITE:
+        return
+    specs = _specs_by_path()[op.path]
+    assert any(s.operation is not None for s in specs), (
+        f"{op.path} writes through no @writes service: its audit entry depends on the API")
+
+
+def _guarded_functions() -> list[Any]:
+    """Every guarded service of the package (the operations' modules import them all)."""
+    import sys
+
+    operations()  # imports every domain's endpoints and, through them, its services
+    found: dict[int, Any] = {}
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("dutyline.") or not isinstance(module, ModuleType):
+            continue
+        for value in vars(module).values():
+            if access_of(value) is not None and getattr(value, "__module__", "") == name:
+                found[id(value)] = value
+    return sorted(found.values(), key=lambda f: (f.__module__, f.__qualname__))
+
+
+def _stranger(account_id: int = 1) -> Actor:
+    """A member holding no permission at all."""
+    return Actor(account_id=account_id, person_id=7, clock=FixedClock(1_700_000_000),
+                 credential="session")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("service", [f for f in _guarded_functions() if access_of(f)
+                                     and access_of(f).permissions],  # type: ignore[union-attr]
+                         ids=lambda f: f"{f.__module__}.{f.__qualname__}")
+async def test_every_guarded_service_refuses_an_actor_without_its_permission(
+        service: Any) -> None:
+    actor = _stranger()
+    # No connection and no arguments: the refusal comes before the service does anything.
+    with pytest.raises(errors.AccessDenied):
+        await service(None, actor)
+    assert actor.audit_entries == []
+
+
+def test_the_walk_finds_the_guarded_services() -> None:
+    """The walk itself sees through endpoints and helpers (it would pass vacuously if not)."""
+    specs = _specs_by_path()["/incident/ack"]
+    assert any(s.operation == "/incident/ack" for s in specs)
+    assert len(_guarded_functions()) >= 10
+
+
+# The decorators' own rules, on services defined here.
+
+@writes("/thing/change", "thing_manage")
+async def _change(conn: Any, actor: Actor, *, ids: list[str]) -> list[str]:
+    actor.note_audit_targets("noted")
+    return ids
+
+
+@writes("/thing/outer", "thing_manage")
+async def _outer(conn: Any, actor: Actor) -> None:
+    await _change(conn, actor, ids=["inner"])
+
+
+@reads("thing_view", "thing_manage")
+async def _look(conn: Any, actor: Actor) -> str:
+    return "seen"
+
+
+def _holding(*permissions: str) -> Actor:
+    return Actor(account_id=1, person_id=7, clock=FixedClock(1_700_000_000),
+                 permissions=frozenset(permissions), credential="session")
+
+
+@pytest.mark.anyio
+async def test_a_write_notes_one_entry_with_its_result_and_noted_targets() -> None:
+    actor = _holding("thing_manage")
+    assert await _change(None, actor, ids=["a", "b"]) == ["a", "b"]
+    (entry,) = actor.take_audit_entries()
+    assert (entry.operation, entry.targets) == ("/thing/change", ["a", "b", "noted"])
+    assert actor.take_audit_entries() == []
+
+
+@pytest.mark.anyio
+async def test_a_write_inside_a_write_is_part_of_the_outer_entry() -> None:
+    actor = _holding("thing_manage")
+    await _outer(None, actor)
+    (entry,) = actor.take_audit_entries()
+    assert entry.operation == "/thing/outer"
+    assert entry.targets == ["noted"]
+
+
+@pytest.mark.anyio
+async def test_a_refused_or_failed_write_notes_nothing() -> None:
+    actor = _holding("thing_view")
+    with pytest.raises(errors.AccessDenied):
+        await _change(None, actor, ids=["a"])
+
+    @writes("/thing/fail", "thing_view")
+    async def failing(conn: Any, actor: Actor) -> None:
+        raise errors.invalid("x", "is wrong")
+
+    with pytest.raises(errors.InvalidParameter):
+        await failing(None, actor)
+    assert actor.audit_entries == [] and actor.write_depth == 0
+
+
+@pytest.mark.anyio
+async def test_a_read_admits_any_of_its_permissions_and_notes_nothing() -> None:
+    assert await _look(None, _holding("thing_manage")) == "seen"
+    with pytest.raises(errors.AccessDenied):
+        await _look(None, _holding("other"))
+    admin = Actor(account_id=1, person_id=1, clock=FixedClock(0), is_admin=True)
+    assert await _look(None, admin) == "seen"
+    assert admin.audit_entries == []
