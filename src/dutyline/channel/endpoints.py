@@ -1,4 +1,5 @@
-"""/channel/* operations."""
+"""/channel/* operations. The services check the permission and note the audit entry
+(with the channel's id) themselves."""
 
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ def _changes(req: CreateChannelRequest | UpdateChannelRequest) -> service.Channe
 async def channel_create(ctx: Context, req: CreateChannelRequest) -> ChannelCreateResponse:
     """Create a channel."""
     created = await service.create_channel(ctx.conn, ctx.actor, channel=_changes(req))
-    ctx.audit_targets.append(created.channel_id)
     return ChannelCreateResponse(channel_id=created.channel_id,
                                  channel_name=created.channel_name)
 
@@ -69,27 +69,24 @@ async def channel_list(ctx: Context, req: ListChannelsRequest) -> ListChannelsRe
 @router.post("/channel/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_update(ctx: Context, req: UpdateChannelRequest) -> UpdateChannelResponse:
     """Update a channel; only the fields given change."""
-    ctx.audit_targets.append(await service.update_channel(
-        ctx.conn, ctx.actor, channel_id=req.channel_id, changes=_changes(req)))
+    await service.update_channel(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                                 changes=_changes(req))
     return UpdateChannelResponse()
 
 
 @router.post("/channel/delete", permissions=(CHANNEL_MANAGE,), write=True, dangerous=True)
 async def channel_delete(ctx: Context, req: ChannelIDRequest) -> None:
     """Delete a channel (soft): its name is free again and its integrations stop."""
-    ctx.audit_targets.append(await service.delete_channel(ctx.conn, ctx.actor,
-                                                          channel_id=req.channel_id))
+    await service.delete_channel(ctx.conn, ctx.actor, channel_id=req.channel_id)
 
 
 @router.post("/channel/enable", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_enable(ctx: Context, req: ChannelIDRequest) -> None:
     """Enable a channel."""
-    ctx.audit_targets.append(await service.set_status(
-        ctx.conn, ctx.actor, channel_id=req.channel_id, status="enabled"))
+    await service.enable_channel(ctx.conn, ctx.actor, channel_id=req.channel_id)
 
 
 @router.post("/channel/disable", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_disable(ctx: Context, req: ChannelIDRequest) -> None:
     """Disable a channel."""
-    ctx.audit_targets.append(await service.set_status(
-        ctx.conn, ctx.actor, channel_id=req.channel_id, status="disabled"))
+    await service.disable_channel(ctx.conn, ctx.actor, channel_id=req.channel_id)

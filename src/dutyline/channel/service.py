@@ -15,7 +15,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import repository as repo
 from dutyline.channel.repository import Viewer
 from dutyline.channel.schemas import (
@@ -125,6 +127,7 @@ class CreatedChannel:
     channel_name: str
 
 
+@writes("/channel/create", CHANNEL_MANAGE, targets=lambda created: [created.channel_id])
 async def create_channel(conn: AsyncConnection, actor: Actor, *,
                          channel: ChannelChanges) -> CreatedChannel:
     account_id = actor.account_id
@@ -156,6 +159,7 @@ async def create_channel(conn: AsyncConnection, actor: Actor, *,
     return CreatedChannel(channel_id=channel_id, channel_name=name)
 
 
+@reads(CHANNEL_VIEW)
 async def channel_info(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> ChannelItem:
     """Deleted channels stay readable by id (status `deleted`, `deleted_at`), so records
     that name them can still be explained."""
@@ -166,6 +170,7 @@ async def channel_info(conn: AsyncConnection, actor: Actor, *, channel_id: int) 
     return _item(row)
 
 
+@reads(CHANNEL_VIEW)
 async def channel_infos(conn: AsyncConnection, actor: Actor, *,
                         channel_ids: Sequence[int]) -> list[ChannelShort]:
     """The live channels among these ids that the actor sees; unknown ids are left out."""
@@ -192,6 +197,7 @@ class ChannelQuery:
     query: str = ""
 
 
+@reads(CHANNEL_VIEW)
 async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery, offset: int,
                         limit: int) -> tuple[int, list[ChannelItem]]:
     """(total, one page of the live channels the actor sees)."""
@@ -213,6 +219,7 @@ async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery,
     return total, [_brief(r) if q.is_brief else _item(r) for r in rows]
 
 
+@writes("/channel/update", CHANNEL_MANAGE)
 async def update_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int,
                          changes: ChannelChanges) -> int:
     """Change the given settings of a live channel the actor sees; returns its id."""
@@ -244,6 +251,7 @@ async def update_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int
     return int(row.channel_id)
 
 
+@writes("/channel/delete", CHANNEL_MANAGE, dangerous=True)
 async def delete_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> int:
     """Soft delete: the name is free again and the channel's integration keys stop."""
     row = await require_visible(conn, actor, channel_id)
@@ -253,9 +261,19 @@ async def delete_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int
     return int(row.channel_id)
 
 
-async def set_status(conn: AsyncConnection, actor: Actor, *, channel_id: int,
-                     status: str) -> int:
-    """Enable or disable a live channel the actor sees; returns its id."""
+@writes("/channel/enable", CHANNEL_MANAGE)
+async def enable_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> int:
+    """Enable a live channel the actor sees; returns its id."""
+    return await _set_status(conn, actor, channel_id, "enabled")
+
+
+@writes("/channel/disable", CHANNEL_MANAGE)
+async def disable_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> int:
+    """Disable a live channel the actor sees; returns its id."""
+    return await _set_status(conn, actor, channel_id, "disabled")
+
+
+async def _set_status(conn: AsyncConnection, actor: Actor, channel_id: int, status: str) -> int:
     row = await require_visible(conn, actor, channel_id)
     if row.status != status:
         await repo.update_channel(conn, actor.account_id, row.channel_id,

@@ -29,7 +29,6 @@ async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCre
         description=req.description,
         priority=req.priority, aggr_window=req.aggr_window, layers=req.layers,
         time_filters=req.time_filters, filters=req.filters)
-    ctx.audit_targets.append(created.rule_id)
     return created
 
 
@@ -44,7 +43,6 @@ async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> SaveWar
         rule_id=req.rule_id, template_id=req.template_id, rule_name=req.rule_name,
         description=req.description, priority=req.priority, aggr_window=req.aggr_window,
         layers=req.layers, time_filters=req.time_filters, filters=req.filters)
-    ctx.audit_targets.append(req.rule_id.lower())
     return saved
 
 
@@ -53,23 +51,20 @@ async def rule_delete(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Delete an escalation rule (escalations already running keep their snapshot)."""
     await service.delete_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
                               rule_id=req.rule_id)
-    ctx.audit_targets.append(req.rule_id.lower())
 
 
 @router.post("/channel/escalate/rule/enable", permissions=(CHANNEL_MANAGE,), write=True)
 async def rule_enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Enable an escalation rule."""
-    await service.set_status(ctx.conn, ctx.actor, channel_id=req.channel_id,
-                             rule_id=req.rule_id, status="enabled")
-    ctx.audit_targets.append(req.rule_id.lower())
+    await service.enable_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                              rule_id=req.rule_id)
 
 
 @router.post("/channel/escalate/rule/disable", permissions=(CHANNEL_MANAGE,), write=True)
 async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Disable an escalation rule: it is skipped, and kept."""
-    await service.set_status(ctx.conn, ctx.actor, channel_id=req.channel_id,
-                             rule_id=req.rule_id, status="disabled")
-    ctx.audit_targets.append(req.rule_id.lower())
+    await service.disable_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                               rule_id=req.rule_id)
 
 
 @router.post("/channel/escalate/rule/info", permissions=(CHANNEL_VIEW,))

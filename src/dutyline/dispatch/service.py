@@ -1,6 +1,6 @@
 """Escalation rules: create, update, delete, enable, disable, read (docs/paging.md).
 
-Reads need channel_view, writes channel_manage (the endpoints say so). A rule belongs to a
+Reads need channel_view, writes channel_manage (each service checks it). A rule belongs to a
 live channel of the caller's account; every person, team and schedule a layer names must be
 the account's (others: not found). Webhook URLs pass the outbound guard's static check when
 saved. Webhook secrets are sealed with the server key at rest, never read back, and dropped
@@ -14,8 +14,10 @@ from urllib.parse import urlsplit
 import msgspec
 
 from dutyline.api import errors, outbound_urls
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.outbound_secrets import secret_to_store
+from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.channel import service as channels
 from dutyline.config import Settings
@@ -209,6 +211,8 @@ async def _check_template(conn: Any, actor: Actor, template_id: str, stored: str
         raise errors.not_found("template", template_id)
 
 
+@writes("/channel/escalate/rule/create", CHANNEL_MANAGE,
+        targets=lambda created: [created.rule_id])
 async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
                       policy: OutboundPolicy, channel_id: int,
                       template_id: str, rule_name: str, description: str, priority: int,
@@ -235,6 +239,7 @@ async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
                               warnings=delivery_warnings(settings, layers))
 
 
+@writes("/channel/escalate/rule/update", CHANNEL_MANAGE)
 async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
                       policy: OutboundPolicy,
                       channel_id: int, rule_id: str, template_id: str, rule_name: str,
@@ -242,6 +247,7 @@ async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
                       layers: list[EscalateLayer], time_filters: list[dict[str, Any]],
                       filters: list[list[dict[str, Any]]]) -> SaveWarnings:
     row = await _require_rule(conn, actor, channel_id, rule_id)
+    actor.note_audit_targets(row.rule_id)
     name = rule_name.strip()
     if not name:
         raise errors.invalid("rule_name", "is required")
@@ -258,23 +264,41 @@ async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
     return SaveWarnings(warnings=delivery_warnings(settings, layers))
 
 
-async def delete_rule(conn: Any, actor: Actor, *, channel_id: int, rule_id: str) -> None:
+@writes("/channel/escalate/rule/delete", CHANNEL_MANAGE)
+async def delete_rule(conn: Any, actor: Actor, *, channel_id: int, rule_id: str) -> str:
+    """Returns the rule's id."""
     row = await _require_rule(conn, actor, channel_id, rule_id)
     await repo.delete_rule(conn, actor.account_id, row.rule_id)
+    return str(row.rule_id)
 
 
-async def set_status(conn: Any, actor: Actor, *, channel_id: int, rule_id: str,
-                     status: str) -> None:
+@writes("/channel/escalate/rule/enable", CHANNEL_MANAGE)
+async def enable_rule(conn: Any, actor: Actor, *, channel_id: int, rule_id: str) -> str:
+    """Returns the rule's id."""
+    return await _set_status(conn, actor, channel_id, rule_id, "enabled")
+
+
+@writes("/channel/escalate/rule/disable", CHANNEL_MANAGE)
+async def disable_rule(conn: Any, actor: Actor, *, channel_id: int, rule_id: str) -> str:
+    """Returns the rule's id."""
+    return await _set_status(conn, actor, channel_id, rule_id, "disabled")
+
+
+async def _set_status(conn: Any, actor: Actor, channel_id: int, rule_id: str,
+                      status: str) -> str:
     row = await _require_rule(conn, actor, channel_id, rule_id)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "status": status, "updated_by": actor.person_id, "updated_at": actor.now_s})
+    return str(row.rule_id)
 
 
+@reads(CHANNEL_VIEW)
 async def rule_info(conn: Any, actor: Actor, *, channel_id: int,
                     rule_id: str) -> EscalateRuleItem:
     return rule_item(await _require_rule(conn, actor, channel_id, rule_id))
 
 
+@reads(CHANNEL_VIEW)
 async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[EscalateRuleItem]:
     await _require_channel(conn, actor, channel_id)
     return [rule_item(r) for r in await repo.list_rules(conn, actor.account_id, channel_id)]

@@ -32,5 +32,4 @@ async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> Rule
     rule_id, rule_name = await noise.quick_silence(
         ctx.conn, ctx.actor, channel_id=found.channel_id, incident_id=found.incident_id,
         title=found.title, labels=found.labels, minutes=req.minutes, rule_name=req.rule_name)
-    ctx.audit_targets.append(rule_id)
     return RuleCreateResponse(rule_id=rule_id, rule_name=rule_name)

@@ -23,7 +23,6 @@ async def integration_create(ctx: Context,
     """Create an integration of a channel; its key is shown in this response only."""
     created = await service.create_integration(ctx.conn, ctx.actor, channel_id=req.channel_id,
                                                integration_name=req.integration_name)
-    ctx.audit_targets.append(created.integration_id)
     return CreateIntegrationResponse(integration_id=created.integration_id,
                                      integration_name=created.integration_name,
                                      integration_key=created.integration_key)
@@ -48,5 +47,4 @@ async def integration_list(ctx: Context,
 @router.post("/integration/delete", permissions=(INTEGRATION_MANAGE,), write=True, dangerous=True)
 async def integration_delete(ctx: Context, req: IntegrationIDRequest) -> None:
     """Delete an integration: its key stops accepting alerts at once."""
-    ctx.audit_targets.append(await service.delete_integration(
-        ctx.conn, ctx.actor, integration_id=req.integration_id))
+    await service.delete_integration(ctx.conn, ctx.actor, integration_id=req.integration_id)

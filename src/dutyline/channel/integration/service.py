@@ -12,8 +12,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
+from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel import service as channels
 from dutyline.channel.integration import repository as repo
 from dutyline.channel.integration.schemas import IntegrationItem
@@ -115,6 +117,8 @@ class CreatedIntegration:
     integration_key: str  # the plaintext key: shown in the create answer only, never again
 
 
+@writes("/integration/create", INTEGRATION_MANAGE,
+        targets=lambda created: [created.integration_id])
 async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
                              integration_name: str) -> CreatedIntegration:
     """A standard integration of a live channel the actor sees, with a fresh key."""
@@ -142,11 +146,13 @@ async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id:
                               integration_key=plaintext)
 
 
+@reads(INTEGRATION_VIEW)
 async def integration_info(conn: AsyncConnection, actor: Actor, *,
                            integration_id: int) -> IntegrationItem:
     return _item(await _require(conn, actor, integration_id))
 
 
+@reads(INTEGRATION_VIEW)
 async def list_integrations(conn: AsyncConnection, actor: Actor, *, channel_id: int | None,
                             offset: int, limit: int) -> tuple[int, list[IntegrationItem]]:
     """(total, one page of the live integrations of one channel or of every channel the
@@ -160,6 +166,7 @@ async def list_integrations(conn: AsyncConnection, actor: Actor, *, channel_id: 
     return total, [_item(r) for r in rows]
 
 
+@writes("/integration/delete", INTEGRATION_MANAGE, dangerous=True)
 async def delete_integration(conn: AsyncConnection, actor: Actor, *,
                              integration_id: int) -> int:
     """The key stops accepting alerts at once; returns the integration's id."""

@@ -1,6 +1,7 @@
 """/channel/inhibit/rule/*, /channel/silence/rule/*, /channel/unsubscribe/rule/* (drop
 rules); /incident/silence/quick is the incident domain's (incident/quick_silence.py). Reads
-need channel view, writes channel management; every write is audited with the rule's id."""
+need channel view, writes channel management; every write is audited with the rule's id
+(the services check and note both: service.WRITES)."""
 
 from __future__ import annotations
 
@@ -32,13 +33,13 @@ router = Router("Channel noise rules")
 INHIBIT, SILENCE, DROP = service.INHIBIT, service.SILENCE, service.DROP
 
 
-def _created(ctx: Context, created: tuple[str, str]) -> RuleCreateResponse:
-    ctx.audit_targets.append(created[0])
+def _created(created: tuple[str, str]) -> RuleCreateResponse:
     return RuleCreateResponse(rule_id=created[0], rule_name=created[1])
 
 
 def _common_routes(prefix: str, kind: str, item: Any) -> None:
     """info, delete, enable, disable: the same for every kind."""
+    rules = service.WRITES[kind]
 
     @router.post(f"{prefix}/info", response=item, permissions=(CHANNEL_VIEW,))
     async def info(ctx: Context, req: ChannelRuleIDRequest) -> Any:
@@ -49,23 +50,20 @@ def _common_routes(prefix: str, kind: str, item: Any) -> None:
     @router.post(f"{prefix}/delete", permissions=(CHANNEL_MANAGE,), write=True)
     async def remove(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Delete a rule."""
-        await service.delete_rule(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
-                                  rule_id=req.rule_id)
-        ctx.audit_targets.append(req.rule_id)
+        await rules.delete(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                           rule_id=req.rule_id)
 
     @router.post(f"{prefix}/enable", permissions=(CHANNEL_MANAGE,), write=True)
     async def enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Enable a rule (idempotent)."""
-        await service.set_status(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
-                                 rule_id=req.rule_id, status="enabled")
-        ctx.audit_targets.append(req.rule_id)
+        await rules.enable(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                           rule_id=req.rule_id)
 
     @router.post(f"{prefix}/disable", permissions=(CHANNEL_MANAGE,), write=True)
     async def disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Disable a rule without deleting it (idempotent)."""
-        await service.set_status(ctx.conn, ctx.actor, kind=kind, channel_id=req.channel_id,
-                                 rule_id=req.rule_id, status="disabled")
-        ctx.audit_targets.append(req.rule_id)
+        await rules.disable(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                            rule_id=req.rule_id)
 
 
 # -- inhibit --------------------------------------------------------------------------------
@@ -86,8 +84,8 @@ async def inhibit_create(ctx: Context, req: CreateInhibitRuleRequest) -> RuleCre
     config = service.inhibit_config(
         equals=req.equals, source_filters=req.source_filters,
         target_filters=req.target_filters, is_directly_discard=req.is_directly_discard)
-    return _created(ctx, await service.create_rule(
-        ctx.conn, ctx.actor, kind=INHIBIT, channel_id=req.channel_id,
+    return _created(await service.INHIBIT_RULES.create(
+        ctx.conn, ctx.actor, channel_id=req.channel_id,
         rule_name=req.rule_name, description=req.description, priority=req.priority,
         config=config))
 
@@ -98,11 +96,10 @@ async def inhibit_update(ctx: Context, req: UpdateInhibitRuleRequest) -> None:
     config = service.inhibit_update(
         equals=req.equals, source_filters=req.source_filters,
         target_filters=req.target_filters, is_directly_discard=req.is_directly_discard)
-    await service.update_rule(ctx.conn, ctx.actor, kind=INHIBIT, channel_id=req.channel_id,
-                              rule_id=req.rule_id, rule_name=req.rule_name,
-                              description=req.description, priority=req.priority,
-                              config=config)
-    ctx.audit_targets.append(req.rule_id)
+    await service.INHIBIT_RULES.update(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, rule_id=req.rule_id,
+        rule_name=req.rule_name, description=req.description, priority=req.priority,
+        config=config)
 
 
 _common_routes("/channel/inhibit/rule", INHIBIT, InhibitRuleItem)
@@ -129,28 +126,22 @@ async def silence_list(ctx: Context, req: ChannelScopedRequest) -> ListSilenceRu
 async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCreateResponse:
     """Create a silence rule: matching alerts are stored and open no incident during its
     one-off window (`time_filter`) or recurring windows (`time_filters`)."""
-    config = _silence_config(req)
-    if config.get("from_incident_id"):
-        # The incident it was made from is one the caller sees (another account's: not found).
-        await service.check_source_incident(ctx.conn, ctx.actor, config["from_incident_id"])
-    return _created(ctx, await service.create_rule(
-        ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
+    return _created(await service.SILENCE_RULES.create(
+        ctx.conn, ctx.actor, channel_id=req.channel_id,
         rule_name=req.rule_name, description=req.description, priority=req.priority,
-        config=config))
+        config=_silence_config(req)))
 
 
 @router.post("/channel/silence/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def silence_update(ctx: Context, req: UpdateSilenceRuleRequest) -> None:
     """Change a silence rule's settings; a field left out keeps its stored value (the window,
     `time_filter` with `time_filters`, is replaced as a whole when either is given)."""
-    await service.update_rule(ctx.conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id,
-                              rule_id=req.rule_id, rule_name=req.rule_name,
-                              description=req.description, priority=req.priority,
-                              config=service.silence_update(
-                                  time_filters=req.time_filters, time_filter=req.time_filter,
-                                  filters=req.filters,
-                                  is_directly_discard=req.is_directly_discard))
-    ctx.audit_targets.append(req.rule_id)
+    await service.SILENCE_RULES.update(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, rule_id=req.rule_id,
+        rule_name=req.rule_name, description=req.description, priority=req.priority,
+        config=service.silence_update(
+            time_filters=req.time_filters, time_filter=req.time_filter, filters=req.filters,
+            is_directly_discard=req.is_directly_discard))
 
 
 _common_routes("/channel/silence/rule", SILENCE, SilenceRuleItem)
@@ -170,8 +161,8 @@ async def drop_list(ctx: Context, req: ChannelScopedRequest) -> ListDropRulesRes
 @router.post("/channel/unsubscribe/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
 async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateResponse:
     """Create a drop rule: matching new alerts are counted on the rule and not stored."""
-    return _created(ctx, await service.create_rule(
-        ctx.conn, ctx.actor, kind=DROP, channel_id=req.channel_id, rule_name=req.rule_name,
+    return _created(await service.DROP_RULES.create(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, rule_name=req.rule_name,
         description=req.description, priority=req.priority,
         config=service.drop_config(filters=req.filters)))
 
@@ -179,11 +170,10 @@ async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateRes
 @router.post("/channel/unsubscribe/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def drop_update(ctx: Context, req: UpdateDropRuleRequest) -> None:
     """Change a drop rule's settings; a field left out keeps its stored value."""
-    await service.update_rule(ctx.conn, ctx.actor, kind=DROP, channel_id=req.channel_id,
-                              rule_id=req.rule_id, rule_name=req.rule_name,
-                              description=req.description, priority=req.priority,
-                              config=service.drop_update(filters=req.filters))
-    ctx.audit_targets.append(req.rule_id)
+    await service.DROP_RULES.update(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, rule_id=req.rule_id,
+        rule_name=req.rule_name, description=req.description, priority=req.priority,
+        config=service.drop_update(filters=req.filters))
 
 
 _common_routes("/channel/unsubscribe/rule", DROP, UnsubscribeRuleItem)

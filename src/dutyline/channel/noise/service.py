@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import repository as channels
 from dutyline.channel.noise import repository as repo
 from dutyline.channel.noise.compiled import (
@@ -129,6 +131,7 @@ def record(row: Any, now_s: int) -> RuleItem:
     return UnsubscribeRuleItem(**common, filters=config.get("filters") or [])
 
 
+@reads(CHANNEL_VIEW)
 async def list_rules(conn: AsyncConnection, actor: Actor, *, kind: str,
                      channel_id: int) -> list[RuleItem]:
     await _channel(conn, actor, channel_id)
@@ -136,6 +139,7 @@ async def list_rules(conn: AsyncConnection, actor: Actor, *, kind: str,
     return [record(r, actor.now_s) for r in rows]
 
 
+@reads(CHANNEL_VIEW)
 async def rule_info(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
                     rule_id: str) -> RuleItem:
     return record(await _rule(conn, actor, kind, channel_id, rule_id), actor.now_s)
@@ -194,7 +198,7 @@ def drop_config(*, filters: Any) -> dict[str, Any]:
     return {"filters": _checked_filters(filters, "filters", required=True)}
 
 
-async def create_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+async def _create_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
                       rule_name: str, description: str, priority: int,
                       config: dict[str, Any]) -> tuple[str, str]:
     """A new enabled rule; returns (rule_id, rule_name)."""
@@ -216,7 +220,7 @@ async def create_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel
     return rule_id, name
 
 
-async def update_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+async def _update_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
                       rule_id: str, rule_name: str, description: str | msgspec.UnsetType,
                       priority: int | msgspec.UnsetType,
                       config: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -281,14 +285,14 @@ def drop_update(*, filters: Any) -> Callable[[dict[str, Any]], dict[str, Any]]:
     return make
 
 
-async def delete_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+async def _delete_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
                       rule_id: str) -> None:
     row = await _rule(conn, actor, kind, channel_id, rule_id)
     await repo.delete_rule(conn, actor.account_id, channel_id, kind, row.rule_id)
     await _changed(conn, actor, channel_id, kind, row.rule_id, None)
 
 
-async def set_status(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
+async def _set_status(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
                      rule_id: str, status: str) -> None:
     """Enable or disable; idempotent (a rule already so is left as it is)."""
     row = await _rule(conn, actor, kind, channel_id, rule_id)
@@ -365,6 +369,7 @@ async def _changed(conn: AsyncConnection, actor: Actor, channel_id: int, kind: s
         await conn.run_sync(indexer, channel_id, rule_id, rule, actor.now_s)
 
 
+@writes("/incident/silence/quick", CHANNEL_MANAGE, targets=lambda created: [created[0]])
 async def quick_silence(conn: AsyncConnection, actor: Actor, *, channel_id: int,
                         incident_id: str, title: str, labels: dict[str, Any], minutes: int,
                         rule_name: str) -> tuple[str, str]:
@@ -381,9 +386,92 @@ async def quick_silence(conn: AsyncConnection, actor: Actor, *, channel_id: int,
         from_incident_id=incident_id,
     )
     name = rule_name.strip() or f"Quick silence {incident_id[-6:]}"
-    return await create_rule(conn, actor, kind=SILENCE, channel_id=channel_id,
+    return await _create_rule(conn, actor, kind=SILENCE, channel_id=channel_id,
                              rule_name=name[:39], description=f"{minutes} min from incident "
                              f"{incident_id}", priority=0, config=config)
+
+
+# -- the guarded writes of each kind -----------------------------------------------------------
+# The kinds share the rules above, but each write is an operation of its own for the
+# permission check and the audit log (/channel/silence/rule/delete is not an inhibit rule's).
+
+
+class CreateRule(Protocol):
+    def __call__(self, conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                 rule_name: str, description: str, priority: int,
+                 config: dict[str, Any]) -> Awaitable[tuple[str, str]]: ...
+
+
+class UpdateRule(Protocol):
+    def __call__(self, conn: AsyncConnection, actor: Actor, *, channel_id: int, rule_id: str,
+                 rule_name: str, description: str | msgspec.UnsetType,
+                 priority: int | msgspec.UnsetType,
+                 config: Callable[[dict[str, Any]], dict[str, Any]]) -> Awaitable[None]: ...
+
+
+class RuleAction(Protocol):
+    def __call__(self, conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                 rule_id: str) -> Awaitable[None]: ...
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class KindWrites:
+    """One kind's writes, each requiring channel management and audited with the rule's id
+    under its own operation (`<prefix>/create`, ...)."""
+
+    create: CreateRule
+    update: UpdateRule
+    delete: RuleAction
+    enable: RuleAction
+    disable: RuleAction
+
+
+def _kind_writes(kind: str, prefix: str) -> KindWrites:
+    @writes(f"{prefix}/create", CHANNEL_MANAGE, targets=lambda created: [created[0]])
+    async def create(conn: AsyncConnection, actor: Actor, *, channel_id: int, rule_name: str,
+                     description: str, priority: int,
+                     config: dict[str, Any]) -> tuple[str, str]:
+        if kind == SILENCE and config.get("from_incident_id"):
+            # The incident it was made from is one the caller sees (another account's: not
+            # found).
+            await check_source_incident(conn, actor, config["from_incident_id"])
+        return await _create_rule(conn, actor, kind=kind, channel_id=channel_id,
+                                 rule_name=rule_name, description=description,
+                                 priority=priority, config=config)
+
+    @writes(f"{prefix}/update", CHANNEL_MANAGE)
+    async def update(conn: AsyncConnection, actor: Actor, *, channel_id: int, rule_id: str,
+                     rule_name: str, description: str | msgspec.UnsetType,
+                     priority: int | msgspec.UnsetType,
+                     config: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        actor.note_audit_targets(rule_id)
+        await _update_rule(conn, actor, kind=kind, channel_id=channel_id, rule_id=rule_id,
+                          rule_name=rule_name, description=description, priority=priority,
+                          config=config)
+
+    @writes(f"{prefix}/delete", CHANNEL_MANAGE)
+    async def delete(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                     rule_id: str) -> None:
+        actor.note_audit_targets(rule_id)
+        await _delete_rule(conn, actor, kind=kind, channel_id=channel_id, rule_id=rule_id)
+
+    def status_change(verb: str, status: str) -> RuleAction:
+        @writes(f"{prefix}/{verb}", CHANNEL_MANAGE)
+        async def change(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                         rule_id: str) -> None:
+            actor.note_audit_targets(rule_id)
+            await _set_status(conn, actor, kind=kind, channel_id=channel_id, rule_id=rule_id,
+                             status=status)
+        return change
+
+    return KindWrites(create, update, delete, status_change("enable", "enabled"),
+                      status_change("disable", "disabled"))
+
+
+INHIBIT_RULES = _kind_writes(INHIBIT, "/channel/inhibit/rule")
+SILENCE_RULES = _kind_writes(SILENCE, "/channel/silence/rule")
+DROP_RULES = _kind_writes(DROP, "/channel/unsubscribe/rule")
+WRITES = {INHIBIT: INHIBIT_RULES, SILENCE: SILENCE_RULES, DROP: DROP_RULES}
 
 
 # -- hot path (ingestion, sync) ---------------------------------------------------------------

@@ -21,7 +21,10 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
+from dutyline.channel.integration import service as integrations
 from dutyline.channel.pipeline import repository as repo
 from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
@@ -111,9 +114,12 @@ def _item(row: Any) -> PipelineItem:
                         created_at=row.created_at, updated_at=row.updated_at)
 
 
+@writes("/alert/pipeline/upsert", INTEGRATION_MANAGE)
 async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                  rules: list[Any]) -> None:
-    """Check and store an integration's pipeline (the caller checked the integration)."""
+    """Check and store the pipeline of a live integration the actor sees."""
+    await integrations.require_live(conn, actor, integration_id=integration_id)
+    actor.note_audit_targets(integration_id)
     for i, rule in enumerate(rules):
         _compile(rule, f"rules[{i}]")
     existing = await repo.get(conn, actor.account_id, integration_id)
@@ -122,7 +128,11 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                     values=values)
 
 
+@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> PipelineItem:
+    """The pipeline of a live integration the actor sees (an empty, enabled one when none
+    was written)."""
+    await integrations.require_live(conn, actor, integration_id=integration_id)
     row = await repo.get(conn, actor.account_id, integration_id)
     if row is None:
         return PipelineItem(integration_id=integration_id, rules=[], status="enabled",
@@ -130,6 +140,7 @@ async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> P
     return _item(row)
 
 
+@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def list_pipelines(conn: AsyncConnection, actor: Actor, *,
                          integration_ids: list[int]) -> list[PipelineItem]:
     if not integration_ids:

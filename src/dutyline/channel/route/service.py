@@ -21,8 +21,11 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel import service as channels
+from dutyline.channel.integration import service as integrations
 from dutyline.channel.route import repository as repo
 from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
@@ -97,10 +100,13 @@ def _label_name(name_mapping_label: str) -> str:
     return name_mapping_label.removeprefix("labels.")
 
 
+@writes("/route/upsert", INTEGRATION_MANAGE)
 async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                  cases: list[RouteCase] | None, sections: list[RouteSection] | None,
                  default: RouteDefault | None, version: int | None) -> None:
-    """Check and store an integration's route (the caller checked the integration)."""
+    """Check and store the route of a live integration the actor sees."""
+    await integrations.require_live(conn, actor, integration_id=integration_id)
+    actor.note_audit_targets(integration_id)
     if cases is None and default is None:
         raise errors.invalid("cases", "give cases or default (or both)")
     cases, sections = cases or [], sections or []
@@ -148,11 +154,15 @@ class _Config(msgspec.Struct, kw_only=True):
     default: RouteDefault = msgspec.field(default_factory=RouteDefault)
 
 
+@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> RouteItem | None:
+    """The route of a live integration the actor sees; None when it has none."""
+    await integrations.require_live(conn, actor, integration_id=integration_id)
     row = await repo.get(conn, actor.account_id, integration_id)
     return None if row is None else _item(row)
 
 
+@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def list_routes(conn: AsyncConnection, actor: Actor, *,
                       integration_ids: list[int]) -> list[RouteItem]:
     if not integration_ids:
