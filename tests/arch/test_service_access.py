@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cache
 from types import FunctionType, ModuleType
 from typing import Any
@@ -115,9 +115,29 @@ def _guarded_functions() -> list[Any]:
         if not name.startswith("dutyline.") or not isinstance(module, ModuleType):
             continue
         for value in vars(module).values():
-            if access_of(value) is not None and getattr(value, "__module__", "") == name:
-                found[id(value)] = value
+            # Guarded services may also be built by a factory and kept in a module-level
+            # table (a dict of records of them): look one and two levels in.
+            for candidate in _with_members(value, depth=2):
+                if access_of(candidate) is not None and getattr(
+                        candidate, "__module__", "").startswith("dutyline."):
+                    found[id(candidate)] = candidate
     return sorted(found.values(), key=lambda f: (f.__module__, f.__qualname__))
+
+
+def _with_members(value: Any, depth: int) -> Iterator[Any]:
+    yield value
+    if depth == 0 or isinstance(value, type | ModuleType | str | bytes):
+        return
+    if isinstance(value, dict):
+        members: Iterable[Any] = value.values()
+    elif isinstance(value, list | tuple):
+        members = value
+    elif hasattr(value, "__dataclass_fields__"):
+        members = (getattr(value, f) for f in value.__dataclass_fields__)
+    else:
+        return
+    for member in members:
+        yield from _with_members(member, depth - 1)
 
 
 def _stranger(account_id: int = 1) -> Actor:
@@ -129,7 +149,8 @@ def _stranger(account_id: int = 1) -> Actor:
 @pytest.mark.anyio
 @pytest.mark.parametrize("service", [f for f in _guarded_functions() if access_of(f)
                                      and access_of(f).permissions],  # type: ignore[union-attr]
-                         ids=lambda f: f"{f.__module__}.{f.__qualname__}")
+                         ids=lambda f: f"{f.__module__}.{f.__qualname__}"
+                         f"{'@' + (access_of(f).operation or '')}")  # type: ignore[union-attr]
 async def test_every_guarded_service_refuses_an_actor_without_its_permission(
         service: Any) -> None:
     actor = _stranger()
