@@ -2,7 +2,8 @@
 
 The URL carries a random token; only its SHA-256 is stored, so the URL is shown once (at
 creation or rotation). Rotating replaces it, revoking deletes it; either way the old URL
-answers 404 from then on. A member removed from the account has no feed."""
+answers 404 from then on. A member removed from the account has no feed. Every member may
+manage their own feed, and only their own; creating and revoking are audited (the member)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import secrets
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.kit.clock import Clock
 from dutyline.platform.member import service as member_service
@@ -32,12 +34,15 @@ def feed_url(base_url: str, token: str) -> str:
     return base_url.rstrip("/") + FEED_PATH.format(token=token)
 
 
+# The URL carries the secret: the audit entry names the member, never the result.
+@writes("/schedule/feed/create", targets=lambda _url_and_time: ())
 async def create_feed(conn: AsyncConnection, actor: Actor, *, base_url: str) -> tuple[str, int]:
     if not actor.person_id:
         raise errors.invalid("app_key", "the calendar feed belongs to a member")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     await repository.put_feed(conn, actor.account_id, actor.person_id, token_hash(token),
                               actor.now_s)
+    actor.note_audit_targets(actor.person_id)
     return feed_url(base_url, token), actor.now_s
 
 
@@ -46,9 +51,11 @@ async def feed_created_at(conn: AsyncConnection, actor: Actor) -> int | None:
     return None if row is None else int(row.created_at)
 
 
+@writes("/schedule/feed/revoke")
 async def revoke_feed(conn: AsyncConnection, actor: Actor) -> None:
     if not await repository.delete_feed(conn, actor.account_id, actor.person_id):
         raise errors.not_found("calendar feed of member", actor.person_id)
+    actor.note_audit_targets(actor.person_id)
 
 
 async def render_feed(conn: AsyncConnection, token: str, clock: Clock) -> bytes | None:

@@ -3,7 +3,10 @@
 For the escalation engine:
     await oncall_person_ids(conn, actor, schedule_id=…, role_ids=[…] | None, at_s=…)
     await oncall_for_schedules(conn, actor, schedule_role_ids={sid: [role_id, …]}, at_s=…)
-"""
+
+Writes need schedule management and note their audit entry (the schedules' ids); the reads
+of the schedule API admit either schedule permission. The engine's lookups above check
+nothing: they answer the escalation engine, not a member."""
 
 from __future__ import annotations
 
@@ -15,9 +18,11 @@ import msgspec
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors, permissions
+from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.outbound_secrets import secret_to_store
+from dutyline.api.permissions import SCHEDULE_MANAGE, SCHEDULE_VIEW
 from dutyline.api.types import SaveWarning
 from dutyline.config import Settings
 from dutyline.kit.channels import personal_refusal
@@ -79,11 +84,6 @@ async def oncall_for_schedules(
 
 
 # -- writes ---------------------------------------------------------------------------------
-
-
-def _require(actor: Actor, permission: str) -> None:
-    if not actor.has(permission):
-        raise errors.AccessDenied()
 
 
 async def _validated_layers(conn: AsyncConnection, actor: Actor, layers: list[LayerIn],
@@ -186,12 +186,12 @@ def delivery_warnings(settings: Settings, notify: NotifyIn | None) -> list[SaveW
     return out
 
 
+@writes("/schedule/create", SCHEDULE_MANAGE)
 async def create_schedule(
     conn: AsyncConnection, actor: Actor, *, schedule_name: str | None, description: str | None,
     team_id: int | None, time_zone: str | None, layers: list[LayerIn] | None,
     notify: NotifyIn | None, secrets: SecretBox,
 ) -> int:
-    _require(actor, permissions.SCHEDULE_MANAGE)
     name = _check_name(schedule_name, required=True)
     schedule_id = numeric_id()
     values = await _common_values(conn, actor, description=description, team_id=team_id,
@@ -211,13 +211,13 @@ async def create_schedule(
     return schedule_id
 
 
+@writes("/schedule/update", SCHEDULE_MANAGE)
 async def update_schedule(
     conn: AsyncConnection, actor: Actor, *, schedule_id: int, schedule_name: str | None,
     description: str | None, team_id: int | None, time_zone: str | None,
     layers: list[LayerIn] | None, notify: NotifyIn | None, secrets: SecretBox,
 ) -> None:
     """Fields left out (null) keep their stored value; `layers` replaces the whole stack."""
-    _require(actor, permissions.SCHEDULE_MANAGE)
     if not schedule_id:
         raise errors.invalid("schedule_id", "is required")
     row = await repository.get(conn, actor.account_id, schedule_id)
@@ -238,6 +238,7 @@ async def update_schedule(
                                          [p for _, p in definition.person_fields(stored)])
     values.update(updated_by=actor.person_id, updated_at=actor.now_s)
     await repository.update_schedule(conn, actor.account_id, schedule_id, values)
+    actor.note_audit_targets(schedule_id)
 
 
 def _keep_layer_creation(new: list[ScheduleLayer], old: list[ScheduleLayer]) -> None:
@@ -246,10 +247,10 @@ def _keep_layer_creation(new: list[ScheduleLayer], old: list[ScheduleLayer]) -> 
         layer.create_at, layer.create_by = before.create_at, before.create_by
 
 
+@writes("/schedule/delete", SCHEDULE_MANAGE)
 async def delete_schedules(conn: AsyncConnection, actor: Actor, *,
                            schedule_ids: Sequence[int]) -> list[int]:
     """All or nothing: every id must be a schedule of the account."""
-    _require(actor, permissions.SCHEDULE_MANAGE)
     ids = list(dict.fromkeys(schedule_ids))
     if not ids:
         raise errors.invalid("schedule_ids", "is required")
@@ -286,9 +287,9 @@ def _item(actor: Actor, row: Row[Any], window: tuple[int, int] | None,
         if row.notify != "{}" else ScheduleNotify(), only_person=only_person)
 
 
+@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 async def schedule_info(conn: AsyncConnection, actor: Actor, *, schedule_id: int, start: int,
                         end: int) -> ScheduleItem:
-    _require(actor, permissions.SCHEDULE_VIEW)
     window = _window(start, end, WINDOW_MAX_S)
     row = await repository.get(conn, actor.account_id, schedule_id)
     if row is None:
@@ -296,10 +297,10 @@ async def schedule_info(conn: AsyncConnection, actor: Actor, *, schedule_id: int
     return _item(actor, row, window)
 
 
+@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 async def schedule_infos(conn: AsyncConnection, actor: Actor, *,
                          schedule_ids: Sequence[int]) -> list[ScheduleItem]:
     """Unknown ids (or another account's) are left out."""
-    _require(actor, permissions.SCHEDULE_VIEW)
     ids = list(dict.fromkeys(schedule_ids))
     if len(ids) > 100:
         raise errors.invalid("schedule_ids", "has more than 100 ids")
@@ -330,11 +331,11 @@ async def list_schedules(
     return total, [_item(actor, r, window) for r in rows]
 
 
+@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 async def my_schedules(conn: AsyncConnection, actor: Actor, *, start: int,
                        end: int) -> list[ScheduleItem]:
     """The schedules naming the caller, each with only the caller's own shifts in the window
     (default: the next 7 days)."""
-    _require(actor, permissions.SCHEDULE_VIEW)
     window = _window(start, end, SELF_WINDOW_MAX_S) or (
         actor.now_s, actor.now_s + SELF_DEFAULT_WINDOW_S)
     ids = await repository.schedule_ids_of_person(conn, actor.account_id, actor.person_id)
@@ -342,12 +343,12 @@ async def my_schedules(conn: AsyncConnection, actor: Actor, *, start: int,
     return [_item(actor, r, window, only_person=actor.person_id) for r in rows]
 
 
+@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 async def preview(
     conn: AsyncConnection, actor: Actor, *, time_zone: str | None, layers: list[LayerIn] | None,
     start: int, end: int,
 ) -> ScheduleItem:
     """The timeline of a definition that is not stored (nothing is written)."""
-    _require(actor, permissions.SCHEDULE_VIEW)
     window = _window(start, end, WINDOW_MAX_S)
     if window is None:
         raise errors.invalid("start", "start and end are required")

@@ -56,8 +56,7 @@ async def member_notify_test(ctx: Context, req: NotifyTestRequest) -> NotifyTest
     which needs account management) through each of their channels, or the `channels`
     given, and answer what happened at each: `sent`, `failed` or `skipped`, with the
     reason. Sent at once, each channel bounded by a timeout; nothing is retried."""
-    plan = await trial.plan(ctx.conn, ctx.actor, member_id=req.member_id,
-                            channels=req.channels)
-    ctx.audit_targets.append(plan.person.person_id)
-    results = await trial.send(send_env(ctx.runtime), plan)
-    return NotifyTestResponse(member_id=plan.person.person_id, results=results)
+    answer = await trial.test_member(ctx.conn, ctx.actor, env=send_env(ctx.runtime),
+                                     member_id=req.member_id, channels=req.channels)
+    ctx.audit_targets.append(answer.member_id)
+    return answer

@@ -1,6 +1,7 @@
 """Delivery: making a notification (a row and its job, in the caller's transaction), taking
 an attempt's outcome (retry with backoff, or the final outcome in the incident feed), and
-reading deliveries per incident and the webhook history."""
+reading deliveries per incident (for channel viewers) and the webhook history (for
+integration viewers)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.config import Settings
 from dutyline.incident.service import feed
 from dutyline.kit.clock import Clock, millis
@@ -169,6 +172,7 @@ def notify_detail(row: Any, attempt: Attempt, status: str) -> dict[str, Any]:
     return detail
 
 
+@reads(CHANNEL_VIEW)
 async def deliveries(conn: AsyncConnection, actor: Actor, *,
                      incident_id: str) -> list[DeliveryItem]:
     rows = await repo.deliveries_of_incident(conn, actor.account_id, incident_id.lower())
@@ -203,6 +207,7 @@ def _read_cursor(text: str) -> tuple[int, int] | None:
         raise errors.invalid("search_after_ctx", "is not a cursor of this list") from exc
 
 
+@reads(INTEGRATION_VIEW)
 async def webhook_history(conn: AsyncConnection, actor: Actor, *, start_ms: int, end_ms: int,
                           limit: int, status: str, ref_id: str, asc: bool, cursor: str,
                           event_types: list[str],
@@ -228,6 +233,7 @@ async def webhook_history(conn: AsyncConnection, actor: Actor, *, start_ms: int,
         search_after_ctx=_cursor(rows[-1].event_time_ms, rows[-1].id) if more else "")
 
 
+@reads(INTEGRATION_VIEW)
 async def webhook_history_detail(conn: AsyncConnection, actor: Actor, *,
                                  event_id: str) -> WebhookHistoryDetail:
     delivery_id, _, number = event_id.partition("-")

@@ -3,7 +3,9 @@ at once (not through the delivery jobs) and answered channel by channel, so a pe
 that a page would reach them before the night it has to.
 
 What is sent is no page: no incident, no delivery row, no feed entry; only the audit log
-keeps that it was asked for. Each channel is bounded by TIMEOUT_S, all sent side by side."""
+keeps that it was asked for (`test_member`, which any member may ask for themselves; another
+member needs account management). Each channel is bounded by TIMEOUT_S, all sent side by
+side. The operator's CLI plans and sends outside any transaction, as the service itself."""
 
 from __future__ import annotations
 
@@ -15,12 +17,13 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.kit.channels import address_key, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery.adapters import adapter, needs
 from dutyline.notify.delivery.adapters.base import Outgoing, SendEnv
-from dutyline.notify.delivery.schemas import NotifyTestResult
+from dutyline.notify.delivery.schemas import NotifyTestResponse, NotifyTestResult
 from dutyline.notify.preference import service as preferences
 from dutyline.platform.member.service import Contact, mask_phone
 
@@ -135,3 +138,13 @@ async def send(env: SendEnv, plan: Plan) -> list[NotifyTestResult]:
             "notify.test", person_id=plan.person.person_id, channel=r.channel,
             status=r.status, reason=r.reason)
     return results
+
+
+@writes("/member/notify/test", targets=lambda answer: [answer.member_id])
+async def test_member(conn: AsyncConnection, actor: Actor, *, env: SendEnv, member_id: int,
+                      channels: list[str] | None) -> NotifyTestResponse:
+    """Plan and send a test to a member (the actor when `member_id` is 0), answered per
+    channel; audited as asked by the actor, whatever each channel answered."""
+    planned = await plan(conn, actor, member_id=member_id, channels=channels)
+    return NotifyTestResponse(member_id=planned.person.person_id,
+                              results=await send(env, planned))

@@ -4,7 +4,7 @@ A member reads and sets their own; another member's need `account_manage`. The c
 member may choose are those a person can be reached by (e-mail, SMS, voice, a direct message
 on Telegram, Slack, Feishu, DingTalk, WeCom or Zoom, to their handle in `im`); a severity
 without a choice uses e-mail. The escalation engine reads `preferences` when a
-layer says `by.follow_preference`."""
+layer says `by.follow_preference`. Setting one is audited (the member's id), whoever asks."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import SaveWarning
@@ -131,6 +132,7 @@ def _checked_im(im: dict[str, str]) -> dict[str, str]:
     return out
 
 
+@writes("/member/notify/reset")
 async def notify_reset(conn: AsyncConnection, actor: Actor, *, member_id: int,
                        im: dict[str, str] | None, critical: list[str] | None,
                        warning: list[str] | None, info: list[str] | None) -> int:

@@ -1,5 +1,8 @@
 """Rules of notification templates: names unique per account, bodies that compile,
-team data-permission, the preset, preview, and rendering for delivery with fallback."""
+team data-permission, the preset, preview, and rendering for delivery with fallback.
+Writes need template management and note their audit entry (the template's id); reads need
+template viewing (which management implies). Rendering for delivery checks nothing: it serves
+the engine."""
 
 from __future__ import annotations
 
@@ -13,7 +16,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 from dutyline.incident.service import references
 from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
 from dutyline.kit.ids import hex_id
@@ -82,6 +87,8 @@ def _name_key(name: str) -> str:
 
 # -- operations ------------------------------------------------------------------------------
 
+@writes("/template/create", TEMPLATE_MANAGE,
+        targets=lambda created: [created.template_id])
 async def create_template(conn: AsyncConnection, actor: Actor, *, template_name: str,
                           team_id: int, description: str, bodies: dict[str, str],
                           base_url: str = "") -> TemplateCreateResponse:
@@ -115,6 +122,7 @@ def preset_item(account_id: int) -> TemplateItem:
     )
 
 
+@reads(TEMPLATE_VIEW)
 async def template_info(conn: AsyncConnection, actor: Actor, *, template_id: str
                         ) -> TemplateItem:
     template_id = template_id.lower()
@@ -153,6 +161,7 @@ def _name_matcher(query: str) -> Any:
     return lambda name: low in name.lower() or pattern.search(name) is not None
 
 
+@reads(TEMPLATE_VIEW)
 async def list_templates(conn: AsyncConnection, actor: Actor, *, p: int, limit: int,
                          orderby: str, asc: bool, is_my_team: bool,
                          team_ids: list[int] | None, creator_id: int | None, query: str
@@ -189,6 +198,7 @@ async def _require_writable(conn: AsyncConnection, actor: Actor, template_id: st
     return row
 
 
+@writes("/template/update", TEMPLATE_MANAGE)
 async def update_template(conn: AsyncConnection, actor: Actor, *, template_id: str,
                           template_name: str, team_id: int, description: str,
                           bodies: dict[str, str], base_url: str = "") -> None:
@@ -209,14 +219,17 @@ async def update_template(conn: AsyncConnection, actor: Actor, *, template_id: s
         })
     except IntegrityError:
         raise errors.invalid("template_name", "already exists") from None
+    actor.note_audit_targets(row.template_id)
 
 
+@writes("/template/delete", TEMPLATE_MANAGE)
 async def delete_template(conn: AsyncConnection, actor: Actor, *, template_id: str) -> None:
     row = await _require_writable(conn, actor, template_id, "deleted")
     await repo.update_template(conn, actor.account_id, row.template_id, {
         "deleted_at": actor.now_s, "status": "deleted", "updated_by": actor.person_id,
         "updated_at": actor.now_s, "name_key": f"~deleted~{row.template_id}",
     })
+    actor.note_audit_targets(row.template_id)
 
 
 # -- rendering -------------------------------------------------------------------------------
@@ -228,6 +241,7 @@ def truncate_bytes(text: str, limit: int) -> str:
     return raw[:limit].decode(errors="ignore")
 
 
+@reads(TEMPLATE_VIEW)
 async def preview(conn: AsyncConnection, actor: Actor, *, channel: str, content: str,
                   incident_id: str | None, base_url: str = "") -> TemplatePreviewResponse:
     if incident_id:

@@ -1,8 +1,9 @@
 """Rules of status page events (changes): create, update, delete, list, info.
 
 Services take `(conn, actor, *, domain arguments)`, raise ApiErrors, read the time from
-`actor.clock` and never commit. Timeline entries live in
-`timeline.py`; how statuses follow from the timeline, in `rules.py`."""
+`actor.clock` and never commit. Writes need status page event management and note their
+audit entry (the page and the event); reads admit either status page permission. Timeline
+entries live in `timeline.py`; how statuses follow from the timeline, in `rules.py`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.kit.ids import hex_id, numeric_id
 from dutyline.platform.member import service as members
 from dutyline.status_page import notify
@@ -63,6 +66,7 @@ class NewChange:
 
 @dataclass(frozen=True)
 class CreatedChange:
+    page_id: int
     change_id: int
     title: str
     # The entries' ids in the order they were given.
@@ -157,6 +161,8 @@ async def _entry_rows(
     return rows, affected
 
 
+@writes("/status-page/change/create", STATUS_PAGE_EVENT_MANAGE,
+        targets=lambda created: [created.page_id, created.change_id])
 async def create_change(conn: AsyncConnection, actor: Actor, *, new: NewChange) -> CreatedChange:
     """Create an incident or maintenance with its first timeline entries (at least one).
     With `notify_subscribers`, the page's subscribers are emailed (a job enqueued here)."""
@@ -201,9 +207,10 @@ async def create_change(conn: AsyncConnection, actor: Actor, *, new: NewChange) 
     if new.notify_subscribers:
         await notify.enqueue(conn, page_id=page_id, change_id=change_id,
                              update_id=latest["update_id"], event="created", now_s=now_s)
-    return CreatedChange(change_id, clean_title, update_ids)
+    return CreatedChange(page_id, change_id, clean_title, update_ids)
 
 
+@writes("/status-page/change/update", STATUS_PAGE_EVENT_MANAGE)
 async def update_change(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int,
     title: str | None = None, description: str | None = None,
@@ -243,8 +250,10 @@ async def update_change(
     fresh = await repo.get_change(conn, actor.account_id, page_id, change_id)
     await rules.recompute_change(conn, fresh, now_s)  # the close time may follow the schedule
     await pages.mark_page_changed(conn, actor, page_id=page_id)
+    actor.note_audit_targets(page_id, change_id)
 
 
+@writes("/status-page/change/delete", STATUS_PAGE_EVENT_MANAGE)
 async def delete_change(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int
 ) -> None:
@@ -254,8 +263,10 @@ async def delete_change(
     touched = set(rules.affected_of(change.affected_components))
     await rules.recompute_components(conn, page_id, touched, actor.now_s)
     await pages.mark_page_changed(conn, actor, page_id=page_id)
+    actor.note_audit_targets(page_id, change_id)
 
 
+@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def list_changes(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str,
     status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
@@ -271,6 +282,7 @@ async def list_changes(
     return total, await change_items(conn, page_id, rows)
 
 
+@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def active_changes(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str | None = None
 ) -> list[ChangeItem]:
@@ -280,6 +292,7 @@ async def active_changes(
     return await change_items(conn, page_id, rows)
 
 
+@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def change_info(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int
 ) -> ChangeItem:

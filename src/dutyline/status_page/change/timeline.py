@@ -1,6 +1,7 @@
 """Timeline entries of an event: add, edit, delete. Each write recomputes the event's status,
 close time and affected components, and the statuses of the components it touched
-(rules.py). An event keeps at least one entry: deleting the last one is refused."""
+(rules.py). An event keeps at least one entry: deleting the last one is refused. Each needs
+status page event management and notes its audit entry (the page, the event, the entry)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE
 from dutyline.kit.ids import hex_id
 from dutyline.status_page import notify
 from dutyline.status_page.change import repository as repo
@@ -19,6 +22,11 @@ from dutyline.status_page.change.service import require_change
 from dutyline.status_page.page import service as pages
 
 ENTRY = "timeline entry"
+
+
+def _noted_only(_update_id: str) -> tuple[()]:
+    # The new entry's id is noted after its page's and event's, in the API row's order.
+    return ()
 
 
 async def _require_entry(conn: AsyncConnection, actor: Actor, page_id: int, change_id: int,
@@ -38,6 +46,8 @@ async def _recompute(conn: AsyncConnection, actor: Actor, change: Any) -> None:
     await pages.mark_page_changed(conn, actor, page_id=change.page_id)
 
 
+@writes("/status-page/change/timeline/create", STATUS_PAGE_EVENT_MANAGE,
+        targets=_noted_only)
 async def add_update(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int, status: str,
     description: str = "", at_seconds: int | None = None,
@@ -61,6 +71,7 @@ async def add_update(
         "seq": await repo.next_seq(conn, change_id), "created_at": now_s,
     }])
     await _recompute(conn, actor, change)
+    actor.note_audit_targets(page_id, change_id, update_id)
     notify_now = change.notify_subscribers if notify_subscribers is None else notify_subscribers
     if notify_now:
         await notify.enqueue(conn, page_id=page_id, change_id=change_id, update_id=update_id,
@@ -68,6 +79,7 @@ async def add_update(
     return update_id
 
 
+@writes("/status-page/change/timeline/update", STATUS_PAGE_EVENT_MANAGE)
 async def edit_update(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int, update_id: str,
     at_seconds: int | None = None, description: str | None = None, status: str | None = None,
@@ -96,11 +108,13 @@ async def edit_update(
         values["description"] = description
     await repo.update_entry(conn, update_id, values)
     await _recompute(conn, actor, change)
+    actor.note_audit_targets(page_id, change_id, update_id)
     if notify_subscribers:
         await notify.enqueue(conn, page_id=page_id, change_id=change_id, update_id=update_id,
                              event="updated", now_s=actor.now_s)
 
 
+@writes("/status-page/change/timeline/delete", STATUS_PAGE_EVENT_MANAGE)
 async def delete_update(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int, update_id: str
 ) -> None:
@@ -113,3 +127,4 @@ async def delete_update(
             "event instead)")
     await repo.delete_entry(conn, update_id)
     await _recompute(conn, actor, change)
+    actor.note_audit_targets(page_id, change_id, update_id)

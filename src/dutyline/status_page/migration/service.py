@@ -1,4 +1,6 @@
-"""Starting, reading and cancelling migration jobs. The work itself runs in tasks.py."""
+"""Starting, reading and cancelling migration jobs. The work itself runs in tasks.py.
+Starting and cancelling need status page management (a job writes pages and subscribers);
+each notes its audit entry with the job's id."""
 
 from __future__ import annotations
 
@@ -8,8 +10,10 @@ import re
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.errors import InvalidParameter, invalid, not_found
+from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.kit.secretbox import SecretBox
 from dutyline.status_page.migration import repository as repo
 from dutyline.status_page.migration.schemas import MigrationJob, MigrationProgress
@@ -62,6 +66,7 @@ async def _start(conn: AsyncConnection, actor: Actor, *, kind: str, api_key: str
     return job_id
 
 
+@writes("/status-page/migrate-structure", STATUS_PAGE_MANAGE)
 async def start_structure(conn: AsyncConnection, actor: Actor, *, api_key: str,
                           source_page_id: str, secrets: SecretBox) -> str:
     """Start importing a source page's structure and history; returns the job's id."""
@@ -73,6 +78,7 @@ async def start_structure(conn: AsyncConnection, actor: Actor, *, api_key: str,
                         secrets=secrets)
 
 
+@writes("/status-page/migrate-email-subscribers", STATUS_PAGE_MANAGE)
 async def start_subscribers(conn: AsyncConnection, actor: Actor, *, api_key: str,
                             source_page_id: str, target_page_id: int,
                             secrets: SecretBox) -> str:
@@ -103,6 +109,7 @@ async def get_status(conn: AsyncConnection, actor: Actor, *, job_id: str) -> Mig
     return job_record(row)
 
 
+@writes("/status-page/migration/cancel", STATUS_PAGE_MANAGE)
 async def cancel(conn: AsyncConnection, actor: Actor, *, job_id: str) -> None:
     row = await repo.get_job(conn, job_id, actor.account_id)
     if row is None:
@@ -112,3 +119,4 @@ async def cancel(conn: AsyncConnection, actor: Actor, *, job_id: str) -> None:
         raise InvalidParameter(
             "Invalid parameter {field}: the job has already ended ({status})",
             field="job_id", status=row.status)
+    actor.note_audit_targets(job_id)

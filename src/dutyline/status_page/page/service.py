@@ -8,7 +8,9 @@ silently would change the public page in a way nobody asked for; move or delete 
 
 Every service has the one shape `(conn, actor, *, domain arguments)`, raises ApiErrors,
 reads the time from `actor.clock` and never commits: the API's endpoints and the Statuspage
-migration (as `Actor.system`) both call them."""
+migration (as `Actor.system`) both call them. Each write checks status page management and
+notes its audit entry with the ids the API's row names (api/access.py); reads admit either
+status page permission."""
 
 from __future__ import annotations
 
@@ -21,7 +23,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.db.tables.status_page import status_component, status_section
 from dutyline.kit.ids import hex_id, numeric_id
 from dutyline.status_page import cache, tokens
@@ -48,6 +52,11 @@ class CreatedPage:
     url_name: str
     # Internal pages only; shown once.
     access_token: str
+
+
+def _noted_only(_result: object) -> tuple[()]:
+    # The result is no audit target (a login token, or an id noted beside its page's).
+    return ()
 
 
 @lru_cache(maxsize=1024)
@@ -102,6 +111,8 @@ def _check_time_zone(time_zone: str) -> None:
         raise errors.invalid("time_zone", "is not a known IANA time zone")
 
 
+@writes("/status-page/create", STATUS_PAGE_MANAGE,
+        targets=lambda created: [created.page_id])
 async def create_page(
     conn: AsyncConnection, actor: Actor, *, page_name: str, url_name: str,
     page_type: str = "public", description: str = "", time_zone: str = "UTC",
@@ -131,6 +142,7 @@ async def create_page(
     return CreatedPage(page_id, name, url_name, token)
 
 
+@writes("/status-page/update", STATUS_PAGE_MANAGE, targets=_noted_only)
 async def update_page(
     conn: AsyncConnection, actor: Actor, *, page_id: int, page_name: str | None = None,
     url_name: str | None = None, page_type: str | None = None, description: str | None = None,
@@ -167,16 +179,20 @@ async def update_page(
     except IntegrityError:
         raise errors.invalid("url_name", "is already taken") from None
     page_changed(page_id)
+    actor.note_audit_targets(page_id)
     return token
 
 
+@writes("/status-page/delete", STATUS_PAGE_MANAGE, dangerous=True)
 async def delete_page(conn: AsyncConnection, actor: Actor, *, page_id: int) -> None:
     """Delete a page with its structure, changes, timelines and subscribers."""
     await require_page(conn, actor, page_id=page_id)
     await repo.delete_page(conn, page_id)
     page_changed(page_id)
+    actor.note_audit_targets(page_id)
 
 
+@writes("/status-page/section/upsert", STATUS_PAGE_MANAGE, targets=_noted_only)
 async def upsert_section(
     conn: AsyncConnection, actor: Actor, *, page_id: int, section_id: str = "",
     name: str, description: str = "", order_id: int | None = None,
@@ -203,9 +219,11 @@ async def upsert_section(
             "created_at": now_s, "updated_at": now_s,
         })
     await mark_page_changed(conn, actor, page_id=page_id)
+    actor.note_audit_targets(page_id, section_id)
     return section_id
 
 
+@writes("/status-page/section/delete", STATUS_PAGE_MANAGE)
 async def delete_section(
     conn: AsyncConnection, actor: Actor, *, page_id: int, section_id: str
 ) -> None:
@@ -219,8 +237,10 @@ async def delete_section(
         )
     await repo.delete_section(conn, section_id)
     await mark_page_changed(conn, actor, page_id=page_id)
+    actor.note_audit_targets(page_id, section_id)
 
 
+@writes("/status-page/component/upsert", STATUS_PAGE_MANAGE, targets=_noted_only)
 async def upsert_component(
     conn: AsyncConnection, actor: Actor, *, page_id: int, component_id: str = "",
     name: str, section_id: str | None = None, description: str | None = None,
@@ -257,9 +277,11 @@ async def upsert_component(
             "created_at": now_s,
         })
     await mark_page_changed(conn, actor, page_id=page_id)
+    actor.note_audit_targets(page_id, component_id)
     return component_id
 
 
+@writes("/status-page/component/delete", STATUS_PAGE_MANAGE)
 async def delete_component(
     conn: AsyncConnection, actor: Actor, *, page_id: int, component_id: str
 ) -> None:
@@ -270,6 +292,7 @@ async def delete_component(
         raise errors.not_found(COMPONENT, component_id)
     await repo.delete_component(conn, component_id)
     await mark_page_changed(conn, actor, page_id=page_id)
+    actor.note_audit_targets(page_id, component_id)
 
 
 def page_item(row: Any, base_url: str) -> PageItem:
@@ -296,6 +319,7 @@ def component_item(row: Any) -> ComponentItem:
     return ComponentItem(**component_fields(row), status=row.status)
 
 
+@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def list_pages(
     conn: AsyncConnection, actor: Actor, *, offset: int, limit: int, base_url: str
 ) -> tuple[int, list[PageInfo]]:
@@ -321,6 +345,7 @@ def section_item(row: Any) -> SectionItem:
                        order_id=row.order_id)
 
 
+@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def page_info(
     conn: AsyncConnection, actor: Actor, *, page_id: int, base_url: str
 ) -> PageInfo:

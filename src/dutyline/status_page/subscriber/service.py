@@ -5,7 +5,8 @@ subscribers; pending (unconfirmed) and unsubscribed ones are nobody's audience. 
 asserts the subscribers' consent, so they arrive confirmed; an address the page already knows
 in any state is skipped and counted, so an import never resubscribes someone who left.
 Per-event subscriptions (`change_ids`) are not kept: such a row is reported invalid rather
-than silently widened to every event."""
+than silently widened to every event. All of it needs status page management: the addresses
+are personal data."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.kit.ids import hex_id
 from dutyline.status_page import tokens
 from dutyline.status_page.page import repository as page_repo
@@ -47,6 +50,7 @@ class ImportResult:
     invalid: list[tuple[str, str]] = field(default_factory=list)
 
 
+@writes("/status-page/subscriber/import", STATUS_PAGE_MANAGE)
 async def import_subscribers(
     conn: AsyncConnection, actor: Actor, *, page_id: int, subscribers: Sequence[SubscriberIn],
     secret_key: str, method: str = "email", source: str = "import",
@@ -56,6 +60,7 @@ async def import_subscribers(
     if method != "email":
         raise errors.invalid("method", "only email subscribers are supported")
     await pages.require_page(conn, actor, page_id=page_id)
+    actor.note_audit_targets(page_id)
     now_s = actor.now_s
     result = ImportResult()
     known_components = {c.component_id for c in await page_repo.components(conn, page_id)}
@@ -116,6 +121,7 @@ def _items(rows: list[Any], components: dict[str, Any]) -> list[SubscriberItem]:
     return items
 
 
+@reads(STATUS_PAGE_MANAGE)
 async def list_subscribers(
     conn: AsyncConnection, actor: Actor, *, page_id: int, component_ids: Sequence[str],
     offset: int, limit: int,
@@ -135,6 +141,7 @@ def _cell(value: str) -> str:
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
+@reads(STATUS_PAGE_MANAGE)
 async def export_csv(
     conn: AsyncConnection, actor: Actor, *, page_id: int, component_ids: Sequence[str]
 ) -> str:
