@@ -63,7 +63,8 @@ REQUEST_ARGUMENTS = {
     "dutyline.enrichment.api.service.update_api",
     "dutyline.enrichment.service.create_schema",
     "dutyline.enrichment.service.update_schema",
-    "dutyline.monit.datasources.upsert_datasource",
+    "dutyline.monit.datasources.create_datasource",
+    "dutyline.monit.datasources.update_datasource",
 }
 
 

@@ -1,8 +1,7 @@
 """/enrichment/mapping/schema/*, /enrichment/mapping/data/* and /enrichment/upsert|info|list.
 
-Reads need any one of integration view/management or mapping data view/management (the
-contract's list for the download); writes need integration or mapping data management.
-Every write is audited with the schema or integration id."""
+Who may read and write: enrichment/permissions.py. Every write is audited with the schema or
+integration id, which the services note themselves."""
 
 from __future__ import annotations
 
@@ -10,14 +9,9 @@ from collections.abc import AsyncIterator
 
 from dutyline.api import errors
 from dutyline.api.operation import Context, Empty, Router, StreamedDownload
-from dutyline.api.permissions import (
-    INTEGRATION_MANAGE,
-    INTEGRATION_VIEW,
-    MAPPING_DATA_MANAGE,
-    MAPPING_DATA_VIEW,
-)
 from dutyline.channel.integration import service as integrations
 from dutyline.enrichment import service, settings
+from dutyline.enrichment.permissions import READ, WRITE
 from dutyline.enrichment.schemas import (
     DataDeleteRequest,
     DataListRequest,
@@ -41,8 +35,6 @@ from dutyline.enrichment.tabular import MAX_UPLOAD_BYTES
 
 router = Router("Enrichment")
 
-READ = (INTEGRATION_VIEW, INTEGRATION_MANAGE, MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
-WRITE = (INTEGRATION_MANAGE, MAPPING_DATA_MANAGE)
 
 
 # -- schemas ------------------------------------------------------------------------------------
@@ -51,9 +43,7 @@ WRITE = (INTEGRATION_MANAGE, MAPPING_DATA_MANAGE)
 @router.post("/enrichment/mapping/schema/create", permissions=WRITE, write=True)
 async def schema_create(ctx: Context, req: SchemaCreateRequest) -> SchemaCreateResponse:
     """Create a mapping schema: source labels (1-3) looked up, result labels (1-10) added."""
-    created = await service.create_schema(ctx.conn, ctx.actor, req=req)
-    ctx.audit_targets.append(created.schema_id)
-    return created
+    return await service.create_schema(ctx.conn, ctx.actor, req=req)
 
 
 @router.post("/enrichment/mapping/schema/info", permissions=READ)
@@ -73,14 +63,12 @@ async def schema_list(ctx: Context, req: Empty) -> SchemaListResponse:
 async def schema_update(ctx: Context, req: SchemaUpdateRequest) -> None:
     """Rename a schema, or change its description or team (labels are fixed)."""
     await service.update_schema(ctx.conn, ctx.actor, req=req)
-    ctx.audit_targets.append(req.schema_id.lower())
 
 
 @router.post("/enrichment/mapping/schema/delete", permissions=WRITE, write=True)
 async def schema_delete(ctx: Context, req: SchemaIDRequest) -> None:
     """Delete a schema and its rows; refused while an enrichment setting uses it."""
-    ctx.audit_targets.append(await service.delete_schema(ctx.conn, ctx.actor,
-                                                         schema_id=req.schema_id))
+    await service.delete_schema(ctx.conn, ctx.actor, schema_id=req.schema_id)
 
 
 # -- data ---------------------------------------------------------------------------------------
@@ -99,7 +87,6 @@ async def data_upsert(ctx: Context, req: DataUpsertRequest) -> DataUpsertRespons
     """Insert or replace up to 1,000 rows, each with every source and result label."""
     keys = await service.upsert_data(ctx.conn, ctx.actor, schema_id=req.schema_id,
                                      docs=req.docs)
-    ctx.audit_targets.append(req.schema_id.lower())
     return DataUpsertResponse(keys=keys)
 
 
@@ -107,14 +94,12 @@ async def data_upsert(ctx: Context, req: DataUpsertRequest) -> DataUpsertRespons
 async def data_delete(ctx: Context, req: DataDeleteRequest) -> None:
     """Delete up to 100 rows by key (unknown keys are ignored)."""
     await service.delete_data(ctx.conn, ctx.actor, schema_id=req.schema_id, keys=req.keys)
-    ctx.audit_targets.append(req.schema_id.lower())
 
 
 @router.post("/enrichment/mapping/data/truncate", permissions=WRITE, write=True)
 async def data_truncate(ctx: Context, req: SchemaIDRequest) -> None:
     """Delete every row of a schema."""
     await service.truncate_data(ctx.conn, ctx.actor, schema_id=req.schema_id)
-    ctx.audit_targets.append(req.schema_id.lower())
 
 
 @router.post("/enrichment/mapping/data/upload", permissions=WRITE, write=True,
@@ -128,7 +113,6 @@ async def data_upload(ctx: Context, req: DataUploadRequest) -> None:
         raise errors.invalid("file", "is required (the CSV text)")
     await service.upload_data(ctx.conn, ctx.actor, schema_id=req.schema_id, data=data,
                               truncate=req.truncate)
-    ctx.audit_targets.append(req.schema_id.lower())
 
 
 @router.post("/enrichment/mapping/data/download", response=str, permissions=READ)
@@ -155,7 +139,6 @@ async def enrichment_upsert(ctx: Context, req: EnrichmentUpsertRequest) -> None:
     await integrations.require_live(ctx.conn, ctx.actor, integration_id=req.integration_id)
     await settings.upsert(ctx.conn, ctx.actor, integration_id=req.integration_id,
                           rules=req.rules)
-    ctx.audit_targets.append(req.integration_id)
 
 
 @router.post("/enrichment/info", permissions=READ)

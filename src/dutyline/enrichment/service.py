@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.db.engine import Database
 from dutyline.enrichment import cursor, references
@@ -27,6 +28,7 @@ from dutyline.enrichment import repository as repo
 from dutyline.enrichment.api.lookup import Answers as Answers  # for ingestion
 from dutyline.enrichment.api.lookup import LookupsNeeded as LookupsNeeded
 from dutyline.enrichment.api.lookup import fetch as _fetch
+from dutyline.enrichment.permissions import READ, WRITE
 from dutyline.enrichment.schemas import (
     DataListResponse,
     MappingDataItem,
@@ -81,6 +83,8 @@ async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None
 # -- schemas -----------------------------------------------------------------------------------
 
 
+@writes("/enrichment/mapping/schema/create", *WRITE,
+        targets=lambda created: [created.schema_id])
 async def create_schema(conn: AsyncConnection, actor: Actor, *,
                         req: SchemaCreateRequest) -> SchemaCreateResponse:
     name = req.schema_name.strip()
@@ -114,18 +118,22 @@ async def create_schema(conn: AsyncConnection, actor: Actor, *,
     return SchemaCreateResponse(schema_id=schema_id, schema_name=name)
 
 
+@reads(*READ)
 async def schema_info(conn: AsyncConnection, actor: Actor, *,
                       schema_id: str) -> MappingSchemaItem:
     return _item(await _schema(conn, actor, schema_id))
 
 
+@reads(*READ)
 async def list_schemas(conn: AsyncConnection, actor: Actor) -> list[MappingSchemaItem]:
     return [_item(r) for r in await repo.list_schemas(conn, actor.account_id)]
 
 
+@writes("/enrichment/mapping/schema/update", *WRITE)
 async def update_schema(conn: AsyncConnection, actor: Actor, *,
                         req: SchemaUpdateRequest) -> None:
     row = await _schema(conn, actor, req.schema_id)
+    actor.note_audit_targets(row.schema_id)
     values: dict[str, Any] = {"updated_by": actor.person_id, "updated_at": actor.now_s}
     if req.schema_name is not None:
         name = req.schema_name.strip()
@@ -145,6 +153,7 @@ async def update_schema(conn: AsyncConnection, actor: Actor, *,
         raise errors.invalid("schema_name", "already exists") from None
 
 
+@writes("/enrichment/mapping/schema/delete", *WRITE)
 async def delete_schema(conn: AsyncConnection, actor: Actor, *, schema_id: str) -> str:
     row = await _schema(conn, actor, schema_id, for_update=True)
     await references.refuse_while_referenced(conn, kind="schema", ref_id=row.schema_id)
@@ -197,9 +206,12 @@ class _RowCap:
                                                  f"{MAX_SCHEMA_ROWS} rows")
 
 
+# The audit names the schema, not the rows' keys the service returns.
+@writes("/enrichment/mapping/data/upsert", *WRITE, targets=lambda _keys: ())
 async def upsert_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
                       docs: list[dict[str, Any]]) -> list[str]:
     row = await _schema(conn, actor, schema_id, for_update=True)
+    actor.note_audit_targets(row.schema_id)
     labels = _labels_of(row)
     n_source = len(labels[0])
     by_key: dict[str, list[str]] = {}
@@ -221,24 +233,31 @@ async def _write_rows(conn: AsyncConnection, schema_id: str,
         for key, values in rows])
 
 
+@writes("/enrichment/mapping/data/delete", *WRITE)
 async def delete_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
                       keys: list[str]) -> None:
     row = await _schema(conn, actor, schema_id, for_update=True)
+    actor.note_audit_targets(row.schema_id)
     await repo.delete_rows(conn, row.schema_id, list(dict.fromkeys(keys)))
     await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
 
 
+@writes("/enrichment/mapping/data/truncate", *WRITE)
 async def truncate_data(conn: AsyncConnection, actor: Actor, *, schema_id: str) -> None:
     row = await _schema(conn, actor, schema_id, for_update=True)
+    actor.note_audit_targets(row.schema_id)
     await repo.truncate_rows(conn, row.schema_id)
     await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
 
 
+# The audit names the schema, not the count of rows the service returns.
+@writes("/enrichment/mapping/data/upload", *WRITE, targets=lambda _loaded: ())
 async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, data: bytes,
                       truncate: bool) -> int:
     """Load a CSV; all or nothing (the caller's transaction rolls back on the first bad
     line). Returns the number of distinct keys loaded."""
     row = await _schema(conn, actor, schema_id, for_update=True)
+    actor.note_audit_targets(row.schema_id)
     source, result = _labels_of(row)
     lines = parse_upload(data, source, result)  # checks encoding and header first
     if truncate:
@@ -262,6 +281,7 @@ async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, da
     return loaded
 
 
+@reads(*READ)
 async def list_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
                     query: dict[str, str], orderby: str, asc: bool, p: int, limit: int,
                     search_after_ctx: str) -> DataListResponse:
@@ -319,6 +339,7 @@ def ingest_state_sync(conn: Connection, integration_id: int) -> IngestState:
                        route=row[3])
 
 
+@reads(*READ)
 async def download_header(conn: AsyncConnection, actor: Actor, *,
                           schema_id: str) -> tuple[str, str, list[str]]:
     """(schema_id, schema_name, header labels) of a schema the actor may read."""

@@ -30,6 +30,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.db.per_integration import saved_values
 from dutyline.enrichment import repository as repo
@@ -37,6 +38,7 @@ from dutyline.enrichment.api import lookup
 from dutyline.enrichment.api import repository as api_repo
 from dutyline.enrichment.api import service as api_service
 from dutyline.enrichment.api.lookup import Answers, ApiTarget, Key, LookupsNeeded
+from dutyline.enrichment.permissions import READ, WRITE
 from dutyline.enrichment.schemas import EnrichmentItem
 from dutyline.enrichment.tabular import row_key
 from dutyline.kit.filters import Filter, FilterError, compile_filters, compile_regex
@@ -235,10 +237,12 @@ def _item(row: Any) -> EnrichmentItem:
         created_at=row.created_at, updated_at=row.updated_at)
 
 
+@writes("/enrichment/upsert", *WRITE)
 async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                  rules: list[Any]) -> None:
     """Check and store an integration's rules (a bad rule is a 400 naming it; nothing is
     written). The caller has checked the integration is the actor's."""
+    actor.note_audit_targets(integration_id)
     for i, rule in enumerate(rules):
         _check_rule(rule, f"rules[{i}]")
     ids = _schema_ids(rules)
@@ -257,6 +261,7 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                             values=values, schema_ids=ids + api_ids)
 
 
+@reads(*READ)
 async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> EnrichmentItem:
     row = await repo.get_setting(conn, actor.account_id, integration_id)
     if row is None:
@@ -265,6 +270,7 @@ async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> E
     return _item(row)
 
 
+@reads(*READ)
 async def list_settings(conn: AsyncConnection, actor: Actor, *,
                         integration_ids: list[int]) -> list[EnrichmentItem]:
     if not integration_ids:

@@ -15,8 +15,10 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.outbound_secrets import headers_to_store, secret_to_store
+from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.kit.origin import origin_of, same_origin
 from dutyline.kit.outbound import OutboundPolicy
@@ -127,9 +129,24 @@ def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:
     )
 
 
-async def upsert_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
-                            req: DataSourceUpsertRequest, create: bool,
+@writes("/monit/datasource/create", ALERT_RULE_MANAGE, targets=lambda item: [item.id])
+async def create_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
+                            req: DataSourceUpsertRequest,
                             policy: OutboundPolicy) -> DataSourceItem:
+    return await _upsert(conn, actor, box, req=req, create=True, policy=policy)
+
+
+@writes("/monit/datasource/update", ALERT_RULE_MANAGE, targets=lambda item: [item.id])
+async def update_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
+                            req: DataSourceUpsertRequest,
+                            policy: OutboundPolicy) -> DataSourceItem:
+    """Blank secrets are kept unless the address moves to another origin."""
+    return await _upsert(conn, actor, box, req=req, create=False, policy=policy)
+
+
+async def _upsert(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
+                  req: DataSourceUpsertRequest, create: bool,
+                  policy: OutboundPolicy) -> DataSourceItem:
     if req.type_ident not in DS_TYPES:
         raise errors.invalid("type_ident", f"must be one of {', '.join(DS_TYPES)}")
     if req.type_ident not in SUPPORTED_DS_TYPES:
@@ -169,6 +186,7 @@ async def upsert_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox,
     return _ds_item(box, row)
 
 
+@reads(ALERT_RULE_MANAGE)
 async def get_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
                          ds_id: int) -> DataSourceItem:
     row = await repo.get_datasource(conn, actor.account_id, ds_id)
@@ -184,6 +202,7 @@ async def require_datasource_row(conn: AsyncConnection, actor: Actor, *, ds_id: 
     return row
 
 
+@reads(ALERT_RULE_MANAGE)
 async def list_datasources(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
                            type_ident: str) -> list[DataSourceItem]:
     if type_ident and type_ident not in DS_TYPES:
@@ -192,10 +211,12 @@ async def list_datasources(conn: AsyncConnection, actor: Actor, box: SecretBox, 
                                                                   type_ident)]
 
 
+@writes("/monit/datasource/delete", ALERT_RULE_MANAGE)
 async def delete_datasource(conn: AsyncConnection, actor: Actor, *, ds_id: int) -> None:
     row = await repo.get_datasource(conn, actor.account_id, ds_id)
     if row is None:
         raise errors.not_found("datasource", ds_id)
+    actor.note_audit_targets(row.id)
     using = [r.name for r in await repo.list_rules(conn, actor.account_id, 0)
              if ds_id in _body_decoder.decode(r.body).ds_ids]
     if using:

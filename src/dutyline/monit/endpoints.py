@@ -2,14 +2,14 @@
 /monit/datasource/query, our ad-hoc instant query for a rule editor.
 
 Every one needs the alert rule management permission (monit): the catalogue has no read
-permission of its own for monitors."""
+permission of its own for monitors. The services check it again and note the audit targets
+of their writes, so whoever calls them is checked and audited alike."""
 
 from __future__ import annotations
 
-from dutyline.api import errors
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ALERT_RULE_MANAGE
-from dutyline.monit import engine, history, prom, rulesets, service
+from dutyline.monit import history, rulesets, service
 from dutyline.monit.schemas import (
     AlertRule,
     AlertRuleAudit,
@@ -25,7 +25,6 @@ from dutyline.monit.schemas import (
     NameMessage,
     QueryRequest,
     QueryResponse,
-    QueryRow,
     RuleEmptyRequest,
     RuleFieldsUpdateRequest,
     RuleFolderIDRequest,
@@ -48,18 +47,15 @@ MANAGE = (ALERT_RULE_MANAGE,)
 @router.post("/monit/datasource/create", permissions=MANAGE, write=True)
 async def datasource_create(ctx: Context, req: DataSourceUpsertRequest) -> DataSourceItem:
     """Create a data source (type prometheus; VictoriaMetrics and Thanos speak its API)."""
-    item = await service.upsert_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
-                                           create=True, policy=ctx.runtime.outbound_policy())
-    ctx.audit_targets.append(item.id)
-    return item
+    return await service.create_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
+                                           policy=ctx.runtime.outbound_policy())
 
 
 @router.post("/monit/datasource/update", permissions=MANAGE, write=True)
 async def datasource_update(ctx: Context, req: DataSourceUpsertRequest) -> DataSourceItem:
     """Update a data source; blank secrets are kept unless the address moves elsewhere."""
-    ctx.audit_targets.append(req.id)
-    return await service.upsert_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
-                                           create=False, policy=ctx.runtime.outbound_policy())
+    return await service.update_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
+                                           policy=ctx.runtime.outbound_policy())
 
 
 @router.post("/monit/datasource/info", permissions=MANAGE)
@@ -78,44 +74,31 @@ async def datasource_list(ctx: Context, req: DataSourceListRequest) -> list[Data
 @router.post("/monit/datasource/delete", permissions=MANAGE, write=True)
 async def datasource_delete(ctx: Context, req: IDRequest) -> None:
     """Delete a data source no alert rule names by id."""
-    ctx.audit_targets.append(req.id)
     await service.delete_datasource(ctx.conn, ctx.actor, ds_id=req.id)
 
 
 @router.post("/monit/datasource/query", permissions=MANAGE)
 async def datasource_query(ctx: Context, req: QueryRequest) -> QueryResponse:
     """Run a PromQL instant query against a data source: the rows a rule would see."""
-    row = await service.require_datasource_row(ctx.conn, ctx.actor, ds_id=req.ds_id)
-    target = engine.target_of(ctx.runtime, row)
-    try:
-        result = await prom.instant_query(ctx.runtime.outbound_policy(), target, req.expr,
-                                          float(req.time or ctx.now),
-                                          transport=engine.transport_override)
-    except prom.QueryFailed as exc:
-        raise errors.BadRequest("The query failed: {reason}", reason=exc.reason) from None
-    return QueryResponse(result_type=result.result_type,
-                         rows=[QueryRow(labels=s.labels, value=s.value) for s in result.samples])
+    return await service.query_datasource(ctx.conn, ctx.actor, ctx.runtime, ds_id=req.ds_id,
+                                          expr=req.expr, at=float(req.time or ctx.now))
 
 
 @router.post("/monit/rule/create", permissions=MANAGE, write=True)
 async def rule_create(ctx: Context, req: RuleSpec) -> AlertRule:
     """Create an alert rule; an enabled one starts evaluating on its cron_pattern."""
-    rule = await service.create_rule(ctx.conn, ctx.actor, spec=req)
-    ctx.audit_targets.append(rule.id)
-    return rule
+    return await service.create_rule(ctx.conn, ctx.actor, spec=req)
 
 
 @router.post("/monit/rule/update", permissions=MANAGE, write=True)
 async def rule_update(ctx: Context, req: RuleSpec) -> AlertRule:
     """Replace an alert rule's definition."""
-    ctx.audit_targets.append(req.id)
     return await service.update_rule(ctx.conn, ctx.actor, spec=req)
 
 
 @router.post("/monit/rule/update/fields", permissions=MANAGE, write=True)
 async def rule_update_fields(ctx: Context, req: RuleFieldsUpdateRequest) -> list[NameMessage]:
     """Set the named fields on several rules; a result per rule."""
-    ctx.audit_targets.extend(req.ids)
     changes = {name: getattr(req, name, None) for name in req.fields}
     return await service.update_fields(ctx.conn, ctx.actor, rule_ids=req.ids, changes=changes)
 
@@ -135,14 +118,12 @@ async def rule_list_basic(ctx: Context, req: RuleListRequest) -> list[AlertRuleB
 @router.post("/monit/rule/delete", permissions=MANAGE, write=True)
 async def rule_delete(ctx: Context, req: RuleIDRequest) -> None:
     """Delete an alert rule: it stops evaluating at once and its firing alerts recover."""
-    ctx.audit_targets.append(req.id)
-    await service.delete_rules(ctx.conn, ctx.actor, rule_ids=[req.id])
+    await service.delete_rule(ctx.conn, ctx.actor, rule_id=req.id)
 
 
 @router.post("/monit/rule/delete/batch", permissions=MANAGE, write=True)
 async def rule_delete_batch(ctx: Context, req: RuleIDsRequest) -> None:
     """Delete several alert rules (all or none: an unknown id deletes nothing)."""
-    ctx.audit_targets.extend(req.ids)
     await service.delete_rules(ctx.conn, ctx.actor, rule_ids=req.ids)
 
 
@@ -167,7 +148,6 @@ async def rule_export(ctx: Context, req: RuleIDsRequest) -> list[AlertRuleExport
 @router.post("/monit/rule/move", permissions=MANAGE, write=True)
 async def rule_move(ctx: Context, req: RuleMoveRequest) -> list[NameMessage]:
     """Move rules to another folder; a result per rule."""
-    ctx.audit_targets.extend(req.ids)
     return await service.move_rules(ctx.conn, ctx.actor, rule_ids=req.ids,
                                     folder_id=req.dest_folder_id)
 
@@ -187,7 +167,7 @@ async def rule_audit_detail(ctx: Context, req: RuleIDRequest) -> AlertRuleAudit:
 @router.post("/monit/rule/dstypes", permissions=MANAGE)
 async def rule_dstypes(ctx: Context, req: RuleEmptyRequest) -> list[DSType]:
     """The data source types rules can use."""
-    return history.ds_types()
+    return await history.ds_types(ctx.conn, ctx.actor)
 
 
 @router.post("/monit/rule/counter/total", permissions=MANAGE)
@@ -217,11 +197,9 @@ async def rule_counter_node(ctx: Context, req: RuleEmptyRequest) -> dict[str, in
 @router.post("/monit/store/ruleset/create", permissions=MANAGE, write=True)
 async def ruleset_create(ctx: Context, req: StoreRulesetUpsertRequest) -> StoreRulesetItem:
     """Keep a set of rule definitions in the rule repository (private, account or public)."""
-    item = await rulesets.create_ruleset(ctx.conn, ctx.actor, type_ident=req.type_ident,
+    return await rulesets.create_ruleset(ctx.conn, ctx.actor, type_ident=req.type_ident,
                                          note=req.note, payload=req.payload,
                                          open_flag=req.open_flag)
-    ctx.audit_targets.append(item.id)
-    return item
 
 
 @router.post("/monit/store/ruleset/info", permissions=MANAGE)
@@ -239,7 +217,6 @@ async def ruleset_list(ctx: Context, req: StoreRulesetListRequest) -> list[Store
 @router.post("/monit/store/ruleset/update", permissions=MANAGE, write=True)
 async def ruleset_update(ctx: Context, req: StoreRulesetUpdateRequest) -> StoreRulesetItem:
     """Change a ruleset's note, sharing and payload (its creator's account only)."""
-    ctx.audit_targets.append(req.id)
     return await rulesets.update_ruleset(ctx.conn, ctx.actor, ruleset_id=req.id, note=req.note,
                                          payload=req.payload, open_flag=req.open_flag)
 
@@ -247,5 +224,4 @@ async def ruleset_update(ctx: Context, req: StoreRulesetUpdateRequest) -> StoreR
 @router.post("/monit/store/ruleset/delete", permissions=MANAGE, write=True)
 async def ruleset_delete(ctx: Context, req: IDRequest) -> None:
     """Delete a ruleset (its creator's account only)."""
-    ctx.audit_targets.append(req.id)
     await rulesets.delete_ruleset(ctx.conn, ctx.actor, ruleset_id=req.id)

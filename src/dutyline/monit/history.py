@@ -14,7 +14,9 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import AlertRuleAudit, AlertRuleCounter, DSType, RuleBody
@@ -39,6 +41,7 @@ async def record_count(conn: AsyncConnection, actor: Actor) -> None:
     await repo.put_counter(conn, actor.account_id, actor.now_s, num, numeric_id())
 
 
+@reads(ALERT_RULE_MANAGE)
 async def list_audits(conn: AsyncConnection, actor: Actor, *,
                       rule_id: int) -> list[AlertRuleAudit]:
     """Newest first. A deleted rule keeps its trail; an id the account never had is a 400."""
@@ -51,6 +54,7 @@ async def list_audits(conn: AsyncConnection, actor: Actor, *,
             for r in rows]
 
 
+@reads(ALERT_RULE_MANAGE)
 async def audit_detail(conn: AsyncConnection, actor: Actor, *,
                        audit_id: int) -> AlertRuleAudit:
     row = await repo.get_audit(conn, actor.account_id, audit_id)
@@ -62,11 +66,13 @@ async def audit_detail(conn: AsyncConnection, actor: Actor, *,
                           created_at=row.created_at, content=row.content)
 
 
+@reads(ALERT_RULE_MANAGE)
 async def counter_total(conn: AsyncConnection, actor: Actor) -> list[AlertRuleCounter]:
     return [AlertRuleCounter(id=r.id, account_id=r.account_id, num=r.num, clock=r.clock)
             for r in await repo.list_counters(conn, actor.account_id)]
 
 
+@reads(ALERT_RULE_MANAGE)
 async def counter_channel(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
     """Rules per channel they send to, keyed by channel name (the id when it has none)."""
     from dutyline.channel.service import channel_names  # the channel domain's service
@@ -83,6 +89,7 @@ async def counter_channel(conn: AsyncConnection, actor: Actor) -> dict[str, int]
     return out
 
 
+@reads(ALERT_RULE_MANAGE)
 async def counter_node(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
     """Rules per top-level folder. dutyline has no folder records (a rule's `folder_id` is a
     plain number), so every folder is top-level and is named by its id ("0": no folder)."""
@@ -90,5 +97,7 @@ async def counter_node(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
             for r in await repo.count_by_folder(conn, actor.account_id)}
 
 
-def ds_types() -> list[DSType]:
+@reads(ALERT_RULE_MANAGE)
+async def ds_types(conn: AsyncConnection, actor: Actor) -> list[DSType]:
+    """The data source types rules can use (the same for every account)."""
     return list(DS_TYPE_LIST)

@@ -13,7 +13,9 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
@@ -43,6 +45,8 @@ def _item(row: Any, *, with_payload: bool) -> StoreRulesetItem:
     )
 
 
+@writes("/monit/store/ruleset/create", ALERT_RULE_MANAGE,
+        targets=lambda item: [item.id])
 async def create_ruleset(conn: AsyncConnection, actor: Actor, *, type_ident: str, note: str,
                          payload: str, open_flag: int) -> StoreRulesetItem:
     _check_type(type_ident)
@@ -58,6 +62,7 @@ async def create_ruleset(conn: AsyncConnection, actor: Actor, *, type_ident: str
     return await get_ruleset(conn, actor, ruleset_id=ruleset_id)
 
 
+@reads(ALERT_RULE_MANAGE)
 async def get_ruleset(conn: AsyncConnection, actor: Actor, *,
                       ruleset_id: int) -> StoreRulesetItem:
     row = await repo.get_ruleset(conn, actor.account_id, actor.person_id, ruleset_id)
@@ -66,6 +71,7 @@ async def get_ruleset(conn: AsyncConnection, actor: Actor, *,
     return _item(row, with_payload=True)
 
 
+@reads(ALERT_RULE_MANAGE)
 async def list_rulesets(conn: AsyncConnection, actor: Actor, *,
                         type_ident: str) -> list[StoreRulesetItem]:
     _check_type(type_ident)
@@ -81,6 +87,8 @@ async def _require_changeable(conn: AsyncConnection, actor: Actor, ruleset_id: i
     return row
 
 
+@writes("/monit/store/ruleset/update", ALERT_RULE_MANAGE,
+        targets=lambda item: [item.id])
 async def update_ruleset(conn: AsyncConnection, actor: Actor, *, ruleset_id: int, note: str,
                          payload: str, open_flag: int | None) -> StoreRulesetItem:
     """`open_flag` None: unchanged."""
@@ -93,6 +101,8 @@ async def update_ruleset(conn: AsyncConnection, actor: Actor, *, ruleset_id: int
     return await get_ruleset(conn, actor, ruleset_id=row.id)
 
 
+@writes("/monit/store/ruleset/delete", ALERT_RULE_MANAGE)
 async def delete_ruleset(conn: AsyncConnection, actor: Actor, *, ruleset_id: int) -> None:
     row = await _require_changeable(conn, actor, ruleset_id)
+    actor.note_audit_targets(row.id)
     await repo.delete_ruleset(conn, row.id)

@@ -4,16 +4,18 @@ transaction (data sources: datasources.py)."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
-from dutyline.monit import conditions, datasources, engine, history
+from dutyline.monit import conditions, datasources, engine, history, prom
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
     DS_TYPES,
@@ -25,11 +27,16 @@ from dutyline.monit.schemas import (
     AlertRuleStatus,
     EvalStatus,
     NameMessage,
+    QueryResponse,
+    QueryRow,
     RuleBody,
     RuleSpec,
     decode_body,
 )
 from dutyline.work import scheduler
+
+if TYPE_CHECKING:
+    from dutyline.api.runtime import Runtime
 
 SCHEDULE_KIND = "monit.rule"
 _EVERY = re.compile(r"^@every\s+([0-9]+)(s|m|h)$")
@@ -41,11 +48,26 @@ MIN_INTERVAL_S = 5
 # Data sources live in datasources.py; what the rest of monit uses of them is named here.
 open_payload = datasources.open_payload
 matching_datasources = datasources.matching_datasources
-upsert_datasource = datasources.upsert_datasource
+create_datasource = datasources.create_datasource
+update_datasource = datasources.update_datasource
 get_datasource = datasources.get_datasource
-require_datasource_row = datasources.require_datasource_row
 list_datasources = datasources.list_datasources
 delete_datasource = datasources.delete_datasource
+
+
+@reads(ALERT_RULE_MANAGE)
+async def query_datasource(conn: AsyncConnection, actor: Actor, runtime: Runtime, *,
+                           ds_id: int, expr: str, at: float) -> QueryResponse:
+    """A PromQL instant query against a data source: the rows a rule would see."""
+    row = await datasources.require_datasource_row(conn, actor, ds_id=ds_id)
+    target = engine.target_of(runtime, row)
+    try:
+        result = await prom.instant_query(runtime.outbound_policy(), target, expr, at,
+                                          transport=engine.transport_override)
+    except prom.QueryFailed as exc:
+        raise errors.BadRequest("The query failed: {reason}", reason=exc.reason) from None
+    return QueryResponse(result_type=result.result_type,
+                         rows=[QueryRow(labels=s.labels, value=s.value) for s in result.samples])
 
 
 # --- rules -----------------------------------------------------------------------------
@@ -233,6 +255,7 @@ async def _require_rule(conn: AsyncConnection, actor: Actor, rule_id: int) -> An
     return row
 
 
+@writes("/monit/rule/create", ALERT_RULE_MANAGE, targets=lambda rule: [rule.id])
 async def create_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) -> AlertRule:
     return await _create(conn, actor, spec, "create")
 
@@ -261,6 +284,7 @@ async def _create(conn: AsyncConnection, actor: Actor, spec: RuleSpec,
     return rule_record(await repo.get_rule(conn, actor.account_id, rule_id))
 
 
+@writes("/monit/rule/update", ALERT_RULE_MANAGE, targets=lambda rule: [rule.id])
 async def update_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) -> AlertRule:
     if not spec.id:
         raise errors.invalid("id", "is required")
@@ -292,6 +316,7 @@ async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: Rul
     await _sync_schedule(conn, actor, row.id, cron, interval_ms, spec.enabled)
 
 
+@writes("/monit/rule/update/fields", ALERT_RULE_MANAGE)
 async def update_fields(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int],
                         changes: dict[str, Any]) -> list[NameMessage]:
     """Set the named fields (`changes`: field -> new value, None when not given) on each
@@ -307,6 +332,7 @@ async def update_fields(conn: AsyncConnection, actor: Actor, *, rule_ids: list[i
         row = await repo.get_rule(conn, actor.account_id, rule_id, lock=True)
         if row is None:
             raise errors.not_found("alert rule", rule_id)
+        actor.note_audit_targets(row.id)
         spec = msgspec.structs.replace(_spec_of(row), **changes)
         try:
             async with conn.begin_nested():
@@ -319,6 +345,7 @@ async def update_fields(conn: AsyncConnection, actor: Actor, *, rule_ids: list[i
     return results
 
 
+@reads(ALERT_RULE_MANAGE)
 async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> AlertRule:
     row = await repo.get_rule(conn, actor.account_id, rule_id)
     if row is None:
@@ -326,6 +353,7 @@ async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> Aler
     return rule_record(row)
 
 
+@reads(ALERT_RULE_MANAGE)
 async def list_rules(conn: AsyncConnection, actor: Actor, *,
                      folder_id: int) -> list[AlertRuleBasic]:
     return [
@@ -342,12 +370,19 @@ async def list_rules(conn: AsyncConnection, actor: Actor, *,
     ]
 
 
+@writes("/monit/rule/delete", ALERT_RULE_MANAGE)
+async def delete_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> None:
+    await delete_rules(conn, actor, rule_ids=[rule_id])
+
+
+@writes("/monit/rule/delete/batch", ALERT_RULE_MANAGE)
 async def delete_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int]) -> None:
     """Delete rules: unknown ids are a 400 (nothing deleted); their firing alerts recover,
     their schedules go with them, so they stop evaluating at once."""
     rows = []
     for rule_id in dict.fromkeys(rule_ids):
         rows.append(await _require_rule(conn, actor, rule_id))
+    actor.note_audit_targets(*(row.id for row in rows))
     for row in rows:
         await engine.resolve_all(conn, row, now_s=actor.now_s)
         await history.record(conn, actor, rule_id=row.id, action="delete",
@@ -358,11 +393,13 @@ async def delete_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[in
         await history.record_count(conn, actor)
 
 
+@writes("/monit/rule/move", ALERT_RULE_MANAGE)
 async def move_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int],
                      folder_id: int) -> list[NameMessage]:
     """Move rules to another folder: unknown ids are a 400 (nothing moved); a rule whose name
     the destination already has stays where it is, reported by name."""
     rows = [await _require_rule(conn, actor, rule_id) for rule_id in dict.fromkeys(rule_ids)]
+    actor.note_audit_targets(*(row.id for row in rows))
     results = []
     for row in rows:
         if row.folder_id == folder_id:
@@ -380,6 +417,7 @@ async def move_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int]
     return results
 
 
+@reads(ALERT_RULE_MANAGE)
 async def rule_status(conn: AsyncConnection, actor: Actor, *,
                       folder_id: int) -> list[AlertRuleStatus]:
     return [
@@ -389,6 +427,7 @@ async def rule_status(conn: AsyncConnection, actor: Actor, *,
     ]
 
 
+@reads(ALERT_RULE_MANAGE)
 async def export_rules(conn: AsyncConnection, actor: Actor, *,
                        rule_ids: list[int]) -> list[AlertRuleExport]:
     rows = await repo.rules_by_ids(conn, actor.account_id, list(dict.fromkeys(rule_ids)))
@@ -411,6 +450,7 @@ async def export_rules(conn: AsyncConnection, actor: Actor, *,
     return out
 
 
+@writes("/monit/rule/import", ALERT_RULE_MANAGE)
 async def import_rules(conn: AsyncConnection, actor: Actor, *,
                        specs: list[RuleSpec]) -> list[NameMessage]:
     """Each rule is created on its own (a savepoint each): one bad rule is reported by name

@@ -1,6 +1,7 @@
 """/enrichment/mapping/api/create|info|list|update|delete. Writes need mapping data
-management and are audited with the API's id; list needs mapping data view or management;
-info, as the reference says, any valid app_key (null for an id not in the account)."""
+management and are audited with the API's id (the services check and note both); list needs
+mapping data view or management; info, as the reference says, any valid app_key (null for an
+id not in the account)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,8 @@ router = Router("Mapping APIs")
 @router.post("/enrichment/mapping/api/create", permissions=(MAPPING_DATA_MANAGE,), write=True)
 async def api_create(ctx: Context, req: ApiCreateRequest) -> ApiCreateResponse:
     """Register an HTTP API that `mapping` rules with `mapping_type: api` call at ingest."""
-    created = await service.create_api(ctx.conn, ctx.actor, req=req,
-                                       secrets=ctx.runtime.secrets,
-                                       policy=ctx.runtime.outbound_policy())
-    ctx.audit_targets.append(created.api_id)
-    return created
+    return await service.create_api(ctx.conn, ctx.actor, req=req, secrets=ctx.runtime.secrets,
+                                    policy=ctx.runtime.outbound_policy())
 
 
 @router.post("/enrichment/mapping/api/info", empty="null")
@@ -49,10 +47,9 @@ async def api_update(ctx: Context, req: ApiUpdateRequest) -> None:
     """Change the fields given (headers are replaced whole)."""
     await service.update_api(ctx.conn, ctx.actor, req=req, secrets=ctx.runtime.secrets,
                              policy=ctx.runtime.outbound_policy())
-    ctx.audit_targets.append(req.api_id.lower())
 
 
 @router.post("/enrichment/mapping/api/delete", permissions=(MAPPING_DATA_MANAGE,), write=True)
 async def api_delete(ctx: Context, req: ApiIDRequest) -> None:
     """Delete an API no enrichment rule uses (else 400 ReferenceExist naming them)."""
-    ctx.audit_targets.append(await service.delete_api(ctx.conn, ctx.actor, api_id=req.api_id))
+    await service.delete_api(ctx.conn, ctx.actor, api_id=req.api_id)

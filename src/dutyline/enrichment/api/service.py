@@ -14,8 +14,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.outbound_secrets import headers_to_store
+from dutyline.api.permissions import MAPPING_DATA_MANAGE, MAPPING_DATA_VIEW
 from dutyline.enrichment import references
 from dutyline.enrichment.api import repository as repo
 from dutyline.enrichment.api.schemas import (
@@ -75,6 +77,8 @@ async def _checks(conn: AsyncConnection, actor: Actor, *, name: str | None,
     return name
 
 
+@writes("/enrichment/mapping/api/create", MAPPING_DATA_MANAGE,
+        targets=lambda created: [created.api_id])
 async def create_api(conn: AsyncConnection, actor: Actor, *, req: ApiCreateRequest,
                      secrets: SecretBox, policy: OutboundPolicy) -> ApiCreateResponse:
     name = await _checks(conn, actor, name=req.api_name, insecure=req.insecure_skip_verify,
@@ -106,6 +110,7 @@ async def api_info(conn: AsyncConnection, actor: Actor, *, api_id: str,
     return None if row is None else _item(row, secrets)
 
 
+@reads(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
 async def list_apis(conn: AsyncConnection, actor: Actor, *,
                     secrets: SecretBox) -> list[MappingApiItem]:
     return [_item(r, secrets) for r in await repo.list_all(conn, actor.account_id)]
@@ -118,9 +123,11 @@ async def _existing(conn: AsyncConnection, actor: Actor, api_id: str) -> Any:
     return row
 
 
+@writes("/enrichment/mapping/api/update", MAPPING_DATA_MANAGE)
 async def update_api(conn: AsyncConnection, actor: Actor, *, req: ApiUpdateRequest,
                      secrets: SecretBox, policy: OutboundPolicy) -> None:
     row = await _existing(conn, actor, req.api_id)
+    actor.note_audit_targets(row.api_id)
     name = await _checks(conn, actor, name=req.api_name, insecure=req.insecure_skip_verify,
                          team_id=req.team_id, but=row.api_id)
     values: dict[str, Any] = {"updated_by": actor.person_id,
@@ -148,6 +155,7 @@ async def update_api(conn: AsyncConnection, actor: Actor, *, req: ApiUpdateReque
         raise errors.invalid("api_name", "already exists") from None
 
 
+@writes("/enrichment/mapping/api/delete", MAPPING_DATA_MANAGE)
 async def delete_api(conn: AsyncConnection, actor: Actor, *, api_id: str) -> str:
     row = await _existing(conn, actor, api_id)
     await references.refuse_while_referenced(conn, kind="api", ref_id=row.api_id)
