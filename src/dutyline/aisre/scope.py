@@ -6,7 +6,9 @@ a member only the records of the teams they belong to.
 
 Seeing is decided inside the query: a repository puts `visible(...)` in its WHERE clause, so
 a record outside the actor's scope is not found, exactly as another account's. Managing is
-`in_team_scope` (plus the domain's own permission)."""
+`in_team_scope` (plus the domain's own permission). A record that runs on a BYOC worknode
+(an MCP server, an automation rule) also needs `require_environment_use` to be bound, changed
+or run."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from typing import Any
 from sqlalchemy import and_, or_, true
 from sqlalchemy.sql.elements import ColumnElement
 
+from dutyline.api.access import require
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ENVIRONMENT_USE
 
 
 @dataclass(frozen=True)
@@ -49,3 +53,10 @@ async def in_team_scope(actor: Actor, team_id: int) -> bool:
     if actor.is_admin:
         return True
     return team_id != 0 and team_id in await actor.team_ids()
+
+
+def require_environment_use(actor: Actor) -> None:
+    """Refuse an actor who may not use worknodes: what a BYOC record runs (an MCP server's
+    command, an automation rule's prompt) executes inside the customer's network, so a
+    read-only member may not bind, change or run one."""
+    require(actor, ENVIRONMENT_USE)

@@ -1,9 +1,6 @@
 """/insight/*: incident analytics and their CSV exports.
 
-The reference asks for "Analytics Read" (on-call). dutyline has no analytics permission; the
-figures are aggregates of the incidents /incident/list shows, so they take the same read
-permissions (channel_view, which Member holds, or incident_manage), and count only what the
-caller may see there (private channels of other teams are left out)."""
+Each takes the read permissions of its service (service.READ: those of /incident/list)."""
 
 from __future__ import annotations
 
@@ -13,7 +10,6 @@ import msgspec
 
 from dutyline.api import errors
 from dutyline.api.operation import Context, Download, Router
-from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.insight import service
 from dutyline.insight.schemas import (
     DimensionInsightResponse,
@@ -27,7 +23,7 @@ from dutyline.insight.schemas import (
 )
 
 router = Router("Insights")
-_READ = (CHANNEL_VIEW, INCIDENT_MANAGE)
+_READ = service.READ
 _QUERY_FIELDS = frozenset(service.Query.__dataclass_fields__)
 
 

@@ -12,7 +12,12 @@ what the caller may see); this module validates the question, lays the time zone
 - engaged seconds: first acknowledgement to close, for closed incidents;
 - notifications: the deliveries to people for the incidents (one per person and channel);
   interruptions: the distinct moments a person was paged (an escalation step's channels
-  reach a person at once: one interruption). Group targets page nobody and count in neither."""
+  reach a person at once: one interruption). Group targets page nobody and count in neither.
+
+The reference asks for "Analytics Read" (on-call). dutyline has no analytics permission; the
+figures are aggregates of the incidents /incident/list shows, so each service here takes the
+same read permissions (`READ`: channel_view, which Member holds, or incident_manage), and
+counts only what the caller may see there (private channels of other teams are left out)."""
 
 from __future__ import annotations
 
@@ -24,7 +29,9 @@ from zoneinfo import ZoneInfo
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.channel import service as channels
 from dutyline.incident.service import analytics
 from dutyline.insight import export
@@ -43,6 +50,7 @@ MAX_WINDOW_S = 366 * 86_400  # "the time range cannot exceed one year"
 MAX_DAY_WINDOW_S = 31 * 86_400  # aggregate_unit day: at most 31 days
 EXPORT_MAX_ROWS = 10_000  # an export is one response: bounded like a page window
 _EXPORT_CHUNK = 500
+READ = (CHANNEL_VIEW, INCIDENT_MANAGE)
 
 
 @dataclass(frozen=True)
@@ -191,6 +199,7 @@ def _dimension_item(t: analytics.Totals, ts: int | None, hours: str | None,
     )
 
 
+@reads(*READ)
 async def dimension(conn: AsyncConnection, actor: Actor, *, by: analytics.Dimension,
                     query: Query) -> list[DimensionInsightItem]:
     """/insight/account|channel|team: one item per (bucket, hours, group) with incidents;
@@ -219,6 +228,7 @@ async def dimension(conn: AsyncConnection, actor: Actor, *, by: analytics.Dimens
     return items
 
 
+@reads(*READ)
 async def responders(conn: AsyncConnection, actor: Actor, *,
                      query: Query) -> list[ResponderInsightItem]:
     """/insight/responder: one item per (bucket, hours, responder)."""
@@ -269,6 +279,7 @@ def _raw_item(tz: ZoneInfo, f: analytics.IncidentFacts, html_to_text: bool) -> I
     )
 
 
+@reads(*READ)
 async def incidents(conn: AsyncConnection, actor: Actor, *, query: Query, offset: int,
                     limit: int) -> tuple[int, bool, list[IncidentRawItem]]:
     """/insight/incident/list: (total, has_next_page, items) of one page."""
@@ -281,6 +292,7 @@ async def incidents(conn: AsyncConnection, actor: Actor, *, query: Query, offset
     return total, offset + len(items) < total, items
 
 
+@reads(*READ)
 async def alert_topk(conn: AsyncConnection, actor: Actor, *, query: Query, label: str, k: int,
                      orderby: str, asc: bool) -> list[InsightAlertByLabelItem]:
     """/insight/alert/topk-by-label: the k `check` or `resource` label values with the most
@@ -305,6 +317,7 @@ def _csv_of(items: list[Any], struct: type[Any], wanted: list[str],
     return export.render(header, ({f: getattr(i, f) for f in header} for i in items))
 
 
+@reads(*READ)
 async def dimension_csv(conn: AsyncConnection, actor: Actor, *, by: analytics.Dimension,
                         query: Query) -> str:
     items = await dimension(conn, actor, by=by, query=query)
@@ -314,6 +327,7 @@ async def dimension_csv(conn: AsyncConnection, actor: Actor, *, by: analytics.Di
     return _csv_of(items, DimensionInsightItem, query.export_fields, drop)
 
 
+@reads(*READ)
 async def responders_csv(conn: AsyncConnection, actor: Actor, *, query: Query) -> str:
     return _csv_of(await responders(conn, actor, query=query), ResponderInsightItem,
                    query.export_fields)
@@ -328,6 +342,7 @@ _INCIDENT_COLUMNS["responders"] = lambda i: ";".join(
     str(r.get("person_name") or r.get("person_id", "")) for r in i.responders)
 
 
+@reads(*READ)
 async def incidents_csv(conn: AsyncConnection, actor: Actor, *, query: Query) -> str:
     """Every incident of the filter (at most EXPORT_MAX_ROWS), one row each."""
     header = export.columns(list(_INCIDENT_COLUMNS), query.export_fields)

@@ -2,7 +2,9 @@
 
 Scope: an account-level agent (team_id 0) is seen by everyone in the account and managed by
 owners/admins; a team agent is seen and managed by that team's members (and owners/admins).
-Managing also needs agent_manage, which the operation layer checks before we run."""
+Managing also needs agent_manage: each write (its apply phase) requires it and notes its
+audit entry (`@writes`), and the prepare phases check it with the team scope before fetching
+anything."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from dutyline.aisre.a2a.schemas import (
 )
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import AGENT_MANAGE
 from dutyline.kit.ids import prefixed_id
@@ -114,6 +117,7 @@ async def prepare_create(conn: AsyncConnection, actor: Actor, *, spec: A2aAgentC
     }), auth
 
 
+@writes("/safari/a2a-agent/create", AGENT_MANAGE, targets=lambda record: [record.agent_id])
 async def apply_create(conn: AsyncConnection, actor: Actor, *, prepared: Prepared,
                        auth: AgentAuth, secrets: SecretBox) -> A2aAgentRecord:
     # The team may have gone while the card was fetched: check it again.
@@ -174,6 +178,7 @@ async def prepare_update(conn: AsyncConnection, actor: Actor, *,
     return Prepared(row.agent_id, values, row)
 
 
+@writes("/safari/a2a-agent/update", AGENT_MANAGE, targets=lambda record: [record.agent_id])
 async def apply_update(conn: AsyncConnection, actor: Actor, *, prepared: Prepared,
                        secrets: SecretBox) -> A2aAgentRecord:
     # Past any remote fetch: write, after checking the agent is still there for this actor.
@@ -185,9 +190,12 @@ async def apply_update(conn: AsyncConnection, actor: Actor, *, prepared: Prepare
     return _record(row, secrets, can_edit=True)
 
 
-async def delete_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -> None:
+@writes("/safari/a2a-agent/delete", AGENT_MANAGE)
+async def delete_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -> str:
+    """Delete an agent; returns its id."""
     row = await _require_for_write(conn, actor, agent_id)
     await repo.delete_agent(conn, actor.account_id, row.agent_id)
+    return str(row.agent_id)
 
 
 async def prepare_enable(conn: AsyncConnection, actor: Actor, *, agent_id: str,
@@ -200,7 +208,9 @@ async def prepare_enable(conn: AsyncConnection, actor: Actor, *, agent_id: str,
     return Prepared(row.agent_id, _card_values(resolved), row)
 
 
-async def apply_enable(conn: AsyncConnection, actor: Actor, *, prepared: Prepared) -> None:
+@writes("/safari/a2a-agent/enable", AGENT_MANAGE)
+async def apply_enable(conn: AsyncConnection, actor: Actor, *, prepared: Prepared) -> str:
+    """Enable the agent `prepare_enable` resolved; returns its id."""
     fresh = await _require_for_write(conn, actor, prepared.agent_id)
     if fresh.status == "enabled":  # enabled by someone else while the card was fetched
         raise errors.invalid("agent_id", "is already enabled")
@@ -209,15 +219,19 @@ async def apply_enable(conn: AsyncConnection, actor: Actor, *, prepared: Prepare
     await repo.update_agent(conn, actor.account_id, prepared.agent_id, {
         **prepared.values, "status": "enabled", "updated_at": actor.now_ms,
     })
+    return prepared.agent_id
 
 
-async def disable_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -> None:
+@writes("/safari/a2a-agent/disable", AGENT_MANAGE)
+async def disable_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -> str:
+    """Disable an enabled agent; returns its id."""
     row = await _require_for_write(conn, actor, agent_id)
     if row.status == "disabled":
         raise errors.invalid("agent_id", "is already disabled")
     await repo.update_agent(conn, actor.account_id, row.agent_id, {
         "status": "disabled", "updated_at": actor.now_ms,
     })
+    return str(row.agent_id)
 
 
 async def get_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str,

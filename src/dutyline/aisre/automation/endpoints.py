@@ -69,16 +69,14 @@ async def automation_rule_delete(ctx: Context, req: RuleLookup) -> None:
 async def automation_rule_enable(ctx: Context, req: RuleLookup) -> None:
     """Enable a rule (its schedule resumes from now)."""
     ctx.audit_targets.append(req.rule_id)
-    await service.update_rule(ctx.conn, ctx.actor, rule_id=req.rule_id,
-                              changes=service.RuleChanges(enabled=True))
+    await service.enable_rule(ctx.conn, ctx.actor, rule_id=req.rule_id)
 
 
 @router.post("/safari/automation/rule/disable", write=True, empty="null")
 async def automation_rule_disable(ctx: Context, req: RuleLookup) -> None:
     """Disable a rule: no trigger fires it until it is enabled again."""
     ctx.audit_targets.append(req.rule_id)
-    await service.update_rule(ctx.conn, ctx.actor, rule_id=req.rule_id,
-                              changes=service.RuleChanges(enabled=False))
+    await service.disable_rule(ctx.conn, ctx.actor, rule_id=req.rule_id)
 
 
 @router.post("/safari/automation/rule/run", write=True)

@@ -23,7 +23,9 @@ from dutyline.aisre.automation.schemas import (
     RunRecord,
     RunStep,
 )
+from dutyline.aisre.scope import require_environment_use
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.incident.service import IncidentEvent
 from dutyline.kit.ids import prefixed_id
@@ -93,13 +95,15 @@ async def queue_scheduled_runs(
     return len(rows)
 
 
+@writes("/safari/automation/rule/run")
 async def run_now(
     conn: AsyncConnection, actor: Actor, *, rule_id: str, context: Any
 ) -> RunRecord:
     """A manual run: the caller must manage the rule; an enabled rule only; one a minute."""
     row = await rules.managed_rule(conn, actor, rule_id)
+    actor.note_audit_targets(row.rule_id)
     if row.environment_kind == "byoc":
-        rules.require_environment_use(actor)
+        require_environment_use(actor)
     if not row.enabled:
         raise errors.invalid("rule_id", "the rule is disabled")
     now = actor.now_ms

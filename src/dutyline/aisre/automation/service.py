@@ -4,7 +4,9 @@ schedule kept in step with the rule in the same transaction.
 Access: a personal rule (team 0) is managed by its creator only; a team rule by owners,
 admins and the team's members (aisre/scope.py, the rule MCP servers and A2A agents share).
 Seeing follows the contract's listing rule: owners/admins all, others their own rules and their
-teams'. A rule the caller cannot see is not found; one they see but cannot manage is 403."""
+teams'. A rule the caller cannot see is not found; one they see but cannot manage is 403.
+The contract gives automation no permission: each write is audited (`@writes` with none) and
+admits any member, the rule's scope deciding the rest."""
 
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import tokens
 from dutyline.aisre.automation.schemas import AutomationRuleItem, RuleListResponse
 from dutyline.aisre.runner import service as runner_service
-from dutyline.aisre.scope import in_team_scope
+from dutyline.aisre.scope import in_team_scope, require_environment_use
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
-from dutyline.api.permissions import ENVIRONMENT_USE
 from dutyline.channel import service as channel_service
 from dutyline.kit.cron import CronInvalid, check_timezone, normalize_fixed_minute
 from dutyline.kit.ids import prefixed_id
@@ -93,16 +95,10 @@ async def managed_rule(conn: AsyncConnection, actor: Actor, rule_id: str) -> Row
     return row
 
 
-def require_environment_use(actor: Actor) -> None:
-    """Binding a rule to a worknode, changing or running such a rule: commands run inside
-    the customer's network, so a read-only member may not."""
-    if not actor.has(ENVIRONMENT_USE):
-        raise errors.AccessDenied()
-
-
 # --- operations -----------------------------------------------------------------------------
 
 
+@writes("/safari/automation/rule/create", targets=lambda item: [item.rule_id])
 async def create_rule(
     conn: AsyncConnection, actor: Actor, *, name: str, prompt: str, cron_expr: str,
     changes: RuleChanges,
@@ -143,6 +139,7 @@ async def create_rule(
     return await _synced_record(conn, actor, row, token=token)
 
 
+@writes("/safari/automation/rule/update", targets=lambda item: [item.rule_id])
 async def update_rule(
     conn: AsyncConnection, actor: Actor, *, rule_id: str, changes: RuleChanges
 ) -> AutomationRuleItem:
@@ -203,11 +200,26 @@ async def list_rules(
     return RuleListResponse(total=total, rules=await records(conn, actor, rows))
 
 
+@writes("/safari/automation/rule/delete")
 async def delete_rule(conn: AsyncConnection, actor: Actor, *, rule_id: str) -> str:
     row = await managed_rule(conn, actor, rule_id)
     await scheduler.remove_schedule(conn, kind=SCHEDULE_KIND, owner_id=row.rule_id)
     await repo.delete_rule(conn, actor.account_id, row.rule_id)
     return str(row.rule_id)
+
+
+@writes("/safari/automation/rule/enable")
+async def enable_rule(conn: AsyncConnection, actor: Actor, *, rule_id: str) -> str:
+    """Enable a rule (its schedule resumes from now); returns its id."""
+    item = await update_rule(conn, actor, rule_id=rule_id, changes=RuleChanges(enabled=True))
+    return item.rule_id
+
+
+@writes("/safari/automation/rule/disable")
+async def disable_rule(conn: AsyncConnection, actor: Actor, *, rule_id: str) -> str:
+    """Disable a rule: no trigger fires it until it is enabled again; returns its id."""
+    item = await update_rule(conn, actor, rule_id=rule_id, changes=RuleChanges(enabled=False))
+    return item.rule_id
 
 
 # --- triggers -------------------------------------------------------------------------------

@@ -68,7 +68,7 @@ async def mcp_server_delete(ctx: Context, req: McpServerLookup) -> None:
 async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
     """Enable a disabled MCP server (an enabled one is refused with InvalidParameter)."""
     ctx.audit_targets.append(req.server_id)
-    await service.set_status(ctx.conn, ctx.actor, server_id=req.server_id, status="enabled")
+    await service.enable_server(ctx.conn, ctx.actor, server_id=req.server_id)
 
 
 @router.post("/safari/mcp/server/disable", permissions=(MCP_MANAGE,), write=True,
@@ -76,4 +76,4 @@ async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
 async def mcp_server_disable(ctx: Context, req: McpServerLookup) -> None:
     """Disable an enabled MCP server (a disabled one is refused with InvalidParameter)."""
     ctx.audit_targets.append(req.server_id)
-    await service.set_status(ctx.conn, ctx.actor, server_id=req.server_id, status="disabled")
+    await service.disable_server(ctx.conn, ctx.actor, server_id=req.server_id)

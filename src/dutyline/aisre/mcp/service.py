@@ -22,11 +22,12 @@ from dutyline.aisre.mcp.schemas import (
     McpTool,
 )
 from dutyline.aisre.runner import service as runner_service
-from dutyline.aisre.scope import TeamScope, in_team_scope
+from dutyline.aisre.scope import TeamScope, in_team_scope, require_environment_use
 from dutyline.api import errors, outbound_urls
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.outbound_secrets import is_mask, secret_to_store
-from dutyline.api.permissions import ENVIRONMENT_USE, MCP_MANAGE
+from dutyline.api.permissions import MCP_MANAGE
 from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
@@ -67,6 +68,7 @@ class Probe:
     values: dict[str, Any]
 
 
+@writes("/safari/mcp/server/create", MCP_MANAGE, targets=lambda record: [record.server_id])
 async def create_server(
     conn: AsyncConnection, actor: Actor, *, spec: McpServerCreateRequest, secrets: SecretBox,
     policy: OutboundPolicy,
@@ -161,6 +163,7 @@ async def list_servers(
     return total, servers
 
 
+@writes("/safari/mcp/server/update", MCP_MANAGE, targets=lambda record: [record.server_id])
 async def update_server(
     conn: AsyncConnection, actor: Actor, *, changes: McpServerUpdateRequest,
     secrets: SecretBox, policy: OutboundPolicy,
@@ -186,7 +189,7 @@ async def update_server(
     values.update(transport=transport, environment_kind=kind)
     if kind == "byoc":
         # What a byoc server runs (its url: a command on the runner) is the runner's business.
-        _require_environment_use(actor)
+        require_environment_use(actor)
     if c.environment_id is not None:
         values["environment_id"] = c.environment_id.strip()
     if c.environment_id is not None or c.environment_kind is not None:
@@ -221,17 +224,32 @@ async def update_server(
     return _record(fresh, can_edit=await _can_edit(actor, fresh.team_id))
 
 
-async def delete_server(conn: AsyncConnection, actor: Actor, *, server_id: str) -> None:
+@writes("/safari/mcp/server/delete", MCP_MANAGE)
+async def delete_server(conn: AsyncConnection, actor: Actor, *, server_id: str) -> str:
+    """Delete a server; returns its id."""
     row = await _editable(conn, actor, server_id)
     await repo.delete_server(conn, actor.account_id, row.server_id)
+    return str(row.server_id)
 
 
-async def set_status(conn: AsyncConnection, actor: Actor, *, server_id: str,
-                     status: str) -> None:
-    """enable/disable: only a real change is accepted (contract: an enabled server → 400)."""
+@writes("/safari/mcp/server/enable", MCP_MANAGE)
+async def enable_server(conn: AsyncConnection, actor: Actor, *, server_id: str) -> str:
+    """Enable a disabled server (an enabled one is refused); returns its id."""
+    return await _set_status(conn, actor, server_id=server_id, status="enabled")
+
+
+@writes("/safari/mcp/server/disable", MCP_MANAGE)
+async def disable_server(conn: AsyncConnection, actor: Actor, *, server_id: str) -> str:
+    """Disable an enabled server (a disabled one is refused); returns its id."""
+    return await _set_status(conn, actor, server_id=server_id, status="disabled")
+
+
+async def _set_status(conn: AsyncConnection, actor: Actor, *, server_id: str,
+                      status: str) -> str:
+    """Only a real change is accepted (contract: enabling an enabled server → 400)."""
     row = await _editable(conn, actor, server_id)
     if status == "enabled" and row.environment_kind == "byoc":
-        _require_environment_use(actor)
+        require_environment_use(actor)
     before = "disabled" if status == "enabled" else "enabled"
     changed = await repo.update_server(
         conn, actor.account_id, row.server_id,
@@ -240,6 +258,7 @@ async def set_status(conn: AsyncConnection, actor: Actor, *, server_id: str,
     if not changed:
         reason = "is already enabled" if status == "enabled" else "is already disabled"
         raise errors.invalid("server_id", reason)
+    return str(row.server_id)
 
 
 # --- for the agent loop --------------------------------------------------------------------
@@ -334,17 +353,12 @@ def _description(raw: str) -> str:
     return text
 
 
-def _require_environment_use(actor: Actor) -> None:
-    if not actor.has(ENVIRONMENT_USE):
-        raise errors.AccessDenied()
-
-
 async def _check_worknode(conn: AsyncConnection, actor: Actor, kind: str, environment_id: str,
                           *, named_id: bool = True) -> None:
     """A byoc server runs on a worknode of the caller's account, bound by someone who may use
     worknodes; another account's worknode is as unknown as one that never existed."""
     if kind == "byoc":
-        _require_environment_use(actor)
+        require_environment_use(actor)
         if not environment_id:
             raise errors.invalid("environment_id", "is required with environment_kind byoc")
     if not environment_id or (not named_id and kind != "byoc"):

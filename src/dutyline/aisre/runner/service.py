@@ -27,17 +27,13 @@ from dutyline.aisre.runner.schemas import (
     WorknodeRecord,
 )
 from dutyline.api import errors
+from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import prefixed_id
 
 # Three missed heartbeats (30 s each) and the worknode counts as offline.
 ONLINE_WINDOW_MS = 90_000
-
-
-def _require_admin(actor: Actor) -> None:
-    if not actor.has(ACCOUNT_MANAGE):
-        raise errors.AccessDenied()
 
 
 def is_online(row: Any, now_ms: int) -> bool:
@@ -84,10 +80,11 @@ async def _worknode(conn: AsyncConnection, actor: Actor, worknode_id: str) -> An
 # --- worknodes ------------------------------------------------------------------------------
 
 
+@writes("/safari/worknode/create", ACCOUNT_MANAGE,
+        targets=lambda record: [record.worknode_id])
 async def create_worknode(
     conn: AsyncConnection, actor: Actor, *, name: str, labels: list[str], description: str
 ) -> WorknodeRecord:
-    _require_admin(actor)
     name = name.strip()
     if not name:
         raise errors.invalid("name", "must not be blank")
@@ -103,11 +100,12 @@ async def create_worknode(
     return await get_worknode(conn, actor, worknode_id=worknode_id)
 
 
+@writes("/safari/worknode/update", ACCOUNT_MANAGE,
+        targets=lambda record: [record.worknode_id])
 async def update_worknode(
     conn: AsyncConnection, actor: Actor, *, worknode_id: str, name: str | None = None,
     labels: list[str] | None = None, description: str | None = None,
 ) -> WorknodeRecord:
-    _require_admin(actor)
     await _worknode(conn, actor, worknode_id)
     values: dict[str, Any] = {"updated_at": actor.now_ms}
     if name is not None:
@@ -144,9 +142,9 @@ async def list_worknodes(
         record(r, now, counts.get(r.worknode_id, 0)) for r in rows])
 
 
+@writes("/safari/worknode/delete", ACCOUNT_MANAGE)
 async def delete_worknode(conn: AsyncConnection, actor: Actor, *, worknode_id: str) -> str:
     """Delete a worknode with its keys (its runner is disconnected at its next message)."""
-    _require_admin(actor)
     await _worknode(conn, actor, worknode_id)
     await repo.delete_worknode(conn, actor.account_id, worknode_id)
     return worknode_id
@@ -162,11 +160,11 @@ def _key_record(row: Any) -> RunnerKeyRecord:
         last_used_at=row.last_used_at, created_at=row.created_at)
 
 
+@writes("/safari/runner/key/create", ACCOUNT_MANAGE, targets=lambda created: [created.key_id])
 async def create_key(
     conn: AsyncConnection, actor: Actor, *, worknode_id: str, name: str = ""
 ) -> RunnerKeyCreated:
     """A new key for a worknode; the key is in this response only."""
-    _require_admin(actor)
     await _worknode(conn, actor, worknode_id)
     for _ in range(3):
         key = keys.new_key()
@@ -188,11 +186,11 @@ async def create_key(
     raise errors.InternalError()  # pragma: no cover
 
 
+@reads(ACCOUNT_MANAGE)
 async def list_keys(
     conn: AsyncConnection, actor: Actor, *, worknode_id: str = "",
     include_revoked: bool = False, p: int = 1, limit: int = 20,
 ) -> RunnerKeyListResponse:
-    _require_admin(actor)
     total, rows = await repo.list_keys(
         conn, actor.account_id, worknode_id=worknode_id.strip(),
         include_revoked=include_revoked, offset=(p - 1) * limit, limit=limit)
@@ -200,10 +198,10 @@ async def list_keys(
                                  items=[_key_record(r) for r in rows])
 
 
+@writes("/safari/runner/key/revoke", ACCOUNT_MANAGE)
 async def revoke_key(conn: AsyncConnection, actor: Actor, *, key_id: str) -> str:
     """Revoke a key at once: new connections with it are refused, and a runner connected with
     it is disconnected at its next message (ws.py checks the key on every heartbeat)."""
-    _require_admin(actor)
     row = await repo.get_key(conn, actor.account_id, key_id)
     if row is None:
         raise errors.not_found("runner key", key_id)
