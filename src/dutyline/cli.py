@@ -253,23 +253,28 @@ async def _key_op(settings: Settings, action: str, **kwargs: Any) -> Any:
 
 
 async def _key_service_call(conn: Any, action: str, **kwargs: Any) -> Any:
+    """Issuing and revoking are audited like the API's: one row in the account's log, in the
+    same transaction, naming the server itself (credential "system") as who acted."""
     from dutyline.api.actor import Actor
     from dutyline.kit.clock import SystemClock
     from dutyline.platform.app_key import service
+    from dutyline.platform.audit.sink import DatabaseAuditSink
 
     clock = SystemClock()
     if action == "list":
         return await service.operator_list(conn, account_id=kwargs["account_id"])
     if action == "create":
         person_id = kwargs["person_id"]
-        account_id = await service.account_of_member(conn, person_id=person_id)
-        issued = await service.create_key(conn, Actor.system(account_id, clock),
-                                          key_name=kwargs["key_name"], person_id=person_id)
+        actor = Actor.system(await service.account_of_member(conn, person_id=person_id), clock)
+        issued = await service.create_key(conn, actor, key_name=kwargs["key_name"],
+                                          person_id=person_id)
+        await DatabaseAuditSink(clock).flush(conn, actor)
         return {"key_id": issued.key_id, "key_name": issued.key_name, "person_id": person_id,
                 "app_key": issued.app_key}
     key_id = kwargs["key_id"]
-    account_id = await service.account_of_key(conn, key_id=key_id)
-    await service.delete_key(conn, Actor.system(account_id, clock), key_id=key_id)
+    actor = Actor.system(await service.account_of_key(conn, key_id=key_id), clock)
+    await service.delete_key(conn, actor, key_id=key_id)
+    await DatabaseAuditSink(clock).flush(conn, actor)
     return {"key_id": key_id, "revoked": True}
 
 

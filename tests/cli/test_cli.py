@@ -127,6 +127,17 @@ def test_app_key_create_list_revoke_against_running_server(tmp_path: Path) -> No
         assert again.returncode == 1
         assert f"no key {issued['key_id']}" in again.stderr
 
+    # The account's audit log shows both commands as done by the server itself; the refused
+    # second revocation left no row.
+    with sqlite3.connect(tmp_path / "keys.db") as db:
+        audited = db.execute(
+            "SELECT operation, credential, member_id, target_ids, is_dangerous FROM audit_log"
+            " WHERE account_id = ? AND operation LIKE 'app-key.%' ORDER BY id",
+            (owner["account_id"],)).fetchall()
+    target = f'["{issued["key_id"]}"]'
+    assert audited == [("app-key.create", "system", 0, target, 0),
+                       ("app-key.delete", "system", 0, target, 1)]
+
 
 def test_app_key_create_for_unknown_person_fails(tmp_path: Path) -> None:
     env = _env(tmp_path / "nobody.db")

@@ -20,7 +20,7 @@ router = Router("Channel noise rules")
 async def _incident_is_visible(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
     """A silence rule made from an incident names one the caller sees (another account's,
     or one in a channel hidden from the caller: not found)."""
-    await incidents.incident_info(conn, actor, incident_id=incident_id, base_url="",
+    await incidents.find_incident(conn, actor, incident_id=incident_id, base_url="",
                                   sources=False)
 
 

@@ -175,7 +175,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
         now = int(runtime.clock.now())
         try:
             async with _reading(runtime, scope) as (conn, actor):
-                page = await incident_service.list_incidents(
+                page = await incident_service.find_incidents(
                     conn, actor, start_time=now - hours * 3600, end_time=now,
                     limit=20, progress=str(arguments.get("progress") or ""),
                     incident_severity=str(arguments.get("severity") or ""),
@@ -192,7 +192,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
         try:
             incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope) as (conn, actor):
-                return encode(await incident_service.incident_info(
+                return encode(await incident_service.find_incident(
                     conn, actor, incident_id=incident_id,
                     base_url=runtime.settings.base_url))
         except Exception as exc:
@@ -202,7 +202,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
         try:
             incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope) as (conn, actor):
-                return encode(await incident_service.incident_alerts(
+                return encode(await incident_service.find_incident_alerts(
                     conn, actor, incident_id=incident_id, limit=50))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None

@@ -81,6 +81,6 @@ async def alert_event_global_list(
 @router.post("/alert/merge", permissions=(INCIDENT_MANAGE,), write=True)
 async def alert_merge_into_incident(ctx: Context, req: AlertMergeRequest) -> None:
     """Merge alerts into an existing open incident."""
-    ctx.audit_targets.extend(await alert_merge.merge_alerts(
+    await alert_merge.merge_alerts(
         ctx.conn, ctx.actor, incident_id=req.incident_id, alert_ids=req.alert_ids,
-        comment=req.comment, title=req.title, owner_id=req.owner_id))
+        comment=req.comment, title=req.title, owner_id=req.owner_id)

@@ -11,7 +11,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import CHANNEL_VIEW
 from dutyline.api.types import MAX_PAGE_WINDOW
 from dutyline.incident import visibility
 from dutyline.incident.alert import repository as repo
@@ -69,6 +71,7 @@ def _windowed_page(start: int, end: int, p: int, limit: int, search_after_ctx: s
     return p
 
 
+@reads(CHANNEL_VIEW)
 async def list_alerts(
     conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, p: int = 1,
     limit: int = 20, search_after_ctx: str = "", by_updated_at: bool = False,
@@ -99,6 +102,7 @@ async def list_alerts(
     )
 
 
+@reads(CHANNEL_VIEW)
 async def alert_info(conn: AsyncConnection, actor: Actor, *, alert_id: str) -> AlertItem:
     """One alert the actor sees, with its incident and event count."""
     scope = await visibility.scope(actor)
@@ -108,6 +112,7 @@ async def alert_info(conn: AsyncConnection, actor: Actor, *, alert_id: str) -> A
     return (await _items(conn, actor, scope, [row]))[0]
 
 
+@reads(CHANNEL_VIEW)
 async def list_events(conn: AsyncConnection, actor: Actor, *, alert_id: str, offset: int = 0,
                       limit: int = 100) -> AlertEventListResponse:
     """The raw events of an alert the actor sees, in arrival order."""
@@ -126,6 +131,7 @@ async def list_events(conn: AsyncConnection, actor: Actor, *, alert_id: str, off
     )
 
 
+@reads(CHANNEL_VIEW)
 async def list_by_ids(conn: AsyncConnection, actor: Actor, *,
                       alert_ids: Sequence[str]) -> AlertListResponse:
     """Every id must be a visible alert of the account, or the whole call fails naming the
@@ -141,6 +147,7 @@ async def list_by_ids(conn: AsyncConnection, actor: Actor, *,
                              items=items)
 
 
+@reads(CHANNEL_VIEW)
 async def alert_feed(
     conn: AsyncConnection, actor: Actor, *, alert_id: str, asc: bool = False,
     types: Sequence[str] = (), offset: int = 0, limit: int = 20,
@@ -173,6 +180,7 @@ async def alert_feed(
 EVENT_WINDOW_S = 86_400  # /alert-event/list without start_time: the last 24 hours
 
 
+@reads(CHANNEL_VIEW)
 async def list_account_events(
     conn: AsyncConnection, actor: Actor, *, start_time: int | None = None,
     end_time: int | None = None, p: int = 1, limit: int = 20, search_after_ctx: str = "",

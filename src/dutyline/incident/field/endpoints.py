@@ -24,7 +24,6 @@ async def field_create(ctx: Context, req: CreateFieldRequest) -> CreateFieldResp
         ctx.conn, ctx.actor, field_name=req.field_name, field_type=req.field_type,
         display_name=req.display_name, description=req.description, options=req.options,
         default_value=req.default_value)
-    ctx.audit_targets.append(created.field_id)
     return created
 
 
@@ -44,13 +43,13 @@ async def field_list(ctx: Context, req: Empty) -> ListFieldsResponse:
 @router.post("/field/update", permissions=(ACCOUNT_MANAGE,), write=True)
 async def field_update(ctx: Context, req: UpdateFieldRequest) -> None:
     """Change a field's display name, description, options or default."""
-    ctx.audit_targets.append(await service.update_field(
+    await service.update_field(
         ctx.conn, ctx.actor, field_id=req.field_id, display_name=req.display_name,
-        description=req.description, options=req.options, default_value=req.default_value))
+        description=req.description, options=req.options, default_value=req.default_value)
 
 
 @router.post("/field/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def field_delete(ctx: Context, req: FieldLookup) -> None:
     """Delete a custom field no incident holds a value for."""
-    ctx.audit_targets.append(await service.delete_field(
-        ctx.conn, ctx.actor, field_id=req.field_id, field_name=req.field_name))
+    await service.delete_field(ctx.conn, ctx.actor, field_id=req.field_id,
+                               field_name=req.field_name)

@@ -15,7 +15,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.incident.field import repository as repo
 from dutyline.incident.field.schemas import (
     CreateFieldResponse,
@@ -111,6 +113,7 @@ def _as_list(value: Any, options: tuple[str, ...], field: str) -> list[Any]:
     return [part.strip() for part in value.split(",")]
 
 
+@writes("/field/create", ACCOUNT_MANAGE, targets=lambda created: [created.field_id])
 async def create_field(
     conn: AsyncConnection, actor: Actor, *, field_name: str, field_type: str,
     display_name: str = "", description: str = "", options: Sequence[str] = (),
@@ -153,6 +156,7 @@ async def list_fields(conn: AsyncConnection, actor: Actor) -> ListFieldsResponse
     return ListFieldsResponse(total=len(rows), items=[_item(r) for r in rows])
 
 
+@writes("/field/update", ACCOUNT_MANAGE)
 async def update_field(
     conn: AsyncConnection, actor: Actor, *, field_id: str, display_name: str | None = None,
     description: str | None = None, options: Sequence[str] | None = None,
@@ -180,6 +184,7 @@ async def update_field(
     return str(row.field_id)
 
 
+@writes("/field/delete", ACCOUNT_MANAGE, dangerous=True)
 async def delete_field(conn: AsyncConnection, actor: Actor, *, field_id: str | None = None,
                        field_name: str | None = None) -> str:
     """Delete a field no incident holds a value for; returns its id."""

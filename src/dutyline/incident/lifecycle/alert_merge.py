@@ -17,7 +17,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident import events, feed, state, visibility
 from dutyline.incident.alert import repository as alert_repo
 from dutyline.incident.lifecycle import repository as repo
@@ -44,6 +46,7 @@ async def _recount(conn: AsyncConnection, row: Any, now_s: int) -> dict[str, Any
     return values
 
 
+@writes("/alert/merge", INCIDENT_MANAGE)
 async def merge_alerts(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, alert_ids: Sequence[str],
     comment: str = "", title: str | None = None, owner_id: int | None = None,

@@ -4,7 +4,6 @@ channels (channel_view) or manage incidents (incident_manage)."""
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.incident.query import service, similar
 from dutyline.incident.query.schemas import (
     IncidentInfo,
@@ -21,8 +20,7 @@ from dutyline.incident.query.schemas import (
 )
 
 router = Router("Incidents")
-# Anyone who may manage incidents may also read them, whatever else their role holds.
-_READ = (CHANNEL_VIEW, INCIDENT_MANAGE)
+_READ = service.VIEW_PERMISSIONS
 
 
 @router.post("/incident/info", permissions=_READ)

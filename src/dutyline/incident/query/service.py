@@ -1,9 +1,9 @@
 """Reading incidents: one record, a filtered page (offset or cursor), a feed page, its alerts.
 
-Reads need `channel_view` (Member holds it): whoever may see the channels may see their
-incidents, and only those: incidents and alerts of a private channel the caller cannot see
-are left out of every read (incident/visibility.py). Writes need `incident_manage` (see
-incident/lifecycle)."""
+Reads need `channel_view` (Member holds it) or `incident_manage`: whoever may see the
+channels may see their incidents, and only those: incidents and alerts of a private channel
+the caller cannot see are left out of every read (incident/visibility.py). Writes need
+`incident_manage` (see incident/lifecycle)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.channel import service as channels
 from dutyline.incident import feed, visibility
 from dutyline.incident.alert.records import alert_fields, event_item, images_of
@@ -40,11 +42,16 @@ from dutyline.platform.member import service as members
 MAX_WINDOW_S = 31 * 86_400  # reference ListIncidentsRequest: "within 31 days"
 MAX_EMBEDDED_ALERTS = 100  # alerts embedded per incident when asked for (include_alerts)
 
+# Viewing incidents: anyone who may manage incidents may also read them, whatever else their
+# role holds. Other domains looking up an incident for their own purpose (a template preview,
+# an automation's reads) use the `find_` functions, scoped by visibility alone.
+VIEW_PERMISSIONS = (CHANNEL_VIEW, INCIDENT_MANAGE)
+
 _json = msgspec.json.Decoder()
 _responders = msgspec.json.Decoder(list[Responder])
 
 
-async def incident_info(conn: AsyncConnection, actor: Actor, *, incident_id: str,
+async def find_incident(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                         base_url: str, include_alerts: bool = False,
                         sources: bool = True) -> IncidentInfo:
     """One incident the actor sees (`base_url` for its links), with its first alerts when
@@ -57,6 +64,10 @@ async def incident_info(conn: AsyncConnection, actor: Actor, *, incident_id: str
                           alerts_scope=scope if include_alerts else None, sources=sources))[0]
 
 
+incident_info = reads(*VIEW_PERMISSIONS)(find_incident)
+
+
+@reads(*VIEW_PERMISSIONS)
 async def list_by_ids(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                       base_url: str, include_alerts: bool = False,
                       sources: bool = True) -> IncidentListResponse:
@@ -78,7 +89,7 @@ def _csv(value: str, field: str, allowed: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(parts))
 
 
-async def list_incidents(
+async def find_incidents(
     conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, base_url: str,
     cursor_key: str, asc: bool = False, offset: int = 0, limit: int = 20,
     search_after_ctx: str = "", progress: str = "", incident_severity: str = "",
@@ -135,6 +146,9 @@ async def list_incidents(
         cursor = _write_cursor(cursor_key, rows[-1].start_time, rows[-1].incident_id, asc)
     return IncidentListResponse(items=await records(conn, actor, rows, base_url=base_url),
                                 total=total, has_next_page=has_next, search_after_ctx=cursor)
+
+
+list_incidents = reads(*VIEW_PERMISSIONS)(find_incidents)
 
 
 # The cursor is opaque to clients: base64 of (start_time, incident_id, direction) plus an
@@ -251,6 +265,7 @@ def _person(people: dict[int, tuple[str, str]], person_id: int) -> PersonShort |
     return PersonShort(person_id=person_id, person_name=found[0], email=found[1])
 
 
+@reads(*VIEW_PERMISSIONS)
 async def incident_feed(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, types: Sequence[str] = (),
     asc: bool = False, offset: int = 0, limit: int = 20,
@@ -276,7 +291,7 @@ async def incident_feed(
     return ListIncidentFeedResponse(has_next_page=len(rows) > limit, items=items)
 
 
-async def incident_alerts(
+async def find_incident_alerts(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, is_active: bool | None = None,
     include_events: bool = False, offset: int = 0, limit: int = 1000,
 ) -> ListIncidentAlertsResponse:
@@ -299,6 +314,9 @@ async def incident_alerts(
         for r in rows
     ]
     return ListIncidentAlertsResponse(items=items, total=total)
+
+
+incident_alerts = reads(*VIEW_PERMISSIONS)(find_incident_alerts)
 
 
 def _alert_info(r: Row[Any], short: IncidentShort,

@@ -21,11 +21,12 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads
 from dutyline.api.actor import Actor
 from dutyline.incident import visibility
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import PastIncidentItem
-from dutyline.incident.query.service import records
+from dutyline.incident.query.service import VIEW_PERMISSIONS, records
 
 DEFAULT_LIMIT = 5
 MIN_SCORE = 0.1
@@ -71,6 +72,7 @@ class _Reference:
         return round(TITLE_WEIGHT * title_score + (1 - TITLE_WEIGHT) * labels_score, 4)
 
 
+@reads(*VIEW_PERMISSIONS)
 async def past_incidents(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, limit: int = DEFAULT_LIMIT,
     base_url: str,

@@ -18,8 +18,8 @@ MAX_ALERTS = 100  # alerts a template sees (the newest first pages of the incide
 async def incident_template_data(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                                  base_url: str) -> dict[str, Any]:
     """ResourceNotFound when the incident is not one the actor may see."""
-    info = await incidents.incident_info(conn, actor, incident_id=incident_id,
+    info = await incidents.find_incident(conn, actor, incident_id=incident_id,
                                          base_url=base_url)
-    alerts = await incidents.incident_alerts(conn, actor, incident_id=incident_id,
-                                             limit=MAX_ALERTS)
+    alerts = await incidents.find_incident_alerts(conn, actor, incident_id=incident_id,
+                                                  limit=MAX_ALERTS)
     return incident_data(info, alerts.items)

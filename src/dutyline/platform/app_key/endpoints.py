@@ -1,4 +1,5 @@
-"""/app-key/* operations. Permission checks live in the service: whose key decides."""
+"""/app-key/* operations. Permission checks and audit targets live in the service: whose
+key decides."""
 
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ async def app_key_create(ctx: Context, req: AppKeyCreateRequest) -> AppKeyCreate
     """Issue an app key for oneself, or for another member with account_manage."""
     issued = await service.create_key(ctx.conn, ctx.actor, key_name=req.key_name,
                                       person_id=req.person_id)
-    ctx.audit_targets.append(issued.key_id)
     return AppKeyCreateResponse(key_id=issued.key_id, key_name=issued.key_name,
                                 person_id=issued.person_id, app_key=issued.app_key)
 
@@ -37,4 +37,3 @@ async def app_key_list(ctx: Context, req: AppKeyListRequest) -> AppKeyListRespon
 async def app_key_delete(ctx: Context, req: AppKeyDeleteRequest) -> None:
     """Delete a key: one's own, or any key of the account with account_manage."""
     await service.delete_key(ctx.conn, ctx.actor, key_id=req.key_id)
-    ctx.audit_targets.append(req.key_id)

@@ -1,5 +1,6 @@
 """Rules of app keys: anyone manages their own keys; another member's keys need
-account_manage; the plaintext is returned once, at creation.
+account_manage; the plaintext is returned once, at creation. Issuing and deleting a key are
+audited whoever calls them (any member may, for their own keys).
 
 The operator's `dutyline app-key` command calls these too, acting for the key's account as
 `Actor.system`; only listing across every account is the operator's alone (`operator_list`)."""
@@ -11,6 +12,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.app_key import keys
@@ -18,6 +20,7 @@ from dutyline.platform.app_key import repository as repo
 from dutyline.platform.app_key.schemas import AppKeyItem
 
 
+@writes("/app-key/create", targets=lambda issued: [issued.key_id])
 async def create_key(conn: AsyncConnection, actor: Actor, *, key_name: str,
                      person_id: int | None = None) -> keys.IssuedKey:
     """Issue a key for the actor, or for another enabled member of the account."""
@@ -39,12 +42,14 @@ async def list_keys(conn: AsyncConnection, actor: Actor, *,
             for r in rows]
 
 
+@writes("/app-key/delete", dangerous=True)
 async def delete_key(conn: AsyncConnection, actor: Actor, *, key_id: int) -> None:
     row = await repo.get(conn, actor.account_id, key_id)
     if row is None:
         raise errors.not_found("app key", key_id)
     if row.person_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
+    actor.note_audit_targets(row.key_id)
     # Authentication reads the table on every request (no cache), so the key fails on the
     # very next call, in every process.
     await repo.delete_key(conn, row.key_id)

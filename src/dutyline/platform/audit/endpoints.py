@@ -31,4 +31,5 @@ async def audit_search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResp
 @router.post("/audit/operation/list", permissions=(ACCOUNT_MANAGE,))
 async def audit_operation_list(ctx: Context, req: Empty) -> AuditOperationListResponse:
     """List the operation names the audit log records, for the `operations` filter."""
-    return AuditOperationListResponse(items=service.operation_types(ctx.runtime))
+    return AuditOperationListResponse(items=await service.operation_types(
+        ctx.conn, ctx.actor, runtime=ctx.runtime))

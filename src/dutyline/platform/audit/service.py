@@ -14,7 +14,9 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.runtime import Runtime, ServedOperation
 from dutyline.config import Settings
 from dutyline.platform.audit import repository as repo
@@ -91,6 +93,7 @@ def _validate(q: AuditQuery) -> None:
         raise errors.invalid("end_time", "must be at most 90 days after start_time")
 
 
+@reads(ACCOUNT_MANAGE)
 async def search(
     conn: AsyncConnection, actor: Actor, *, query: AuditQuery, after: str = "", limit: int = 0,
     settings: Settings, labels: Mapping[str, str],
@@ -156,8 +159,11 @@ def labels(runtime: Runtime, locale: str) -> dict[str, str]:
             for op in audited_operations(runtime)}
 
 
-def operation_types(runtime: Runtime) -> list[AuditOperationTypeItem]:
-    """The operation names the audit log records, with their catalogue names."""
+@reads(ACCOUNT_MANAGE)
+async def operation_types(conn: AsyncConnection, actor: Actor, *,
+                          runtime: Runtime) -> list[AuditOperationTypeItem]:
+    """The operation names the audit log records, with their catalogue names (the same for
+    every account; reading them is part of reading the log)."""
     translator = runtime.translator
     return [
         AuditOperationTypeItem(

@@ -47,16 +47,15 @@ async def member_invite(ctx: Context, req: MemberInviteRequest) -> MemberInviteR
             country_code=m.country_code, role_ids=m.role_ids, locale=m.locale,
             time_zone=m.time_zone, ref_id=m.ref_id)
         for m in req.members])
-    ctx.audit_targets.extend(m.member_id for m in added)
     return MemberInviteResponse(items=added)
 
 
 @router.post("/member/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def member_delete(ctx: Context, req: MemberDeleteRequest) -> None:
     """Remove a member: roles, teams and app keys go with them."""
-    ctx.audit_targets.append(await service.delete_member(
+    await service.delete_member(
         ctx.conn, ctx.actor, member_id=req.member_id, member_name=req.member_name,
-        email=req.email, phone=req.phone, country_code=req.country_code, ref_id=req.ref_id))
+        email=req.email, phone=req.phone, country_code=req.country_code, ref_id=req.ref_id)
 
 
 @router.post("/member/role/grant", permissions=(ACCOUNT_MANAGE,), write=True)
@@ -64,7 +63,6 @@ async def member_role_grant(ctx: Context, req: MemberRoleChangeRequest) -> None:
     """Add roles to a member."""
     await service.grant_roles(ctx.conn, ctx.actor, member_id=req.member_id,
                               role_ids=req.role_ids)
-    ctx.audit_targets.append(req.member_id)
 
 
 @router.post("/member/role/revoke", permissions=(ACCOUNT_MANAGE,), write=True)
@@ -72,7 +70,6 @@ async def member_role_revoke(ctx: Context, req: MemberRoleChangeRequest) -> None
     """Remove roles from a member."""
     await service.revoke_roles(ctx.conn, ctx.actor, member_id=req.member_id,
                                role_ids=req.role_ids)
-    ctx.audit_targets.append(req.member_id)
 
 
 @router.post("/member/role/update", permissions=(ACCOUNT_MANAGE,), write=True)
@@ -80,7 +77,6 @@ async def member_role_update(ctx: Context, req: MemberRoleUpdateRequest) -> None
     """Replace a member's roles."""
     await service.update_roles(ctx.conn, ctx.actor, member_id=req.member_id,
                                role_ids=req.role_ids)
-    ctx.audit_targets.append(req.member_id)
 
 
 @router.post("/member/info/reset", write=True)
@@ -93,7 +89,6 @@ async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> SaveWa
         "member_name": req.member_name, "email": req.email, "phone": req.phone,
         "country_code": req.country_code, "avatar": req.avatar, "locale": req.locale,
         "time_zone": req.time_zone})
-    ctx.audit_targets.append(req.member_id)
     contacts = {"email": ("email", req.email), "phone": ("sms", req.phone)}
     return SaveWarnings(warnings=[
         SaveWarning(field=name, message=reason)

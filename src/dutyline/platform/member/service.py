@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
@@ -89,6 +90,8 @@ class NewMember:
     ref_id: str = ""
 
 
+@writes("/member/invite", ACCOUNT_MANAGE,
+        targets=lambda added: [m.member_id for m in added])
 async def invite_members(conn: AsyncConnection, actor: Actor, *,
                          members: Sequence[NewMember]) -> list[NewMemberItem]:
     """Add members to the account, enabled at once; returns them in the order given."""
@@ -146,6 +149,7 @@ async def invite_members(conn: AsyncConnection, actor: Actor, *,
     return [NewMemberItem(member_id=r["member_id"], member_name=r["member_name"]) for r in rows]
 
 
+@writes("/member/delete", ACCOUNT_MANAGE, dangerous=True)
 async def delete_member(
     conn: AsyncConnection, actor: Actor, *, member_id: int = 0, member_name: str = "",
     email: str = "", phone: str = "", country_code: str = "", ref_id: str = "",
@@ -163,26 +167,32 @@ async def delete_member(
     return int(target.member_id)
 
 
+@writes("/member/role/grant", ACCOUNT_MANAGE)
 async def grant_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
                       role_ids: Sequence[int]) -> None:
     target, wanted = await _role_change(conn, actor, member_id, role_ids)
+    actor.note_audit_targets(target.member_id)
     current = await _current_roles(conn, target.member_id)
     await repo.add_roles(conn, actor.account_id, target.member_id,
                          [r for r in wanted if r not in current])
     await repo.touch(conn, target.member_id, {"updated_at": actor.now_s})
 
 
+@writes("/member/role/revoke", ACCOUNT_MANAGE)
 async def revoke_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
                        role_ids: Sequence[int]) -> None:
     target, wanted = await _role_change(conn, actor, member_id, role_ids)
+    actor.note_audit_targets(target.member_id)
     await repo.remove_roles(conn, target.member_id, wanted)
     await repo.touch(conn, target.member_id, {"updated_at": actor.now_s})
 
 
+@writes("/member/role/update", ACCOUNT_MANAGE)
 async def update_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
                        role_ids: Sequence[int]) -> None:
     """Replace a member's roles (the Owner role stays as it is)."""
     target = await _require_member(conn, actor, member_id)
+    actor.note_audit_targets(target.member_id)
     wanted = list(dict.fromkeys(role_ids))
     await roles.require_roles(conn, actor, role_ids=wanted)
     owner_role = await roles.builtin_role_id(conn, actor, builtin="owner")
@@ -214,6 +224,7 @@ async def person_infos(conn: AsyncConnection, actor: Actor, *,
     ]
 
 
+@writes("/member/info/reset")
 async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
                      changes: dict[str, str | None]) -> None:
     """Update a member's profile and contacts (reference /member/info/reset): one's own, or
@@ -224,6 +235,7 @@ async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
     row = await repo.get(conn, actor.account_id, member_id)
     if row is None or row.status == "deleted":
         raise errors.not_found("member", member_id)
+    actor.note_audit_targets(row.member_id)
     values = {k: v.strip() for k, v in changes.items() if v is not None}
     if "email" in values:
         values["email"] = values["email"].lower()

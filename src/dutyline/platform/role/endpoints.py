@@ -38,29 +38,25 @@ async def role_upsert(ctx: Context, req: RoleUpsertRequest) -> RoleUpsertRespons
     role_id = await service.upsert_role(
         ctx.conn, ctx.actor, role_name=req.role_name, role_id=req.role_id,
         description=req.description, permission_ids=req.permission_ids)
-    ctx.audit_targets.append(role_id)
     return RoleUpsertResponse(role_id=role_id, role_name=req.role_name.strip())
 
 
 @router.post("/role/enable", permissions=(ACCOUNT_MANAGE,), write=True)
 async def role_enable(ctx: Context, req: RoleIdRequest) -> None:
     """Enable a custom role: its holders get its permissions again."""
-    await service.set_status(ctx.conn, ctx.actor, role_id=req.role_id, status="enabled")
-    ctx.audit_targets.append(req.role_id)
+    await service.enable_role(ctx.conn, ctx.actor, role_id=req.role_id)
 
 
 @router.post("/role/disable", permissions=(ACCOUNT_MANAGE,), write=True)
 async def role_disable(ctx: Context, req: RoleIdRequest) -> None:
     """Disable a custom role: it stays assigned but grants nothing."""
-    await service.set_status(ctx.conn, ctx.actor, role_id=req.role_id, status="disabled")
-    ctx.audit_targets.append(req.role_id)
+    await service.disable_role(ctx.conn, ctx.actor, role_id=req.role_id)
 
 
 @router.post("/role/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def role_delete(ctx: Context, req: RoleIdRequest) -> None:
     """Delete a custom role that no member holds."""
     await service.delete_role(ctx.conn, ctx.actor, role_id=req.role_id)
-    ctx.audit_targets.append(req.role_id)
 
 
 @router.post("/role/permission/list")

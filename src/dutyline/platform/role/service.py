@@ -10,7 +10,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, permissions
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.role import repository as repo
 from dutyline.platform.role.schemas import PermissionItem, RoleItem
@@ -32,6 +34,7 @@ async def role_info(conn: AsyncConnection, actor: Actor, *, role_id: int) -> Rol
     return (await _items(conn, [row]))[0]
 
 
+@writes("/role/upsert", ACCOUNT_MANAGE)
 async def upsert_role(
     conn: AsyncConnection, actor: Actor, *, role_name: str, role_id: int = 0,
     description: str | None = None, permission_ids: Sequence[int] | None = None,
@@ -80,14 +83,29 @@ async def upsert_role(
     return int(role_id)
 
 
-async def set_status(conn: AsyncConnection, actor: Actor, *, role_id: int, status: str) -> None:
+@writes("/role/enable", ACCOUNT_MANAGE)
+async def enable_role(conn: AsyncConnection, actor: Actor, *, role_id: int) -> None:
+    """Its holders get its permissions again."""
+    await _set_status(conn, actor, role_id, "enabled")
+
+
+@writes("/role/disable", ACCOUNT_MANAGE)
+async def disable_role(conn: AsyncConnection, actor: Actor, *, role_id: int) -> None:
+    """It stays assigned but grants nothing."""
+    await _set_status(conn, actor, role_id, "disabled")
+
+
+async def _set_status(conn: AsyncConnection, actor: Actor, role_id: int, status: str) -> None:
     row = await _require_custom(conn, actor, role_id)
+    actor.note_audit_targets(row.role_id)
     if row.status != status:
         await repo.update_role(conn, row.role_id, {"status": status, "updated_at": actor.now_s})
 
 
+@writes("/role/delete", ACCOUNT_MANAGE, dangerous=True)
 async def delete_role(conn: AsyncConnection, actor: Actor, *, role_id: int) -> None:
     row = await _require_custom(conn, actor, role_id)
+    actor.note_audit_targets(row.role_id)
     if await repo.holder_count(conn, row.role_id):
         raise errors.ReferenceExist(
             "Role {id} is still held by members; revoke it from them first", id=row.role_id

@@ -49,12 +49,11 @@ async def team_upsert(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertRespons
         team_name=req.team_name, team_id=req.team_id, description=req.description,
         ref_id=req.ref_id, person_ids=req.person_ids, emails=req.emails, phones=req.phones,
         reset_if_name_exist=req.reset_if_name_exist))
-    ctx.audit_targets.append(team_id)
     return TeamUpsertResponse(team_id=team_id, team_name=req.team_name.strip())
 
 
 @router.post("/team/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
 async def team_delete(ctx: Context, req: TeamLookup) -> None:
     """Delete a team by id, name or external ref."""
-    ctx.audit_targets.append(await service.delete_team(
-        ctx.conn, ctx.actor, team_id=req.team_id, team_name=req.team_name, ref_id=req.ref_id))
+    await service.delete_team(ctx.conn, ctx.actor, team_id=req.team_id,
+                              team_name=req.team_name, ref_id=req.ref_id)

@@ -10,7 +10,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import repository as repo
@@ -62,6 +64,7 @@ class TeamChanges:
     reset_if_name_exist: bool = False
 
 
+@writes("/team/upsert", ACCOUNT_MANAGE)
 async def upsert_team(conn: AsyncConnection, actor: Actor, *, team: TeamChanges) -> int:
     """Create a team (no team_id) or update one; returns its id."""
     account_id = actor.account_id
@@ -107,6 +110,7 @@ async def upsert_team(conn: AsyncConnection, actor: Actor, *, team: TeamChanges)
     return int(team_id)
 
 
+@writes("/team/delete", ACCOUNT_MANAGE, dangerous=True)
 async def delete_team(conn: AsyncConnection, actor: Actor, *, team_id: int = 0,
                       team_name: str = "", ref_id: str = "") -> int:
     """Delete a team by id, name or external ref; returns its id."""
