@@ -300,3 +300,27 @@ async def test_a_step_failing_on_its_last_attempt_ends_the_migration_as_failed(
     assert "RuntimeError: disk on fire" in record["error"]
     assert record["progress"]["sections_imported"] == 0
     assert (await job_row(api, job_id)).api_key_sealed == ""
+
+
+async def test_the_job_s_writes_are_audited_as_the_system_named_after_the_job(
+    api: Api, owner: Person, fake: FakeStatuspage
+) -> None:
+    """The member who started the migration is in the log (the API's row); what the job
+    then writes through the status page services is there too, as the system's."""
+    from sqlalchemy import select
+
+    from dutyline.db.tables.platform import audit_log
+
+    await start_structure(api, owner.key)
+    await run_jobs(api)
+    async with api.runtime.db.connect() as conn:
+        rows = list(await conn.execute(select(audit_log).where(
+            audit_log.c.account_id == owner.account_id).order_by(audit_log.c.id)))
+    assert (rows[0].operation, rows[0].credential) == (
+        "status-page.migrate-structure", "app_key")
+    by_job = [r for r in rows[1:] if r.credential == "system"]
+    assert by_job and all(r.request_id.startswith("job-") and r.member_id == 0
+                          for r in by_job)
+    assert "status-page.create" in {r.operation for r in by_job}
+    # One row per job transaction at most.
+    assert len({r.request_id for r in by_job}) == len(by_job)

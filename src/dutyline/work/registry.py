@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.actor import Actor
 from dutyline.kit.clock import Clock, millis
 
 if TYPE_CHECKING:
@@ -42,10 +43,24 @@ class JobContext:
     # Where the jobs this one makes for its own worker go (queue.NewJobs' `handoff`); None
     # when the handler runs outside a worker (tests, tools).
     handoff: Handoff | None = None
+    # The actors the handler acted through; the worker writes what their services noted
+    # for the audit log in the job's transaction (flush_audit).
+    actors: list[Actor] = field(default_factory=list)
 
     @property
     def clock(self) -> Clock:
         return self.runtime.clock
+
+    def system_actor(self, account_id: int) -> Actor:
+        """The service acting inside an account for this job: its writes reach the audit
+        log as the system's, named after the job."""
+        actor = Actor.system(account_id, self.runtime.clock)
+        self.actors.append(actor)
+        return actor
+
+    async def flush_audit(self) -> None:
+        for actor in self.actors:
+            await self.runtime.audit.flush(self.conn, actor, request_id=f"job-{self.job_id}")
 
     def now_ms(self) -> int:
         return millis(self.runtime.clock)

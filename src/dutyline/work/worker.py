@@ -270,6 +270,7 @@ class Worker:
                     handoff=handoff,
                 )
                 await handler(ctx, claimed.payload)
+                await ctx.flush_audit()
                 await queue.mark_done(conn, claimed.id, self.worker_id, now_ms=self._now())
         except queue.LeaseLost:
             jlog.warning("job lease lost; its effects were rolled back")

@@ -117,7 +117,7 @@ async def _apply(ctx: JobContext, seen: Row[Any], checkpoint: dict[str, Any],
     progress = msgspec.json.decode(row.progress or "{}", type=MigrationProgress)
     step, page = checkpoint["step"], int(checkpoint["page"])
     page_id = int(row.target_page_id)
-    actor = Actor.system(int(row.account_id), ctx.clock)
+    actor = ctx.system_actor(int(row.account_id))
     if step == "page":
         if not page_id or not await target.page_exists(conn, actor, page_id=page_id):
             page_id = await target.create_page(conn, actor, source=fetched,
