@@ -80,3 +80,26 @@ async def test_the_api_s_row_for_a_row_write_still_names_only_the_schema(
     last = (await audit_rows(api, owner.account_id))[-1]
     assert (last.operation, last.credential) == ("enrichment.mapping.data.upsert", "app_key")
     assert last.target_ids == f'["{schema_id}"]'
+
+
+async def test_integration_rules_are_checked_against_the_actor_s_integrations_by_the_service(
+        api: Api, owner: Person, other_owner: Person) -> None:
+    """Called directly (not through the endpoint), another account's integration is not
+    found and nothing is written."""
+    from dutyline.enrichment import settings
+
+    channel = await api.call("/channel/create", {"channel_name": "theirs"},
+                             key=other_owner.key)
+    made = await api.call("/integration/create", {
+        "channel_id": channel.data["channel_id"], "integration_name": "theirs"},
+        key=other_owner.key)
+    assert made.status == 200, made.body
+    theirs = int(made.data["integration_id"])
+    manager = Actor(account_id=owner.account_id, person_id=owner.person_id,
+                    clock=api.runtime.clock, is_admin=True, credential="session")
+    async with api.runtime.db.transaction(write=True) as conn:
+        with pytest.raises(errors.ResourceNotFound):
+            await settings.upsert(conn, manager, integration_id=theirs, rules=[])
+        with pytest.raises(errors.ResourceNotFound):
+            await settings.info(conn, manager, integration_id=theirs)
+        assert await api.runtime.audit.flush(conn, manager) == 0

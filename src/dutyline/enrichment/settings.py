@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.channel.integration import service as integrations
 from dutyline.db.per_integration import saved_values
 from dutyline.enrichment import repository as repo
 from dutyline.enrichment.api import lookup
@@ -241,8 +242,9 @@ def _item(row: Any) -> EnrichmentItem:
 async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                  rules: list[Any]) -> None:
     """Check and store an integration's rules (a bad rule is a 400 naming it; nothing is
-    written). The caller has checked the integration is the actor's."""
+    written) for a live integration the actor sees (another's: not found)."""
     actor.note_audit_targets(integration_id)
+    await integrations.require_live(conn, actor, integration_id=integration_id)
     for i, rule in enumerate(rules):
         _check_rule(rule, f"rules[{i}]")
     ids = _schema_ids(rules)
@@ -263,6 +265,7 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
 
 @reads(*READ)
 async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> EnrichmentItem:
+    await integrations.require_live(conn, actor, integration_id=integration_id)
     row = await repo.get_setting(conn, actor.account_id, integration_id)
     if row is None:
         return EnrichmentItem(integration_id=integration_id, rules=[], status="enabled",
