@@ -83,6 +83,55 @@ async def _bootstrap_if_empty(settings: Settings) -> dict[str, Any] | None:
     return await _create_account(settings, "My team", "Owner", "")
 
 
+async def _welcome_link(settings: Settings, *, person_id: int | None = None,
+                        email: str = "") -> str:
+    """A one-time link to the console's set-password page for a member, named by id or by
+    e-mail address (which must then be in one account only)."""
+    from dutyline.api.errors import ApiError
+    from dutyline.db.engine import Database
+    from dutyline.kit.clock import SystemClock
+    from dutyline.platform.app_key import service as keys
+    from dutyline.platform.member import service as members
+    from dutyline.web import service as console
+
+    db = Database(settings.database_url)
+    try:
+        async with db.transaction() as conn:
+            if person_id is None:
+                found = await members.operator_find_by_email(conn, email=email)
+                if len(found) != 1:
+                    raise click.ClickException(
+                        f"no member has the e-mail address {email}" if not found else
+                        f"{email} is a member of {len(found)} accounts: use --person-id")
+                account_id, person_id = found[0]
+            else:
+                try:
+                    account_id = await keys.account_of_member(conn, person_id=person_id)
+                except ApiError:
+                    raise click.ClickException(f"no enabled member {person_id}") from None
+            token = await console.issue_link(conn, purpose="welcome", account_id=account_id,
+                                             person_id=person_id,
+                                             now_s=int(SystemClock().now()))
+    finally:
+        await db.dispose()
+    return console.link_url(settings.base_url, "welcome", token)
+
+
+@main.command("invite-link")
+@click.option("--email", default="", help="The member's e-mail address.")
+@click.option("--person-id", type=int, default=None, help="The member's id.")
+def invite_link(email: str, person_id: int | None) -> None:
+    """Print a one-time link with which a member sets their password and signs in to the
+    console (for servers that send no e-mail). Earlier links of theirs stop working."""
+    from dutyline.db.migrate import upgrade
+
+    if bool(email) == (person_id is not None):
+        raise click.UsageError("give one of --email and --person-id")
+    settings = _settings()
+    upgrade(settings.database_url)
+    click.echo(asyncio.run(_welcome_link(settings, person_id=person_id, email=email)))
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
@@ -101,12 +150,16 @@ def serve(host: str, port: int, workers: int) -> None:
     created = asyncio.run(_bootstrap_if_empty(settings))
     if created:
         base = link_base_url(host, port)[0]
+        welcome = asyncio.run(_welcome_link(settings, person_id=created["person_id"]))
         click.echo(
             "\nFirst start: created an account and its Owner. This app key is shown once:\n\n"
             f"  {created['app_key']}\n\n"
             "Try it:\n\n"
             f"  curl -s -X POST '{base}/team/list?app_key={created['app_key']}' "
-            "-H 'Content-Type: application/json' -d '{}'\n",
+            "-H 'Content-Type: application/json' -d '{}'\n\n"
+            "Sign in to the console: this one-time link sets the Owner's e-mail address and "
+            "password (it works once, within 7 days):\n\n"
+            f"  {welcome}\n",
             err=True,
         )
     _announce_delivery(settings)

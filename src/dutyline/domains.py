@@ -122,6 +122,8 @@ DOMAINS: tuple[Domain, ...] = (
         routers=("dutyline.schedule.endpoints:router",),
         extra_routes=("dutyline.schedule.routes:routes",),
     ),
+    # The console: pages over the other domains' services, under /console/.
+    Domain("web", extra_routes=("dutyline.web.routes:routes",)),
 )
 
 

@@ -27,7 +27,7 @@ from tests.arch.imports import SRC, Edge, cycles, graph, imports_of, modules
 # Lowest first. A package may import only packages before it in this list.
 INFRA = ("kit", "config", "db", "api", "work", "command_settings")
 DOMAINS = ("platform", "channel", "enrichment", "incident", "insight", "monit", "aisre",
-           "notify", "schedule", "dispatch", "status_page")
+           "notify", "schedule", "dispatch", "status_page", "web")
 ROOT = ("domains", "app", "cli", "__main__")
 LAYERS = INFRA + DOMAINS + ROOT
 
@@ -43,6 +43,7 @@ TABLE_OWNERS = {
     "incident": "incident", "incident_insight": "incident", "incident_noise": "incident",
     "monit": "monit", "notify": "notify", "platform": "platform", "schedule": "schedule",
     "status_page": "status_page", "scheduler": "work", "work": "work", "meta": "db",
+    "web": "web",
 }
 # Read models: another domain's tables a module may join, read-only (docs/architecture.md).
 # A page of incidents shows its channel's and integration's names and its people without a

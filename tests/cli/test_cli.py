@@ -77,6 +77,15 @@ def test_serve_on_empty_database_prints_key_and_curl_once(tmp_path: Path) -> Non
         reply = _team_list(server, key)
         assert reply.status_code == 200, reply.text
         assert reply.json()["data"]["total"] == 0
+        # Beside the key, a one-time link with which the Owner sets an e-mail address and a
+        # password for the console.
+        welcome = re.search(r"^\s*(?P<url>\S+/console/welcome/\S+)$", first_err, re.MULTILINE)
+        assert welcome, first_err
+        assert welcome["url"].startswith(server.base_url + "/console/welcome/")
+        with server.client() as client:
+            page = client.get(welcome["url"].removeprefix(server.base_url))
+        assert page.status_code == 200
+        assert 'name="email"' in page.text  # the bootstrap Owner has no address yet
 
     with running_server(env) as again:
         assert FIRST_START not in again.stderr()
@@ -137,6 +146,28 @@ def test_app_key_create_list_revoke_against_running_server(tmp_path: Path) -> No
     target = f'["{issued["key_id"]}"]'
     assert audited == [("app-key.create", "system", 0, target, 0),
                        ("app-key.delete", "system", 0, target, 1)]
+
+
+def test_invite_link_prints_a_working_one_time_link(tmp_path: Path) -> None:
+    env = _env(tmp_path / "invite.db")
+    done = run_cli(["init", "--owner-email", "Boss@Example.com"], env)
+    created = json.loads(done.stdout)
+    by_email = run_cli(["invite-link", "--email", "boss@example.com"], env)
+    assert by_email.returncode == 0, by_email.stderr
+    by_id = run_cli(["invite-link", "--person-id", str(created["person_id"])], env)
+    assert by_id.returncode == 0, by_id.stderr
+    first, second = by_email.stdout.strip(), by_id.stdout.strip()
+    assert "/console/welcome/" in first and first != second
+    with running_server(env) as server, server.client() as client:
+        # The newer link retires the older one.
+        path = "/console/welcome/"
+        assert client.get(path + first.rsplit("/", 1)[1]).status_code == 404
+        assert client.get(path + second.rsplit("/", 1)[1]).status_code == 200
+    unknown = run_cli(["invite-link", "--email", "nobody@example.com"], env)
+    assert unknown.returncode != 0
+    assert "nobody@example.com" in unknown.stderr
+    neither = run_cli(["invite-link"], env)
+    assert neither.returncode != 0
 
 
 def test_app_key_create_for_unknown_person_fails(tmp_path: Path) -> None:

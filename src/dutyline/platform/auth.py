@@ -8,6 +8,9 @@ failures are remembered, briefly (platform/app_key/misses.py): a repeated wrong 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import permissions
@@ -19,6 +22,35 @@ from dutyline.platform.app_key.misses import MISSED, MissedKeys
 from dutyline.platform.team import repository as team_repo
 
 _BUILTIN_RANK = {"owner": 2, "admin": 1}
+
+
+def caller_from_rows(rows: Sequence[Any], *, key_id: int = 0, key_suffix: str = "") -> Caller:
+    """A member's rows (one per permission of their enabled roles; member_id, member_name,
+    account_id, builtin, permission_id) as the Caller they resolve to: what an app key gets
+    and what a person signed in to the console gets are the same roles and permissions."""
+    first = rows[0]
+    builtin = ""
+    permission_ids: set[int] = set()
+    for row in rows:
+        kind = row.builtin or ""
+        if _BUILTIN_RANK.get(kind, 0) > _BUILTIN_RANK.get(builtin, 0):
+            builtin = kind
+        if row.permission_id is not None:
+            permission_ids.add(row.permission_id)
+    if builtin:
+        # Owners and admins hold every permission, including ones added to the catalog
+        # after their role rows were written.
+        permission_ids |= permissions.ALL_IDS
+    return Caller(
+        account_id=first.account_id,
+        person_id=first.member_id,
+        person_name=first.member_name,
+        key_id=key_id,
+        key_suffix=key_suffix,
+        permissions=permissions.expand(permission_ids),
+        builtin_role=builtin,
+    )
+
 
 class DatabaseAuthenticator:
     def __init__(self, clock: Clock, misses: MissedKeys = MISSED) -> None:
@@ -42,27 +74,7 @@ class DatabaseAuthenticator:
             return None
         first = rows[0]
         self._last_used[first.key_id] = int(self.clock.now())
-        builtin = ""
-        permission_ids: set[int] = set()
-        for row in rows:
-            kind = row.builtin or ""
-            if _BUILTIN_RANK.get(kind, 0) > _BUILTIN_RANK.get(builtin, 0):
-                builtin = kind
-            if row.permission_id is not None:
-                permission_ids.add(row.permission_id)
-        if builtin:
-            # Owners and admins hold every permission, including ones added to the catalog
-            # after their role rows were written.
-            permission_ids |= permissions.ALL_IDS
-        return Caller(
-            account_id=first.account_id,
-            person_id=first.member_id,
-            person_name=first.member_name,
-            key_id=first.key_id,
-            key_suffix=first.suffix,
-            permissions=permissions.expand(permission_ids),
-            builtin_role=builtin,
-        )
+        return caller_from_rows(rows, key_id=first.key_id, key_suffix=first.suffix)
 
     async def flush_last_used(self, db: Database) -> int:
         """Write the buffered last-use times; returns how many keys were updated."""

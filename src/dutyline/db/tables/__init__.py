@@ -16,6 +16,7 @@ from dutyline.db.tables import runner as runner
 from dutyline.db.tables import schedule as schedule
 from dutyline.db.tables import scheduler as scheduler
 from dutyline.db.tables import status_page as status_page
+from dutyline.db.tables import web as web
 from dutyline.db.tables import work as work
 from dutyline.db.tables.meta import metadata
 

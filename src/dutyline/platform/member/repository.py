@@ -10,7 +10,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
 from dutyline.db.paging import counted_page, ids_by_key, ordered
-from dutyline.db.tables.platform import account, app_key, member, member_role, role, team_member
+from dutyline.db.tables.platform import (
+    account,
+    app_key,
+    member,
+    member_role,
+    role,
+    role_permission,
+    team_member,
+)
 
 _ORDER_COLUMNS = {"created_at": member.c.created_at, "updated_at": member.c.updated_at}
 
@@ -155,3 +163,22 @@ async def live_by_email(conn: AsyncConnection, email: str) -> list[Any]:
     return list((await conn.execute(select(member.c.account_id, member.c.member_id).where(
         member.c.email == email.strip().lower(), member.c.status != "deleted",
     ).order_by(member.c.account_id))).all())
+
+
+async def caller_rows(conn: AsyncConnection, account_id: int, member_id: int) -> list[Any]:
+    """An enabled member with each permission of their enabled roles (one row with NULLs for a
+    member without roles; none when there is no such enabled member): the app key's
+    authentication query (platform/app_key/repository.py) for a person signed in without a
+    key."""
+    stmt = (
+        select(member.c.member_id, member.c.member_name, member.c.account_id, role.c.builtin,
+               role_permission.c.permission_id)
+        .select_from(member)
+        .outerjoin(member_role, member_role.c.member_id == member.c.member_id)
+        .outerjoin(role, (role.c.role_id == member_role.c.role_id)
+                   & (role.c.status == "enabled"))
+        .outerjoin(role_permission, role_permission.c.role_id == role.c.role_id)
+        .where(member.c.account_id == account_id, member.c.member_id == member_id,
+               member.c.status == "enabled")
+    )
+    return list((await conn.execute(stmt)).all())

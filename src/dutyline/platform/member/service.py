@@ -16,8 +16,10 @@ from sqlalchemy.sql import Select
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.auth import Caller
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
+from dutyline.platform.auth import caller_from_rows
 from dutyline.platform.member import repository as repo
 from dutyline.platform.member.schemas import (
     MemberInfoResponse,
@@ -405,3 +407,12 @@ async def operator_find_by_email(conn: AsyncConnection, *, email: str) -> list[t
     the server's shell (`dutyline notify-test --email`), which acts for no caller."""
     return [(int(r.account_id), int(r.member_id))
             for r in await repo.live_by_email(conn, email)]
+
+
+async def signed_in_caller(conn: AsyncConnection, *, account_id: int,
+                           person_id: int) -> Caller | None:
+    """Who a person signed in to the console is: the same roles and permissions an app key
+    of theirs would get, read afresh (a removed role or member takes effect on the next
+    page). None when they are no longer an enabled member of the account."""
+    rows = await repo.caller_rows(conn, account_id, person_id)
+    return caller_from_rows(rows) if rows else None

@@ -1,0 +1,108 @@
+"""Signing in and out, and the one-time welcome link that sets a first password.
+
+A wrong password and an unknown address get the same answer, in the same time (one Argon2
+verification either way), so the sign-in form does not tell which addresses have accounts."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from dutyline.api import errors
+from dutyline.web import passwords
+from dutyline.web import service as signin
+from dutyline.web.context import ConsoleContext
+from dutyline.web.page import HOME, SIGN_IN, Pages, safe_next
+
+pages = Pages()
+
+WRONG = "Wrong e-mail address or password."
+
+
+@pages.get(SIGN_IN, public=True)
+async def sign_in_form(ctx: ConsoleContext) -> Response:
+    if ctx.session is not None and not ctx.session.second_factor_pending:
+        return ctx.redirect(HOME)
+    return ctx.render("sign_in.html", next=safe_next(ctx.request.query_params.get("next", "")))
+
+
+@pages.post(SIGN_IN, public=True, template="sign_in.html")
+async def sign_in(ctx: ConsoleContext) -> Response:
+    form = await ctx.form()
+    email, password = form.get("email", "").strip(), form.get("password", "")
+    target = safe_next(form.get("next", ""))
+    ctx.kept["next"] = target
+    async with ctx.read() as conn:
+        found = await signin.check_password(conn, email=email, password=password)
+        caller = None if found is None else await signin.caller_of(
+            conn, account_id=found[0], person_id=found[1])
+    if caller is None:
+        return ctx.render("sign_in.html", status=401, error=WRONG, form={"email": email},
+                          next=target)
+    await ctx.start_session(signin.person_actor(caller, ctx.runtime.clock))
+    return ctx.redirect(target)
+
+
+@pages.post("/console/sign-out", public=True)
+async def sign_out(ctx: ConsoleContext) -> Response:
+    if ctx.session is not None:
+        session = ctx.session
+        async with ctx.write() as conn:
+            await signin.end_session(conn, ctx.actor, session=session)
+    ctx.end_session()
+    ctx.flash("You are signed out.")
+    return ctx.redirect(SIGN_IN)
+
+
+WELCOME = "/console/welcome/{token}"
+_DEAD_LINK = ("This link has expired or was already used. Ask an administrator of your "
+              "account for a new one.")
+
+
+def _dead_link(ctx: ConsoleContext) -> Response:
+    return ctx.render("error.html", status=404, title="Link not usable", message=_DEAD_LINK)
+
+
+@pages.get(WELCOME, public=True)
+async def welcome_form(ctx: ConsoleContext) -> Response:
+    token = ctx.path_params["token"]
+    async with ctx.read() as conn:
+        holder = await signin.link_holder(conn, ctx.runtime.clock, token=token,
+                                          purpose="welcome")
+    if holder is None:
+        return _dead_link(ctx)
+    return ctx.render("welcome.html", holder=holder, need_email=not holder.email)
+
+
+@pages.post(WELCOME, public=True, template="welcome.html")
+async def welcome(ctx: ConsoleContext) -> Response:
+    token = ctx.path_params["token"]
+    form = await ctx.form()
+    async with ctx.read() as conn:
+        holder = await signin.link_holder(conn, ctx.runtime.clock, token=token,
+                                          purpose="welcome")
+        caller = None if holder is None else await signin.caller_of(
+            conn, account_id=holder.account_id, person_id=holder.person_id)
+    if holder is None or caller is None:
+        return _dead_link(ctx)
+    ctx.kept.update(holder=holder, need_email=not holder.email)
+    password = form.get("password", "")
+    if password != form.get("password_again", ""):
+        raise errors.invalid("password_again", "does not match the password")
+    email = None if holder.email else form.get("email", "").strip()
+    if email == "":
+        raise errors.invalid("email", "is required")
+    prepared = await passwords.new_password(password)
+    # The link is the credential here: the audit log says so.
+    actor = signin.person_actor(caller, ctx.runtime.clock, credential="signed_link")
+    async with ctx.runtime.db.transaction(write=True) as conn:
+        await signin.set_password_by_link(
+            conn, actor, token=token, purpose="welcome", password=prepared,
+            email=email)
+        await ctx.runtime.audit.flush(conn, actor, request_id=ctx.request_id,
+                                      client_ip=ctx.client_ip)
+        person = signin.person_actor(caller, ctx.runtime.clock)
+        await ctx.start_session(person, conn=conn)
+        await ctx.runtime.audit.flush(conn, person, request_id=ctx.request_id,
+                                      client_ip=ctx.client_ip)
+    ctx.flash("Your password is set and you are signed in.")
+    return ctx.redirect(HOME)
