@@ -123,7 +123,8 @@ DOMAINS: tuple[Domain, ...] = (
         extra_routes=("dutyline.schedule.routes:routes",),
     ),
     # The console: pages over the other domains' services, under /console/.
-    Domain("web", extra_routes=("dutyline.web.routes:routes",)),
+    Domain("web", task_modules=("dutyline.web.mail",),
+           extra_routes=("dutyline.web.routes:routes",)),
 )
 
 

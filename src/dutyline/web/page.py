@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -104,6 +105,7 @@ class Console:
             loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
         self.env.globals.update(static=self.assets.url, nav=NAV)
+        self.env.filters.update(isotime=_iso_time, when=_when)
 
     def render(self, template: str, **context: Any) -> str:
         context.setdefault("field_errors", {})
@@ -150,6 +152,14 @@ class Console:
         title = "Not allowed" if isinstance(exc, errors.AccessDenied) else "That did not work"
         return ctx.render("error.html", status=exc.status, title=title,
                           message=ctx.message(exc))
+
+
+def _iso_time(unix_s: int) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _when(unix_s: int) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def forbidden(ctx: ConsoleContext) -> Response:

@@ -84,11 +84,6 @@ async def touch_session(conn: AsyncConnection, session_hash: str, *, now_s: int,
         last_seen_at=now_s, expires_at=expires_at))
 
 
-async def complete_second_factor(conn: AsyncConnection, session_hash: str) -> None:
-    await conn.execute(update(console_session).where(
-        console_session.c.session_hash == session_hash).values(second_factor_pending=False))
-
-
 async def delete_session(conn: AsyncConnection, session_hash: str) -> None:
     await conn.execute(delete(console_session).where(
         console_session.c.session_hash == session_hash))

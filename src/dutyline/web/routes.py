@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 PAGE_MODULES = (
     "dutyline.web.pages.auth:pages",
     "dutyline.web.pages.home:pages",
+    "dutyline.web.pages.recovery:pages",
+    "dutyline.web.pages.me:pages",
+    "dutyline.web.pages.invite:pages",
 )
 
 

@@ -12,6 +12,7 @@ page, exactly as for an app key: a removed member or role takes effect at once."
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -102,6 +103,16 @@ async def check_password(conn: AsyncConnection, *, email: str,
     if not tried:
         await passwords.verify_nothing(password)
     return None
+
+
+async def have_passwords(conn: AsyncConnection, person_ids: list[int]) -> set[int]:
+    return set(await repo.credentials(conn, person_ids))
+
+
+async def password_matches(conn: AsyncConnection, *, person_id: int, password: str) -> bool:
+    """The person's own password, asked again before a change that needs it."""
+    row = await repo.credential(conn, person_id)
+    return row is not None and await passwords.verify(row.password_hash, password)
 
 
 async def caller_of(conn: AsyncConnection, *, account_id: int, person_id: int) -> Caller | None:
@@ -216,3 +227,35 @@ async def set_password_by_link(conn: AsyncConnection, actor: Actor, *, token: st
 async def _store_password(conn: AsyncConnection, actor: Actor, password: NewPassword) -> None:
     await repo.set_password(conn, account_id=actor.account_id, member_id=actor.person_id,
                             password_hash=password.hash, now_s=actor.now_s)
+
+
+@writes("/console/password/change", targets=_nothing)
+async def change_password(conn: AsyncConnection, actor: Actor, *, password: NewPassword,
+                          keep: Session) -> int:
+    """Set the person's new password (the page checked the current one) and end every other
+    session of theirs; returns how many ended."""
+    await _store_password(conn, actor, password)
+    await repo.retire_links(conn, actor.person_id, "reset", actor.now_s)
+    return await repo.delete_sessions_of(conn, actor.person_id, keep=keep.session_hash)
+
+
+# --- the person's sessions --------------------------------------------------------------------
+
+
+def public_id(session: Session) -> str:
+    """A name for a session in a page: not the key it is looked up by."""
+    return hashlib.sha256(b"public:" + session.session_hash.encode()).hexdigest()[:20]
+
+
+async def sessions_of(conn: AsyncConnection, actor: Actor) -> list[Session]:
+    return [_session(r) for r in await repo.sessions_of(conn, actor.person_id, actor.now_s)]
+
+
+@writes("/console/session/revoke", targets=_nothing)
+async def revoke_session(conn: AsyncConnection, actor: Actor, *, session_id: str) -> None:
+    """End one of the actor's own sessions, named by its public id."""
+    for session in await sessions_of(conn, actor):
+        if hmac.compare_digest(public_id(session), session_id):
+            await repo.delete_session(conn, session.session_hash)
+            return
+    raise errors.not_found("session", session_id)

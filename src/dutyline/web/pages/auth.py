@@ -1,17 +1,22 @@
-"""Signing in and out, and the one-time welcome link that sets a first password.
+"""Signing in (password, then the TOTP code of a person who enrolled one) and out, and the
+one-time welcome link that sets a first password.
 
 A wrong password and an unknown address get the same answer, in the same time (one Argon2
-verification either way), so the sign-in form does not tell which addresses have accounts."""
+verification either way), so the sign-in form does not tell which addresses have accounts.
+Failures back off per address and per client (web/lockout.py)."""
 
 from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
 
 from starlette.responses import Response
 
 from dutyline.api import errors
-from dutyline.web import passwords
+from dutyline.web import lockout, passwords, second_factor
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
-from dutyline.web.page import HOME, SIGN_IN, Pages, safe_next
+from dutyline.web.page import HOME, SECOND_FACTOR, SIGN_IN, Pages, safe_next
 
 pages = Pages()
 
@@ -31,14 +36,73 @@ async def sign_in(ctx: ConsoleContext) -> Response:
     email, password = form.get("email", "").strip(), form.get("password", "")
     target = safe_next(form.get("next", ""))
     ctx.kept["next"] = target
+    subjects = [lockout.email_subject(email), lockout.client_subject(ctx.client_ip)]
+    now = int(ctx.runtime.clock.now())
     async with ctx.read() as conn:
+        wait = await lockout.locked_for(conn, subjects, now)
+        if wait:
+            return too_many(ctx, wait, "sign_in.html", form={"email": email}, next=target)
         found = await signin.check_password(conn, email=email, password=password)
         caller = None if found is None else await signin.caller_of(
             conn, account_id=found[0], person_id=found[1])
+        second = caller is not None and await second_factor.enrolled(conn, caller.person_id)
     if caller is None:
+        async with ctx.runtime.db.transaction(write=True) as conn:
+            await lockout.note_failure(conn, subjects, now)
         return ctx.render("sign_in.html", status=401, error=WRONG, form={"email": email},
                           next=target)
-    await ctx.start_session(signin.person_actor(caller, ctx.runtime.clock))
+    async with ctx.runtime.db.transaction(write=True) as conn:
+        await lockout.note_success(conn, subjects)
+    await ctx.start_session(signin.person_actor(caller, ctx.runtime.clock),
+                            second_factor_pending=second)
+    if second:
+        return ctx.redirect(f"{SECOND_FACTOR}?next={quote(target, safe='')}")
+    return ctx.redirect(target)
+
+
+def too_many(ctx: ConsoleContext, wait_s: int, template: str, **context: Any) -> Response:
+    minutes = max(1, -(-wait_s // 60))
+    return ctx.render(template, status=429, error=(
+        f"Too many failed attempts. Try again in {minutes} minute"
+        f"{'s' if minutes > 1 else ''}."), **context)
+
+
+@pages.get(SECOND_FACTOR, second_factor=True)
+async def code_form(ctx: ConsoleContext) -> Response:
+    if ctx.session is None or not ctx.session.second_factor_pending:
+        return ctx.redirect(HOME if ctx.session else SIGN_IN)
+    return ctx.render("sign_in_code.html",
+                      next=safe_next(ctx.request.query_params.get("next", "")))
+
+
+@pages.post(SECOND_FACTOR, second_factor=True, template="sign_in_code.html")
+async def code(ctx: ConsoleContext) -> Response:
+    """The code of a person whose password was right: a right one replaces the waiting
+    session with a full one (a new token again)."""
+    session = ctx.session
+    if session is None or not session.second_factor_pending:
+        return ctx.redirect(HOME if session else SIGN_IN)
+    form = await ctx.form()
+    target = safe_next(form.get("next", ""))
+    ctx.kept["next"] = target
+    subjects = [lockout.person_subject(session.person_id),
+                lockout.client_subject(ctx.client_ip)]
+    now = int(ctx.runtime.clock.now())
+    async with ctx.read() as conn:
+        wait = await lockout.locked_for(conn, subjects, now)
+    if wait:
+        return too_many(ctx, wait, "sign_in_code.html", next=target)
+    async with ctx.runtime.db.transaction(write=True) as conn:
+        right = await second_factor.check_code(
+            conn, ctx.runtime.secrets, person_id=session.person_id,
+            code=form.get("code", ""), now=ctx.runtime.clock.now())
+        if right:
+            await lockout.note_success(conn, subjects)
+        else:
+            await lockout.note_failure(conn, subjects, now)
+    if not right:
+        raise errors.invalid("code", "is not right")
+    await ctx.start_session(ctx.actor)
     return ctx.redirect(target)
 
 
@@ -101,8 +165,10 @@ async def welcome(ctx: ConsoleContext) -> Response:
         await ctx.runtime.audit.flush(conn, actor, request_id=ctx.request_id,
                                       client_ip=ctx.client_ip)
         person = signin.person_actor(caller, ctx.runtime.clock)
-        await ctx.start_session(person, conn=conn)
+        # A link proves the mailbox, not the second factor: that is still asked for.
+        pending = await second_factor.enrolled(conn, caller.person_id)
+        await ctx.start_session(person, conn=conn, second_factor_pending=pending)
         await ctx.runtime.audit.flush(conn, person, request_id=ctx.request_id,
                                       client_ip=ctx.client_ip)
     ctx.flash("Your password is set and you are signed in.")
-    return ctx.redirect(HOME)
+    return ctx.redirect(SECOND_FACTOR if pending else HOME)

@@ -1,0 +1,117 @@
+"""The "Me" page: who you are, your sessions, your password and your second factor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from dutyline.api import errors
+from dutyline.kit.secretbox import SecretBoxError
+from dutyline.platform.member import service as members
+from dutyline.web import passwords, second_factor
+from dutyline.web import service as signin
+from dutyline.web.context import ConsoleContext
+from dutyline.web.page import Pages
+
+pages = Pages()
+
+ME = "/console/me"
+
+
+@pages.get(ME)
+async def me(ctx: ConsoleContext) -> Response:
+    async with ctx.read() as conn:
+        info = await members.member_info(conn, ctx.actor)
+        sessions = await signin.sessions_of(conn, ctx.actor)
+        enrolled = await second_factor.enrolled(conn, ctx.actor.person_id)
+    current = ctx.session.session_hash if ctx.session else ""
+    return ctx.render("me.html", info=info, enrolled=enrolled, sessions=[
+        {"id": signin.public_id(s), "current": s.session_hash == current, "session": s}
+        for s in sessions])
+
+
+@pages.post(ME + "/sessions/revoke")
+async def revoke(ctx: ConsoleContext) -> Response:
+    session_id = (await ctx.form()).get("session_id", "")
+    own = ctx.session is not None and signin.public_id(ctx.session) == session_id
+    async with ctx.write() as conn:
+        await signin.revoke_session(conn, ctx.actor, session_id=session_id)
+    if own:
+        ctx.end_session()
+        ctx.flash("You are signed out.")
+        return ctx.redirect("/console/sign-in")
+    ctx.flash("The session is ended.")
+    return ctx.redirect(ME)
+
+
+@pages.get(ME + "/password")
+async def password_form(ctx: ConsoleContext) -> Response:
+    return ctx.render("me_password.html")
+
+
+@pages.post(ME + "/password", template="me_password.html")
+async def change_password(ctx: ConsoleContext) -> Response:
+    form = await ctx.form()
+    async with ctx.read() as conn:
+        right = await signin.password_matches(conn, person_id=ctx.actor.person_id,
+                                              password=form.get("current_password", ""))
+    if not right:
+        raise errors.invalid("current_password", "is not right")
+    password = form.get("password", "")
+    if password != form.get("password_again", ""):
+        raise errors.invalid("password_again", "does not match the password")
+    prepared = await passwords.new_password(password)
+    assert ctx.session is not None
+    async with ctx.write() as conn:
+        ended = await signin.change_password(conn, ctx.actor, password=prepared,
+                                             keep=ctx.session)
+    ctx.flash("Your password is changed." + (
+        f" Your {ended} other session{'s' if ended > 1 else ''} ended." if ended else ""))
+    return ctx.redirect(ME)
+
+
+@pages.get(ME + "/two-factor")
+async def two_factor_form(ctx: ConsoleContext) -> Response:
+    async with ctx.read() as conn:
+        enrolled = await second_factor.enrolled(conn, ctx.actor.person_id)
+    if enrolled:
+        return ctx.render("me_2fa.html", enrolled=True)
+    return ctx.render("me_2fa.html", **_new_enrolment(ctx))
+
+
+def _new_enrolment(ctx: ConsoleContext, secret: str | None = None) -> dict[str, Any]:
+    secret = secret or second_factor.new_secret()
+    return {"enrolled": False, "secret": secret,
+            "sealed": ctx.runtime.secrets.seal(secret),
+            "uri": second_factor.provisioning_uri(secret, name=ctx.actor.person_name)}
+
+
+@pages.post(ME + "/two-factor", template="me_2fa.html")
+async def enable_two_factor(ctx: ConsoleContext) -> Response:
+    form = await ctx.form()
+    sealed = form.get("sealed_secret", "")
+    try:
+        ctx.kept.update(_new_enrolment(ctx, ctx.runtime.secrets.open(sealed)))
+    except SecretBoxError:
+        ctx.kept.update(_new_enrolment(ctx))
+    async with ctx.write() as conn:
+        await second_factor.enable(conn, ctx.actor, box=ctx.runtime.secrets,
+                                   sealed_secret=sealed, code=form.get("code", ""))
+    ctx.flash("Two-factor sign-in is on: signing in now asks for a code.")
+    return ctx.redirect(ME)
+
+
+@pages.post(ME + "/two-factor/disable", template="me_2fa.html")
+async def disable_two_factor(ctx: ConsoleContext) -> Response:
+    form = await ctx.form()
+    ctx.kept["enrolled"] = True
+    async with ctx.read() as conn:
+        right = await signin.password_matches(conn, person_id=ctx.actor.person_id,
+                                              password=form.get("password", ""))
+    if not right:
+        raise errors.invalid("password", "is not right")
+    async with ctx.write() as conn:
+        await second_factor.disable(conn, ctx.actor)
+    ctx.flash("Two-factor sign-in is off.")
+    return ctx.redirect(ME)

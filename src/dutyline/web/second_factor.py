@@ -1,0 +1,88 @@
+"""The optional second factor: TOTP codes (RFC 6238, 30-second steps, 6 digits), as
+authenticator apps make them. The secret is sealed with the server key at rest; a code is
+accepted once (the step it matched is remembered), one step early or late for clock drift.
+
+Enrolment shows a new secret once and stores it only when a code made from it comes back:
+until then it travels in the form, sealed, so an abandoned enrolment leaves nothing behind."""
+
+from __future__ import annotations
+
+import hmac
+
+import pyotp
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from dutyline.api import errors
+from dutyline.api.access import writes
+from dutyline.api.actor import Actor
+from dutyline.kit.secretbox import SecretBox, SecretBoxError
+from dutyline.web import repository as repo
+
+STEP_S = 30
+ISSUER = "dutyline"
+
+
+def new_secret() -> str:
+    return pyotp.random_base32()
+
+
+def provisioning_uri(secret: str, *, name: str) -> str:
+    return pyotp.TOTP(secret).provisioning_uri(name=name, issuer_name=ISSUER)
+
+
+def matched_step(secret: str, code: str, now: float) -> int | None:
+    """The time step `code` is right for (now, or one step either side), or None."""
+    code = "".join(code.split())
+    if not (code.isdigit() and len(code) == 6):
+        return None
+    totp = pyotp.TOTP(secret)
+    step = int(now // STEP_S)
+    for candidate in (step, step - 1, step + 1):
+        if hmac.compare_digest(totp.at(candidate * STEP_S), code):
+            return candidate
+    return None
+
+
+def _open(box: SecretBox, sealed: str) -> str | None:
+    try:
+        return box.open(sealed) if sealed else None
+    except SecretBoxError:
+        return None
+
+
+async def enrolled(conn: AsyncConnection, person_id: int) -> bool:
+    row = await repo.credential(conn, person_id)
+    return row is not None and bool(row.totp_secret)
+
+
+async def check_code(conn: AsyncConnection, box: SecretBox, *, person_id: int, code: str,
+                     now: float) -> bool:
+    """True once for a right code of the person's enrolled secret."""
+    row = await repo.credential(conn, person_id)
+    secret = None if row is None else _open(box, row.totp_secret)
+    if secret is None:
+        return False
+    step = matched_step(secret, code, now)
+    return step is not None and await repo.claim_totp_step(conn, person_id, step)
+
+
+@writes("/console/second-factor/enable")
+async def enable(conn: AsyncConnection, actor: Actor, *, box: SecretBox, sealed_secret: str,
+                 code: str) -> None:
+    """Enrol the secret shown (sealed in the form) once a code made from it is given."""
+    secret = _open(box, sealed_secret)
+    if secret is None:
+        raise errors.invalid("code", "is not right: start again")
+    step = matched_step(secret, code, actor.now)
+    if step is None:
+        raise errors.invalid("code", "is not right")
+    if await repo.credential(conn, actor.person_id) is None:
+        raise errors.invalid("code", "needs a password first")
+    await repo.set_totp(conn, actor.person_id, sealed_secret=box.seal(secret), last_step=step,
+                        now_s=actor.now_s)
+
+
+@writes("/console/second-factor/disable")
+async def disable(conn: AsyncConnection, actor: Actor) -> None:
+    await repo.set_totp(conn, actor.person_id, sealed_secret="", last_step=0,
+                        now_s=actor.now_s)
