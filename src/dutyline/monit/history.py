@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 
-import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -19,9 +18,13 @@ from dutyline.api.actor import Actor
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.monit import repository as repo
-from dutyline.monit.schemas import AlertRuleAudit, AlertRuleCounter, DSType, RuleBody
-
-_body_decoder = msgspec.json.Decoder(RuleBody)
+from dutyline.monit.schemas import (
+    AlertRuleAudit,
+    AlertRuleCounter,
+    DSType,
+    decode_body,
+    shaped,
+)
 
 # Rules evaluate Prometheus-compatible sources only (VictoriaMetrics and Thanos speak its API).
 DS_TYPE_LIST = (DSType(id=1, name="Prometheus", ident="prometheus", account_id=0, weight=100),)
@@ -48,10 +51,7 @@ async def list_audits(conn: AsyncConnection, actor: Actor, *,
     rows = await repo.list_audits(conn, actor.account_id, rule_id)
     if not rows and await repo.get_rule(conn, actor.account_id, rule_id) is None:
         raise errors.not_found("alert rule", rule_id)
-    return [AlertRuleAudit(id=r.id, account_id=r.account_id, alert_rule_id=r.alert_rule_id,
-                           action=r.action, creator_id=r.creator_id,
-                           creator_name=r.creator_name, created_at=r.created_at)
-            for r in rows]
+    return [shaped(AlertRuleAudit, r, content="") for r in rows]
 
 
 @reads(ALERT_RULE_MANAGE)
@@ -60,16 +60,12 @@ async def audit_detail(conn: AsyncConnection, actor: Actor, *,
     row = await repo.get_audit(conn, actor.account_id, audit_id)
     if row is None:
         raise errors.not_found("alert rule audit", audit_id)
-    return AlertRuleAudit(id=row.id, account_id=row.account_id,
-                          alert_rule_id=row.alert_rule_id, action=row.action,
-                          creator_id=row.creator_id, creator_name=row.creator_name,
-                          created_at=row.created_at, content=row.content)
+    return shaped(AlertRuleAudit, row)
 
 
 @reads(ALERT_RULE_MANAGE)
 async def counter_total(conn: AsyncConnection, actor: Actor) -> list[AlertRuleCounter]:
-    return [AlertRuleCounter(id=r.id, account_id=r.account_id, num=r.num, clock=r.clock)
-            for r in await repo.list_counters(conn, actor.account_id)]
+    return [shaped(AlertRuleCounter, r) for r in await repo.list_counters(conn, actor.account_id)]
 
 
 @reads(ALERT_RULE_MANAGE)
@@ -79,7 +75,7 @@ async def counter_channel(conn: AsyncConnection, actor: Actor) -> dict[str, int]
 
     per_channel: Counter[int] = Counter()
     for body in await repo.rule_channels(conn, actor.account_id):
-        per_channel.update(set(_body_decoder.decode(body).channel_ids))
+        per_channel.update(set(decode_body(body).channel_ids))
     names = await channel_names(conn, actor, list(per_channel))
     out: dict[str, int] = {}
     for channel_id, count in sorted(per_channel.items()):

@@ -21,6 +21,7 @@ from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
     DS_TYPES,
     StoreRulesetItem,
+    shaped,
 )
 
 
@@ -37,12 +38,8 @@ def _check_type(type_ident: str) -> None:
 
 
 def _item(row: Any, *, with_payload: bool) -> StoreRulesetItem:
-    return StoreRulesetItem(
-        id=row.id, type_ident=row.type_ident, note=row.note, open_flag=row.open_flag,
-        creator_account_id=row.creator_account_id, creator_id=row.creator_id,
-        creator_name=row.creator_name, created_at=row.created_at, updated_at=row.updated_at,
-        payload=row.payload if with_payload else "",
-    )
+    # A list's rows have no payload column: it is named here, never read from them.
+    return shaped(StoreRulesetItem, row, payload=row.payload if with_payload else "")
 
 
 @writes("/monit/store/ruleset/create", ALERT_RULE_MANAGE,

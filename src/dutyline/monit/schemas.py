@@ -3,7 +3,7 @@ DataSourceItem, DSPrometheusConfig and the /monit/* request schemas)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
@@ -218,6 +218,7 @@ class RuleSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: NonNegInt64 = 0
 
 
+# Its fields are named as on AlertRule: a rule's record is its row's columns plus this body.
 class RuleBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The stored JSON body of a rule (everything evaluation reads that has no column)."""
 
@@ -241,6 +242,16 @@ def decode_body(raw: str) -> RuleBody:
     return _body_decoder.decode(raw)
 
 
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def shaped(shape: type[S], source: Any, **given: Any) -> S:
+    """`shape` filled from the same-named fields of `source` (a record, a spec or a row) and
+    `given`: each shape of a record declares its fields once, and no mapping names them."""
+    return shape(**{name: getattr(source, name) for name in shape.__struct_fields__
+                    if name not in given}, **given)
+
+
 class EvalStatus(msgspec.Struct, kw_only=True):
     """Our addition to the rule record: how its last evaluation went."""
 
@@ -250,6 +261,10 @@ class EvalStatus(msgspec.Struct, kw_only=True):
     firing_count: int
 
 
+# The rule itself: the one record every shape of it is drawn from by field name (`shaped`):
+# the answer of create, update and info; the list item, the export, the audit snapshot, the
+# spec that update/fields edits and the stored body. Built from a row in service.rule_of.
+# (No docstring: the OpenAPI document would publish it as the schema's description.)
 class AlertRule(msgspec.Struct, kw_only=True):
     id: int
     account_id: int
@@ -355,11 +370,7 @@ class RuleFieldsUpdateRequest(msgspec.Struct, kw_only=True):
     repeat_total: Count | None = None
 
 
-UPDATABLE_FIELDS = frozenset({
-    "labels", "ds_type", "ds_list", "ds_ids", "enabled", "debug_log_enabled", "cron_pattern",
-    "delay_seconds", "enabled_times", "annotations", "description", "channel_ids",
-    "repeat_interval", "repeat_total",
-})
+UPDATABLE_FIELDS = frozenset(RuleFieldsUpdateRequest.__struct_fields__) - {"ids", "fields"}
 
 
 class NameMessage(msgspec.Struct, kw_only=True):

@@ -32,6 +32,7 @@ from dutyline.monit.schemas import (
     RuleBody,
     RuleSpec,
     decode_body,
+    shaped,
 )
 from dutyline.work import scheduler
 
@@ -185,14 +186,13 @@ async def _validate(conn: AsyncConnection, actor: Actor, spec: RuleSpec) -> tupl
     return schedule
 
 
-def _body_of(spec: RuleSpec) -> str:
-    return msgspec.json.encode(RuleBody(
-        labels=spec.labels, ds_list=spec.ds_list, ds_ids=spec.ds_ids,
-        rule_configs=spec.rule_configs, enabled_times=spec.enabled_times,
-        annotations=spec.annotations, description_type=spec.description_type,
-        description=spec.description, channel_ids=list(dict.fromkeys(spec.channel_ids)),
-        repeat_interval=spec.repeat_interval, repeat_total=spec.repeat_total,
-    )).decode()
+def _columns_of(spec: RuleSpec) -> dict[str, Any]:
+    """What a person's spec writes of a rule's row (the rest of the spec goes in its body)."""
+    body = shaped(RuleBody, spec, channel_ids=list(dict.fromkeys(spec.channel_ids)))
+    return {"folder_id": spec.folder_id, "name": spec.name.strip(), "ds_type": spec.ds_type,
+            "enabled": spec.enabled, "debug_log_enabled": spec.debug_log_enabled,
+            "cron_pattern": " ".join(spec.cron_pattern.split()),
+            "delay_seconds": spec.delay_seconds, "body": msgspec.json.encode(body).decode()}
 
 
 async def _sync_schedule(conn: AsyncConnection, actor: Actor, rule_id: int, cron: str,
@@ -202,50 +202,24 @@ async def _sync_schedule(conn: AsyncConnection, actor: Actor, rule_id: int, cron
                                  active=enabled)
 
 
-def rule_record(row: Any) -> AlertRule:
-    body = decode_body(row.body)
-    return AlertRule(
-        id=row.id, account_id=row.account_id, folder_id=row.folder_id, name=row.name,
-        labels=body.labels, ds_type=row.ds_type, ds_list=body.ds_list, ds_ids=body.ds_ids,
-        enabled=row.enabled, debug_log_enabled=row.debug_log_enabled,
-        rule_configs=body.rule_configs, cron_pattern=row.cron_pattern,
-        delay_seconds=row.delay_seconds, enabled_times=body.enabled_times,
-        annotations=body.annotations, description_type=body.description_type,
-        description=body.description, channel_ids=body.channel_ids,
-        repeat_interval=body.repeat_interval, repeat_total=body.repeat_total,
-        creator_id=row.creator_id, creator_name=row.creator_name, updater_id=row.updater_id,
-        updater_name=row.updater_name, created_at=row.created_at, updated_at=row.updated_at,
-        eval_status=EvalStatus(last_eval_at_ms=row.last_eval_at_ms,
-                               last_eval_ms=row.last_eval_ms, last_error=row.last_error,
-                               firing_count=row.firing_count),
-    )
+def rule_of(row: Any) -> AlertRule:
+    """The rule of a row: its columns, its JSON body and its evaluation status, each read
+    under the record's field names (the one place a row becomes a rule)."""
+    return shaped(AlertRule, row, **msgspec.structs.asdict(decode_body(row.body)),
+                  eval_status=shaped(EvalStatus, row))
 
 
-def _snapshot(row: Any) -> str:
+def _snapshot(rule: AlertRule) -> str:
     """The rule's definition as JSON for its audit trail (the evaluation status left out:
     it changes on every evaluation, not by anyone's hand)."""
-    record = msgspec.to_builtins(rule_record(row))
+    record = msgspec.to_builtins(rule)
     record.pop("eval_status", None)
     return msgspec.json.encode(record).decode()
 
 
 async def _audit(conn: AsyncConnection, actor: Actor, rule_id: int, action: str) -> None:
-    row = await repo.get_rule(conn, actor.account_id, rule_id)
-    await history.record(conn, actor, rule_id=rule_id, action=action, content=_snapshot(row))
-
-
-def _spec_of(row: Any) -> RuleSpec:
-    body = decode_body(row.body)
-    return RuleSpec(
-        id=row.id, folder_id=row.folder_id, name=row.name, labels=body.labels,
-        ds_type=row.ds_type, ds_list=body.ds_list, ds_ids=body.ds_ids, enabled=row.enabled,
-        debug_log_enabled=row.debug_log_enabled, rule_configs=body.rule_configs,
-        cron_pattern=row.cron_pattern, delay_seconds=row.delay_seconds,
-        enabled_times=body.enabled_times, annotations=body.annotations,
-        description_type=body.description_type,  # type: ignore[arg-type]
-        description=body.description, channel_ids=body.channel_ids,
-        repeat_interval=body.repeat_interval, repeat_total=body.repeat_total,
-    )
+    rule = rule_of(await repo.get_rule(conn, actor.account_id, rule_id))
+    await history.record(conn, actor, rule_id=rule_id, action=action, content=_snapshot(rule))
 
 
 async def _require_rule(conn: AsyncConnection, actor: Actor, rule_id: int) -> Any:
@@ -269,11 +243,7 @@ async def _create(conn: AsyncConnection, actor: Actor, spec: RuleSpec,
     rule_id = numeric_id()
     now = actor.now_s
     await repo.insert_rule(conn, {
-        "id": rule_id, "account_id": actor.account_id, "folder_id": spec.folder_id,
-        "name": name, "ds_type": spec.ds_type, "enabled": spec.enabled,
-        "debug_log_enabled": spec.debug_log_enabled,
-        "cron_pattern": " ".join(spec.cron_pattern.split()),
-        "delay_seconds": spec.delay_seconds, "body": _body_of(spec),
+        "id": rule_id, "account_id": actor.account_id, **_columns_of(spec),
         "creator_id": actor.person_id, "creator_name": actor.person_name,
         "updater_id": actor.person_id, "updater_name": actor.person_name,
         "created_at": now, "updated_at": now,
@@ -281,7 +251,7 @@ async def _create(conn: AsyncConnection, actor: Actor, spec: RuleSpec,
     await _sync_schedule(conn, actor, rule_id, cron, interval_ms, spec.enabled)
     await _audit(conn, actor, rule_id, action)
     await history.record_count(conn, actor)
-    return rule_record(await repo.get_rule(conn, actor.account_id, rule_id))
+    return rule_of(await repo.get_rule(conn, actor.account_id, rule_id))
 
 
 @writes("/monit/rule/update", ALERT_RULE_MANAGE, targets=lambda rule: [rule.id])
@@ -295,7 +265,7 @@ async def update_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) ->
         raise errors.invalid("name", "already exists in this folder")
     await _write_update(conn, actor, row, spec, cron, interval_ms)
     await _audit(conn, actor, row.id, "update")
-    return rule_record(await repo.get_rule(conn, actor.account_id, row.id))
+    return rule_of(await repo.get_rule(conn, actor.account_id, row.id))
 
 
 async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: RuleSpec,
@@ -306,11 +276,7 @@ async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: Rul
     elif set(spec.channel_ids) != set(decode_body(row.body).channel_ids):
         await engine.resolve_all(conn, row, now_s=actor.now_s)
     await repo.update_rule(conn, actor.account_id, row.id, {
-        "folder_id": spec.folder_id, "name": spec.name.strip(), "ds_type": spec.ds_type,
-        "enabled": spec.enabled, "debug_log_enabled": spec.debug_log_enabled,
-        "cron_pattern": " ".join(spec.cron_pattern.split()),
-        "delay_seconds": spec.delay_seconds, "body": _body_of(spec),
-        "updater_id": actor.person_id, "updater_name": actor.person_name,
+        **_columns_of(spec), "updater_id": actor.person_id, "updater_name": actor.person_name,
         "updated_at": actor.now_s,
     })
     await _sync_schedule(conn, actor, row.id, cron, interval_ms, spec.enabled)
@@ -333,7 +299,7 @@ async def update_fields(conn: AsyncConnection, actor: Actor, *, rule_ids: list[i
         if row is None:
             raise errors.not_found("alert rule", rule_id)
         actor.note_audit_targets(row.id)
-        spec = msgspec.structs.replace(_spec_of(row), **changes)
+        spec = shaped(RuleSpec, rule_of(row), **changes)
         try:
             async with conn.begin_nested():
                 cron, interval_ms = await _validate(conn, actor, spec)
@@ -350,24 +316,15 @@ async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> Aler
     row = await repo.get_rule(conn, actor.account_id, rule_id)
     if row is None:
         raise errors.not_found("alert rule", rule_id)
-    return rule_record(row)
+    return rule_of(row)
 
 
 @reads(ALERT_RULE_MANAGE)
 async def list_rules(conn: AsyncConnection, actor: Actor, *,
                      folder_id: int) -> list[AlertRuleBasic]:
-    return [
-        AlertRuleBasic(
-            id=r.id, account_id=r.account_id, folder_id=r.folder_id, name=r.name,
-            labels=decode_body(r.body).labels, ds_type=r.ds_type, enabled=r.enabled,
-            debug_log_enabled=r.debug_log_enabled, cron_pattern=r.cron_pattern,
-            delay_seconds=r.delay_seconds, creator_id=r.creator_id,
-            creator_name=r.creator_name, updater_id=r.updater_id,
-            updater_name=r.updater_name, created_at=r.created_at, updated_at=r.updated_at,
-            triggered=r.firing_count > 0,
-        )
-        for r in await repo.list_rules(conn, actor.account_id, folder_id)
-    ]
+    rules = map(rule_of, await repo.list_rules(conn, actor.account_id, folder_id))
+    return [shaped(AlertRuleBasic, rule, triggered=rule.eval_status.firing_count > 0)
+            for rule in rules]
 
 
 @writes("/monit/rule/delete", ALERT_RULE_MANAGE)
@@ -386,7 +343,7 @@ async def delete_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[in
     for row in rows:
         await engine.resolve_all(conn, row, now_s=actor.now_s)
         await history.record(conn, actor, rule_id=row.id, action="delete",
-                             content=_snapshot(row))
+                             content=_snapshot(rule_of(row)))
         await repo.delete_rule(conn, actor.account_id, row.id)
         await scheduler.remove_schedule(conn, kind=SCHEDULE_KIND, owner_id=str(row.id))
     if rows:
@@ -435,19 +392,7 @@ async def export_rules(conn: AsyncConnection, actor: Actor, *,
     for rule_id in rule_ids:
         if rule_id not in found:
             raise errors.not_found("alert rule", rule_id)
-    out = []
-    for row in rows:
-        body = decode_body(row.body)
-        out.append(AlertRuleExport(
-            name=row.name, labels=body.labels, ds_type=row.ds_type, ds_list=body.ds_list,
-            ds_ids=body.ds_ids, enabled=row.enabled, debug_log_enabled=row.debug_log_enabled,
-            rule_configs=body.rule_configs, cron_pattern=row.cron_pattern,
-            delay_seconds=row.delay_seconds, enabled_times=body.enabled_times,
-            annotations=body.annotations, description_type=body.description_type,
-            description=body.description, repeat_interval=body.repeat_interval,
-            repeat_total=body.repeat_total,
-        ))
-    return out
+    return [shaped(AlertRuleExport, rule_of(row)) for row in rows]
 
 
 @writes("/monit/rule/import", ALERT_RULE_MANAGE)
