@@ -19,6 +19,7 @@ from dutyline.api.outbound_secrets import secret_to_store
 from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.channel import service as channels
 from dutyline.config import Settings
+from dutyline.dispatch import links as links  # the signed links, for the pages they land on
 from dutyline.dispatch import peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import (
