@@ -224,3 +224,16 @@ async def test_an_action_without_the_csrf_token_is_refused(
     forged = await console.post(f"/console/incidents/{seeded.incident_id}/ack", csrf=False)
     assert forged.status_code == 403
     assert (await info(api, owner, seeded.incident_id))["progress"] == "Triggered"
+
+
+async def test_an_untouched_description_sent_with_crlf_is_not_a_change(
+        api: Api, owner: Person, console: Browser) -> None:
+    seeded = await seed(api, owner)
+    await ok(api, "/incident/reset", {"incident_id": seeded.incident_id,
+                                      "description": "line one\nline two"}, owner)
+    done = await console.post(f"/console/incidents/{seeded.incident_id}/edit",
+                              {"title": "disk full on db-7",
+                               "description": "line one\r\nline two"})
+    assert done.status_code == 303
+    types = [e["type"] for e in await feed(api, owner, seeded.incident_id)]
+    assert types.count("i_r_desc") == 1  # the API's edit only

@@ -96,3 +96,21 @@ async def test_a_forged_or_expired_link_is_not_found(api: Api, owner: Person,
     api.runtime.clock.advance(601)
     assert (await anonymous.client.post(path)).status_code == 404
     assert (await info(api, owner, seeded.incident_id))["progress"] == "Triggered"
+
+
+async def test_a_link_of_a_removed_member_is_refused(api: Api, owner: Person,
+                                                     anonymous: Browser) -> None:
+    from sqlalchemy import update
+
+    from dutyline.db.tables.platform import member
+    from tests.fixtures.accounts import new_member
+
+    seeded = await seed(api, owner)
+    gone = await new_member(api, owner, name="Gone")
+    path = await _link(api, gone, "ack", seeded.incident_id)
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(member).where(member.c.member_id == gone.person_id)
+                           .values(status="deleted"))
+    refused = await anonymous.client.post(path)
+    assert refused.status_code == 403 and "Link no longer valid" in refused.text
+    assert (await info(api, owner, seeded.incident_id))["progress"] == "Triggered"

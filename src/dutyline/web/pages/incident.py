@@ -213,7 +213,8 @@ async def _severity(conn: AsyncConnection, actor: Actor, incident_id: str,
 @action("edit")
 async def _edit(conn: AsyncConnection, actor: Actor, incident_id: str, form: Form) -> str:
     title = _text(form, "title", required=True, min_length=3, max_length=200)
-    description = _one(form, "description")
+    # Browsers send a textarea's line breaks as CRLF: an untouched description is unchanged.
+    description = _one(form, "description").replace("\r\n", "\n")
     if len(description) > MAX_LONG_TEXT:
         raise errors.invalid("description", f"must be at most {MAX_LONG_TEXT} characters")
     await editing.reset(conn, actor, incident_id=incident_id, title=title,
