@@ -104,9 +104,12 @@ async def test_assign_add_responders_and_merge(api: Api, owner: Person,
     page = await console.get(f"/console/incidents/{incident_id}")
     assert f'<option value="{helper.person_id}">Helper</option>' in page.text
 
+    rows_before = len(await audit_rows(api, owner.account_id))
     done = await console.post(f"/console/incidents/{incident_id}/assign",
                               {"person_ids": str(helper.person_id)})
     assert done.status_code == 303
+    [row] = (await audit_rows(api, owner.account_id))[rows_before:]
+    assert (row.operation, row.credential) == ("incident.assign", "session")
     got = await info(api, owner, incident_id)
     assert got["assigned_to"]["person_ids"] == [helper.person_id]
     assert helper.person_id in [r["person_id"] for r in got["responders"]]
@@ -119,6 +122,10 @@ async def test_assign_add_responders_and_merge(api: Api, owner: Person,
     assert other.person_id in [r["person_id"] for r in got["responders"]]
     added = [e for e in await feed(api, owner, incident_id) if e["type"] == "i_a_rspd"]
     assert added[0]["detail"]["to"] == [other.person_id]
+    assert added[0]["creator_id"] == owner.person_id
+    row = (await audit_rows(api, owner.account_id))[-1]
+    assert (row.operation, row.credential) == ("incident.responder.add", "session")
+    assert incident_id in json.loads(row.target_ids)
 
     target = (await ok(api, "/incident/create", {"title": "the main one",
                                                  "incident_severity": "Warning"}, owner))
