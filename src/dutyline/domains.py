@@ -55,7 +55,8 @@ DOMAINS: tuple[Domain, ...] = (
         "dispatch",
         routers=("dutyline.dispatch.endpoints:router",),
         task_modules=("dutyline.dispatch.tasks",),
-        extra_routes=("dutyline.dispatch.links:routes", "dutyline.dispatch.voice:routes"),
+        # The signed links' pages are the console's (dutyline.web.signed_links).
+        extra_routes=("dutyline.dispatch.voice:routes",),
     ),
     Domain(
         "notify",

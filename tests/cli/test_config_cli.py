@@ -124,7 +124,7 @@ def test_serve_workers_read_the_file_and_link_to_the_port_they_listen_on(
         # environment `serve` left them.
         for _ in range(4):
             assert _preview_detail_url(server, key).startswith(
-                f"{server.base_url}/incident/detail/")
+                f"{server.base_url}/console/incidents/")
             with server.client() as client:
                 big = client.post("/team/list", params={"app_key": key},
                                   content=b'{"x": "' + b"a" * 5000 + b'"}',
@@ -144,7 +144,7 @@ def test_a_configured_base_url_is_kept_and_named_in_the_banner(tmp_path: Path) -
         found = KEY.search(err)
         assert found, err
         assert _preview_detail_url(server, found["key"]).startswith(
-            "https://oncall.example.com/incident/detail/")
+            "https://oncall.example.com/console/incidents/")
     with running_server({"DUTYLINE_BASE_URL": "https://env.example.com"}, cwd=tmp_path) as again:
         [links] = LINKS.findall(again.stderr())
         assert links == ("https://env.example.com", "DUTYLINE_BASE_URL")
@@ -178,5 +178,5 @@ async def test_a_page_links_to_the_port_serve_listens_on(
             assert await asyncio.to_thread(arrived.wait, 60), server.stderr()
     incident = got[0]["incident"]
     assert incident["detail_url"] == (
-        f"{server.base_url}/incident/detail/{incident['incident_id']}")
+        f"{server.base_url}/console/incidents/{incident['incident_id']}")
     assert not server.base_url.endswith(":8080")

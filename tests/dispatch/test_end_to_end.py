@@ -162,7 +162,7 @@ async def test_alert_to_sms_voice_email_and_webhook_to_ack_by_link_to_stop(
     ack_url = re.search(r"Acknowledge: (\S+)", mail.text).group(1)  # type: ignore[union-attr]
     path = ack_url.removeprefix("http://dutyline.test")
     shown = await eapi.raw("GET", path)
-    assert shown.status_code == 200 and "<form method='post'" in shown.text
+    assert shown.status_code == 200 and '<form method="post"' in shown.text
     assert (await ok(eapi, "/incident/info", {"incident_id": incident_id},
                      owner.key))["progress"] == "Triggered"
     confirmed = await eapi.raw("POST", path)
@@ -190,7 +190,7 @@ async def test_alert_to_sms_voice_email_and_webhook_to_ack_by_link_to_stop(
                    "email": "oncall@example.com"},
         "incident": webhook_incident(info)}
     assert ack_body["incident"]["detail_url"] == (
-        f"http://dutyline.test/incident/detail/{incident_id}")
+        f"http://dutyline.test/console/incidents/{incident_id}")
 
     # The escalation stops: past every repeat and the escalation window, nothing more.
     for _ in range(6):

@@ -126,7 +126,7 @@ async def test_alert_to_email_and_signed_webhook_to_ack_by_link_to_stop(
     ack_url = re.search(r"Acknowledge: (\S+)", mail.text).group(1)  # type: ignore[union-attr]
     path = ack_url.removeprefix("http://dutyline.test")
     page = await papi.raw("GET", path)
-    assert page.status_code == 200 and "<form method='post'" in page.text
+    assert page.status_code == 200 and '<form method="post"' in page.text
     info = await papi.call("/incident/info", {"incident_id": incident_id}, key=owner.key)
     assert info.data["progress"] == "Triggered"
     done = await papi.raw("POST", path)
@@ -224,7 +224,7 @@ async def test_the_preset_email_links_absolutely_inside_its_body_with_the_time_z
         by_text = {link.text: link for link in links}
         assert all(link.in_body for link in links), links
         assert by_text["Open the incident"].href == (
-            f"http://dutyline.test/incident/detail/{incident_id}")
+            f"http://dutyline.test/console/incidents/{incident_id}")
         assert by_text["Open"].href.startswith("http://dutyline.test/")
         if signed:
             for action in ("Acknowledge", "Resolve", "Open"):

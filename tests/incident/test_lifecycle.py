@@ -50,7 +50,7 @@ async def test_create_and_info_record(api: Api, owner: Person) -> None:
     for zero in ("end_time", "ack_time", "close_time", "closer_id", "snoozed_before",
                  "alert_cnt", "active_alert_cnt", "alert_event_cnt", "deleted_at"):
         assert got[zero] == 0, zero
-    assert got["detail_url"].endswith(f"/incident/detail/{incident_id}")
+    assert got["detail_url"].endswith(f"/console/incidents/{incident_id}")
     assert got["assigned_to"]["person_ids"] == [helper.person_id]
     assert got["assigned_to"]["type"] == "assign"
     assert [r["person_id"] for r in got["responders"]] == [helper.person_id]

@@ -88,7 +88,7 @@ async def test_telegram_group_target_posts_send_message_with_its_bot(
     body = json.loads(got.body)
     assert set(body) == {"chat_id", "text"} and body["chat_id"] == -100200
     assert "checkout latency high" in body["text"]
-    assert body["text"].endswith(f"\nhttp://dutyline.test/incident/detail/{incident_id}")
+    assert body["text"].endswith(f"\nhttp://dutyline.test/console/incidents/{incident_id}")
     [d] = (await deliveries(capi, incident_id)).values()
     assert d.channel == "telegram" and d.status == "success"
     # The bot token is a secret: sealed in the rule, masked in the history.

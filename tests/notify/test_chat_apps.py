@@ -126,7 +126,7 @@ async def test_a_person_gets_a_direct_message_from_each_platforms_app(
     assert set(slack.body) == {"channel", "text"} and slack.body["channel"] == HANDLES["slack"]
     assert "checkout latency high" in slack.body["text"]
     assert "Acknowledge: http://dutyline.test/incident/link/" in slack.body["text"]
-    assert f"(http://dutyline.test/incident/detail/{incident_id})" in slack.body["text"]
+    assert f"(http://dutyline.test/console/incidents/{incident_id})" in slack.body["text"]
 
     token = got[("feishu", "/open-apis/auth/v3/tenant_access_token/internal")]
     assert token.body == {"app_id": FEISHU_APP_ID, "app_secret": FEISHU_APP_SECRET}
@@ -204,7 +204,7 @@ async def test_app_group_targets_post_into_each_chat(
         [("chat_id", "oc_a1"), ("chat_id", "oc_b2")], [("chat_id", "oc_b2"), ("chat_id", "oc_a1")])
     [slack] = [r for r in sends if r.platform == "slack"]
     assert slack.body["channel"] == "C0123ABCD" and "Acknowledge" not in slack.body["text"]
-    assert f"(http://dutyline.test/incident/detail/{incident_id})" in slack.body["text"]
+    assert f"(http://dutyline.test/console/incidents/{incident_id})" in slack.body["text"]
     [ding] = [r for r in sends if r.platform == "dingtalk"]
     assert ding.path == "/v1.0/robot/groupMessages/send"
     assert set(ding.body) == {"robotCode", "openConversationId", "msgKey", "msgParam"}

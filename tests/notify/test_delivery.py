@@ -154,7 +154,7 @@ async def test_slack_and_feishu_payloads(papi: Api, owner: Person, clock: FakeCl
     assert got["/slack"]["text"].startswith("**New incident: checkout latency high**")
     assert "- Severity: Critical" in got["/slack"]["text"]
     # Its link is absolute, from the server's base URL (a chat has no page to resolve it).
-    detail = f"http://dutyline.test/incident/detail/{incident_id}"
+    detail = f"http://dutyline.test/console/incidents/{incident_id}"
     assert got["/slack"]["text"].endswith(f"[Details]({detail})")
     assert detail in got["/feishu"]["content"]["text"]
     fei = got["/feishu"]

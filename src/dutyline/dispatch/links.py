@@ -2,10 +2,11 @@
 
 A link names an action, a person and an incident and expires; it is signed with a key
 derived from the server key (HMAC-SHA256), so it cannot be forged or moved to another
-person or incident. Opening it (GET) only shows a small page whose button POSTs back: a mail
-scanner or a link preview that fetches every URL acknowledges nothing. The POST acts as that
-person through the incident lifecycle service (feed entry, event, and so the escalation
-stops), provided they are still a member of the account."""
+person or incident. Opening it (GET) only shows the incident with a button that POSTs back:
+a mail scanner or a link preview that fetches every URL acknowledges nothing. The POST acts
+as that person through the incident lifecycle service (feed entry, event, and so the
+escalation stops), provided they are still a member of the account. The pages a link lands
+on are the console's (web/signed_links.py)."""
 
 from __future__ import annotations
 
@@ -13,20 +14,16 @@ import asyncio
 import base64
 import hashlib
 import hmac
-import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
-from starlette.routing import Route
 
+from dutyline.api.actor import Actor
 from dutyline.api.errors import ApiError
 from dutyline.config import Settings
 from dutyline.dispatch import system
 from dutyline.incident.service import lifecycle
-from dutyline.incident.service import query as incidents
 from dutyline.platform.member import service as members
 
 if TYPE_CHECKING:
@@ -136,60 +133,7 @@ async def perform(runtime: Runtime, link: Link, *, client_ip: str = "") -> str:
     return DONE
 
 
-_VERB = {"ack": "Acknowledge", "resolve": "Resolve"}
-
-
-def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    e = html.escape
-    return HTMLResponse(
-        "<!doctype html><html><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width'>"
-        f"<meta name='robots' content='noindex'><title>{e(title)}</title></head>"
-        f"<body style='font-family:sans-serif;max-width:36em;margin:2em auto'>"
-        f"<h1>{e(title)}</h1>{body}</body></html>", status_code=status,
-        headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
-
-
-def _form(token: str, action: str) -> str:
-    return (f"<form method='post' action='{PATH}{html.escape(token)}'>"
-            f"<button type='submit'>{_VERB[action]}</button></form>")
-
-
-def routes(runtime: Runtime) -> list[Route]:
-    async def show(request: Request) -> Response:
-        token = request.path_params["token"]
-        link = verify(await server_key(runtime.settings), token, int(runtime.clock.now()))
-        if link is None:
-            return _page("Link expired or invalid", "<p>Open the incident in dutyline.</p>", 404)
-        async with runtime.db.transaction(write=False) as conn:
-            try:
-                info = await incidents.incident_info(
-                    conn, system.actor(runtime, link.account_id), incident_id=link.incident_id,
-                    base_url=runtime.settings.base_url)
-            except ApiError:
-                return _page("Incident not found", "", 404)
-        e = html.escape
-        summary = (f"<p><strong>{e(info.title)}</strong> (#{e(info.num)})</p>"
-                   f"<p>Severity: {e(info.incident_severity)} · Progress: {e(info.progress)}</p>")
-        if link.action == "open":
-            return _page(f"Incident {info.num}", summary)
-        return _page(f"{_VERB[link.action]} incident {info.num}?",
-                     summary + _form(token, link.action))
-
-    async def act(request: Request) -> Response:
-        token = request.path_params["token"]
-        link = verify(await server_key(runtime.settings), token, int(runtime.clock.now()))
-        if link is None or link.action == "open":
-            return _page("Link expired or invalid", "", 404)
-        outcome = await perform(
-            runtime, link, client_ip=request.client.host if request.client else "")
-        if outcome == NOT_MEMBER:
-            return _page("Link no longer valid", "<p>You are not a member.</p>", 403)
-        if outcome == REFUSED:
-            return _page("Nothing to do", "<p>The incident is not in a state this link "
-                         "changes (already done, or closed).</p>", 409)
-        done = "acknowledged" if link.action == "ack" else "resolved"
-        return _page(f"Incident {done}", "<p>Thank you.</p>")
-
-    return [Route(PATH + "{token}", show, methods=["GET"]),
-            Route(PATH + "{token}", act, methods=["POST"])]
+def person_actor(runtime: Runtime, link: Link) -> Actor:
+    """The link's person, for reading the one incident the link names (the link is the
+    authorization: dispatch/system.py)."""
+    return system.actor(runtime, link.account_id, person_id=link.person_id)

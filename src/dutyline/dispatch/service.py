@@ -21,6 +21,7 @@ from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.channel import service as channels
 from dutyline.config import Settings
+from dutyline.dispatch import links as links  # the signed links, for the pages they land on
 from dutyline.dispatch import peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import (

@@ -7,7 +7,10 @@ packages behind it (query, lifecycle, the event stream, the feed) can move freel
 - `references`: where a higher domain registers the check of its ids that incident
   requests carry (an assignment's escalation rule);
 - `query` and `lifecycle`: the services reading and changing incidents, `(conn, actor, *,
-  domain arguments)`, with the records they return re-exported below;
+  domain arguments)`, with the records they return re-exported below; `editing` (title,
+  severity, assignment, merge, custom field values), `responders` and `similar` (earlier
+  incidents alike) beside them, and `fields` (the custom field definitions), for the
+  console's incident page;
 - `ingest`: alert ingestion (`ingest`, `PushRequest`), for alerts raised inside the server
   (the monitors' rule evaluations);
 - `analytics`: the incident figures the insights sum.
@@ -19,10 +22,15 @@ from dutyline.incident import events, feed, references
 from dutyline.incident.alert.schemas import AlertInfo
 from dutyline.incident.analytics import service as analytics
 from dutyline.incident.events import IncidentEvent
+from dutyline.incident.field import service as fields
 from dutyline.incident.ingest import service as ingest
+from dutyline.incident.lifecycle import editing, responders
 from dutyline.incident.lifecycle import service as lifecycle
+from dutyline.incident.lifecycle.schemas import AssignedTo
 from dutyline.incident.query import service as query
+from dutyline.incident.query import similar
 from dutyline.incident.query.schemas import IncidentInfo
 
-__all__ = ["AlertInfo", "IncidentEvent", "IncidentInfo", "analytics", "events", "feed", "ingest",
-           "lifecycle", "query", "references"]
+__all__ = ["AlertInfo", "AssignedTo", "IncidentEvent", "IncidentInfo", "analytics", "editing",
+           "events", "feed", "fields", "ingest", "lifecycle", "query", "references",
+           "responders", "similar"]

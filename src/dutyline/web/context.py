@@ -71,6 +71,7 @@ class ConsoleContext:
         self._visitor = self._cookie(security.VISITOR_COOKIE)
         self._new_visitor = False
         self._form: dict[str, str] | None = None
+        self._pairs_read: list[tuple[str, str]] | None = None
         self._flashes_in = self._read_flashes()
         self._flashes_out: list[dict[str, str]] = []
         self._cookie_changes: list[tuple[str, str | None]] = []
@@ -176,6 +177,12 @@ class ConsoleContext:
         return out
 
     async def _pairs(self) -> list[tuple[str, str]]:
+        # The body can be read once: `form` (the CSRF check) and `form_lists` share it.
+        if self._pairs_read is None:
+            self._pairs_read = await self._read_pairs()
+        return self._pairs_read
+
+    async def _read_pairs(self) -> list[tuple[str, str]]:
         if self.request.method != "POST":
             return parse_qsl(self.request.url.query, keep_blank_values=True)
         kind = self.request.headers.get("content-type", "").split(";")[0].strip().lower()

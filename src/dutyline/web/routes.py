@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from dutyline.web import signed_links
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import HOME, Console, Page, Pages
 
@@ -24,6 +25,7 @@ PAGE_MODULES = (
     "dutyline.web.pages.recovery:pages",
     "dutyline.web.pages.me:pages",
     "dutyline.web.pages.invite:pages",
+    "dutyline.web.pages.incident:pages",
 )
 
 
@@ -51,6 +53,7 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         for path, methods in by_path.items()
     ]
     out += console.assets.routes()
+    out += signed_links.routes(console)
 
     async def not_found(request: Request) -> Response:
         await console.keys.load()
