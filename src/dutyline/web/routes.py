@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 PAGE_MODULES = (
     "dutyline.web.pages.auth:pages",
     "dutyline.web.pages.home:pages",
+    "dutyline.web.pages.oncall:pages",
 )
 
 
