@@ -82,6 +82,18 @@ async def test_now_and_next_in_the_person_s_time_zone(console: Browser,
     assert 'datetime="2026-04-14T01:00:00+09:00"' in page.text
 
 
+async def test_a_removed_member_is_never_shown_on_call(
+        api: Api, console: Browser, owner: Person, team: dict[str, Any]) -> None:
+    await ok(api, "/member/delete", {"member_id": team["alice"].person_id}, owner.key)
+    checkout = await make_channel(api, owner, "Checkout")
+    await create_rule(api, owner, rule_body(checkout, [
+        layer(schedule_to_role_ids={str(team["schedule_id"]): []})], rule_name="Paging"))
+    page = (await console.get(PAGE)).text
+    assert "Now Nobody" in section(page, "h-schedules")
+    assert "Schedule: Primary: Nobody" in section(page, "h-rules")
+    assert "Alice" not in page
+
+
 async def test_the_old_address_leads_to_the_page(console: Browser) -> None:
     moved = await console.get("/console/oncall")
     assert moved.status_code == 303
