@@ -33,16 +33,24 @@ from dutyline.platform.account import service as account_service
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
 from dutyline.schedule import definition, oncall, render, repository
+from dutyline.schedule.feed import create_feed, feed_created_at, revoke_feed
 from dutyline.schedule.schemas import (
     LayerIn,
     NotifyIn,
     ScheduleFixedTimeNotifyInfo,
+    ScheduleGroup,
     ScheduleImNotify,
     ScheduleItem,
     ScheduleLayer,
     ScheduleNotify,
     ScheduleNotifyBy,
+    ScheduleOncallGroup,
 )
+
+# Published for the domains that reach this one through its service (the console): the
+# member's calendar feed and the records of a schedule's timeline.
+__all__ = ["ScheduleGroup", "ScheduleItem", "ScheduleOncallGroup", "create_feed",
+           "feed_created_at", "revoke_feed"]
 
 WINDOW_MAX_S = 45 * 86_400
 SELF_WINDOW_MAX_S = 30 * 86_400

@@ -26,6 +26,7 @@ PAGE_MODULES = (
     "dutyline.web.pages.me:pages",
     "dutyline.web.pages.invite:pages",
     "dutyline.web.pages.incident:pages",
+    "dutyline.web.pages.oncall:pages",
 )
 
 
