@@ -165,7 +165,7 @@ def routes(runtime: Runtime) -> list[Route]:
             try:
                 info = await incidents.incident_info(
                     conn, system.actor(runtime, link.account_id), incident_id=link.incident_id,
-                    base_url=runtime.settings.base_url)
+                    deps=runtime.deps)
             except ApiError:
                 return _page("Incident not found", "", 404)
         e = html.escape

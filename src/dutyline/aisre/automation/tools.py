@@ -179,8 +179,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
                     conn, actor, start_time=now - hours * 3600, end_time=now,
                     limit=20, progress=str(arguments.get("progress") or ""),
                     incident_severity=str(arguments.get("severity") or ""),
-                    base_url=runtime.settings.base_url,
-                    cursor_key=runtime.settings.resolved_secret_key())
+                    deps=runtime.deps)
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
         return encode({"total": page.total, "items": [
@@ -193,8 +192,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
             incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope) as (conn, actor):
                 return encode(await incident_service.find_incident(
-                    conn, actor, incident_id=incident_id,
-                    base_url=runtime.settings.base_url))
+                    conn, actor, incident_id=incident_id, deps=runtime.deps))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
 
