@@ -16,7 +16,6 @@ from tests.fixtures.api import Api
 pytestmark = pytest.mark.anyio
 
 
-
 async def create(api: Api, who: Person, name: str, **body: Any) -> str:
     reply = await api.call("/template/create", {"template_name": name, **body}, key=who.key)
     assert reply.status == 200, reply.body
