@@ -131,7 +131,7 @@ _batch_clients: ContextVar[prom.ClientPool | None] = ContextVar("monit_clients",
 async def _query(runtime: Runtime, target: prom.Target, expr: str, at_s: float) -> prom.Result:
     pool = _batch_clients.get()
     client = None if pool is None else await pool.get(target.tls)
-    return await prom.instant_query(runtime.outbound_policy(), target, expr, at_s,
+    return await prom.instant_query(runtime.deps.policy, target, expr, at_s,
                                     transport=transport_override, client=client)
 
 
@@ -441,7 +441,7 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
            if rule_id in rows and rows[rule_id].enabled]
     if not due:
         return
-    pool = prom.ClientPool(runtime.outbound_policy(), transport=transport_override)
+    pool = prom.ClientPool(runtime.deps.policy, transport=transport_override)
     token = _batch_clients.set(pool)
     try:
         judged = await asyncio.gather(*(one(row, due_ms) for row, due_ms in due))
