@@ -29,9 +29,8 @@ async def register(api: Api, who: Person, card_url: str, **fields: Any) -> str:
 
 async def target(api: Api, who: Person, agent_id: str, team_id: int = 0) -> A2aTarget:
     async with api.runtime.db.connect() as conn:
-        found = await enabled_targets(conn, api.runtime.secrets,
-                                      Actor.system(who.account_id, api.runtime.clock),
-                                      team_id=team_id)
+        found = await enabled_targets(conn, Actor.system(who.account_id, api.runtime.clock),
+                                      team_id=team_id, deps=api.runtime.deps)
     return next(t for t in found if t.agent_id == agent_id)
 
 
@@ -129,11 +128,11 @@ async def test_enabled_targets_follow_status_and_scope(api: Api, owner: Person) 
         off = await register(api, owner, peer.base_url)
         await api.call("/safari/a2a-agent/disable", {"agent_id": off}, key=owner.key)
     async with api.runtime.db.connect() as conn:
-        box = api.runtime.secrets
+        deps = api.runtime.deps
         system = Actor.system(owner.account_id, api.runtime.clock)
-        in_team = {t.agent_id for t in await enabled_targets(conn, box, system,
-                                                             team_id=team_id)}
-        account_only = {t.agent_id for t in await enabled_targets(conn, box, system)}
+        in_team = {t.agent_id for t in await enabled_targets(conn, system, team_id=team_id,
+                                                             deps=deps)}
+        account_only = {t.agent_id for t in await enabled_targets(conn, system, deps=deps)}
     assert in_team == {account, mine}
     assert account_only == {account}
     assert theirs not in in_team and off not in in_team

@@ -8,8 +8,9 @@ statement (function-level and TYPE_CHECKING ones included, tests/arch/imports.py
 - a domain reaches another only through its `service` modules, and through the one facade
   of a domain that has one (`incident/service.py`);
 - a domain reads another domain's tables only as a declared read model, read-only;
-- a service function takes domain arguments, never a wire request struct (an allow-list of
-  today's offenders, which only shrinks).
+- a service function takes domain arguments, never a wire request struct;
+- a service function takes what it needs of the process (secret box, outbound policy, base
+  URL, settings) as one `deps` argument (api/deps.py), never one by one.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ import ast
 import importlib
 import inspect
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
+from dutyline.api.actor import Actor
 from tests.arch.imports import SRC, Edge, cycles, graph, imports_of, modules
 
 # Lowest first. A package may import only packages before it in this list.
@@ -53,20 +57,13 @@ READ_MODELS = {
     "dutyline.incident.analytics.repository": {"channel", "notify_delivery"},
 }
 
-# Public service functions `(conn, actor, ...)` that still take a wire request struct: each is
-# to be given domain arguments, then struck from this list (the test fails on a stale entry).
-REQUEST_ARGUMENTS = {
-    "dutyline.aisre.a2a.service.prepare_create",
-    "dutyline.aisre.a2a.service.prepare_update",
-    "dutyline.aisre.mcp.service.create_server",
-    "dutyline.aisre.mcp.service.update_server",
-    "dutyline.enrichment.api.service.create_api",
-    "dutyline.enrichment.api.service.update_api",
-    "dutyline.enrichment.service.create_schema",
-    "dutyline.enrichment.service.update_schema",
-    "dutyline.monit.datasources.create_datasource",
-    "dutyline.monit.datasources.update_datasource",
-}
+# Public service functions `(conn, actor, ...)` that still take a wire request struct: none.
+# An entry here would be one to give domain arguments, then strike (a stale entry fails).
+REQUEST_ARGUMENTS: set[str] = set()
+
+# What services need of the process travels as one `deps` argument (api/deps.py): a service
+# parameter of one of these names is refused.
+PROCESS_DEPENDENCIES = frozenset({"secrets", "box", "policy", "base_url", "settings"})
 
 
 def _package(module: str) -> str:
@@ -237,10 +234,15 @@ def _request_structs(module: object, annotations: dict[str, object]) -> list[str
     return found
 
 
-def services_taking_requests() -> set[str]:
-    """Public `(conn, actor, ...)` functions of the domains whose arguments name a wire
-    request struct (a msgspec Struct whose name ends in `Request`)."""
-    found = set()
+def _is_service(fn: Callable[..., Any]) -> bool:
+    """A function taking a connection and an actor: `(conn, actor, ...)`, and also the
+    shapes that thread something between them (`(conn, box, actor, ...)`)."""
+    return {"conn", "actor"} <= set(list(inspect.signature(fn).parameters)[:3])
+
+
+def service_functions() -> Iterator[tuple[str, Any, Any]]:
+    """(qualified name, module, function) of every public service function of the
+    domains, the services' own modules and their engines alike."""
     for name, path in modules().items():
         package = _package(name)
         if package not in DOMAINS or path.stem in {"endpoints", "schemas", "__init__"}:
@@ -249,11 +251,50 @@ def services_taking_requests() -> set[str]:
         for attr, fn in vars(module).items():
             if attr.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != name:
                 continue
-            if list(inspect.signature(fn).parameters)[:2] != ["conn", "actor"]:
-                continue
-            if _request_structs(module, fn.__annotations__):
-                found.add(f"{name}.{attr}")
-    return found
+            if _is_service(fn):
+                yield f"{name}.{attr}", module, fn
+
+
+def services_taking_requests() -> set[str]:
+    """Public `(conn, actor, ...)` functions of the domains whose arguments name a wire
+    request struct (a msgspec Struct whose name ends in `Request`)."""
+    return {name for name, module, fn in service_functions()
+            if _request_structs(module, fn.__annotations__)}
+
+
+def _process_dependencies(fn: Callable[..., Any]) -> list[str]:
+    return sorted(set(inspect.signature(fn).parameters) & PROCESS_DEPENDENCIES)
+
+
+def test_services_take_the_process_dependencies_as_one_argument() -> None:
+    found = {name: taken for name, _, fn in service_functions()
+             if (taken := _process_dependencies(fn))}
+    assert found == {}, "pass `deps: Deps` (api/deps.py) instead"
+
+
+def test_the_dependency_check_sees_the_services_and_their_parameters() -> None:
+    """The check is not vacuous: it walks the services that take `deps` (keyword or
+    not, between conn and actor or after them) and refuses each parameter by name."""
+    seen = {name: fn for name, _, fn in service_functions()}
+    taking_deps = {n for n, fn in seen.items() if "deps" in inspect.signature(fn).parameters}
+    assert {"dutyline.monit.datasources.create_datasource",
+            "dutyline.aisre.mcp.service.enabled_targets",
+            "dutyline.incident.query.service.find_incidents",
+            "dutyline.schedule.feed.create_feed",
+            "dutyline.platform.audit.service.search"} <= taking_deps
+    assert len(seen) > 200
+
+    async def positional(conn: Any, actor: Actor, box: Any, *, ds_id: int) -> None: ...
+    async def threaded(conn: Any, runtime: Any, actor: Actor, *, team_ids: list[int]) -> None:
+        ...
+    async def one_by_one(conn: Any, actor: Actor, *, secrets: Any, policy: Any,
+                         base_url: str, settings: Any) -> None: ...
+    async def helper(row: Any, box: Any) -> None: ...
+
+    assert _is_service(positional) and _process_dependencies(positional) == ["box"]
+    assert _is_service(threaded)
+    assert _process_dependencies(one_by_one) == ["base_url", "policy", "secrets", "settings"]
+    assert not _is_service(helper)
 
 
 def test_service_functions_take_domain_arguments_not_wire_requests() -> None:

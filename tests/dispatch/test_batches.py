@@ -354,7 +354,7 @@ async def test_paging_reads_incidents_without_their_sources(papi: Api, owner: Pe
                                               incident_id)
         whole = await incidents.incident_info(
             conn, system.actor(papi.runtime, owner.account_id), incident_id=incident_id,
-            base_url=papi.runtime.settings.base_url)
+            deps=papi.runtime.deps)
     assert paging is not None and paging.title == whole.title == "checkout latency high"
     assert whole.integration_ids and whole.integration_type and whole.frequency == "rare"
     assert (paging.integration_ids, paging.integration_type, paging.frequency) == ([], None,
@@ -366,7 +366,7 @@ async def test_paging_reads_incidents_without_their_sources(papi: Api, owner: Pe
     async with papi.runtime.db.transaction(write=False) as conn:
         by_hand = await incidents.incident_info(
             conn, system.actor(papi.runtime, owner.account_id),
-            incident_id=created.data["incident_id"], base_url=papi.runtime.settings.base_url)
+            incident_id=created.data["incident_id"], deps=papi.runtime.deps)
     assert (by_hand.integration_ids, by_hand.frequency) == ([], "rare")
 
 

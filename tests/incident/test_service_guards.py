@@ -73,10 +73,11 @@ async def test_viewing_an_incident_needs_a_view_permission_but_a_lookup_does_not
     previewer = acting(api, owner, TEMPLATE_VIEW)
     async with api.runtime.db.connect() as conn:
         with pytest.raises(errors.AccessDenied):
-            await query.incident_info(conn, previewer, incident_id=incident_id, base_url="")
+            await query.incident_info(conn, previewer, incident_id=incident_id,
+                                      deps=api.runtime.deps)
         found = await query.find_incident(conn, previewer, incident_id=incident_id,
-                                          base_url="")
+                                          deps=api.runtime.deps)
         assert found.title == "disk full"
         seen = await query.incident_info(conn, acting(api, owner, CHANNEL_VIEW),
-                                         incident_id=incident_id, base_url="")
+                                         incident_id=incident_id, deps=api.runtime.deps)
         assert seen.incident_id == incident_id

@@ -15,8 +15,6 @@ from tests.fixtures.api import Api
 
 pytestmark = pytest.mark.anyio
 
-BASE = "http://dutyline.test"
-
 
 async def create(api: Api, who: Person, name: str, **body: Any) -> str:
     reply = await api.call("/template/create", {"template_name": name, **body}, key=who.key)
@@ -243,16 +241,16 @@ async def test_render_for_incident_falls_back_and_records(api: Api, owner: Perso
     async with api.runtime.db.transaction() as conn:
         ok = await service.render_for_incident(conn, actor, template_id=good, channel="sms",
                                                incident_id=incident_id,
-                                               base_url=BASE)
+                                               deps=api.runtime.deps)
         fell = await service.render_for_incident(conn, actor, template_id=broken,
                                                  channel="sms", incident_id=incident_id,
-                                                 base_url=BASE)
+                                                 deps=api.runtime.deps)
         default = await service.render_for_incident(conn, actor, template_id=None,
                                                     channel="sms", incident_id=incident_id,
-                                                    base_url=BASE)
+                                                    deps=api.runtime.deps)
         empty = await service.render_for_incident(conn, actor, template_id=good,
                                                   channel="voice", incident_id=incident_id,
-                                                  base_url=BASE)
+                                                  deps=api.runtime.deps)
     assert (ok.text, ok.fell_back, ok.error) == ("disk <full> on db-1 is Warning", False, "")
     assert fell.fell_back and "index out of range" in fell.error
     assert fell.text == default.text == "[Warning] disk <full> on db-1"
@@ -282,13 +280,13 @@ async def test_ago_uses_the_server_clock_and_delivery_truncates(api: Api, owner:
     async with api.runtime.db.transaction() as conn:
         ding = await service.render_for_incident(conn, actor, template_id=long,
                                                  channel="dingtalk", incident_id=incident_id,
-                                                 base_url=BASE)
+                                                 deps=api.runtime.deps)
         tele = await service.render_for_incident(conn, actor, template_id=long,
                                                  channel="telegram", incident_id=incident_id,
-                                                 base_url=BASE)
+                                                 deps=api.runtime.deps)
         gone = await service.render_for_incident(conn, actor, template_id="ab" * 12,
                                                  channel="sms", incident_id=incident_id,
-                                                 base_url=BASE)
+                                                 deps=api.runtime.deps)
     assert len(ding.text.encode()) == 4000 and not ding.fell_back
     assert len(tele.text.encode()) <= 4096 and tele.text.startswith("é")
     assert gone.fell_back and "not found" in gone.error

@@ -67,7 +67,7 @@ async def test_the_feed_s_audit_row_names_the_member_not_the_secret_url(
     runtime = api.runtime
     anyone = member(owner, api)  # any member may manage their own feed
     async with runtime.db.transaction(write=True) as conn:
-        url, _ = await feed.create_feed(conn, anyone, base_url="https://on.call")
+        url, _ = await feed.create_feed(conn, anyone, deps=runtime.deps)
         await feed.revoke_feed(conn, anyone)
         assert await runtime.audit.flush(conn, anyone) == 1
     (row,) = await audit_rows(api, owner.account_id)

@@ -193,10 +193,10 @@ async def test_delivery_falls_back_to_the_preset_body_and_logs_it(api: Api,
         async with api.runtime.db.transaction() as conn:
             fell = await service.render_for_incident(conn, actor, template_id=template_id,
                                                      channel="sms", incident_id=incident_id,
-                                                     base_url="http://dutyline.test")
+                                                     deps=api.runtime.deps)
             preset = await service.render_for_incident(conn, actor, template_id=None,
                                                        channel="sms", incident_id=incident_id,
-                                                       base_url="http://dutyline.test")
+                                                       deps=api.runtime.deps)
     assert fell.fell_back and "over the limit of 256000" in fell.error
     assert fell.text == preset.text and "boom" in fell.text
     assert service.RENDER_FAILURES["sms"] == before + 1

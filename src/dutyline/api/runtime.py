@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dutyline.api.deps import Deps
 from dutyline.api.i18n import Translator
 from dutyline.api.observe import Metrics
 from dutyline.config import Settings
@@ -87,6 +88,16 @@ class Runtime:
     # notify domain answers (wired by app.py), so a domain it depends on (a member's
     # contacts, in platform) can warn about a contact nothing will use.
     reach_gap: Callable[[str], str | None] = _reachable
+    _deps: Deps | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def deps(self) -> Deps:
+        """What services need from the process (api/deps.py), built once for the settings
+        (again only if the settings are replaced, as a test closing the guard does)."""
+        if self._deps is None or self._deps.settings is not self.settings:
+            self._deps = Deps(settings=self.settings, box=self.secrets,
+                              policy=self.outbound_policy())
+        return self._deps
 
     def outbound_policy(self) -> OutboundPolicy:
         """Who outbound calls may reach (the operator's private-network switch), with the

@@ -23,8 +23,7 @@ router = Router("Escalation rules")
 async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCreateResponse:
     """Create an escalation rule: who is paged, how, and when, for the channel's incidents."""
     created = await service.create_rule(
-        ctx.conn, ctx.actor, box=ctx.runtime.secrets, settings=ctx.runtime.settings,
-        policy=ctx.runtime.outbound_policy(),
+        ctx.conn, ctx.actor, deps=ctx.runtime.deps,
         channel_id=req.channel_id, template_id=req.template_id, rule_name=req.rule_name,
         description=req.description,
         priority=req.priority, aggr_window=req.aggr_window, layers=req.layers,
@@ -37,8 +36,7 @@ async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> SaveWar
     """Replace an escalation rule's settings (its status is kept); `warnings` names what
     the server's settings cannot send."""
     saved = await service.update_rule(
-        ctx.conn, ctx.actor, box=ctx.runtime.secrets, settings=ctx.runtime.settings,
-        policy=ctx.runtime.outbound_policy(),
+        ctx.conn, ctx.actor, deps=ctx.runtime.deps,
         channel_id=req.channel_id,
         rule_id=req.rule_id, template_id=req.template_id, rule_name=req.rule_name,
         description=req.description, priority=req.priority, aggr_window=req.aggr_window,

@@ -58,8 +58,7 @@ async def incident_record(conn: AsyncConnection, runtime: Runtime, account_id: i
     try:
         return await incidents.incident_info(conn, system.actor(runtime, account_id),
                                              incident_id=incident_id,
-                                             base_url=runtime.settings.base_url,
-                                             sources=False)
+                                             deps=runtime.deps, sources=False)
     except ApiError:
         return None  # removed since
 
@@ -163,7 +162,7 @@ async def incident_records(conn: AsyncConnection, runtime: Runtime,
     for account_id, incident_ids in incidents_of.items():
         page = await incidents.list_by_ids(conn, system.actor(runtime, account_id),
                                            incident_ids=incident_ids,
-                                           base_url=runtime.settings.base_url, sources=False)
+                                           deps=runtime.deps, sources=False)
         found.update((info.incident_id, info) for info in page.items)
     return found
 

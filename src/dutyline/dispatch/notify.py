@@ -163,7 +163,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
         if channel not in rendered:
             rendered[channel] = await peers.render(
                 conn, actor, template_id=rule.get("template_id", ""), channel=channel,
-                incident_id=info.incident_id, base_url=runtime.settings.base_url)
+                incident_id=info.incident_id, deps=runtime.deps)
         return rendered[channel]
 
     for person in people.values():

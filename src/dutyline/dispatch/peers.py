@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.kit.channels import template_column
 from dutyline.kit.filters import Filter, compile_filters
 from dutyline.kit.timefilters import TimeFilter, compile_time_filters
@@ -70,9 +71,9 @@ async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str)
 
 
 async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, channel: str,
-                 incident_id: str, base_url: str) -> str | None:
+                 incident_id: str, deps: Deps) -> str | None:
     """The rule's template rendered for this channel, or None: use the built-in text.
-    `base_url` (the server's) makes the template's links (`.DetailUrl`) absolute."""
+    The server's base URL makes the template's links (`.DetailUrl`) absolute."""
     # A Teams robot posts the body of the template's Teams column (`teams_app`); the custom
     # webhook's JSON payload has none.
     channel = template_column(channel)
@@ -80,5 +81,5 @@ async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, chann
         return None
     rendered = await templates.render_for_incident(
         conn, actor, template_id=template_id, channel=channel, incident_id=incident_id,
-        base_url=base_url)
+        deps=deps)
     return str(rendered.text)

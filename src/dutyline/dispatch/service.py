@@ -16,6 +16,7 @@ import msgspec
 from dutyline.api import errors, outbound_urls
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.api.types import SaveWarning, SaveWarnings
@@ -214,8 +215,7 @@ async def _check_template(conn: Any, actor: Actor, template_id: str, stored: str
 
 @writes("/channel/escalate/rule/create", CHANNEL_MANAGE,
         targets=lambda created: [created.rule_id])
-async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
-                      policy: OutboundPolicy, channel_id: int,
+async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
                       template_id: str, rule_name: str, description: str, priority: int,
                       aggr_window: int, layers: list[EscalateLayer],
                       time_filters: list[dict[str, Any]],
@@ -226,26 +226,25 @@ async def create_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
     await _check_template(conn, actor, template_id)
-    await _checked_layers(conn, actor, layers, policy)
+    await _checked_layers(conn, actor, layers, deps.policy)
     rule_id, now = hex_id(), actor.now_s
     await repo.insert_rule(conn, {
         "rule_id": rule_id, "account_id": actor.account_id, "channel_id": channel_id,
         "rule_name": name, "description": description, "priority": priority,
         "aggr_window": aggr_window, "template_id": template_id.lower(),
-        "layers": _dump(_sealed_layers(layers, box, [])),
+        "layers": _dump(_sealed_layers(layers, deps.box, [])),
         "time_filters": _dump(time_filters), "filters": _dump(filters), "status": "enabled",
         "updated_by": actor.person_id, "created_at": now, "updated_at": now,
     })
     return RuleCreateResponse(rule_id=rule_id, rule_name=name,
-                              warnings=delivery_warnings(settings, layers))
+                              warnings=delivery_warnings(deps.settings, layers))
 
 
 @writes("/channel/escalate/rule/update", CHANNEL_MANAGE)
-async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Settings,
-                      policy: OutboundPolicy,
-                      channel_id: int, rule_id: str, template_id: str, rule_name: str,
-                      description: str, priority: int, aggr_window: int,
-                      layers: list[EscalateLayer], time_filters: list[dict[str, Any]],
+async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, rule_id: str,
+                      template_id: str, rule_name: str, description: str, priority: int,
+                      aggr_window: int, layers: list[EscalateLayer],
+                      time_filters: list[dict[str, Any]],
                       filters: list[list[dict[str, Any]]]) -> SaveWarnings:
     row = await _require_rule(conn, actor, channel_id, rule_id)
     actor.note_audit_targets(row.rule_id)
@@ -254,15 +253,15 @@ async def update_rule(conn: Any, actor: Actor, *, box: SecretBox, settings: Sett
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
     await _check_template(conn, actor, template_id, stored=row.template_id)
-    await _checked_layers(conn, actor, layers, policy)
+    await _checked_layers(conn, actor, layers, deps.policy)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "rule_name": name, "description": description, "priority": priority,
         "aggr_window": aggr_window, "template_id": template_id.lower(),
-        "layers": _dump(_sealed_layers(layers, box, _json.decode(row.layers))),
+        "layers": _dump(_sealed_layers(layers, deps.box, _json.decode(row.layers))),
         "time_filters": _dump(time_filters), "filters": _dump(filters),
         "updated_by": actor.person_id, "updated_at": actor.now_s,
     })
-    return SaveWarnings(warnings=delivery_warnings(settings, layers))
+    return SaveWarnings(warnings=delivery_warnings(deps.settings, layers))
 
 
 @writes("/channel/escalate/rule/delete", CHANNEL_MANAGE)

@@ -42,7 +42,9 @@ router = Router("Enrichment")
 @router.post("/enrichment/mapping/schema/create", permissions=WRITE, write=True)
 async def schema_create(ctx: Context, req: SchemaCreateRequest) -> SchemaCreateResponse:
     """Create a mapping schema: source labels (1-3) looked up, result labels (1-10) added."""
-    return await service.create_schema(ctx.conn, ctx.actor, req=req)
+    return await service.create_schema(
+        ctx.conn, ctx.actor, schema_name=req.schema_name, source_labels=req.source_labels,
+        result_labels=req.result_labels, description=req.description, team_id=req.team_id)
 
 
 @router.post("/enrichment/mapping/schema/info", permissions=READ)
@@ -61,7 +63,9 @@ async def schema_list(ctx: Context, req: Empty) -> SchemaListResponse:
 @router.post("/enrichment/mapping/schema/update", permissions=WRITE, write=True)
 async def schema_update(ctx: Context, req: SchemaUpdateRequest) -> None:
     """Rename a schema, or change its description or team (labels are fixed)."""
-    await service.update_schema(ctx.conn, ctx.actor, req=req)
+    await service.update_schema(ctx.conn, ctx.actor, schema_id=req.schema_id,
+                                schema_name=req.schema_name, description=req.description,
+                                team_id=req.team_id)
 
 
 @router.post("/enrichment/mapping/schema/delete", permissions=WRITE, write=True)

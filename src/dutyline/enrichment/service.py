@@ -33,9 +33,7 @@ from dutyline.enrichment.schemas import (
     DataListResponse,
     MappingDataItem,
     MappingSchemaItem,
-    SchemaCreateRequest,
     SchemaCreateResponse,
-    SchemaUpdateRequest,
 )
 from dutyline.enrichment.settings import enrich_sync as enrich_sync
 from dutyline.enrichment.tabular import (
@@ -85,20 +83,21 @@ async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None
 
 @writes("/enrichment/mapping/schema/create", *WRITE,
         targets=lambda created: [created.schema_id])
-async def create_schema(conn: AsyncConnection, actor: Actor, *,
-                        req: SchemaCreateRequest) -> SchemaCreateResponse:
-    name = req.schema_name.strip()
+async def create_schema(conn: AsyncConnection, actor: Actor, *, schema_name: str,
+                        source_labels: list[str], result_labels: list[str],
+                        description: str = "", team_id: int = 0) -> SchemaCreateResponse:
+    name = schema_name.strip()
     if not name:
         raise errors.invalid("schema_name", "must not be blank")
-    for field, labels in (("source_labels", req.source_labels),
-                          ("result_labels", req.result_labels)):
+    for field, labels in (("source_labels", source_labels),
+                          ("result_labels", result_labels)):
         if len(set(labels)) != len(labels):
             raise errors.invalid(field, "must not repeat a label")
-    overlap = set(req.source_labels) & set(req.result_labels)
+    overlap = set(source_labels) & set(result_labels)
     if overlap:
         raise errors.invalid("result_labels", "must not overlap source_labels: "
                              + ",".join(sorted(overlap)))
-    await _check_team(conn, actor, req.team_id)
+    await _check_team(conn, actor, team_id)
     if await repo.schema_name_taken(conn, actor.account_id, name):
         raise errors.invalid("schema_name", f"{name!r} already exists")
     if await repo.count_schemas(conn, actor.account_id) >= repo.MAX_SCHEMAS:
@@ -107,10 +106,10 @@ async def create_schema(conn: AsyncConnection, actor: Actor, *,
     schema_id, now = hex_id(), actor.now_s
     try:
         await repo.insert_schema(conn, {
-            "schema_id": schema_id, "account_id": actor.account_id, "team_id": req.team_id,
-            "schema_name": name, "description": req.description,
-            "source_labels": _encode(req.source_labels).decode(),
-            "result_labels": _encode(req.result_labels).decode(), "status": "enabled",
+            "schema_id": schema_id, "account_id": actor.account_id, "team_id": team_id,
+            "schema_name": name, "description": description,
+            "source_labels": _encode(source_labels).decode(),
+            "result_labels": _encode(result_labels).decode(), "status": "enabled",
             "creator_id": actor.person_id, "updated_by": actor.person_id,
             "created_at": now, "updated_at": now})
     except IntegrityError:
@@ -130,23 +129,25 @@ async def list_schemas(conn: AsyncConnection, actor: Actor) -> list[MappingSchem
 
 
 @writes("/enrichment/mapping/schema/update", *WRITE)
-async def update_schema(conn: AsyncConnection, actor: Actor, *,
-                        req: SchemaUpdateRequest) -> None:
-    row = await _schema(conn, actor, req.schema_id)
+async def update_schema(conn: AsyncConnection, actor: Actor, *, schema_id: str,
+                        schema_name: str | None = None, description: str | None = None,
+                        team_id: int | None = None) -> None:
+    """None keeps a field; the labels are fixed."""
+    row = await _schema(conn, actor, schema_id)
     actor.note_audit_targets(row.schema_id)
     values: dict[str, Any] = {"updated_by": actor.person_id, "updated_at": actor.now_s}
-    if req.schema_name is not None:
-        name = req.schema_name.strip()
+    if schema_name is not None:
+        name = schema_name.strip()
         if not name:
             raise errors.invalid("schema_name", "must not be blank")
         if await repo.schema_name_taken(conn, actor.account_id, name, but=row.schema_id):
             raise errors.invalid("schema_name", f"{name!r} already exists")
         values["schema_name"] = name
-    if req.description is not None:
-        values["description"] = req.description
-    if req.team_id is not None:
-        await _check_team(conn, actor, req.team_id)
-        values["team_id"] = req.team_id
+    if description is not None:
+        values["description"] = description
+    if team_id is not None:
+        await _check_team(conn, actor, team_id)
+        values["team_id"] = team_id
     try:
         await repo.update_schema(conn, actor.account_id, row.schema_id, values)
     except IntegrityError:

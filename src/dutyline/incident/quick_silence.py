@@ -20,15 +20,14 @@ router = Router("Channel noise rules")
 async def _incident_is_visible(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
     """A silence rule made from an incident names one the caller sees (another account's,
     or one in a channel hidden from the caller: not found)."""
-    await incidents.find_incident(conn, actor, incident_id=incident_id, base_url="",
-                                  sources=False)
+    await incidents.require_visible(conn, actor, incident_id=incident_id)
 
 
 @router.post("/incident/silence/quick", permissions=(CHANNEL_MANAGE,), write=True)
 async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> RuleCreateResponse:
     """Silence alerts like this incident's (same labels, else same title) for `minutes`."""
     found = await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
-                                          base_url=ctx.runtime.settings.base_url)
+                                          deps=ctx.runtime.deps)
     rule_id, rule_name = await noise.quick_silence(
         ctx.conn, ctx.actor, channel_id=found.channel_id, incident_id=found.incident_id,
         title=found.title, labels=found.labels, minutes=req.minutes, rule_name=req.rule_name)

@@ -8,6 +8,7 @@ not entered. The address passes the outbound guard's static check when it is sav
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors, outbound_urls
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import headers_to_store, secret_to_store
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
@@ -29,7 +31,6 @@ from dutyline.monit.schemas import (
     DS_TYPES,
     SUPPORTED_DS_TYPES,
     DataSourceItem,
-    DataSourceUpsertRequest,
     DSPayload,
     DSPrometheusConfig,
     RuleBody,
@@ -41,6 +42,21 @@ _body_decoder = msgspec.json.Decoder(RuleBody)
 
 
 # --- data sources ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataSourceSpec:
+    """A data source to create, or the whole new definition of `id` to update (blank
+    secrets in `payload` keep the stored ones on the same origin)."""
+
+    type_ident: str
+    name: str
+    edge_cluster_name: str = ""
+    payload: DSPayload = field(default_factory=DSPayload)
+    id: int = 0
+    note: str = ""
+    address: str = ""
+    enabled: bool = True
 
 
 def _check_address(address: str, policy: OutboundPolicy) -> str:
@@ -130,23 +146,21 @@ def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:
 
 
 @writes("/monit/datasource/create", ALERT_RULE_MANAGE, targets=lambda item: [item.id])
-async def create_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
-                            req: DataSourceUpsertRequest,
-                            policy: OutboundPolicy) -> DataSourceItem:
-    return await _upsert(conn, actor, box, req=req, create=True, policy=policy)
+async def create_datasource(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec,
+                            deps: Deps) -> DataSourceItem:
+    return await _upsert(conn, actor, spec=spec, create=True, deps=deps)
 
 
 @writes("/monit/datasource/update", ALERT_RULE_MANAGE, targets=lambda item: [item.id])
-async def update_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
-                            req: DataSourceUpsertRequest,
-                            policy: OutboundPolicy) -> DataSourceItem:
+async def update_datasource(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec,
+                            deps: Deps) -> DataSourceItem:
     """Blank secrets are kept unless the address moves to another origin."""
-    return await _upsert(conn, actor, box, req=req, create=False, policy=policy)
+    return await _upsert(conn, actor, spec=spec, create=False, deps=deps)
 
 
-async def _upsert(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
-                  req: DataSourceUpsertRequest, create: bool,
-                  policy: OutboundPolicy) -> DataSourceItem:
+async def _upsert(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec, create: bool,
+                  deps: Deps) -> DataSourceItem:
+    req, box = spec, deps.box
     if req.type_ident not in DS_TYPES:
         raise errors.invalid("type_ident", f"must be one of {', '.join(DS_TYPES)}")
     if req.type_ident not in SUPPORTED_DS_TYPES:
@@ -154,7 +168,7 @@ async def _upsert(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
     name = req.name.strip()
     if not name:
         raise errors.invalid("name", "is required")
-    address = _check_address(req.address, policy)
+    address = _check_address(req.address, deps.policy)
     prom = req.payload.prometheus or DSPrometheusConfig()
     _header_pairs(prom.params, "params")
     old = None
@@ -187,12 +201,12 @@ async def _upsert(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
 
 
 @reads(ALERT_RULE_MANAGE)
-async def get_datasource(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
-                         ds_id: int) -> DataSourceItem:
+async def get_datasource(conn: AsyncConnection, actor: Actor, *, ds_id: int,
+                         deps: Deps) -> DataSourceItem:
     row = await repo.get_datasource(conn, actor.account_id, ds_id)
     if row is None:
         raise errors.not_found("datasource", ds_id)
-    return _ds_item(box, row)
+    return _ds_item(deps.box, row)
 
 
 async def require_datasource_row(conn: AsyncConnection, actor: Actor, *, ds_id: int) -> Any:
@@ -203,11 +217,11 @@ async def require_datasource_row(conn: AsyncConnection, actor: Actor, *, ds_id: 
 
 
 @reads(ALERT_RULE_MANAGE)
-async def list_datasources(conn: AsyncConnection, actor: Actor, box: SecretBox, *,
-                           type_ident: str) -> list[DataSourceItem]:
+async def list_datasources(conn: AsyncConnection, actor: Actor, *, type_ident: str,
+                           deps: Deps) -> list[DataSourceItem]:
     if type_ident and type_ident not in DS_TYPES:
         raise errors.invalid("type", f"must be one of {', '.join(DS_TYPES)}")
-    return [_ds_item(box, r) for r in await repo.list_datasources(conn, actor.account_id,
+    return [_ds_item(deps.box, r) for r in await repo.list_datasources(conn, actor.account_id,
                                                                   type_ident)]
 
 

@@ -47,28 +47,36 @@ MANAGE = (ALERT_RULE_MANAGE,)
 @router.post("/monit/datasource/create", permissions=MANAGE, write=True)
 async def datasource_create(ctx: Context, req: DataSourceUpsertRequest) -> DataSourceItem:
     """Create a data source (type prometheus; VictoriaMetrics and Thanos speak its API)."""
-    return await service.create_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
-                                           policy=ctx.runtime.outbound_policy())
+    return await service.create_datasource(ctx.conn, ctx.actor, spec=_datasource_spec(req),
+                                           deps=ctx.runtime.deps)
 
 
 @router.post("/monit/datasource/update", permissions=MANAGE, write=True)
 async def datasource_update(ctx: Context, req: DataSourceUpsertRequest) -> DataSourceItem:
     """Update a data source; blank secrets are kept unless the address moves elsewhere."""
-    return await service.update_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, req=req,
-                                           policy=ctx.runtime.outbound_policy())
+    return await service.update_datasource(ctx.conn, ctx.actor, spec=_datasource_spec(req),
+                                           deps=ctx.runtime.deps)
+
+
+def _datasource_spec(req: DataSourceUpsertRequest) -> service.DataSourceSpec:
+    return service.DataSourceSpec(
+        type_ident=req.type_ident, name=req.name, edge_cluster_name=req.edge_cluster_name,
+        payload=req.payload, id=req.id, note=req.note, address=req.address,
+        enabled=req.enabled)
 
 
 @router.post("/monit/datasource/info", permissions=MANAGE)
 async def datasource_info(ctx: Context, req: IDRequest) -> DataSourceItem:
     """One data source, without its credentials."""
-    return await service.get_datasource(ctx.conn, ctx.actor, ctx.runtime.secrets, ds_id=req.id)
+    return await service.get_datasource(ctx.conn, ctx.actor, ds_id=req.id,
+                                        deps=ctx.runtime.deps)
 
 
 @router.post("/monit/datasource/list", permissions=MANAGE)
 async def datasource_list(ctx: Context, req: DataSourceListRequest) -> list[DataSourceItem]:
     """The account's data sources, without their credentials."""
-    return await service.list_datasources(ctx.conn, ctx.actor, ctx.runtime.secrets,
-                                          type_ident=req.type)
+    return await service.list_datasources(ctx.conn, ctx.actor, type_ident=req.type,
+                                          deps=ctx.runtime.deps)
 
 
 @router.post("/monit/datasource/delete", permissions=MANAGE, write=True)
@@ -80,8 +88,9 @@ async def datasource_delete(ctx: Context, req: IDRequest) -> None:
 @router.post("/monit/datasource/query", permissions=MANAGE)
 async def datasource_query(ctx: Context, req: QueryRequest) -> QueryResponse:
     """Run a PromQL instant query against a data source: the rows a rule would see."""
-    return await service.query_datasource(ctx.conn, ctx.actor, ctx.runtime, ds_id=req.ds_id,
-                                          expr=req.expr, at=float(req.time or ctx.now))
+    return await service.query_datasource(ctx.conn, ctx.actor, ds_id=req.ds_id,
+                                          expr=req.expr, at=float(req.time or ctx.now),
+                                          deps=ctx.runtime.deps)
 
 
 @router.post("/monit/rule/create", permissions=MANAGE, write=True)

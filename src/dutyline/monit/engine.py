@@ -42,6 +42,7 @@ from dutyline.platform.account import service as accounts
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
+    from dutyline.kit.secretbox import SecretBox
 
 log = structlog.get_logger("dutyline.monit")
 
@@ -104,8 +105,8 @@ def enabled_window(body: RuleBody, time_zone: str) -> timefilters.TimeFilter:
                                             tz=localtime.zone(time_zone) or "UTC")
 
 
-def target_of(runtime: Runtime, row: Any) -> prom.Target:
-    payload = datasources.open_payload(runtime.secrets, row.payload_sealed)
+def target_of(box: SecretBox, row: Any) -> prom.Target:
+    payload = datasources.open_payload(box, row.payload_sealed)
     cfg = payload.prometheus or DSPrometheusConfig()
     headers = {}
     for line in cfg.headers:
@@ -130,7 +131,7 @@ _batch_clients: ContextVar[prom.ClientPool | None] = ContextVar("monit_clients",
 async def _query(runtime: Runtime, target: prom.Target, expr: str, at_s: float) -> prom.Result:
     pool = _batch_clients.get()
     client = None if pool is None else await pool.get(target.tls)
-    return await prom.instant_query(runtime.outbound_policy(), target, expr, at_s,
+    return await prom.instant_query(runtime.deps.policy, target, expr, at_s,
                                     transport=transport_override, client=client)
 
 
@@ -234,9 +235,9 @@ async def judge(runtime: Runtime, rule_row: Any, sources: list[Any], known_rows:
     for source in chosen:
         try:
             problems: list[str] = []
-            outcome.verdicts += await _judge_source(runtime, body, source.id,
-                                                    target_of(runtime, source), at_s, known,
-                                                    now_s, problems)
+            target = target_of(runtime.deps.box, source)
+            outcome.verdicts += await _judge_source(runtime, body, source.id, target, at_s,
+                                                    known, now_s, problems)
             outcome.errors += [f"{source.name}: {p}" for p in problems]
         except prom.QueryFailed as exc:
             outcome.failed_ds.add(source.id)
@@ -440,7 +441,7 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
            if rule_id in rows and rows[rule_id].enabled]
     if not due:
         return
-    pool = prom.ClientPool(runtime.outbound_policy(), transport=transport_override)
+    pool = prom.ClientPool(runtime.deps.policy, transport=transport_override)
     token = _batch_clients.set(pool)
     try:
         judged = await asyncio.gather(*(one(row, due_ms) for row, due_ms in due))

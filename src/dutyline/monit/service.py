@@ -4,7 +4,7 @@ transaction (data sources: datasources.py)."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
@@ -36,9 +37,6 @@ from dutyline.monit.schemas import (
 )
 from dutyline.work import scheduler
 
-if TYPE_CHECKING:
-    from dutyline.api.runtime import Runtime
-
 SCHEDULE_KIND = "monit.rule"
 _EVERY = re.compile(r"^@every\s+([0-9]+)(s|m|h)$")
 _TIME = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
@@ -54,16 +52,17 @@ update_datasource = datasources.update_datasource
 get_datasource = datasources.get_datasource
 list_datasources = datasources.list_datasources
 delete_datasource = datasources.delete_datasource
+DataSourceSpec = datasources.DataSourceSpec
 
 
 @reads(ALERT_RULE_MANAGE)
-async def query_datasource(conn: AsyncConnection, actor: Actor, runtime: Runtime, *,
-                           ds_id: int, expr: str, at: float) -> QueryResponse:
+async def query_datasource(conn: AsyncConnection, actor: Actor, *, ds_id: int, expr: str,
+                           at: float, deps: Deps) -> QueryResponse:
     """A PromQL instant query against a data source: the rows a rule would see."""
     row = await datasources.require_datasource_row(conn, actor, ds_id=ds_id)
-    target = engine.target_of(runtime, row)
+    target = engine.target_of(deps.box, row)
     try:
-        result = await prom.instant_query(runtime.outbound_policy(), target, expr, at,
+        result = await prom.instant_query(deps.policy, target, expr, at,
                                           transport=engine.transport_override)
     except prom.QueryFailed as exc:
         raise errors.BadRequest("The query failed: {reason}", reason=exc.reason) from None

@@ -30,7 +30,7 @@ async def schedule_create(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleI
     schedule_id = await service.create_schedule(
         ctx.conn, ctx.actor, schedule_name=req.schedule_name or req.name,
         description=req.description, team_id=req.team_id, time_zone=req.time_zone,
-        layers=req.layers, notify=req.notify, secrets=ctx.runtime.secrets)
+        layers=req.layers, notify=req.notify, deps=ctx.runtime.deps)
     ctx.audit_targets.append(schedule_id)
     return ScheduleIDResponse(schedule_id=schedule_id, warnings=service.delivery_warnings(
         ctx.runtime.settings, req.notify))
@@ -44,7 +44,7 @@ async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> SaveWarni
         ctx.conn, ctx.actor, schedule_id=req.schedule_id,
         schedule_name=req.schedule_name or req.name, description=req.description,
         team_id=req.team_id, time_zone=req.time_zone, layers=req.layers, notify=req.notify,
-        secrets=ctx.runtime.secrets)
+        deps=ctx.runtime.deps)
     ctx.audit_targets.append(req.schedule_id)
     return SaveWarnings(warnings=service.delivery_warnings(ctx.runtime.settings, req.notify))
 
@@ -98,8 +98,7 @@ async def schedule_self(ctx: Context, req: ScheduleSelfRequest) -> ScheduleSelfR
 @router.post("/schedule/feed/create", write=True)
 async def feed_create(ctx: Context, req: Empty) -> FeedCreateResponse:
     """Create, or rotate, the caller's secret iCalendar feed URL (shown only here)."""
-    url, created_at = await feed.create_feed(ctx.conn, ctx.actor,
-                                             base_url=ctx.runtime.settings.base_url)
+    url, created_at = await feed.create_feed(ctx.conn, ctx.actor, deps=ctx.runtime.deps)
     ctx.audit_targets.append(ctx.actor.person_id)
     return FeedCreateResponse(feed_url=url, created_at=created_at)
 

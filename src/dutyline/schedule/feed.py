@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.kit.clock import Clock
 from dutyline.platform.member import service as member_service
 from dutyline.schedule import definition, ical, repository, timeline
@@ -36,14 +37,14 @@ def feed_url(base_url: str, token: str) -> str:
 
 # The URL carries the secret: the audit entry names the member, never the result.
 @writes("/schedule/feed/create", targets=lambda _url_and_time: ())
-async def create_feed(conn: AsyncConnection, actor: Actor, *, base_url: str) -> tuple[str, int]:
+async def create_feed(conn: AsyncConnection, actor: Actor, *, deps: Deps) -> tuple[str, int]:
     if not actor.person_id:
         raise errors.invalid("app_key", "the calendar feed belongs to a member")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     await repository.put_feed(conn, actor.account_id, actor.person_id, token_hash(token),
                               actor.now_s)
     actor.note_audit_targets(actor.person_id)
-    return feed_url(base_url, token), actor.now_s
+    return feed_url(deps.base_url, token), actor.now_s
 
 
 async def feed_created_at(conn: AsyncConnection, actor: Actor) -> int | None:

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store
 from dutyline.api.permissions import SCHEDULE_MANAGE, SCHEDULE_VIEW
 from dutyline.api.types import SaveWarning
@@ -123,7 +124,7 @@ def _check_name(name: str | None, *, required: bool) -> str | None:
 
 async def _common_values(
     conn: AsyncConnection, actor: Actor, *, description: str | None, team_id: int | None,
-    time_zone: str | None, notify: NotifyIn | None, secrets: SecretBox,
+    time_zone: str | None, notify: NotifyIn | None, box: SecretBox,
     stored_notify: ScheduleNotify | None,
 ) -> dict[str, Any]:
     values: dict[str, Any] = {}
@@ -143,11 +144,11 @@ async def _common_values(
             raise errors.invalid("time_zone", "is not an IANA time zone name")
         values["time_zone"] = time_zone
     if notify is not None:
-        values["notify"] = _encode(_seal_notify(notify, secrets, stored_notify)).decode()
+        values["notify"] = _encode(_seal_notify(notify, box, stored_notify)).decode()
     return values
 
 
-def _seal_notify(notify: NotifyIn, secrets: SecretBox,
+def _seal_notify(notify: NotifyIn, box: SecretBox,
                  stored: ScheduleNotify | None) -> ScheduleNotify:
     """Webhook secrets (token, verify_token, sign_secret) are sealed at rest and write-only:
     `******` keeps the stored value of the webhook at the same position when it is of the
@@ -166,7 +167,7 @@ def _seal_notify(notify: NotifyIn, secrets: SecretBox,
         for name in ("token", "verify_token", "sign_secret"):
             setattr(settings, name, secret_to_store(
                 getattr(settings, name), getattr(old.settings, name) if old else "",
-                keep=keep, seal=secrets.seal, field=f"notify.webhooks[{i}].settings.{name}"))
+                keep=keep, seal=box.seal, field=f"notify.webhooks[{i}].settings.{name}"))
         hooks.append(ScheduleImNotify(type=hook.type, settings=settings))
     return ScheduleNotify(
         advance_in_time=notify.advance_in_time,
@@ -198,12 +199,12 @@ def delivery_warnings(settings: Settings, notify: NotifyIn | None) -> list[SaveW
 async def create_schedule(
     conn: AsyncConnection, actor: Actor, *, schedule_name: str | None, description: str | None,
     team_id: int | None, time_zone: str | None, layers: list[LayerIn] | None,
-    notify: NotifyIn | None, secrets: SecretBox,
+    notify: NotifyIn | None, deps: Deps,
 ) -> int:
     name = _check_name(schedule_name, required=True)
     schedule_id = numeric_id()
     values = await _common_values(conn, actor, description=description, team_id=team_id,
-                                  time_zone=time_zone, notify=notify, secrets=secrets,
+                                  time_zone=time_zone, notify=notify, box=deps.box,
                                   stored_notify=None)
     values.setdefault("time_zone", await account_service.account_time_zone(conn, actor))
     stored = await _validated_layers(conn, actor, layers or [], schedule_id)
@@ -223,7 +224,7 @@ async def create_schedule(
 async def update_schedule(
     conn: AsyncConnection, actor: Actor, *, schedule_id: int, schedule_name: str | None,
     description: str | None, team_id: int | None, time_zone: str | None,
-    layers: list[LayerIn] | None, notify: NotifyIn | None, secrets: SecretBox,
+    layers: list[LayerIn] | None, notify: NotifyIn | None, deps: Deps,
 ) -> None:
     """Fields left out (null) keep their stored value; `layers` replaces the whole stack."""
     if not schedule_id:
@@ -232,7 +233,7 @@ async def update_schedule(
     if row is None:
         raise errors.not_found("schedule", schedule_id)
     values = await _common_values(conn, actor, description=description, team_id=team_id,
-                                  time_zone=time_zone, notify=notify, secrets=secrets,
+                                  time_zone=time_zone, notify=notify, box=deps.box,
                                   stored_notify=_notify(row.notify) if row.notify != "{}"
                                   else None)
     name = _check_name(schedule_name, required=False)

@@ -14,6 +14,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident.service import AlertInfo, IncidentInfo, fields, query, similar
 from dutyline.kit.localtime import zone
@@ -138,11 +139,11 @@ def labels_of(raw: dict[str, Any]) -> list[Label]:
     return out
 
 
-async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, base_url: str,
+async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: Deps,
                read_only: bool = False) -> IncidentView:
     """The page of one incident the actor sees (ResourceNotFound otherwise). `read_only`:
     what a signed link shows, without the parts that lead to actions."""
-    info = await query.incident_info(conn, actor, incident_id=incident_id, base_url=base_url)
+    info = await query.incident_info(conn, actor, incident_id=incident_id, deps=deps)
     fmt = _clock(info.account_time_zone)
     feed = await query.incident_feed(conn, actor, incident_id=info.incident_id,
                                      limit=FEED_LIMIT)
@@ -167,7 +168,7 @@ async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, base_ur
     view.similar = [
         Similar(p.incident_id, p.num, p.title, p.progress, round(p.score * 100))
         for p in await similar.past_incidents(conn, actor, incident_id=info.incident_id,
-                                              limit=SIMILAR_LIMIT, base_url=base_url)]
+                                              limit=SIMILAR_LIMIT, deps=deps)]
     if view.can_manage:
         _, people = await members.list_members(conn, actor, asc=True, offset=0,
                                                limit=MEMBER_CHOICES)

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.kit.secretbox import SecretBox, SecretBoxError
 from dutyline.web import repository as repo
 
@@ -67,9 +68,10 @@ async def check_code(conn: AsyncConnection, box: SecretBox, *, person_id: int, c
 
 
 @writes("/console/second-factor/enable")
-async def enable(conn: AsyncConnection, actor: Actor, *, box: SecretBox, sealed_secret: str,
+async def enable(conn: AsyncConnection, actor: Actor, *, deps: Deps, sealed_secret: str,
                  code: str) -> None:
     """Enrol the secret shown (sealed in the form) once a code made from it is given."""
+    box = deps.box
     secret = _open(box, sealed_secret)
     if secret is None:
         raise errors.invalid("code", "is not right: start again")

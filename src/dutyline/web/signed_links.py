@@ -61,7 +61,7 @@ def routes(console: Console) -> list[BaseRoute]:
         try:
             async with runtime.db.transaction(write=False) as conn:
                 view = await incident_view.load(conn, actor, incident_id=link.incident_id,
-                                                base_url=runtime.settings.base_url,
+                                                deps=runtime.deps,
                                                 read_only=True)
         except errors.ResourceNotFound:
             return ctx.render("error.html", status=404, title="Incident not found",

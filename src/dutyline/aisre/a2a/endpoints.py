@@ -20,12 +20,14 @@ router = Router("A2A agents")
 @router.post("/safari/a2a-agent/create", permissions=(AGENT_MANAGE,), write=True, outbound=True)
 async def a2a_agent_create(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentRecord:
     """Register an A2A agent; its card is fetched and validated first."""
+    deps = ctx.runtime.deps
     prepared, auth = await service.prepare_create(
-        ctx.conn, ctx.actor, spec=req,
-        policy=ctx.runtime.outbound_policy())
+        ctx.conn, ctx.actor, agent_name=req.agent_name, card_url=req.card_url,
+        instructions=req.instructions, team_id=req.team_id, auth_type=req.auth_type,
+        auth_config=req.auth_config, streaming=req.streaming, deps=deps)
     await ctx.begin_writes()
     record = await service.apply_create(ctx.conn, ctx.actor, prepared=prepared, auth=auth,
-                                        secrets=ctx.runtime.secrets)
+                                        deps=deps)
     ctx.audit_targets.append(record.agent_id)
     return record
 
@@ -34,7 +36,7 @@ async def a2a_agent_create(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgent
 async def a2a_agent_get(ctx: Context, req: A2aAgentIdRequest) -> A2aAgentRecord:
     """One agent the caller can see; credentials are masked."""
     return await service.get_agent(ctx.conn, ctx.actor, agent_id=req.agent_id,
-                                   secrets=ctx.runtime.secrets)
+                                   deps=ctx.runtime.deps)
 
 
 @router.post("/safari/a2a-agent/list", rate_scope="app_key")
@@ -42,20 +44,21 @@ async def a2a_agent_list(ctx: Context, req: A2aAgentListRequest) -> A2aAgentList
     """The agents visible to the caller, a page at a time; never contacts an agent."""
     total, agents = await service.list_agents(
         ctx.conn, ctx.actor, include_account=req.include_account, team_ids=req.team_ids,
-        query=req.query, offset=req.offset, limit=req.limit, secrets=ctx.runtime.secrets)
+        query=req.query, offset=req.offset, limit=req.limit, deps=ctx.runtime.deps)
     return A2aAgentListResponse(total=total, agents=agents)
 
 
 @router.post("/safari/a2a-agent/update", permissions=(AGENT_MANAGE,), write=True, outbound=True)
 async def a2a_agent_update(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentRecord:
     """Change an agent; a new card_url is resolved again, a masked secret keeps the old one."""
+    deps = ctx.runtime.deps
     prepared = await service.prepare_update(
-        ctx.conn, ctx.actor, changes=req,
-        secrets=ctx.runtime.secrets, policy=ctx.runtime.outbound_policy())
+        ctx.conn, ctx.actor, agent_id=req.agent_id, agent_name=req.agent_name,
+        card_url=req.card_url, instructions=req.instructions, auth_type=req.auth_type,
+        auth_config=req.auth_config, streaming=req.streaming, deps=deps)
     ctx.audit_targets.append(prepared.agent_id)
     await ctx.begin_writes()
-    return await service.apply_update(ctx.conn, ctx.actor, prepared=prepared,
-                                      secrets=ctx.runtime.secrets)
+    return await service.apply_update(ctx.conn, ctx.actor, prepared=prepared, deps=deps)
 
 
 @router.post("/safari/a2a-agent/delete", permissions=(AGENT_MANAGE,), write=True, empty="null")
@@ -71,8 +74,7 @@ async def a2a_agent_enable(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Enable a disabled agent after resolving its card again."""
     ctx.audit_targets.append(req.agent_id)
     prepared = await service.prepare_enable(ctx.conn, ctx.actor, agent_id=req.agent_id,
-                                            secrets=ctx.runtime.secrets,
-                                            policy=ctx.runtime.outbound_policy())
+                                            deps=ctx.runtime.deps)
     await ctx.begin_writes()
     await service.apply_enable(ctx.conn, ctx.actor, prepared=prepared)
 

@@ -18,16 +18,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.aisre.a2a import repository as repo
 from dutyline.aisre.a2a.auth import NO_AUTH, AgentAuth, build_auth, open_auth
 from dutyline.aisre.a2a.card import ResolvedCard, resolve_card
-from dutyline.aisre.a2a.schemas import (
-    A2aAgentCreateRequest,
-    A2aAgentRecord,
-    A2aAgentUpdateRequest,
-    A2aSkill,
-)
+from dutyline.aisre.a2a.schemas import A2aAgentRecord, A2aSkill, AuthConfig
 from dutyline.aisre.scope import TeamScope, in_team_scope
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import AGENT_MANAGE
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
@@ -100,58 +96,62 @@ class Prepared:
     row: Any = None
 
 
-async def prepare_create(conn: AsyncConnection, actor: Actor, *, spec: A2aAgentCreateRequest,
-                         policy: OutboundPolicy) -> tuple[Prepared, AgentAuth]:
-    """`spec` is the domain's own create schema (as polar's services take theirs)."""
-    name = spec.agent_name.strip()
+async def prepare_create(
+    conn: AsyncConnection, actor: Actor, *, agent_name: str, card_url: str,
+    instructions: str = "", team_id: int = 0, auth_type: str = "none",
+    auth_config: AuthConfig | None = None, streaming: bool = False, deps: Deps,
+) -> tuple[Prepared, AgentAuth]:
+    """A new agent (team_id 0: account-level), its card fetched from `card_url`."""
+    name = agent_name.strip()
     if not name:
         raise errors.invalid("agent_name", "is required")
-    await _require_manage(actor, spec.team_id)
-    await _check_team(conn, actor, spec.team_id)
-    auth = build_auth(spec.auth_type, spec.auth_config, None)
-    card_url = spec.card_url.strip()
-    resolved = await _resolve(policy, card_url, auth)
+    await _require_manage(actor, team_id)
+    await _check_team(conn, actor, team_id)
+    auth = build_auth(auth_type, auth_config, None)
+    card_url = card_url.strip()
+    resolved = await _resolve(deps.policy, card_url, auth)
     return Prepared(prefixed_id("a2a"), {
-        "team_id": spec.team_id, "agent_name": name, "instructions": spec.instructions,
-        "card_url": card_url, **_card_values(resolved), "streaming": spec.streaming,
+        "team_id": team_id, "agent_name": name, "instructions": instructions,
+        "card_url": card_url, **_card_values(resolved), "streaming": streaming,
     }), auth
 
 
 @writes("/safari/a2a-agent/create", AGENT_MANAGE, targets=lambda record: [record.agent_id])
 async def apply_create(conn: AsyncConnection, actor: Actor, *, prepared: Prepared,
-                       auth: AgentAuth, secrets: SecretBox) -> A2aAgentRecord:
+                       auth: AgentAuth, deps: Deps) -> A2aAgentRecord:
     # The team may have gone while the card was fetched: check it again.
     await _check_team(conn, actor, prepared.values["team_id"])
     now = actor.now_ms
     await repo.insert_agent(conn, {
         "agent_id": prepared.agent_id, "account_id": actor.account_id, **prepared.values,
-        "auth_type": auth.auth_type, "auth_config_encrypted": auth.seal(secrets),
+        "auth_type": auth.auth_type, "auth_config_encrypted": auth.seal(deps.box),
         "status": "enabled", "created_by": actor.person_id,
         "created_at": now, "updated_at": now,
     })
     row = await repo.get(conn, actor.account_id, prepared.agent_id)
-    return _record(row, secrets, can_edit=True)
+    return _record(row, deps.box, can_edit=True)
 
 
-async def prepare_update(conn: AsyncConnection, actor: Actor, *,
-                         changes: A2aAgentUpdateRequest, secrets: SecretBox,
-                         policy: OutboundPolicy) -> Prepared:
+async def prepare_update(
+    conn: AsyncConnection, actor: Actor, *, agent_id: str, agent_name: str | None = None,
+    card_url: str | None = None, instructions: str | None = None, auth_type: str | None = None,
+    auth_config: AuthConfig | None = None, streaming: bool | None = None, deps: Deps,
+) -> Prepared:
     """None keeps a field; a masked secret keeps the stored one."""
-    row = await _require_for_write(conn, actor, changes.agent_id)
-    c = changes
+    row = await _require_for_write(conn, actor, agent_id)
     values: dict[str, Any] = {}
-    if c.agent_name is not None:
-        name = c.agent_name.strip()
+    if agent_name is not None:
+        name = agent_name.strip()
         if not name:
             raise errors.invalid("agent_name", "is required")
         values["agent_name"] = name
-    if c.instructions is not None:
-        values["instructions"] = c.instructions
-    if c.streaming is not None:
-        values["streaming"] = c.streaming
-    box = secrets
-    changes_auth = c.auth_type is not None or c.auth_config is not None
-    new_card_url = None if c.card_url is None else c.card_url.strip()
+    if instructions is not None:
+        values["instructions"] = instructions
+    if streaming is not None:
+        values["streaming"] = streaming
+    box = deps.box
+    changes_auth = auth_type is not None or auth_config is not None
+    new_card_url = None if card_url is None else card_url.strip()
     # The stored secret was entered for the card URL's origin: moving it elsewhere drops the
     # secret unless this update supplies it anew, and the new card is fetched without it.
     moved = new_card_url is not None and not same_origin(row.card_url, new_card_url)
@@ -163,7 +163,7 @@ async def prepare_update(conn: AsyncConnection, actor: Actor, *,
         old_auth = None
     auth = old_auth
     if changes_auth:
-        auth = build_auth(c.auth_type or row.auth_type, c.auth_config, old_auth)
+        auth = build_auth(auth_type or row.auth_type, auth_config, old_auth)
         values["auth_type"] = auth.auth_type
         values["auth_config_encrypted"] = auth.seal(box)
     elif moved:
@@ -174,20 +174,20 @@ async def prepare_update(conn: AsyncConnection, actor: Actor, *,
         if auth is None:
             auth = _stored_auth(box, row)
         values["card_url"] = new_card_url
-        values.update(_card_values(await _resolve(policy, new_card_url, auth)))
+        values.update(_card_values(await _resolve(deps.policy, new_card_url, auth)))
     return Prepared(row.agent_id, values, row)
 
 
 @writes("/safari/a2a-agent/update", AGENT_MANAGE, targets=lambda record: [record.agent_id])
 async def apply_update(conn: AsyncConnection, actor: Actor, *, prepared: Prepared,
-                       secrets: SecretBox) -> A2aAgentRecord:
+                       deps: Deps) -> A2aAgentRecord:
     # Past any remote fetch: write, after checking the agent is still there for this actor.
     row = await _require_for_write(conn, actor, prepared.agent_id)
     if prepared.values:
         await repo.update_agent(conn, actor.account_id, row.agent_id,
                                 {**prepared.values, "updated_at": actor.now_ms})
         row = await repo.get(conn, actor.account_id, row.agent_id)
-    return _record(row, secrets, can_edit=True)
+    return _record(row, deps.box, can_edit=True)
 
 
 @writes("/safari/a2a-agent/delete", AGENT_MANAGE)
@@ -199,12 +199,12 @@ async def delete_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) ->
 
 
 async def prepare_enable(conn: AsyncConnection, actor: Actor, *, agent_id: str,
-                         secrets: SecretBox, policy: OutboundPolicy) -> Prepared:
+                         deps: Deps) -> Prepared:
     row = await _require_for_write(conn, actor, agent_id)
     if row.status == "enabled":
         raise errors.invalid("agent_id", "is already enabled")
     # The agent may have changed while it was off: enable only what answers with a valid card.
-    resolved = await _resolve(policy, row.card_url, _stored_auth(secrets, row))
+    resolved = await _resolve(deps.policy, row.card_url, _stored_auth(deps.box, row))
     return Prepared(row.agent_id, _card_values(resolved), row)
 
 
@@ -235,23 +235,23 @@ async def disable_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -
 
 
 async def get_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str,
-                    secrets: SecretBox) -> A2aAgentRecord:
+                    deps: Deps) -> A2aAgentRecord:
     row = await repo.find_visible(conn, await TeamScope.of(actor), agent_id)
     if row is None:
         raise errors.not_found("A2A agent", agent_id)
-    return _record(row, secrets, can_edit=await _can_manage(actor, row.team_id))
+    return _record(row, deps.box, can_edit=await _can_manage(actor, row.team_id))
 
 
 async def list_agents(
     conn: AsyncConnection, actor: Actor, *, include_account: bool = True,
     team_ids: list[int] | None = None, query: str = "", offset: int, limit: int,
-    secrets: SecretBox,
+    deps: Deps,
 ) -> tuple[int, list[A2aAgentRecord]]:
     total, rows = await repo.list_page(
         conn, await TeamScope.of(actor), include_account=include_account,
         only_teams=team_ids, query=query.strip(), offset=offset, limit=limit,
     )
-    return total, [_record(r, secrets, can_edit=await _can_manage(actor, r.team_id))
+    return total, [_record(r, deps.box, can_edit=await _can_manage(actor, r.team_id))
                    for r in rows]
 
 
@@ -299,7 +299,7 @@ class A2aTarget:
 
 
 async def enabled_targets(
-    conn: AsyncConnection, box: SecretBox, actor: Actor, *, team_id: int = 0
+    conn: AsyncConnection, actor: Actor, *, team_id: int = 0, deps: Deps
 ) -> list[A2aTarget]:
     """The enabled agents a run in this scope may call (account-level plus the team's).
 
@@ -309,7 +309,7 @@ async def enabled_targets(
     account_id = actor.account_id
     for r in await repo.enabled_in_scope(conn, account_id, team_id):
         try:
-            auth = open_auth(box, r.auth_type, r.auth_config_encrypted)
+            auth = open_auth(deps.box, r.auth_type, r.auth_config_encrypted)
         except SecretBoxError:
             log.warning("a2a_secret_unreadable", agent_id=r.agent_id, account_id=account_id)
             continue

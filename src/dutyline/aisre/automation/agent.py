@@ -52,7 +52,7 @@ def model_of(runtime: Runtime) -> ChatModel | None:
     if not s.llm_base_url or not s.llm_model:
         return None
     return OpenAiCompatibleChat(base_url=s.llm_base_url, model=s.llm_model,
-                                api_key=s.llm_api_key, policy=runtime.outbound_policy())
+                                api_key=s.llm_api_key, policy=runtime.deps.policy)
 
 
 class Steps:
@@ -119,8 +119,8 @@ async def _runner_tools(
                        run_id=steps.run_id, add_step=steps.add)
     async with runtime.db.transaction(write=False) as conn:
         servers = await mcp_service.byoc_targets(
-            conn, runtime, Actor.system(account_id, runtime.clock),
-            team_ids=[team_id] if team_id else [], worknode_id=worknode_id)
+            conn, Actor.system(account_id, runtime.clock),
+            team_ids=[team_id] if team_id else [], worknode_id=worknode_id, deps=runtime.deps)
     configs = [{"config": mcp_server_config(target, name),
                 "connect_timeout": target.connect_timeout, "call_timeout": target.call_timeout}
                for name, target in servers]

@@ -65,7 +65,7 @@ def _clip(text: str) -> str:
 async def mcp_tools(
     runtime: Runtime, targets: list[McpTarget], problems: list[str]
 ) -> list[AgentTool]:
-    gateway = mcp_service.gateway_of(runtime)
+    gateway = mcp_service.gateway_of(runtime.deps)
     found: list[AgentTool] = []
     for n, target in enumerate(targets, 1):
         try:
@@ -100,7 +100,7 @@ def _mcp_call(gateway: Any, target: McpTarget, name: str) -> ToolFn:
 
 
 def a2a_tools(runtime: Runtime, targets: list[a2a_service.A2aTarget]) -> list[AgentTool]:
-    gateway = A2aGateway(runtime.outbound_policy())
+    gateway = A2aGateway(runtime.deps.policy)
     found = []
     for n, agent in enumerate(targets, 1):
         skills = "; ".join(str(s.get("name", "")) for s in agent.skills if isinstance(s, dict))
@@ -179,8 +179,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
                     conn, actor, start_time=now - hours * 3600, end_time=now,
                     limit=20, progress=str(arguments.get("progress") or ""),
                     incident_severity=str(arguments.get("severity") or ""),
-                    base_url=runtime.settings.base_url,
-                    cursor_key=runtime.settings.resolved_secret_key())
+                    deps=runtime.deps)
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
         return encode({"total": page.total, "items": [
@@ -193,8 +192,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
             incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope) as (conn, actor):
                 return encode(await incident_service.find_incident(
-                    conn, actor, incident_id=incident_id,
-                    base_url=runtime.settings.base_url))
+                    conn, actor, incident_id=incident_id, deps=runtime.deps))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
 
@@ -237,9 +235,9 @@ async def toolbox(
     system = Actor.system(account_id, runtime.clock)
     async with runtime.db.transaction(write=False) as conn:
         mcp_targets = await mcp_service.enabled_targets(
-            conn, runtime, system, team_ids=[team_id] if team_id else [])
-        agents = await a2a_service.enabled_targets(conn, runtime.secrets, system,
-                                                   team_id=team_id)
+            conn, system, team_ids=[team_id] if team_id else [], deps=runtime.deps)
+        agents = await a2a_service.enabled_targets(conn, system, team_id=team_id,
+                                                   deps=runtime.deps)
     tools = await mcp_tools(runtime, mcp_targets, problems)
     tools += a2a_tools(runtime, agents)
     tools += incident_tools(runtime, ReadScope(account_id, owner_id, team_id))

@@ -30,8 +30,7 @@ async def mcp_server_list(ctx: Context, req: McpServerListRequest) -> McpServerL
 async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
     """Get one MCP server and probe its tools live (list_error when the probe fails)."""
     probe = await service.probe_server(ctx.conn, ctx.actor, server_id=req.server_id,
-                                       secrets=ctx.runtime.secrets,
-                                       gateway=service.gateway_of(ctx.runtime))
+                                       deps=ctx.runtime.deps)
     await ctx.begin_writes()
     return await service.store_probe(ctx.conn, ctx.actor, probe=probe)
 
@@ -39,9 +38,13 @@ async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
 @router.post("/safari/mcp/server/create", permissions=(MCP_MANAGE,), write=True)
 async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpServerRecord:
     """Register an MCP server (account-level with team_id 0, or for one team)."""
-    record = await service.create_server(
-        ctx.conn, ctx.actor, spec=req,
-        secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
+    spec = service.ServerSpec(
+        server_name=req.server_name, description=req.description, transport=req.transport,
+        url=req.url, environment_kind=req.environment_kind, environment_id=req.environment_id,
+        connect_timeout=req.connect_timeout, call_timeout=req.call_timeout,
+        headers=req.headers, auth_mode=req.auth_mode, team_id=req.team_id, status=req.status)
+    record = await service.create_server(ctx.conn, ctx.actor, spec=spec,
+                                         deps=ctx.runtime.deps)
     ctx.audit_targets.append(record.server_id)
     return record
 
@@ -49,9 +52,14 @@ async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpSer
 @router.post("/safari/mcp/server/update", permissions=(MCP_MANAGE,), write=True)
 async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpServerRecord:
     """Change an MCP server; fields left out keep their value, masked headers their secret."""
-    record = await service.update_server(
-        ctx.conn, ctx.actor, changes=req,
-        secrets=ctx.runtime.secrets, policy=service.policy_of(ctx.runtime))
+    changes = service.ServerChanges(
+        server_id=req.server_id, server_name=req.server_name, description=req.description,
+        transport=req.transport, url=req.url, environment_kind=req.environment_kind,
+        environment_id=req.environment_id, connect_timeout=req.connect_timeout,
+        call_timeout=req.call_timeout, headers=req.headers, auth_mode=req.auth_mode,
+        team_id=req.team_id)
+    record = await service.update_server(ctx.conn, ctx.actor, changes=changes,
+                                         deps=ctx.runtime.deps)
     ctx.audit_targets.append(record.server_id)
     return record
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -15,20 +15,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.mcp import repository as repo
 from dutyline.aisre.mcp.gateway import McpError, McpGateway, McpTarget, Tool
-from dutyline.aisre.mcp.schemas import (
-    McpServerCreateRequest,
-    McpServerRecord,
-    McpServerUpdateRequest,
-    McpTool,
-)
+from dutyline.aisre.mcp.schemas import McpServerRecord, McpTool
 from dutyline.aisre.runner import service as runner_service
 from dutyline.aisre.scope import TeamScope, in_team_scope, require_environment_use
 from dutyline.api import errors, outbound_urls
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import is_mask, secret_to_store
 from dutyline.api.permissions import MCP_MANAGE
-from dutyline.api.runtime import Runtime
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
@@ -49,15 +44,47 @@ _RESERVED_HEADERS = frozenset({
 _MAX_STORED_DESCRIPTION = 1024
 
 
-def policy_of(runtime: Runtime) -> OutboundPolicy:
-    return runtime.outbound_policy()
-
-
-def gateway_of(runtime: Runtime) -> McpGateway:
-    return McpGateway(policy_of(runtime))
+def gateway_of(deps: Deps) -> McpGateway:
+    return McpGateway(deps.policy)
 
 
 # --- operations ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSpec:
+    """A server to register (create_server); 0 timeouts take the defaults."""
+
+    server_name: str
+    description: str
+    transport: str = "streamable-http"
+    url: str = ""
+    environment_kind: str = ""
+    environment_id: str = ""
+    connect_timeout: int = 0
+    call_timeout: int = 0
+    headers: Mapping[str, str] = field(default_factory=dict)
+    auth_mode: str = "shared"
+    team_id: int = 0
+    status: str = "enabled"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerChanges:
+    """What update_server changes of `server_id`: None keeps a field."""
+
+    server_id: str
+    server_name: str | None = None
+    description: str | None = None
+    transport: str | None = None
+    url: str | None = None
+    environment_kind: str | None = None
+    environment_id: str | None = None
+    connect_timeout: int | None = None
+    call_timeout: int | None = None
+    headers: Mapping[str, str] | None = None
+    auth_mode: str | None = None
+    team_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -70,11 +97,9 @@ class Probe:
 
 @writes("/safari/mcp/server/create", MCP_MANAGE, targets=lambda record: [record.server_id])
 async def create_server(
-    conn: AsyncConnection, actor: Actor, *, spec: McpServerCreateRequest, secrets: SecretBox,
-    policy: OutboundPolicy,
+    conn: AsyncConnection, actor: Actor, *, spec: ServerSpec, deps: Deps,
 ) -> McpServerRecord:
-    """Register a server, described by the domain's own create schema (as polar's services
-    take theirs): the one record of what a new server is."""
+    """Register a server."""
     account_id = actor.account_id
     name = _server_name(spec.server_name)
     team_id = await _editable_team(conn, actor, spec.team_id)
@@ -82,7 +107,7 @@ async def create_server(
         raise errors.invalid("server_name", "already exists")
     _check_environment(spec.transport, spec.environment_kind)
     await _check_worknode(conn, actor, spec.environment_kind, spec.environment_id.strip())
-    url = await _checked_url(policy, spec.transport, spec.url)
+    url = await _checked_url(deps.policy, spec.transport, spec.url)
     headers = _validated_headers(spec.headers, {})
     now = actor.now_ms
     server_id = prefixed_id("mcp")
@@ -99,7 +124,7 @@ async def create_server(
         "environment_id": spec.environment_id.strip(),
         "connect_timeout": spec.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
         "call_timeout": spec.call_timeout or DEFAULT_CALL_TIMEOUT,
-        **_sealed(secrets, headers),
+        **_sealed(deps.box, headers),
         "auth_mode": spec.auth_mode,
         "status": spec.status,
         "created_by": actor.person_id,
@@ -116,15 +141,14 @@ async def create_server(
 
 
 async def probe_server(
-    conn: AsyncConnection, actor: Actor, *, server_id: str, secrets: SecretBox,
-    gateway: McpGateway,
+    conn: AsyncConnection, actor: Actor, *, server_id: str, deps: Deps,
 ) -> Probe:
     """The read phase of `get`: the server, with its tools probed live. A failed probe still
     answers, with list_error; the last good tool summary is kept."""
     row = await _visible(conn, actor, server_id, with_secrets=True)
     values: dict[str, Any] = {"probed_at": actor.now_ms}
     try:
-        tools = await gateway.list_tools(target_of(row, secrets))
+        tools = await gateway_of(deps).list_tools(target_of(row, deps.box))
         values.update(_tool_values(tools), list_error="")
     except McpError as exc:
         # Keep the last good tool summary; the error says why it may be stale.
@@ -165,8 +189,7 @@ async def list_servers(
 
 @writes("/safari/mcp/server/update", MCP_MANAGE, targets=lambda record: [record.server_id])
 async def update_server(
-    conn: AsyncConnection, actor: Actor, *, changes: McpServerUpdateRequest,
-    secrets: SecretBox, policy: OutboundPolicy,
+    conn: AsyncConnection, actor: Actor, *, changes: ServerChanges, deps: Deps,
 ) -> McpServerRecord:
     """Change `changes.server_id`; None keeps a field, `headers` replaces the set (a masked
     value keeps the stored secret of that name)."""
@@ -197,7 +220,8 @@ async def update_server(
                               values.get("environment_id", row.environment_id),
                               named_id=c.environment_id is not None)
     if c.url is not None or c.transport is not None:
-        values["url"] = await _checked_url(policy, transport, row.url if c.url is None else c.url)
+        url = row.url if c.url is None else c.url
+        values["url"] = await _checked_url(deps.policy, transport, url)
     if c.connect_timeout is not None:
         values["connect_timeout"] = c.connect_timeout or DEFAULT_CONNECT_TIMEOUT
     if c.call_timeout is not None:
@@ -206,13 +230,13 @@ async def update_server(
     # unless this update supplies them anew (kit/origin.py).
     moved = "url" in values and not same_origin(row.url, values["url"])
     if c.headers is not None:
-        old = {} if moved else _open_headers(secrets, row.headers_encrypted)
+        old = {} if moved else _open_headers(deps.box, row.headers_encrypted)
         if moved and MASK in c.headers.values():
             raise errors.invalid(
                 "headers", "must be sent in full: the url moved to another origin")
-        values.update(_sealed(secrets, _validated_headers(c.headers, old)))
+        values.update(_sealed(deps.box, _validated_headers(c.headers, old)))
     elif moved and row.headers_encrypted:
-        values.update(_sealed(secrets, {}))
+        values.update(_sealed(deps.box, {}))
     if c.auth_mode is not None:
         values["auth_mode"] = c.auth_mode
     values["updated_at"] = actor.now_ms
@@ -265,27 +289,27 @@ async def _set_status(conn: AsyncConnection, actor: Actor, *, server_id: str,
 
 
 async def enabled_targets(
-    conn: AsyncConnection, runtime: Runtime, actor: Actor, *, team_ids: Collection[int]
+    conn: AsyncConnection, actor: Actor, *, team_ids: Collection[int], deps: Deps
 ) -> list[McpTarget]:
     """The enabled HTTP servers a run in this scope may use (account-level + these teams);
     never those that run on a BYOC runner (`byoc_targets`), which may not be reachable from
     here."""
     rows = await repo.enabled_in_scope(conn, actor.account_id, team_ids)
     return [
-        target_of(r, runtime.secrets) for r in rows
+        target_of(r, deps.box) for r in rows
         if r.transport in ("streamable-http", "sse") and r.environment_kind != "byoc"
     ]
 
 
 async def byoc_targets(
-    conn: AsyncConnection, runtime: Runtime, actor: Actor, *, team_ids: Collection[int],
-    worknode_id: str,
+    conn: AsyncConnection, actor: Actor, *, team_ids: Collection[int], worknode_id: str,
+    deps: Deps,
 ) -> list[tuple[str, McpTarget]]:
     """(server name, target) of the enabled servers in this scope that run on the BYOC
     runner of `worknode_id` (environment_kind byoc): a byoc run reaches them through it."""
     rows = await repo.enabled_in_scope(conn, actor.account_id, team_ids)
     return [
-        (r.server_name, target_of(r, runtime.secrets)) for r in rows
+        (r.server_name, target_of(r, deps.box)) for r in rows
         if r.environment_kind == "byoc" and r.environment_id == worknode_id
     ]
 

@@ -23,30 +23,36 @@ router = Router("Mapping APIs")
 @router.post("/enrichment/mapping/api/create", permissions=(MAPPING_DATA_MANAGE,), write=True)
 async def api_create(ctx: Context, req: ApiCreateRequest) -> ApiCreateResponse:
     """Register an HTTP API that `mapping` rules with `mapping_type: api` call at ingest."""
-    return await service.create_api(ctx.conn, ctx.actor, req=req, secrets=ctx.runtime.secrets,
-                                    policy=ctx.runtime.outbound_policy())
+    return await service.create_api(
+        ctx.conn, ctx.actor, api_name=req.api_name, url=req.url, description=req.description,
+        insecure_skip_verify=req.insecure_skip_verify, headers=req.headers,
+        timeout_s=req.timeout, retry_count=req.retry_count, team_id=req.team_id,
+        deps=ctx.runtime.deps)
 
 
 @router.post("/enrichment/mapping/api/info", empty="null")
 async def api_info(ctx: Context, req: ApiIDRequest) -> MappingApiItem | None:
     """One mapping API (headers masked); null when the account has no such API."""
     return await service.api_info(ctx.conn, ctx.actor, api_id=req.api_id,
-                                  secrets=ctx.runtime.secrets)
+                                  deps=ctx.runtime.deps)
 
 
 @router.post("/enrichment/mapping/api/list",
              permissions=(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE))
 async def api_list(ctx: Context, req: Empty) -> ApiListResponse:
     """Every mapping API of the account (headers masked)."""
-    items = await service.list_apis(ctx.conn, ctx.actor, secrets=ctx.runtime.secrets)
+    items = await service.list_apis(ctx.conn, ctx.actor, deps=ctx.runtime.deps)
     return ApiListResponse(total=len(items), items=items)
 
 
 @router.post("/enrichment/mapping/api/update", permissions=(MAPPING_DATA_MANAGE,), write=True)
 async def api_update(ctx: Context, req: ApiUpdateRequest) -> None:
     """Change the fields given (headers are replaced whole)."""
-    await service.update_api(ctx.conn, ctx.actor, req=req, secrets=ctx.runtime.secrets,
-                             policy=ctx.runtime.outbound_policy())
+    await service.update_api(
+        ctx.conn, ctx.actor, api_id=req.api_id, api_name=req.api_name, url=req.url,
+        description=req.description, insecure_skip_verify=req.insecure_skip_verify,
+        headers=req.headers, timeout_s=req.timeout, retry_count=req.retry_count,
+        team_id=req.team_id, deps=ctx.runtime.deps)
 
 
 @router.post("/enrichment/mapping/api/delete", permissions=(MAPPING_DATA_MANAGE,), write=True)

@@ -25,7 +25,8 @@ import httpx
 import msgspec
 import structlog
 
-from dutyline.kit.outbound import OutboundBlocked, OutboundPolicy, guarded_client, redact_url
+from dutyline.api.deps import Deps
+from dutyline.kit.outbound import OutboundBlocked, guarded_client, redact_url
 from dutyline.kit.secretbox import SecretBox
 
 log = structlog.get_logger("dutyline.enrichment")
@@ -142,8 +143,7 @@ async def _call(client: httpx.AsyncClient, key: Key, secrets: SecretBox) -> Answ
 
 
 async def fetch(needed: LookupsNeeded, *, before: Answers | None, final: bool,
-                policy: OutboundPolicy, secrets: SecretBox, now_s: int,
-                count: Callable[[str], None]) -> Answers:
+                deps: Deps, now_s: int, count: Callable[[str], None]) -> Answers:
     """Make the calls a push needs (concurrently, each within its API's timeout), remember
     them, and hand them back for the push's next run."""
     answers = Answers(found=dict(before.found) if before else {}, final=final)
@@ -156,8 +156,8 @@ async def fetch(needed: LookupsNeeded, *, before: Answers | None, final: bool,
             todo.append(key)
     if todo:
         # The API's own retry_count is the retry policy: none from the client.
-        async with guarded_client(policy.without_retries(), timeout=3.0) as client:
-            results = await asyncio.gather(*(_call(client, key, secrets) for key in todo))
+        async with guarded_client(deps.policy.without_retries(), timeout=3.0) as client:
+            results = await asyncio.gather(*(_call(client, key, deps.box) for key in todo))
         for key, answer in zip(todo, results, strict=True):
             count("ok" if answer is not None else "failed")
             CACHE.put(key, answer, now_s)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors, outbound_urls
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import headers_to_store
 from dutyline.api.permissions import MAPPING_DATA_MANAGE, MAPPING_DATA_VIEW
 from dutyline.enrichment import references
@@ -23,9 +24,7 @@ from dutyline.enrichment.api import repository as repo
 from dutyline.enrichment.api.schemas import (
     MASK,
     MAX_APIS,
-    ApiCreateRequest,
     ApiCreateResponse,
-    ApiUpdateRequest,
     MappingApiItem,
 )
 from dutyline.kit.ids import hex_id
@@ -79,23 +78,27 @@ async def _checks(conn: AsyncConnection, actor: Actor, *, name: str | None,
 
 @writes("/enrichment/mapping/api/create", MAPPING_DATA_MANAGE,
         targets=lambda created: [created.api_id])
-async def create_api(conn: AsyncConnection, actor: Actor, *, req: ApiCreateRequest,
-                     secrets: SecretBox, policy: OutboundPolicy) -> ApiCreateResponse:
-    name = await _checks(conn, actor, name=req.api_name, insecure=req.insecure_skip_verify,
-                         team_id=req.team_id)
+async def create_api(
+    conn: AsyncConnection, actor: Actor, *, api_name: str, url: str, description: str = "",
+    insecure_skip_verify: bool = False, headers: dict[str, str] | None = None,
+    timeout_s: int = 2, retry_count: int = 0, team_id: int = 0, deps: Deps,
+) -> ApiCreateResponse:
+    """A new API; `timeout_s` bounds each call of it, `retry_count` retries a failed one."""
+    name = await _checks(conn, actor, name=api_name, insecure=insecure_skip_verify,
+                         team_id=team_id)
     assert name is not None
-    url = await _check_url(req.url, policy)
+    url = await _check_url(url, deps.policy)
     if await repo.count(conn, actor.account_id) >= MAX_APIS:
         raise errors.invalid("api_name", f"an account has at most {MAX_APIS} mapping APIs")
     api_id, now = hex_id(), actor.now_s
     try:
         await repo.insert_api(conn, {
-            "api_id": api_id, "account_id": actor.account_id, "team_id": req.team_id,
-            "api_name": name, "description": req.description, "url": url,
-            "headers_sealed": _sealed(secrets, headers_to_store(req.headers, {}, keep=False,
-                                                                field="headers")),
-            "timeout": req.timeout,
-            "retry_count": req.retry_count, "insecure_skip_verify": False,
+            "api_id": api_id, "account_id": actor.account_id, "team_id": team_id,
+            "api_name": name, "description": description, "url": url,
+            "headers_sealed": _sealed(deps.box, headers_to_store(headers or {}, {}, keep=False,
+                                                                 field="headers")),
+            "timeout": timeout_s,
+            "retry_count": retry_count, "insecure_skip_verify": False,
             "status": "enabled", "creator_id": actor.person_id,
             "updated_by": actor.person_id, "created_at": now, "updated_at": now})
     except IntegrityError:
@@ -104,16 +107,16 @@ async def create_api(conn: AsyncConnection, actor: Actor, *, req: ApiCreateReque
 
 
 async def api_info(conn: AsyncConnection, actor: Actor, *, api_id: str,
-                   secrets: SecretBox) -> MappingApiItem | None:
+                   deps: Deps) -> MappingApiItem | None:
     """The API, or None (the reference answers null for an unknown id)."""
     row = await repo.get(conn, actor.account_id, api_id)
-    return None if row is None else _item(row, secrets)
+    return None if row is None else _item(row, deps.box)
 
 
 @reads(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
 async def list_apis(conn: AsyncConnection, actor: Actor, *,
-                    secrets: SecretBox) -> list[MappingApiItem]:
-    return [_item(r, secrets) for r in await repo.list_all(conn, actor.account_id)]
+                    deps: Deps) -> list[MappingApiItem]:
+    return [_item(r, deps.box) for r in await repo.list_all(conn, actor.account_id)]
 
 
 async def _existing(conn: AsyncConnection, actor: Actor, api_id: str) -> Any:
@@ -124,31 +127,38 @@ async def _existing(conn: AsyncConnection, actor: Actor, api_id: str) -> Any:
 
 
 @writes("/enrichment/mapping/api/update", MAPPING_DATA_MANAGE)
-async def update_api(conn: AsyncConnection, actor: Actor, *, req: ApiUpdateRequest,
-                     secrets: SecretBox, policy: OutboundPolicy) -> None:
-    row = await _existing(conn, actor, req.api_id)
+async def update_api(
+    conn: AsyncConnection, actor: Actor, *, api_id: str, api_name: str | None = None,
+    url: str | None = None, description: str | None = None,
+    insecure_skip_verify: bool | None = None, headers: dict[str, str] | None = None,
+    timeout_s: int | None = None, retry_count: int | None = None, team_id: int | None = None,
+    deps: Deps,
+) -> None:
+    """None keeps a field; `headers` replaces the set (a masked value keeps the stored
+    one while the origin stays)."""
+    row = await _existing(conn, actor, api_id)
     actor.note_audit_targets(row.api_id)
-    name = await _checks(conn, actor, name=req.api_name, insecure=req.insecure_skip_verify,
-                         team_id=req.team_id, but=row.api_id)
+    name = await _checks(conn, actor, name=api_name, insecure=insecure_skip_verify,
+                         team_id=team_id, but=row.api_id)
     values: dict[str, Any] = {"updated_by": actor.person_id,
                               # Never the same second twice: it keys ingestion's caches.
                               "updated_at": max(actor.now_s, row.updated_at + 1)}
     if name is not None:
         values["api_name"] = name
-    if req.url is not None:
-        values["url"] = await _check_url(req.url, policy)
+    if url is not None:
+        values["url"] = await _check_url(url, deps.policy)
     # The stored headers were entered for the URL's origin (api/outbound_secrets.py).
     keep = same_origin(row.url, values.get("url", row.url))
-    if req.headers is not None:
-        stored = _decode_headers.decode(secrets.open(row.headers_sealed)) \
+    if headers is not None:
+        stored = _decode_headers.decode(deps.box.open(row.headers_sealed)) \
             if row.headers_sealed else {}
         values["headers_sealed"] = _sealed(
-            secrets, headers_to_store(req.headers, stored, keep=keep, field="headers"))
+            deps.box, headers_to_store(headers, stored, keep=keep, field="headers"))
     elif not keep:
         values["headers_sealed"] = ""
-    for field in ("description", "timeout", "retry_count", "team_id"):
-        if getattr(req, field) is not None:
-            values[field] = getattr(req, field)
+    changed = {"description": description, "timeout": timeout_s, "retry_count": retry_count,
+               "team_id": team_id}
+    values.update({k: v for k, v in changed.items() if v is not None})
     try:
         await repo.update_api(conn, actor.account_id, row.api_id, values)
     except IntegrityError:

@@ -114,7 +114,7 @@ class Ingestion:
             except enrichment.LookupsNeeded as needed:
                 answers = await enrichment.fetch_lookups(
                     needed, before=answers, final=round_ == _LOOKUP_ROUNDS - 2,
-                    policy=runtime.outbound_policy(), secrets=runtime.secrets, now_s=now_s,
+                    deps=runtime.deps, now_s=now_s,
                     count=runtime.metrics.count_enrichment_lookup)
         raise RuntimeError("mapping API answers were final and still asked for")
 

@@ -28,7 +28,7 @@ async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
     """Get one incident of the account."""
     return await service.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
                                        include_alerts=req.include_alerts,
-                                       base_url=ctx.runtime.settings.base_url)
+                                       deps=ctx.runtime.deps)
 
 
 @router.post("/incident/list", permissions=_READ)
@@ -43,8 +43,7 @@ async def incident_list(ctx: Context, req: ListIncidentsRequest) -> IncidentList
         acker_ids=req.acker_ids, creator_ids=req.creator_ids, closer_ids=req.closer_ids,
         incident_ids=req.incident_ids, nums=req.nums, query=req.query,
         is_snoozed=req.is_snoozed, ever_muted=req.ever_muted,
-        base_url=ctx.runtime.settings.base_url,
-        cursor_key=ctx.runtime.settings.resolved_secret_key())
+        deps=ctx.runtime.deps)
 
 
 @router.post("/incident/list-by-ids", permissions=_READ)
@@ -54,7 +53,7 @@ async def incident_list_by_ids(
     """Get up to 100 incidents by id; unknown ids are left out."""
     return await service.list_by_ids(ctx.conn, ctx.actor, incident_ids=req.incident_ids,
                                      include_alerts=req.include_alerts,
-                                     base_url=ctx.runtime.settings.base_url)
+                                     deps=ctx.runtime.deps)
 
 
 @router.post("/incident/feed", permissions=_READ)
@@ -82,4 +81,4 @@ async def incident_past_list(
     """Earlier incidents of the same channel, most similar by title and labels first."""
     return ListPastIncidentsResponse(items=await similar.past_incidents(
         ctx.conn, ctx.actor, incident_id=req.incident_id, limit=req.limit,
-        base_url=ctx.runtime.settings.base_url))
+        deps=ctx.runtime.deps))

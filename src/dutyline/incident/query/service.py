@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.channel import service as channels
 from dutyline.incident import feed, visibility
@@ -51,16 +52,22 @@ _json = msgspec.json.Decoder()
 _responders = msgspec.json.Decoder(list[Responder])
 
 
+async def require_visible(conn: AsyncConnection, actor: Actor, *, incident_id: str) -> None:
+    """ResourceNotFound unless the incident is one the actor sees."""
+    if await repo.find(conn, await visibility.scope(actor), incident_id.lower()) is None:
+        raise errors.not_found("incident", incident_id)
+
+
 async def find_incident(conn: AsyncConnection, actor: Actor, *, incident_id: str,
-                        base_url: str, include_alerts: bool = False,
+                        deps: Deps, include_alerts: bool = False,
                         sources: bool = True) -> IncidentInfo:
-    """One incident the actor sees (`base_url` for its links), with its first alerts when
-    `include_alerts`; ResourceNotFound otherwise. `sources`: as in `records`."""
+    """One incident the actor sees (the server's base URL for its links), with its first
+    alerts when `include_alerts`; ResourceNotFound otherwise. `sources`: as in `records`."""
     scope = await visibility.scope(actor)
     row = await repo.find(conn, scope, incident_id.lower())
     if row is None:
         raise errors.not_found("incident", incident_id)
-    return (await records(conn, actor, [row], base_url=base_url,
+    return (await records(conn, actor, [row], deps=deps,
                           alerts_scope=scope if include_alerts else None, sources=sources))[0]
 
 
@@ -69,14 +76,14 @@ incident_info = reads(*VIEW_PERMISSIONS)(find_incident)
 
 @reads(*VIEW_PERMISSIONS)
 async def list_by_ids(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
-                      base_url: str, include_alerts: bool = False,
+                      deps: Deps, include_alerts: bool = False,
                       sources: bool = True) -> IncidentListResponse:
     """The visible incidents among `incident_ids`, newest first; unknown ids left out.
     `sources`: as in `records`."""
     ids = list(dict.fromkeys(i.lower() for i in incident_ids))
     scope = await visibility.scope(actor)
     rows = await repo.find_many(conn, scope, ids)
-    items = await records(conn, actor, rows, base_url=base_url,
+    items = await records(conn, actor, rows, deps=deps,
                           alerts_scope=scope if include_alerts else None, sources=sources)
     return IncidentListResponse(items=items, total=len(items), has_next_page=False)
 
@@ -90,8 +97,8 @@ def _csv(value: str, field: str, allowed: tuple[str, ...]) -> list[str]:
 
 
 async def find_incidents(
-    conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, base_url: str,
-    cursor_key: str, asc: bool = False, offset: int = 0, limit: int = 20,
+    conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, deps: Deps,
+    asc: bool = False, offset: int = 0, limit: int = 20,
     search_after_ctx: str = "", progress: str = "", incident_severity: str = "",
     channel_ids: Sequence[int] = (), team_ids: Sequence[int] = (), is_my_team: bool = False,
     is_my_channel: bool = False, responder_ids: Sequence[int] = (),
@@ -101,7 +108,8 @@ async def find_incidents(
     ever_muted: bool = False,
 ) -> IncidentListResponse:
     """Incidents started in [start_time, end_time) (at most 31 days), filtered, a page at a
-    time by offset or by the opaque `search_after_ctx` cursor (signed with `cursor_key`)."""
+    time by offset or by the opaque `search_after_ctx` cursor (signed with the server's
+    secret key)."""
     if end_time <= start_time:
         raise errors.invalid("end_time", "must be after start_time")
     if end_time - start_time > MAX_WINDOW_S:
@@ -134,7 +142,7 @@ async def find_incidents(
 
     after = None
     if search_after_ctx:
-        after = _read_cursor(cursor_key, search_after_ctx, asc)
+        after = _read_cursor(_cursor_key(deps), search_after_ctx, asc)
         offset = 0  # a cursor replaces p: it already says where the page starts
     scope = await visibility.scope(actor)
     total, rows = await repo.window(conn, scope, f, asc=asc, offset=offset,
@@ -143,8 +151,8 @@ async def find_incidents(
     rows = rows[:limit]
     cursor = ""
     if has_next and rows:
-        cursor = _write_cursor(cursor_key, rows[-1].start_time, rows[-1].incident_id, asc)
-    return IncidentListResponse(items=await records(conn, actor, rows, base_url=base_url),
+        cursor = _write_cursor(_cursor_key(deps), rows[-1].start_time, rows[-1].incident_id, asc)
+    return IncidentListResponse(items=await records(conn, actor, rows, deps=deps),
                                 total=total, has_next_page=has_next, search_after_ctx=cursor)
 
 
@@ -153,6 +161,10 @@ list_incidents = reads(*VIEW_PERMISSIONS)(find_incidents)
 
 # The cursor is opaque to clients: base64 of (start_time, incident_id, direction) plus an
 # HMAC, so a client cannot forge a position or reuse a cursor in the other direction.
+def _cursor_key(deps: Deps) -> str:
+    return deps.settings.resolved_secret_key()
+
+
 def _cursor_mac(key: str, payload: bytes) -> str:
     digest = hmac.new(key.encode(), b"incident-list:" + payload, hashlib.sha256).digest()[:12]
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
@@ -184,7 +196,7 @@ def _read_cursor(key: str, cursor: str, asc: bool) -> tuple[int, str]:
 
 
 async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
-                  base_url: str, alerts_scope: visibility.Scope | None = None,
+                  deps: Deps, alerts_scope: visibility.Scope | None = None,
                   sources: bool = True) -> list[IncidentInfo]:
     """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads;
     with `alerts_scope`, each incident's alerts visible in that scope are embedded (one more
@@ -234,8 +246,8 @@ async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
             account_time_zone=acct.time_zone if acct else "",
             channel_name=chan[0] if chan else "",
             channel_status=chan[1] if chan else "",
-            detail_url=f"{base_url}/console/incidents/{r.incident_id}",
-            silence_url=f"{base_url}/incident/silence/{r.incident_id}",
+            detail_url=f"{deps.base_url}/console/incidents/{r.incident_id}",
+            silence_url=f"{deps.base_url}/incident/silence/{r.incident_id}",
             post_mortem_id="", images=images_of(r.images), manual_overrides=[],
             merged_into=r.merged_into or "",
             creator=_person(people, r.creator_id), closer=_person(people, r.closer_id),

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.incident import visibility
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import PastIncidentItem
@@ -75,10 +76,10 @@ class _Reference:
 @reads(*VIEW_PERMISSIONS)
 async def past_incidents(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, limit: int = DEFAULT_LIMIT,
-    base_url: str,
+    deps: Deps,
 ) -> list[PastIncidentItem]:
     """The `limit` (0: the default) most similar earlier incidents of the incident's channel,
-    as whole records (`base_url` for their links) with their score."""
+    as whole records (the server's base URL for their links) with their score."""
     scope = await visibility.scope(actor)
     ref = await repo.find(conn, scope, incident_id.lower())
     if ref is None:
@@ -95,6 +96,6 @@ async def past_incidents(
         return []
     rows = await repo.find_many(conn, scope, [i for _, i in best])
     infos = {info.incident_id: info
-             for info in await records(conn, actor, rows, base_url=base_url)}
+             for info in await records(conn, actor, rows, deps=deps)}
     return [PastIncidentItem(**msgspec.structs.asdict(infos[i]), score=score)
             for score, i in best if i in infos]

@@ -28,7 +28,7 @@ async def delivery_list(ctx: Context, req: ListDeliveriesRequest) -> ListDeliver
     """Every notification of an incident: recipient, channel, outcome and each attempt."""
     # The incident must be one the caller sees (not found otherwise).
     await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
-                                  base_url=ctx.runtime.settings.base_url)
+                                  deps=ctx.runtime.deps)
     return ListDeliveriesResponse(items=await service.deliveries(
         ctx.conn, ctx.actor, incident_id=req.incident_id))
 

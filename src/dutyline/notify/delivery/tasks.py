@@ -42,9 +42,9 @@ _json = msgspec.json.Decoder()
 
 
 def send_env(runtime: Runtime) -> SendEnv:
-    policy = needs.policy_of(runtime.settings, runtime.outbound_policy())
-    env = SendEnv(settings=runtime.settings, policy=policy, secrets=runtime.secrets,
-                  clock=runtime.clock)
+    deps = runtime.deps
+    env = SendEnv(settings=deps.settings, policy=needs.policy_of(deps.settings, deps.policy),
+                  secrets=deps.box, clock=runtime.clock)
     return replace(env, session=runtime.kept_sessions.get("delivery", lambda: session_for(env)))
 
 

@@ -27,7 +27,7 @@ async def template_create(ctx: Context, req: TemplateCreateRequest) -> TemplateC
     created = await service.create_template(
         ctx.conn, ctx.actor, template_name=req.template_name, team_id=req.team_id,
         description=req.description, bodies=req.bodies(),
-        base_url=ctx.runtime.settings.base_url)
+        deps=ctx.runtime.deps)
     ctx.audit_targets.append(created.template_id)
     return created
 
@@ -58,7 +58,7 @@ async def template_update(ctx: Context, req: TemplateUpdateRequest) -> None:
     await service.update_template(
         ctx.conn, ctx.actor, template_id=req.template_id, template_name=req.template_name,
         team_id=req.team_id, description=req.description, bodies=req.bodies(),
-        base_url=ctx.runtime.settings.base_url)
+        deps=ctx.runtime.deps)
     ctx.audit_targets.append(req.template_id.lower())
 
 
@@ -74,4 +74,4 @@ async def template_preview(ctx: Context, req: TemplatePreviewRequest) -> Templat
     """Render a body against an incident of the account (or a sample one)."""
     return await service.preview(
         ctx.conn, ctx.actor, channel=req.type, content=req.content,
-        incident_id=req.incident_id, base_url=ctx.runtime.settings.base_url)
+        incident_id=req.incident_id, deps=ctx.runtime.deps)

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.incident.service import query as incidents
 from dutyline.notify.template.data import incident_data
 
@@ -16,10 +17,10 @@ MAX_ALERTS = 100  # alerts a template sees (the newest first pages of the incide
 
 
 async def incident_template_data(conn: AsyncConnection, actor: Actor, *, incident_id: str,
-                                 base_url: str) -> dict[str, Any]:
+                                 deps: Deps) -> dict[str, Any]:
     """ResourceNotFound when the incident is not one the actor may see."""
     info = await incidents.find_incident(conn, actor, incident_id=incident_id,
-                                         base_url=base_url)
+                                         deps=deps)
     alerts = await incidents.find_incident_alerts(conn, actor, incident_id=incident_id,
                                                   limit=MAX_ALERTS)
     return incident_data(info, alerts.items)

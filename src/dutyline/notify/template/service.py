@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 from dutyline.incident.service import references
 from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
@@ -91,12 +92,12 @@ def _name_key(name: str) -> str:
         targets=lambda created: [created.template_id])
 async def create_template(conn: AsyncConnection, actor: Actor, *, template_name: str,
                           team_id: int, description: str, bodies: dict[str, str],
-                          base_url: str = "") -> TemplateCreateResponse:
+                          deps: Deps) -> TemplateCreateResponse:
     name = template_name.strip()
     if not name:
         raise errors.invalid("template_name", "is required")
     await _check_team(conn, actor, team_id)
-    await anyio.to_thread.run_sync(validate_bodies, bodies, actor.now_s, base_url)
+    await anyio.to_thread.run_sync(validate_bodies, bodies, actor.now_s, deps.base_url)
     if await repo.name_taken(conn, actor.account_id, _name_key(name)):
         raise errors.invalid("template_name", "already exists")
     template_id = hex_id()
@@ -201,14 +202,14 @@ async def _require_writable(conn: AsyncConnection, actor: Actor, template_id: st
 @writes("/template/update", TEMPLATE_MANAGE)
 async def update_template(conn: AsyncConnection, actor: Actor, *, template_id: str,
                           template_name: str, team_id: int, description: str,
-                          bodies: dict[str, str], base_url: str = "") -> None:
+                          bodies: dict[str, str], deps: Deps) -> None:
     row = await _require_writable(conn, actor, template_id, "updated")
     name = template_name.strip()
     if not name:
         raise errors.invalid("template_name", "is required")
     if team_id != row.team_id:
         await _check_team(conn, actor, team_id)
-    await anyio.to_thread.run_sync(validate_bodies, bodies, actor.now_s, base_url)
+    await anyio.to_thread.run_sync(validate_bodies, bodies, actor.now_s, deps.base_url)
     if await repo.name_taken(conn, actor.account_id, _name_key(name), row.template_id):
         raise errors.invalid("template_name", "already exists")
     try:
@@ -243,12 +244,12 @@ def truncate_bytes(text: str, limit: int) -> str:
 
 @reads(TEMPLATE_VIEW)
 async def preview(conn: AsyncConnection, actor: Actor, *, channel: str, content: str,
-                  incident_id: str | None, base_url: str = "") -> TemplatePreviewResponse:
+                  incident_id: str | None, deps: Deps) -> TemplatePreviewResponse:
     if incident_id:
         data = await incident_template_data(conn, actor, incident_id=incident_id.lower(),
-                                            base_url=base_url)
+                                            deps=deps)
     else:
-        data = sample_data(actor.now_s, base_url)
+        data = sample_data(actor.now_s, deps.base_url)
     try:
         tmpl = engine.compile_for(channel, content)
         text = await engine.render_off_loop(tmpl, data, tz=str(data.get("AccountTimeZone") or ""),
@@ -273,17 +274,17 @@ def has_body_for(channel: str) -> bool:
 
 
 async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_id: str | None,
-                              channel: str, incident_id: str, base_url: str
+                              channel: str, incident_id: str, deps: Deps
                               ) -> RenderedMessage:
     """The message of `channel` for an incident with the chosen template (None or the
-    preset: the built-in default); `base_url`, the server's, makes its links absolute. A
+    preset: the built-in default); the server's base URL makes its links absolute. A
     template that fails to render, or is gone, falls back to the default; the failure is
     counted, logged and returned in `error`. The text is truncated to the channel's size
     limit."""
     if channel not in DEFAULT_BODIES:
         raise errors.invalid("channel", "is not a template channel")
     data = await incident_template_data(conn, actor, incident_id=incident_id.lower(),
-                                        base_url=base_url)
+                                        deps=deps)
     tz = str(data.get("AccountTimeZone") or "")
     source, error = "", ""
     if template_id and template_id.lower() not in PRESET_IDS:

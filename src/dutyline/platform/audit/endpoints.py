@@ -23,7 +23,7 @@ async def audit_search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResp
             start_time=req.start_time, end_time=req.end_time, request_id=req.request_id,
             operations=req.operations, person_id=req.person_id,
             is_dangerous=req.is_dangerous, is_write=req.is_write),
-        after=req.search_after_ctx, limit=req.limit, settings=ctx.runtime.settings,
+        after=req.search_after_ctx, limit=req.limit, deps=ctx.runtime.deps,
         labels=service.labels(ctx.runtime, ctx.locale))
     return AuditSearchResponse(total=total, search_after_ctx=cursor, docs=docs)
 

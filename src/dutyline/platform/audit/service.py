@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.runtime import Runtime, ServedOperation
 from dutyline.config import Settings
@@ -96,13 +97,13 @@ def _validate(q: AuditQuery) -> None:
 @reads(ACCOUNT_MANAGE)
 async def search(
     conn: AsyncConnection, actor: Actor, *, query: AuditQuery, after: str = "", limit: int = 0,
-    settings: Settings, labels: Mapping[str, str],
+    deps: Deps, labels: Mapping[str, str],
 ) -> tuple[int, list[AuditLog], str]:
     """(total, one page of the account's entries newest first, the next page's cursor or "").
     `after` is the cursor of the page before; `labels` name the operations."""
     _validate(query)
     account_id = actor.account_id
-    position = decode_cursor(settings, account_id, after) if after else None
+    position = decode_cursor(deps.settings, account_id, after) if after else None
     limit = limit or DEFAULT_LIMIT
     f = repo.AuditFilter(
         account_id=account_id,
@@ -133,7 +134,7 @@ async def search(
     ]
     cursor = ""
     if more and rows:
-        cursor = encode_cursor(settings, account_id, rows[-1].created_at, rows[-1].id)
+        cursor = encode_cursor(deps.settings, account_id, rows[-1].created_at, rows[-1].id)
     return total, docs, cursor
 
 

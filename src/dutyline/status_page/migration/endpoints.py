@@ -21,7 +21,7 @@ async def migrate_structure(ctx: Context, req: MigrateStructureRequest) -> Migra
     """Start importing a Statuspage page's structure and history into a new status page."""
     job_id = await service.start_structure(
         ctx.conn, ctx.actor, api_key=req.api_key, source_page_id=req.source_page_id,
-        secrets=ctx.runtime.secrets)
+        deps=ctx.runtime.deps)
     ctx.audit_targets.append(job_id)
     return MigrationStartResponse(job_id=job_id)
 
@@ -34,7 +34,7 @@ async def migrate_email_subscribers(
     """Start importing a Statuspage page's email subscribers into an existing status page."""
     job_id = await service.start_subscribers(
         ctx.conn, ctx.actor, api_key=req.api_key, source_page_id=req.source_page_id,
-        target_page_id=req.target_page_id, secrets=ctx.runtime.secrets)
+        target_page_id=req.target_page_id, deps=ctx.runtime.deps)
     ctx.audit_targets.append(job_id)
     return MigrationStartResponse(job_id=job_id)
 

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.errors import InvalidParameter, invalid, not_found
 from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.kit.secretbox import SecretBox
@@ -46,7 +47,7 @@ def _validate(api_key: str, source_page_id: str) -> None:
 
 
 async def _start(conn: AsyncConnection, actor: Actor, *, kind: str, api_key: str,
-                 source_page_id: str, target_page_id: int, secrets: SecretBox) -> str:
+                 source_page_id: str, target_page_id: int, box: SecretBox) -> str:
     now = actor.now_s
     job_id = repo.new_job_id(actor.now_ms)
     steps = STRUCTURE_STEPS if kind == "structure" else SUBSCRIBER_STEPS
@@ -57,7 +58,7 @@ async def _start(conn: AsyncConnection, actor: Actor, *, kind: str, api_key: str
         target_page_id=target_page_id, phase="structure" if kind == "structure" else kind,
         status=repo.PENDING, progress=msgspec.json.encode(progress).decode(),
         checkpoint=json.dumps({"step": steps[0], "page": 0 if kind == "subscribers" else 1}),
-        error="", api_key_sealed=secrets.seal(api_key),
+        error="", api_key_sealed=box.seal(api_key),
         created_at=now, updated_at=now,
     )
     # In the caller's transaction: the job exists exactly when the response says so.
@@ -68,27 +69,26 @@ async def _start(conn: AsyncConnection, actor: Actor, *, kind: str, api_key: str
 
 @writes("/status-page/migrate-structure", STATUS_PAGE_MANAGE)
 async def start_structure(conn: AsyncConnection, actor: Actor, *, api_key: str,
-                          source_page_id: str, secrets: SecretBox) -> str:
+                          source_page_id: str, deps: Deps) -> str:
     """Start importing a source page's structure and history; returns the job's id."""
     _validate(api_key, source_page_id)
     # A rerun of the same source continues into the page the earlier run made.
     target = await repo.previous_target(conn, actor.account_id, source_page_id)
     return await _start(conn, actor, kind="structure", api_key=api_key,
                         source_page_id=source_page_id, target_page_id=target or 0,
-                        secrets=secrets)
+                        box=deps.box)
 
 
 @writes("/status-page/migrate-email-subscribers", STATUS_PAGE_MANAGE)
 async def start_subscribers(conn: AsyncConnection, actor: Actor, *, api_key: str,
-                            source_page_id: str, target_page_id: int,
-                            secrets: SecretBox) -> str:
+                            source_page_id: str, target_page_id: int, deps: Deps) -> str:
     """Start importing a source page's email subscribers into one of the actor's pages."""
     _validate(api_key, source_page_id)
     if not await page_exists(conn, actor, page_id=target_page_id):
         raise invalid("target_page_id", "is not a status page of this account")
     return await _start(conn, actor, kind="subscribers", api_key=api_key,
                         source_page_id=source_page_id, target_page_id=target_page_id,
-                        secrets=secrets)
+                        box=deps.box)
 
 
 def job_record(row: object) -> MigrationJob:

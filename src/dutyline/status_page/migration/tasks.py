@@ -76,7 +76,7 @@ async def _step(ctx: JobContext, job_id: str) -> None:
         return  # cancelled, or finished by an earlier run of this step
     checkpoint = json.loads(row.checkpoint or "{}")
     try:
-        api_key = runtime.secrets.open(row.api_key_sealed)
+        api_key = runtime.deps.box.open(row.api_key_sealed)
     except SecretBoxError:
         await _finish(ctx, row, repo.FAILED, "the stored api_key cannot be opened (the server "
                       "key changed); start the migration again")
@@ -85,7 +85,7 @@ async def _step(ctx: JobContext, job_id: str) -> None:
     try:
         async with StatuspageClient(
             settings.statuspage_api_url, api_key,
-            policy=runtime.outbound_policy(),
+            policy=runtime.deps.policy,
             rate_per_second=settings.statuspage_rate_per_second,
         ) as client:
             fetched = await _fetch(client, row, checkpoint)

@@ -63,8 +63,7 @@ async def page_delete(ctx: Context, req: PageLookup) -> None:
 async def page_list(ctx: Context, req: PageListRequest) -> PageListResponse:
     """List the account's status pages, newest first."""
     total, items = await service.list_pages(ctx.conn, ctx.actor, offset=req.offset,
-                                            limit=req.limit,
-                                            base_url=ctx.runtime.settings.base_url)
+                                            limit=req.limit, deps=ctx.runtime.deps)
     return PageListResponse(p=req.p, limit=req.limit, total=total,
                             has_next_page=req.offset + len(items) < total, items=items)
 
@@ -73,7 +72,7 @@ async def page_list(ctx: Context, req: PageListRequest) -> PageListResponse:
 async def page_info(ctx: Context, req: PageLookup) -> PageInfo:
     """Get a status page with its sections and components."""
     return await service.page_info(ctx.conn, ctx.actor, page_id=req.page_id,
-                                   base_url=ctx.runtime.settings.base_url)
+                                   deps=ctx.runtime.deps)
 
 
 @router.post("/status-page/section/upsert", permissions=MANAGE, write=True)

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.db.tables.status_page import status_component, status_section
 from dutyline.kit.ids import hex_id, numeric_id
@@ -321,14 +322,14 @@ def component_item(row: Any) -> ComponentItem:
 
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def list_pages(
-    conn: AsyncConnection, actor: Actor, *, offset: int, limit: int, base_url: str
+    conn: AsyncConnection, actor: Actor, *, offset: int, limit: int, deps: Deps
 ) -> tuple[int, list[PageInfo]]:
     """(total, one page of the account's pages with their structure), newest first."""
     total, rows = await repo.list_pages(conn, actor.account_id, offset=offset, limit=limit)
     page_ids = [r.page_id for r in rows]
     sections = await repo.sections_of(conn, page_ids)
     components = await repo.components_of(conn, page_ids)
-    return total, [_page_info(page_item(r, base_url), sections[r.page_id],
+    return total, [_page_info(page_item(r, deps.base_url), sections[r.page_id],
                               components[r.page_id]) for r in rows]
 
 
@@ -347,8 +348,8 @@ def section_item(row: Any) -> SectionItem:
 
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def page_info(
-    conn: AsyncConnection, actor: Actor, *, page_id: int, base_url: str
+    conn: AsyncConnection, actor: Actor, *, page_id: int, deps: Deps
 ) -> PageInfo:
     row = await require_page(conn, actor, page_id=page_id)
-    return _page_info(page_item(row, base_url), list(await repo.sections(conn, page_id)),
+    return _page_info(page_item(row, deps.base_url), list(await repo.sections(conn, page_id)),
                       list(await repo.components(conn, page_id)))

@@ -57,7 +57,7 @@ async def _view(ctx: ConsoleContext, incident_id: str) -> incident_view.Incident
     require(ctx.actor, CHANNEL_VIEW, INCIDENT_MANAGE)
     async with ctx.read() as conn:
         return await incident_view.load(conn, ctx.actor, incident_id=incident_id,
-                                        base_url=ctx.runtime.settings.base_url)
+                                        deps=ctx.runtime.deps)
 
 
 def _not_found(ctx: ConsoleContext) -> Response:

@@ -96,7 +96,7 @@ async def enable_two_factor(ctx: ConsoleContext) -> Response:
     except SecretBoxError:
         ctx.kept.update(_new_enrolment(ctx))
     async with ctx.write() as conn:
-        await second_factor.enable(conn, ctx.actor, box=ctx.runtime.secrets,
+        await second_factor.enable(conn, ctx.actor, deps=ctx.runtime.deps,
                                    sealed_secret=sealed, code=form.get("code", ""))
     ctx.flash("Two-factor sign-in is on: signing in now asks for a code.")
     return ctx.redirect(ME)

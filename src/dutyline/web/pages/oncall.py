@@ -59,8 +59,7 @@ async def on_call_elsewhere(ctx: ConsoleContext) -> Response:
 async def create_calendar_link(ctx: ConsoleContext) -> Response:
     """A new link (the previous one, if any, stops working)."""
     async with ctx.write() as conn:
-        url, _ = await schedules.create_feed(conn, ctx.actor,
-                                             base_url=ctx.runtime.settings.base_url)
+        url, _ = await schedules.create_feed(conn, ctx.actor, deps=ctx.runtime.deps)
     # The URL is the credential and is shown once: in this answer, not through a redirect
     # that would carry it in a cookie.
     return ctx.render("oncall_calendar.html", title="Your calendar link", feed_url=url)
