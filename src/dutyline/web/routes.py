@@ -24,6 +24,8 @@ PAGE_MODULES = (
     "dutyline.web.pages.recovery:pages",
     "dutyline.web.pages.me:pages",
     "dutyline.web.pages.invite:pages",
+    "dutyline.web.pages.members:pages",
+    "dutyline.web.pages.teams:pages",
 )
 
 
