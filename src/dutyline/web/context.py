@@ -71,6 +71,8 @@ class ConsoleContext:
         self._visitor = self._cookie(security.VISITOR_COOKIE)
         self._new_visitor = False
         self._form: dict[str, str] | None = None
+        # The body can be read once: `form` and `form_lists` share what it held.
+        self._form_pairs: list[tuple[str, str]] | None = None
         self._flashes_in = self._read_flashes()
         self._flashes_out: list[dict[str, str]] = []
         self._cookie_changes: list[tuple[str, str | None]] = []
@@ -176,6 +178,11 @@ class ConsoleContext:
         return out
 
     async def _pairs(self) -> list[tuple[str, str]]:
+        if self._form_pairs is None:
+            self._form_pairs = await self._read_pairs()
+        return self._form_pairs
+
+    async def _read_pairs(self) -> list[tuple[str, str]]:
         if self.request.method != "POST":
             return parse_qsl(self.request.url.query, keep_blank_values=True)
         kind = self.request.headers.get("content-type", "").split(";")[0].strip().lower()
