@@ -13,17 +13,16 @@ from dutyline.api import errors
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
-from dutyline.platform.team.schemas import TeamItem, TeamUpsertRequest
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
 from dutyline.web.pages.members import (
     PAGE_SIZE,
     all_members,
-    checked,
     page_number,
     path_id,
     require_manager,
     search_text,
+    within_limits,
 )
 
 pages = Pages()
@@ -48,31 +47,32 @@ async def team_list(ctx: ConsoleContext) -> Response:
 # --- creating and editing ---------------------------------------------------------------
 
 
-async def _form_context(ctx: ConsoleContext, team: TeamItem | None) -> dict[str, Any]:
+async def _form_context(ctx: ConsoleContext, team: Any) -> dict[str, Any]:
     async with ctx.read() as conn:
         people = await all_members(conn, ctx)
     return {"team": team, "people": people,
             "selected": set(team.person_ids) if team else set()}
 
 
-async def _save(ctx: ConsoleContext, team: TeamItem | None) -> Response:
+async def _save(ctx: ConsoleContext, team: Any) -> Response:
     """The form's team, created (`team` None) or updated; the form again on an error."""
     context = await _form_context(ctx, team)
     lists = await ctx.form_lists()
     form = await ctx.form()
     chosen = lists.get("person_ids", [])
-    context["selected"] = {int(p) for p in chosen if p.isdigit() and len(p) <= 19}
+    person_ids = [int(p) for p in chosen if p.isdigit() and len(p) <= 19]
+    context["selected"] = set(person_ids)
     try:
-        request = checked(TeamUpsertRequest, {
-            "team_name": form.get("team_name", ""), "team_id": team.team_id if team else 0,
-            "description": form.get("description", ""), "person_ids": chosen})
+        if len(person_ids) != len(chosen):
+            raise errors.invalid("person_ids", "is invalid")
+        typed = within_limits(form, "team_name", "description")
         async with ctx.write() as conn:
             team_id = await teams.upsert_team(conn, ctx.actor, team=teams.TeamChanges(
-                team_name=request.team_name, team_id=request.team_id,
-                description=request.description, person_ids=request.person_ids or []))
+                team_name=typed["team_name"], team_id=team.team_id if team else 0,
+                description=typed["description"], person_ids=person_ids))
     except errors.ApiError as exc:
         return ctx.form_failed("team_form.html", exc, **context)
-    ctx.flash(f"The team {request.team_name.strip()} is saved.")
+    ctx.flash(f"The team {typed['team_name']} is saved.")
     return ctx.redirect(f"{TEAMS}/{team_id}")
 
 
@@ -87,7 +87,7 @@ async def create(ctx: ConsoleContext) -> Response:
     return await _save(ctx, None)
 
 
-async def _team(conn: AsyncConnection, ctx: ConsoleContext) -> TeamItem:
+async def _team(conn: AsyncConnection, ctx: ConsoleContext) -> Any:
     return await teams.team_info(conn, ctx.actor, team_id=path_id(ctx, "team_id", "team"))
 
 
