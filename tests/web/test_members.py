@@ -81,6 +81,9 @@ async def test_the_list_shows_the_accounts_members_only(
     assert "Ada Lovelace" in page.text and "ada@acme.example" in page.text
     assert "Acme Owner" in page.text and "Owner" in page.text  # the Owner's role by name
     assert "Globex" not in page.text and "gus@globex.example" not in page.text
+    # Only "Members" is the current item of the navigation ("Me" is a prefix of it).
+    assert re.findall(r'<a href="([^"]+)" aria-current="page"', page.text) == [
+        "/console/members"]
     # Another account's member is not found, as through the API (ResourceNotFound: 400).
     missing = await console.get(f"/console/members/{stranger.person_id}")
     assert missing.status_code == 400 and "not found" in missing.text
@@ -358,3 +361,11 @@ def test_the_forms_limits_are_the_apis() -> None:
     assert bounds(InviteMemberItem, "email")[1] == LIMITS["email"][1]
     assert bounds(TeamUpsertRequest, "team_name") == LIMITS["team_name"]
     assert bounds(TeamUpsertRequest, "description")[1] == LIMITS["description"][1]
+
+
+async def test_a_message_after_a_change_is_shown_once(api: Api, owner: Person,
+                                                      console: Browser) -> None:
+    leaving = await new_member(api, owner, name="Leaving")
+    await console.post(f"/console/members/{leaving.person_id}/remove")
+    assert "Leaving is removed" in (await console.get("/console/members")).text
+    assert "Leaving is removed" not in (await console.get("/console/members")).text

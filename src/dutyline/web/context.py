@@ -73,9 +73,10 @@ class ConsoleContext:
         self._form: dict[str, str] | None = None
         # The body can be read once: `form` and `form_lists` share what it held.
         self._form_pairs: list[tuple[str, str]] | None = None
+        # Before the flashes are read: reading them clears their cookie.
+        self._cookie_changes: list[tuple[str, str | None]] = []
         self._flashes_in = self._read_flashes()
         self._flashes_out: list[dict[str, str]] = []
-        self._cookie_changes: list[tuple[str, str | None]] = []
         # Values a handler keeps for its page being shown again after an error.
         self.kept: dict[str, Any] = {}
 
