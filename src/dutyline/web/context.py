@@ -71,10 +71,12 @@ class ConsoleContext:
         self._visitor = self._cookie(security.VISITOR_COOKIE)
         self._new_visitor = False
         self._form: dict[str, str] | None = None
-        self._pairs_read: list[tuple[str, str]] | None = None
+        # The body can be read once: `form` and `form_lists` share what it held.
+        self._form_pairs: list[tuple[str, str]] | None = None
+        # Before the flashes are read: reading them clears their cookie.
+        self._cookie_changes: list[tuple[str, str | None]] = []
         self._flashes_in = self._read_flashes()
         self._flashes_out: list[dict[str, str]] = []
-        self._cookie_changes: list[tuple[str, str | None]] = []
         # Values a handler keeps for its page being shown again after an error.
         self.kept: dict[str, Any] = {}
 
@@ -177,10 +179,9 @@ class ConsoleContext:
         return out
 
     async def _pairs(self) -> list[tuple[str, str]]:
-        # The body can be read once: `form` (the CSRF check) and `form_lists` share it.
-        if self._pairs_read is None:
-            self._pairs_read = await self._read_pairs()
-        return self._pairs_read
+        if self._form_pairs is None:
+            self._form_pairs = await self._read_pairs()
+        return self._form_pairs
 
     async def _read_pairs(self) -> list[tuple[str, str]]:
         if self.request.method != "POST":

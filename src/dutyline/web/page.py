@@ -91,7 +91,7 @@ class Pages:
 
 # Items of the navigation, in order: (label, path). Pages that do not exist yet answer 404.
 NAV = (("Incidents", "/console/incidents"), ("On call", "/console/on-call"),
-       ("Me", "/console/me"), ("Members", "/console/members"))
+       ("Me", "/console/me"), ("Members", "/console/members"), ("Teams", "/console/teams"))
 
 
 class Console:

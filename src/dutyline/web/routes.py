@@ -27,6 +27,8 @@ PAGE_MODULES = (
     "dutyline.web.pages.invite:pages",
     "dutyline.web.pages.incident:pages",
     "dutyline.web.pages.oncall:pages",
+    "dutyline.web.pages.members:pages",
+    "dutyline.web.pages.teams:pages",
 )
 
 

@@ -65,18 +65,26 @@ async def list_members(
         orderby=orderby, asc=asc, offset=offset, limit=limit,
     )
     role_ids = await repo.role_ids_by_member(conn, [r.member_id for r in rows])
-    items = [
-        MemberItem(
-            account_id=r.account_id, member_id=r.member_id, member_name=r.member_name,
-            country_code=r.country_code, phone=mask_phone(r.phone), email=r.email,
-            locale=r.locale, time_zone=r.time_zone, phone_verified=False, email_verified=False,
-            avatar=r.avatar, status=r.status, account_role_ids=role_ids[r.member_id],
-            is_external=r.is_external, ref_id=r.ref_id, created_at=r.created_at,
-            updated_at=r.updated_at,
-        )
-        for r in rows
-    ]
-    return total, items
+    return total, [_member_item(r, role_ids[r.member_id]) for r in rows]
+
+
+async def member_record(conn: AsyncConnection, actor: Actor, *, member_id: int) -> MemberItem:
+    """One live member of the account, as the member list shows them (the console's member
+    page); readable by every member, like the list."""
+    row = await _require_member(conn, actor, member_id)
+    role_ids = await repo.role_ids_by_member(conn, [row.member_id])
+    return _member_item(row, role_ids[row.member_id])
+
+
+def _member_item(r: Any, role_ids: list[int]) -> MemberItem:
+    return MemberItem(
+        account_id=r.account_id, member_id=r.member_id, member_name=r.member_name,
+        country_code=r.country_code, phone=mask_phone(r.phone), email=r.email,
+        locale=r.locale, time_zone=r.time_zone, phone_verified=False, email_verified=False,
+        avatar=r.avatar, status=r.status, account_role_ids=role_ids,
+        is_external=r.is_external, ref_id=r.ref_id, created_at=r.created_at,
+        updated_at=r.updated_at,
+    )
 
 
 @dataclass(frozen=True)

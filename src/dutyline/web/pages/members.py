@@ -1,0 +1,274 @@
+"""The Members pages: the account's members (what /member/list shows, to every member),
+one member's page, and, for those who manage the account, inviting a member by e-mail,
+changing their roles and removing them. Every change goes through the member service the
+API calls, which checks the permission and notes the audit entry."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+from starlette.responses import Response
+
+from dutyline.api import errors
+from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.api.types import MAX_PAGE_WINDOW
+from dutyline.platform.member import service as members
+from dutyline.platform.role import service as roles
+from dutyline.platform.team import service as teams
+from dutyline.web import mail as link_mail
+from dutyline.web import service as signin
+from dutyline.web.context import ConsoleContext
+from dutyline.web.page import Pages
+
+pages = Pages()
+
+MEMBERS = "/console/members"
+PAGE_SIZE = 20
+# The service's pages hold at most 100 rows; lists gathered whole (every team, every member
+# for a team's checkboxes) stop after this many pages.
+SERVICE_PAGE = 100
+MAX_GATHERED_PAGES = 10
+
+# The API's limits on what these forms send (the request types of /member/invite and
+# /team/upsert, which this package may not import: domains meet through their services);
+# tests/web/test_members.py checks they agree.
+LIMITS: dict[str, tuple[int, int]] = {
+    "member_name": (2, 39), "email": (1, 255), "team_name": (1, 39), "description": (0, 500)}
+
+# The invite service names fields of its batch ("members[0].email"); the form has one.
+_BATCH_FIELD = re.compile(r"^members(?:\[\d+\])?\.")
+
+
+# --- helpers shared with the Teams pages ----------------------------------------------
+
+
+def within_limits(form: dict[str, str], *fields: str) -> dict[str, str]:
+    """These fields of the form, trimmed, refused by name past the API's limits."""
+    out = {}
+    for field in fields:
+        value = form.get(field, "").strip()
+        low, high = LIMITS[field]
+        if len(value) < low:
+            raise errors.invalid(field, "is required" if low == 1 else
+                                 f"must be at least {low} characters")
+        if len(value) > high:
+            raise errors.invalid(field, f"must be at most {high} characters")
+        out[field] = value
+    return out
+
+
+def page_number(ctx: ConsoleContext, size: int = PAGE_SIZE) -> int:
+    raw = ctx.request.query_params.get("p", "1")
+    number = int(raw) if raw.isdigit() else 1
+    return min(max(number, 1), MAX_PAGE_WINDOW // size)
+
+
+def search_text(ctx: ConsoleContext) -> str:
+    return ctx.request.query_params.get("q", "").strip()[:255]
+
+
+def path_id(ctx: ConsoleContext, name: str, kind: str) -> int:
+    raw = str(ctx.path_params[name])
+    if not raw.isdigit() or len(raw) > 19:
+        raise errors.not_found(kind, raw)
+    return int(raw)
+
+
+def require_manager(ctx: ConsoleContext) -> None:
+    """The forms of changes only the account's managers may make: a page saying so for
+    others (the services refuse the change itself whoever sends it)."""
+    if not ctx.actor.has(ACCOUNT_MANAGE):
+        raise errors.AccessDenied()
+
+
+async def all_members(conn: AsyncConnection, ctx: ConsoleContext) -> list[Any]:
+    """The account's members by name, for pickers (bounded: see MAX_GATHERED_PAGES)."""
+    found: list[Any] = []
+    for page in range(MAX_GATHERED_PAGES):
+        total, items = await members.list_members(
+            conn, ctx.actor, orderby="created_at", asc=True, offset=page * SERVICE_PAGE,
+            limit=SERVICE_PAGE)
+        found += items
+        if len(found) >= total or not items:
+            break
+    return sorted(found, key=lambda m: m.member_name.lower())
+
+
+async def team_names_by_person(conn: AsyncConnection, ctx: ConsoleContext,
+                               person_id: int | None = None) -> dict[int, list[str]]:
+    """{person_id: names of their teams}, for everyone or for one person."""
+    out: dict[int, list[str]] = {}
+    seen = 0
+    for page in range(MAX_GATHERED_PAGES):
+        total, items = await teams.list_teams(
+            conn, ctx.actor, person_id=person_id, orderby="team_name", asc=True,
+            offset=page * SERVICE_PAGE, limit=SERVICE_PAGE)
+        for team in items:
+            for person in team.person_ids:
+                out.setdefault(person, []).append(team.team_name)
+        seen += len(items)
+        if seen >= total or not items:
+            break
+    return out
+
+
+# --- the list ---------------------------------------------------------------------------
+
+
+@pages.get(MEMBERS)
+async def member_list(ctx: ConsoleContext) -> Response:
+    query, number = search_text(ctx), page_number(ctx)
+    async with ctx.read() as conn:
+        total, items = await members.list_members(
+            conn, ctx.actor, query=query, orderby="created_at", asc=True,
+            offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+        role_names = {r.role_id: r.role_name for r in await roles.list_roles(conn, ctx.actor)}
+        team_names = await team_names_by_person(conn, ctx)
+        signed_up = await signin.have_passwords(conn, [m.member_id for m in items])
+    return ctx.render(
+        "members.html", query=query, page=number, total=total,
+        last_page=max(1, -(-total // PAGE_SIZE)), can_manage=ctx.actor.has(ACCOUNT_MANAGE),
+        rows=[{"item": m, "roles": [role_names[r] for r in m.account_role_ids
+                                    if r in role_names],
+               "teams": team_names.get(m.member_id, []),
+               "signed_up": m.member_id in signed_up} for m in items])
+
+
+# --- inviting ---------------------------------------------------------------------------
+
+
+def _assignable(all_roles: Sequence[Any], owner_role: int) -> list[Any]:
+    return [r for r in all_roles if r.role_id != owner_role]
+
+
+async def _invite_form_context(ctx: ConsoleContext) -> dict[str, Any]:
+    async with ctx.read() as conn:
+        all_roles = await roles.list_roles(conn, ctx.actor, asc=True)
+        owner_role = await roles.builtin_role_id(conn, ctx.actor, builtin="owner")
+        member_role = await roles.builtin_role_id(conn, ctx.actor, builtin="member")
+    return {"roles": _assignable(all_roles, owner_role), "default_role": member_role,
+            "mails_sent": ctx.runtime.reach_gap("email") is None}
+
+
+@pages.get(MEMBERS + "/new")
+async def invite_form(ctx: ConsoleContext) -> Response:
+    require_manager(ctx)
+    return ctx.render("members_invite.html", **await _invite_form_context(ctx))
+
+
+@pages.post(MEMBERS + "/new", template="members_invite.html")
+async def invite(ctx: ConsoleContext) -> Response:
+    ctx.kept.update(await _invite_form_context(ctx))
+    form = await ctx.form()
+    role = form.get("role_id", "")
+    if not role.isdigit() or len(role) > 19:
+        raise errors.invalid("role_id", "is invalid")
+    typed = within_limits(form, "member_name", "email")
+    async with ctx.write() as conn:
+        try:
+            [added] = await members.invite_members(conn, ctx.actor, members=[
+                members.NewMember(member_name=typed["member_name"], email=typed["email"],
+                                  role_ids=[int(role)])])
+        except errors.InvalidParameter as exc:
+            raise _form_field(exc) from None
+        except errors.ResourceNotFound:  # a role id not of this account
+            raise errors.invalid("role_id", "is invalid") from None
+        if ctx.kept["mails_sent"]:
+            # The same action as the list's "Send invitation" button.
+            await link_mail.invite(conn, ctx.actor, person_id=added.member_id)
+    if ctx.kept["mails_sent"]:
+        ctx.flash(f"{added.member_name} is added, and an invitation is on its way.")
+    else:
+        ctx.flash(f"{added.member_name} is added. This server sends no e-mail: the server's "
+                  "shell makes their sign-in link (dutyline invite-link).")
+    return ctx.redirect(f"{MEMBERS}/{added.member_id}")
+
+
+def _form_field(exc: errors.InvalidParameter) -> errors.InvalidParameter:
+    field = exc.fields.get("field")
+    if not isinstance(field, str):
+        return exc
+    name = _BATCH_FIELD.sub("", field)
+    return errors.invalid("role_id" if name == "role_ids" else name,
+                          str(exc.fields.get("reason", "is invalid")))
+
+
+# --- one member -------------------------------------------------------------------------
+
+
+async def _member_context(conn: AsyncConnection, ctx: ConsoleContext,
+                          member_id: int) -> dict[str, Any]:
+    item = await members.member_record(conn, ctx.actor, member_id=member_id)
+    all_roles = await roles.list_roles(conn, ctx.actor, asc=True)
+    owner_role = await roles.builtin_role_id(conn, ctx.actor, builtin="owner")
+    team_names = await team_names_by_person(conn, ctx, person_id=member_id)
+    signed_up = bool(await signin.have_passwords(conn, [member_id]))
+    return {
+        "member": item, "is_owner": owner_role in item.account_role_ids,
+        "is_self": member_id == ctx.actor.person_id,
+        "role_names": [r.role_name for r in all_roles if r.role_id in item.account_role_ids],
+        "roles": _assignable(all_roles, owner_role),
+        "teams": team_names.get(member_id, []), "signed_up": signed_up,
+        "can_manage": ctx.actor.has(ACCOUNT_MANAGE),
+        "mails_sent": ctx.runtime.reach_gap("email") is None,
+    }
+
+
+@pages.get(MEMBERS + "/{person_id}")
+async def member_page(ctx: ConsoleContext) -> Response:
+    member_id = path_id(ctx, "person_id", "member")
+    async with ctx.read() as conn:
+        context = await _member_context(conn, ctx, member_id)
+    return ctx.render("member.html", **context)
+
+
+# These forms name no `template` for the page layer: a member that does not exist is a
+# plain 404 page; the service's refusal of the change shows the member's page again.
+@pages.post(MEMBERS + "/{person_id}/roles")
+async def change_roles(ctx: ConsoleContext) -> Response:
+    member_id = path_id(ctx, "person_id", "member")
+    chosen = (await ctx.form_lists()).get("role_ids", [])
+    async with ctx.read() as conn:
+        context = await _member_context(conn, ctx, member_id)
+    try:
+        if not all(r.isdigit() and len(r) <= 19 for r in chosen):
+            raise errors.invalid("role_ids", "is invalid")
+        wanted = [int(r) for r in chosen]
+        async with ctx.write() as conn:
+            owner_role = await roles.builtin_role_id(conn, ctx.actor, builtin="owner")
+            current = (await members.member_record(conn, ctx.actor, member_id=member_id)
+                       ).account_role_ids
+            # The Owner role is no checkbox: it stays with whoever holds it.
+            if owner_role in current and owner_role not in wanted:
+                wanted.append(owner_role)
+            await members.update_roles(conn, ctx.actor, member_id=member_id, role_ids=wanted)
+    except errors.ApiError as exc:
+        return ctx.form_failed("member.html", exc, **context)
+    ctx.flash("The roles are saved.")
+    return ctx.redirect(f"{MEMBERS}/{member_id}")
+
+
+@pages.get(MEMBERS + "/{person_id}/remove")
+async def remove_form(ctx: ConsoleContext) -> Response:
+    require_manager(ctx)
+    member_id = path_id(ctx, "person_id", "member")
+    async with ctx.read() as conn:
+        item = await members.member_record(conn, ctx.actor, member_id=member_id)
+    return ctx.render("members_remove.html", member=item)
+
+
+@pages.post(MEMBERS + "/{person_id}/remove")
+async def remove(ctx: ConsoleContext) -> Response:
+    member_id = path_id(ctx, "person_id", "member")
+    async with ctx.read() as conn:
+        item = await members.member_record(conn, ctx.actor, member_id=member_id)
+    try:
+        async with ctx.write() as conn:
+            await members.delete_member(conn, ctx.actor, member_id=member_id)
+    except errors.ApiError as exc:
+        return ctx.form_failed("members_remove.html", exc, member=item)
+    ctx.flash(f"{item.member_name} is removed; they are signed out of the console.")
+    return ctx.redirect(MEMBERS)

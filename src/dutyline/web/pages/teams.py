@@ -1,0 +1,142 @@
+"""The Teams pages: the account's teams and each team's members (what /team/list and
+/team/info show, to every member), and, for those who manage the account, creating,
+editing and deleting a team through the team service the API calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+from starlette.responses import Response
+
+from dutyline.api import errors
+from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.platform.member import service as members
+from dutyline.platform.team import service as teams
+from dutyline.web.context import ConsoleContext
+from dutyline.web.page import Pages
+from dutyline.web.pages.members import (
+    PAGE_SIZE,
+    all_members,
+    page_number,
+    path_id,
+    require_manager,
+    search_text,
+    within_limits,
+)
+
+pages = Pages()
+
+TEAMS = "/console/teams"
+# /person/infos answers at most this many ids at once.
+_INFOS_BATCH = 100
+
+
+@pages.get(TEAMS)
+async def team_list(ctx: ConsoleContext) -> Response:
+    query, number = search_text(ctx), page_number(ctx)
+    async with ctx.read() as conn:
+        total, items = await teams.list_teams(
+            conn, ctx.actor, query=query, orderby="team_name", asc=True,
+            offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+    return ctx.render("teams.html", teams=items, query=query, page=number, total=total,
+                      last_page=max(1, -(-total // PAGE_SIZE)),
+                      can_manage=ctx.actor.has(ACCOUNT_MANAGE))
+
+
+# --- creating and editing ---------------------------------------------------------------
+
+
+async def _form_context(ctx: ConsoleContext, team: Any) -> dict[str, Any]:
+    async with ctx.read() as conn:
+        people = await all_members(conn, ctx)
+    return {"team": team, "people": people,
+            "selected": set(team.person_ids) if team else set()}
+
+
+async def _save(ctx: ConsoleContext, team: Any) -> Response:
+    """The form's team, created (`team` None) or updated; the form again on an error."""
+    context = await _form_context(ctx, team)
+    lists = await ctx.form_lists()
+    form = await ctx.form()
+    chosen = lists.get("person_ids", [])
+    person_ids = [int(p) for p in chosen if p.isdigit() and len(p) <= 19]
+    context["selected"] = set(person_ids)
+    try:
+        if len(person_ids) != len(chosen):
+            raise errors.invalid("person_ids", "is invalid")
+        typed = within_limits(form, "team_name", "description")
+        async with ctx.write() as conn:
+            team_id = await teams.upsert_team(conn, ctx.actor, team=teams.TeamChanges(
+                team_name=typed["team_name"], team_id=team.team_id if team else 0,
+                description=typed["description"], person_ids=person_ids))
+    except errors.ApiError as exc:
+        return ctx.form_failed("team_form.html", exc, **context)
+    ctx.flash(f"The team {typed['team_name']} is saved.")
+    return ctx.redirect(f"{TEAMS}/{team_id}")
+
+
+@pages.get(TEAMS + "/new")
+async def new_form(ctx: ConsoleContext) -> Response:
+    require_manager(ctx)
+    return ctx.render("team_form.html", **await _form_context(ctx, None))
+
+
+@pages.post(TEAMS + "/new")
+async def create(ctx: ConsoleContext) -> Response:
+    return await _save(ctx, None)
+
+
+async def _team(conn: AsyncConnection, ctx: ConsoleContext) -> Any:
+    return await teams.team_info(conn, ctx.actor, team_id=path_id(ctx, "team_id", "team"))
+
+
+@pages.get(TEAMS + "/{team_id}")
+async def team_page(ctx: ConsoleContext) -> Response:
+    async with ctx.read() as conn:
+        team = await _team(conn, ctx)
+        people = []
+        for start in range(0, len(team.person_ids), _INFOS_BATCH):
+            people += await members.person_infos(
+                conn, ctx.actor, person_ids=team.person_ids[start:start + _INFOS_BATCH])
+    return ctx.render("team.html", team=team, can_manage=ctx.actor.has(ACCOUNT_MANAGE),
+                      people=sorted(people, key=lambda p: p.person_name.lower()))
+
+
+@pages.get(TEAMS + "/{team_id}/edit")
+async def edit_form(ctx: ConsoleContext) -> Response:
+    require_manager(ctx)
+    async with ctx.read() as conn:
+        team = await _team(conn, ctx)
+    return ctx.render("team_form.html", **await _form_context(ctx, team))
+
+
+@pages.post(TEAMS + "/{team_id}/edit")
+async def edit(ctx: ConsoleContext) -> Response:
+    async with ctx.read() as conn:
+        team = await _team(conn, ctx)
+    return await _save(ctx, team)
+
+
+# --- deleting ---------------------------------------------------------------------------
+
+
+@pages.get(TEAMS + "/{team_id}/delete")
+async def delete_form(ctx: ConsoleContext) -> Response:
+    require_manager(ctx)
+    async with ctx.read() as conn:
+        team = await _team(conn, ctx)
+    return ctx.render("team_delete.html", team=team)
+
+
+@pages.post(TEAMS + "/{team_id}/delete")
+async def delete(ctx: ConsoleContext) -> Response:
+    async with ctx.read() as conn:
+        team = await _team(conn, ctx)
+    try:
+        async with ctx.write() as conn:
+            await teams.delete_team(conn, ctx.actor, team_id=team.team_id)
+    except errors.ApiError as exc:
+        return ctx.form_failed("team_delete.html", exc, team=team)
+    ctx.flash(f"The team {team.team_name} is deleted.")
+    return ctx.redirect(TEAMS)
