@@ -55,8 +55,11 @@ async def member_notify_test(ctx: Context, req: NotifyTestRequest) -> NotifyTest
     """Send a short test message to a member (the caller unless `member_id` names another,
     which needs account management) through each of their channels, or the `channels`
     given, and answer what happened at each: `sent`, `failed` or `skipped`, with the
-    reason. Sent at once, each channel bounded by a timeout; nothing is retried."""
+    reason. Sent at once, each channel bounded by a timeout; nothing is retried. A channel
+    tested in the last minute is `skipped` (the wait is its reason), and a request left
+    with nothing else to try is refused with RequestTooFrequently (429)."""
     answer = await trial.test_member(ctx.conn, ctx.actor, env=send_env(ctx.runtime),
+                                     cooldown=ctx.runtime.notify_test_cooldown,
                                      member_id=req.member_id, channels=req.channels)
     ctx.audit_targets.append(answer.member_id)
     return answer
