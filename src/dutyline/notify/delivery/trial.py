@@ -28,8 +28,8 @@ from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.ratelimit import MemoryRateLimiter, RateLimiter, Window
 from dutyline.config import Settings
-from dutyline.kit.clock import Clock
 from dutyline.kit.channels import address_key, personal_refusal
+from dutyline.kit.clock import Clock
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery.adapters import adapter, needs
 from dutyline.notify.delivery.adapters.base import Outgoing, SendEnv

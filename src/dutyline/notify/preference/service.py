@@ -21,7 +21,7 @@ from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import SaveWarning
 from dutyline.config import Settings
 from dutyline.kit.channels import IM_PLATFORMS, address_key, personal_refusal
-from dutyline.notify.delivery import service as delivery
+from dutyline.notify.delivery.adapters import needs
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
 from dutyline.platform.member import service as members
@@ -93,10 +93,10 @@ def delivery_warnings(settings: Settings, *, im: dict[str, str] | None,
     out: list[SaveWarning] = []
     for severity, channels in by_severity.items():
         for i, channel in enumerate(channels or []):
-            if reason := delivery.personal_gap(settings, channel):
+            if reason := needs.gap(settings, channel, personal=True):
                 out.append(SaveWarning(field=f"{severity}[{i}]", message=f"{channel}: {reason}"))
     for kind, handle in (im or {}).items():
-        if handle.strip() and (reason := delivery.personal_gap(settings, kind)):
+        if handle.strip() and (reason := needs.gap(settings, kind, personal=True)):
             out.append(SaveWarning(field=f"im.{kind}", message=reason))
     return out
 
