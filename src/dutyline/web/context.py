@@ -71,6 +71,7 @@ class ConsoleContext:
         self._visitor = self._cookie(security.VISITOR_COOKIE)
         self._new_visitor = False
         self._form: dict[str, str] | None = None
+        self._form_pairs: list[tuple[str, str]] | None = None
         self._flashes_in = self._read_flashes()
         self._flashes_out: list[dict[str, str]] = []
         self._cookie_changes: list[tuple[str, str | None]] = []
@@ -176,6 +177,12 @@ class ConsoleContext:
         return out
 
     async def _pairs(self) -> list[tuple[str, str]]:
+        # Kept: the body is read once (the CSRF check reads it before the handler does).
+        if self._form_pairs is None:
+            self._form_pairs = await self._read_pairs()
+        return self._form_pairs
+
+    async def _read_pairs(self) -> list[tuple[str, str]]:
         if self.request.method != "POST":
             return parse_qsl(self.request.url.query, keep_blank_values=True)
         kind = self.request.headers.get("content-type", "").split(";")[0].strip().lower()

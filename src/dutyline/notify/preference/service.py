@@ -28,6 +28,8 @@ from dutyline.platform.member import service as members
 
 SEVERITIES = ("critical", "warning", "info")
 DEFAULT_CHANNELS = ("email",)
+# The API's bound on a chat handle (schemas.py), held for every caller.
+HANDLE_MAX = 128
 
 _json = msgspec.json.Decoder()
 
@@ -127,6 +129,8 @@ def _checked_im(im: dict[str, str]) -> dict[str, str]:
         if kind not in IM_PLATFORMS:
             raise errors.invalid(f"im.{kind}"[:64],
                                  "is not a known IM type: one of " + ", ".join(IM_PLATFORMS))
+        if len(handle.strip()) > HANDLE_MAX:
+            raise errors.invalid(f"im.{kind}", f"must be at most {HANDLE_MAX} characters")
         if handle.strip():
             out[kind] = handle.strip()
     return out
