@@ -23,6 +23,7 @@ PAGE_MODULES = (
     "dutyline.web.pages.home:pages",
     "dutyline.web.pages.recovery:pages",
     "dutyline.web.pages.me:pages",
+    "dutyline.web.pages.me_contacts:pages",
     "dutyline.web.pages.invite:pages",
 )
 
