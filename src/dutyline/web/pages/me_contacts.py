@@ -9,12 +9,13 @@ button, and without JavaScript the outcome comes back as a message on the page."
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from starlette.responses import Response
 
 from dutyline.api import errors
 from dutyline.kit.channels import BY_NAME, IM_PLATFORMS
 from dutyline.notify.delivery import service as delivery
-from dutyline.notify.delivery.schemas import NotifyTestResult
 from dutyline.notify.preference import service as preferences
 from dutyline.platform.member import service as members
 from dutyline.web.context import ConsoleContext
@@ -58,7 +59,16 @@ async def save_contacts(ctx: ConsoleContext) -> Response:
     return ctx.redirect(ME + "#contacts")
 
 
-def _outcome(result: NotifyTestResult) -> str:
+class _Outcome(Protocol):
+    """A channel's answer of the test service (NotifyTestResult)."""
+
+    channel: str
+    status: str
+    reason: str
+    address: str
+
+
+def _outcome(result: _Outcome) -> str:
     what = me_view.channel_label(result.channel) if result.channel in BY_NAME \
         else result.channel
     if result.status == "sent":
