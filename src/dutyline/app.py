@@ -34,6 +34,7 @@ from dutyline.kit.extras import OTEL, REDIS, require
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.secretbox import SecretBox
 from dutyline.notify.delivery import service as delivery
+from dutyline.notify.delivery import trial
 from dutyline.platform.audit.sink import DatabaseAuditSink
 from dutyline.platform.auth import DatabaseAuthenticator
 from dutyline.work.startup import BackgroundTask, default_background
@@ -73,6 +74,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         audit=DatabaseAuditSink(clock),
         metrics=metrics,
         secrets=SecretBox(settings.resolved_secret_key),
+        notify_test_cooldown=trial.cooldown_limiter(settings, clock),
         operations=tuple(op for router in all_routers() for op in router.operations),
         reach_gap=functools.partial(delivery.personal_gap, settings),
     )
@@ -189,6 +191,7 @@ class Lifespan:
                     await runtime.runner_hub.close()
             await runtime.kept_sessions.aclose()
             await runtime.limiter.close()
+            await runtime.notify_test_cooldown.close()
             await runtime.db.dispose()
 
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from dutyline.config import Settings
-from dutyline.notify.delivery import tasks
+from dutyline.notify.delivery import tasks, trial
 from dutyline.notify.delivery.adapters import needs
 from tests.api.test_reference_schemas import check
 from tests.dispatch.receiver import Receiver
@@ -295,13 +295,14 @@ async def test_a_test_notification_says_why_a_channel_failed_or_was_skipped(
 
 
 async def test_testing_another_member_needs_member_management(
-        tapi: Api, owner: Person, smtp_sink: SmtpSink) -> None:
+        tapi: Api, owner: Person, smtp_sink: SmtpSink, clock: FakeClock) -> None:
     member = await new_member(tapi, owner, name="Plain", email="plain@acme.example")
     denied = await tapi.call("/member/notify/test", {"member_id": owner.person_id},
                              key=member.key)
     assert denied.status == 403
     own = await tapi.call("/member/notify/test", {"channels": ["email"]}, key=member.key)
     assert own.data["results"][0]["status"] == "sent"
+    clock.advance(trial.COOLDOWN_S)  # a member's channel is tested once a minute at most
     by_owner = await tapi.call("/member/notify/test",
                                {"member_id": member.person_id, "channels": ["email"]},
                                key=owner.key)

@@ -78,6 +78,9 @@ class Runtime:
     metrics: Metrics
     # Seals third-party secrets (MCP headers, A2A auth) at rest with the server key.
     secrets: SecretBox
+    # Test notifications already sent, per member and channel (notify/delivery/trial.py):
+    # the API and the console refuse another within the cooldown alike.
+    notify_test_cooldown: RateLimiter
     # Every operation the process serves, from the composition root (domains.py).
     operations: tuple[ServedOperation, ...] = ()
     # The process's BYOC runner sockets (aisre/runner/hub.py), made on first use.

@@ -24,6 +24,7 @@ PAGE_MODULES = (
     "dutyline.web.pages.home:pages",
     "dutyline.web.pages.recovery:pages",
     "dutyline.web.pages.me:pages",
+    "dutyline.web.pages.me_contacts:pages",
     "dutyline.web.pages.invite:pages",
     "dutyline.web.pages.incident:pages",
     "dutyline.web.pages.oncall:pages",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.incident.service import query as incidents
-from dutyline.notify.delivery import service, trial
+from dutyline.notify.delivery import service
 from dutyline.notify.delivery.schemas import (
     GetWebhookHistoryDetailRequest,
     ListDeliveriesRequest,
@@ -18,7 +18,6 @@ from dutyline.notify.delivery.schemas import (
     NotifyTestResponse,
     WebhookHistoryDetail,
 )
-from dutyline.notify.delivery.tasks import send_env
 
 router = Router("Notifications")
 
@@ -55,8 +54,10 @@ async def member_notify_test(ctx: Context, req: NotifyTestRequest) -> NotifyTest
     """Send a short test message to a member (the caller unless `member_id` names another,
     which needs account management) through each of their channels, or the `channels`
     given, and answer what happened at each: `sent`, `failed` or `skipped`, with the
-    reason. Sent at once, each channel bounded by a timeout; nothing is retried."""
-    answer = await trial.test_member(ctx.conn, ctx.actor, env=send_env(ctx.runtime),
+    reason. Sent at once, each channel bounded by a timeout; nothing is retried. A channel
+    tested in the last minute is `skipped` (the wait is its reason), and a request left
+    with nothing else to try is refused with RequestTooFrequently (429)."""
+    answer = await service.send_test(ctx.conn, ctx.actor, runtime=ctx.runtime,
                                      member_id=req.member_id, channels=req.channels)
     ctx.audit_targets.append(answer.member_id)
     return answer

@@ -1,13 +1,14 @@
 """Delivery: making a notification (a row and its job, in the caller's transaction), taking
 an attempt's outcome (retry with backoff, or the final outcome in the incident feed), and
 reading deliveries per incident (for channel viewers) and the webhook history (for
-integration viewers)."""
+integration viewers); and the test notification (trial.py) as the API and the console send it."""
 
 from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -21,16 +22,21 @@ from dutyline.incident.service import feed
 from dutyline.kit.clock import Clock, millis
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery import repository as repo
+from dutyline.notify.delivery import trial
 from dutyline.notify.delivery.adapters import needs
-from dutyline.notify.delivery.adapters.base import Attempt, dumps
+from dutyline.notify.delivery.adapters.base import Attempt, SendEnv, dumps, session_for
 from dutyline.notify.delivery.schemas import (
     DeliveryAttemptItem,
     DeliveryItem,
     ListWebhookHistoryResponse,
+    NotifyTestResponse,
     WebhookHistoryDetail,
     history_item,
 )
 from dutyline.work import queue
+
+if TYPE_CHECKING:
+    from dutyline.api.runtime import Runtime
 
 DELIVER_JOB = "notify.deliver"
 MAX_ATTEMPTS = 5
@@ -54,6 +60,25 @@ def group_gap(settings: Settings, channel: str) -> str | None:
 def url_gap(settings: Settings, url: str) -> str | None:
     """Why the outbound guard will refuse a webhook URL, as far as the URL tells."""
     return needs.url_gap(settings, url)
+
+
+def send_env(runtime: Runtime) -> SendEnv:
+    """What an attempt is made with in this process: its settings, outbound policy and kept
+    connections."""
+    deps = runtime.deps
+    env = SendEnv(settings=deps.settings, policy=needs.policy_of(deps.settings, deps.policy),
+                  secrets=deps.box, clock=runtime.clock)
+    return replace(env, session=runtime.kept_sessions.get("delivery", lambda: session_for(env)))
+
+
+async def send_test(conn: AsyncConnection, actor: Actor, *, runtime: Runtime, member_id: int,
+                    channels: list[str] | None) -> NotifyTestResponse:
+    """A test notification to a member (the actor when `member_id` is 0), answered per
+    channel, under the process's per-member cooldown (trial.py): the API's
+    /member/notify/test and the console's buttons alike."""
+    return await trial.test_member(conn, actor, env=send_env(runtime),
+                                   cooldown=runtime.notify_test_cooldown,
+                                   member_id=member_id, channels=channels)
 
 
 def retry_delay_s(attempts_done: int) -> int:

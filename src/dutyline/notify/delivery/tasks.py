@@ -17,7 +17,6 @@ Idempotency-Key, for the receivers that drop repeats (at least once, never lost)
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
 from typing import Any
 
 import msgspec
@@ -26,26 +25,18 @@ import structlog
 from dutyline.api.runtime import Runtime
 from dutyline.notify.delivery import repository as repo
 from dutyline.notify.delivery import service
-from dutyline.notify.delivery.adapters import adapter, needs
+from dutyline.notify.delivery.adapters import adapter
 from dutyline.notify.delivery.adapters.base import (
     ATTEMPT_TIMEOUT_S,
     Attempt,
     Outgoing,
     SendEnv,
-    session_for,
 )
 from dutyline.work import queue
 from dutyline.work.registry import BatchContext, JobContext, job_batch_handler, job_handler
 
 log = structlog.get_logger("dutyline.notify.delivery")
 _json = msgspec.json.Decoder()
-
-
-def send_env(runtime: Runtime) -> SendEnv:
-    deps = runtime.deps
-    env = SendEnv(settings=deps.settings, policy=needs.policy_of(deps.settings, deps.policy),
-                  secrets=deps.box, clock=runtime.clock)
-    return replace(env, session=runtime.kept_sessions.get("delivery", lambda: session_for(env)))
 
 
 def _due(row: Any, attempt: int | None) -> bool:
@@ -108,7 +99,7 @@ async def _send_and_record(runtime: Runtime, rows: list[Any]) -> None:
     """Send side by side (none waits on another's slow receiver longer than its own
     timeout) and commit each outcome as soon as its receiver answers; the outcomes that
     arrive while a commit runs go into the next one."""
-    env = send_env(runtime)
+    env = service.send_env(runtime)
     sending = {asyncio.create_task(_send(env, row)): row for row in rows}
     try:
         while sending:

@@ -5,13 +5,20 @@ that a page would reach them before the night it has to.
 What is sent is no page: no incident, no delivery row, no feed entry; only the audit log
 keeps that it was asked for (`test_member`, which any member may ask for themselves; another
 member needs account management). Each channel is bounded by TIMEOUT_S, all sent side by
-side. The operator's CLI plans and sends outside any transaction, as the service itself."""
+side. The operator's CLI plans and sends outside any transaction, as the service itself.
+
+A member is tested at most once per channel every COOLDOWN_S, whoever asks (the API, the
+console's button): a channel tested more recently is answered `skipped` with the wait, and
+a request that would send nothing else for that reason alone is refused (429). Only a
+channel that is actually tried counts: a test skipped for a missing address or setting can
+be asked again at once, after the address is added. The operator's CLI has no cooldown."""
 
 from __future__ import annotations
 
 import asyncio
 import html
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -19,7 +26,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.ratelimit import MemoryRateLimiter, RateLimiter, Window
+from dutyline.config import Settings
 from dutyline.kit.channels import address_key, personal_refusal
+from dutyline.kit.clock import Clock
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery.adapters import adapter, needs
 from dutyline.notify.delivery.adapters.base import Outgoing, SendEnv
@@ -28,6 +38,7 @@ from dutyline.notify.preference import service as preferences
 from dutyline.platform.member.service import Contact, mask_phone
 
 TIMEOUT_S = 20.0
+COOLDOWN_S = 60.0
 SENT, FAILED, SKIPPED = "sent", "failed", "skipped"
 SUBJECT = "dutyline test notification"
 
@@ -101,15 +112,25 @@ def _shown(channel: str, address: str) -> str:
     return mask_phone(address) if address_key(channel) == "phone" else address
 
 
-async def _one(env: SendEnv, plan: Plan, channel: str) -> NotifyTestResult:
+def _unsendable(env: SendEnv, plan: Plan, channel: str) -> NotifyTestResult | None:
+    """Why `channel` is not tried at all (the server cannot use it, or the member has no
+    address for it), or None."""
     reason = needs.gap(env.settings, channel, personal=True)
     if reason:
         return NotifyTestResult(channel=channel, status=SKIPPED, reason=reason)
+    if adapter(channel, personal=True) is None:
+        reason = f"{channel} cannot reach a person"
+    elif not preferences.address(plan.person, plan.preference, channel):
+        reason = _no_address(channel)
+    return NotifyTestResult(channel=channel, status=SKIPPED, reason=reason) if reason else None
+
+
+async def _one(env: SendEnv, plan: Plan, channel: str) -> NotifyTestResult:
+    if (unsendable := _unsendable(env, plan, channel)) is not None:
+        return unsendable
     address = preferences.address(plan.person, plan.preference, channel)
     send = adapter(channel, personal=True)
-    if not address or send is None:
-        why = _no_address(channel) if send else f"{channel} cannot reach a person"
-        return NotifyTestResult(channel=channel, status=SKIPPED, reason=why)
+    assert send is not None
     shown = _shown(channel, address)
     out = Outgoing(delivery_id=hex_id(), channel=channel, address=address,
                    content=_content(channel, plan), attempt=1)
@@ -130,6 +151,42 @@ async def _one(env: SendEnv, plan: Plan, channel: str) -> NotifyTestResult:
                             reason=attempt.error or f"HTTP {attempt.status_code}")
 
 
+def cooldown_limiter(settings: Settings, clock: Clock) -> RateLimiter:
+    """The process's record of recent tests: one per key per COOLDOWN_S, shared by the
+    server's processes through Redis when they share rate limits that way."""
+    windows = (Window(1, COOLDOWN_S),)
+    if settings.redis_url:
+        from dutyline.api.ratelimit_redis import RedisRateLimiter
+
+        return RedisRateLimiter(settings.redis_url, windows, prefix="dutyline:notify-test:",
+                                clock=clock)
+    return MemoryRateLimiter(windows, clock)
+
+
+async def _cooled(cooldown: RateLimiter, env: SendEnv, plan: Plan,
+                  actor: Actor) -> tuple[tuple[str, ...], dict[str, int]]:
+    """The channels that may be tried now, and the seconds to wait for each channel tested
+    too recently (each channel that may be tried is counted as tested)."""
+    allowed: list[str] = []
+    waits: dict[str, int] = {}
+    for channel in plan.channels:
+        if _unsendable(env, plan, channel) is not None:
+            allowed.append(channel)  # answered `skipped` by _one, not counted
+            continue
+        decision = await cooldown.hit(f"{actor.account_id}:{plan.person.person_id}:{channel}")
+        if decision.allowed:
+            allowed.append(channel)
+        else:
+            waits[channel] = max(1, math.ceil(decision.retry_after))
+    return tuple(allowed), waits
+
+
+def _waiting(channel: str, wait_s: int) -> NotifyTestResult:
+    return NotifyTestResult(channel=channel, status=SKIPPED,
+                            reason=f"tested less than {COOLDOWN_S:g} s ago: "
+                                   f"try again in {wait_s} s")
+
+
 async def send(env: SendEnv, plan: Plan) -> list[NotifyTestResult]:
     """Send the plan's channels side by side; one result per channel, in its order."""
     results = list(await asyncio.gather(*(_one(env, plan, c) for c in plan.channels)))
@@ -141,10 +198,17 @@ async def send(env: SendEnv, plan: Plan) -> list[NotifyTestResult]:
 
 
 @writes("/member/notify/test", targets=lambda answer: [answer.member_id])
-async def test_member(conn: AsyncConnection, actor: Actor, *, env: SendEnv, member_id: int,
+async def test_member(conn: AsyncConnection, actor: Actor, *, env: SendEnv,
+                      cooldown: RateLimiter, member_id: int,
                       channels: list[str] | None) -> NotifyTestResponse:
     """Plan and send a test to a member (the actor when `member_id` is 0), answered per
-    channel; audited as asked by the actor, whatever each channel answered."""
+    channel; audited as asked by the actor, whatever each channel answered. `cooldown` is
+    the process's (cooldown_limiter): a channel tested within COOLDOWN_S is not sent again,
+    and when that leaves nothing to try the request is refused."""
     planned = await plan(conn, actor, member_id=member_id, channels=channels)
-    return NotifyTestResponse(member_id=planned.person.person_id,
-                              results=await send(env, planned))
+    allowed, waits = await _cooled(cooldown, env, planned, actor)
+    if waits and all(_unsendable(env, planned, c) is not None for c in allowed):
+        raise errors.RequestTooFrequently(retry_after=max(waits.values()))
+    sent = {r.channel: r for r in await send(env, replace(planned, channels=allowed))}
+    return NotifyTestResponse(member_id=planned.person.person_id, results=[
+        _waiting(c, waits[c]) if c in waits else sent[c] for c in planned.channels])

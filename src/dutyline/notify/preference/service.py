@@ -21,13 +21,15 @@ from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import SaveWarning
 from dutyline.config import Settings
 from dutyline.kit.channels import IM_PLATFORMS, address_key, personal_refusal
-from dutyline.notify.delivery import service as delivery
+from dutyline.notify.delivery.adapters import needs
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
 from dutyline.platform.member import service as members
 
 SEVERITIES = ("critical", "warning", "info")
 DEFAULT_CHANNELS = ("email",)
+# The API's bound on a chat handle (schemas.py), held for every caller.
+HANDLE_MAX = 128
 
 _json = msgspec.json.Decoder()
 
@@ -93,10 +95,10 @@ def delivery_warnings(settings: Settings, *, im: dict[str, str] | None,
     out: list[SaveWarning] = []
     for severity, channels in by_severity.items():
         for i, channel in enumerate(channels or []):
-            if reason := delivery.personal_gap(settings, channel):
+            if reason := needs.gap(settings, channel, personal=True):
                 out.append(SaveWarning(field=f"{severity}[{i}]", message=f"{channel}: {reason}"))
     for kind, handle in (im or {}).items():
-        if handle.strip() and (reason := delivery.personal_gap(settings, kind)):
+        if handle.strip() and (reason := needs.gap(settings, kind, personal=True)):
             out.append(SaveWarning(field=f"im.{kind}", message=reason))
     return out
 
@@ -127,6 +129,8 @@ def _checked_im(im: dict[str, str]) -> dict[str, str]:
         if kind not in IM_PLATFORMS:
             raise errors.invalid(f"im.{kind}"[:64],
                                  "is not a known IM type: one of " + ", ".join(IM_PLATFORMS))
+        if len(handle.strip()) > HANDLE_MAX:
+            raise errors.invalid(f"im.{kind}", f"must be at most {HANDLE_MAX} characters")
         if handle.strip():
             out[kind] = handle.strip()
     return out

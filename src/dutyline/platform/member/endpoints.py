@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
-from dutyline.api.types import SaveWarning, SaveWarnings
+from dutyline.api.types import SaveWarnings
 from dutyline.platform.member import service
 from dutyline.platform.member.schemas import (
     MemberDeleteRequest,
@@ -89,11 +89,8 @@ async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> SaveWa
         "member_name": req.member_name, "email": req.email, "phone": req.phone,
         "country_code": req.country_code, "avatar": req.avatar, "locale": req.locale,
         "time_zone": req.time_zone})
-    contacts = {"email": ("email", req.email), "phone": ("sms", req.phone)}
-    return SaveWarnings(warnings=[
-        SaveWarning(field=name, message=reason)
-        for name, (channel, value) in contacts.items()
-        if value and value.strip() and (reason := ctx.runtime.reach_gap(channel))])
+    return SaveWarnings(warnings=service.contact_warnings(
+        ctx.runtime.reach_gap, email=req.email, phone=req.phone))
 
 
 @router.post("/person/infos")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import zoneinfo
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import Caller
 from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.api.types import SaveWarning
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.auth import caller_from_rows
 from dutyline.platform.member import repository as repo
@@ -34,6 +35,8 @@ _PHONE = re.compile(r"^\+?[0-9][0-9 -]{3,30}$")
 # Read once: checking a zone name must not touch the file system inside a request.
 _TIME_ZONES = frozenset(zoneinfo.available_timezones())
 _OWNER_ROLE_FIXED = "the Owner role cannot be granted or revoked"
+# The API's request bounds (schemas.py), held for every caller of reset_info.
+_MAX_LENGTHS = {"email": 255, "phone": 32, "country_code": 8}
 
 
 async def member_info(conn: AsyncConnection, actor: Actor) -> MemberInfoResponse:
@@ -249,6 +252,9 @@ async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
     values = {k: v.strip() for k, v in changes.items() if v is not None}
     if "email" in values:
         values["email"] = values["email"].lower()
+    for name, most in _MAX_LENGTHS.items():
+        if len(values.get(name, "")) > most:
+            raise errors.invalid(name, f"must be at most {most} characters")
     if "member_name" in values and len(values["member_name"]) < 2:
         raise errors.invalid("member_name", "must be 2 to 39 characters")
     if values.get("email") and not _EMAIL.match(values["email"]):
@@ -274,6 +280,17 @@ async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
     except IntegrityError:
         # A concurrent write took this e-mail between our check and the update.
         raise errors.invalid("email", "already belongs to a member") from None
+
+
+def contact_warnings(reach_gap: Callable[[str], str | None], *, email: str | None,
+                     phone: str | None) -> list[SaveWarning]:
+    """A contact being saved that no channel of this server can use (`reach_gap`: the
+    runtime's, which the notify domain answers): a phone without SMS, an e-mail address
+    without SMTP. The contact is saved anyway."""
+    contacts = {"email": ("email", email), "phone": ("sms", phone)}
+    return [SaveWarning(field=name, message=reason)
+            for name, (channel, value) in contacts.items()
+            if value and value.strip() and (reason := reach_gap(channel))]
 
 
 def mask_phone(phone: str) -> str:

@@ -1,4 +1,5 @@
-"""The "Me" page: who you are, your sessions, your password and your second factor."""
+"""The "Me" page: who you are, your sessions, your password and your second factor (how
+you are reached and paged: me_contacts.py)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from starlette.responses import Response
 
 from dutyline.api import errors
 from dutyline.kit.secretbox import SecretBoxError
-from dutyline.platform.member import service as members
 from dutyline.web import passwords, second_factor
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
+from dutyline.web.pages import me_view
 
 pages = Pages()
 
@@ -22,13 +23,8 @@ ME = "/console/me"
 @pages.get(ME)
 async def me(ctx: ConsoleContext) -> Response:
     async with ctx.read() as conn:
-        info = await members.member_info(conn, ctx.actor)
-        sessions = await signin.sessions_of(conn, ctx.actor)
-        enrolled = await second_factor.enrolled(conn, ctx.actor.person_id)
-    current = ctx.session.session_hash if ctx.session else ""
-    return ctx.render("me.html", info=info, enrolled=enrolled, sessions=[
-        {"id": signin.public_id(s), "current": s.session_hash == current, "session": s}
-        for s in sessions])
+        page = await me_view.load(ctx, conn)
+    return ctx.render("me.html", **page)
 
 
 @pages.post(ME + "/sessions/revoke")
