@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 PAGE_MODULES = (
     "dutyline.web.pages.auth:pages",
     "dutyline.web.pages.home:pages",
+    "dutyline.web.pages.incidents:pages",
+    "dutyline.web.pages.incidents_live:pages",
 )
 
 
