@@ -69,6 +69,23 @@
     event.preventDefault();
   });
 
+  // Whether the list is live, for people (the notice beside the heading) and for tests.
+  function liveState(state, text) {
+    var live = document.querySelector(".live");
+    var notice = document.getElementById("live-state");
+    if (live) { live.setAttribute("data-live", state); }
+    if (notice) { notice.textContent = text; }
+  }
+  document.addEventListener("htmx:sseOpen", function () {
+    liveState("open", "Live: new incidents appear here as they open.");
+  });
+  document.addEventListener("htmx:sseError", function () {
+    liveState("retrying", "Reconnecting for live updates…");
+  });
+  document.addEventListener("htmx:sseClose", function () {
+    liveState("closed", "Live updates stopped: reload the page.");
+  });
+
   // A new incident the page already shows (it opened between the page's read and the
   // stream's start) replaces its row instead of showing twice.
   document.addEventListener("htmx:sseBeforeMessage", function (event) {
