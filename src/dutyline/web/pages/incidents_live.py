@@ -12,8 +12,10 @@ stream shows exactly what a reload would, and only what the person may see:
 - `session-ended`: the session is over (signed out, expired, removed); the page closes the
   stream, and says so.
 
-Each stream checks its session whenever it wakes and at least every HEARTBEAT_S; a comment
-line at that pace keeps proxies from closing an idle stream and finds a closed browser."""
+Each stream checks its session whenever it wakes and at least every HEARTBEAT_S, when an
+`id:` line (the position, for a reconnection to go on from) keeps proxies from closing an idle
+stream and finds a closed browser. After STREAM_MAX_S the stream ends and the browser opens
+it again at once from where it was: so it reads the person's roles and teams afresh."""
 
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from dutyline.web.pages.incidents import ListView, read_counts, read_list, row_c
 pages = Pages()
 
 HEARTBEAT_S = 15.0
+STREAM_MAX_S = 300.0
 # How far back a reconnecting page may ask to be caught up; further back it starts afresh.
 MAX_CATCH_UP_EVENTS = 10_000
 _IDS_PER_READ = 100
@@ -73,15 +76,23 @@ async def stream(ctx: ConsoleContext) -> Response:
         cursor = await incidents.live_cursor(conn, ctx.actor)
     # Where the page (or, reconnecting, the last event it got) left off, if not too old.
     given = ctx.request.headers.get("last-event-id") or params.get("from", "")
-    if given.isdigit() and cursor.last_id - MAX_CATCH_UP_EVENTS <= int(given) <= cursor.last_id:
+    if given.isdigit() and len(given) <= 19 and (
+            cursor.last_id - MAX_CATCH_UP_EVENTS <= int(given) <= cursor.last_id):
         cursor.last_id = int(given)
-    return StreamingResponse(_events(ctx, view, cursor, first_page=first_page),
+    # On PostgreSQL the cursor also reads back behind this position (incident/live.py): what
+    # it finds there the page may already show, so it is sent as a change, never as new.
+    first_page_from = cursor.last_id if first_page else None
+    return StreamingResponse(_events(ctx, view, cursor, new_after=first_page_from),
                              media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
 async def _events(ctx: ConsoleContext, view: ListView, cursor: LiveCursor, *,
-                  first_page: bool) -> AsyncIterator[str]:
+                  new_after: int | None) -> AsyncIterator[str]:
+    """The stream's messages; incidents created by events past `new_after` come as new rows
+    (None: never, an older page)."""
     watch_hub = incident_live.for_database(ctx.runtime.db)
+    loop = asyncio.get_running_loop()
+    ends_at = loop.time() + STREAM_MAX_S
     yield "retry: 2000\n\n"
     async with watch_hub.watch(ctx.actor.account_id) as bell:
         while True:
@@ -89,25 +100,29 @@ async def _events(ctx: ConsoleContext, view: ListView, cursor: LiveCursor, *,
                 yield sse("session-ended", _session_ended_notice())
                 return
             sent = False
-            async for message in _changes(ctx, view, cursor, first_page=first_page):
+            async for message in _changes(ctx, view, cursor, new_after=new_after):
                 sent = True
                 yield message
             if not sent:
-                yield ": still here\n\n"
+                # No event, only the position: what a reconnection sends back.
+                yield f"id: {cursor.last_id}\n\n"
+            left = ends_at - loop.time()
+            if left <= 0:
+                return
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(HEARTBEAT_S):
+                async with asyncio.timeout(min(HEARTBEAT_S, left)):
                     await bell.wait()
 
 
 async def _changes(ctx: ConsoleContext, view: ListView, cursor: LiveCursor, *,
-                   first_page: bool) -> AsyncIterator[str]:
+                   new_after: int | None) -> AsyncIterator[str]:
     """The messages for what changed past `cursor`, which moves past it."""
     while True:
         async with ctx.read():
             changes = await incidents.incident_changes(ctx.conn, ctx.actor, cursor=cursor)
             if not changes:
                 return
-            messages = await _render(ctx, view, changes, first_page=first_page)
+            messages = await _render(ctx, view, changes, new_after=new_after)
         for event, html in messages:
             yield sse(event, html, cursor.last_id)
         if len(changes) < incidents.LIVE_BATCH:
@@ -115,9 +130,10 @@ async def _changes(ctx: ConsoleContext, view: ListView, cursor: LiveCursor, *,
 
 
 async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any], *,
-                  first_page: bool) -> list[tuple[str, str]]:
+                  new_after: int | None) -> list[tuple[str, str]]:
     """(event, HTML) of the messages telling the page about `changes`."""
-    created = {c.incident_id for c in changes if c.kind == events.CREATED}
+    created = set() if new_after is None else {
+        c.incident_id for c in changes if c.kind == events.CREATED and c.event_id > new_after}
     changed = list(dict.fromkeys(c.incident_id for c in reversed(changes)))
     shown: dict[str, Any] = {}
     for i in range(0, len(changed), _IDS_PER_READ):
@@ -134,12 +150,11 @@ async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any], *,
     env = dict(row_context(ctx, view), view=view)
     messages: list[tuple[str, str]] = []
     fresh = [shown[i] for i in changed if i in shown and i in created]
-    if first_page:
-        # Oldest first, each put on top: the newest ends up first.
-        for item in sorted(fresh, key=lambda x: (x.start_time, x.incident_id)):
-            html = ctx.console.render("_incident_row.html", ctx=ctx, i=item, oob=False, **env)
-            messages.append(("incident-new", html))
-    updated = [shown[i] for i in changed if i in shown and (i not in created or not first_page)]
+    # Oldest first, each put on top: the newest ends up first.
+    for item in sorted(fresh, key=lambda x: (x.start_time, x.incident_id)):
+        html = ctx.console.render("_incident_row.html", ctx=ctx, i=item, oob=False, **env)
+        messages.append(("incident-new", html))
+    updated = [shown[i] for i in changed if i in shown and i not in created]
     parts = [ctx.console.render("_incident_row.html", ctx=ctx, i=item, oob=True, **env)
              for item in updated]
     parts += [f'<li id="incident-{incident_id}" hx-swap-oob="delete"></li>'
