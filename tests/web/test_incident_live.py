@@ -6,9 +6,12 @@ database appears: NOTIFY on PostgreSQL, the event poll on SQLite)."""
 from __future__ import annotations
 
 import asyncio
+import signal
+import time
 
 import pytest
 
+from dutyline.cli import GRACEFUL_SHUTDOWN_S
 from tests.fixtures.server import running_server
 from tests.web.live_support import (
     call,
@@ -82,3 +85,16 @@ def test_an_incident_opened_through_another_process_appears(database_url: str) -
         with open_stream(web) as events:
             create_incident(other.base_url, owner, "opened elsewhere")
             assert "opened elsewhere" in next_event(events, "incident-new")
+
+
+def test_a_server_stops_promptly_with_a_stream_open(sqlite_url: str) -> None:
+    """An open stream never finishes by itself: `serve` closes it a few seconds into its
+    shutdown instead of waiting for it (or for the SIGKILL after STOP_TIMEOUT_S)."""
+    owner = asyncio.run(seed_owner(sqlite_url))
+    with running_server(server_env(sqlite_url)) as server, server.client() as web:
+        sign_in(web, owner)
+        with open_stream(web):  # its answer has begun: the stream is open
+            started = time.monotonic()
+            # Ended by its own SIGTERM handling (uvicorn exits through the signal), not killed.
+            assert server.stop() in (0, -signal.SIGTERM)
+            assert time.monotonic() - started < GRACEFUL_SHUTDOWN_S + 5
