@@ -19,9 +19,8 @@ from dutyline.api import errors
 from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.channel import service as channels
 from dutyline.channel.service import ChannelQuery
-from dutyline.incident.lifecycle import service as lifecycle
-from dutyline.incident.query import service as incidents
-from dutyline.incident.query.schemas import IncidentInfo, IncidentListResponse
+from dutyline.incident.service import IncidentInfo, IncidentListResponse, lifecycle
+from dutyline.incident.service import query as incidents
 from dutyline.kit.vocabulary import PROGRESSES, SEVERITIES
 from dutyline.platform.team import service as teams
 from dutyline.web.context import ConsoleContext

@@ -26,10 +26,8 @@ from typing import Any
 
 from starlette.responses import Response, StreamingResponse
 
-from dutyline.incident import events
-from dutyline.incident import live as incident_live
-from dutyline.incident.live import LiveCursor
-from dutyline.incident.query import service as incidents
+from dutyline.incident.service import events, live
+from dutyline.incident.service import query as incidents
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import HOME, Pages
 from dutyline.web.pages.incidents import ListView, read_counts, read_list, row_context
@@ -86,11 +84,11 @@ async def stream(ctx: ConsoleContext) -> Response:
                              media_type="text/event-stream", headers=STREAM_HEADERS)
 
 
-async def _events(ctx: ConsoleContext, view: ListView, cursor: LiveCursor, *,
+async def _events(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, *,
                   new_after: int | None) -> AsyncIterator[str]:
     """The stream's messages; incidents created by events past `new_after` come as new rows
     (None: never, an older page)."""
-    watch_hub = incident_live.for_database(ctx.runtime.db)
+    watch_hub = live.for_database(ctx.runtime.db)
     loop = asyncio.get_running_loop()
     ends_at = loop.time() + STREAM_MAX_S
     yield "retry: 2000\n\n"
@@ -114,7 +112,7 @@ async def _events(ctx: ConsoleContext, view: ListView, cursor: LiveCursor, *,
                     await bell.wait()
 
 
-async def _changes(ctx: ConsoleContext, view: ListView, cursor: LiveCursor, *,
+async def _changes(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, *,
                    new_after: int | None) -> AsyncIterator[str]:
     """The messages for what changed past `cursor`, which moves past it."""
     while True:
