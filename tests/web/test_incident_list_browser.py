@@ -79,6 +79,16 @@ def test_the_live_list_in_a_browser(sqlite_url: str, chromium: Chromium) -> None
         assert _row_titles(driver)[0] == "payment errors spiking"
         assert driver.find_element(By.CSS_SELECTOR, '#progress-tabs a[href$="Triggered"]'
                                    ).text.split() == ["Triggered", "3"]
+        # A change made elsewhere replaces its row in place, and the tabs count again.
+        checkout = driver.find_element(
+            By.XPATH, "//ol[@id='incident-list']/li[a[.='checkout latency high']]")
+        incident_id = checkout.get_attribute("id").removeprefix("incident-")
+        call(url, "/incident/ack", owner.app_key, {"incident_ids": [incident_id]})
+        chromium.wait_for(lambda d: "Processing" in d.find_element(
+            By.ID, f"incident-{incident_id}").text, 5, "the acknowledged row did not change")
+        assert driver.find_element(By.CSS_SELECTOR, '#progress-tabs a[href$="Processing"]'
+                                   ).text.split() == ["Processing", "1"]
+        assert len(_row_titles(driver)) == 3
 
         for width in WIDTHS:
             chromium.resize(width)

@@ -140,10 +140,10 @@ async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any], *,
         shown.update((item.incident_id, item) for item in page.items)
     # Changed incidents the person sees that no longer match leave the list; those they do
     # not see are never named, not even to be removed.
-    visible = await incidents.list_by_ids(
-        ctx.conn, ctx.actor, incident_ids=[i for i in changed if i not in shown][:100],
-        base_url=ctx.runtime.settings.base_url, sources=False)
-    gone = [item.incident_id for item in visible.items]
+    unlisted = [i for i in changed if i not in shown][:100]
+    gone = [] if not unlisted else [item.incident_id for item in (await incidents.list_by_ids(
+        ctx.conn, ctx.actor, incident_ids=unlisted, base_url=ctx.runtime.settings.base_url,
+        sources=False)).items]
     counts = await read_counts(ctx, view)
     env = dict(row_context(ctx, view), view=view)
     messages: list[tuple[str, str]] = []
