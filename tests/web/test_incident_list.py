@@ -93,7 +93,11 @@ async def test_the_time_window(api: Api, owner: Person, clock: FakeClock) -> Non
     clock.advance(2 * 86_400)
     await create(api, owner, title="now")
     console = await signed_in(api, owner)
-    assert titles(await _page(console)) == ["now", "two days ago"]
+    page = await _page(console)
+    assert titles(page) == ["now", "two days ago"]
+    # Each row says how long ago it started (and when, in its <time>).
+    assert re.findall(r'<time datetime="[0-9TZ:-]+" title="[^"]+">([^<]+)</time>', page) == [
+        "just now", "2 d ago"]
     assert titles(await _page(console, "?window=24h")) == ["now"]
     clock.advance(6 * 86_400)
     console = await signed_in(api, owner)  # a week without use ends a session

@@ -123,12 +123,10 @@ async def read_counts(ctx: ConsoleContext, view: ListView) -> dict[str, int]:
 
 def age(start_time: int, now_s: int) -> str:
     seconds = max(0, now_s - start_time)
-    if seconds < 60:
-        return "just now"
     for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
         if seconds >= size:
             return f"{seconds // size} {unit} ago"
-    return "just now"  # unreachable: seconds >= 60 matched "min"
+    return "just now"
 
 
 def stamp(unix_s: int) -> str:
