@@ -21,15 +21,23 @@ $(DEV_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# axe-core for the console's accessibility checks (tests/browser/package-lock.json pins it):
+# installed once, so a test run needs no network.
+AXE := tests/browser/node_modules/axe-core/axe.min.js
+
+$(AXE): tests/browser/package-lock.json
+	npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error
+	touch $@
+
 install: $(STAMP)
-dev: $(DEV_STAMP)
+dev: $(DEV_STAMP) $(AXE)
 
 ## Run the server on the embedded SQLite database under ./data/ (127.0.0.1:8080).
 serve: $(STAMP)
 	$(BIN)/dutyline serve --host $(HOST) --port $(PORT)
 
 ## Install the dev dependencies and run the whole test suite (the long fuzz aside: fuzz-long).
-test: $(DEV_STAMP)
+test: $(DEV_STAMP) $(AXE)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -q -m "not fuzz_long"
 
 ## Many more generated requests per API operation than `make test` sends (CI runs both).

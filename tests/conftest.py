@@ -16,7 +16,8 @@ from tests.fixtures.api import Api, make_api
 # capture_logs must see every logger, whichever test used it first (see observe.py).
 observe.CACHE_LOGGERS = False
 
-pytest_plugins = ["tests.fixtures.accounts", "tests.fixtures.redis", "tests.fixtures.smtp"]
+pytest_plugins = ["tests.fixtures.accounts", "tests.fixtures.browser", "tests.fixtures.redis",
+                  "tests.fixtures.smtp"]
 
 
 @pytest.fixture(scope="session")

@@ -16,6 +16,9 @@ from dutyline.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, TABLE, Loaded, Sett
 from dutyline.kit.settings_table import DEFAULT, ENVIRONMENT, masked
 from dutyline.notify.cli import notify_test
 
+# What `serve` gives requests still open at shutdown before closing them.
+GRACEFUL_SHUTDOWN_S = 5
+
 
 @click.group()
 @click.version_option(package_name="dutyline")
@@ -180,6 +183,9 @@ def serve(host: str, port: int, workers: int) -> None:
         log_level="warning",
         access_log=False,
         proxy_headers=False,
+        # Open event streams (the console's live incident list) never finish by themselves:
+        # at shutdown they get this long, then are closed and the browsers reconnect.
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
 
 

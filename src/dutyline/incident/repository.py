@@ -12,7 +12,18 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, delete, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Text,
+    cast,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -33,6 +44,23 @@ async def event_rows(conn: AsyncConnection, event_ids: list[int]) -> list[Row[An
     stmt = (select(incident_event).where(incident_event.c.id.in_(event_ids))
             .order_by(incident_event.c.id))
     return list((await conn.execute(stmt)).all())
+
+
+async def last_event_id(conn: AsyncConnection) -> int:
+    """The newest event's id (0 for none): where a live view starts reading."""
+    stmt = select(func.coalesce(func.max(incident_event.c.id), 0))
+    return int((await conn.execute(stmt)).scalar_one())
+
+
+async def events_after(conn: AsyncConnection, after_id: int, *, account_id: int | None = None,
+                       limit: int) -> list[Any]:
+    """(id, account_id, incident_id, kind) of the events past `after_id`, oldest first: of
+    one account, or of all. A range of the primary key, so as cheap as the events are few."""
+    c = incident_event.c
+    stmt = select(c.id, c.account_id, c.incident_id, c.kind).where(c.id > after_id)
+    if account_id is not None:
+        stmt = stmt.where(c.account_id == account_id)
+    return list((await conn.execute(stmt.order_by(c.id).limit(limit))).all())
 
 
 def responders_include(person_ids: Sequence[int]) -> ColumnElement[bool]:
@@ -64,6 +92,13 @@ def insert_incident(conn: Connection, values: dict[str, Any]) -> bool:
 # values, and its cache key, cost more CPU than running it).
 _INSERT_FEED_ENTRY = insert(incident_feed)
 _INSERT_EVENT = insert(incident_event).returning(incident_event.c.id)
+# On PostgreSQL the same insert also tells the listening processes (NOTIFY, delivered once the
+# transaction commits) which account has news: no extra round trip on the hot path, and
+# PostgreSQL folds a transaction's identical notifications into one.
+LIVE_CHANNEL = "dutyline_incident_events"
+_INSERT_EVENT_PG = insert(incident_event).returning(
+    incident_event.c.id,
+    func.pg_notify(LIVE_CHANNEL, cast(incident_event.c.account_id, Text)))
 
 
 def insert_feed_entry(conn: Connection, values: dict[str, Any]) -> None:
@@ -78,7 +113,8 @@ def insert_feed_entries(conn: Connection, rows: list[dict[str, Any]]) -> None:
 
 def insert_event(conn: Connection, values: dict[str, Any]) -> int:
     """The new event's id."""
-    return int(conn.execute(_INSERT_EVENT, values).scalar_one())
+    stmt = _INSERT_EVENT_PG if conn.dialect.name == "postgresql" else _INSERT_EVENT
+    return int(conn.execute(stmt, values).one()[0])
 
 
 # -- the state machine's own writes (incident/state.py)

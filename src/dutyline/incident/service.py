@@ -13,12 +13,15 @@ packages behind it (query, lifecycle, the event stream, the feed) can move freel
   console's incident page;
 - `ingest`: alert ingestion (`ingest`, `PushRequest`), for alerts raised inside the server
   (the monitors' rule evaluations);
-- `analytics`: the incident figures the insights sum.
+- `analytics`: the incident figures the insights sum;
+- `live`: knowing when any process changed an account's incidents (the console's live list:
+  `live.for_database(db).watch(account_id)`, and the `LiveCursor` that query's
+  `incident_changes` moves).
 """
 
 from __future__ import annotations
 
-from dutyline.incident import events, feed, references
+from dutyline.incident import events, feed, live, references
 from dutyline.incident.alert.schemas import AlertInfo
 from dutyline.incident.analytics import service as analytics
 from dutyline.incident.events import IncidentEvent
@@ -29,8 +32,8 @@ from dutyline.incident.lifecycle import service as lifecycle
 from dutyline.incident.lifecycle.schemas import AssignedTo
 from dutyline.incident.query import service as query
 from dutyline.incident.query import similar
-from dutyline.incident.query.schemas import IncidentInfo
+from dutyline.incident.query.schemas import IncidentInfo, IncidentListResponse
 
-__all__ = ["AlertInfo", "AssignedTo", "IncidentEvent", "IncidentInfo", "analytics", "editing",
-           "events", "feed", "fields", "ingest", "lifecycle", "query", "references",
-           "responders", "similar"]
+__all__ = ["AlertInfo", "AssignedTo", "IncidentEvent", "IncidentInfo", "IncidentListResponse",
+           "analytics", "editing", "events", "feed", "fields", "ingest", "lifecycle", "live",
+           "query", "references", "responders", "similar"]

@@ -128,6 +128,17 @@ class ConsoleContext:
         actor._load_team_ids = team_ids
         self._actor = actor
 
+    async def still_signed_in(self) -> bool:
+        """Whether the session this request came with is still live and its person still a
+        member: what a long-lived answer (the incident list's stream) asks as it goes."""
+        if not self._session_token:
+            return False
+        now = int(self.runtime.clock.now())
+        async with self.runtime.db.transaction(write=False) as conn:
+            session = await signin.live_session(conn, self._session_token, now)
+            return session is not None and await signin.caller_of(
+                conn, account_id=session.account_id, person_id=session.person_id) is not None
+
     # --- transactions -------------------------------------------------------------------
 
     @property

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
 PAGE_MODULES = (
     "dutyline.web.pages.auth:pages",
     "dutyline.web.pages.home:pages",
+    "dutyline.web.pages.incidents:pages",
+    "dutyline.web.pages.incidents_live:pages",
     "dutyline.web.pages.recovery:pages",
     "dutyline.web.pages.me:pages",
     "dutyline.web.pages.me_contacts:pages",

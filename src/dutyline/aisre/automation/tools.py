@@ -21,6 +21,7 @@ from dutyline.aisre.a2a.gateway import A2aError, A2aGateway
 from dutyline.aisre.mcp import service as mcp_service
 from dutyline.aisre.mcp.gateway import McpError, McpTarget
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import CHANNEL_VIEW
 from dutyline.api.runtime import Runtime
 from dutyline.incident.service import query as incident_service
 from dutyline.platform.team import service as team_service
@@ -160,9 +161,12 @@ async def _reading(runtime: Runtime,
                 return frozenset({scope.team_id})
             return await team_service.member_team_ids(conn, actor)
 
+        # It may read incidents as anyone who may view channels, within its scope's
+        # visibility: the incident reads require that permission of every caller.
         actor = Actor(account_id=scope.account_id,
                       person_id=scope.owner_id if personal else 0, clock=runtime.clock,
-                      person_name="automation", _load_team_ids=team_ids)
+                      person_name="automation", permissions=frozenset({CHANNEL_VIEW}),
+                      _load_team_ids=team_ids)
         yield conn, actor
 
 

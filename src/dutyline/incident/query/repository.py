@@ -132,6 +132,15 @@ async def count(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
     return int((await conn.execute(stmt)).scalar_one())
 
 
+async def progress_counts(conn: AsyncConnection, scope: Scope, f: ListFilter
+                          ) -> dict[str, int]:
+    """The list's incidents counted by progress (a progress with none is left out)."""
+    await plan_for_the_query(conn, f.query)
+    stmt = (select(incident.c.progress, func.count()).where(*_conditions(scope, f))
+            .group_by(incident.c.progress))
+    return {progress: int(n) for progress, n in (await conn.execute(stmt)).all()}
+
+
 async def page(
     conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
     limit: int, after: tuple[int, str] | None = None,

@@ -12,6 +12,7 @@ import binascii
 import hashlib
 import hmac
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -24,7 +25,8 @@ from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.channel import service as channels
-from dutyline.incident import feed, visibility
+from dutyline.incident import feed, live, visibility
+from dutyline.incident import repository as core_repo
 from dutyline.incident.alert.records import alert_fields, event_item, images_of
 from dutyline.incident.alert.schemas import AlertEventItem, AlertInfo, IncidentShort
 from dutyline.incident.query import repository as repo
@@ -110,6 +112,63 @@ async def find_incidents(
     """Incidents started in [start_time, end_time) (at most 31 days), filtered, a page at a
     time by offset or by the opaque `search_after_ctx` cursor (signed with the server's
     secret key)."""
+    f = await _list_filter(
+        actor, start_time=start_time, end_time=end_time, progress=progress,
+        incident_severity=incident_severity, channel_ids=channel_ids, team_ids=team_ids,
+        is_my_team=is_my_team, is_my_channel=is_my_channel, responder_ids=responder_ids,
+        acker_ids=acker_ids, creator_ids=creator_ids, closer_ids=closer_ids,
+        incident_ids=incident_ids, nums=nums, query=query, is_snoozed=is_snoozed,
+        ever_muted=ever_muted)
+    if f is None:
+        return IncidentListResponse(items=[], total=0, has_next_page=False)
+    after = None
+    if search_after_ctx:
+        after = _read_cursor(_cursor_key(deps), search_after_ctx, asc)
+        offset = 0  # a cursor replaces p: it already says where the page starts
+    scope = await visibility.scope(actor)
+    total, rows = await repo.window(conn, scope, f, asc=asc, offset=offset,
+                                    limit=limit + 1, after=after)
+    has_next = len(rows) > limit
+    rows = rows[:limit]
+    cursor = ""
+    if has_next and rows:
+        cursor = _write_cursor(_cursor_key(deps), rows[-1].start_time,
+                               rows[-1].incident_id, asc)
+    return IncidentListResponse(items=await records(conn, actor, rows, deps=deps),
+                                total=total, has_next_page=has_next, search_after_ctx=cursor)
+
+
+@reads(CHANNEL_VIEW, INCIDENT_MANAGE)
+async def progress_counts(
+    conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int,
+    incident_severity: str = "", channel_ids: Sequence[int] = (),
+    team_ids: Sequence[int] = (), is_my_team: bool = False, is_my_channel: bool = False,
+    query: str = "",
+) -> dict[str, int]:
+    """How many of the incidents `list_incidents` would find with these filters are in each
+    progress (every progress named, 0 for none): the tabs of a list filtered by progress."""
+    f = await _list_filter(
+        actor, start_time=start_time, end_time=end_time, incident_severity=incident_severity,
+        channel_ids=channel_ids, team_ids=team_ids, is_my_team=is_my_team,
+        is_my_channel=is_my_channel, query=query)
+    counts: dict[str, int] = dict.fromkeys(PROGRESSES, 0)
+    if f is not None:
+        scope = await visibility.scope(actor)
+        counts.update(await repo.progress_counts(conn, scope, f))
+    return counts
+
+
+async def _list_filter(
+    actor: Actor, *, start_time: int, end_time: int, progress: str = "",
+    incident_severity: str = "", channel_ids: Sequence[int] = (),
+    team_ids: Sequence[int] = (), is_my_team: bool = False, is_my_channel: bool = False,
+    responder_ids: Sequence[int] = (), acker_ids: Sequence[int] = (),
+    creator_ids: Sequence[int] = (), closer_ids: Sequence[int] = (),
+    incident_ids: Sequence[str] = (), nums: Sequence[str] = (), query: str = "",
+    is_snoozed: bool = False, ever_muted: bool = False,
+) -> repo.ListFilter | None:
+    """The validated conditions of a list; None when they can match nothing (my teams, and
+    the actor is in none)."""
     if end_time <= start_time:
         raise errors.invalid("end_time", "must be after start_time")
     if end_time - start_time > MAX_WINDOW_S:
@@ -133,27 +192,42 @@ async def find_incidents(
     if is_my_team:
         teams |= await actor.team_ids()
         if not teams:
-            return IncidentListResponse(items=[], total=0, has_next_page=False)
+            return None
     if teams:
         f.channel_scope = repo.team_channel_scope(account_id, sorted(teams))
     if is_my_channel:
         f.channel_scope = repo.creator_channel_scope(account_id, actor.person_id,
                                                      within=f.channel_scope)
+    return f
 
-    after = None
-    if search_after_ctx:
-        after = _read_cursor(_cursor_key(deps), search_after_ctx, asc)
-        offset = 0  # a cursor replaces p: it already says where the page starts
-    scope = await visibility.scope(actor)
-    total, rows = await repo.window(conn, scope, f, asc=asc, offset=offset,
-                                    limit=limit + 1, after=after)
-    has_next = len(rows) > limit
-    rows = rows[:limit]
-    cursor = ""
-    if has_next and rows:
-        cursor = _write_cursor(_cursor_key(deps), rows[-1].start_time, rows[-1].incident_id, asc)
-    return IncidentListResponse(items=await records(conn, actor, rows, deps=deps),
-                                total=total, has_next_page=has_next, search_after_ctx=cursor)
+
+@dataclass(frozen=True, slots=True)
+class IncidentChange:
+    event_id: int
+    incident_id: str
+    kind: str  # incident/events.py's kinds: created, acked, resolved, ...
+
+
+LIVE_BATCH = 500
+
+
+@reads(CHANNEL_VIEW, INCIDENT_MANAGE)
+async def live_cursor(conn: AsyncConnection, actor: Actor) -> live.LiveCursor:
+    """A live view's start: past every change made so far."""
+    lookback = live.LOOKBACK_IDS if conn.dialect.name == "postgresql" else 0
+    return live.LiveCursor(await core_repo.last_event_id(conn), lookback=lookback)
+
+
+@reads(CHANNEL_VIEW, INCIDENT_MANAGE)
+async def incident_changes(conn: AsyncConnection, actor: Actor, *,
+                           cursor: live.LiveCursor) -> list[IncidentChange]:
+    """The changes to the account's incidents past `cursor`, oldest first, moving the cursor
+    past them: at most LIVE_BATCH at a time (call again while that many come). Which of the
+    incidents the actor sees is for the read that follows (list_incidents' `incident_ids`)."""
+    # At most `lookback` of the rows read are at or before the cursor: the rest are new.
+    rows = await core_repo.events_after(conn, cursor.since(), account_id=actor.account_id,
+                                        limit=cursor.lookback + LIVE_BATCH)
+    return [IncidentChange(r.id, r.incident_id, r.kind) for r in cursor.take(rows)]
 
 
 list_incidents = reads(*VIEW_PERMISSIONS)(find_incidents)

@@ -13,10 +13,3 @@ pages = Pages()
 @pages.get("/console/")
 async def home(ctx: ConsoleContext) -> Response:
     return ctx.redirect(HOME)
-
-
-# Minimal until the incidents pages take this path over: the page people land on after
-# signing in.
-@pages.get(HOME)
-async def incidents(ctx: ConsoleContext) -> Response:
-    return ctx.render("placeholder.html", title="Incidents")

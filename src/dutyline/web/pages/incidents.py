@@ -1,0 +1,204 @@
+"""The incident list (`/console/incidents`): the incidents the signed-in person may see,
+filtered by a GET form, counted by progress, a page at a time by keyset, each row able to be
+acknowledged by its own form. Everything it shows comes from the services `/incident/list`
+uses; the live updates are incidents_live.py's."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.responses import Response
+
+from dutyline.api import errors
+from dutyline.api.permissions import INCIDENT_MANAGE
+from dutyline.channel import service as channels
+from dutyline.channel.service import ChannelQuery
+from dutyline.incident.service import IncidentInfo, IncidentListResponse, lifecycle
+from dutyline.incident.service import query as incidents
+from dutyline.kit.vocabulary import PROGRESSES, SEVERITIES
+from dutyline.platform.team import service as teams
+from dutyline.web.context import ConsoleContext
+from dutyline.web.page import HOME, Pages
+
+pages = Pages()
+
+PAGE_SIZE = 25
+# The time windows the form offers, in seconds; the list reads at most 31 days at once.
+WINDOWS: dict[str, tuple[str, int]] = {
+    "1h": ("Last hour", 3_600), "24h": ("Last 24 hours", 86_400),
+    "7d": ("Last 7 days", 7 * 86_400), "31d": ("Last 31 days", 31 * 86_400),
+}
+DEFAULT_WINDOW = "7d"
+MAX_QUERY = 255
+MAX_CURSOR = 512
+# Options of the channel and team filters: enough for a select; a bigger account types.
+MAX_OPTIONS = 200
+
+
+@dataclass(frozen=True)
+class ListView:
+    """What one list shows, as its GET form says it (values it does not know are ignored,
+    so a hand-edited or stale address still opens a list)."""
+
+    progress: str = ""
+    severity: str = ""
+    channel_id: int | None = None
+    team_id: int | None = None
+    window: str = DEFAULT_WINDOW
+    query: str = ""
+    cursor: str = ""
+
+    @classmethod
+    def from_query(cls, params: Mapping[str, str]) -> ListView:
+        def number(name: str) -> int | None:
+            raw = params.get(name, "").strip()
+            return int(raw) if raw.isdigit() and len(raw) <= 19 else None
+
+        progress = params.get("progress", "")
+        severity = params.get("severity", "")
+        window = params.get("window", DEFAULT_WINDOW)
+        cursor = params.get("after", "")
+        return cls(
+            progress=progress if progress in PROGRESSES else "",
+            severity=severity if severity in SEVERITIES else "",
+            channel_id=number("channel"), team_id=number("team"),
+            window=window if window in WINDOWS else DEFAULT_WINDOW,
+            query=params.get("q", "").strip()[:MAX_QUERY],
+            cursor=cursor if len(cursor) <= MAX_CURSOR else "",
+        )
+
+    def params(self, **changes: Any) -> dict[str, str]:
+        """The form's values (as a link's query) with `changes`; defaults left out."""
+        view = replace(self, **changes)
+        out = {"progress": view.progress, "severity": view.severity,
+               "channel": "" if view.channel_id is None else str(view.channel_id),
+               "team": "" if view.team_id is None else str(view.team_id),
+               "window": "" if view.window == DEFAULT_WINDOW else view.window,
+               "q": view.query, "after": view.cursor}
+        return {k: v for k, v in out.items() if v}
+
+    def url(self, **changes: Any) -> str:
+        query = urlencode(self.params(**changes))
+        return f"{HOME}?{query}" if query else HOME
+
+    def filters(self, now_s: int) -> dict[str, Any]:
+        """The list service's filters (progress aside: the counts are by progress)."""
+        return {
+            # The end is exclusive: an incident that started this second is in.
+            "start_time": now_s + 1 - WINDOWS[self.window][1], "end_time": now_s + 1,
+            "incident_severity": self.severity,
+            "channel_ids": [] if self.channel_id is None else [self.channel_id],
+            "team_ids": [] if self.team_id is None else [self.team_id],
+            "query": self.query,
+        }
+
+
+async def read_list(ctx: ConsoleContext, view: ListView, *, incident_ids: list[str] | None = None,
+                    limit: int = PAGE_SIZE, cursor: str = "") -> IncidentListResponse:
+    """A page of the view's incidents (or those of `incident_ids` it holds); inside a read."""
+    return await incidents.list_incidents(
+        ctx.conn, ctx.actor, **view.filters(ctx.actor.now_s), progress=view.progress,
+        incident_ids=incident_ids or (), limit=limit, search_after_ctx=cursor,
+        deps=ctx.runtime.deps)
+
+
+async def read_counts(ctx: ConsoleContext, view: ListView) -> dict[str, int]:
+    return await incidents.progress_counts(ctx.conn, ctx.actor,
+                                           **view.filters(ctx.actor.now_s))
+
+
+def age(start_time: int, now_s: int) -> str:
+    seconds = max(0, now_s - start_time)
+    for unit, size in (("d", 86_400), ("h", 3_600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size} {unit} ago"
+    return "just now"
+
+
+def stamp(unix_s: int) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def row_context(ctx: ConsoleContext, view: ListView) -> dict[str, Any]:
+    """What the row template needs besides the incident."""
+    return {"now_s": ctx.actor.now_s, "can_ack": ctx.actor.has(INCIDENT_MANAGE),
+            "back": view.url(), "age": age, "stamp": stamp, "labels": shown_labels}
+
+
+def shown_labels(item: IncidentInfo, limit: int = 3) -> list[tuple[str, str]]:
+    """A few of the incident's labels for its row, as text."""
+    out = []
+    for key, value in list(item.labels.items())[:limit]:
+        out.append((str(key)[:64], str(value)[:128]))
+    return out
+
+
+async def _options(ctx: ConsoleContext) -> tuple[list[Any], list[Any]]:
+    """Channels and teams for the filters: those the person may see; none if they may not
+    list them."""
+    found_channels: list[Any] = []
+    found_teams: list[Any] = []
+    with contextlib.suppress(errors.AccessDenied):
+        _, found_channels = await channels.list_channels(
+            ctx.conn, ctx.actor, q=ChannelQuery(is_brief=True, orderby="channel_name",
+                                                asc=True),
+            offset=0, limit=MAX_OPTIONS)
+    with contextlib.suppress(errors.AccessDenied):
+        _, found_teams = await teams.list_teams(ctx.conn, ctx.actor, orderby="team_name",
+                                                asc=True, offset=0, limit=MAX_OPTIONS)
+    return found_channels, found_teams
+
+
+@pages.get(HOME)
+async def incident_list(ctx: ConsoleContext) -> Response:
+    view = ListView.from_query(ctx.request.query_params)
+    async with ctx.read() as conn:
+        try:
+            page = await read_list(ctx, view, cursor=view.cursor)
+        except errors.InvalidParameter:
+            # A cursor of another list (or an old one): start from the newest instead.
+            view = replace(view, cursor="")
+            page = await read_list(ctx, view)
+        counts = await read_counts(ctx, view)
+        live_from = (await incidents.live_cursor(conn, ctx.actor)).last_id
+        channel_options, team_options = await _options(ctx)
+    return ctx.render(
+        "incidents.html", title="Incidents", view=view, page=page, counts=counts,
+        total=sum(counts.values()), progresses=PROGRESSES, severities=SEVERITIES,
+        windows=WINDOWS, channel_options=channel_options, team_options=team_options,
+        live_url=live_url(view, live_from), oob=False, **row_context(ctx, view))
+
+
+def live_url(view: ListView, after_event: int) -> str:
+    params = view.params(cursor="")
+    params["from"] = str(after_event)
+    if view.cursor:
+        params["paged"] = "1"  # an older page takes updates, never new incidents
+    return f"{HOME}/stream?{urlencode(params)}"
+
+
+@pages.post(f"{HOME}/ack")
+async def acknowledge(ctx: ConsoleContext) -> Response:
+    """Acknowledge the incident a row's form names (its button, or `a` on the list), then
+    back to the list as it was."""
+    form = await ctx.form()
+    incident_id = form.get("incident_id", "").strip()
+    back = form.get("back", HOME)
+    if not (back == HOME or back.startswith(f"{HOME}?")):
+        back = HOME
+    if not incident_id:
+        raise errors.invalid("incident_id", "is required")
+    try:
+        async with ctx.write() as conn:
+            await lifecycle.ack(conn, ctx.actor, incident_ids=[incident_id])
+    except (errors.InvalidParameter, errors.ResourceNotFound) as exc:
+        # Acknowledged or closed meanwhile, or gone: the list shows it as it is now.
+        ctx.flash(ctx.message(exc), "error")
+        return ctx.redirect(back)
+    ctx.flash("Acknowledged.")
+    return ctx.redirect(back)

@@ -1,0 +1,163 @@
+"""The incident list, live: `/console/incidents/stream` is a server-sent event stream the list
+page opens (htmx's SSE extension) that sends the rows of incidents as they open and change.
+
+Fed by the incident event stream (incident/live.py says how a process learns of a change made
+by any process: NOTIFY on PostgreSQL, a cheap poll on SQLite). On each change it reads the
+changed incidents again through the list's own service with the page's filters, so the
+stream shows exactly what a reload would, and only what the person may see:
+
+- `incident-new`: a row for a new incident that matches the list (first page only);
+- `incident-update`: the rows of changed incidents still in the list, the ones that left it
+  (to remove), and the counts by progress, all swapped out of band by id;
+- `session-ended`: the session is over (signed out, expired, removed); the page closes the
+  stream, and says so.
+
+Each stream checks its session whenever it wakes and at least every HEARTBEAT_S, when an
+`id:` line (the position, for a reconnection to go on from) keeps proxies from closing an idle
+stream and finds a closed browser. After STREAM_MAX_S the stream ends and the browser opens
+it again at once from where it was: so it reads the person's roles and teams afresh."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.responses import Response, StreamingResponse
+
+from dutyline.incident.service import events, live
+from dutyline.incident.service import query as incidents
+from dutyline.web.context import ConsoleContext
+from dutyline.web.page import HOME, Pages
+from dutyline.web.pages.incidents import ListView, read_counts, read_list, row_context
+
+pages = Pages()
+
+HEARTBEAT_S = 15.0
+STREAM_MAX_S = 300.0
+# How far back a reconnecting page may ask to be caught up; further back it starts afresh.
+MAX_CATCH_UP_EVENTS = 10_000
+_IDS_PER_READ = 100
+STREAM_HEADERS = {"X-Accel-Buffering": "no"}  # a proxy in front must not hold events back
+
+
+def sse(event: str, data: str, event_id: int | None = None) -> str:
+    lines = [f"event: {event}"]
+    if event_id is not None:
+        lines.append(f"id: {event_id}")
+    lines += [f"data: {line}" for line in data.splitlines() or [""]]
+    return "\n".join(lines) + "\n\n"
+
+
+def _ended() -> Response:
+    async def body() -> AsyncIterator[str]:
+        yield "retry: 60000\n\n" + sse("session-ended", _session_ended_notice())
+
+    return StreamingResponse(body(), media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+def _session_ended_notice() -> str:
+    return ('<p class="flash flash-error" role="status">Your session has ended. '
+            f'<a href="/console/sign-in?next={HOME.replace("/", "%2F")}">Sign in again</a> '
+            'to see new incidents.</p>')
+
+
+@pages.get(f"{HOME}/stream", public=True)
+async def stream(ctx: ConsoleContext) -> Response:
+    if ctx.session is None or ctx.session.second_factor_pending:
+        return _ended()
+    params = ctx.request.query_params
+    view = ListView.from_query(params)
+    first_page = params.get("paged") != "1"
+    async with ctx.read() as conn:
+        cursor = await incidents.live_cursor(conn, ctx.actor)
+    # Where the page (or, reconnecting, the last event it got) left off, if not too old.
+    given = ctx.request.headers.get("last-event-id") or params.get("from", "")
+    if given.isdigit() and len(given) <= 19 and (
+            cursor.last_id - MAX_CATCH_UP_EVENTS <= int(given) <= cursor.last_id):
+        cursor.last_id = int(given)
+    # On PostgreSQL the cursor also reads back behind this position (incident/live.py): what
+    # it finds there the page may already show, so it is sent as a change, never as new.
+    first_page_from = cursor.last_id if first_page else None
+    return StreamingResponse(_events(ctx, view, cursor, new_after=first_page_from),
+                             media_type="text/event-stream", headers=STREAM_HEADERS)
+
+
+async def _events(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, *,
+                  new_after: int | None) -> AsyncIterator[str]:
+    """The stream's messages; incidents created by events past `new_after` come as new rows
+    (None: never, an older page)."""
+    watch_hub = live.for_database(ctx.runtime.db)
+    loop = asyncio.get_running_loop()
+    ends_at = loop.time() + STREAM_MAX_S
+    yield "retry: 2000\n\n"
+    async with watch_hub.watch(ctx.actor.account_id) as bell:
+        while True:
+            if not await ctx.still_signed_in():
+                yield sse("session-ended", _session_ended_notice())
+                return
+            sent = False
+            async for message in _changes(ctx, view, cursor, new_after=new_after):
+                sent = True
+                yield message
+            if not sent:
+                # No event, only the position: what a reconnection sends back.
+                yield f"id: {cursor.last_id}\n\n"
+            left = ends_at - loop.time()
+            if left <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(HEARTBEAT_S, left)):
+                    await bell.wait()
+
+
+async def _changes(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, *,
+                   new_after: int | None) -> AsyncIterator[str]:
+    """The messages for what changed past `cursor`, which moves past it."""
+    while True:
+        async with ctx.read():
+            changes = await incidents.incident_changes(ctx.conn, ctx.actor, cursor=cursor)
+            if not changes:
+                return
+            messages = await _render(ctx, view, changes, new_after=new_after)
+        for event, html in messages:
+            yield sse(event, html, cursor.last_id)
+        if len(changes) < incidents.LIVE_BATCH:
+            return
+
+
+async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any], *,
+                  new_after: int | None) -> list[tuple[str, str]]:
+    """(event, HTML) of the messages telling the page about `changes`."""
+    created = set() if new_after is None else {
+        c.incident_id for c in changes if c.kind == events.CREATED and c.event_id > new_after}
+    changed = list(dict.fromkeys(c.incident_id for c in reversed(changes)))
+    shown: dict[str, Any] = {}
+    for i in range(0, len(changed), _IDS_PER_READ):
+        chunk = changed[i:i + _IDS_PER_READ]
+        page = await read_list(ctx, view, incident_ids=chunk, limit=len(chunk))
+        shown.update((item.incident_id, item) for item in page.items)
+    # Changed incidents the person sees that no longer match leave the list; those they do
+    # not see are never named, not even to be removed.
+    unlisted = [i for i in changed if i not in shown][:100]
+    gone = [] if not unlisted else [item.incident_id for item in (await incidents.list_by_ids(
+        ctx.conn, ctx.actor, incident_ids=unlisted, deps=ctx.runtime.deps,
+        sources=False)).items]
+    counts = await read_counts(ctx, view)
+    env = dict(row_context(ctx, view), view=view)
+    messages: list[tuple[str, str]] = []
+    fresh = [shown[i] for i in changed if i in shown and i in created]
+    # Oldest first, each put on top: the newest ends up first.
+    for item in sorted(fresh, key=lambda x: (x.start_time, x.incident_id)):
+        html = ctx.console.render("_incident_row.html", ctx=ctx, i=item, oob=False, **env)
+        messages.append(("incident-new", html))
+    updated = [shown[i] for i in changed if i in shown and i not in created]
+    parts = [ctx.console.render("_incident_row.html", ctx=ctx, i=item, oob=True, **env)
+             for item in updated]
+    parts += [f'<li id="incident-{incident_id}" hx-swap-oob="delete"></li>'
+              for incident_id in gone]
+    parts.append(ctx.console.render("_incident_counts.html", ctx=ctx, counts=counts,
+                                    total=sum(counts.values()), view=view, oob=True))
+    messages.append(("incident-update", "\n".join(parts)))
+    return messages
