@@ -5,7 +5,6 @@ screenshots at 1280 and 360 px, and no serious or critical axe-core violation.""
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import httpx
@@ -70,12 +69,10 @@ def test_the_live_list_in_a_browser(sqlite_url: str, chromium: Chromium) -> None
         chromium.wait_for(lambda d: d.find_element(By.CSS_SELECTOR, ".live").get_attribute(
             "data-live") == "open", 10, "the live stream did not open")
 
-        pushed_at = time.monotonic()
         _push(url, key, "payment errors spiking")
         chromium.wait_for(lambda d: "payment errors spiking" in _row_titles(d),
                           LIVE_WITHIN_S, f"the new incident was not listed within "
                           f"{LIVE_WITHIN_S}s of its push")
-        assert time.monotonic() - pushed_at <= LIVE_WITHIN_S + 0.5
         assert _row_titles(driver)[0] == "payment errors spiking"
         assert driver.find_element(By.CSS_SELECTOR, '#progress-tabs a[href$="Triggered"]'
                                    ).text.split() == ["Triggered", "3"]
