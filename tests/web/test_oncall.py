@@ -84,13 +84,19 @@ async def test_now_and_next_in_the_person_s_time_zone(console: Browser,
 
 async def test_a_removed_member_is_never_shown_on_call(
         api: Api, console: Browser, owner: Person, team: dict[str, Any]) -> None:
-    await ok(api, "/member/delete", {"member_id": team["alice"].person_id}, owner.key)
     checkout = await make_channel(api, owner, "Checkout")
     await create_rule(api, owner, rule_body(checkout, [
         layer(schedule_to_role_ids={str(team["schedule_id"]): []})], rule_name="Paging"))
+    await create_rule(api, owner, rule_body(checkout, [
+        layer(person_ids=[team["alice"].person_id, team["bob"].person_id])],
+        rule_name="Direct"))
+    await ok(api, "/member/delete", {"member_id": team["alice"].person_id}, owner.key)
     page = (await console.get(PAGE)).text
-    assert "Now Nobody" in section(page, "h-schedules")
+    # Nobody holds Monday any more; the owner's Tuesday is next.
+    assert ("Primary Now Nobody Next Acme Owner (you) from Tue 14 Apr, 01:00"
+            in section(page, "h-schedules"))
     assert "Schedule: Primary: Nobody" in section(page, "h-rules")
+    assert "Direct Channel: Checkout Person: Bob" in section(page, "h-rules")
     assert "Alice" not in page
 
 

@@ -57,6 +57,7 @@ async def test_signed_in_the_link_lands_on_the_console_page(
     assert done.headers["location"] == f"/console/incidents/{seeded.incident_id}"
     page = await console.get(done.headers["location"])
     assert "Incident resolved." in page.text and "Closed" in page.text
+    assert "resolved (through a notification&#39;s link)" in page.text  # the timeline
     assert (await info(api, owner, seeded.incident_id))["progress"] == "Closed"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, bindparam, delete, insert, select, update
+from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -42,16 +42,13 @@ async def list_rules(conn: AsyncConnection, account_id: int, channel_id: int,
     return list((await conn.execute(stmt)).all())
 
 
-async def rules_of_channels(conn: AsyncConnection, account_id: int, channel_ids: list[int],
-                            visible: Select[tuple[int]] | None) -> list[Row[Any]]:
-    """The rules of these channels among `visible` (a subquery of channel ids; None: all),
-    by channel, then in the order they are tried."""
+async def rules_of_channels(conn: AsyncConnection, account_id: int,
+                            channel_ids: list[int]) -> list[Row[Any]]:
+    """The rules of these channels, by channel, then in the order they are tried."""
     if not channel_ids:
         return []
     stmt = select(escalate_rule).where(escalate_rule.c.account_id == account_id,
                                        escalate_rule.c.channel_id.in_(channel_ids))
-    if visible is not None:
-        stmt = stmt.where(escalate_rule.c.channel_id.in_(visible))
     stmt = stmt.order_by(escalate_rule.c.channel_id, escalate_rule.c.priority,
                          escalate_rule.c.created_at, escalate_rule.c.rule_id)
     return list((await conn.execute(stmt)).all())

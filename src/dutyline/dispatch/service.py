@@ -1,10 +1,11 @@
 """Escalation rules: create, update, delete, enable, disable, read (docs/paging.md).
 
 Reads need channel_view, writes channel_manage (each service checks it). A rule belongs to a
-live channel of the caller's account; every person, team and schedule a layer names must be
-the account's (others: not found). Webhook URLs pass the outbound guard's static check when
-saved. Webhook secrets are sealed with the server key at rest, never read back, and dropped
-when the webhook's URL moves to another origin (api/outbound_secrets.py)."""
+live channel of the caller's account that the caller may see (a private channel's rules are
+not found outside its teams, as the channel is); every person, team and schedule a layer
+names must be the account's (others: not found). Webhook URLs pass the outbound guard's
+static check when saved. Webhook secrets are sealed with the server key at rest, never read
+back, and dropped when the webhook's URL moves to another origin (api/outbound_secrets.py)."""
 
 from __future__ import annotations
 
@@ -67,9 +68,9 @@ def _dump(value: Any) -> str:
 
 
 async def _require_channel(conn: Any, actor: Actor, channel_id: int) -> None:
-    found = await channels.channel_names(conn, actor, [channel_id])
-    if channel_id not in found or found[channel_id][1] == "deleted":
-        raise errors.not_found("channel", channel_id)
+    # The channel domain's rule, as for the channel itself: a private channel the actor may
+    # not see is not found, and so are its rules, whatever the actor may otherwise do.
+    await channels.require_visible(conn, actor, channel_id)
 
 
 async def _require_rule(conn: Any, actor: Actor, channel_id: int, rule_id: str) -> Any:
@@ -313,10 +314,8 @@ async def rules_of_channels(conn: Any, actor: Actor, *,
     ids = list(dict.fromkeys(channel_ids))
     if len(ids) > 100:
         raise errors.invalid("channel_ids", "has more than 100 ids")
-    found = await channels.channel_names(conn, actor, ids)
-    live = [c for c in ids if c in found and found[c][1] != "deleted"]
-    rows = await repo.rules_of_channels(conn, actor.account_id, live,
-                                        await channels.visible_channel_ids(actor))
+    seen = await channels.channel_infos(conn, actor, channel_ids=ids)
+    rows = await repo.rules_of_channels(conn, actor.account_id, [c.channel_id for c in seen])
     return [rule_item(r) for r in rows]
 
 

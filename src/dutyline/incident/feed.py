@@ -8,7 +8,7 @@ import msgspec
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api.actor import Actor
+from dutyline.api.actor import Actor, Credential
 from dutyline.incident import repository as repo
 
 # Feed entry types used by this service (reference IncidentFeedType).
@@ -37,6 +37,14 @@ RESOLVED_BY_RECOVERY = "event"  # its alerts recovered
 RESOLVED_BY_TIMEOUT = "autorslv"  # the channel's auto-resolve timeout
 _RESOLVE_FROM = {"all alerts recovered": RESOLVED_BY_RECOVERY,
                  "auto_resolve_timeout": RESOLVED_BY_TIMEOUT}
+# Reference FeedDetailIncidentResolve.from, per way a caller closed it (the actor's
+# credential). The reference names no value for the API, which runs the same operations as
+# the console: "console" (the feed's person and the audit log's credential tell them apart).
+# A notification's signed link opens the incident's web card, whose button closes it. The
+# service acting by itself (a job) is "escalation": the one value naming the platform's own
+# machinery rather than a person's device or the alerts' state.
+_CLOSED_BY: dict[Credential, str] = {"session": "console", "app_key": "console",
+                                     "signed_link": "wcard", "system": "escalation"}
 # Reference types whose detail has no fields (additionalProperties false).
 _NO_FIELDS = {RESET_DESCRIPTION, RESET_IMPACT, RESET_ROOT_CAUSE, RESET_RESOLUTION,
               "i_m_reply", "i_auto_refresh"}
@@ -53,6 +61,11 @@ def resolve_detail(reason: str) -> dict[str, Any]:
     """The detail of an i_rslv an incident wrote itself: the reference's `from`, and our
     own reason beside it."""
     return {"from": _RESOLVE_FROM.get(reason, RESOLVED_BY_RECOVERY), "reason": reason}
+
+
+def closed_by_detail(actor: Actor) -> dict[str, Any]:
+    """The detail of an i_rslv a caller wrote (/incident/resolve, the console, a link)."""
+    return {"from": _CLOSED_BY[actor.credential]}
 
 
 def assign_detail(assignment: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,14 @@
 """The one row -> record mapper of schedules (reference `ScheduleItem`), with the computed
-timeline of a window and who is on call now."""
+timeline of a window and who is on call now and next.
+
+Who is on call is decided as the escalation engine decides it: members removed from the
+account are never on call, so they are left out of `cur_oncall` / `next_oncall`, and a shift
+that names nobody else is nobody's (null now, or the next shift that names a live member).
+The timelines show the definition as written, removed members included."""
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import msgspec
@@ -16,6 +22,7 @@ from dutyline.schedule.schemas import (
     ScheduleGroup,
     ScheduleItem,
     ScheduleLayer,
+    ScheduleMember,
     ScheduleNotify,
     ScheduleOncallGroup,
 )
@@ -43,6 +50,13 @@ def _names(layers: list[ScheduleLayer], shift: timeline.Shift) -> set[int]:
     return {p for slot in group.members for p in slot.person_ids}
 
 
+def _live_group(group: ScheduleGroup, live: AbstractSet[int]) -> ScheduleGroup:
+    slots = [ScheduleMember(role_id=slot.role_id,
+                            person_ids=[p for p in slot.person_ids if p in live])
+             for slot in group.members]
+    return msgspec.structs.replace(group, members=[slot for slot in slots if slot.person_ids])
+
+
 def _masked(notify: ScheduleNotify) -> ScheduleNotify:
     hooks = []
     for hook in notify.webhooks:
@@ -56,11 +70,12 @@ def _masked(notify: ScheduleNotify) -> ScheduleNotify:
 
 def schedule_item(
     *, layers: list[ScheduleLayer], time_zone: str, window: tuple[int, int] | None, now_s: int,
-    account_id: int, stored: Row[Any] | None, notify: ScheduleNotify,
+    account_id: int, stored: Row[Any] | None, notify: ScheduleNotify, live: AbstractSet[int],
     only_person: int | None = None,
 ) -> ScheduleItem:
-    """`stored` None: a preview (identity fields null). `only_person`: keep only the shifts
-    naming that person (/schedule/self)."""
+    """`stored` None: a preview (identity fields null). `live`: the persons the layers name
+    who are still members (who may be on call). `only_person`: keep only the shifts naming
+    that person (/schedule/self)."""
     compiled = definition.compile_layers(layers)
     tz = zone(time_zone)
     schedule_layers: list[ScheduleCalculatedLayer] = []
@@ -80,7 +95,8 @@ def schedule_item(
         final = _calculated(layers, keep(computed.final))
     ahead: list[timeline.Shift] = []
     for horizon in (2 * 86_400, ONCALL_HORIZON_S):  # most schedules hand off within 2 days
-        ahead = timeline.compute(compiled, tz, now_s, now_s + horizon).final
+        ahead = [shift for shift in timeline.compute(compiled, tz, now_s, now_s + horizon).final
+                 if _names(layers, shift) & live]
         if len(ahead) >= 2:
             break
     current = ahead[0] if ahead and ahead[0].start <= now_s else None
@@ -91,7 +107,8 @@ def schedule_item(
         if shift is None:
             return None
         return ScheduleOncallGroup(start=shift.start, end=shift.end,
-                                   group=_group(layers[shift.layer], shift), update_at=update_at,
+                                   group=_live_group(_group(layers[shift.layer], shift), live),
+                                   update_at=update_at,
                                    weight=layers[shift.layer].weight, index=shift.layer)
 
     start, end = window or (0, 0)

@@ -288,12 +288,24 @@ def _window(start: int, end: int, limit_s: int) -> tuple[int, int] | None:
     return start, end
 
 
-def _item(actor: Actor, row: Row[Any], window: tuple[int, int] | None,
-          only_person: int | None = None) -> ScheduleItem:
-    return render.schedule_item(
-        layers=_layers(row.layers), time_zone=row.time_zone, window=window, now_s=actor.now_s,
+async def _live(conn: AsyncConnection, actor: Actor,
+                layer_lists: Sequence[list[ScheduleLayer]]) -> set[int]:
+    """Who of the persons these layers name may be on call: the engine's rule (its
+    `oncall_for_schedules`), asked once for a whole page of schedules."""
+    named = {p for layers in layer_lists for _, p in definition.person_fields(layers)}
+    return await member_service.existing_member_ids(conn, actor, sorted(named))
+
+
+async def _items(conn: AsyncConnection, actor: Actor, rows: Sequence[Row[Any]],
+                 window: tuple[int, int] | None,
+                 only_person: int | None = None) -> list[ScheduleItem]:
+    decoded = [_layers(row.layers) for row in rows]
+    live = await _live(conn, actor, decoded)
+    return [render.schedule_item(
+        layers=layers, time_zone=row.time_zone, window=window, now_s=actor.now_s,
         account_id=row.account_id, stored=row, notify=_notify(row.notify)
-        if row.notify != "{}" else ScheduleNotify(), only_person=only_person)
+        if row.notify != "{}" else ScheduleNotify(), live=live, only_person=only_person)
+        for row, layers in zip(rows, decoded, strict=True)]
 
 
 @reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
@@ -303,7 +315,7 @@ async def schedule_info(conn: AsyncConnection, actor: Actor, *, schedule_id: int
     row = await repository.get(conn, actor.account_id, schedule_id)
     if row is None:
         raise errors.not_found("schedule", schedule_id)
-    return _item(actor, row, window)
+    return (await _items(conn, actor, [row], window))[0]
 
 
 @reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
@@ -313,7 +325,7 @@ async def schedule_infos(conn: AsyncConnection, actor: Actor, *,
     ids = list(dict.fromkeys(schedule_ids))
     if len(ids) > 100:
         raise errors.invalid("schedule_ids", "has more than 100 ids")
-    return [_item(actor, r, None) for r in await repository.get_many(conn, actor.account_id, ids)]
+    return await _items(conn, actor, await repository.get_many(conn, actor.account_id, ids), None)
 
 
 async def list_schedules(
@@ -337,7 +349,7 @@ async def list_schedules(
         conn, actor.account_id, query=query.strip(), team_ids=teams,
         created_by=actor.person_id if is_my_manage else None, offset=(p - 1) * limit,
         limit=limit)
-    return total, [_item(actor, r, window) for r in rows]
+    return total, await _items(conn, actor, rows, window)
 
 
 @reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
@@ -349,7 +361,7 @@ async def my_schedules(conn: AsyncConnection, actor: Actor, *, start: int,
         actor.now_s, actor.now_s + SELF_DEFAULT_WINDOW_S)
     ids = await repository.schedule_ids_of_person(conn, actor.account_id, actor.person_id)
     rows = await repository.get_many(conn, actor.account_id, ids)
-    return [_item(actor, r, window, only_person=actor.person_id) for r in rows]
+    return await _items(conn, actor, rows, window, only_person=actor.person_id)
 
 
 @reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
@@ -367,4 +379,6 @@ async def preview(
     stored = await _validated_layers(conn, actor, layers or [], 0)
     return render.schedule_item(
         layers=stored, time_zone=zone_name, window=window, now_s=actor.now_s,
-        account_id=actor.account_id, stored=None, notify=ScheduleNotify())
+        account_id=actor.account_id, stored=None, notify=ScheduleNotify(),
+        # Validation refused any person who is not a live member.
+        live={p for _, p in definition.person_fields(stored)})

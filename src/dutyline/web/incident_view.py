@@ -274,7 +274,9 @@ def _text(kind: str, d: dict[str, Any], names: dict[int, tuple[str, str]]) -> st
         return simple[kind]
     if kind == "i_rslv":
         return "resolved" + ({"event": " (all alerts recovered)",
-                              "autorslv": " (auto-resolve timeout)"}.get(d.get("from", ""), ""))
+                              "autorslv": " (auto-resolve timeout)",
+                              "wcard": " (through a notification's link)"}
+                             .get(d.get("from", ""), ""))
     if kind == "i_reopen":
         return "reopened" + (f": {d['reason']}" if d.get("reason") else "")
     if kind == "i_snooze":

@@ -85,7 +85,7 @@ async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence
             values["resolution"] = resolution
         recovered = await repo.resolve_alerts(conn, row.incident_id, now)
         await repo.update_incident(conn, row.incident_id, values)
-        await record(conn, actor, row, feed_type=feed.RESOLVE, detail={"from": "console"},
+        await record(conn, actor, row, feed_type=feed.RESOLVE, detail=feed.closed_by_detail(actor),
                      kind=events.RESOLVED,
                      payload={"progress": CLOSED, "recovered_alerts": recovered})
     return [r.incident_id for r in rows]

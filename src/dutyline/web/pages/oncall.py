@@ -101,12 +101,14 @@ async def gather(conn: AsyncConnection, actor: Actor) -> OnCall:
         int(p) for target in targets for p in target.get("person_ids") or ()}
     wanted |= {p for persons in [*team_members.values(), *on_call.values()] for p in persons}
     infos = await members.person_infos(conn, actor, person_ids=sorted(wanted))
-    names = view.Names({i.person_id: i.person_name for i in infos if i.status != "deleted"},
-                       actor.person_id)
+    # Who is on call (schedules, and the teams and schedules rules name) is the services'
+    # answer, removed members already left out as the engine leaves them out.
+    names = view.Names({i.person_id: i.person_name for i in infos}, actor.person_id)
     resolved = view.Resolved(
         names=names, team_names=team_names, team_members=team_members,
         schedule_names={s.schedule_id: s.schedule_name or "" for s in listed},
-        on_call=on_call)
+        on_call=on_call,
+        removed=frozenset(i.person_id for i in infos if i.status == "deleted"))
     rule_rows = None if found_rules is None else [
         view.RuleRow(rule.rule_name, channel_name, rule.status == "enabled",
                      view.targets(target, resolved))

@@ -40,19 +40,15 @@ def moment(at_s: int, tz: zoneinfo.ZoneInfo) -> Moment:
 
 
 class Names:
-    """Display names of live members; the signed-in person is marked."""
+    """Display names of persons; the signed-in person is marked."""
 
-    def __init__(self, live: Mapping[int, str], me: int) -> None:
-        self._live = live
+    def __init__(self, names: Mapping[int, str], me: int) -> None:
+        self._names = names
         self._me = me
 
     def of(self, person_ids: Iterable[int]) -> list[str]:
-        out = []
-        for pid in dict.fromkeys(person_ids):
-            # Members removed from the account are never on call (the engine skips them).
-            if pid in self._live:
-                out.append(self._live[pid] + (" (you)" if pid == self._me else ""))
-        return out
+        return [self._names[pid] + (" (you)" if pid == self._me else "")
+                for pid in dict.fromkeys(person_ids) if pid in self._names]
 
 
 def group_person_ids(group: ScheduleGroup) -> list[int]:
@@ -193,11 +189,14 @@ class Resolved:
     schedule_names: Mapping[int, str]
     # (schedule_id, role ids) -> persons on call now; a schedule that no longer exists is absent
     on_call: Mapping[tuple[int, tuple[int, ...]], list[int]]
+    # Members removed from the account, whom a rule may still name: the engine skips them.
+    removed: frozenset[int]
 
 
 def targets(target: Mapping[str, Any], seen: Resolved) -> list[Target]:
     out: list[Target] = []
-    for name in seen.names.of(int(p) for p in target.get("person_ids") or ()):
+    named = (int(p) for p in target.get("person_ids") or ())
+    for name in seen.names.of(p for p in named if p not in seen.removed):
         out.append(Target("Person", name))
     for tid in target.get("team_ids") or ():
         team = seen.team_names.get(int(tid))
