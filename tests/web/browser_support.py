@@ -125,3 +125,18 @@ def incident_by_title(console: LiveConsole, title: str) -> str:
             return str(found[0])
         assert time.monotonic() < deadline, f"no incident {title!r}"
         time.sleep(0.05)
+
+
+def paging_integration(console: LiveConsole, name: str = "Paged") -> str:
+    """A channel whose escalation rule pages the Owner by e-mail: its integration key."""
+    channel_id = console.call("/channel/create", {"channel_name": name})["channel_id"]
+    key = console.call("/integration/create", {"channel_id": channel_id,
+                                               "integration_name": "alerts"})["integration_key"]
+    template = next(t["template_id"] for t in console.call("/template/list", {})["items"]
+                    if t["preset"])
+    console.call("/channel/escalate/rule/create", {
+        "channel_id": channel_id, "rule_name": "Owner", "template_id": template,
+        "layers": [{"target": {"person_ids": [console.owner.person_id],
+                               "by": {"critical": ["email"]}},
+                    "max_times": 0, "notify_step": 1}]})
+    return str(key)

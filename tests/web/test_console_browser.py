@@ -13,8 +13,8 @@ from selenium.webdriver.common.by import By
 
 from tests.fixtures.browser import Chromium
 from tests.web.browser_support import (
-    PAGE_WITHIN_S, LiveConsole, incident_by_title, links_of, live_console, open_page, push,
-    sign_in)
+    PAGE_WITHIN_S, LiveConsole, incident_by_title, links_of, live_console, open_page,
+    paging_integration, push, sign_in)
 from tests.web.live_support import create_incident
 
 pytestmark = pytest.mark.slow
@@ -75,27 +75,16 @@ def _page_mail_of(live: LiveConsole, title: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def paging(live: LiveConsole) -> tuple[int, str]:
-    """A channel whose escalation rule pages the Owner by e-mail, and its integration key."""
-    channel_id = live.call("/channel/create", {"channel_name": "Paged"})["channel_id"]
-    key = live.call("/integration/create", {"channel_id": channel_id,
-                                            "integration_name": "alerts"})["integration_key"]
-    template = next(t["template_id"] for t in live.call("/template/list", {})["items"]
-                    if t["preset"])
-    live.call("/channel/escalate/rule/create", {
-        "channel_id": channel_id, "rule_name": "Owner", "template_id": template,
-        "layers": [{"target": {"person_ids": [live.owner.person_id],
-                               "by": {"critical": ["email"]}},
-                    "max_times": 0, "notify_step": 1}]})
-    return channel_id, key
+def paging(live: LiveConsole) -> str:
+    return paging_integration(live)
 
 
 @pytest.mark.parametrize("signed_in", [True, False], ids=["signed-in", "anonymous"])
 def test_an_emailed_acknowledge_link_confirms_in_the_browser(
-        live: LiveConsole, paging: tuple[int, str], chromium: Chromium,
+        live: LiveConsole, paging: str, chromium: Chromium,
         signed_in: bool) -> None:
     title = f"queue backlog ({'signed in' if signed_in else 'anonymous'})"
-    push(live.url, paging[1], title, alert_key=title)
+    push(live.url, paging, title, alert_key=title)
     links = _page_mail_of(live, title)
     assert sorted(links) == ["Acknowledge", "Open", "Resolve"], links
     incident_id = incident_by_title(live, title)
