@@ -68,11 +68,13 @@ def _unharmed(driver: Any) -> None:
     assert driver.find_elements(By.CSS_SELECTOR, "a[href^='javascript:' i]") == []
 
 
-# The innermost elements reaching past the screen's right edge, to name what is too wide.
+# The elements reaching past the screen's right edge or their own box (innermost last), to name what is too
+# wide.
 _WIDER = """
 return [...document.body.querySelectorAll('*')]
-  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1 && e.children.length === 0)
-  .slice(0, 10).map(e => e.outerHTML.slice(0, 120));
+  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1
+          || e.scrollWidth > e.clientWidth + 1)
+  .slice(-6).map(e => e.outerHTML.slice(0, 100));
 """
 
 
