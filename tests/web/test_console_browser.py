@@ -11,10 +11,18 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.fixtures.browser import Chromium
+from tests.fixtures.browser import WIDTHS, Chromium, screenshot
 from tests.web.browser_support import (
-    PAGE_WITHIN_S, LiveConsole, incident_by_title, links_of, live_console, open_page,
-    paging_integration, push, sign_in)
+    PAGE_WITHIN_S,
+    LiveConsole,
+    incident_by_title,
+    links_of,
+    live_console,
+    open_page,
+    paging_integration,
+    push,
+    sign_in,
+)
 from tests.web.live_support import create_incident
 
 pytestmark = pytest.mark.slow
@@ -67,6 +75,13 @@ def test_acknowledge_then_reopen_with_a_reason_from_the_incident_page(
     driver.refresh()
     assert any("reopened: the disk filled up again" in e for e in _timeline(driver))
     assert chromium.console_errors() == []
+    # Pictures of ordinary pages for the documentation (the hostile ones are elsewhere).
+    for width in WIDTHS:
+        chromium.resize(width)
+        screenshot(driver, "incident-page")
+    open_page(chromium, f"{live.url}/console/incidents")
+    chromium.resize(360)
+    screenshot(driver, "incident-list-page")
 
 
 def _page_mail_of(live: LiveConsole, title: str) -> dict[str, str]:

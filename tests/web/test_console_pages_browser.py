@@ -16,8 +16,15 @@ from selenium.webdriver.common.by import By
 
 from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
 from tests.web.browser_support import (
-    LiveConsole, incident_by_title, links_of, live_console, open_page, paging_integration,
-    push, sign_in)
+    LiveConsole,
+    incident_by_title,
+    links_of,
+    live_console,
+    open_page,
+    paging_integration,
+    push,
+    sign_in,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -68,8 +75,8 @@ def _unharmed(driver: Any) -> None:
     assert driver.find_elements(By.CSS_SELECTOR, "a[href^='javascript:' i]") == []
 
 
-# The elements reaching past the screen's right edge or their own box (innermost last), to name what is too
-# wide.
+# The elements reaching past the screen's right edge or their own box (innermost last), to
+# name what is too wide.
 _WIDER = """
 return [...document.body.querySelectorAll('*')]
   .filter(e => e.getBoundingClientRect().right > arguments[0] + 1
