@@ -102,8 +102,12 @@ async def run(base: str, app_key: str, tokens: list[str], pushes: int,
     readers = [asyncio.create_task(_stream(base, token, got, ready, connected))
                for token, got in zip(tokens, arrivals, strict=True)]
     try:
-        async with asyncio.timeout(60):
-            await ready.wait()
+        waiter = asyncio.create_task(ready.wait())
+        await asyncio.wait([waiter, *readers], timeout=60, return_when=asyncio.FIRST_COMPLETED)
+        if not ready.is_set():
+            waiter.cancel()
+            broken = next((t.exception() for t in readers if t.done()), None)
+            raise RuntimeError(f"{connected[0]} of {len(tokens)} streams open") from broken
         pushed: dict[str, float] = {}
         answered: list[float] = []
         async with httpx.AsyncClient(base_url=base, timeout=30, trust_env=False) as api:
@@ -145,12 +149,16 @@ def main() -> int:
         with scratch_database("console-live", args.postgres) as url:
             key, _ = asyncio.run(seed(url, args.incidents, now=int(time.time())))
             tokens = asyncio.run(_sessions(url, args.streams))
-            server = bench.start("dutyline", [venv_bin("dutyline"), "serve"],
-                                 bench.dutyline_env(url))
+            env = {**bench.dutyline_env(url), "DUTYLINE_SECRET_KEY": "bench-console-live"}
+            server = bench.start("dutyline", [venv_bin("dutyline"), "serve"], env)
             if bench.pinned:
                 os.sched_setaffinity(0, {1})
-            result = asyncio.run(run(f"http://127.0.0.1:{server.port}", key, tokens,
-                                     args.pushes, args.interval))
+            try:
+                result = asyncio.run(run(f"http://127.0.0.1:{server.port}", key, tokens,
+                                         args.pushes, args.interval))
+            except Exception:
+                print(server.log_tail(60), file=sys.stderr)
+                raise
             bench.close()
     finally:
         bench.close()
