@@ -40,6 +40,21 @@ from bench.incident_list import seed
 _ROW = re.compile(r'<li id="incident-([^"]+)"')
 
 
+class Arrived:
+    """Set once every stream has received `expected` new rows."""
+
+    def __init__(self, streams: int, expected: int) -> None:
+        self.streams, self.expected = streams, expected
+        self.complete: set[int] = set()
+        self.all_in = asyncio.Event()
+
+    def received(self, stream: int, rows: int) -> None:
+        if rows >= self.expected:
+            self.complete.add(stream)
+            if len(self.complete) == self.streams:
+                self.all_in.set()
+
+
 async def _sessions(url: str, count: int) -> list[str]:
     """`count` console sessions of the owner (their tokens)."""
     from sqlalchemy import select
@@ -68,7 +83,8 @@ async def _sessions(url: str, count: int) -> list[str]:
 
 
 async def _stream(base: str, token: str, arrivals: dict[str, float],
-                  ready: asyncio.Event, connected: list[int]) -> None:
+                  ready: asyncio.Event, connected: list[int], arrived: Arrived, index: int
+                  ) -> None:
     """Reads one stream until cancelled: the arrival time of every new incident's row."""
     from dutyline.web import security
 
@@ -91,6 +107,7 @@ async def _stream(base: str, token: str, arrivals: dict[str, float],
                 now = time.perf_counter()
                 for incident_id in _ROW.findall(line):
                     arrivals.setdefault(incident_id, now)
+                arrived.received(index, len(arrivals))
             elif line == "":
                 event = ""
 
@@ -99,8 +116,9 @@ async def run(base: str, app_key: str, tokens: list[str], pushes: int,
               interval: float) -> dict[str, Any]:
     arrivals: list[dict[str, float]] = [{} for _ in tokens]
     ready, connected = asyncio.Event(), [0, len(tokens)]
-    readers = [asyncio.create_task(_stream(base, token, got, ready, connected))
-               for token, got in zip(tokens, arrivals, strict=True)]
+    arrived = Arrived(len(tokens), pushes)
+    readers = [asyncio.create_task(_stream(base, token, got, ready, connected, arrived, n))
+               for n, (token, got) in enumerate(zip(tokens, arrivals, strict=True))]
     try:
         waiter = asyncio.create_task(ready.wait())
         await asyncio.wait([waiter, *readers], timeout=60, return_when=asyncio.FIRST_COMPLETED)
@@ -122,8 +140,7 @@ async def run(base: str, app_key: str, tokens: list[str], pushes: int,
         # Whatever has not arrived 5 s after the last push counts as missing.
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(5):
-                while any(len(got) < pushes for got in arrivals):
-                    await asyncio.sleep(0.05)
+                await arrived.all_in.wait()
     finally:
         for task in readers:
             task.cancel()
