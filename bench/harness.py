@@ -278,6 +278,10 @@ SCRIPTS: dict[str, tuple[str, str]] = {
                    "escalation --incidents 200 --rounds 1"),
     "status-public": ("public status page and RSS, cached and cold",
                       "status_public --incidents 100 --requests 100 --cold 20"),
+    "console_incident_list": ("the console's incident list against /incident/list",
+                              "console_list --incidents 10000 --requests 20"),
+    "console_live_fanout": ("incidents pushed to the console list's open streams",
+                            "console_live --streams 100 --pushes 10"),
 }
 
 
@@ -339,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"unknown scenario: {', '.join(unknown)}\n" if unknown else "", end="")
         print("scenarios (make bench NAME=<name>[,<name>...] ARGS='--seconds 3 --postgres'):")
         for name, (what, *_) in [*HTTP.items(), *SCRIPTS.items()]:
-            print(f"  {name:<15} {'http  ' if name in HTTP else 'script'}  {what}")
+            print(f"  {name:<21} {'http  ' if name in HTTP else 'script'}  {what}")
         return 2 if unknown else 0
     if args.seconds > 30 or args.rounds > 20:
         p.error("keep runs short on the shared machine: --seconds <= 30, --rounds <= 20")

@@ -68,7 +68,9 @@ async def _member_key(conn: Any, account_id: int, team_channel: int) -> str:
 
 
 async def seed(url: str, incidents: int, as_member: bool = False,
-               titles: int = 0) -> tuple[str, list[int]]:
+               titles: int = 0, now: int = NOW) -> tuple[str, list[int]]:
+    """`incidents` rows started over the SPAN_DAYS before `now`; (the reader's key, the
+    channel ids)."""
     from sqlalchemy import insert
 
     from dutyline.db.engine import Database
@@ -80,7 +82,7 @@ async def seed(url: str, incidents: int, as_member: bool = False,
     rng = random.Random(7)
     try:
         async with db.transaction() as conn:
-            created, channel_ids = await seed_account(conn, NOW, channels=10,
+            created, channel_ids = await seed_account(conn, now, channels=10,
                                                       private=3 if as_member else 0)
             key = (await _member_key(conn, created.account_id, channel_ids[0]) if as_member
                    else created.app_key)
@@ -88,7 +90,7 @@ async def seed(url: str, incidents: int, as_member: bool = False,
         for n in range(incidents):
             # One row in ten belongs to other accounts: the account filter has work to do.
             account_id = created.account_id if n % 10 else 1 + n % 7
-            start = NOW - rng.randrange(SPAN_DAYS * DAY)
+            start = now - rng.randrange(SPAN_DAYS * DAY)
             progress = rng.choices(["Triggered", "Processing", "Closed"], [1, 1, 8])[0]
             severity = rng.choice(["Critical", "Warning", "Info"])
             closed = progress == "Closed"
