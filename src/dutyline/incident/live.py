@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
+from collections import deque
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -205,4 +207,132 @@ def for_database(db: Database) -> EventWatch:
     found = _watches.get(db)
     if found is None:
         found = _watches[db] = EventWatch(db)
+    return found
+
+
+FEED_BATCH = 500  # events read at once by a feed
+KEPT_BATCHES = 64  # a view further behind than this starts again (the browser reconnects)
+
+
+@dataclass(eq=False)
+class Batch:
+    """Changes read once for every live view of an account in this process."""
+
+    seq: int
+    rows: list[Any]  # event rows (id, incident_id, kind), oldest first
+    last_id: int  # the feed's position after them
+    # What the views compute once from this batch (rows and counts per kind of reader):
+    # dropped with the batch.
+    shared: dict[Any, asyncio.Future[Any]] = field(default_factory=dict)
+
+
+class AccountFeed:
+    """One task per account and process that reads the account's new events once per ring and
+    keeps the last KEPT_BATCHES batches for the views following it."""
+
+    def __init__(self, events: EventWatch, account_id: int, *, recheck_s: float) -> None:
+        self.events = events
+        self.account_id = account_id
+        self.recheck_s = recheck_s
+        self.cursor: LiveCursor | None = None
+        self.batches: deque[Batch] = deque(maxlen=KEPT_BATCHES)
+        self.seq = 0
+        self.followers = 0
+        self.ready = asyncio.Event()
+        self._news = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    def since(self, seq: int) -> list[Batch] | None:
+        """The batches after `seq`; None when some of them are no longer kept."""
+        if seq >= self.seq:
+            return []
+        if not self.batches or self.batches[0].seq > seq + 1:
+            return None
+        return [b for b in self.batches if b.seq > seq]
+
+    async def wait(self, seq: int, within_s: float) -> None:
+        """Until a batch past `seq` is read, at most `within_s` seconds."""
+        news = self._news
+        if self.seq > seq:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, within_s)):
+                await news.wait()
+
+    async def _run(self) -> None:
+        async with self.events.watch(self.account_id) as bell:
+            while True:
+                try:
+                    await self._read()
+                except Exception as exc:  # read again at the next ring or recheck
+                    log.warning("incident feed read failed", cause=repr(exc))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.recheck_s):
+                        await bell.wait()
+
+    async def _read(self) -> None:
+        async with self.events.db.transaction(write=False) as conn:
+            if self.cursor is None:
+                lookback = LOOKBACK_IDS if self.events.db.is_postgres else 0
+                self.cursor = LiveCursor(await repo.last_event_id(conn), lookback=lookback)
+                self.ready.set()
+            cursor = self.cursor
+            while True:
+                rows = await repo.events_after(conn, cursor.since(),
+                                               account_id=self.account_id,
+                                               limit=cursor.lookback + FEED_BATCH)
+                fresh = cursor.take(rows)
+                if fresh:
+                    self.seq += 1
+                    self.batches.append(Batch(self.seq, fresh, cursor.last_id))
+                    self._news.set()
+                    self._news = asyncio.Event()
+                if len(rows) < cursor.lookback + FEED_BATCH:
+                    return
+
+
+class Feeds:
+    """The process's account feeds over one database, each running while some view
+    follows it."""
+
+    def __init__(self, events: EventWatch) -> None:
+        self.events = events
+        self._feeds: dict[int, AccountFeed] = {}
+
+    @contextlib.asynccontextmanager
+    async def follow(self, account_id: int, *, recheck_s: float) -> AsyncIterator[AccountFeed]:
+        feed = self._feeds.get(account_id)
+        if feed is None:
+            feed = self._feeds[account_id] = AccountFeed(self.events, account_id,
+                                                         recheck_s=recheck_s)
+        feed.followers += 1
+        feed.start()
+        try:
+            await feed.ready.wait()
+            yield feed
+        finally:
+            feed.followers -= 1
+            if not feed.followers:
+                feed.stop()
+                if self._feeds.get(account_id) is feed:
+                    del self._feeds[account_id]
+
+
+_feeds: weakref.WeakKeyDictionary[Database, Feeds] = weakref.WeakKeyDictionary()
+
+
+def feeds_for(db: Database) -> Feeds:
+    """The process's account feeds over `db`."""
+    found = _feeds.get(db)
+    if found is None:
+        found = _feeds[db] = Feeds(for_database(db))
     return found

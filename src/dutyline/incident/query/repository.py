@@ -119,15 +119,16 @@ def creator_channel_scope(account_id: int, person_id: int, within: Any = None) -
 
 async def window(
     conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
-    limit: int, after: tuple[int, str] | None = None,
+    limit: int, after: tuple[int, str] | None = None, count: bool = True,
 ) -> tuple[int, list[Row[Any]]]:
-    """The total and one page of a list, both planned for the actual title query."""
+    """The total (0 unless `count`) and one page of a list, both planned for the actual
+    title query."""
     await plan_for_the_query(conn, f.query)
-    total = await count(conn, scope, f)
+    total = await count_of(conn, scope, f) if count else 0
     return total, await page(conn, scope, f, asc=asc, offset=offset, limit=limit, after=after)
 
 
-async def count(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
+async def count_of(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
     stmt = select(func.count()).select_from(incident).where(*_conditions(scope, f))
     return int((await conn.execute(stmt)).scalar_one())
 

@@ -107,11 +107,11 @@ async def find_incidents(
     acker_ids: Sequence[int] = (), creator_ids: Sequence[int] = (),
     closer_ids: Sequence[int] = (), incident_ids: Sequence[str] = (),
     nums: Sequence[str] = (), query: str = "", is_snoozed: bool = False,
-    ever_muted: bool = False,
+    ever_muted: bool = False, count: bool = True,
 ) -> IncidentListResponse:
     """Incidents started in [start_time, end_time) (at most 31 days), filtered, a page at a
     time by offset or by the opaque `search_after_ctx` cursor (signed with the server's
-    secret key)."""
+    secret key). `count=False` skips the total (then 0) for callers that do not show it."""
     f = await _list_filter(
         actor, start_time=start_time, end_time=end_time, progress=progress,
         incident_severity=incident_severity, channel_ids=channel_ids, team_ids=team_ids,
@@ -127,7 +127,7 @@ async def find_incidents(
         offset = 0  # a cursor replaces p: it already says where the page starts
     scope = await visibility.scope(actor)
     total, rows = await repo.window(conn, scope, f, asc=asc, offset=offset,
-                                    limit=limit + 1, after=after)
+                                    limit=limit + 1, after=after, count=count)
     has_next = len(rows) > limit
     rows = rows[:limit]
     cursor = ""

@@ -99,12 +99,13 @@ class ListView:
 
 
 async def read_list(ctx: ConsoleContext, view: ListView, *, incident_ids: list[str] | None = None,
-                    limit: int = PAGE_SIZE, cursor: str = "") -> IncidentListResponse:
+                    limit: int = PAGE_SIZE, cursor: str = "", total: bool = True
+                    ) -> IncidentListResponse:
     """A page of the view's incidents (or those of `incident_ids` it holds); inside a read."""
     return await incidents.list_incidents(
         ctx.conn, ctx.actor, **view.filters(ctx.actor.now_s), progress=view.progress,
         incident_ids=incident_ids or (), limit=limit, search_after_ctx=cursor,
-        deps=ctx.runtime.deps)
+        deps=ctx.runtime.deps, count=total)
 
 
 async def read_counts(ctx: ConsoleContext, view: ListView) -> dict[str, int]:

@@ -88,55 +88,122 @@ async def _events(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, 
                   new_after: int | None) -> AsyncIterator[str]:
     """The stream's messages; incidents created by events past `new_after` come as new rows
     (None: never, an older page)."""
-    watch_hub = live.for_database(ctx.runtime.db)
     loop = asyncio.get_running_loop()
     ends_at = loop.time() + STREAM_MAX_S
     yield "retry: 2000\n\n"
-    async with watch_hub.watch(ctx.actor.account_id) as bell:
-        while True:
-            if not await ctx.still_signed_in():
-                yield sse("session-ended", _session_ended_notice())
-                return
-            sent = False
-            async for message in _changes(ctx, view, cursor, new_after=new_after):
-                sent = True
+    async with ctx.read():  # the person's teams, read once for the stream's life
+        reader = await _reader_key(ctx)
+    feeds = live.feeds_for(ctx.runtime.db)
+    async with feeds.follow(ctx.actor.account_id, recheck_s=HEARTBEAT_S) as feed:
+        seq = feed.seq
+        assert feed.cursor is not None
+        joined_at = feed.cursor.last_id
+        # What happened between the page and this process's feed, this stream reads itself.
+        if cursor.last_id < joined_at:
+            async for message in _catch_up(ctx, view, cursor, upto=joined_at,
+                                           new_after=new_after):
                 yield message
-            if not sent:
-                # No event, only the position: what a reconnection sends back.
-                yield f"id: {cursor.last_id}\n\n"
-            left = ends_at - loop.time()
-            if left <= 0:
+        # A page newer than the feed has seen what the feed reads up to its position. Ids
+        # commit in order on SQLite only: with a read-back, a view takes every change again.
+        skip_upto = cursor.last_id if not feed.cursor.lookback else 0
+        position = max(cursor.last_id, joined_at)
+        yield f"id: {position}\n\n"
+        check_at = loop.time() + HEARTBEAT_S
+        while True:
+            batches = feed.since(seq)
+            if batches is None:
+                return  # too far behind: the browser reconnects from `position`
+            for batch in batches:
+                seq = batch.seq
+                position = max(position, batch.last_id)
+                changes = [incidents.IncidentChange(r.id, r.incident_id, r.kind)
+                           for r in batch.rows if r.id > skip_upto]
+                if changes:
+                    for event, html in await _shared_render(ctx, reader, view, batch,
+                                                            changes, new_after=new_after):
+                        yield sse(event, html, position)
+            now = loop.time()
+            if now >= ends_at:
                 return
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(min(HEARTBEAT_S, left)):
-                    await bell.wait()
+            if now >= check_at:
+                if not await ctx.still_signed_in():
+                    yield sse("session-ended", _session_ended_notice())
+                    return
+                # No event, only the position: what a reconnection sends back.
+                yield f"id: {position}\n\n"
+                check_at = now + HEARTBEAT_S
+            await feed.wait(seq, min(check_at, ends_at) - now)
 
 
-async def _changes(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, *,
-                   new_after: int | None) -> AsyncIterator[str]:
-    """The messages for what changed past `cursor`, which moves past it."""
-    while True:
+async def _catch_up(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, *,
+                    upto: int, new_after: int | None) -> AsyncIterator[str]:
+    """The messages for what changed past `cursor` up to event `upto`."""
+    while cursor.last_id < upto:
         async with ctx.read():
-            changes = await incidents.incident_changes(ctx.conn, ctx.actor, cursor=cursor)
+            batch = await incidents.incident_changes(ctx.conn, ctx.actor, cursor=cursor)
+            changes = [c for c in batch if c.event_id <= upto]
             if not changes:
                 return
-            messages = await _render(ctx, view, changes, new_after=new_after)
+            messages = await _render(ctx, view, changes, _created(changes, new_after))
         for event, html in messages:
-            yield sse(event, html, cursor.last_id)
-        if len(changes) < incidents.LIVE_BATCH:
+            yield sse(event, html, min(cursor.last_id, upto))
+        if len(batch) < incidents.LIVE_BATCH:
             return
 
 
-async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any], *,
-                  new_after: int | None) -> list[tuple[str, str]]:
+def _created(changes: list[Any], new_after: int | None) -> frozenset[str]:
+    if new_after is None:
+        return frozenset()
+    return frozenset(c.incident_id for c in changes
+                     if c.kind == events.CREATED and c.event_id > new_after)
+
+
+async def _reader_key(ctx: ConsoleContext) -> tuple[Any, ...]:
+    """Everything the list's read and rows depend on besides the view: who reads, with what
+    rights, in which teams (which decide the channels they see)."""
+    actor = ctx.actor
+    return (actor.account_id, actor.person_id, actor.is_admin, actor.permissions,
+            await actor.team_ids())
+
+
+async def _shared_render(ctx: ConsoleContext, reader: tuple[Any, ...], view: ListView,
+                         batch: live.Batch,
+                         changes: list[Any], *, new_after: int | None
+                         ) -> list[tuple[str, str]]:
+    """The messages for `changes`, read and rendered once for every stream of this process
+    with the same reader, view and changes."""
+    created = _created(changes, new_after)
+    key = (reader, view, created,
+           tuple((c.event_id, c.incident_id, c.kind) for c in changes))
+    found = batch.shared.get(key)
+    if found is not None:
+        with contextlib.suppress(Exception):
+            result: list[tuple[str, str]] = await asyncio.shield(found)
+            return result
+        # The stream that read it failed or went away: read it here.
+    done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    batch.shared[key] = done
+    try:
+        async with ctx.read():
+            messages = await _render(ctx, view, changes, created)
+    except BaseException as exc:
+        if batch.shared.get(key) is done:
+            del batch.shared[key]
+        done.set_exception(exc if isinstance(exc, Exception) else RuntimeError("gone"))
+        done.exception()  # retrieved: the waiters read it again themselves
+        raise
+    done.set_result(messages)
+    return messages
+
+
+async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any],
+                  created: frozenset[str]) -> list[tuple[str, str]]:
     """(event, HTML) of the messages telling the page about `changes`."""
-    created = set() if new_after is None else {
-        c.incident_id for c in changes if c.kind == events.CREATED and c.event_id > new_after}
     changed = list(dict.fromkeys(c.incident_id for c in reversed(changes)))
     shown: dict[str, Any] = {}
     for i in range(0, len(changed), _IDS_PER_READ):
         chunk = changed[i:i + _IDS_PER_READ]
-        page = await read_list(ctx, view, incident_ids=chunk, limit=len(chunk))
+        page = await read_list(ctx, view, incident_ids=chunk, limit=len(chunk), total=False)
         shown.update((item.incident_id, item) for item in page.items)
     # Changed incidents the person sees that no longer match leave the list; those they do
     # not see are never named, not even to be removed.
