@@ -12,10 +12,14 @@ stream shows exactly what a reload would, and only what the person may see:
 - `session-ended`: the session is over (signed out, expired, removed); the page closes the
   stream, and says so.
 
-Each stream checks its session whenever it wakes and at least every HEARTBEAT_S, when an
-`id:` line (the position, for a reconnection to go on from) keeps proxies from closing an idle
-stream and finds a closed browser. After STREAM_MAX_S the stream ends and the browser opens
-it again at once from where it was: so it reads the person's roles and teams afresh."""
+The streams of a process share the work of a change: the account's feed (incident/live.py)
+reads each batch of changes once, and streams with the same reader and view read and render
+it once (`_shared_render`). Each stream checks its session when it opens and then every
+HEARTBEAT_S (not on each change: a signed-out session may get rows, of incidents the person
+could see, for up to that long), when an `id:` line (the position, for a reconnection to go
+on from) keeps proxies from closing an idle stream and finds a closed browser. After
+STREAM_MAX_S the stream ends and the browser opens it again at once from where it was: so it
+reads the person's roles and teams afresh."""
 
 from __future__ import annotations
 
