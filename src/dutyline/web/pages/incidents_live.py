@@ -102,10 +102,13 @@ async def _events(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, 
         seq = feed.seq
         assert feed.cursor is not None
         joined_at = feed.cursor.last_id
+        # Events this stream has sent: on PostgreSQL its own catch-up and the feed's read-back
+        # can both hold one (ids commit out of order), and a change is sent once.
+        sent = _SentEvents()
         # What happened between the page and this process's feed, this stream reads itself.
         if cursor.last_id < joined_at:
             async for message in _catch_up(ctx, view, cursor, upto=joined_at,
-                                           new_after=new_after):
+                                           new_after=new_after, sent=sent):
                 yield message
         # A page newer than the feed has seen what the feed reads up to its position. Ids
         # commit in order on SQLite only: with a read-back, a view takes every change again.
@@ -120,8 +123,9 @@ async def _events(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, 
             for batch in batches:
                 seq = batch.seq
                 position = max(position, batch.last_id)
-                changes = [incidents.IncidentChange(r.id, r.incident_id, r.kind)
-                           for r in batch.rows if r.id > skip_upto]
+                changes = sent.first_time(
+                    [incidents.IncidentChange(r.id, r.incident_id, r.kind)
+                     for r in batch.rows if r.id > skip_upto])
                 if changes:
                     for event, html in await _shared_render(ctx, reader, view, batch,
                                                             changes, new_after=new_after):
@@ -139,16 +143,36 @@ async def _events(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, 
             await feed.wait(seq, min(check_at, ends_at) - now)
 
 
+class _SentEvents:
+    """The event ids a stream has sent, the newest few thousand."""
+
+    KEEP = 4 * live.LOOKBACK_IDS
+
+    def __init__(self) -> None:
+        self._ids: set[int] = set()
+
+    def first_time(self, changes: list[Any]) -> list[Any]:
+        fresh = [c for c in changes if c.event_id not in self._ids]
+        self._ids.update(c.event_id for c in fresh)
+        if len(self._ids) > self.KEEP:
+            floor = max(self._ids) - self.KEEP // 2
+            self._ids = {i for i in self._ids if i > floor}
+        return fresh
+
+
 async def _catch_up(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor, *,
-                    upto: int, new_after: int | None) -> AsyncIterator[str]:
+                    upto: int, new_after: int | None,
+                    sent: _SentEvents) -> AsyncIterator[str]:
     """The messages for what changed past `cursor` up to event `upto`."""
     while cursor.last_id < upto:
         async with ctx.read():
             batch = await incidents.incident_changes(ctx.conn, ctx.actor, cursor=cursor)
-            changes = [c for c in batch if c.event_id <= upto]
-            if not changes:
+            in_range = [c for c in batch if c.event_id <= upto]
+            if not in_range:
                 return
-            messages = await _render(ctx, view, changes, _created(changes, new_after))
+            changes = sent.first_time(in_range)
+            messages = (await _render(ctx, view, changes, _created(changes, new_after))
+                        if changes else [])
         for event, html in messages:
             yield sse(event, html, min(cursor.last_id, upto))
         if len(batch) < incidents.LIVE_BATCH:
