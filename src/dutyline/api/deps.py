@@ -9,6 +9,7 @@ over the same process."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from dutyline.config import Settings
 from dutyline.kit.outbound import OutboundPolicy
@@ -30,3 +31,9 @@ class Deps:
     def base_url(self) -> str:
         """Where this server is reached from outside (links in records and messages)."""
         return self.settings.base_url
+
+    @cached_property
+    def secret_key(self) -> str:
+        """The server's secret key, resolved once per process: on SQLite it is read from a
+        file beside the database, which must not happen on every request."""
+        return self.settings.resolved_secret_key()

@@ -236,7 +236,7 @@ list_incidents = reads(*VIEW_PERMISSIONS)(find_incidents)
 # The cursor is opaque to clients: base64 of (start_time, incident_id, direction) plus an
 # HMAC, so a client cannot forge a position or reuse a cursor in the other direction.
 def _cursor_key(deps: Deps) -> str:
-    return deps.settings.resolved_secret_key()
+    return deps.secret_key
 
 
 def _cursor_mac(key: str, payload: bytes) -> str:
