@@ -135,16 +135,17 @@ def invite_link(email: str, person_id: int | None) -> None:
     click.echo(asyncio.run(_welcome_link(settings, person_id=person_id, email=email)))
 
 
-def _warn_without_secret_key(settings: Settings) -> None:
+def _require_secret_key(settings: Settings) -> None:
     """Off SQLite the server's secret key cannot be generated beside the database (every
     process must share it): without one, sealed secrets, signed links, list cursors and
-    console sessions fail on first use. Say so at start, on stderr."""
+    console sessions would fail on first use. A server or worker refuses to start instead."""
     if settings.secret_key or settings.sqlite_path() is not None:
         return
-    line = ("dutyline: DUTYLINE_SECRET_KEY (secret_key) is not set: on this database every "
-            "process must share one; the console, signed links and stored third-party "
-            "secrets fail until it is set")
-    click.echo(line, err=True)
+    raise click.ClickException(
+        "DUTYLINE_SECRET_KEY (secret_key) is not set: off SQLite every process must share "
+        "one key, which seals stored third-party secrets and signs console sessions, links "
+        "and cursors. Set it (for example to the output of `python -c \"import secrets; "
+        "print(secrets.token_urlsafe(32))\"`) in the environment or the config file.")
 
 
 @main.command()
@@ -161,7 +162,7 @@ def serve(host: str, port: int, workers: int) -> None:
     _settings()  # the extras its settings need are installed, or stop here
     loaded = _loaded()
     settings = _follow_listen_address(loaded, host, port)
-    _warn_without_secret_key(settings)
+    _require_secret_key(settings)
     upgrade(settings.database_url)
     created = asyncio.run(_bootstrap_if_empty(settings))
     if created:
@@ -234,7 +235,7 @@ def worker() -> None:
     from dutyline.work.worker import run_standalone
 
     settings = _settings()  # the extras its settings need are installed, or stop here
-    _warn_without_secret_key(settings)
+    _require_secret_key(settings)
     loaded = _loaded()
     if loaded.sources["base_url"] == DEFAULT:
         # A worker serves nothing: it cannot guess where the API is reached.
