@@ -248,6 +248,15 @@ async def test_past_incidents_are_earlier_ones_of_the_channel_ranked_by_similari
     top = await capi.call("/incident/past/list", {"incident_id": current, "limit": 1},
                           key=acme.key)
     assert [i["incident_id"] for i in top.data["items"]] == [same_title]
+    # `total` counts every similar one, over the pages a published client asks with `p`.
+    assert type(top.data["total"]) is int and top.data["total"] == len(items) == 3
+    second = await capi.call("/incident/past/list", {"incident_id": current, "limit": 1,
+                                                     "p": 2}, key=acme.key)
+    assert [i["incident_id"] for i in second.data["items"]] == [near]
+    assert second.data["total"] == 3
+    beyond = await capi.call("/incident/past/list", {"incident_id": current, "p": 9},
+                             key=acme.key)
+    assert (beyond.data["items"], beyond.data["total"]) == ([], 3)
     default = await capi.call("/incident/past/list", {"incident_id": current}, key=acme.key)
     assert len(default.data["items"]) == 3
     assert (await capi.call("/incident/past/list", {"incident_id": current, "limit": 101},

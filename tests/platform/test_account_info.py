@@ -20,7 +20,9 @@ async def test_account_info_is_the_callers_own_account(api: Api, owner: Person) 
     assert reply.status == 200, reply.body
     created = reply.data["created_at"]
     assert reply.data == {"account_id": owner.account_id, "account_name": "Acme",
-                          "locale": "zh-CN", "time_zone": "Asia/Shanghai",
+                          "domain": "", "email": "owner@acme.example", "phone": "",
+                          "country_code": "", "avatar": "", "locale": "zh-CN",
+                          "time_zone": "Asia/Shanghai",
                           "created_at": created, "updated_at": created}
     assert abs(created - int(api.runtime.clock.now())) < 5
 
@@ -35,3 +37,19 @@ async def test_account_info_is_the_callers_own_account(api: Api, owner: Person) 
     assert theirs.data["locale"] == "en-US" and theirs.data["time_zone"] == "UTC"
     unauthorized = await api.call("/account/info", {}, key=None)
     assert (unauthorized.status, unauthorized.code) == (401, "Unauthorized")
+
+
+async def test_the_fields_a_published_client_decodes_have_its_json_types(
+        api: Api, owner: Person) -> None:
+    """decisions.md §10: one field of the wrong JSON type fails the client's whole call."""
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(account).where(account.c.account_id == owner.account_id)
+                           .values(domain="acme.example"))
+    data = (await api.call("/account/info", {}, key=owner.key)).data
+    assert data["domain"] == "acme.example"
+    assert "@" in data["email"]
+    for name in ("account_name", "domain", "email", "phone", "country_code", "avatar",
+                 "locale", "time_zone"):
+        assert type(data[name]) is str, name
+    for name in ("account_id", "created_at"):
+        assert type(data[name]) is int, name

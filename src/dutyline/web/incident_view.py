@@ -167,8 +167,8 @@ async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: D
     view.fields = [_field_row(d, info.fields) for d in definitions]
     view.similar = [
         Similar(p.incident_id, p.num, p.title, p.progress, round(p.score * 100))
-        for p in await similar.past_incidents(conn, actor, incident_id=info.incident_id,
-                                              limit=SIMILAR_LIMIT, deps=deps)]
+        for p in (await similar.past_incidents(conn, actor, incident_id=info.incident_id,
+                                               limit=SIMILAR_LIMIT, deps=deps))[1]]
     if view.can_manage:
         _, people = await members.list_members(conn, actor, asc=True, offset=0,
                                                limit=MEMBER_CHOICES)

@@ -79,6 +79,8 @@ async def incident_past_list(
     ctx: Context, req: ListPastIncidentsRequest
 ) -> ListPastIncidentsResponse:
     """Earlier incidents of the same channel, most similar by title and labels first."""
-    return ListPastIncidentsResponse(items=await similar.past_incidents(
-        ctx.conn, ctx.actor, incident_id=req.incident_id, limit=req.limit,
-        deps=ctx.runtime.deps))
+    limit = req.limit or similar.DEFAULT_LIMIT
+    total, items = await similar.past_incidents(
+        ctx.conn, ctx.actor, incident_id=req.incident_id, limit=limit,
+        offset=(req.p - 1) * limit, deps=ctx.runtime.deps)
+    return ListPastIncidentsResponse(items=items, total=total)

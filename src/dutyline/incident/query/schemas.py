@@ -200,6 +200,8 @@ class ListPastIncidentsRequest(msgspec.Struct, kw_only=True):
     incident_id: IncidentId
     # 0 (a client's unset value) means the default, as in the reference's Go clients.
     limit: Annotated[int, msgspec.Meta(ge=0, le=100)] = 5
+    # Not in the reference; a published client pages with it (decisions.md §10).
+    p: Annotated[int, msgspec.Meta(ge=1)] = 1
 
 
 class PastIncidentItem(IncidentInfo, kw_only=True):
@@ -208,3 +210,4 @@ class PastIncidentItem(IncidentInfo, kw_only=True):
 
 class ListPastIncidentsResponse(msgspec.Struct, kw_only=True):
     items: list[PastIncidentItem]
+    total: int  # how many are similar enough, over every page

@@ -76,10 +76,11 @@ class _Reference:
 @reads(*VIEW_PERMISSIONS)
 async def past_incidents(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, limit: int = DEFAULT_LIMIT,
-    deps: Deps,
-) -> list[PastIncidentItem]:
-    """The `limit` (0: the default) most similar earlier incidents of the incident's channel,
-    as whole records (the server's base URL for their links) with their score."""
+    offset: int = 0, deps: Deps,
+) -> tuple[int, list[PastIncidentItem]]:
+    """(how many earlier incidents of the incident's channel are similar enough, the `limit`
+    (0: the default) of them from `offset`, most similar first), as whole records (the
+    server's base URL for their links) with their score."""
     scope = await visibility.scope(actor)
     ref = await repo.find(conn, scope, incident_id.lower())
     if ref is None:
@@ -90,12 +91,12 @@ async def past_incidents(
          for c in await repo.past_candidates(conn, scope, ref)),
         reverse=True,
     )
-    best = [(score, found) for score, _, found in scored
-            if score >= MIN_SCORE][:limit or DEFAULT_LIMIT]
+    similar = [(score, found) for score, _, found in scored if score >= MIN_SCORE]
+    best = similar[offset:offset + (limit or DEFAULT_LIMIT)]
     if not best:
-        return []
+        return len(similar), []
     rows = await repo.find_many(conn, scope, [i for _, i in best])
     infos = {info.incident_id: info
              for info in await records(conn, actor, rows, deps=deps)}
-    return [PastIncidentItem(**msgspec.structs.asdict(infos[i]), score=score)
-            for score, i in best if i in infos]
+    return len(similar), [PastIncidentItem(**msgspec.structs.asdict(infos[i]), score=score)
+                          for score, i in best if i in infos]

@@ -10,6 +10,13 @@ import msgspec
 class AccountItem(msgspec.Struct, kw_only=True):
     account_id: int
     account_name: str
+    # The account's contact and sign-in domain, as the live service's clients read them;
+    # dutyline keeps no account phone or avatar, so those are always "".
+    domain: str
+    email: str
+    phone: str = ""
+    country_code: str = ""
+    avatar: str = ""
     locale: str
     time_zone: str
     created_at: int  # Unix seconds

@@ -69,7 +69,8 @@ async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
     if row is None:  # an account deleted under a live key: as for any unknown id
         raise errors.not_found("account", actor.account_id)
     return AccountItem(account_id=row.account_id, account_name=row.account_name,
-                       locale=row.locale, time_zone=row.time_zone, created_at=row.created_at,
+                       domain=row.domain, email=row.email, locale=row.locale,
+                       time_zone=row.time_zone, created_at=row.created_at,
                        updated_at=row.updated_at)
 
 

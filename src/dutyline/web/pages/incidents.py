@@ -159,12 +159,13 @@ async def _options(ctx: ConsoleContext) -> tuple[list[Any], list[Any]]:
 async def incident_list(ctx: ConsoleContext) -> Response:
     view = ListView.from_query(ctx.request.query_params)
     async with ctx.read() as conn:
+        # The page shows the sum of the counts by progress, not the list's own total.
         try:
-            page = await read_list(ctx, view, cursor=view.cursor)
+            page = await read_list(ctx, view, cursor=view.cursor, total=False)
         except errors.InvalidParameter:
             # A cursor of another list (or an old one): start from the newest instead.
             view = replace(view, cursor="")
-            page = await read_list(ctx, view)
+            page = await read_list(ctx, view, total=False)
         counts = await read_counts(ctx, view)
         live_from = (await incidents.live_cursor(conn, ctx.actor)).last_id
         channel_options, team_options = await _options(ctx)
