@@ -108,6 +108,13 @@ async def test_ack_unack_resolve_cycle(api: Api, owner: Person) -> None:
     got = await info(api, owner, incident_id)
     assert got["progress"] == "Triggered"
     assert got["responders"][0]["acknowledged_at"] == 0
+    assert got["ack_time"] == 0  # the acknowledgement it had is gone with the unack
+    assert (await api.call("/incident/ack", {"incident_ids": [incident_id]},
+                           key=owner.key)).status == 200
+    again = await info(api, owner, incident_id)
+    assert again["ack_time"] > 0 and again["ack_time"] == again["responders"][0]["acknowledged_at"]
+    assert (await api.call("/incident/unack", {"incident_ids": [incident_id]},
+                           key=owner.key)).status == 200
 
     reply = await api.call("/incident/resolve", {"incident_ids": [incident_id],
                                                  "root_cause": "full disk"}, key=owner.key)

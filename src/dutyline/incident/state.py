@@ -52,12 +52,13 @@ def recomputed_severity(severities: Iterable[str], progress: str) -> Values:
 
 
 def acked(ack_time: int, now_s: int) -> Values:
-    # ack_time is the first acknowledgement; a later ack after an unack keeps it.
+    # ack_time is when the incident's current acknowledgement began: an ack of an
+    # acknowledged incident keeps it; an unack clears it, so the next ack sets it anew.
     return {"progress": PROCESSING, "ack_time": ack_time or now_s, "updated_at": now_s}
 
 
 def unacked(now_s: int) -> Values:
-    return {"progress": TRIGGERED, "updated_at": now_s}
+    return {"progress": TRIGGERED, "ack_time": 0, "updated_at": now_s}
 
 
 def snoozed(until_s: int, now_s: int) -> Values:
