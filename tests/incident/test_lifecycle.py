@@ -133,8 +133,10 @@ async def test_ack_unack_resolve_cycle(api: Api, owner: Person) -> None:
     assert recovered["alert_status"] == "Ok" and recovered["end_time"] > 0
     assert recovered["incident"]["progress"] == "Closed"
 
-    assert await feed_types(api, owner, incident_id) == ["i_new", "i_ack", "i_unack", "i_rslv"]
-    assert await event_kinds(api, incident_id) == ["created", "acked", "unacked", "resolved"]
+    assert await feed_types(api, owner, incident_id) == [
+        "i_new", "i_ack", "i_unack", "i_ack", "i_unack", "i_rslv"]
+    assert await event_kinds(api, incident_id) == [
+        "created", "acked", "unacked", "acked", "unacked", "resolved"]
     items = await feed_items(api, owner, incident_id)
     assert items[-1]["detail"] == {"from": "console"}
     assert all(i["creator_id"] == owner.person_id for i in items)
