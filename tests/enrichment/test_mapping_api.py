@@ -100,7 +100,7 @@ async def test_api_lifecycle_in_reference_shapes(api: Api, owner: Person,
     check("/enrichment/mapping/api/delete", await post(
         api, "/enrichment/mapping/api/delete", {"api_id": api_id}, owner.key))
     gone = await post(api, "/enrichment/mapping/api/info", {"api_id": api_id}, owner.key)
-    assert gone.status_code == 200 and gone.json()["data"] is None
+    assert gone.status_code == 400 and gone.json()["error"]["code"] == "ResourceNotFound"
 
 
 @pytest.mark.parametrize(("body", "field"), [
@@ -144,7 +144,7 @@ async def test_duplicate_names_permissions_and_other_accounts(
     # Another account sees nothing and can change nothing; nor can its rules use the API.
     theirs = await post(api, "/enrichment/mapping/api/info", {"api_id": api_id},
                         other_owner.key)
-    assert theirs.status_code == 200 and theirs.json()["data"] is None
+    assert theirs.status_code == 400 and theirs.json()["error"]["code"] == "ResourceNotFound"
     assert (await post(api, "/enrichment/mapping/api/list", {},
                        other_owner.key)).json()["data"]["total"] == 0
     for path, body in (("/enrichment/mapping/api/update", {"api_id": api_id, "timeout": 1}),

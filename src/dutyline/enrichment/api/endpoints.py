@@ -30,9 +30,9 @@ async def api_create(ctx: Context, req: ApiCreateRequest) -> ApiCreateResponse:
         deps=ctx.runtime.deps)
 
 
-@router.post("/enrichment/mapping/api/info", empty="null")
-async def api_info(ctx: Context, req: ApiIDRequest) -> MappingApiItem | None:
-    """One mapping API (headers masked); null when the account has no such API."""
+@router.post("/enrichment/mapping/api/info")
+async def api_info(ctx: Context, req: ApiIDRequest) -> MappingApiItem:
+    """One mapping API (headers masked); ResourceNotFound when the account has no such API."""
     return await service.api_info(ctx.conn, ctx.actor, api_id=req.api_id,
                                   deps=ctx.runtime.deps)
 

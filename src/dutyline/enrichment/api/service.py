@@ -107,10 +107,10 @@ async def create_api(
 
 
 async def api_info(conn: AsyncConnection, actor: Actor, *, api_id: str,
-                   deps: Deps) -> MappingApiItem | None:
-    """The API, or None (the reference answers null for an unknown id)."""
-    row = await repo.get(conn, actor.account_id, api_id)
-    return None if row is None else _item(row, deps.box)
+                   deps: Deps) -> MappingApiItem:
+    """The API; an unknown id (or another account's) is ResourceNotFound, as for every
+    other info operation."""
+    return _item(await _existing(conn, actor, api_id), deps.box)
 
 
 @reads(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
