@@ -125,6 +125,10 @@ async def test_filters(api: Api, owner: Person) -> None:
     assert {d["member_name"] for d in by_person.data["docs"]} == {"Ada"}
     assert ops(await search(api, owner, operations=["team.delete"])) == ["team.delete"]
     assert ops(await search(api, owner, operations=["nope.nope"])) == []
+    # The live service's names of the same operations (its clients filter with them).
+    assert ops(await search(api, owner, operations=["team:write:delete"])) == ["team.delete"]
+    assert ops(await search(api, owner, operations=["team:write:upsert", "team:read:x"])) == [
+        "team.upsert", "team.upsert"]
     dangerous = await search(api, owner, is_dangerous=True)
     assert ops(dangerous) == ["team.delete"] and dangerous.data["docs"][0]["is_dangerous"]
     assert len(ops(await search(api, owner, is_dangerous=False))) == 3
@@ -226,3 +230,21 @@ async def test_operation_list_names_the_audited_operations(api: Api, owner: Pers
     assert all(isinstance(i["name_cn"], str) and i["name_cn"] for i in items)
     # Every listed name works as a filter.
     assert (await search(api, owner, operations=names)).status == 200
+
+
+async def test_the_live_services_operation_names_find_dutylines(api: Api, owner: Person) -> None:
+    """The reference's own examples: `template:write:create` and `incident:write:acknowledge`."""
+    made = await api.call("/template/create", {"template_name": "Prod default"}, key=owner.key)
+    assert made.status == 200, made.body
+    incident = await api.call("/incident/create", {"title": "disk full",
+                                                   "incident_severity": "Critical"},
+                              key=owner.key)
+    assert incident.status == 200, incident.body
+    acked = await api.call("/incident/ack", {"incident_ids": [incident.data["incident_id"]]},
+                           key=owner.key)
+    assert acked.status == 200, acked.body
+    found = await search(api, owner, operations=["template:write:create",
+                                                 "incident:write:acknowledge"])
+    assert sorted(d["operation"] for d in found.data["docs"]) == [
+        "incident.ack", "template.create"]
+    assert (await search(api, owner, operations=["template:write:delete"])).data["total"] == 0

@@ -20,6 +20,7 @@ from dutyline.api.deps import Deps
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.runtime import Runtime, ServedOperation
 from dutyline.config import Settings
+from dutyline.platform.audit import names
 from dutyline.platform.audit import repository as repo
 from dutyline.platform.audit.schemas import (
     DEFAULT_LIMIT,
@@ -110,7 +111,8 @@ async def search(
         from_ms=query.start_time * 1000,
         to_ms=query.end_time * 1000 + 999,  # end_time is a whole second, included
         request_id=query.request_id,
-        operations=tuple(query.operations) if query.operations else None,
+        operations=(tuple(names.own_name(o) for o in query.operations)
+                    if query.operations else None),
         member_id=query.person_id,
         only_dangerous=bool(query.is_dangerous),
         is_write=query.is_write,
