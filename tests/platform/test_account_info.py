@@ -41,7 +41,7 @@ async def test_account_info_is_the_callers_own_account(api: Api, owner: Person) 
 
 async def test_the_fields_a_published_client_decodes_have_its_json_types(
         api: Api, owner: Person) -> None:
-    """decisions.md §10: one field of the wrong JSON type fails the client's whole call."""
+    """A published client decodes strictly: one field of the wrong JSON type fails its call."""
     async with api.runtime.db.transaction() as conn:
         await conn.execute(update(account).where(account.c.account_id == owner.account_id)
                            .values(domain="acme.example"))

@@ -200,7 +200,7 @@ class ListPastIncidentsRequest(msgspec.Struct, kw_only=True):
     incident_id: IncidentId
     # 0 (a client's unset value) means the default, as in the reference's Go clients.
     limit: Annotated[int, msgspec.Meta(ge=0, le=100)] = 5
-    # Not in the reference; a published client pages with it (decisions.md §10).
+    # Not in the reference; a published client of the live service pages with it.
     p: Annotated[int, msgspec.Meta(ge=1)] = 1
 
 
