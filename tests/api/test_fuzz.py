@@ -38,6 +38,9 @@ from dutyline.platform.account.service import create_account
 from tests.fixtures import databases as dbs
 
 OPERATIONS = [op.path for router in all_routers() for op in router.operations]
+# Operations that also answer GET with query parameters: their GET form is fuzzed too.
+GET_OPERATIONS = [op.path for router in all_routers() for op in router.operations
+                  if "GET" in op.methods]
 QUICK_EXAMPLES = 5  # per operation, in `make test`
 LONG_EXAMPLES = 30  # per operation, in the `fuzz_long` run
 
@@ -129,9 +132,15 @@ def test_fuzz_operation_long(fuzz_target: tuple[Any, str], path: str) -> None:
     fuzz(fuzz_target, path, LONG_EXAMPLES)
 
 
-def fuzz(fuzz_target: tuple[Any, str], path: str, max_examples: int) -> None:
+@pytest.mark.parametrize("path", GET_OPERATIONS)
+def test_fuzz_get_form(fuzz_target: tuple[Any, str], path: str) -> None:
+    fuzz(fuzz_target, path, QUICK_EXAMPLES * 2, method="GET")
+
+
+def fuzz(fuzz_target: tuple[Any, str], path: str, max_examples: int,
+         method: str = "POST") -> None:
     schema, key = fuzz_target
-    operation = schema[path]["POST"]
+    operation = schema[path][method]
     seen: dict[int, int] = {}
     # Each kind of input gets its share of the examples: drawn from one mix, a handful could
     # all come out valid, and the refusals would go unchecked.

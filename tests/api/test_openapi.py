@@ -124,3 +124,33 @@ async def test_docs_lists_every_operation_without_external_assets(api: Api) -> N
     assert not re.search(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/", page, re.I)
     assert "@import" not in page
     assert "url(" not in page
+
+
+async def test_the_get_forms_and_the_csv_answers_are_documented(api: Api, owner: Person) -> None:
+    spec = await _spec(api)
+    reference = {p for p, o in _reference_paths().items() if "get" in o}
+    served_get = {p for p, o in spec["paths"].items() if "get" in o}
+    assert reference & set(spec["paths"]) <= served_get
+    info = spec["paths"]["/status-page/change/info"]["get"]
+    params = {p["name"]: p for p in info["parameters"]}
+    assert params["page_id"]["in"] == "query" and params["page_id"]["required"]
+    assert params["page_id"]["schema"]["type"] == "integer"
+    assert info["security"] == [{"AppKeyAuth": []}]
+    # The documented GET form works as documented: query parameters, the envelope.
+    made = await api.call("/status-page/create", {"page_name": "Acme", "url_name": "acme-x"},
+                          key=owner.key)
+    assert made.status == 200, made.body
+    got = await api.raw("GET", "/status-page/info", params={
+        "app_key": owner.key, "page_id": made.data["page_id"]})
+    assert got.status_code == 200 and got.json()["data"]["page_id"] == made.data["page_id"]
+    for path in ("/insight/incident/export", "/enrichment/mapping/data/download"):
+        content = spec["paths"][path]["post"]["responses"]["200"]["content"]
+        assert content["text/csv"] == {"schema": {"type": "string"}}
+        assert "application/json" in content
+
+
+def _reference_paths() -> dict[str, Any]:
+    from tests.fixtures.reference import reference
+
+    paths: dict[str, Any] = reference()["paths"]
+    return paths

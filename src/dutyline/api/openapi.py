@@ -79,7 +79,15 @@ def build(operations: list[Operation]) -> dict[str, Any]:
         }
         if op.permissions:
             post["description"] = "Requires any of the permissions: " + ", ".join(op.permissions)
+        if op.download:
+            # The file itself unless the client asks for JSON (`Accept: application/json`).
+            responses["200"]["content"]["text/csv"] = {"schema": {"type": "string"}}
         paths[op.path] = {"post": post}
+        if "GET" in op.methods:
+            get = {k: v for k, v in post.items() if k != "requestBody"}
+            get["operationId"] = f"{op.operation_name}.get"
+            get["parameters"] = _query_parameters(schema_of[id(op.request_type)], components)
+            paths[op.path]["get"] = get
     return {
         "openapi": "3.1.0",
         "info": {"title": "dutyline API", "version": __version__},
@@ -91,3 +99,29 @@ def build(operations: list[Operation]) -> dict[str, Any]:
             },
         },
     }
+
+
+_SCALARS = {"string", "integer", "number", "boolean"}
+
+
+def _query_parameters(request_schema: dict[str, Any],
+                      components: dict[str, Any]) -> list[dict[str, Any]]:
+    """The GET form of an operation: each scalar field of its request is a query parameter
+    (the server converts them to the request's types, as it does a JSON body's)."""
+    schema = request_schema
+    if "$ref" in schema:
+        schema = components[schema["$ref"].rsplit("/", 1)[1]]
+    required = set(schema.get("required", ()))
+    parameters = []
+    for name, field in schema.get("properties", {}).items():
+        if not _is_scalar(field):
+            continue
+        parameters.append({"name": name, "in": "query", "required": name in required,
+                           "schema": field})
+    return parameters
+
+
+def _is_scalar(field: dict[str, Any]) -> bool:
+    kinds = field.get("anyOf", [field])
+    return all(k.get("type") in _SCALARS or k.get("type") == "null" for k in kinds) and any(
+        k.get("type") in _SCALARS for k in kinds)

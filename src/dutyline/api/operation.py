@@ -145,6 +145,8 @@ class Operation:
     # request's fields then come from the query string (and form fields) and the bytes are
     # handed to the handler as `ctx.raw_body`.
     raw_body: bool = False
+    # Answers a file (Download/StreamedDownload): text/csv, or the envelope with its text.
+    download: bool = False
 
     @property
     def operation_name(self) -> str:
@@ -170,6 +172,10 @@ def _annotated_types(handler: Handler) -> tuple[type[Any], Any]:
     elif response is Download or response is StreamedDownload:
         response = str
     return request, response
+
+
+def _answers_a_file(handler: Handler) -> bool:
+    return typing.get_type_hints(handler).get("return") in (Download, StreamedDownload)
 
 
 class Router:
@@ -218,6 +224,7 @@ class Router:
                     outbound=outbound,
                     max_body_bytes=max_body_bytes,
                     raw_body=raw_body,
+                    download=_answers_a_file(handler),
                 )
             )
             return handler
