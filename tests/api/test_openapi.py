@@ -135,6 +135,8 @@ async def test_the_get_forms_and_the_csv_answers_are_documented(api: Api, owner:
     params = {p["name"]: p for p in info["parameters"]}
     assert params["page_id"]["in"] == "query" and params["page_id"]["required"]
     assert params["page_id"]["schema"]["type"] == "integer"
+    active = spec["paths"]["/status-page/change/active/list"]["get"]["parameters"]
+    assert [p["name"] for p in active] == ["page_id", "type"]
     assert info["security"] == [{"AppKeyAuth": []}]
     # The documented GET form works as documented: query parameters, the envelope.
     made = await api.call("/status-page/create", {"page_name": "Acme", "url_name": "acme-x"},

@@ -76,7 +76,40 @@ async def test_active_list_holds_the_open_incidents_and_maintenances(
 
     await _resolve(api, owner, page, open_incident)
     after = await ok(api, PATH, {"page_id": page.page_id, "type": "incident"}, owner.key)
-    assert after["items"] == []
+    assert after["items"] == [] and after["total"] == 0
+
+
+async def test_active_list_carries_what_the_live_services_clients_read(
+    api: Api, owner: Person
+) -> None:
+    """A published client decodes strictly (one field of the wrong JSON type fails its call):
+    `total`, and per change its ids, times and `timelines[]` with an integer `timeline_id`."""
+    page = await make_page(api, owner)
+    incident = await make_incident(api, owner, page, start_at_seconds=NOW - 100)
+    await ok(api, "/status-page/change/timeline/create", {
+        "page_id": page.page_id, "change_id": incident, "status": "identified",
+        "at_seconds": NOW - 40, "description": "a bad deploy"}, owner.key)
+    got = await api.raw("GET", PATH, params={"app_key": owner.key, "page_id": page.page_id,
+                                             "type": "incident"})
+    data = got.json()["data"]
+    assert data["total"] == 1 and type(data["total"]) is int
+    (item,) = data["items"]
+    for name in ("change_id", "page_id", "created_at", "updated_at"):
+        assert type(item[name]) is int, name
+    for name in ("title", "description", "type", "status"):
+        assert type(item[name]) is str, name
+    assert item["created_at"] == NOW and item["updated_at"] >= item["created_at"]
+    timelines = item["timelines"]
+    assert [(t["at"], t["status"]) for t in timelines] == [
+        (u["at_seconds"], u["status"]) for u in item["updates"]]
+    assert "a bad deploy" in [t["description"] for t in timelines]
+    ids = [t["timeline_id"] for t in timelines]
+    assert all(type(i) is int and 0 < i < 2**53 for i in ids)
+    assert len(set(ids)) == len(ids)
+    # The same update keeps its id between reads.
+    again = await ok(api, PATH, {"page_id": page.page_id}, owner.key)
+    assert [t["timeline_id"] for t in again["items"][0]["timelines"]] == ids
+    check_reference_schema("StatusPageChangeItem", item)
 
 
 async def test_active_list_is_scoped_and_guarded(api: Api, owner: Person) -> None:

@@ -123,5 +123,8 @@ def _query_parameters(request_schema: dict[str, Any],
 
 def _is_scalar(field: dict[str, Any]) -> bool:
     kinds = field.get("anyOf", [field])
-    return all(k.get("type") in _SCALARS or k.get("type") == "null" for k in kinds) and any(
-        k.get("type") in _SCALARS for k in kinds)
+
+    def scalar(kind: dict[str, Any]) -> bool:
+        return kind.get("type") in _SCALARS or "enum" in kind
+
+    return all(scalar(k) or k.get("type") == "null" for k in kinds) and any(map(scalar, kinds))

@@ -85,8 +85,9 @@ async def change_active_list(
     ctx: Context, req: ActiveChangeListRequest
 ) -> ActiveChangeListResponse:
     """A page's open incidents and maintenances, with their timelines."""
-    return ActiveChangeListResponse(items=await service.active_changes(
-        ctx.conn, ctx.actor, page_id=req.page_id, change_type=req.type))
+    items = await service.active_changes(ctx.conn, ctx.actor, page_id=req.page_id,
+                                         change_type=req.type)
+    return ActiveChangeListResponse(items=items, total=len(items))
 
 
 @router.post("/status-page/change/info", permissions=READ, also_get=True)

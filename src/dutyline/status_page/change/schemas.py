@@ -172,5 +172,23 @@ class ActiveChangeListRequest(msgspec.Struct, kw_only=True):
     type: ChangeType | None = None
 
 
+class ActiveChangeTimeline(msgspec.Struct, kw_only=True):
+    """One update of an open change as the live service's clients read it: `timeline_id` a
+    JSON integer (derived from `update_id`), `at` Unix seconds."""
+
+    timeline_id: int
+    at: int
+    status: str
+    description: str
+
+
+class ActiveChangeItem(ChangeItem, kw_only=True):
+    # Beside the reference's fields, what the live service's clients read.
+    created_at: int
+    updated_at: int
+    timelines: list[ActiveChangeTimeline]
+
+
 class ActiveChangeListResponse(msgspec.Struct, kw_only=True):
-    items: list[ChangeItem]
+    items: list[ActiveChangeItem]
+    total: int

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -24,6 +25,8 @@ from dutyline.status_page import notify
 from dutyline.status_page.change import repository as repo
 from dutyline.status_page.change import rules
 from dutyline.status_page.change.schemas import (
+    ActiveChangeItem,
+    ActiveChangeTimeline,
     AffectedComponentItem,
     ChangeItem,
     ChangeUpdateItem,
@@ -285,11 +288,26 @@ async def list_changes(
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def active_changes(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str | None = None
-) -> list[ChangeItem]:
+) -> list[ActiveChangeItem]:
     """The page's open changes (not resolved or completed), of one type or both."""
     await pages.require_page(conn, actor, page_id=page_id)
     rows = await repo.active_changes(conn, actor.account_id, page_id, change_type)
-    return await change_items(conn, page_id, rows)
+    items = await change_items(conn, page_id, rows)
+    return [
+        ActiveChangeItem(
+            **msgspec.structs.asdict(item), created_at=r.created_at, updated_at=r.updated_at,
+            timelines=[ActiveChangeTimeline(timeline_id=timeline_id(u.update_id),
+                                            at=u.at_seconds, status=u.status,
+                                            description=u.description)
+                       for u in item.updates])
+        for item, r in zip(items, rows, strict=True)
+    ]
+
+
+def timeline_id(update_id: str) -> int:
+    """An update's id as a JSON integer: its first 52 random bits (update ids are random hex),
+    below 2**53 so JavaScript reads it exactly."""
+    return int(update_id[:13], 16)
 
 
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
