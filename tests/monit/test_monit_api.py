@@ -114,6 +114,10 @@ async def test_datasource_records_hide_credentials(api: Api, prom: FakeProm) -> 
     assert info["payload"]["prometheus"]["headers"] == ["X-Scope-OrgID: ******"]
     assert {"id", "account_id", "type_ident", "name", "enabled", "note", "address",
             "edge_cluster_name", "updated_at"} <= set(info)
+    prometheus = info["payload"]["prometheus"]
+    assert (prometheus["basic_auth_enabled"], prometheus["basic_auth_username"],
+            prometheus["basic_auth_password"], prometheus["tls_skip_verify"]) == (
+        True, "u", "", False)
     listed = (await api.call("/monit/datasource/list", {"type": "prometheus"},
                              key=owner.key)).data
     assert [d["id"] for d in listed] == [ds_id]
@@ -423,3 +427,20 @@ async def test_a_rule_deleted_mid_evaluation_writes_nothing(
                              key=w.owner.key)).status == 200
     await run_due(w.api, int(clock.now() * 1000))  # the queued evaluation finds no rule
     assert await alerts(w.api, w.owner.account_id) == []
+
+
+async def test_settings_left_false_or_empty_are_answered_too(api: Api, prom: FakeProm) -> None:
+    """A client reads each setting by name: `basic_auth_enabled: false` and the other
+    defaults are answered, not dropped."""
+    owner = await new_account(api)
+    ds_id = await datasource(api, owner, PROM, basic_auth_enabled=False,
+                             basic_auth_username="", tls_skip_verify=False)
+    info = (await api.call("/monit/datasource/info", {"id": ds_id}, key=owner.key)).data
+    prometheus = info["payload"]["prometheus"]
+    for name in ("basic_auth_enabled", "tls_skip_verify"):
+        assert prometheus[name] is False, name
+    for name in ("basic_auth_username", "basic_auth_password", "tls_ca", "tls_cert",
+                 "tls_key", "tls_key_pwd", "tls_server_name", "tls_min_version",
+                 "tls_max_version"):
+        assert prometheus[name] == "", name
+    assert prometheus["headers"] == [] and prometheus["params"] == []

@@ -30,7 +30,8 @@ IdList = Annotated[list[Id], msgspec.Meta(max_length=1000)]
 # --- data sources ----------------------------------------------------------------------
 
 
-class DSPrometheusConfig(msgspec.Struct, kw_only=True, omit_defaults=True):
+# Every field is always answered (false and "" included): clients read each by name.
+class DSPrometheusConfig(msgspec.Struct, kw_only=True):
     basic_auth_enabled: bool = False
     basic_auth_username: Short = ""
     # Secrets, and the header lines whose values are (api/outbound_secrets.py).
