@@ -465,6 +465,19 @@ async def test_reopen_and_assignment_dispatch_again(papi: Api, owner: Person,
     reply = await papi.call("/incident/assign", {"incident_id": incident_id, "assigned_to": {
         "escalate_rule_id": rule_id, "layer_idx": 1, "type": "escalate"}}, key=owner.key)
     assert reply.status == 200, reply.body
+    by_hand = (await papi.call("/incident/info", {"incident_id": incident_id},
+                               key=owner.key)).data["assigned_to"]
+    assert (by_hand["escalate_rule_id"], by_hand["escalate_rule_name"]) == (rule_id, "Default")
     await run_jobs(papi)
     got = await deliveries(papi, incident_id)
     assert [d.address for d in got][-1] == "b@example.com" and got[-1].layer_idx == 1
+    # The incident's record names the rule it is assigned to, by id and by name, whether the
+    # engine or a person assigned it.
+    info = (await papi.call("/incident/info", {"incident_id": incident_id},
+                            key=owner.key)).data
+    listed = (await papi.call("/incident/list-by-ids", {"incident_ids": [incident_id]},
+                              key=owner.key)).data["items"][0]
+    for record in (info, listed):
+        assert record["assigned_to"]["escalate_rule_id"] == rule_id
+        assert record["assigned_to"]["escalate_rule_name"] == got[-1].rule_name != ""
+    assert assigns[0]["escalate_rule_name"] == got[-1].rule_name

@@ -329,9 +329,11 @@ def loads(text: str) -> Any:
     return _json.decode(text)
 
 
-async def _escalate_rule_exists(conn: Any, actor: Actor, rule_id: str) -> bool:
-    return await repo.get_rule_by_id(conn, actor.account_id, rule_id) is not None
+async def _escalate_rule_name(conn: Any, actor: Actor, rule_id: str) -> str | None:
+    row = await repo.get_rule_by_id(conn, actor.account_id, rule_id)
+    return None if row is None else str(row.rule_name)
 
 
-# An incident's assignment may name one of our rules; incident asks us whether it exists.
-references.register_escalate_rule_check(_escalate_rule_exists)
+# An incident's assignment may name one of our rules; incident asks us for its name (and so
+# whether it exists).
+references.register_escalate_rule_lookup(_escalate_rule_name)

@@ -14,21 +14,24 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api.actor import Actor
 
 Exists = Callable[[AsyncConnection, Actor, str], Awaitable[bool]]
-_escalate_rule_exists: list[Exists] = []
+NameOf = Callable[[AsyncConnection, Actor, str], Awaitable[str | None]]
+_escalate_rule_name: list[NameOf] = []
 _template_exists: list[Exists] = []
 
 
-def register_escalate_rule_check(check: Exists) -> None:
-    _escalate_rule_exists[:] = [check]
+def register_escalate_rule_lookup(lookup: NameOf) -> None:
+    _escalate_rule_name[:] = [lookup]
 
 
 def register_template_check(check: Exists) -> None:
     _template_exists[:] = [check]
 
 
-async def escalate_rule_exists(conn: AsyncConnection, actor: Actor, rule_id: str) -> bool:
-    """Whether `rule_id` names an escalation rule of the actor's account."""
-    return bool(_escalate_rule_exists) and await _escalate_rule_exists[0](conn, actor, rule_id)
+async def escalate_rule_name(conn: AsyncConnection, actor: Actor, rule_id: str) -> str | None:
+    """The name of the actor's account's escalation rule `rule_id`; None if it has none."""
+    if not _escalate_rule_name:
+        return None
+    return await _escalate_rule_name[0](conn, actor, rule_id)
 
 
 async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str) -> bool:

@@ -53,10 +53,12 @@ async def _assignment(conn: AsyncConnection, actor: Actor, given: AssignedTo, fi
         assignment["person_ids"] = person_ids
     if given.escalate_rule_id:
         rule_id = given.escalate_rule_id.lower()
-        if not await references.escalate_rule_exists(conn, actor, rule_id):
+        rule_name = await references.escalate_rule_name(conn, actor, rule_id)
+        if rule_name is None:
             raise errors.invalid(f"{field}.escalate_rule_id",
                                  "names no escalation rule of this account")
         assignment["escalate_rule_id"] = rule_id
+        assignment["escalate_rule_name"] = rule_name
     if given.emails:
         assignment["emails"] = list(dict.fromkeys(e.strip() for e in given.emails))
     return assignment
