@@ -28,7 +28,8 @@ async def test_create_info_list_update_and_toggle(api: Api, owner: Person) -> No
     channel_id = await make_channel(api, owner)
     body = rule_body(channel_id, [layer(person_ids=[owner.person_id], max_times=2,
                                         notify_step=0.5, escalate_window=30),
-                                  layer(emails=["boss@example.com"], force_escalate=True)],
+                                  layer(emails=["boss@example.com"], force_escalate=True,
+                                        by={"critical": ["email"]})],
                      priority=3, aggr_window=120, description="primary then boss")
     response = await api.raw("POST", "/channel/escalate/rule/create",
                              params={"app_key": owner.key}, json=body)
@@ -45,7 +46,11 @@ async def test_create_info_list_update_and_toggle(api: Api, owner: Person) -> No
     assert item["account_id"] == owner.account_id and item["updated_by"] == owner.person_id
     assert item["layers"][0]["target"]["person_ids"] == [owner.person_id]
     assert item["layers"][0]["notify_step"] == 0.5 and item["layers"][0]["max_times"] == 2
-    assert "webhooks" not in item["layers"][0]["target"]
+    # Clients read these by name: an empty array and a false flag are answered, not dropped.
+    assert item["layers"][0]["target"]["webhooks"] == []
+    assert item["layers"][0]["target"]["by"]["follow_preference"] is True
+    assert item["layers"][1]["target"]["by"] == {"follow_preference": False,
+                                                 "critical": ["email"]}
     assert item["layers"][1]["force_escalate"] is True
     assert item["filters"] == [] and item["time_filters"] == []
 

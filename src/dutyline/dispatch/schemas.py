@@ -117,22 +117,19 @@ _json = msgspec.json.Decoder()
 
 
 def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as a caller reads them: webhook secrets are write-only, so they are left out
-    (and `webhooks` is left out when the layer has none)."""
+    """Layers as a caller reads them: webhook secrets are write-only, so they are left out.
+    Clients read `webhooks` (an array, empty when the layer has none: the reference's
+    schema allows no null) and `by.follow_preference` (false included) by name."""
     out: list[dict[str, Any]] = []
     for layer in stored:
         target = dict(layer.get("target") or {})
-        hooks = target.get("webhooks")
-        if hooks:
-            target["webhooks"] = [
-                {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
-                                                 if k not in SECRET_SETTINGS}}
-                for h in hooks
-            ]
-        else:
-            # The contract allows null here, the reference's schema only an array: leaving
-            # the key out satisfies both.
-            target.pop("webhooks", None)
+        target["webhooks"] = [
+            {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
+                                             if k not in SECRET_SETTINGS}}
+            for h in target.get("webhooks") or ()
+        ]
+        if target.get("by") is not None:
+            target["by"] = {"follow_preference": False, **target["by"]}
         out.append({**layer, "target": target})
     return out
 
