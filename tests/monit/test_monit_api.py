@@ -444,3 +444,60 @@ async def test_settings_left_false_or_empty_are_answered_too(api: Api, prom: Fak
                  "tls_max_version"):
         assert prometheus[name] == "", name
     assert prometheus["headers"] == [] and prometheus["params"] == []
+
+
+async def test_the_references_own_rule_examples_are_accepted(
+    w: World, prom: FakeProm, clock: FakeClock
+) -> None:
+    """The reference's create example names its query bare (`"critical": "A"`, the PromQL
+    already filters), and its update example sends a name and the queries only."""
+    api, key = w.api, w.owner.key
+    created = await api.call("/monit/rule/create", {
+        "name": "CPU High", "ds_type": "prometheus", "ds_ids": [w.ds_id], "enabled": True,
+        "cron_pattern": "@every 10s", "channel_ids": [w.channel_id],
+        "rule_configs": {"queries": [{"name": "A", "expr": "avg(cpu_usage_idle) < 10"}],
+                         "check_threshold": {"enabled": True, "critical": "A",
+                                             "alerting_check_times": 1,
+                                             "recovery_check_times": 1,
+                                             "push_recovery_event": True,
+                                             "recovery": {"mode": "invert"}}}}, key=key)
+    assert created.status == 200, created.body
+    rule_id = created.data["id"]
+    # The query returns a series whose value is 0: it is returned, so the rule fires.
+    prom.value = 0
+    await tick(w, clock)
+    opened = await incidents(api, w.owner.account_id)
+    assert len(opened) == 1 and opened[0].incident_status == "Critical"
+    # A name that is no query of the rule is refused, bare or not.
+    for written in ("B", "$B > 1"):
+        bad = await api.call("/monit/rule/create", {
+            "name": f"Bad {written}", "ds_type": "prometheus", "ds_ids": [w.ds_id],
+            "rule_configs": {"queries": [{"name": "A", "expr": "up"}],
+                             "check_threshold": {"enabled": True, "critical": written}}},
+            key=key)
+        assert (bad.status, bad.code) == (400, "InvalidParameter"), written
+        assert "rule_configs.check_threshold.critical" in bad.body["error"]["message"]
+
+    before = await rule_info(api, w.owner, rule_id)
+    updated = await api.call("/monit/rule/update", {
+        "id": rule_id, "name": "CPU High v2", "ds_type": "prometheus", "enabled": True,
+        "cron_pattern": "* * * * *",
+        "rule_configs": {"queries": [{"name": "A", "expr": "avg(cpu_usage_idle) < 5"}]}},
+        key=key)
+    assert updated.status == 200, updated.body
+    after = await rule_info(api, w.owner, rule_id)
+    assert after["name"] == "CPU High v2" and after["cron_pattern"] == "* * * * *"
+    assert after["rule_configs"]["queries"] == [{"name": "A",
+                                                 "expr": "avg(cpu_usage_idle) < 5"}]
+    # What the update left out keeps its value.
+    assert after["rule_configs"]["check_threshold"] == before["rule_configs"]["check_threshold"]
+    for name in ("channel_ids", "ds_ids", "labels", "annotations", "folder_id"):
+        assert after[name] == before[name], name
+    # A field given replaces the stored one, an empty list included.
+    cleared = await api.call("/monit/rule/update", {"id": rule_id, "channel_ids": []},
+                             key=key)
+    assert cleared.status == 200 and cleared.data["channel_ids"] == []
+    unknown = await api.call("/monit/rule/update", {"id": 1, "name": "x"}, key=key)
+    assert (unknown.status, unknown.code) == (400, "ResourceNotFound")
+    missing = await api.call("/monit/rule/update", {"name": "x"}, key=key)
+    assert (missing.status, missing.code) == (400, "InvalidParameter")

@@ -1,5 +1,10 @@
 """Threshold expressions of alert rules: `$A > 90`, `$A.value >= 1 && $B < 3`, `$A > 2 * $B`.
 
+A query is named `$A` or bare `A` (the live service's own examples write `"critical": "A"`
+for a query whose PromQL already filters, `avg(cpu_usage_idle) < 10`). A condition that is
+only a query's name holds when that query returned a value for the series, whatever the value
+(`up == 0` returns 0-valued series, which must alert).
+
 Parsed with Python's `ast` into a whitelist of nodes (comparisons, and/or/not, arithmetic,
 numbers, query names) and evaluated by a small walker: never `eval`."""
 
@@ -13,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 _VAR = re.compile(r"\$([A-Za-z][A-Za-z0-9_]*)(?:\.value)?")
+_BARE_VALUE = re.compile(r"\b([A-Za-z][A-Za-z0-9_]*)\.value\b")
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
     ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Lt: operator.lt, ast.LtE: operator.le,
     ast.Eq: operator.eq, ast.NotEq: operator.ne,
@@ -36,7 +42,8 @@ def compile_condition(text: str) -> ast.Expression:
     source = _VAR.sub(lambda m: f"q_{m.group(1)}", text.strip())
     source = source.replace("&&", " and ").replace("||", " or ")
     source = re.sub(r"!(?!=)", " not ", source)
-    if not source.strip():
+    source = _BARE_VALUE.sub(r"\1", source).strip()  # `A.value` is `A`; no leading indent
+    if not source:
         raise ConditionInvalid("is empty")
     try:
         tree = ast.parse(source, mode="eval")
@@ -48,7 +55,7 @@ def compile_condition(text: str) -> ast.Expression:
                                  ast.Or, ast.Not, ast.USub, ast.UAdd, *_COMPARE, *_ARITH)):
             raise ConditionInvalid(f"{type(node).__name__} is not allowed in {text[:80]!r}")
         if isinstance(node, ast.Name) and not node.id.startswith("q_"):
-            raise ConditionInvalid(f"unknown name {node.id!r}: write queries as $A")
+            node.id = f"q_{node.id}"  # a query named bare: `A` is `$A`
         if isinstance(node, ast.Constant) and (
                 isinstance(node.value, bool) or not isinstance(node.value, (int, float))):
             raise ConditionInvalid(f"only numbers are allowed in {text[:80]!r}")
@@ -56,12 +63,16 @@ def compile_condition(text: str) -> ast.Expression:
 
 
 def names_in(text: str) -> set[str]:
-    return {m.group(1) for m in _VAR.finditer(text)}
+    """The query names a (valid) condition uses, `$A` and bare `A` alike."""
+    return {node.id[2:] for node in ast.walk(compile_condition(text))
+            if isinstance(node, ast.Name)}
 
 
 def evaluate(text: str, values: Mapping[str, float | None]) -> bool:
     """True when the condition holds for these query values ({"A": 93.5})."""
     tree = compile_condition(text)
+    if isinstance(tree.body, ast.Name):  # only a query's name: it returned a value
+        return values.get(tree.body.id[2:]) is not None
     try:
         return bool(_walk(tree.body, values))
     except _Missing:

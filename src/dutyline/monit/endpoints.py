@@ -7,6 +7,8 @@ of their writes, so whoever calls them is checked and audited alike."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.monit import history, rulesets, service
@@ -34,6 +36,7 @@ from dutyline.monit.schemas import (
     RuleListRequest,
     RuleMoveRequest,
     RuleSpec,
+    RuleUpdate,
     StoreRulesetItem,
     StoreRulesetListRequest,
     StoreRulesetUpdateRequest,
@@ -99,10 +102,10 @@ async def rule_create(ctx: Context, req: RuleSpec) -> AlertRule:
     return await service.create_rule(ctx.conn, ctx.actor, spec=req)
 
 
-@router.post("/monit/rule/update", permissions=MANAGE, write=True)
-async def rule_update(ctx: Context, req: RuleSpec) -> AlertRule:
-    """Replace an alert rule's definition."""
-    return await service.update_rule(ctx.conn, ctx.actor, spec=req)
+@router.post("/monit/rule/update", permissions=MANAGE, write=True, request=RuleUpdate)
+async def rule_update(ctx: Context, req: Any) -> AlertRule:
+    """Change an alert rule's definition: the fields given replace the rule's."""
+    return await service.update_rule(ctx.conn, ctx.actor, changes=req)
 
 
 @router.post("/monit/rule/update/fields", permissions=MANAGE, write=True)

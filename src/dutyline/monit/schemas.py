@@ -219,6 +219,16 @@ class RuleSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: NonNegInt64 = 0
 
 
+# /monit/rule/update: the fields given replace the rule's and those left out keep their value
+# (the reference's own example sends a name and its queries only). Built from RuleSpec, so the
+# two never drift apart.
+RuleUpdate: Any = msgspec.defstruct(
+    "RuleUpdate",
+    [(f.name, f.type | msgspec.UnsetType, msgspec.UNSET)  # type: ignore[operator]
+     for f in msgspec.structs.fields(RuleSpec)],
+    kw_only=True, module=__name__)
+
+
 # Its fields are named as on AlertRule: a rule's record is its row's columns plus this body.
 class RuleBody(msgspec.Struct, kw_only=True, omit_defaults=True):
     """The stored JSON body of a rule (everything evaluation reads that has no column)."""

@@ -31,6 +31,7 @@ from dutyline.monit.schemas import (
     QueryResponse,
     QueryRow,
     RuleBody,
+    RuleConfigs,
     RuleSpec,
     decode_body,
     shaped,
@@ -254,10 +255,12 @@ async def _create(conn: AsyncConnection, actor: Actor, spec: RuleSpec,
 
 
 @writes("/monit/rule/update", ALERT_RULE_MANAGE, targets=lambda rule: [rule.id])
-async def update_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) -> AlertRule:
-    if not spec.id:
+async def update_rule(conn: AsyncConnection, actor: Actor, *, changes: Any) -> AlertRule:
+    """`changes` (a RuleUpdate) replaces the fields it gives; the rest keep their value."""
+    if not changes.id:
         raise errors.invalid("id", "is required")
-    row = await _require_rule(conn, actor, spec.id)
+    row = await _require_rule(conn, actor, changes.id)
+    spec = _merged(rule_of(row), changes)
     cron, interval_ms = await _validate(conn, actor, spec)
     name = spec.name.strip()
     if await repo.rule_name_taken(conn, actor.account_id, spec.folder_id, name, row.id):
@@ -265,6 +268,19 @@ async def update_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) ->
     await _write_update(conn, actor, row, spec, cron, interval_ms)
     await _audit(conn, actor, row.id, "update")
     return rule_of(await repo.get_rule(conn, actor.account_id, row.id))
+
+
+def _merged(rule: AlertRule, changes: Any) -> RuleSpec:
+    """The rule's spec with the given fields replaced. Inside `rule_configs`, a check left
+    out (or null) and an empty query list keep the stored ones."""
+    given = {name: value for name in RuleSpec.__struct_fields__
+             if (value := getattr(changes, name)) is not msgspec.UNSET}
+    if "rule_configs" in given:
+        stored = rule.rule_configs
+        given["rule_configs"] = msgspec.structs.replace(stored, **{
+            name: value for name in RuleConfigs.__struct_fields__
+            if (value := getattr(given["rule_configs"], name)) not in (None, [])})
+    return shaped(RuleSpec, rule, **given)
 
 
 async def _write_update(conn: AsyncConnection, actor: Actor, row: Any, spec: RuleSpec,
