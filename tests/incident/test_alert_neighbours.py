@@ -238,6 +238,19 @@ async def test_merge_moves_alerts_recounts_and_records(
                 if target in a["targets"]]
     assert set(audit["targets"]) == {target, emptied, kept, critical, warn}
 
+    # Each moved alert's own feed tells the merge's comment (`detail.comment`, which clients
+    # read); an alert merged without a comment has no such entry.
+    for moved in (critical, warn):
+        reply = await capi.raw("POST", "/alert/feed", params={"app_key": acme.key},
+                               json={"alert_id": moved, "asc": True})
+        items = check("/alert/feed", reply)["data"]["items"]
+        assert [i["type"] for i in items] == ["a_new", "a_comm"]
+        assert items[1]["detail"] == {"comment": "same outage"}
+        assert items[1]["creator_id"] == acme.person_id
+        assert items[1]["created_at"] == int(clock.now()) * 1000
+    quiet = await capi.call("/alert/feed", {"alert_id": also}, key=acme.key)
+    assert [i["type"] for i in quiet.data["items"]] == ["a_new"]
+
 
 async def test_merge_is_all_or_nothing(capi: Api, acme: Person) -> None:
     w = await wire(capi, acme, group={"method": "n"})

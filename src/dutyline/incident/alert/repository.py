@@ -10,7 +10,7 @@ from sqlalchemy import Row, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.paging import counted_page, keyed, ordered
-from dutyline.db.tables.incident import alert, alert_event, incident
+from dutyline.db.tables.incident import alert, alert_event, incident, incident_feed
 from dutyline.incident import visibility
 from dutyline.incident.visibility import Scope
 
@@ -135,3 +135,14 @@ async def list_account_events(
         .where(*where)
         .order_by(*ordered(alert_event.c.event_time, alert_event.c.event_id, asc=asc)),
         offset=offset, limit=limit)
+
+
+async def merge_entries(conn: AsyncConnection, account_id: int,
+                        incident_id: str) -> Sequence[Row[Any]]:
+    """The incident's feed entries of alerts merged into it (type `a_merge`), oldest first."""
+    return (await conn.execute(
+        select(incident_feed.c.creator_id, incident_feed.c.detail, incident_feed.c.created_at)
+        .where(incident_feed.c.incident_id == incident_id,
+               incident_feed.c.account_id == account_id,
+               incident_feed.c.type == "a_merge")
+        .order_by(incident_feed.c.id))).all()

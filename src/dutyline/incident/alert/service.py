@@ -8,6 +8,7 @@ import binascii
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -32,6 +33,8 @@ from dutyline.incident.ingest.channels import integrations_of_types, names
 from dutyline.kit.vocabulary import STATUSES
 
 SEVERITIES = STATUSES  # an alert reads Ok once recovered
+
+_json = msgspec.json.Decoder()
 
 
 def _severities(value: str, field: str = "alert_severity") -> list[str]:
@@ -152,9 +155,10 @@ async def alert_feed(
     conn: AsyncConnection, actor: Actor, *, alert_id: str, asc: bool = False,
     types: Sequence[str] = (), offset: int = 0, limit: int = 20,
 ) -> AlertFeedResponse:
-    """An alert's activity, read from the alert itself: `a_new` when it was triggered (with
-    its first event's severity and status), `a_close` when it ended. Alerts take no comments
-    here, so there is no `a_comm`. Times in milliseconds (reference FeedItem)."""
+    """An alert's activity: `a_new` when it was triggered (with its first event's severity
+    and status), `a_comm` for the comment of each merge that moved it into its incident
+    (`/alert/merge` with `comment`), `a_close` when it ended. Times in milliseconds
+    (reference FeedItem)."""
     row = await repo.get_alert(conn, await visibility.scope(actor), alert_id.lower())
     if row is None:
         raise errors.not_found("alert", alert_id)
@@ -165,10 +169,18 @@ async def alert_feed(
         ref_id=row.alert_id, type="a_new", detail={"severity": severity, "status": status},
         account_id=row.account_id, creator_id=0, created_at=row.start_time * 1000,
         updated_at=row.start_time * 1000)]
+    for merge in await repo.merge_entries(conn, row.account_id, row.incident_id):
+        detail = _json.decode(merge.detail)
+        if detail.get("comment") and row.alert_id in detail.get("alert_ids", ()):
+            entries.append(AlertFeedItem(
+                ref_id=row.alert_id, type="a_comm", detail={"comment": detail["comment"]},
+                account_id=row.account_id, creator_id=merge.creator_id,
+                created_at=merge.created_at * 1000, updated_at=merge.created_at * 1000))
     if row.end_time:
         entries.append(AlertFeedItem(
             ref_id=row.alert_id, type="a_close", detail={}, account_id=row.account_id,
             creator_id=0, created_at=row.end_time * 1000, updated_at=row.end_time * 1000))
+    entries.sort(key=lambda e: e.created_at)  # stable: a_new first within its second
     if types:
         entries = [e for e in entries if e.type in types]
     if not asc:
