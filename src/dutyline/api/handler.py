@@ -170,8 +170,11 @@ class OperationEndpoint(Pipeline):
         op, runtime = self.op, self.runtime
         call.body = await read_body(request, self.body_limit)
         app_key = self.credential(request)
-        async with RequestTransaction(runtime.db,
-                                      write=op.write and not op.outbound) as transaction:
+        # On SQLite a write transaction holds the process's one writer from its start: a write
+        # authenticates, is limited, authorized and decoded in a read transaction first, and
+        # takes the writer only to act (an unknown key never waits for it).
+        write_first = op.write and not op.outbound and not runtime.db.is_sqlite
+        async with RequestTransaction(runtime.db, write=write_first) as transaction:
             caller = await self.authenticate(transaction.conn, app_key)
             call.identify(caller)
             if op.rate_scope != "none":
@@ -184,6 +187,8 @@ class OperationEndpoint(Pipeline):
                 req, raw = await _decode_raw(op, request, call.body)
             else:
                 req = _decode(op, self.decoder, request, call.body)
+            if op.write and not op.outbound:
+                await transaction.begin_writes()  # no-op where it writes from the start
             ctx = Context(transaction, caller, runtime, call.rid, call.locale, call.client_ip,
                           raw_body=raw)
             result = await op.handler(ctx, req)
