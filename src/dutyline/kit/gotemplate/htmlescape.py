@@ -3,10 +3,10 @@
 Like Go, the escaper walks each template with the HTML context at every point (text, tag,
 attribute name / value quoted or not, URL attributes and their query part, RCDATA, HTML
 comments) and appends escaper commands to every action's pipeline, so escaping happens
-when the template runs. HTML comments are dropped from the output. Actions inside
-<script>/<style> or JS/CSS attributes (on*, style) are refused at parse time rather than
-escaped wrongly. Templates called from a non-text context get a copy escaped for that
-context, as Go does.
+when the template runs. HTML comments are dropped from the output. CSS contexts (<style>
+elements and style attributes) are escaped as Go escapes them (css.py). Actions inside
+<script> or JS attributes (on*) are refused at parse time rather than escaped wrongly.
+Templates called from a non-text context get a copy escaped for that context, as Go does.
 """
 
 from __future__ import annotations
@@ -14,29 +14,43 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from . import css
 from . import nodes as n
 from .builtins import GoFunc, eval_args, html_escape_string
+from .contexts import (
+    A_CSS,
+    A_JS,
+    A_PLAIN,
+    A_SRCSET,
+    A_URL,
+    AFTER_NAME,
+    ATTR,
+    ATTR_NAME,
+    BEFORE_VALUE,
+    CMT,
+    CSS,
+    CSS_STATES,
+    D_DQ,
+    D_NONE,
+    D_SPACE,
+    D_SQ,
+    JS,
+    RCDATA,
+    TAG,
+    TEXT,
+    U_NONE,
+    U_PRE,
+    U_QUERY,
+    U_UNKNOWN,
+    URL,
+    Ctx,
+)
 from .errors import TemplateExecError, TemplateSyntaxError
 from .gofmt import sprint
 from .values import MISSING
-
-TEXT, TAG, ATTR_NAME, AFTER_NAME, BEFORE_VALUE, ATTR, URL, CMT, RCDATA, JS, CSS = range(11)
-D_NONE, D_DQ, D_SQ, D_SPACE = range(4)
-U_NONE, U_PRE, U_QUERY, U_UNKNOWN = range(4)
-A_PLAIN, A_URL, A_JS, A_CSS, A_SRCSET = range(5)
-
-
-@dataclass(frozen=True, slots=True)
-class Ctx:
-    state: int = TEXT
-    delim: int = D_NONE
-    url: int = U_NONE
-    element: str = ""
-    attr: int = A_PLAIN
-
 
 _URL_ATTRS = frozenset({
     "action", "archive", "background", "cite", "classid", "codebase", "data", "formaction",
@@ -173,8 +187,18 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
                 out.append(s[i])
                 i += 1
             ctx = _value_ctx(ctx, delim)
-        elif st in (ATTR, URL, JS, CSS):
-            if st in (JS, CSS) and ctx.delim == D_NONE:
+        elif st in CSS_STATES:
+            if ctx.delim == D_NONE:  # <style> content, in bytes as Go scans it
+                rest = s[i:].encode()
+                ctx, text, used = css.element_text(ctx, rest)
+                out.append(text.decode())
+                i += len(rest[:used].decode())
+            else:
+                ctx, used = css.attr_text(ctx, s[i:])
+                out.append(s[i : i + used])
+                i += used
+        elif st in (ATTR, URL, JS):
+            if st == JS and ctx.delim == D_NONE:
                 # element content: skip to the end tag
                 m = re.compile(r"</" + ctx.element, re.I).search(s, i)
                 if not m:
@@ -290,6 +314,7 @@ ONE_ARG_ESCAPERS: dict[str, Callable[[Any], str]] = {
     "_html_template_htmlescaper": _html_one,
     "_html_template_attrescaper": _html_one,
     "_html_template_rcdataescaper": _html_one,
+    **css.ONE_ARG_ESCAPERS,
 }
 
 ESCAPERS: dict[str, GoFunc] = {
@@ -301,6 +326,7 @@ ESCAPERS: dict[str, GoFunc] = {
     "_html_template_urlnormalizer": _url_normalizer,
     "_html_template_urlescaper": _url_escaper,
     "_eval_args_": _eval_args,
+    **css.ESCAPERS,
 }
 _EQUIV = {
     "_html_template_attrescaper": "html",
@@ -310,6 +336,10 @@ _EQUIV = {
     "_html_template_urlnormalizer": "urlquery",
 }
 _PREDEFINED = ("html", "urlquery")
+_REDUNDANT_AFTER: dict[str, frozenset[str]] = {
+    **css.REDUNDANT_AFTER,
+    "_html_template_urlescaper": frozenset({"_html_template_urlnormalizer"}),
+}
 _ = html_escape_string
 
 
@@ -368,12 +398,14 @@ class _Escaper:
             ctx = _value_ctx(ctx, D_SPACE)
         if ctx.state in (TAG, ATTR_NAME, AFTER_NAME):
             raise TemplateSyntaxError("html/template: actions inside a tag are not supported")
-        if ctx.state in (JS, CSS):
+        if ctx.state == JS:
             raise TemplateSyntaxError(
                 "html/template: actions in JavaScript or CSS contexts are not supported"
             )
         need: list[str] = []
-        if ctx.state == TEXT:
+        if ctx.state in CSS_STATES:
+            need += css.action_escapers(ctx)
+        elif ctx.state == TEXT:
             need.append("_html_template_htmlescaper")
         elif ctx.state == RCDATA:
             need.append("_html_template_rcdataescaper")
@@ -386,9 +418,10 @@ class _Escaper:
                 need.append("_html_template_urlescaper")
             else:
                 raise TemplateSyntaxError("html/template: action in an ambiguous URL context")
-        if ctx.state in (ATTR, URL):
-            need.append("_html_template_nospaceescaper" if ctx.delim == D_SPACE
-                        else "_html_template_attrescaper")
+        if ctx.delim == D_SPACE:
+            need.append("_html_template_nospaceescaper")
+        elif ctx.delim != D_NONE:
+            need.append("_html_template_attrescaper")
         self.ensure(pipe, need)
         return ctx
 
@@ -417,8 +450,12 @@ class _Escaper:
                 cmds.pop()
         present = {c.args[0].name for c in cmds if isinstance(c.args[0], n.Identifier)}
         for name in need:
-            if name not in present:
-                cmds.append(n.Command([n.Identifier(name)]))
+            if name in present:
+                continue
+            last = cmds[-1].args[0] if cmds else None
+            if isinstance(last, n.Identifier) and name in _REDUNDANT_AFTER.get(last.name, ()):
+                continue  # Go's appendCmd: e.g. attrescaper after cssescaper changes nothing
+            cmds.append(n.Command([n.Identifier(name)]))
         pipe.cmds = cmds
 
 
