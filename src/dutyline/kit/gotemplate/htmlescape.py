@@ -257,18 +257,24 @@ _NOSPACE_TABLE = str.maketrans(
      "<": "&lt;", "=": "&#61;", ">": "&gt;", "`": "&#96;"}
 )
 _URL_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-_URL_RESERVED = frozenset(b"!#$&*+,/:;=?@[]%")
+_URL_RESERVED = frozenset(b"!#$&*+,/:;=?@[]")
+_HEX_BYTES = frozenset(b"0123456789abcdefABCDEF")
 
-
-_URL_CLEAN_NORM = re.compile(r"[A-Za-z0-9\-._~!#$&*+,/:;=?@\[\]%]*")
+# what the normalizer leaves alone: unreserved and reserved characters, and escapes (a '%'
+# not followed by two hex digits is encoded)
+_URL_CLEAN_NORM = re.compile(r"(?:[A-Za-z0-9\-._~!#$&*+,/:;=?@\[\]]|%[0-9A-Fa-f]{2})*")
 
 
 def _url_process(s: str, norm: bool) -> str:
     if norm and _URL_CLEAN_NORM.fullmatch(s):
         return s  # nothing to encode (the common case: an http(s) URL we built)
     out: list[str] = []
-    for b in s.encode():
-        if b in _URL_KEEP or (norm and b in _URL_RESERVED):
+    data = s.encode()
+    n = len(data)
+    for i, b in enumerate(data):
+        if b in _URL_KEEP or (norm and b in _URL_RESERVED) or (
+                norm and b == 0x25 and i + 2 < n and data[i + 1] in _HEX_BYTES
+                and data[i + 2] in _HEX_BYTES):
             out.append(chr(b))
         else:
             out.append(f"%{b:02x}")
@@ -279,9 +285,18 @@ def _html_escaper(args: list[Any]) -> str:
     return _stringify(args).translate(_HTML_TABLE)
 
 
+# noncharacters Go writes as hex references in unquoted attribute values
+_NONCHARACTERS = re.compile("[\ufdd0-\ufdef\ufff0-\uffff]")
+
+
 def _nospace_escaper(args: list[Any]) -> str:
     s = _stringify(args)
-    return s.translate(_NOSPACE_TABLE) if s else "ZgotmplZ"
+    if not s:
+        return "ZgotmplZ"
+    s = s.translate(_NOSPACE_TABLE)
+    if _NONCHARACTERS.search(s):
+        s = _NONCHARACTERS.sub(lambda m: f"&#x{ord(m.group()):x};", s)
+    return s
 
 
 def _url_filter(args: list[Any]) -> str:
