@@ -254,7 +254,9 @@ _HTML_TABLE = str.maketrans(
 _NOSPACE_TABLE = str.maketrans(
     {"\0": "&#xfffd;", "\t": "&#9;", "\n": "&#10;", "\v": "&#11;", "\f": "&#12;",
      "\r": "&#13;", " ": "&#32;", '"': "&#34;", "&": "&amp;", "'": "&#39;", "+": "&#43;",
-     "<": "&lt;", "=": "&#61;", ">": "&gt;", "`": "&#96;"}
+     "<": "&lt;", "=": "&#61;", ">": "&gt;", "`": "&#96;",
+     # noncharacters, which Go writes as hex references in unquoted values
+     **{chr(c): f"&#x{c:x};" for c in (*range(0xFDD0, 0xFDF0), *range(0xFFF0, 0x10000))}}
 )
 _URL_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 _URL_RESERVED = frozenset(b"!#$&*+,/:;=?@[]")
@@ -262,11 +264,12 @@ _HEX_BYTES = frozenset(b"0123456789abcdefABCDEF")
 
 # what the normalizer leaves alone: unreserved and reserved characters, and escapes (a '%'
 # not followed by two hex digits is encoded)
-_URL_CLEAN_NORM = re.compile(r"(?:[A-Za-z0-9\-._~!#$&*+,/:;=?@\[\]]|%[0-9A-Fa-f]{2})*")
+_URL_CLEAN_NORM = re.compile(r"[A-Za-z0-9\-._~!#$&*+,/:;=?@\[\]%]*")
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def _url_process(s: str, norm: bool) -> str:
-    if norm and _URL_CLEAN_NORM.fullmatch(s):
+    if norm and _URL_CLEAN_NORM.fullmatch(s) and ("%" not in s or not _LONE_PERCENT.search(s)):
         return s  # nothing to encode (the common case: an http(s) URL we built)
     out: list[str] = []
     data = s.encode()
@@ -285,18 +288,9 @@ def _html_escaper(args: list[Any]) -> str:
     return _stringify(args).translate(_HTML_TABLE)
 
 
-# noncharacters Go writes as hex references in unquoted attribute values
-_NONCHARACTERS = re.compile("[\ufdd0-\ufdef\ufff0-\uffff]")
-
-
 def _nospace_escaper(args: list[Any]) -> str:
     s = _stringify(args)
-    if not s:
-        return "ZgotmplZ"
-    s = s.translate(_NOSPACE_TABLE)
-    if _NONCHARACTERS.search(s):
-        s = _NONCHARACTERS.sub(lambda m: f"&#x{ord(m.group()):x};", s)
-    return s
+    return s.translate(_NOSPACE_TABLE) if s else "ZgotmplZ"
 
 
 def _url_filter(args: list[Any]) -> str:
