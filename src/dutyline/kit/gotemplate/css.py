@@ -151,7 +151,7 @@ _NOT_ID_CHAR = re.compile(r"[^A-Za-z0-9_]+")
 
 
 def css_value_filter(s: str) -> str:
-    """Go's cssValueFilter: innocuous values (10px, 25%, #888, .bar, inherit, blue) pass,
+    """Go's cssValueFilter: innocuous values (10px, 25%, #C80000, .bar, inherit, blue) pass,
     decoded; anything that could change token boundaries or run script is ZgotmplZ."""
     b = decode_css(s)
     if _CSS_UNSAFE.search(b):
