@@ -160,6 +160,17 @@ SHAPES = [
     '{{define "c"}}{{.}}{{end}}<p style="color:{{template "c" .Expr}}">{{template "c" .Lt}}</p>',
     '{{define "rule"}}p{color:{{.}}}{{end}}<style>{{template "rule" .Color}}</style>',
     "{{define \"s\"}}'{{.}}'{{end}}<style>a{content:{{template \"s\" .SQ}}}</style>",
+    # a branch that starts an unquoted value joins one that does not (Go's nudge)
+    "<p style={{if .T}}{{.Red}}{{end}}>x</p>",
+    "<p title={{if .T}}{{.Red}}{{end}}>x</p>",
+    "<p style={{if .T}}{{.Red}}{{else}}a{{end}}>x</p>",
+    "<p title={{if .T}}{{.Red}}{{else}}a{{end}}>x</p>",
+    "<p style={{.Red}}{{if .T}}{{.Red}}{{end}}>x</p>",
+    "{{define \"v\"}}{{.}}{{end}}<p style={{template \"v\" .Red}}>x</p>",
+    '<p style="{{if .T}}{{else}}{{end}}color:{{.Red}}">x</p>',
+    "<style>{{range .List}}a{b:url(/x?{{.}}){{end}}</style>",
+    "<style>a{b:url(/x{{range .List}}?{{.}}{{end}})}</style>",
+    '<p style="a:{{.Red}}" {{if .T}}title=x{{end}}>',
     # predefined escapers and printing
     '<p style="color:{{.Red | html}}">x</p>',
     '<p style="color:{{html .Red}}">x</p>',

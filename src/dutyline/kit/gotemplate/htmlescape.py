@@ -403,8 +403,8 @@ class _Escaper:
         if ctx.state == CMT:
             node.pipe = n.Pipe([], False, [n.Command([n.String("", '""')])])
             return ctx
-        if ctx.state == BEFORE_VALUE:  # Go's nudge: an unquoted attribute value
-            ctx = _value_ctx(ctx, D_SPACE)
+        if ctx.state == BEFORE_VALUE:  # an unquoted attribute value
+            ctx = _nudge(ctx)
         if ctx.state in (TAG, ATTR_NAME, AFTER_NAME):
             raise TemplateSyntaxError("html/template: actions inside a tag are not supported")
         if ctx.state == JS:
@@ -468,11 +468,27 @@ class _Escaper:
         pipe.cmds = cmds
 
 
+def _nudge(ctx: Ctx) -> Ctx:
+    """Go's nudge: the context an action at ctx writes into, where the template has not yet
+    said (`<p title={{.}}`: an unquoted value, whose kind of attribute Go forgets)."""
+    if ctx.state == BEFORE_VALUE:
+        return replace(_value_ctx(ctx, D_SPACE), attr=A_PLAIN)
+    if ctx.state == TAG:
+        return replace(ctx, state=ATTR_NAME)
+    if ctx.state == AFTER_NAME:
+        return replace(ctx, state=ATTR_NAME, attr=A_PLAIN)
+    return ctx
+
+
 def _join(a: Ctx, b: Ctx) -> Ctx:
     if a == b:
         return a
     if replace(a, url=U_NONE) == replace(b, url=U_NONE):
         return replace(a, url=U_UNKNOWN)
+    # a branch that wrote an unquoted value joins one that has not started it
+    na, nb = _nudge(a), _nudge(b)
+    if na != a or nb != b:
+        return _join(na, nb)
     raise TemplateSyntaxError("html/template: {{if}} branches end in different contexts")
 
 
