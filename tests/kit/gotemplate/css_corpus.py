@@ -115,6 +115,15 @@ SHAPES = [
     '<p style="// {{.Red}}">x</p>',
     "<p style=/*{{.Red}}*/>x</p>",
     "<style>a{color:red}/</style>",
+    # a comment that </style> ends leaves a space only where Go rewrites the text node
+    "<style>/*x=a</style>",
+    "<style>{/*</style>",
+    "<style>;>/*{{.Red}}</style>{{.Red}}",
+    "<style>x=expression/*&quot{{.Red}}</style>",
+    "<style>/*'>{{if .T}}\\22 {{end}}</style>{{.Red}}",
+    "<style>/*{{.Red}}</style><style>/* b */</style>",
+    "<style>/*{{.Red}}</style><!-- c -->x",
+    "<style>//{{.Red}}</style><style>// b\n</style>",
     "<style>a{color:red}/{{.Red}}</style>",
     # url(...) detection
     "<style>a{background:url( {{.RelURL}} )}</style>",

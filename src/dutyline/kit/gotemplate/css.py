@@ -338,32 +338,42 @@ def index_tag_end(s: bytes, tag: bytes) -> int:
     return -1
 
 
-def element_text(ctx: Ctx, s: bytes) -> tuple[Ctx, bytes, int]:
+def element_text(ctx: Ctx, s: bytes, at_node_start: bool) -> tuple[Ctx, bytes, int, bool]:
     """<style> content from the start of s, up to its end tag or the end of s: the context
-    there, the text to emit (comments dropped, as Go's escapeText drops them) and the number
-    of bytes consumed."""
+    there, the text to emit (comments dropped, as Go's escapeText drops them), the number of
+    bytes consumed, and whether Go counts this as rewriting its text node.
+
+    Go keeps a text node's original text unless it rewrote something at an offset past 0,
+    so the space a block comment leaves when a node starts right at </style> is kept only
+    if the node is rewritten elsewhere: that space is left to the caller (see
+    htmlescape.transition) and not part of the text returned here."""
     tag = ctx.element.encode()
     out = bytearray()
     written = i = 0
+    rewritten = False
     while i != len(s):
         end = index_tag_end(s[i:], tag)
         if end == 0:
-            # </style>: the HTML walk takes over
-            ctx = Ctx()
-            break
-        c1, nread = transition(ctx, s[i:] if end < 0 else s[i : i + end])
+            c1, nread = Ctx(), 0  # </style>: the HTML walk takes over after this step
+        else:
+            c1, nread = transition(ctx, s[i:] if end < 0 else s[i : i + end])
         i1 = i + nread
+        moved = not at_node_start or i1 > 0
         if ctx.state in CSS_COMMENTS:
-            if ctx.state == CSS_BLOCK_CMT:
+            if ctx.state == CSS_BLOCK_CMT and moved:
                 out += b" "
             written = i1
+            rewritten = rewritten or moved
         if c1.state != ctx.state and c1.state in CSS_COMMENTS:
             out += s[written : i1 - 2]  # up to the "/*" or "//"
             written = i1
+            rewritten = True
         ctx, i = c1, i1
+        if end == 0:
+            break
     if ctx.state not in CSS_COMMENTS:
         out += s[written:i]
-    return ctx, bytes(out), i
+    return ctx, bytes(out), i, rewritten
 
 
 _DELIM_END = {D_DQ: re.compile('"'), D_SQ: re.compile("'"),

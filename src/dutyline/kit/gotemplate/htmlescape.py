@@ -32,6 +32,7 @@ from .contexts import (
     BEFORE_VALUE,
     CMT,
     CSS,
+    CSS_BLOCK_CMT,
     CSS_STATES,
     D_DQ,
     D_NONE,
@@ -84,6 +85,18 @@ def _attr_type(name: str) -> int:
 
 def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
     """The context after text `s`, and the text to emit (comments removed)."""
+    start = ctx
+    edits: list[bool] = []
+    ctx, text = _scan(ctx, s, edits)
+    if start.state == CSS_BLOCK_CMT and start.delim == D_NONE and \
+            css.index_tag_end(s.encode(), start.element.encode()) == 0 and any(edits):
+        # Go's escapeText writes a space for the comment that </style> ends, and keeps it
+        # only when it rewrites the node elsewhere (otherwise the node stays as written)
+        text = " " + text
+    return ctx, text
+
+
+def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
     out: list[str] = []
     i = 0
     while i < len(s):
@@ -104,6 +117,7 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
                 return ctx, "".join(out)
             out.append(s[i:j])
             if s.startswith("<!--", j):
+                edits.append(True)
                 ctx = Ctx(CMT)
                 i = j + 4
                 continue
@@ -190,7 +204,8 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
         elif st in CSS_STATES:
             if ctx.delim == D_NONE:  # <style> content, in bytes as Go scans it
                 rest = s[i:].encode()
-                ctx, text, used = css.element_text(ctx, rest)
+                ctx, text, used, rewritten = css.element_text(ctx, rest, i == 0)
+                edits.append(rewritten)
                 out.append(text.decode())
                 i += len(rest[:used].decode())
             else:
