@@ -7,8 +7,8 @@ Renders the default markdown chat template (dingtalk), the default e-mail templa
 attribute, each with an action: html/template's CSS escaping) against the sample incident
 (3 labels, 1 alert) in one process, with the sandbox bounds on, as delivery does
 (engine.render). Baseline in the same run: the same markdown message built with a Python
-str.format call (no template engine), so the ratio says what the Go-compatible engine costs. Rates are per CPU second of this process
-(time.process_time), the median of the rounds.
+str.format call (no template engine), so the ratio says what the Go-compatible engine costs.
+Rates are per CPU second of this process (time.process_time), the median of the rounds.
 """
 
 from __future__ import annotations
