@@ -12,6 +12,7 @@ Templates called from a non-text context get a copy escaped for that context, as
 from __future__ import annotations
 
 import copy
+import html
 import re
 from collections.abc import Callable
 from dataclasses import replace
@@ -58,7 +59,10 @@ _URL_ATTRS = frozenset({
     "href", "icon", "longdesc", "manifest", "poster", "profile", "src", "usemap", "xmlns",
 })
 _SPACE = " \t\n\f\r"
-_TAG_NAME = re.compile(r"</?([a-zA-Z][a-zA-Z0-9]*)")
+# Go's eatTagName: letters and digits, and "x-y" or "x:y" (so <style-x> is not <style>)
+_TAG_NAME = re.compile(r"</?([a-zA-Z](?:[a-zA-Z0-9]|[:-][a-zA-Z0-9])*)")
+# a '<' that starts no tag is written as &lt; in text and RCDATA, except in <!DOCTYPE
+_STRAY_LT = re.compile(r"<(?!!(?i:doctype))")
 
 
 def _attr_type(name: str) -> int:
@@ -104,10 +108,13 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
         if st in (TEXT, RCDATA):
             if st == RCDATA:
                 m = re.compile(r"</" + ctx.element, re.I).search(s, i)
+                chunk = s[i:] if not m else s[i : m.start()]
+                if "<" in chunk:
+                    chunk = _STRAY_LT.sub("&lt;", chunk)
+                    edits.append(True)
+                out.append(chunk)
                 if not m:
-                    out.append(s[i:])
                     return ctx, "".join(out)
-                out.append(s[i : m.start()])
                 i = m.start()
                 ctx = Ctx(TEXT)
                 continue
@@ -129,7 +136,11 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
                 i = m.end()
                 ctx = Ctx(TAG, element="" if closing else elem)
                 continue
-            out.append("<")
+            if _STRAY_LT.match(s, j):
+                out.append("&lt;")
+                edits.append(True)
+            else:
+                out.append("<")
             i = j + 1
         elif st == CMT:
             j = s.find("-->", i)
@@ -156,19 +167,17 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
                 else:
                     ctx = Ctx(TEXT)
                 continue
-            j = i
-            while j < len(s) and s[j] not in _SPACE + "=>":
-                if s[j] in "'\"<":
-                    raise TemplateSyntaxError(f"{s[j]!r} in attribute name: {s[i:j + 1]!r}")
-                j += 1
+            j = _attr_name_end(s, i)
+            if j == i:
+                raise TemplateSyntaxError(
+                    f"html/template: expected space, attr name, or end of tag, but got "
+                    f"{s[i:]!r}")
             out.append(s[i:j])
             ctx = replace(ctx, state=AFTER_NAME if j < len(s) else ATTR_NAME,
                           attr=_attr_type(s[i:j]))
             i = j
         elif st == ATTR_NAME:
-            j = i
-            while j < len(s) and s[j] not in _SPACE + "=>":
-                j += 1
+            j = _attr_name_end(s, i)
             out.append(s[i:j])
             i = j
             if i < len(s):
@@ -227,6 +236,7 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
                 j = i
                 while j < len(s) and s[j] not in _SPACE + ">":
                     j += 1
+                _check_unquoted(s[i:j])
                 end, skip = j, 0
             else:
                 q = '"' if ctx.delim == D_DQ else "'"
@@ -235,6 +245,8 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
             value = s[i:end]
             out.append(value)
             if st == URL:
+                if "&" in value:  # read as the browser reads it: &#63; is a '?'
+                    value = html.unescape(value)
                 if "#" in value or "?" in value:
                     ctx = replace(ctx, url=U_QUERY)
                 elif value.strip(_SPACE) and ctx.url == U_NONE:
@@ -247,6 +259,27 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
         else:  # pragma: no cover
             raise TemplateSyntaxError("unknown HTML context")
     return ctx, "".join(out)
+
+
+def _attr_name_end(s: str, i: int) -> int:
+    """Where the attribute name starting at i ends; a quote or '<' in it is an error."""
+    j = i
+    while j < len(s) and s[j] not in _SPACE + "=>":
+        if s[j] in "'\"<":
+            raise TemplateSyntaxError(f"{s[j]!r} in attribute name: {s[i:j + 1]!r}")
+        j += 1
+    return j
+
+
+def _check_unquoted(value: str) -> None:
+    # HTML parsers disagree on where such a value ends: Go refuses them
+    bad = _UNQUOTED_BAD.search(value)
+    if bad:
+        raise TemplateSyntaxError(
+            f"html/template: {bad.group()!r} in unquoted attr: {value!r}")
+
+
+_UNQUOTED_BAD = re.compile("[\"'<=`]")
 
 
 def _value_ctx(ctx: Ctx, delim: int) -> Ctx:
