@@ -291,3 +291,25 @@ async def test_ago_uses_the_server_clock_and_delivery_truncates(api: Api, owner:
     assert len(tele.text.encode()) <= 4096 and tele.text.startswith("é")
     assert gone.fell_back and "not found" in gone.error
     assert gone.text == "[Warning] disk <full> on db-1"
+
+
+async def test_email_bodies_style_by_severity_in_css(api: Api, owner: Person) -> None:
+    """Actions in style attributes and <style> render as Go's html/template renders them:
+    a colour passes, a value that could break out of the declaration becomes ZgotmplZ."""
+    incident_id = await new_incident(api, owner)
+    body = ("<style>h1{color:{{serverityToColor .IncidentSeverity}}}</style>"
+            '<h1 style="color:{{serverityToColor .IncidentSeverity}};x:{{.Title}}">'
+            "{{.Title}}</h1>")
+    real = await api.call("/template/preview", {"type": "email", "content": body,
+                                                "incident_id": incident_id}, key=owner.key)
+    assert real.data == {"success": True, "message": "", "content": (
+        '<style>h1{color:#FA7D00}</style><h1 style="color:#FA7D00;x:ZgotmplZ">'
+        "disk &lt;full&gt; on db-1</h1>")}
+    template_id = await create(api, owner, "Coloured", email=body)
+    info = await api.call("/template/info", {"template_id": template_id}, key=owner.key)
+    assert info.data["email"] == body
+    script = await api.call("/template/create", {
+        "template_name": "Script", "email": "<script>var s = {{.Title}};</script>"},
+        key=owner.key)
+    assert (script.status, script.code) == (400, "InvalidParameter")
+    assert "email" in script.message

@@ -65,12 +65,16 @@ def gorender(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
     return binary
 
 
-@pytest.fixture(scope="session")
-def go_results(gorender: Path) -> list[dict[str, Any]]:
-    data, cases = load_corpus()
+def run_go(gorender: Path, data: Any, cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every case rendered by Go in one process: [{"ok", "output", "error"}], in order."""
     batch = [{"template": c["template"], "data": c.get("data", data),
               "html": bool(c.get("html"))} for c in cases]
     proc = subprocess.run([str(gorender)], input=json.dumps(batch).encode(),
                           capture_output=True, check=True, timeout=300)
     results: list[dict[str, Any]] = json.loads(proc.stdout)
     return results
+
+
+@pytest.fixture(scope="session")
+def go_results(gorender: Path) -> list[dict[str, Any]]:
+    return run_go(gorender, *load_corpus())

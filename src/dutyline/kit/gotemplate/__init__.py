@@ -4,7 +4,8 @@
     tmpl.render({"Name": "x"}, limits=Limits())
 
 Self-contained: the lexer, the parser and the executor follow Go's text/template; `html=True`
-adds html/template's contextual escaping (HTML text and attribute values, URL attributes).
+adds html/template's contextual escaping (HTML text and attribute values, URL attributes,
+CSS in style attributes and <style> elements).
 Checked byte for byte against Go itself by tests/kit/gotemplate.
 """
 

@@ -3,47 +3,66 @@
 Like Go, the escaper walks each template with the HTML context at every point (text, tag,
 attribute name / value quoted or not, URL attributes and their query part, RCDATA, HTML
 comments) and appends escaper commands to every action's pipeline, so escaping happens
-when the template runs. HTML comments are dropped from the output. Actions inside
-<script>/<style> or JS/CSS attributes (on*, style) are refused at parse time rather than
-escaped wrongly. Templates called from a non-text context get a copy escaped for that
-context, as Go does.
+when the template runs. HTML comments are dropped from the output. CSS contexts (<style>
+elements and style attributes) are escaped as Go escapes them (css.py). Actions inside
+<script> or JS attributes (on*) are refused at parse time rather than escaped wrongly.
+Templates called from a non-text context get a copy escaped for that context, as Go does.
 """
 
 from __future__ import annotations
 
 import copy
+import html
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from . import css
 from . import nodes as n
 from .builtins import GoFunc, eval_args, html_escape_string
+from .contexts import (
+    A_CSS,
+    A_JS,
+    A_PLAIN,
+    A_SRCSET,
+    A_URL,
+    AFTER_NAME,
+    ATTR,
+    ATTR_NAME,
+    BEFORE_VALUE,
+    CMT,
+    CSS,
+    CSS_BLOCK_CMT,
+    CSS_STATES,
+    D_DQ,
+    D_NONE,
+    D_SPACE,
+    D_SQ,
+    JS,
+    RCDATA,
+    TAG,
+    TEXT,
+    U_NONE,
+    U_PRE,
+    U_QUERY,
+    U_UNKNOWN,
+    URL,
+    Ctx,
+)
 from .errors import TemplateExecError, TemplateSyntaxError
 from .gofmt import sprint
 from .values import MISSING
-
-TEXT, TAG, ATTR_NAME, AFTER_NAME, BEFORE_VALUE, ATTR, URL, CMT, RCDATA, JS, CSS = range(11)
-D_NONE, D_DQ, D_SQ, D_SPACE = range(4)
-U_NONE, U_PRE, U_QUERY, U_UNKNOWN = range(4)
-A_PLAIN, A_URL, A_JS, A_CSS, A_SRCSET = range(5)
-
-
-@dataclass(frozen=True, slots=True)
-class Ctx:
-    state: int = TEXT
-    delim: int = D_NONE
-    url: int = U_NONE
-    element: str = ""
-    attr: int = A_PLAIN
-
 
 _URL_ATTRS = frozenset({
     "action", "archive", "background", "cite", "classid", "codebase", "data", "formaction",
     "href", "icon", "longdesc", "manifest", "poster", "profile", "src", "usemap", "xmlns",
 })
 _SPACE = " \t\n\f\r"
-_TAG_NAME = re.compile(r"</?([a-zA-Z][a-zA-Z0-9]*)")
+# Go's eatTagName: letters and digits, and "x-y" or "x:y" (so <style-x> is not <style>)
+_TAG_NAME = re.compile(r"</?([a-zA-Z](?:[a-zA-Z0-9]|[:-][a-zA-Z0-9])*)")
+# a '<' that starts no tag is written as &lt; in text and RCDATA, except in <!DOCTYPE
+_STRAY_LT = re.compile(r"<(?!!(?i:doctype))")
 
 
 def _attr_type(name: str) -> int:
@@ -70,6 +89,18 @@ def _attr_type(name: str) -> int:
 
 def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
     """The context after text `s`, and the text to emit (comments removed)."""
+    start = ctx
+    edits: list[bool] = []
+    ctx, text = _scan(ctx, s, edits)
+    if start.state == CSS_BLOCK_CMT and start.delim == D_NONE and \
+            css.index_tag_end(s.encode(), start.element.encode()) == 0 and any(edits):
+        # Go's escapeText writes a space for the comment that </style> ends, and keeps it
+        # only when it rewrites the node elsewhere (otherwise the node stays as written)
+        text = " " + text
+    return ctx, text
+
+
+def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
     out: list[str] = []
     i = 0
     while i < len(s):
@@ -77,10 +108,13 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
         if st in (TEXT, RCDATA):
             if st == RCDATA:
                 m = re.compile(r"</" + ctx.element, re.I).search(s, i)
+                chunk = s[i:] if not m else s[i : m.start()]
+                if "<" in chunk:
+                    chunk = _STRAY_LT.sub("&lt;", chunk)
+                    edits.append(True)
+                out.append(chunk)
                 if not m:
-                    out.append(s[i:])
                     return ctx, "".join(out)
-                out.append(s[i : m.start()])
                 i = m.start()
                 ctx = Ctx(TEXT)
                 continue
@@ -90,6 +124,7 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
                 return ctx, "".join(out)
             out.append(s[i:j])
             if s.startswith("<!--", j):
+                edits.append(True)
                 ctx = Ctx(CMT)
                 i = j + 4
                 continue
@@ -101,7 +136,11 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
                 i = m.end()
                 ctx = Ctx(TAG, element="" if closing else elem)
                 continue
-            out.append("<")
+            if _STRAY_LT.match(s, j):
+                out.append("&lt;")
+                edits.append(True)
+            else:
+                out.append("<")
             i = j + 1
         elif st == CMT:
             j = s.find("-->", i)
@@ -128,19 +167,17 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
                 else:
                     ctx = Ctx(TEXT)
                 continue
-            j = i
-            while j < len(s) and s[j] not in _SPACE + "=>":
-                if s[j] in "'\"<":
-                    raise TemplateSyntaxError(f"{s[j]!r} in attribute name: {s[i:j + 1]!r}")
-                j += 1
+            j = _attr_name_end(s, i)
+            if j == i:
+                raise TemplateSyntaxError(
+                    f"html/template: expected space, attr name, or end of tag, but got "
+                    f"{s[i:]!r}")
             out.append(s[i:j])
             ctx = replace(ctx, state=AFTER_NAME if j < len(s) else ATTR_NAME,
                           attr=_attr_type(s[i:j]))
             i = j
         elif st == ATTR_NAME:
-            j = i
-            while j < len(s) and s[j] not in _SPACE + "=>":
-                j += 1
+            j = _attr_name_end(s, i)
             out.append(s[i:j])
             i = j
             if i < len(s):
@@ -173,8 +210,19 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
                 out.append(s[i])
                 i += 1
             ctx = _value_ctx(ctx, delim)
-        elif st in (ATTR, URL, JS, CSS):
-            if st in (JS, CSS) and ctx.delim == D_NONE:
+        elif st in CSS_STATES:
+            if ctx.delim == D_NONE:  # <style> content, in bytes as Go scans it
+                rest = s[i:].encode()
+                ctx, text, used, rewritten = css.element_text(ctx, rest, i == 0)
+                edits.append(rewritten)
+                out.append(text.decode())
+                i += len(rest[:used].decode())
+            else:
+                ctx, used = css.attr_text(ctx, s[i:])
+                out.append(s[i : i + used])
+                i += used
+        elif st in (ATTR, URL, JS):
+            if st == JS and ctx.delim == D_NONE:
                 # element content: skip to the end tag
                 m = re.compile(r"</" + ctx.element, re.I).search(s, i)
                 if not m:
@@ -188,6 +236,7 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
                 j = i
                 while j < len(s) and s[j] not in _SPACE + ">":
                     j += 1
+                _check_unquoted(s[i:j])
                 end, skip = j, 0
             else:
                 q = '"' if ctx.delim == D_DQ else "'"
@@ -196,6 +245,8 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
             value = s[i:end]
             out.append(value)
             if st == URL:
+                if "&" in value:  # read as the browser reads it: &#63; is a '?'
+                    value = html.unescape(value)
                 if "#" in value or "?" in value:
                     ctx = replace(ctx, url=U_QUERY)
                 elif value.strip(_SPACE) and ctx.url == U_NONE:
@@ -208,6 +259,27 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
         else:  # pragma: no cover
             raise TemplateSyntaxError("unknown HTML context")
     return ctx, "".join(out)
+
+
+def _attr_name_end(s: str, i: int) -> int:
+    """Where the attribute name starting at i ends; a quote or '<' in it is an error."""
+    j = i
+    while j < len(s) and s[j] not in _SPACE + "=>":
+        if s[j] in "'\"<":
+            raise TemplateSyntaxError(f"{s[j]!r} in attribute name: {s[i:j + 1]!r}")
+        j += 1
+    return j
+
+
+def _check_unquoted(value: str) -> None:
+    # HTML parsers disagree on where such a value ends: Go refuses them
+    bad = _UNQUOTED_BAD.search(value)
+    if bad:
+        raise TemplateSyntaxError(
+            f"html/template: {bad.group()!r} in unquoted attr: {value!r}")
+
+
+_UNQUOTED_BAD = re.compile("[\"'<=`]")
 
 
 def _value_ctx(ctx: Ctx, delim: int) -> Ctx:
@@ -230,21 +302,30 @@ _HTML_TABLE = str.maketrans(
 _NOSPACE_TABLE = str.maketrans(
     {"\0": "&#xfffd;", "\t": "&#9;", "\n": "&#10;", "\v": "&#11;", "\f": "&#12;",
      "\r": "&#13;", " ": "&#32;", '"': "&#34;", "&": "&amp;", "'": "&#39;", "+": "&#43;",
-     "<": "&lt;", "=": "&#61;", ">": "&gt;", "`": "&#96;"}
+     "<": "&lt;", "=": "&#61;", ">": "&gt;", "`": "&#96;",
+     # noncharacters, which Go writes as hex references in unquoted values
+     **{chr(c): f"&#x{c:x};" for c in (*range(0xFDD0, 0xFDF0), *range(0xFFF0, 0x10000))}}
 )
 _URL_KEEP = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
-_URL_RESERVED = frozenset(b"!#$&*+,/:;=?@[]%")
+_URL_RESERVED = frozenset(b"!#$&*+,/:;=?@[]")
+_HEX_BYTES = frozenset(b"0123456789abcdefABCDEF")
 
-
+# what the normalizer leaves alone: unreserved and reserved characters, and escapes (a '%'
+# not followed by two hex digits is encoded)
 _URL_CLEAN_NORM = re.compile(r"[A-Za-z0-9\-._~!#$&*+,/:;=?@\[\]%]*")
+_LONE_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def _url_process(s: str, norm: bool) -> str:
-    if norm and _URL_CLEAN_NORM.fullmatch(s):
+    if norm and _URL_CLEAN_NORM.fullmatch(s) and ("%" not in s or not _LONE_PERCENT.search(s)):
         return s  # nothing to encode (the common case: an http(s) URL we built)
     out: list[str] = []
-    for b in s.encode():
-        if b in _URL_KEEP or (norm and b in _URL_RESERVED):
+    data = s.encode()
+    n = len(data)
+    for i, b in enumerate(data):
+        if b in _URL_KEEP or (norm and b in _URL_RESERVED) or (
+                norm and b == 0x25 and i + 2 < n and data[i + 1] in _HEX_BYTES
+                and data[i + 2] in _HEX_BYTES):
             out.append(chr(b))
         else:
             out.append(f"%{b:02x}")
@@ -290,6 +371,7 @@ ONE_ARG_ESCAPERS: dict[str, Callable[[Any], str]] = {
     "_html_template_htmlescaper": _html_one,
     "_html_template_attrescaper": _html_one,
     "_html_template_rcdataescaper": _html_one,
+    **css.ONE_ARG_ESCAPERS,
 }
 
 ESCAPERS: dict[str, GoFunc] = {
@@ -301,6 +383,7 @@ ESCAPERS: dict[str, GoFunc] = {
     "_html_template_urlnormalizer": _url_normalizer,
     "_html_template_urlescaper": _url_escaper,
     "_eval_args_": _eval_args,
+    **css.ESCAPERS,
 }
 _EQUIV = {
     "_html_template_attrescaper": "html",
@@ -310,6 +393,10 @@ _EQUIV = {
     "_html_template_urlnormalizer": "urlquery",
 }
 _PREDEFINED = ("html", "urlquery")
+_REDUNDANT_AFTER: dict[str, frozenset[str]] = {
+    **css.REDUNDANT_AFTER,
+    "_html_template_urlescaper": frozenset({"_html_template_urlnormalizer"}),
+}
 _ = html_escape_string
 
 
@@ -364,16 +451,18 @@ class _Escaper:
         if ctx.state == CMT:
             node.pipe = n.Pipe([], False, [n.Command([n.String("", '""')])])
             return ctx
-        if ctx.state == BEFORE_VALUE:  # Go's nudge: an unquoted attribute value
-            ctx = _value_ctx(ctx, D_SPACE)
+        if ctx.state == BEFORE_VALUE:  # an unquoted attribute value
+            ctx = _nudge(ctx)
         if ctx.state in (TAG, ATTR_NAME, AFTER_NAME):
             raise TemplateSyntaxError("html/template: actions inside a tag are not supported")
-        if ctx.state in (JS, CSS):
+        if ctx.state == JS:
             raise TemplateSyntaxError(
                 "html/template: actions in JavaScript or CSS contexts are not supported"
             )
         need: list[str] = []
-        if ctx.state == TEXT:
+        if ctx.state in CSS_STATES:
+            need += css.action_escapers(ctx)
+        elif ctx.state == TEXT:
             need.append("_html_template_htmlescaper")
         elif ctx.state == RCDATA:
             need.append("_html_template_rcdataescaper")
@@ -386,9 +475,10 @@ class _Escaper:
                 need.append("_html_template_urlescaper")
             else:
                 raise TemplateSyntaxError("html/template: action in an ambiguous URL context")
-        if ctx.state in (ATTR, URL):
-            need.append("_html_template_nospaceescaper" if ctx.delim == D_SPACE
-                        else "_html_template_attrescaper")
+        if ctx.delim == D_SPACE:
+            need.append("_html_template_nospaceescaper")
+        elif ctx.delim != D_NONE:
+            need.append("_html_template_attrescaper")
         self.ensure(pipe, need)
         return ctx
 
@@ -417,9 +507,25 @@ class _Escaper:
                 cmds.pop()
         present = {c.args[0].name for c in cmds if isinstance(c.args[0], n.Identifier)}
         for name in need:
-            if name not in present:
-                cmds.append(n.Command([n.Identifier(name)]))
+            if name in present:
+                continue
+            last = cmds[-1].args[0] if cmds else None
+            if isinstance(last, n.Identifier) and name in _REDUNDANT_AFTER.get(last.name, ()):
+                continue  # Go's appendCmd: e.g. attrescaper after cssescaper changes nothing
+            cmds.append(n.Command([n.Identifier(name)]))
         pipe.cmds = cmds
+
+
+def _nudge(ctx: Ctx) -> Ctx:
+    """Go's nudge: the context an action at ctx writes into, where the template has not yet
+    said (`<p title={{.}}`: an unquoted value, whose kind of attribute Go forgets)."""
+    if ctx.state == BEFORE_VALUE:
+        return replace(_value_ctx(ctx, D_SPACE), attr=A_PLAIN)
+    if ctx.state == TAG:
+        return replace(ctx, state=ATTR_NAME)
+    if ctx.state == AFTER_NAME:
+        return replace(ctx, state=ATTR_NAME, attr=A_PLAIN)
+    return ctx
 
 
 def _join(a: Ctx, b: Ctx) -> Ctx:
@@ -427,6 +533,10 @@ def _join(a: Ctx, b: Ctx) -> Ctx:
         return a
     if replace(a, url=U_NONE) == replace(b, url=U_NONE):
         return replace(a, url=U_UNKNOWN)
+    # a branch that wrote an unquoted value joins one that has not started it
+    na, nb = _nudge(a), _nudge(b)
+    if na != a or nb != b:
+        return _join(na, nb)
     raise TemplateSyntaxError("html/template: {{if}} branches end in different contexts")
 
 
