@@ -337,3 +337,30 @@ async def test_stored_row(w: World, api: Api) -> None:
             post_mortem.c.post_mortem_id == pm_id))).one()
     assert (row.status, row.model_draft, row.drafted_by, row.revision) == (
         "drafting", "none", "template", 1)
+
+
+async def test_a_report_made_meanwhile_by_another_request_is_not_overwritten(
+    w: World, api: Api
+) -> None:
+    """The existence check and the insert are apart: the insert itself refuses a second row
+    of the same id (two requests for the same incidents at once)."""
+    from dutyline.incident.postmortem import repository
+
+    pm_id = (await create(api, w.owner, [await closed(w)])).data["meta"]["post_mortem_id"]
+    (row,) = await all_rows(api, post_mortem)
+    async with api.runtime.db.transaction() as conn:
+        assert await repository.insert_post_mortem(
+            conn, {**row._mapping, "title": "second"}) is False
+    (kept,) = await all_rows(api, post_mortem)
+    assert (kept.post_mortem_id, kept.title) == (pm_id, row.title)
+
+
+async def test_refusals_are_translated(w: World, api: Api) -> None:
+    opened = await api.call("/incident/create", {
+        "incident_severity": "Warning", "title": "slow", "channel_id": w.prod.channel_id},
+        key=w.owner.key)
+    incident_id = opened.data["incident_id"]
+    reply = await api.call("/incident/post-mortem/create", {"incident_ids": [incident_id]},
+                           key=w.owner.key, headers={"Accept-Language": "zh-CN"})
+    assert reply.body["error"]["message"] == \
+        f"复盘报告只能为已关闭的故障撰写，请先关闭 {incident_id}"

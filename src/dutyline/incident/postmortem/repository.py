@@ -7,11 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
+from sqlalchemy import ColumnElement, delete, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident_postmortem import post_mortem
+from dutyline.db.upsert import insert_for
 from dutyline.incident import visibility
 from dutyline.incident.visibility import Scope
 
@@ -49,23 +50,6 @@ async def exists(conn: AsyncConnection, post_mortem_id: str) -> bool:
     stmt = select(post_mortem.c.post_mortem_id).where(
         post_mortem.c.post_mortem_id == post_mortem_id)
     return (await conn.execute(stmt)).first() is not None
-
-
-async def ids_for_incidents(conn: AsyncConnection, account_id: int,
-                            incident_ids: list[str]) -> dict[str, str]:
-    """{incident_id: post_mortem_id} of the reports that cover these incidents."""
-    if not incident_ids:
-        return {}
-    found: dict[str, str] = {}
-    # incident_ids is a JSON array; a LIKE per id keeps this portable (a handful of ids).
-    stmt = select(post_mortem.c.post_mortem_id, post_mortem.c.incident_ids).where(
-        post_mortem.c.account_id == account_id,
-        or_(*[post_mortem.c.incident_ids.contains(f'"{i}"') for i in incident_ids]))
-    for r in await conn.execute(stmt):
-        for i in incident_ids:
-            if f'"{i}"' in r.incident_ids:
-                found.setdefault(i, r.post_mortem_id)
-    return found
 
 
 def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
@@ -106,8 +90,11 @@ async def page(
     return list((await conn.execute(stmt)).all())
 
 
-async def insert_post_mortem(conn: AsyncConnection, values: dict[str, Any]) -> None:
-    await conn.execute(insert(post_mortem).values(**values))
+async def insert_post_mortem(conn: AsyncConnection, values: dict[str, Any]) -> bool:
+    """False when a report of the same id exists (made meanwhile by another request)."""
+    stmt = insert_for(conn)(post_mortem).values(**values).on_conflict_do_nothing(
+        index_elements=[post_mortem.c.post_mortem_id])
+    return (await conn.execute(stmt)).rowcount > 0
 
 
 async def update_post_mortem(conn: AsyncConnection, post_mortem_id: str, values: dict[str, Any],

@@ -87,8 +87,7 @@ async def create_post_mortem(conn: AsyncConnection, actor: Actor, *, incident_id
         raise errors.invalid("incident_ids", "must all belong to one channel")
     post_mortem_id = post_mortem_id_of(actor.account_id, ids)
     if await repo.exists(conn, post_mortem_id):
-        raise errors.BadRequest("A post-mortem of these incidents already exists: {id}",
-                                id=post_mortem_id)
+        raise _exists(post_mortem_id)
     channel_id = channel_ids.pop()
     team_id, is_private = await _channel_facts(conn, actor, channel_id)
     asks_model = model_configured(deps)
@@ -106,7 +105,8 @@ async def create_post_mortem(conn: AsyncConnection, actor: Actor, *, incident_id
         "model_name": (deps.settings.llm_model or "") if asks_model else "", "model_error": "",
         "revision": 1, "created_at": now, "updated_at": now, "published_at": 0,
     }
-    await repo.insert_post_mortem(conn, values)
+    if not await repo.insert_post_mortem(conn, values):
+        raise _exists(post_mortem_id)  # made by a concurrent request since the check
     if asks_model:
         await enqueue(conn, DRAFT_JOB, {"post_mortem_id": post_mortem_id,
                                         "account_id": actor.account_id, "revision": 1},
@@ -114,6 +114,11 @@ async def create_post_mortem(conn: AsyncConnection, actor: Actor, *, incident_id
                       dedupe_key=f"post_mortem_draft:{post_mortem_id}")
     names = await channels.channel_names(conn, actor, [channel_id])
     return _item(values, names)
+
+
+def _exists(post_mortem_id: str) -> errors.ApiError:
+    return errors.BadRequest("A post-mortem of these incidents already exists: {id}",
+                             id=post_mortem_id)
 
 
 async def _channel_facts(conn: AsyncConnection, actor: Actor, channel_id: int) -> tuple[int, bool]:
