@@ -363,4 +363,4 @@ async def test_refusals_are_translated(w: World, api: Api) -> None:
     reply = await api.call("/incident/post-mortem/create", {"incident_ids": [incident_id]},
                            key=w.owner.key, headers={"Accept-Language": "zh-CN"})
     assert reply.body["error"]["message"] == \
-        f"复盘报告只能为已关闭的故障撰写，请先关闭 {incident_id}"
+        f"复盘报告只能为已关闭的故障撰写\uff0c请先关闭 {incident_id}"
