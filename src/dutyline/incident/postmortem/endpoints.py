@@ -14,9 +14,10 @@ from dutyline.incident.postmortem.schemas import (
     PostMortemLookup,
     UpdatePostMortemRequest,
 )
+from dutyline.incident.query.service import VIEW_PERMISSIONS
 
 router = Router("Post-mortems")
-_READ = service.VIEW_PERMISSIONS
+_READ = VIEW_PERMISSIONS
 
 
 @router.post("/incident/post-mortem/create", permissions=(INCIDENT_MANAGE,), write=True)
