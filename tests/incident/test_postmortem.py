@@ -364,3 +364,13 @@ async def test_refusals_are_translated(w: World, api: Api) -> None:
                            key=w.owner.key, headers={"Accept-Language": "zh-CN"})
     assert reply.body["error"]["message"] == \
         f"复盘报告只能为已关闭的故障撰写\uff0c请先关闭 {incident_id}"
+
+
+def test_the_model_s_material_is_bounded() -> None:
+    from dutyline.incident.postmortem import material
+
+    long = material.Material(incidents=[], timeline=[
+        material.TimelineEntry(int(START) + n, "1", "x" * 200) for n in range(1000)])
+    text = material.as_prompt(long)
+    assert len(text) <= material.MAX_PROMPT_CHARS + 20 and text.endswith("…[truncated]")
+    assert text.startswith("Incidents:")

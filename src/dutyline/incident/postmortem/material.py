@@ -19,6 +19,9 @@ from dutyline.incident.query.schemas import IncidentFeedItem, IncidentInfo
 
 MAX_FEED_ENTRIES = 500  # per incident
 MAX_ALERTS = 50  # per incident
+# What the model is sent at most (about 25k tokens); the incidents and notes come first, so a
+# long timeline or alert list is what gets cut.
+MAX_PROMPT_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -158,4 +161,5 @@ def as_prompt(m: Material) -> str:
                 parts.append(f"{label} (#{i.num}): {text.strip()}")
     parts += ["", "Timeline (UTC):", *(f"- {line}" for line in timeline_lines(m))]
     parts += ["", "Alerts:", *(f"- {line}" for line in alert_lines(m) or ["none"])]
-    return "\n".join(parts)
+    text = "\n".join(parts)
+    return text if len(text) <= MAX_PROMPT_CHARS else text[:MAX_PROMPT_CHARS] + " …[truncated]"
