@@ -374,3 +374,19 @@ def test_the_model_s_material_is_bounded() -> None:
     text = material.as_prompt(long)
     assert len(text) <= material.MAX_PROMPT_CHARS + 20 and text.endswith("…[truncated]")
     assert text.startswith("Incidents:")
+
+
+async def test_a_report_of_an_incident_without_a_channel_belongs_to_the_account(
+    w: World, api: Api
+) -> None:
+    opened = await api.call("/incident/create", {"incident_severity": "Info",
+                                                 "title": "manual"}, key=w.owner.key)
+    incident_id = opened.data["incident_id"]
+    assert (await api.call("/incident/resolve", {"incident_ids": [incident_id]},
+                           key=w.owner.key)).status == 200
+    meta = (await create(api, w.owner, [incident_id])).data["meta"]
+    assert (meta["channel_id"], meta["channel_name"], meta["team_id"], meta["is_private"]) == (
+        0, "", 0, False)
+    outsider = await _responder(api, w.owner, "Otto")
+    assert _ids(await _list(api, outsider, status="drafting", channel_ids=[0])) == \
+        [meta["post_mortem_id"]]
