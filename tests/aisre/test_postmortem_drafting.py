@@ -139,7 +139,8 @@ async def test_an_edit_before_the_model_answers_wins(
     assert llm.requests == []  # the job saw the edit and did not ask
     got = (await info(api, owner, pm_id)).data
     assert got["content"]["content"] == "## Summary\n\nMine."
-    assert got["drafting"]["model_draft"] == "pending"
+    assert got["drafting"]["model_draft"] == "skipped"
+    assert "edited" in got["drafting"]["error"]
 
 
 async def test_an_answer_that_arrives_after_an_edit_is_not_applied(
@@ -217,3 +218,64 @@ async def test_a_dead_drafting_job_leaves_the_draft_failed_not_pending(
     assert got["drafting"]["error"] == ("The model's draft did not finish: its worker "
                                         "stopped while it ran")
     assert got["content"] == made["content"]
+
+
+async def test_redraft_asks_the_model_again_over_the_current_body(
+    api: Api, clock: FakeClock, owner: Person, prod: Wired, llm: FakeLlm
+) -> None:
+    from tests.fixtures.accounts import new_member
+
+    made = await _report(api, clock, owner, prod)
+    pm_id = made["meta"]["post_mortem_id"]
+    pending = await api.call("/incident/post-mortem/redraft", {"post_mortem_id": pm_id},
+                             key=owner.key)
+    assert (pending.status, pending.code) == (400, "BadRequest")  # the first is queued
+    llm.script = [Answer("no idea")]
+    assert await run_jobs(api) == ["done"]
+    assert (await info(api, owner, pm_id)).data["drafting"]["model_draft"] == "failed"
+    # Someone edits the body meanwhile; the redraft keeps their timeline.
+    edited = await api.call("/incident/post-mortem/update", {
+        "post_mortem_id": pm_id,
+        "content": "## Summary\n\nTBD\n\n## Timeline\n\n- ours\n"}, key=owner.key)
+    assert edited.status == 200, edited.body
+    reader = await new_member(api, owner, name="Rita")
+    refused = await api.call("/incident/post-mortem/redraft", {"post_mortem_id": pm_id},
+                             key=reader.key)
+    assert (refused.status, refused.code) == (403, "AccessDenied")
+    again = await api.call("/incident/post-mortem/redraft", {"post_mortem_id": pm_id},
+                           key=owner.key)
+    assert again.status == 200, again.body
+    assert again.data["drafting"] == {"drafted_by": "template", "model_draft": "pending",
+                                      "model": "fake-model", "error": ""}
+    llm.script = [Answer(json.dumps(DRAFT))]
+    assert await run_jobs(api) == ["done"]
+    got = (await info(api, owner, pm_id)).data
+    assert got["drafting"]["model_draft"] == "done"
+    content = got["content"]["content"]
+    assert "## Timeline\n\n- ours\n" in content and DRAFT["summary"] in content
+    assert content.index("## Summary") < content.index("## Timeline") < content.index(
+        "## Impact") < content.index("## Contributing factors")
+    # A published report is not redrafted.
+    await api.call("/incident/post-mortem/update", {"post_mortem_id": pm_id,
+                                                    "status": "published"}, key=owner.key)
+    published = await api.call("/incident/post-mortem/redraft", {"post_mortem_id": pm_id},
+                               key=owner.key)
+    assert (published.status, published.code) == (400, "BadRequest")
+
+
+async def test_another_account_cannot_redraft(
+    api: Api, clock: FakeClock, owner: Person, prod: Wired, llm: FakeLlm
+) -> None:
+    from dutyline.db.tables.incident_postmortem import post_mortem
+
+    made = await _report(api, clock, owner, prod)
+    llm.script = [Answer("no idea")]
+    await run_jobs(api)
+    before = await all_rows(api, post_mortem)
+    stranger = await new_account(api, "Globex")
+    refused = await api.call("/incident/post-mortem/redraft",
+                             {"post_mortem_id": made["meta"]["post_mortem_id"]},
+                             key=stranger.key)
+    assert (refused.status, refused.code) == (400, "ResourceNotFound")
+    assert await all_rows(api, post_mortem) == before
+    assert await run_jobs(api) == []

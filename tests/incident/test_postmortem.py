@@ -390,3 +390,12 @@ async def test_a_report_of_an_incident_without_a_channel_belongs_to_the_account(
     outsider = await _responder(api, w.owner, "Otto")
     assert _ids(await _list(api, outsider, status="drafting", channel_ids=[0])) == \
         [meta["post_mortem_id"]]
+
+
+async def test_redraft_without_a_model_says_how_to_configure_one(w: World, api: Api) -> None:
+    pm_id = (await create(api, w.owner, [await closed(w)])).data["meta"]["post_mortem_id"]
+    refused = await api.call("/incident/post-mortem/redraft", {"post_mortem_id": pm_id},
+                             key=w.owner.key)
+    assert (refused.status, refused.code) == (400, "BadRequest")
+    assert "DUTYLINE_LLM_BASE_URL" in refused.message
+    assert await all_rows(api, job, job.c.kind == "incident.post_mortem.draft") == []

@@ -34,7 +34,12 @@ async def draft_post_mortem(ctx: JobContext, payload: dict[str, Any]) -> None:
     except errors.ApiError as exc:  # an incident removed since
         ask, error = None, f"the incidents could not be read: {exc}"
     if ask is None and not error:
-        return  # deleted, edited or drafted meanwhile: nothing to do
+        # Deleted or drafted meanwhile (nothing to write), or edited: recorded as skipped,
+        # without asking the model for a draft that could not be applied.
+        await postmortem.record_model_draft(
+            ctx.conn, ctx.system_actor(account_id), post_mortem_id=post_mortem_id,
+            revision=revision, sections=None, model=runtime.settings.llm_model or "")
+        return
     model = agent.model_of(runtime)
     if ask is not None and model is None:
         error = agent.NO_LLM

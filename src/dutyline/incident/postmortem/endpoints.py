@@ -57,3 +57,11 @@ async def post_mortem_update(ctx: Context, req: UpdatePostMortemRequest) -> Post
 async def post_mortem_delete(ctx: Context, req: PostMortemLookup) -> None:
     """Delete a post-mortem."""
     await service.delete_post_mortem(ctx.conn, ctx.actor, post_mortem_id=req.post_mortem_id)
+
+
+@router.post("/incident/post-mortem/redraft", permissions=(INCIDENT_MANAGE,), write=True)
+async def post_mortem_redraft(ctx: Context, req: PostMortemLookup) -> PostMortemItem:
+    """Ask the model again for a draft's summary, impact and contributing factors."""
+    return await service.redraft_post_mortem(ctx.conn, ctx.actor,
+                                             post_mortem_id=req.post_mortem_id,
+                                             deps=ctx.runtime.deps)

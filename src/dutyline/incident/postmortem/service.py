@@ -108,12 +108,17 @@ async def create_post_mortem(conn: AsyncConnection, actor: Actor, *, incident_id
     if not await repo.insert_post_mortem(conn, values):
         raise _exists(post_mortem_id)  # made by a concurrent request since the check
     if asks_model:
-        await enqueue(conn, DRAFT_JOB, {"post_mortem_id": post_mortem_id,
-                                        "account_id": actor.account_id, "revision": 1},
-                      now_ms=int(actor.clock.now() * 1000), max_attempts=3,
-                      dedupe_key=f"post_mortem_draft:{post_mortem_id}")
+        await _queue_draft(conn, actor, post_mortem_id, revision=1)
     names = await channels.channel_names(conn, actor, [channel_id])
     return _item(values, names)
+
+
+async def _queue_draft(conn: AsyncConnection, actor: Actor, post_mortem_id: str, *,
+                       revision: int) -> None:
+    await enqueue(conn, DRAFT_JOB, {"post_mortem_id": post_mortem_id,
+                                    "account_id": actor.account_id, "revision": revision},
+                  now_ms=int(actor.clock.now() * 1000), max_attempts=3,
+                  dedupe_key=f"post_mortem_draft:{post_mortem_id}:{revision}")
 
 
 def _exists(post_mortem_id: str) -> errors.ApiError:
@@ -303,6 +308,33 @@ async def delete_post_mortem(conn: AsyncConnection, actor: Actor, *,
 # --- the model's draft (the AI-SRE domain's job) ------------------------------------------
 
 
+NO_LLM = ("No LLM is configured: set DUTYLINE_LLM_BASE_URL and DUTYLINE_LLM_MODEL (and "
+          "DUTYLINE_LLM_API_KEY if the endpoint needs one)")
+
+
+@writes("/incident/post-mortem/redraft", INCIDENT_MANAGE,
+        targets=lambda item: [item.meta.post_mortem_id])
+async def redraft_post_mortem(conn: AsyncConnection, actor: Actor, *, post_mortem_id: str,
+                              deps: Deps) -> PostMortemItem:
+    """Ask the model again for the summary, impact and contributing factors of a report in
+    drafting (after a failed or skipped draft, or to redo it over the current body)."""
+    row = await _visible(conn, actor, post_mortem_id)
+    if not model_configured(deps):
+        raise errors.BadRequest(NO_LLM)
+    if row.status != DRAFTING:
+        raise errors.BadRequest("A published post-mortem is not redrafted; set its status "
+                                "back to drafting first")
+    if row.model_draft == MODEL_PENDING:
+        raise errors.BadRequest("The model is already drafting this post-mortem")
+    changes = {"model_draft": MODEL_PENDING, "model_error": "",
+               "model_name": deps.settings.llm_model or ""}
+    await repo.update_post_mortem(conn, row.post_mortem_id, changes)
+    await _queue_draft(conn, actor, row.post_mortem_id, revision=row.revision)
+    return _item({**row._mapping, **changes},
+                 await channels.channel_names(conn, actor, [row.channel_id]))
+
+
+
 @dataclass(frozen=True)
 class DraftAsk:
     """What the drafting job needs: the report's identity and scope, and its material."""
@@ -339,16 +371,16 @@ async def record_model_draft(
 ) -> str:
     """The model's summary, impact and contributing factors (`sections`, by heading), or
     None and why not (`error`). Written only at the revision the job was asked for: an edit
-    made meanwhile wins, and the draft is recorded as skipped."""
+    made meanwhile wins, and the draft is recorded as skipped (whatever the model said)."""
     row = await repo.find(conn, await visibility.scope(actor), post_mortem_id)
     if row is None or row.model_draft != MODEL_PENDING:
         return post_mortem_id
-    if sections is None:
-        await repo.update_post_mortem(conn, post_mortem_id, {
-            "model_draft": MODEL_FAILED, "model_error": error[:2000], "model_name": model})
-    elif row.revision != revision:
+    if row.revision != revision:
         await repo.update_post_mortem(conn, post_mortem_id, {
             "model_draft": MODEL_SKIPPED, "model_error": EDITED_FIRST, "model_name": model})
+    elif sections is None:
+        await repo.update_post_mortem(conn, post_mortem_id, {
+            "model_draft": MODEL_FAILED, "model_error": error[:2000], "model_name": model})
     else:
         mark = f"_Drafted by the model {model}: review before publishing._"
         content = template.replace_sections(row.content, {
