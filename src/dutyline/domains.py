@@ -75,6 +75,7 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.incident.lifecycle.endpoints:router",
             "dutyline.incident.alert.endpoints:router",
             "dutyline.incident.quick_silence:router",
+            "dutyline.incident.postmortem.endpoints:router",
         ),
         task_modules=("dutyline.incident.ingest.tasks", "dutyline.incident.ingest.noise"),
         extra_routes=("dutyline.incident.ingest.endpoint:routes",),
@@ -92,7 +93,7 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.aisre.automation.endpoints:router",
             "dutyline.aisre.runner.endpoints:router",
         ),
-        task_modules=("dutyline.aisre.automation.tasks",),
+        task_modules=("dutyline.aisre.automation.tasks", "dutyline.aisre.postmortem.tasks"),
         extra_routes=(
             "dutyline.aisre.automation.fire_route:routes",
             "dutyline.aisre.runner.ws:routes",  # the BYOC runners' WebSocket

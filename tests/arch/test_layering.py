@@ -45,6 +45,7 @@ TABLE_OWNERS = {
     "channel": "channel", "channel_noise": "channel",
     "dispatch": "dispatch", "enrichment": "enrichment",
     "incident": "incident", "incident_insight": "incident", "incident_noise": "incident",
+    "incident_postmortem": "incident",
     "monit": "monit", "notify": "notify", "platform": "platform", "schedule": "schedule",
     "status_page": "status_page", "scheduler": "work", "work": "work", "meta": "db",
     "web": "web",

@@ -133,6 +133,22 @@ async def _incident(s: Side) -> dict[str, Any]:
     return {"id": made["incident_id"]}
 
 
+@factory("closed_incident")
+async def _closed_incident(s: Side) -> dict[str, Any]:
+    made = await s.call("/incident/create", {"incident_severity": "Critical",
+                                             "title": name("inc"),
+                                             "channel_id": (await s.get("channel"))["id"]})
+    await s.call("/incident/resolve", {"incident_ids": [made["incident_id"]]})
+    return {"id": made["incident_id"]}
+
+
+@factory("post_mortem")
+async def _post_mortem(s: Side) -> dict[str, Any]:
+    incident_id = (await _closed_incident(s))["id"]
+    made = await s.call("/incident/post-mortem/create", {"incident_ids": [incident_id]})
+    return {"id": made["meta"]["post_mortem_id"]}
+
+
 @factory("alert")
 async def _alert(s: Side) -> dict[str, Any]:
     integration = await s.get("integration")
@@ -337,6 +353,10 @@ WALK: dict[str, Callable[[], Any]] = {
     "/incident/create": lambda: {"incident_severity": "Info", "title": "t", "channel_id": C,
                                  "assigned_to": {"person_ids": [P],
                                                  "escalate_rule_id": Ref("escalate_rule")}},
+    "/incident/post-mortem/create": lambda: {"incident_ids": [Ref("closed_incident")]},
+    "/incident/post-mortem/update": lambda: {"post_mortem_id": Ref("post_mortem"),
+                                             "title": "t"},
+    "/incident/post-mortem/delete": lambda: {"post_mortem_id": Ref("post_mortem")},
     "/incident/ack": lambda: {"incident_ids": [INC]},
     "/incident/unack": lambda: {"incident_ids": [Ref("acked_incident")]},
     "/incident/resolve": lambda: {"incident_ids": [INC]},
@@ -468,8 +488,12 @@ NOT_REFERENCE_FIELDS: dict[str, str] = {
 _A2A = ("creating an A2A agent fetches its card from a live agent; tests/aisre/"
         "test_a2a_agents.py covers another account's agent_id (not found)")
 NOT_WALKED: dict[str, str] = {
-    f"/safari/a2a-agent/{verb}": _A2A
-    for verb in ("create", "update", "delete", "enable", "disable")}
+    **{f"/safari/a2a-agent/{verb}": _A2A
+       for verb in ("create", "update", "delete", "enable", "disable")},
+    "/incident/post-mortem/redraft": (
+        "it needs an LLM configured, which the walk's server has not; tests/aisre/"
+        "test_postmortem_drafting.py covers another account's post_mortem_id (not found)"),
+}
 
 
 async def snapshot(api: Api) -> dict[str, str]:

@@ -14,6 +14,8 @@ packages behind it (query, lifecycle, the event stream, the feed) can move freel
 - `ingest`: alert ingestion (`ingest`, `PushRequest`), for alerts raised inside the server
   (the monitors' rule evaluations);
 - `analytics`: the incident figures the insights sum;
+- `postmortem`: post-mortem reports; the AI-SRE domain handles its drafting job
+  (`postmortem.DRAFT_JOB`) through `model_draft_ask` and `record_model_draft`;
 - `live`: knowing when any process changed an account's incidents (the console's live list:
   `live.for_database(db).watch(account_id)`, and the `LiveCursor` that query's
   `incident_changes` moves).
@@ -30,10 +32,11 @@ from dutyline.incident.ingest import service as ingest
 from dutyline.incident.lifecycle import editing, responders
 from dutyline.incident.lifecycle import service as lifecycle
 from dutyline.incident.lifecycle.schemas import AssignedTo
+from dutyline.incident.postmortem import service as postmortem
 from dutyline.incident.query import service as query
 from dutyline.incident.query import similar
 from dutyline.incident.query.schemas import IncidentInfo, IncidentListResponse
 
 __all__ = ["AlertInfo", "AssignedTo", "IncidentEvent", "IncidentInfo", "IncidentListResponse",
            "analytics", "editing", "events", "feed", "fields", "ingest", "lifecycle", "live",
-           "query", "references", "responders", "similar"]
+           "postmortem", "query", "references", "responders", "similar"]

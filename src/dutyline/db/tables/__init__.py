@@ -9,6 +9,7 @@ from dutyline.db.tables import enrichment as enrichment
 from dutyline.db.tables import incident as incident
 from dutyline.db.tables import incident_insight as incident_insight
 from dutyline.db.tables import incident_noise as incident_noise
+from dutyline.db.tables import incident_postmortem as incident_postmortem
 from dutyline.db.tables import monit as monit
 from dutyline.db.tables import notify as notify
 from dutyline.db.tables import platform as platform

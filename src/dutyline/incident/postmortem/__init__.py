@@ -1,0 +1,1 @@
+"""Post-mortems: the report written after closed incidents (reference PostMortemItem)."""
