@@ -64,6 +64,9 @@ class ChatApps:
     zoom_client_secret: str | None = secret()
     zoom_bot_jid: str | None = None
     zoom_account_id: str | None = None
+    # Incident war rooms (group chats an incident opens) through the Slack and Feishu apps
+    # above; off: the apps still page, but offer no war rooms.
+    war_rooms: bool = True
 
 
 @dataclass(frozen=True)
