@@ -13,13 +13,14 @@ from dutyline.db.tables.notify_war_room import war_room
 
 async def for_incident(conn: AsyncConnection, account_id: int, incident_id: str,
                        integration_id: int = 0) -> list[Row[Any]]:
-    """The incident's rooms, oldest first; of one integration when `integration_id`."""
+    """The incident's rooms, oldest first (then by integration); of one integration when
+    `integration_id`."""
     stmt = select(war_room).where(war_room.c.account_id == account_id,
                                   war_room.c.incident_id == incident_id)
     if integration_id:
         stmt = stmt.where(war_room.c.integration_id == integration_id)
     return list(await conn.execute(stmt.order_by(war_room.c.created_at,
-                                                 war_room.c.war_room_id)))
+                                                 war_room.c.integration_id)))
 
 
 async def by_chat(conn: AsyncConnection, account_id: int, integration_id: int,
