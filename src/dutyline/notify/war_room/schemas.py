@@ -1,6 +1,6 @@
 """War-room requests and records (reference: CreateWarRoomRequest, ListWarRoomsRequest,
-GetWarRoomDetailRequest, DeleteWarRoomRequest, WarRoom, WarRoomItem; the fields the published
-client reads beside them, spec decisions §10)."""
+GetWarRoomDetailRequest, DeleteWarRoomRequest, WarRoom, WarRoomItem), with the fields the
+live service's published client reads beside them (docs/compatibility.md)."""
 
 from __future__ import annotations
 
