@@ -447,3 +447,23 @@ async def test_bad_requests_are_refused_naming_the_field(wapi: Api, owner: Perso
         reply = await wapi.call(path, body, key=owner.key)
         assert (reply.status, reply.code) == (400, "InvalidParameter"), (path, reply.body)
         assert field in reply.message
+
+
+async def test_platform_calls_go_through_the_outbound_guard(
+        settings: Settings, clock: FakeClock, owner: Person,
+        fake_chat_apps: FakeChatApps) -> None:
+    """The fake platforms listen on loopback: a server that may not reach private addresses
+    refuses to call them, and says so."""
+    guarded = settings.with_(allow_private_network=False,
+                             chat_apps=war_room_apps(fake_chat_apps))
+    async with make_api(guarded, clock=clock) as api:
+        inc = await incident(api, owner)
+        for integration_id, platform in ((SLACK, "Slack"), (FEISHU, "Feishu")):
+            reply = await api.call("/incident/war-room/create", {
+                "incident_id": inc["incident_id"], "integration_id": integration_id},
+                key=owner.key)
+            assert (reply.status, reply.code) == (400, "BadRequest"), reply.body
+            assert reply.message.startswith(f"{platform} ")
+            assert "refused by the outbound guard" in reply.message, reply.message
+        assert fake_chat_apps.take() == []
+        assert await rooms(api) == []

@@ -49,7 +49,7 @@ async def call(env: SendEnv, method: str, path: str, *, query: dict[str, str] | 
     apps = env.settings.chat_apps
     token = await feishu_app.tenant_token(env)
     if isinstance(token, Attempt):
-        raise PlatformError(NAME, token.error, refused=not token.retryable)
+        raise unreachable(NAME, "tenant_access_token", token)
     url = f"{apps.feishu_api_url}{path}" + (f"?{urlencode(query)}" if query else "")
     payload = dumps(body).encode() if body is not None else b""
     headers = {"Authorization": f"Bearer {token}"}

@@ -42,6 +42,8 @@ class PlatformError(Exception):
 
 
 def unreachable(platform: str, call: str, attempt: Attempt) -> PlatformError:
+    """A call that got no usable answer: refused when the platform said 4xx or the outbound
+    guard stopped it (trying again will not help), else unavailable."""
     return PlatformError(platform, f"{call}: {attempt.error or 'no answer'}",
                          refused=attempt.status_code in range(400, 500) or
                          "outbound guard" in attempt.error)
