@@ -467,3 +467,26 @@ async def test_platform_calls_go_through_the_outbound_guard(
             assert "refused by the outbound guard" in reply.message, reply.message
         assert fake_chat_apps.take() == []
         assert await rooms(api) == []
+
+
+async def test_refusals_are_translated_and_writes_audited(
+        wapi: Api, owner: Person, fake_chat_apps: FakeChatApps) -> None:
+    inc = await incident(wapi, owner)
+    body = {"incident_id": inc["incident_id"], "integration_id": SLACK}
+    fake_chat_apps.refuse[("slack", "conversations.create")] = "restricted_action"
+    reply = await wapi.call("/incident/war-room/create", body, key=owner.key,
+                            headers={"Accept-Language": "zh-CN"})
+    assert reply.message == ("Slack 拒绝了作战室请求\uff1a"
+                             "conversations.create: restricted_action")
+    fake_chat_apps.refuse.clear()
+    room = await ok(wapi, owner, "/incident/war-room/create", body)
+    await ok(wapi, owner, "/incident/war-room/delete", body)
+    now = int(wapi.runtime.clock.now())
+    entries = (await ok(wapi, owner, "/audit/search", {
+        "start_time": now - 60, "end_time": now + 60, "limit": 20}))["docs"]
+    war = sorted(((e["operation"], e["outcome"], e["target_ids"]) for e in entries
+                  if e["operation"].startswith("incident.war-room.")), key=str)
+    assert war == [
+        ("incident.war-room.create", "BadRequest", []),  # refused: nothing touched
+        ("incident.war-room.create", "OK", [inc["incident_id"], room["chat_id"]]),
+        ("incident.war-room.delete", "OK", [room["chat_id"]])], war

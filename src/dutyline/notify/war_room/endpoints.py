@@ -27,10 +27,12 @@ MANAGE = (INCIDENT_MANAGE,)
 
 @router.post("/incident/war-room/create", permissions=MANAGE, write=True, outbound=True)
 async def war_room_create(ctx: Context, req: CreateWarRoomRequest) -> WarRoom:
-    """Open a group chat for the incident in an IM integration with war rooms enabled: the
-    caller, `member_ids` and, with `add_observers`, the incident's responders are invited
-    (by their handle on the platform, `im`), and the incident's link is posted. A platform
-    refusal fails the call with its reason and stores nothing."""
+    """Open a war room: a group chat for the incident on a chat platform.
+
+    In an IM integration with war rooms enabled, the caller, `member_ids` and, with
+    `add_observers`, the incident's responders are invited (by their handle on the
+    platform, `im`), and the incident's link is posted. A platform refusal fails the call
+    with its reason and stores nothing."""
     new = await service.prepare_create(
         ctx.conn, ctx.actor, deps=ctx.runtime.deps, env=send_env(ctx.runtime),
         incident_id=req.incident_id, integration_id=req.integration_id,
@@ -41,14 +43,18 @@ async def war_room_create(ctx: Context, req: CreateWarRoomRequest) -> WarRoom:
 
 @router.post("/incident/war-room/list", permissions=service.VIEW)
 async def war_room_list(ctx: Context, req: ListWarRoomsRequest) -> WarRoomListResponse:
-    """The incident's war rooms (of one integration when `integration_id` is given)."""
+    """List an incident's war rooms.
+
+    Of one integration when `integration_id` is given; oldest first."""
     return WarRoomListResponse(items=await service.list_rooms(
         ctx.conn, ctx.actor, incident_id=req.incident_id, integration_id=req.integration_id))
 
 
 @router.post("/incident/war-room/detail", permissions=service.VIEW)
 async def war_room_detail(ctx: Context, req: WarRoomDetailRequest) -> WarRoom:
-    """A war room as the platform shows it now; `status` `deleted` when the chat is gone."""
+    """Get a war room as the platform shows it now.
+
+    `status` is `deleted` when the chat is gone on the platform."""
     return await service.room_detail(ctx.conn, ctx.actor, deps=ctx.runtime.deps,
                                      env=send_env(ctx.runtime),
                                      integration_id=req.integration_id, chat_id=req.chat_id)
@@ -56,15 +62,19 @@ async def war_room_detail(ctx: Context, req: WarRoomDetailRequest) -> WarRoom:
 
 @router.post("/incident/war-room/delete", permissions=MANAGE, write=True)
 async def war_room_delete(ctx: Context, req: DeleteWarRoomRequest) -> None:
-    """Forget the incident's war room in this integration; the chat stays on the platform."""
+    """Delete an incident's war room.
+
+    dutyline forgets the room of this integration; the chat stays on the platform."""
     await service.delete_room(ctx.conn, ctx.actor, incident_id=req.incident_id,
                               integration_id=req.integration_id)
 
 
 @router.post("/incident/war-room/add-member", permissions=MANAGE, write=True, outbound=True)
 async def war_room_add_member(ctx: Context, req: AddWarRoomMembersRequest) -> WarRoom:
-    """Invite members to a war room (those with a handle on its platform); `member_ids`
-    null or empty invites no one."""
+    """Invite members to a war room.
+
+    Those with a handle on its platform are invited; `member_ids` null or empty invites
+    no one."""
     added = await service.prepare_add_members(
         ctx.conn, ctx.actor, deps=ctx.runtime.deps, env=send_env(ctx.runtime),
         integration_id=req.integration_id, chat_id=req.chat_id,
@@ -76,13 +86,17 @@ async def war_room_add_member(ctx: Context, req: AddWarRoomMembersRequest) -> Wa
 @router.post("/incident/war-room/default-observers", permissions=service.VIEW)
 async def war_room_default_observers(ctx: Context,
                                      req: DefaultObserversRequest) -> DefaultObserversResponse:
-    """Who `add_observers` invites: the incident's responders, with when each was assigned."""
+    """List a war room's default observers.
+
+    The incident's responders, with when each was assigned: who `add_observers` invites."""
     return DefaultObserversResponse(observers=await service.default_observers(
         ctx.conn, ctx.actor, deps=ctx.runtime.deps, incident_id=req.incident_id))
 
 
 @router.post("/datasource/im/war-room-enabled/list")
 async def im_war_room_enabled_list(ctx: Context, req: Empty) -> ImIntegrationListResponse:
-    """The IM integrations (the server's chat apps) war rooms can be opened in."""
+    """List the IM integrations with war rooms enabled.
+
+    They are the server's chat apps that war rooms can be opened in."""
     return ImIntegrationListResponse(items=await service.im_integrations(
         ctx.conn, ctx.actor, deps=ctx.runtime.deps))
