@@ -490,3 +490,25 @@ async def test_refusals_are_translated_and_writes_audited(
         ("incident.war-room.create", "BadRequest", []),  # refused: nothing touched
         ("incident.war-room.create", "OK", [inc["incident_id"], room["chat_id"]]),
         ("incident.war-room.delete", "OK", [room["chat_id"]])], war
+
+
+async def test_adding_people_already_in_a_slack_room_invites_the_others(
+        wapi: Api, owner: Person, fake_chat_apps: FakeChatApps) -> None:
+    first = await new_member(wapi, owner, name="First")
+    second = await new_member(wapi, owner, name="Second")
+    await handles(wapi, owner, first, slack="U0FIRST1")
+    await handles(wapi, owner, second, slack="U0SECOND")
+    inc = await incident(wapi, owner)
+    room = await ok(wapi, owner, "/incident/war-room/create", {
+        "incident_id": inc["incident_id"], "integration_id": SLACK,
+        "member_ids": [first.person_id]})
+    fake_chat_apps.take()
+    added = await ok(wapi, owner, "/incident/war-room/add-member", {
+        "integration_id": SLACK, "chat_id": room["chat_id"],
+        "member_ids": [first.person_id, second.person_id]})
+    assert added == room
+    invites = [r.body["users"] for r in fake_chat_apps.take()
+               if r.path == "/api/conversations.invite"]
+    assert invites == ["U0FIRST1,U0SECOND", "U0FIRST1", "U0SECOND"]
+    assert fake_chat_apps.slack_channels[room["chat_id"]]["members"] == ["U0FIRST1",
+                                                                         "U0SECOND"]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -168,7 +169,11 @@ async def record_create(conn: AsyncConnection, actor: Actor, *, new: NewRoom) ->
         "status": ENABLED, "member_ids": msgspec.json.encode(list(new.member_ids)).decode(),
         "created_by": actor.person_id, "created_at": actor.now_s,
     }
-    await repo.add(conn, values)
+    try:
+        await repo.add(conn, values)
+    except IntegrityError:  # the same race, lost on the unique index
+        raise errors.BadRequest(
+            "The incident already has a war room in this integration") from None
     await feed.add(conn, actor, incident_id=new.incident_id, feed_type=FEED_CREATE, detail={
         "integration_id": integration.integration_id, "integration_name": integration.name,
         "plugin_type": integration.plugin_type, "chat_id": room.chat_id,

@@ -4,7 +4,8 @@
   "channel": {"id": "C…", "name"}}` (scope `channels:manage`); a taken name is tried once
   more with a suffix;
 - `POST {api}/conversations.invite` `{"channel", "users": "U1,U2"}` (comma-separated member
-  ids, `im.slack`);
+  ids, `im.slack`); `already_in_channel` for one of several: each invited on its own, those
+  in the channel already left alone;
 - `POST {api}/chat.postMessage` `{"channel", "text"}`: the incident and its link;
 - `POST {api}/conversations.info` (form-encoded `channel=`, a read method) -> the channel, or
   `channel_not_found`; an archived channel counts as gone;
@@ -29,6 +30,7 @@ from dutyline.notify.war_room.platform import PlatformError, Room, answer_of, un
 NAME = "Slack"
 MAX_NAME = 80  # Slack's limit on channel names
 APP_REDIRECT = "https://slack.com/app_redirect?channel="
+ALREADY_IN = "already_in_channel"
 # Refusals that mean the channel is not there any more.
 GONE = frozenset({"channel_not_found", "is_archived"})
 
@@ -62,6 +64,19 @@ async def call(env: SendEnv, method: str, body: dict[str, Any], *,
     return answer
 
 
+class _AlreadyIn(Exception):
+    pass
+
+
+async def _invite_one(env: SendEnv, chat_id: str, handle: str) -> None:
+    try:
+        await call(env, "conversations.invite", {"channel": chat_id, "users": handle})
+    except PlatformError as exc:
+        if exc.reason.endswith(ALREADY_IN):
+            raise _AlreadyIn from None
+        raise
+
+
 class Slack:
     name = NAME
 
@@ -89,9 +104,19 @@ class Slack:
         return room
 
     async def invite(self, env: SendEnv, chat_id: str, handles: Sequence[str]) -> None:
-        if handles:
+        if not handles:
+            return
+        try:
             await call(env, "conversations.invite", {"channel": chat_id,
                                                      "users": ",".join(handles)})
+        except PlatformError as exc:
+            if not exc.reason.endswith(ALREADY_IN):
+                raise
+            # Slack refuses the whole list when one of them is in the channel already (they
+            # joined by the link): invite the others one by one.
+            for handle in handles if len(handles) > 1 else ():
+                with contextlib.suppress(_AlreadyIn):
+                    await _invite_one(env, chat_id, handle)
 
     async def post(self, env: SendEnv, chat_id: str, text: str) -> None:
         await call(env, "chat.postMessage", {"channel": chat_id, "text": text})
