@@ -20,6 +20,9 @@ from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.clock import FakeClock
 from tests.fixtures.fake_chat_apps import (
+    DINGTALK_APP_KEY,
+    DINGTALK_APP_SECRET,
+    DINGTALK_TEMPLATE_ID,
     FEISHU_APP_ID,
     FEISHU_APP_SECRET,
     SLACK_BOT_TOKEN,
@@ -28,7 +31,7 @@ from tests.fixtures.fake_chat_apps import (
 )
 
 pytestmark = pytest.mark.anyio
-FEISHU, SLACK = 1, 2  # the integration ids of the server's apps
+FEISHU, SLACK, DINGTALK = 1, 2, 3  # the integration ids of the server's apps
 BASE = "http://dutyline.test"
 
 
@@ -36,7 +39,10 @@ def war_room_apps(fake: FakeChatApps, **changes: Any) -> ChatApps:
     return replace(ChatApps(
         slack_api_url=fake.url("slack") + "/api", slack_bot_token=SLACK_BOT_TOKEN,
         feishu_api_url=fake.url("feishu"), feishu_app_id=FEISHU_APP_ID,
-        feishu_app_secret=FEISHU_APP_SECRET), **changes)
+        feishu_app_secret=FEISHU_APP_SECRET, dingtalk_api_url=fake.url("dingtalk"),
+        dingtalk_oapi_url=fake.url("dingtalk-oapi"), dingtalk_app_key=DINGTALK_APP_KEY,
+        dingtalk_app_secret=DINGTALK_APP_SECRET,
+        dingtalk_scene_group_template_id=DINGTALK_TEMPLATE_ID), **changes)
 
 
 @pytest.fixture
@@ -315,16 +321,22 @@ async def test_only_enabled_integrations_take_war_rooms(
         {"data_source_id": FEISHU, "name": "Feishu / Lark app", "plugin_type": "feishu_app",
          "category": "im", "settings": {"war_room_enabled": True}},
         {"data_source_id": SLACK, "name": "Slack app", "plugin_type": "slack_app",
+         "category": "im", "settings": {"war_room_enabled": True}},
+        {"data_source_id": DINGTALK, "name": "DingTalk app", "plugin_type": "dingtalk_app",
          "category": "im", "settings": {"war_room_enabled": True}}]}
     member = await new_member(wapi, owner, name="Reader")
     assert (await ok(wapi, member, "/datasource/im/war-room-enabled/list", {})) == listed
     inc = await incident(wapi, owner)
-    for unknown in (3, 999):
+    for unknown in (4, 999):
         reply = await wapi.call("/incident/war-room/create", {
             "incident_id": inc["incident_id"], "integration_id": unknown}, key=owner.key)
         assert (reply.status, reply.code) == (400, "InvalidParameter")
         assert "integration_id" in reply.message
 
+    no_template = war_room_apps(fake_chat_apps, dingtalk_scene_group_template_id=None)
+    async with make_api(settings.with_(chat_apps=no_template), clock=clock) as api:
+        items = (await ok(api, owner, "/datasource/im/war-room-enabled/list", {}))["items"]
+        assert [i["plugin_type"] for i in items] == ["feishu_app", "slack_app"]
     slack_only = ChatApps(slack_api_url=fake_chat_apps.url("slack") + "/api",
                           slack_bot_token=SLACK_BOT_TOKEN)
     async with make_api(settings.with_(chat_apps=slack_only), clock=clock) as api:
@@ -512,3 +524,68 @@ async def test_adding_people_already_in_a_slack_room_invites_the_others(
     assert invites == ["U0FIRST1,U0SECOND", "U0FIRST1", "U0SECOND"]
     assert fake_chat_apps.slack_channels[room["chat_id"]]["members"] == ["U0FIRST1",
                                                                          "U0SECOND"]
+
+
+async def test_a_dingtalk_war_room_is_a_scene_group_owned_by_the_caller(
+        wapi: Api, owner: Person, fake_chat_apps: FakeChatApps) -> None:
+    mate = await new_member(wapi, owner, name="Mate")
+    later = await new_member(wapi, owner, name="Later")
+    fake_chat_apps.known_dingtalk_users.update({"manager01", "staff02", "staff03"})
+    await handles(wapi, owner, owner, dingtalk="manager01")
+    await handles(wapi, owner, mate, dingtalk="staff02")
+    await handles(wapi, owner, later, dingtalk="staff03")
+    inc = await incident(wapi, owner, "Orders stuck")
+    fake_chat_apps.take()
+
+    room = await ok(wapi, owner, "/incident/war-room/create", {
+        "incident_id": inc["incident_id"], "integration_id": DINGTALK,
+        "member_ids": [mate.person_id]})
+    got = fake_chat_apps.take()
+    token = one(got, "dingtalk", "/v1.0/oauth2/accessToken")
+    assert token.body == {"appKey": DINGTALK_APP_KEY, "appSecret": DINGTALK_APP_SECRET}
+    create = one(got, "dingtalk-oapi", "/topapi/im/chat/scenegroup/create")
+    assert create.query["access_token"].startswith("dt")
+    assert create.headers["content-type"] == "application/json; charset=utf-8"
+    assert set(create.body) == {"title", "template_id", "owner_user_id", "user_ids", "uuid"}
+    assert create.body["title"] == f"Incident #{inc['num']} Orders stuck"
+    assert (create.body["template_id"], create.body["owner_user_id"],
+            create.body["user_ids"]) == (DINGTALK_TEMPLATE_ID, "manager01", "manager01,staff02")
+    [cid] = fake_chat_apps.dingtalk_groups
+    send = one(got, "dingtalk", "/v1.0/robot/groupMessages/send")
+    assert send.headers["x-acs-dingtalk-access-token"] == create.query["access_token"]
+    assert send.body["openConversationId"] == cid and send.body["robotCode"] == DINGTALK_APP_KEY
+    assert f"{BASE}/console/incidents/{inc['incident_id']}" in json.loads(
+        send.body["msgParam"])["content"]
+    assert (room["chat_id"], room["chat_name"], room["share_link"], room["plugin_type"],
+            room["integration_id"]) == (cid, create.body["title"], "", "dingtalk_app",
+                                        DINGTALK)
+
+    await ok(wapi, owner, "/incident/war-room/add-member", {
+        "integration_id": DINGTALK, "chat_id": cid, "member_ids": [later.person_id]})
+    add = one(fake_chat_apps.take(), "dingtalk-oapi", "/topapi/im/chat/scenegroup/member/add")
+    assert add.body == {"open_conversation_id": cid, "user_ids": "staff03"}
+    assert fake_chat_apps.dingtalk_groups[cid]["members"] == ["manager01", "staff02", "staff03"]
+    fake_chat_apps.dingtalk_groups[cid]["title"] = "Orders war room"
+    detail = await ok(wapi, owner, "/incident/war-room/detail",
+                      {"integration_id": DINGTALK, "chat_id": cid})
+    assert (detail["chat_name"], detail["status"]) == ("Orders war room", "enabled")
+    get = one(fake_chat_apps.take(), "dingtalk-oapi", "/topapi/im/chat/scenegroup/get")
+    assert get.body == {"open_conversation_id": cid}
+
+
+async def test_a_dingtalk_war_room_needs_an_owner_and_reports_refusals(
+        wapi: Api, owner: Person, fake_chat_apps: FakeChatApps) -> None:
+    inc = await incident(wapi, owner)
+    body = {"incident_id": inc["incident_id"], "integration_id": DINGTALK}
+    fake_chat_apps.take()
+    reply = await wapi.call("/incident/war-room/create", body, key=owner.key)
+    assert (reply.status, reply.code) == (400, "BadRequest")
+    assert "a scene group needs an owner" in reply.message and "im.dingtalk" in reply.message
+    assert fake_chat_apps.take() == []
+
+    await handles(wapi, owner, owner, dingtalk="nobody-knows")  # not a DingTalk user
+    reply = await wapi.call("/incident/war-room/create", body, key=owner.key)
+    assert (reply.status, reply.code) == (400, "BadRequest")
+    assert reply.message.startswith("DingTalk refused the war room: errcode 60121: ")
+    assert fake_chat_apps.dingtalk_groups == {}
+    assert await rooms(wapi) == [] and await feed(wapi, owner, inc["incident_id"]) == []

@@ -3,9 +3,9 @@
 The IM integrations are the server's chat apps (config.ChatApps: one app per platform per
 server, like Twilio): the contract has no operations that register IM apps per account, so
 each configured app is an integration of every account, under a fixed id (`data_source_id`,
-the `integration_id` of the war-room operations). A platform module (slack.py, feishu.py)
-implements `ChatPlatform` with the platform's documented Web API, through the delivery
-adapters' guarded client (notify/delivery/adapters/base.py: the outbound guard, timeouts,
+the `integration_id` of the war-room operations). A platform module (slack.py, feishu.py,
+dingtalk.py) implements `ChatPlatform` with the platform's documented server API, through the
+delivery adapters' guarded client (notify/delivery/adapters/base.py: the outbound guard, timeouts,
 no secret in logs)."""
 
 from __future__ import annotations
@@ -84,12 +84,20 @@ class ImIntegration:
     handle_key: str  # members' handle on the platform: im.<handle_key>
 
 
+# DingTalk makes group chats from a scene group template: its war rooms need one too.
+DINGTALK_SCENE_GROUPS = needs.Need(
+    "DingTalk war rooms",
+    ("DUTYLINE_DINGTALK_APP_KEY", "DUTYLINE_DINGTALK_APP_SECRET",
+     "DUTYLINE_DINGTALK_SCENE_GROUP_TEMPLATE_ID"),
+    lambda s: bool(needs.DINGTALK_APP.ready(s) and s.chat_apps.dingtalk_scene_group_template_id))
+
 FEISHU_APP = ImIntegration(1, "feishu_app", "Feishu / Lark app", needs.FEISHU_APP, "feishu")
 SLACK_APP = ImIntegration(2, "slack_app", "Slack app", needs.SLACK_APP, "slack")
-# The apps war rooms are built for. DingTalk creates group chats only as "scene groups" from
-# a template made in its developer console, WeCom only through its "appchat" of an app's
+DINGTALK_APP = ImIntegration(3, "dingtalk_app", "DingTalk app", DINGTALK_SCENE_GROUPS,
+                             "dingtalk")
+# The apps war rooms are built for. WeCom makes group chats only as "app chats" of an app's
 # visible members and Teams needs a Bot Framework bot: not offered (docs/war-rooms.md).
-WAR_ROOM_APPS: tuple[ImIntegration, ...] = (FEISHU_APP, SLACK_APP)
+WAR_ROOM_APPS: tuple[ImIntegration, ...] = (FEISHU_APP, SLACK_APP, DINGTALK_APP)
 BY_ID = {i.integration_id: i for i in WAR_ROOM_APPS}
 
 

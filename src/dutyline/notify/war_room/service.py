@@ -29,6 +29,7 @@ from dutyline.kit.ids import numeric_id
 from dutyline.notify.delivery.adapters.base import SendEnv
 from dutyline.notify.preference import service as preferences
 from dutyline.notify.war_room import repository as repo
+from dutyline.notify.war_room.dingtalk import DingTalk
 from dutyline.notify.war_room.feishu import Feishu
 from dutyline.notify.war_room.platform import (
     BY_ID,
@@ -52,7 +53,8 @@ FEED_CREATE = "i_wr_create"
 FEED_DELETE = "i_wr_delete"
 ENABLED, DELETED = "enabled", "deleted"
 
-PLATFORMS: dict[str, ChatPlatform] = {"slack_app": Slack(), "feishu_app": Feishu()}
+PLATFORMS: dict[str, ChatPlatform] = {"slack_app": Slack(), "feishu_app": Feishu(),
+                                      "dingtalk_app": DingTalk()}
 VIEW = query.VIEW_PERMISSIONS
 
 _ids = msgspec.json.Decoder(list[int])
