@@ -54,6 +54,10 @@ class ChatApps:
     dingtalk_app_secret: str | None = secret()
     # The app's robot; DingTalk's internal apps use the app key as robot code by default.
     dingtalk_robot_code: str | None = None
+    # War rooms on DingTalk are scene groups made from a template of the developer console
+    # (with the robot in it), through the server API of oapi.dingtalk.com.
+    dingtalk_oapi_url: str = url_setting("https://oapi.dingtalk.com")
+    dingtalk_scene_group_template_id: str | None = None
     wecom_api_url: str = url_setting("https://qyapi.weixin.qq.com")
     wecom_corp_id: str | None = None
     wecom_corp_secret: str | None = secret()
@@ -64,6 +68,9 @@ class ChatApps:
     zoom_client_secret: str | None = secret()
     zoom_bot_jid: str | None = None
     zoom_account_id: str | None = None
+    # Incident war rooms (group chats an incident opens) through the Slack, Feishu and
+    # DingTalk apps above; off: the apps still page, but offer no war rooms.
+    war_rooms: bool = True
 
 
 @dataclass(frozen=True)

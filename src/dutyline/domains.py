@@ -64,6 +64,7 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.notify.template.endpoints:router",
             "dutyline.notify.delivery.endpoints:router",
             "dutyline.notify.preference.endpoints:router",
+            "dutyline.notify.war_room.endpoints:router",
         ),
         task_modules=("dutyline.notify.delivery.tasks",),
     ),

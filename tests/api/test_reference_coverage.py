@@ -28,6 +28,7 @@ import httpx
 import pytest
 
 from tests.api.reference_steps_postmortem import post_mortems
+from tests.api.reference_war_rooms import war_rooms
 from tests.api.test_reference_schemas import check, reference_validator
 from tests.dispatch.receiver import Receiver, receiver  # noqa: F401  (the fixture)
 from tests.dispatch.support import run_jobs
@@ -604,7 +605,7 @@ async def _teardown_and_audit(w: World) -> None:
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
                                        _templates, _noise_rules, _schedules, _escalation,
                                        _insight, _status_pages, _enrichment, _monitors,
-                                       post_mortems, _teardown_and_audit]
+                                       post_mortems, war_rooms, _teardown_and_audit]
 
 
 def _served_reference_paths() -> set[str]:

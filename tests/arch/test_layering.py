@@ -46,7 +46,8 @@ TABLE_OWNERS = {
     "dispatch": "dispatch", "enrichment": "enrichment",
     "incident": "incident", "incident_insight": "incident", "incident_noise": "incident",
     "incident_postmortem": "incident",
-    "monit": "monit", "notify": "notify", "platform": "platform", "schedule": "schedule",
+    "monit": "monit", "notify": "notify", "notify_war_room": "notify", "platform": "platform",
+    "schedule": "schedule",
     "status_page": "status_page", "scheduler": "work", "work": "work", "meta": "db",
     "web": "web",
 }

@@ -487,12 +487,17 @@ NOT_REFERENCE_FIELDS: dict[str, str] = {
 # Whole operations the walk does not call yet, each with the reason.
 _A2A = ("creating an A2A agent fetches its card from a live agent; tests/aisre/"
         "test_a2a_agents.py covers another account's agent_id (not found)")
+_WAR_ROOM = ("a war room is a chat made on a chat platform by the server's app, which the walk's "
+             "server has not; tests/notify/test_war_rooms.py calls each war-room operation with "
+             "another account's incident, member and room ids (not found, nothing stored, no "
+             "platform called)")
 NOT_WALKED: dict[str, str] = {
     **{f"/safari/a2a-agent/{verb}": _A2A
        for verb in ("create", "update", "delete", "enable", "disable")},
     "/incident/post-mortem/redraft": (
         "it needs an LLM configured, which the walk's server has not; tests/aisre/"
         "test_postmortem_drafting.py covers another account's post_mortem_id (not found)"),
+    **{f"/incident/war-room/{verb}": _WAR_ROOM for verb in ("create", "delete", "add-member")},
 }
 
 

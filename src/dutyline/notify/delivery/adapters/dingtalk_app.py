@@ -106,3 +106,14 @@ async def send_personal(env: SendEnv, out: Outgoing) -> Attempt:
 
 async def send_group(env: SendEnv, out: Outgoing) -> Attempt:
     return await _send(env, out, group=True)
+
+
+async def access_token(env: SendEnv) -> str | Attempt:
+    """The app's accessToken (cached), for the other DingTalk calls the server makes (war
+    rooms: DingTalk takes it on its server API, oapi, too); a failed fetch answers its
+    Attempt."""
+    return await _fetch_token(env)
+
+
+def forget_token(env: SendEnv) -> None:
+    app_tokens.forget(_key(env))

@@ -99,3 +99,14 @@ async def send_personal(env: SendEnv, out: Outgoing) -> Attempt:
 
 async def send_group(env: SendEnv, out: Outgoing) -> Attempt:
     return await _send(env, out, group=True)
+
+
+async def tenant_token(env: SendEnv) -> str | Attempt:
+    """The app's tenant_access_token (cached), for the other Feishu calls the server makes
+    (war rooms); a failed fetch answers its Attempt."""
+    return await _fetch_token(env)
+
+
+def forget_token(env: SendEnv) -> None:
+    """Drop the cached token after Feishu refused it (TOKEN_REFUSED)."""
+    app_tokens.forget(_key(env))
