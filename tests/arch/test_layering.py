@@ -45,7 +45,8 @@ TABLE_OWNERS = {
     "channel": "channel", "channel_noise": "channel",
     "dispatch": "dispatch", "enrichment": "enrichment",
     "incident": "incident", "incident_insight": "incident", "incident_noise": "incident",
-    "monit": "monit", "notify": "notify", "platform": "platform", "schedule": "schedule",
+    "monit": "monit", "notify": "notify", "platform": "platform",
+    "platform_calendar": "platform", "schedule": "schedule",
     "status_page": "status_page", "scheduler": "work", "work": "work", "meta": "db",
     "web": "web",
 }
