@@ -35,6 +35,7 @@ from tests.fixtures.api import Api
 from tests.fixtures.reference import reference
 from tests.incident.conftest import event, push
 from tests.incident.ingest_support import all_rows
+from tests.platform.calendar_support import calendars_step
 
 pytestmark = pytest.mark.anyio
 
@@ -603,7 +604,7 @@ async def _teardown_and_audit(w: World) -> None:
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
                                        _templates, _noise_rules, _schedules, _escalation,
                                        _insight, _status_pages, _enrichment, _monitors,
-                                       _teardown_and_audit]
+                                       calendars_step, _teardown_and_audit]
 
 
 def _served_reference_paths() -> set[str]:
