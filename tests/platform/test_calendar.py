@@ -11,11 +11,10 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
+from dutyline.config import Settings
 from dutyline.db.tables.platform_calendar import calendar, calendar_event
 from tests.api.test_reference_schemas import check
-from tests.fixtures.accounts import Person, new_member
-from dutyline.config import Settings
-from tests.fixtures.accounts import new_account
+from tests.fixtures.accounts import Person, new_account, new_member
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.clock import FakeClock
 from tests.platform.calendar_support import add_event, make_calendar, ok
