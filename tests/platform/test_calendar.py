@@ -371,3 +371,17 @@ async def test_a_calendar_a_rule_uses_cannot_be_deleted(api: Api, owner: Person)
                                                     "rule_id": escalation["rule_id"]}, owner.key)
     await ok(api, "/calendar/delete", {"cal_id": cal_id}, owner.key)
     assert (await _count(api, calendar), await _count(api, calendar_event)) == (0, 0)
+
+
+async def test_the_refusal_is_localized(api: Api, owner: Person) -> None:
+    cal_id = await make_calendar(api, owner)
+    channel_id = await _channel(api, owner)
+    await ok(api, "/channel/silence/rule/create", {
+        "channel_id": channel_id, "rule_name": "Quiet",
+        "filters": [[{"key": "severity", "oper": "IN", "vals": ["Info"]}]],
+        "time_filters": [_window(cal_id)]}, owner.key)
+    reply = await api.raw("POST", "/calendar/delete", params={"app_key": owner.key},
+                          json={"cal_id": cal_id}, headers={"Accept-Language": "zh-CN"})
+    body = reply.json()
+    assert body["error"]["code"] == "ReferenceExist"
+    assert body["error"]["message"].startswith(f"服务日历 {cal_id} 正被规则使用")

@@ -115,7 +115,8 @@ def account_time_zone_sync(conn: Connection, account_id: int) -> str:
     return str(found or "")
 
 
-def get_sync(conn: Connection, account_id: int, cal_id: str) -> Row[Any] | None:
+def get_sync(conn: Connection, account_id: int, cal_id: str) -> Any:
+    """(cal_id, workdays) of the account's calendar, or None."""
     return conn.execute(select(calendar.c.cal_id, calendar.c.workdays).where(
         calendar.c.account_id == account_id, calendar.c.cal_id == cal_id)).first()
 
