@@ -204,6 +204,8 @@ async def test_event_list_defaults_to_the_current_year_in_the_calendar_s_zone(
 @pytest.mark.parametrize(("body", "field"), [
     ({"start_at": "2026-5-1"}, "start_at"),
     ({"start_at": "2026-02-30"}, "start_at"),
+    ({"start_at": "2026-W18-5"}, "start_at"),
+    ({"start_at": "\uff12\uff10\uff12\uff16-05-01"}, "start_at"),  # full-width digits
     ({"end_at": "tomorrow"}, "end_at"),
     ({"end_at": "2026-05-01"}, "end_at"),  # not after the start (the end is exclusive)
     ({"end_at": "2027-05-03"}, "end_at"),  # over a year

@@ -9,6 +9,7 @@ lookup (`on_calendar_delete`) and the delete answers ReferenceExist naming the r
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -218,9 +219,13 @@ async def delete_calendar(conn: AsyncConnection, actor: Actor, *, cal_id: str) -
 # -- events ------------------------------------------------------------------------------------
 
 
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
 def _date(value: str, field: str) -> dt.date:
+    # Only YYYY-MM-DD: fromisoformat alone also takes week dates (2026-W18-5).
     try:
-        day = dt.date.fromisoformat(value) if len(value) == 10 else None
+        day = dt.date.fromisoformat(value) if _ISO_DATE.fullmatch(value) else None
     except ValueError:
         day = None
     if day is None:
