@@ -387,3 +387,23 @@ async def test_the_refusal_is_localized(api: Api, owner: Person) -> None:
     body = reply.json()
     assert body["error"]["code"] == "ReferenceExist"
     assert body["error"]["message"].startswith(f"服务日历 {cal_id} 正被规则使用")
+
+
+async def test_writes_are_audited_with_their_targets(api: Api, owner: Person) -> None:
+    from dutyline.db.tables.platform import audit_log
+
+    cal_id = await make_calendar(api, owner)
+    event_id = await add_event(api, owner, cal_id, "2026-05-01", "2026-05-02")
+    await ok(api, "/calendar/event/delete", {"cal_id": cal_id, "event_id": event_id},
+             owner.key)
+    await ok(api, "/calendar/delete", {"cal_id": cal_id}, owner.key)
+    async with api.runtime.db.connect() as conn:
+        rows = (await conn.execute(select(audit_log.c.operation, audit_log.c.target_ids)
+                                   .where(audit_log.c.account_id == owner.account_id)
+                                   .order_by(audit_log.c.id))).all()
+    assert [(r.operation, r.target_ids) for r in rows] == [
+        ("calendar.create", f'["{cal_id}"]'),
+        ("calendar.event.upsert", f'["{event_id}"]'),
+        ("calendar.event.delete", f'["{event_id}"]'),
+        ("calendar.delete", f'["{cal_id}"]'),
+    ]
