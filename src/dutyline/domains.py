@@ -43,14 +43,20 @@ DOMAINS: tuple[Domain, ...] = (
         "dutyline.platform.app_key.endpoints:router",
         "dutyline.platform.team.endpoints:router",
         "dutyline.platform.audit.endpoints:router",
+        "dutyline.platform.calendar.endpoints:router",
     )),
-    Domain("channel", routers=(
-        "dutyline.channel.endpoints:router",
-        "dutyline.channel.integration.endpoints:router",
-        "dutyline.channel.noise.endpoints:router",
-        "dutyline.channel.pipeline.endpoints:router",
-        "dutyline.channel.route.endpoints:router",
-    )),
+    Domain(
+        "channel",
+        routers=(
+            "dutyline.channel.endpoints:router",
+            "dutyline.channel.integration.endpoints:router",
+            "dutyline.channel.noise.endpoints:router",
+            "dutyline.channel.pipeline.endpoints:router",
+            "dutyline.channel.route.endpoints:router",
+        ),
+        # Registers the lookup that refuses deleting a calendar a silence rule uses.
+        task_modules=("dutyline.channel.noise.service",),
+    ),
     Domain(
         "dispatch",
         routers=("dutyline.dispatch.endpoints:router",),

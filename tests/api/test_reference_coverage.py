@@ -37,6 +37,7 @@ from tests.fixtures.api import Api
 from tests.fixtures.reference import reference
 from tests.incident.conftest import event, push
 from tests.incident.ingest_support import all_rows
+from tests.platform.calendar_support import calendars_step
 
 pytestmark = pytest.mark.anyio
 
@@ -605,7 +606,8 @@ async def _teardown_and_audit(w: World) -> None:
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
                                        _templates, _noise_rules, _schedules, _escalation,
                                        _insight, _status_pages, _enrichment, _monitors,
-                                       post_mortems, war_rooms, _teardown_and_audit]
+                                       post_mortems, war_rooms, calendars_step,
+                                       _teardown_and_audit]
 
 
 def _served_reference_paths() -> set[str]:

@@ -47,7 +47,7 @@ TABLE_OWNERS = {
     "incident": "incident", "incident_insight": "incident", "incident_noise": "incident",
     "incident_postmortem": "incident",
     "monit": "monit", "notify": "notify", "notify_war_room": "notify", "platform": "platform",
-    "schedule": "schedule",
+    "platform_calendar": "platform", "schedule": "schedule",
     "status_page": "status_page", "scheduler": "work", "work": "work", "meta": "db",
     "web": "web",
 }

@@ -21,6 +21,8 @@ DECIDED_SCOPES = {
     "mapping_data_manage": "on-call", "alert_rule_manage": "monit",
     # the reference's "Schedules Read" / "Schedules Manage"
     "schedule_view": "on-call", "schedule_manage": "on-call",
+    # the reference's "Calendars Manage"
+    "calendar_manage": "on-call",
 }
 
 

@@ -763,6 +763,69 @@ CASES[:] = [_case(path, ref_path) for path, body in WALK.items()
             for ref_path, _ in refs_of(body())]
 
 
+# --- service calendars, and the calendars rules' time windows name -----------------------------
+
+
+@factory("calendar")
+async def _calendar(s: Side) -> dict[str, Any]:
+    return {"id": (await s.call("/calendar/create", {"cal_name": name("cal")}))["cal_id"]}
+
+
+@factory("calendar_event")
+async def _calendar_event(s: Side) -> dict[str, Any]:
+    cal_id = (await s.get("calendar"))["id"]
+    made = await s.call("/calendar/event/upsert", {
+        "cal_id": cal_id, "summary": "Holiday", "start_at": "2026-05-01",
+        "end_at": "2026-05-02", "is_off": True})
+    return {"id": made["event_id"], "calendar": cal_id}
+
+
+CAL = Ref("calendar")
+
+
+def _calendar_window() -> list[dict[str, Any]]:
+    return [{"start": "00:00", "end": "24:00", "cal_id": CAL, "is_off": True}]
+
+
+WALK.update({
+    "/calendar/create": lambda: {"cal_name": name("cal"), "team_id": T},
+    "/calendar/update": lambda: {"cal_id": CAL, "cal_name": "renamed", "team_id": T},
+    "/calendar/delete": lambda: {"cal_id": CAL},
+    "/calendar/event/upsert": lambda: {"cal_id": CAL, "summary": "Holiday",
+                                       "start_at": "2026-06-01", "end_at": "2026-06-02",
+                                       "is_off": True},
+    "/calendar/event/upsert#2": lambda: {
+        "cal_id": Ref("calendar_event", "calendar"), "event_id": Ref("calendar_event"),
+        "summary": "Moved", "start_at": "2026-06-01", "end_at": "2026-06-02", "is_off": True},
+    "/calendar/event/delete": lambda: {"cal_id": Ref("calendar_event", "calendar"),
+                                       "event_id": Ref("calendar_event")},
+    # A time window names a calendar in a free-form list: the walk still swaps it.
+    "/channel/silence/rule/create#calendar": lambda: {
+        "channel_id": C, "rule_name": "s", "filters": _SEVERITY,
+        "time_filters": _calendar_window()},
+    "/channel/silence/rule/update#calendar": lambda: {
+        "channel_id": Ref("silence_rule", "channel"), "rule_id": Ref("silence_rule"),
+        "rule_name": "s2", "time_filters": _calendar_window()},
+    "/channel/escalate/rule/create#calendar": lambda: {
+        "channel_id": C, "rule_name": "e", "template_id": Ref("template"),
+        "layers": [{"target": {"emails": ["x@example.com"], "by": _ESCALATE_BY}}],
+        "time_filters": _calendar_window()},
+    "/channel/escalate/rule/update#calendar": lambda: {
+        "channel_id": Ref("escalate_rule", "channel"), "rule_id": Ref("escalate_rule"),
+        "rule_name": "e", "template_id": Ref("template"),
+        "layers": [{"target": {"emails": ["x@example.com"], "by": _ESCALATE_BY}}],
+        "time_filters": _calendar_window()},
+})
+NOT_REFERENCE_FIELDS.update({
+    "/calendar/create extra_cal_ids": "public-holiday calendars, none served; any is refused "
+                                      "(tests/platform/test_calendar.py)",
+    "/calendar/update extra_cal_ids": "public-holiday calendars, none served; any is refused "
+                                      "(tests/platform/test_calendar.py)",
+})
+CASES[:] = [_case(path, ref_path) for path, body in WALK.items()
+            for ref_path, _ in refs_of(body())]
+
+
 async def test_escalation_targets_name_schedules_of_the_account(api: Api) -> None:
     mine = Side(api, await new_account(api, name("A")))
     theirs = Side(api, await new_account(api, name("B")))

@@ -43,6 +43,9 @@ ALERT_RULE_MANAGE = "alert_rule_manage"
 # The reference's "Schedules Read" / "Schedules Manage" (on-call).
 SCHEDULE_VIEW = "schedule_view"
 SCHEDULE_MANAGE = "schedule_manage"
+# The reference's "Calendars Manage" (on-call): service calendars and their events. Reading
+# them needs no permission (the reference: any valid app_key).
+CALENDAR_MANAGE = "calendar_manage"
 
 CATALOG: tuple[Permission, ...] = (
     Permission(1, ACCOUNT_MANAGE, "organization", "Organization", "manage",
@@ -68,6 +71,8 @@ CATALOG: tuple[Permission, ...] = (
     Permission(211, MAPPING_DATA_MANAGE, "on-call", "On-call", "manage", "Manage mapping data"),
     Permission(220, SCHEDULE_VIEW, "on-call", "On-call", "read", "View on-call schedules"),
     Permission(221, SCHEDULE_MANAGE, "on-call", "On-call", "manage", "Manage on-call schedules"),
+    Permission(222, CALENDAR_MANAGE, "on-call", "On-call", "manage",
+               "Manage service calendars and their holidays"),
     Permission(301, ALERT_RULE_MANAGE, "monit", "Monitors", "manage", "Manage alert rules"),
 )
 

@@ -1,6 +1,6 @@
 """What dispatch uses of other engines, one function each: the filter engine
-(`kit.filters`, `kit.timefilters`), who is on call (`schedule.service`) and the template
-renderer (`notify.template.service`)."""
+(`kit.filters`, `kit.timefilters`), service calendars (`platform.calendar.service`), who is
+on call (`schedule.service`) and the template renderer (`notify.template.service`)."""
 
 from __future__ import annotations
 
@@ -17,16 +17,20 @@ from dutyline.kit.channels import template_column
 from dutyline.kit.filters import Filter, compile_filters
 from dutyline.kit.timefilters import TimeFilter, compile_time_filters
 from dutyline.notify.template import service as templates
+from dutyline.platform.calendar import service as calendars
 from dutyline.schedule import service as schedules
 
 
-def check_filters(filters: list[Any], time_filters: list[Any]) -> None:
-    """Refuse filters the engine cannot compile, naming the offending part (400)."""
+async def check_filters(conn: AsyncConnection, actor: Actor, filters: list[Any],
+                        time_filters: list[Any]) -> None:
+    """Refuse filters the engine cannot compile, naming the offending part (400), and time
+    windows naming a calendar that is not the account's (not found)."""
     try:
         compile_filters(filters, path="filters")
-        compile_time_filters(time_filters, path="time_filters")
+        timing = compile_time_filters(time_filters, path="time_filters", calendars=True)
     except ValueError as exc:
         raise errors.invalid(str(getattr(exc, "path", "filters")), str(exc)) from exc
+    await calendars.check_calendars(conn, actor, cal_ids=timing.calendar_ids)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -36,14 +40,23 @@ def _compiled(filters: str, time_filters: str, time_zone: str | None
     # an edited rule has other text, so nothing stale is ever used.
     return (compile_filters(msgspec.json.decode(filters), path="filters"),
             compile_time_filters(msgspec.json.decode(time_filters), path="time_filters",
-                                 tz=time_zone))
+                                 tz=time_zone, calendars=True))
 
 
-def rule_matches(filters: str, time_filters: str, subject: dict[str, Any], at_s: int,
-                 time_zone: str | None = None) -> bool:
-    """Whether a rule (its stored filters and time filters, JSON) takes this incident."""
+async def rule_matches(conn: AsyncConnection, actor: Actor, filters: str, time_filters: str,
+                       subject: dict[str, Any], at_s: int,
+                       time_zone: str | None = None) -> bool:
+    """Whether a rule (its stored filters and time filters, JSON) takes this incident; time
+    windows are read in `time_zone` (the account's), calendar ones by the account's
+    calendars, read only for a rule that names one."""
     match, timing = _compiled(filters, time_filters, time_zone or None)
-    return match.matches(subject) and timing.matches(at_s)
+    if not match.matches(subject):
+        return False
+    if not timing.calendar_ids:
+        return timing.matches(at_s)
+    local_days = await calendars.local_days(conn, actor, cal_ids=timing.calendar_ids,
+                                            at_s=at_s, time_zone=time_zone)
+    return timing.matches(at_s, local_days)
 
 
 async def oncall(conn: AsyncConnection, actor: Actor, schedule_role_ids: dict[int, list[int]],

@@ -54,6 +54,15 @@ async def rules_of_channels(conn: AsyncConnection, account_id: int,
     return list((await conn.execute(stmt)).all())
 
 
+async def rules_naming(conn: AsyncConnection, account_id: int, needle: str) -> list[Row[Any]]:
+    """The account's rules whose time windows (compact JSON) contain `needle`."""
+    return list(await conn.execute(
+        select(escalate_rule.c.rule_id, escalate_rule.c.rule_name)
+        .where(escalate_rule.c.account_id == account_id,
+               escalate_rule.c.time_filters.contains(needle, autoescape=True))
+        .order_by(escalate_rule.c.rule_id)))
+
+
 async def update_rule(conn: AsyncConnection, account_id: int, rule_id: str,
                       values: dict[str, Any]) -> None:
     await conn.execute(update(escalate_rule).where(

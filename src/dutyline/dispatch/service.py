@@ -40,6 +40,7 @@ from dutyline.kit.origin import same_origin
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.notify.delivery import service as delivery
+from dutyline.platform.calendar import service as calendars
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 
@@ -225,7 +226,7 @@ async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
     name = rule_name.strip()
     if not name:
         raise errors.invalid("rule_name", "is required")
-    peers.check_filters(filters, time_filters)
+    await peers.check_filters(conn, actor, filters, time_filters)
     await _check_template(conn, actor, template_id)
     await _checked_layers(conn, actor, layers, deps.policy)
     rule_id, now = hex_id(), actor.now_s
@@ -252,7 +253,7 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
     name = rule_name.strip()
     if not name:
         raise errors.invalid("rule_name", "is required")
-    peers.check_filters(filters, time_filters)
+    await peers.check_filters(conn, actor, filters, time_filters)
     await _check_template(conn, actor, template_id, stored=row.template_id)
     await _checked_layers(conn, actor, layers, deps.policy)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
@@ -263,6 +264,14 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
         "updated_by": actor.person_id, "updated_at": actor.now_s,
     })
     return SaveWarnings(warnings=delivery_warnings(deps.settings, layers))
+
+
+@calendars.on_calendar_delete
+async def _rules_using(conn: Any, account_id: int, cal_id: str) -> list[str]:
+    """Escalation rules whose time windows name the calendar (its delete is refused while
+    any do)."""
+    return [f"escalation rule {r.rule_name} ({r.rule_id})"
+            for r in await repo.rules_naming(conn, account_id, f'"cal_id":"{cal_id}"')]
 
 
 @writes("/channel/escalate/rule/delete", CHANNEL_MANAGE)

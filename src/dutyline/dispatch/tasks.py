@@ -71,8 +71,8 @@ async def _pick_rule(conn: AsyncConnection, reads: _Batch, actor: Actor,
         return None
     subject = _subject(info)
     for rule in await reads.enabled_rules(conn, actor, info.channel_id):
-        if peers.rule_matches(rule.filters, rule.time_filters, subject, actor.now_s,
-                              info.account_time_zone):
+        if await peers.rule_matches(conn, actor, rule.filters, rule.time_filters, subject,
+                                    actor.now_s, info.account_time_zone):
             return rule
     return None
 

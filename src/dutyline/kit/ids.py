@@ -35,3 +35,13 @@ _request_counter = itertools.count(1)
 
 def request_id() -> str:
     return f"{_REQUEST_PREFIX}{next(_request_counter):016x}"
+
+
+# The alphabet of "short UUIDs" (no 0, 1, I, O, l): the shape of the reference's calendar
+# ids (`cal.QiNvtdKs4Wj52kZhT3LafM`), 22 characters, about 128 random bits.
+_SHORT_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def short_uuid_id(prefix: str) -> str:
+    """`cal.…`, `cale.…`: a prefix, a dot, then 22 random characters of `_SHORT_ALPHABET`."""
+    return prefix + "." + "".join(secrets.choice(_SHORT_ALPHABET) for _ in range(22))

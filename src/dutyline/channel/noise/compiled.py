@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from dutyline.kit.filters import Filter, FilterSet, compile_filters, read_text, resolver
-from dutyline.kit.timefilters import TimeFilter, compile_time_filters
+from dutyline.kit.timefilters import LocalDays, TimeFilter, compile_time_filters
 
 # A target alert is inhibited by a source seen at most this long ago (10 minutes): a source
 # that stopped sending events no longer holds its targets back.
@@ -56,10 +56,17 @@ class SilenceRule:
     once: tuple[int, int] | None  # [start, end) Unix seconds
     discard: bool
 
-    def effective(self, at_s: float) -> bool:
+    def effective(self, at_s: float, local_days: LocalDays | None = None) -> bool:
+        """In effect at `at_s`: within its one-off span, and within one of its recurring
+        windows read in the account's time zone, its calendar days judged by its calendars
+        (both from `local_days`)."""
         if self.once is not None and not self.once[0] <= at_s < self.once[1]:
             return False
-        return self.windows is None or self.windows.matches(at_s)
+        return self.windows is None or self.windows.matches(at_s, local_days)
+
+    @property
+    def calendar_ids(self) -> frozenset[str]:
+        return frozenset() if self.windows is None else self.windows.calendar_ids
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +108,7 @@ def compile_rows(version: int, rows: list[Any], tz: str | None = None) -> Channe
                 once = config.get("time_filter")
                 silence[row.rule_id] = SilenceRule(
                     row.rule_id, compile_filters(config.get("filters")),
-                    compile_time_filters(config["time_filters"], tz=tz)
+                    compile_time_filters(config["time_filters"], tz=tz, calendars=True)
                     if config.get("time_filters") else None,
                     (int(once["start_time"]), int(once["end_time"])) if once else None,
                     bool(config.get("is_directly_discard")),

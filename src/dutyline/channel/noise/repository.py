@@ -84,6 +84,16 @@ _COUNT_DROP = (
 )
 
 
+async def rules_naming(conn: AsyncConnection, account_id: int, kind: str,
+                      needle: str) -> list[Row[Any]]:
+    """The account's rules of a kind whose stored settings (compact JSON) contain `needle`."""
+    return list(await conn.execute(
+        select(noise_rule.c.rule_id, noise_rule.c.rule_name)
+        .where(noise_rule.c.account_id == account_id, noise_rule.c.kind == kind,
+               noise_rule.c.config.contains(needle, autoescape=True))
+        .order_by(noise_rule.c.rule_id)))
+
+
 def enabled_rules_sync(conn: Connection, channel_id: int) -> list[Any]:
     return list(conn.execute(_ENABLED_RULES, {"channel_id": channel_id}).all())
 

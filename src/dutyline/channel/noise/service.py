@@ -49,10 +49,12 @@ from dutyline.kit.filters import (
     validate_key,
 )
 from dutyline.kit.ids import hex_id
-from dutyline.kit.timefilters import compile_time_filters
+from dutyline.kit.timefilters import LocalDays, compile_time_filters
+from dutyline.platform.calendar import service as calendars
 
-__all__ = ["SOURCE_FRESH_S", "ChannelRules", "InhibitRule", "QuickSilenceRequest",
-           "RuleCreateResponse", "SilenceRule", "count_drop_sync", "rules_for_sync"]
+__all__ = ["SOURCE_FRESH_S", "ChannelRules", "InhibitRule", "LocalDays", "QuickSilenceRequest",
+           "RuleCreateResponse", "SilenceRule", "count_drop_sync", "local_days_sync",
+           "rules_for_sync"]
 
 INHIBIT, SILENCE, DROP = "inhibit", "silence", "drop"
 # The reference's "made from no incident" (its records show 24 zeros).
@@ -100,7 +102,9 @@ async def _rule(conn: AsyncConnection, actor: Actor, kind: str, channel_id: int,
 # -- records --------------------------------------------------------------------------------
 
 
-def record(row: Any, now_s: int) -> RuleItem:
+def record(row: Any, now_s: int, local_days: LocalDays | None = None) -> RuleItem:
+    """The reference's record of a rule; a silence rule's `is_effective` reads its recurring
+    windows through `local_days` (the account's time zone and calendars)."""
     config = _decode_config.decode(row.config)
     common: dict[str, Any] = {
         "account_id": row.account_id, "channel_id": row.channel_id, "priority": row.priority,
@@ -125,7 +129,7 @@ def record(row: Any, now_s: int) -> RuleItem:
             filters=config.get("filters") or [],
             is_directly_discard=bool(config.get("is_directly_discard")),
             is_effective=row.status == "enabled" and compiled is not None
-            and compiled.effective(now_s),
+            and compiled.effective(now_s, local_days),
             from_incident_id=config.get("from_incident_id") or NO_INCIDENT,
         )
     return UnsubscribeRuleItem(**common, filters=config.get("filters") or [])
@@ -136,13 +140,29 @@ async def list_rules(conn: AsyncConnection, actor: Actor, *, kind: str,
                      channel_id: int) -> list[RuleItem]:
     await _channel(conn, actor, channel_id)
     rows = await repo.list_rules(conn, actor.account_id, channel_id, kind)
-    return [record(r, actor.now_s) for r in rows]
+    local_days = await _local_days(conn, actor, rows)
+    return [record(r, actor.now_s, local_days) for r in rows]
 
 
 @reads(CHANNEL_VIEW)
 async def rule_info(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
                     rule_id: str) -> RuleItem:
-    return record(await _rule(conn, actor, kind, channel_id, rule_id), actor.now_s)
+    row = await _rule(conn, actor, kind, channel_id, rule_id)
+    return record(row, actor.now_s, await _local_days(conn, actor, [row]))
+
+
+def _calendar_ids(config: dict[str, Any]) -> set[str]:
+    return {w["cal_id"] for w in config.get("time_filters") or () if w.get("cal_id")}
+
+
+async def _local_days(conn: AsyncConnection, actor: Actor, rows: Sequence[Any]
+                      ) -> LocalDays | None:
+    """What silence rules' recurring windows are read with now, when any rule has some."""
+    timed = [_decode_config.decode(r.config) for r in rows if r.kind == SILENCE]
+    if not any(c.get("time_filters") for c in timed):
+        return None
+    cal_ids = set().union(*(_calendar_ids(c) for c in timed))
+    return await calendars.local_days(conn, actor, cal_ids=cal_ids, at_s=actor.now_s)
 
 
 # -- writes ---------------------------------------------------------------------------------
@@ -179,19 +199,25 @@ def silence_config(*, time_filters: Any, time_filter: OnceWindow | None, filters
         config["time_filter"] = msgspec.to_builtins(time_filter)
     if time_filters:
         try:
-            compile_time_filters(time_filters)
+            compile_time_filters(time_filters, calendars=True)
         except FilterError as exc:
             raise errors.invalid(exc.path, exc.message) from None
-        config["time_filters"] = [
-            {"start": w["start"], "end": w["end"], "repeat": list(w.get("repeat") or [])}
-            for w in time_filters
-        ]
+        config["time_filters"] = [_window(w) for w in time_filters]
     if from_incident_id and from_incident_id != NO_INCIDENT:
         if len(from_incident_id) != 24 or any(c not in "0123456789abcdefABCDEF"
                                               for c in from_incident_id):
             raise errors.invalid("from_incident_id", "must be an incident id")
         config["from_incident_id"] = from_incident_id.lower()
     return config
+
+
+def _window(w: dict[str, Any]) -> dict[str, Any]:
+    """A recurring window as stored and read back: the calendar keys only when it names one
+    (a rule sent back as it was read means the same rule)."""
+    window = {"start": w["start"], "end": w["end"], "repeat": list(w.get("repeat") or [])}
+    if w.get("cal_id"):
+        window.update(cal_id=w["cal_id"], is_off=bool(w.get("is_off")))
+    return window
 
 
 def drop_config(*, filters: Any) -> dict[str, Any]:
@@ -203,6 +229,7 @@ async def _create_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channe
                       config: dict[str, Any]) -> tuple[str, str]:
     """A new enabled rule; returns (rule_id, rule_name)."""
     await _channel(conn, actor, channel_id)
+    await calendars.check_calendars(conn, actor, cal_ids=_calendar_ids(config))
     if await repo.count_rules(conn, actor.account_id, channel_id, kind) >= \
             repo.MAX_RULES_PER_KIND:
         raise errors.invalid("channel_id",
@@ -228,6 +255,7 @@ async def _update_rule(conn: AsyncConnection, actor: Actor, *, kind: str, channe
     `config` makes the new settings from the stored ones (see the *_update helpers)."""
     row = await _rule(conn, actor, kind, channel_id, rule_id)
     new_config = config(_decode_config.decode(row.config))
+    await calendars.check_calendars(conn, actor, cal_ids=_calendar_ids(new_config))
     await repo.update_rule(conn, actor.account_id, channel_id, kind, row.rule_id, {
         "rule_name": _name(rule_name),
         "description": row.description if description is msgspec.UNSET else description,
@@ -474,6 +502,13 @@ DROP_RULES = _kind_writes(DROP, "/channel/unsubscribe/rule")
 WRITES = {INHIBIT: INHIBIT_RULES, SILENCE: SILENCE_RULES, DROP: DROP_RULES}
 
 
+@calendars.on_calendar_delete
+async def _silences_using(conn: AsyncConnection, account_id: int, cal_id: str) -> list[str]:
+    """Silence rules whose windows name the calendar (its delete is refused while any do)."""
+    return [f"silence rule {r.rule_name} ({r.rule_id})"
+            for r in await repo.rules_naming(conn, account_id, SILENCE, f'"cal_id":"{cal_id}"')]
+
+
 # -- hot path (ingestion, sync) ---------------------------------------------------------------
 
 
@@ -487,6 +522,12 @@ def rules_for_sync(conn: Connection, channel_id: int, version: int) -> ChannelRu
     rules = compile_rows(version, rows) if rows else dataclasses.replace(EMPTY, version=version)
     CACHE.put(channel_id, rules)
     return rules
+
+
+def local_days_sync(conn: Connection, account_id: int) -> LocalDays:
+    """What ingestion reads silence windows with: the account's time zone and calendars,
+    read only when a window is first evaluated."""
+    return calendars.local_days_sync(conn, account_id)
 
 
 def count_drop_sync(conn: Connection, rule_id: str) -> None:

@@ -14,6 +14,7 @@ from dutyline.db.tables import monit as monit
 from dutyline.db.tables import notify as notify
 from dutyline.db.tables import notify_war_room as notify_war_room
 from dutyline.db.tables import platform as platform
+from dutyline.db.tables import platform_calendar as platform_calendar
 from dutyline.db.tables import runner as runner
 from dutyline.db.tables import schedule as schedule
 from dutyline.db.tables import scheduler as scheduler

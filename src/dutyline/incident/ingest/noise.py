@@ -30,7 +30,7 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.channel.noise import service as noise
-from dutyline.channel.noise.service import ChannelRules, InhibitRule
+from dutyline.channel.noise.service import ChannelRules, InhibitRule, LocalDays
 from dutyline.incident.ingest import repository as repo
 
 _decode_labels = msgspec.json.Decoder(dict[str, str])
@@ -98,8 +98,9 @@ def _inhibitor(conn: Connection, rules: ChannelRules, subject_: dict[str, Any],
 
 
 def decide_new(conn: Connection, rules: ChannelRules, subject_: dict[str, Any],
-               now_s: int) -> Hold:
-    """DROP (counted on its rule, store nothing), a Hold, or NOT_HELD for a new alert."""
+               now_s: int, local_days: LocalDays | None = None) -> Hold:
+    """DROP (counted on its rule, store nothing), a Hold, or NOT_HELD for a new alert.
+    `local_days`: the account's time zone and calendars, which silence windows are read in."""
     if rules.empty:
         return NOT_HELD
     for rule_id in rules.drops.matching(subject_):
@@ -113,7 +114,7 @@ def decide_new(conn: Connection, rules: ChannelRules, subject_: dict[str, Any],
             return DROP
         return Hold(inhibit_rule_id=rule.rule_id, inhibited_by=source)
     for silence in rules.silences.matching(subject_):
-        if silence.effective(now_s):
+        if silence.effective(now_s, local_days):
             if silence.discard:
                 noise.count_drop_sync(conn, silence.rule_id)
                 return DROP
@@ -122,20 +123,21 @@ def decide_new(conn: Connection, rules: ChannelRules, subject_: dict[str, Any],
 
 
 def recheck(conn: Connection, rules: ChannelRules, hold: Hold, subject_: dict[str, Any],
-            now_s: int) -> Hold:
+            now_s: int, local_days: LocalDays | None = None) -> Hold:
     """What holds an alert that was held, at its new event (never a drop: it is stored)."""
     if hold.inhibit_rule_id and hold.inhibit_rule_id in rules.inhibit and (
         repo.source_still_live(conn, hold.inhibited_by, now_s - noise.SOURCE_FRESH_S)
     ) and rules.inhibit[hold.inhibit_rule_id].target.matches(subject_):
         return hold
     silence = rules.silence.get(hold.silence_rule_id)
-    if silence is not None and silence.effective(now_s) and silence.filter.matches(subject_):
+    if silence is not None and silence.effective(now_s, local_days) and \
+            silence.filter.matches(subject_):
         return hold
     found = _inhibitor(conn, rules, subject_, now_s)
     if found is not None:
         return Hold(inhibit_rule_id=found[0].rule_id, inhibited_by=found[1])
     for candidate in rules.silences.matching(subject_):
-        if candidate.effective(now_s):
+        if candidate.effective(now_s, local_days):
             return Hold(silence_rule_id=candidate.rule_id)
     return NOT_HELD
 

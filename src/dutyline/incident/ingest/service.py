@@ -176,7 +176,8 @@ def _deliver(conn: Connection, integration: ResolvedIntegration, settings: Inges
             description=req.description, alert_key=alert_key, labels=req.labels,
             integration_id=integration.integration_id,
         )
-        hold = noise.decide_new(conn, rules, subject, now_s)
+        hold = noise.decide_new(conn, rules, subject, now_s,
+                                noise_rules.local_days_sync(conn, integration.account_id))
         if hold is noise.DROP:
             return  # counted on its rule, not stored
         alert_id = alerts.insert_new(
@@ -256,7 +257,8 @@ def _revisit(
     was = noise.Hold(active.inhibit_rule_id, active.inhibited_by, active.silence_rule_id)
     if active.incident_id is not None or not was.held:
         return
-    hold = noise.recheck(conn, rules, was, subject, now_s)
+    hold = noise.recheck(conn, rules, was, subject, now_s,
+                         noise_rules.local_days_sync(conn, integration.account_id))
     if hold == was:
         return
     noise.set_hold(conn, active.alert_id, hold if hold.held else noise.NOT_HELD, now_s)
@@ -270,10 +272,11 @@ def _release(
     integration: ResolvedIntegration, alert_id: str, now_s: int,
 ) -> None:
     """A recovered alert: the alerts it inhibited that still fire are looked at again."""
+    local_days = noise_rules.local_days_sync(conn, integration.account_id)
     for row in noise.recovered(conn, alert_id):
         subject = noise.row_subject(row)
         was = noise.Hold(inhibit_rule_id="?", inhibited_by=alert_id)
-        hold = noise.recheck(conn, rules, was, subject, now_s)
+        hold = noise.recheck(conn, rules, was, subject, now_s, local_days)
         noise.set_hold(conn, row.alert_id, hold, now_s)
         if not hold.held:
             _group_stored(conn, settings, integration.account_id, integration.channel_id,
