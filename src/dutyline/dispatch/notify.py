@@ -94,7 +94,10 @@ class PageOutbox(delivery.Outbox):
         await super().flush(conn, handoff)
 
 
-async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any]) -> list[int]:
+async def target_person_ids(conn: AsyncConnection, actor: Actor,
+                            target: dict[str, Any]) -> list[int]:
+    """Who a target reaches now: its persons, its teams' members, whoever its schedules
+    have on call (each once, in that order)."""
     ids: list[int] = list(target.get("person_ids") or [])
     by_team = await teams.person_ids_of_teams(conn, actor,
                                               list(target.get("team_ids") or []))
@@ -140,7 +143,8 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
                        announce: bool) -> None:
     target: dict[str, Any] = rule["layers"][layer_idx].get("target") or {}
     now = actor.now_s
-    people = await members.contacts(conn, actor, await _person_ids(conn, actor, target))
+    people = await members.contacts(conn, actor,
+                                    await target_person_ids(conn, actor, target))
     assigned_to = {"escalate_rule_id": rule["rule_id"], "escalate_rule_name": rule["rule_name"],
                    "layer_idx": layer_idx, "type": assign_type, "id": run_id,
                    "assigned_at": now}

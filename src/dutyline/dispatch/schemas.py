@@ -117,24 +117,26 @@ _json = msgspec.json.Decoder()
 
 
 def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as a caller reads them: webhook secrets are write-only, so they are left out
-    (and `webhooks` is left out when the layer has none)."""
-    out: list[dict[str, Any]] = []
-    for layer in stored:
-        target = dict(layer.get("target") or {})
-        hooks = target.get("webhooks")
-        if hooks:
-            target["webhooks"] = [
-                {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
-                                                 if k not in SECRET_SETTINGS}}
-                for h in hooks
-            ]
-        else:
-            # The contract allows null here, the reference's schema only an array: leaving
-            # the key out satisfies both.
-            target.pop("webhooks", None)
-        out.append({**layer, "target": target})
-    return out
+    """Layers as a caller reads them (public_target)."""
+    return [{**layer, "target": public_target(layer.get("target") or {})} for layer in stored]
+
+
+def public_target(stored: dict[str, Any]) -> dict[str, Any]:
+    """A target as a caller reads it: webhook secrets are write-only, so they are left out
+    (and `webhooks` is left out when the target has none)."""
+    target = dict(stored)
+    hooks = target.get("webhooks")
+    if hooks:
+        target["webhooks"] = [
+            {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
+                                             if k not in SECRET_SETTINGS}}
+            for h in hooks
+        ]
+    else:
+        # The contract allows null here, the reference's schema only an array: leaving
+        # the key out satisfies both.
+        target.pop("webhooks", None)
+    return target
 
 
 def rule_item(row: Any) -> EscalateRuleItem:
