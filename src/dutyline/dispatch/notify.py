@@ -117,14 +117,14 @@ def app_chat_ids(settings: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(str(i).strip() for i in ids if str(i).strip()))
 
 
-def _channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
+def channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
     """The rule's own channels for the severity (when it does not follow preferences)."""
     if by is None:
         return []
     return list(by.get(severity.lower()) or DEFAULT_PREFERENCE)
 
 
-def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, str],
+def personal_content(channel: str, info: IncidentInfo, person_links: dict[str, str],
                       rendered: str | None) -> dict[str, Any]:
     if channel == "email":
         return compose.email(info, person_links, rendered)
@@ -159,7 +159,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
     key = await links.server_key(runtime.settings)
     by: dict[str, Any] | None = target.get("by")
     follow = bool(by and by.get("follow_preference"))
-    channels = _channels_for(by, info.incident_severity)
+    channels = channels_for(by, info.incident_severity)
     prefs = await preferences.preferences(conn, actor, sorted(people))
     rendered: dict[str, str | None] = {}
 
@@ -177,7 +177,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
         pref = prefs[person.person_id]
         wanted = pref.channels(info.incident_severity) if follow else channels
         for channel in wanted:
-            content = _personal_content(channel, info, person_links,
+            content = personal_content(channel, info, person_links,
                                               await render(channel))
             outbox.add(actor, **common, channel=channel, person_id=person.person_id,
                        address=preferences.address(person, pref, channel), content=content)
