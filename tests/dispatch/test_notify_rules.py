@@ -37,6 +37,7 @@ async def test_create_list_update_disable_enable_delete(
                                                              "secret": "hush"}}]},
         filters=[[{"key": "severity", "oper": "IN", "vals": ["Critical"]}]],
         time_filters=[{"start": "00:00", "end": "23:59", "repeat": [0, 1, 2, 3, 4, 5, 6]}])
+    before = int(api.runtime.clock.now())
     created = await api.call(CREATE, body, key=owner.key)
     assert created.status == 200, created.body
     rule_id = created.data["rule_id"]
@@ -48,7 +49,8 @@ async def test_create_list_update_disable_enable_delete(
     assert len(rule_id) == 24 and int(rule_id, 16) >= 0
 
     [item] = await list_notify_rules(api, owner, channel_id)
-    now = int(api.runtime.clock.now())
+    now = item["created_at"]
+    assert before <= now <= int(api.runtime.clock.now())
     assert item == {
         "account_id": owner.account_id, "channel_id": channel_id, "rule_id": rule_id,
         "rule_name": "Tell ops", "description": "Ops hear of every critical one",
