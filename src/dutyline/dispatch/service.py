@@ -38,7 +38,6 @@ from dutyline.incident.service import references
 from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
-from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.notify.delivery import service as delivery
 from dutyline.platform.member import service as members
@@ -83,17 +82,17 @@ async def _require_rule(conn: Any, actor: Actor, channel_id: int, rule_id: str) 
 
 
 async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
-                          policy: OutboundPolicy) -> None:
+                          deps: Deps) -> None:
     if not layers:
         raise errors.invalid("layers", "at least one layer is required")
     if len(layers) > MAX_LAYERS:
         raise errors.invalid("layers", f"at most {MAX_LAYERS} layers")
-    await check_targets(conn, actor, [(f"layers[{i}].target", layer.target)
-                                      for i, layer in enumerate(layers)], policy)
+    await check_targets(conn, actor, targets=[(f"layers[{i}].target", layer.target)
+                                              for i, layer in enumerate(layers)], deps=deps)
 
 
-async def check_targets(conn: Any, actor: Actor, targets: list[tuple[str, EscalateTarget]],
-                        policy: OutboundPolicy) -> None:
+async def check_targets(conn: Any, actor: Actor, *, targets: list[tuple[str, EscalateTarget]],
+                        deps: Deps) -> None:
     """Refuse targets (each with the field path it came in) that name nobody, name a way
     of sending that does not exist, or a person, team or schedule not of the account (not
     found). Escalation layers and channel notification rules share these rules."""
@@ -127,7 +126,8 @@ async def check_targets(conn: Any, actor: Actor, targets: list[tuple[str, Escala
                     or not urlsplit(url).hostname:
                 raise errors.invalid(f"{path}.webhooks[{j}].settings.url",
                                      "must be an http(s) URL")
-            outbound_urls.check_static(url, policy, field=f"{path}.webhooks[{j}].settings.url")
+            outbound_urls.check_static(url, deps.policy,
+                                       field=f"{path}.webhooks[{j}].settings.url")
             chat_id = hook.settings.get("chat_id")
             if hook.type == "telegram" and not (
                     isinstance(chat_id, int) or (isinstance(chat_id, str) and chat_id.strip())):
@@ -248,7 +248,7 @@ async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
     await _check_template(conn, actor, template_id)
-    await _checked_layers(conn, actor, layers, deps.policy)
+    await _checked_layers(conn, actor, layers, deps)
     rule_id, now = hex_id(), actor.now_s
     await repo.insert_rule(conn, {
         "rule_id": rule_id, "account_id": actor.account_id, "channel_id": channel_id,
@@ -275,7 +275,7 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
         raise errors.invalid("rule_name", "is required")
     peers.check_filters(filters, time_filters)
     await _check_template(conn, actor, template_id, stored=row.template_id)
-    await _checked_layers(conn, actor, layers, deps.policy)
+    await _checked_layers(conn, actor, layers, deps)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "rule_name": name, "description": description, "priority": priority,
         "aggr_window": aggr_window, "template_id": template_id.lower(),

@@ -70,7 +70,7 @@ async def _checked(conn: Any, actor: Actor, deps: Deps, *, rule_name: str,
     if template_id and template_id != stored_template \
             and not await peers.template_exists(conn, actor, template_id):
         raise errors.not_found("template", template_id)
-    await escalation.check_targets(conn, actor, [("target", target)], deps.policy)
+    await escalation.check_targets(conn, actor, targets=[("target", target)], deps=deps)
     return {
         "rule_name": name, "template_id": template_id,
         # In the vocabulary's order, each once.
