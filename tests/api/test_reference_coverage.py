@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.reference_notify_rules import notify_rules
 from tests.api.test_reference_schemas import check, reference_validator
 from tests.dispatch.receiver import Receiver, receiver  # noqa: F401  (the fixture)
 from tests.dispatch.support import run_jobs
@@ -601,8 +602,8 @@ async def _teardown_and_audit(w: World) -> None:
 
 
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
-                                       _templates, _noise_rules, _schedules, _escalation,
-                                       _insight, _status_pages, _enrichment, _monitors,
+                                       _templates, _noise_rules, _schedules, notify_rules,
+                                       _escalation, _insight, _status_pages, _enrichment, _monitors,
                                        _teardown_and_audit]
 
 
