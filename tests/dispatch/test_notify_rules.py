@@ -151,8 +151,16 @@ async def test_what_is_not_the_accounts_is_not_found(
     their_member = await new_member(api, other_owner, name="Stranger")
     their_template = (await api.call("/template/create", {
         "template_name": "Theirs", "email": "x"}, key=other_owner.key)).data["template_id"]
+    their_schedule = (await api.call("/schedule/create", {
+        "schedule_name": "Theirs", "time_zone": "UTC", "layers": [{
+            "layer_name": "L", "mode": 0, "rotation_unit": "day", "rotation_value": 1,
+            "enable_time": 1_700_000_000, "groups": [{"group_name": "A", "members": [
+                {"role_id": 0, "person_ids": [other_owner.person_id]}]}]}]},
+        key=other_owner.key)).data["schedule_id"]
     for body in (
             notify_rule(theirs),
+            notify_rule(channel_id, target={"schedule_to_role_ids": {str(their_schedule): [0]},
+                                            "by": {}}),
             notify_rule(channel_id, target={"person_ids": [their_member.person_id],
                                             "by": {"follow_preference": True}}),
             notify_rule(channel_id, template_id=their_template),
