@@ -6,7 +6,7 @@ the incident events the rule tells of, named by the reference's incident feed ty
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -15,7 +15,7 @@ from dutyline.dispatch.schemas import Description, EscalateTarget, HexId, RuleNa
 
 # The incident events a rule can tell of (reference IncidentFeedType).
 EventType = Literal["i_new", "i_ack", "i_unack", "i_rslv", "i_reopen", "i_snooze", "i_wake"]
-EVENT_TYPES: tuple[str, ...] = EventType.__args__
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 # A template id, or "" for the built-in texts.
 TemplateId = Annotated[str, msgspec.Meta(pattern="^([0-9a-fA-F]{24})?$")]
 
