@@ -217,3 +217,36 @@ async def test_without_enabled_rules_no_event_job_is_queued(
     await run_jobs(papi)
     [got] = receiver.take()
     assert json.loads(got.body)["incident"]["title"] == "three"
+
+
+async def test_a_team_and_a_chat_robot_hear_of_an_acknowledgement_only(
+        papi: Api, owner: Person, smtp_sink: SmtpSink, receiver: Receiver) -> None:
+    member = await new_member(papi, owner, name="Teammate", email="mate@example.com")
+    team_id = (await ok(papi, "/team/upsert", {"team_name": "SRE",
+                                                "person_ids": [member.person_id]},
+                        owner))["team_id"]
+    channel_id = await make_channel(papi, owner)
+    rule_id = await create_notify_rule(papi, owner, notify_rule(
+        channel_id, events=["i_ack"],
+        target={"team_ids": [team_id], "by": {"warning": ["email"]},
+                "webhooks": [{"type": "slack", "settings": {"url": receiver.url("/slack")}}]}))
+    integration_key = await make_integration(papi, owner, channel_id)
+    await push(papi, integration_key, title="disk full", status="Warning")
+    await run_jobs(papi)
+    assert receiver.take() == [] and smtp_sink.messages == []  # opened: not an `i_ack`
+    info = await incident_of(papi, owner, channel_id)
+
+    await ok(papi, "/incident/ack", {"incident_ids": [info["incident_id"]]}, owner)
+    await run_jobs(papi)
+    [robot] = receiver.take()
+    assert robot.path == "/slack"
+    assert json.loads(robot.body) == {"text": (
+        f"Acknowledged by Acme Owner\n[Warning] disk full (#{info['num']})\n"
+        "Channel: Checkout\nProgress: Processing\n\n"
+        f"Open: http://dutyline.test/console/incidents/{info['incident_id']}\n")}
+    [mail] = await smtp_sink.wait_for(1)
+    assert mail.rcpt_tos == ["mate@example.com"]
+    assert mail.subject == f"Acknowledged by Acme Owner: [Warning] disk full (#{info['num']})"
+    rows = await deliveries_of(papi, info["incident_id"])
+    assert sorted((r.channel, r.person_id, r.rule_id, r.status) for r in rows) == [
+        ("email", member.person_id, rule_id, "success"), ("slack", 0, rule_id, "success")]
