@@ -57,7 +57,8 @@ async def test_create_list_update_disable_enable_delete(
         # In the vocabulary's order, each once.
         "events": ["i_new", "i_ack", "i_rslv"],
         # The webhook's secret is write-only.
-        "target": {"person_ids": [mate.person_id], "by": {"critical": ["email"]},
+        "target": {"person_ids": [mate.person_id],
+                   "by": {"follow_preference": False, "critical": ["email"]},
                    "emails": ["ops@example.com"],
                    "webhooks": [{"type": "custom", "settings": {"url": receiver.url("/ops")}}]},
         "template_id": PRESET_TEMPLATE, "filters": body["filters"],
@@ -77,8 +78,9 @@ async def test_create_list_update_disable_enable_delete(
     [item] = await list_notify_rules(api, owner, channel_id)
     assert (item["rule_name"], item["events"], item["target"], item["filters"],
             item["template_id"], item["description"], item["status"]) == (
-        "Tell ops of resolutions", ["i_rslv"], {"emails": ["lead@example.com"], "by": {}}, [],
-        "", "",
+        "Tell ops of resolutions", ["i_rslv"],
+        {"emails": ["lead@example.com"], "by": {"follow_preference": False}, "webhooks": []},
+        [], "", "",
         "enabled")
 
     for op, status in (("disable", "disabled"), ("disable", "disabled"),

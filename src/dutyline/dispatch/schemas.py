@@ -117,25 +117,38 @@ _json = msgspec.json.Decoder()
 
 
 def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as a caller reads them (public_target)."""
-    return [{**layer, "target": public_target(layer.get("target") or {})} for layer in stored]
+    """Layers as a caller reads them: webhook secrets are write-only, so they are left out
+    (and `webhooks` is left out when the layer has none)."""
+    out: list[dict[str, Any]] = []
+    for layer in stored:
+        target = dict(layer.get("target") or {})
+        hooks = target.get("webhooks")
+        if hooks:
+            target["webhooks"] = [
+                {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
+                                                 if k not in SECRET_SETTINGS}}
+                for h in hooks
+            ]
+        else:
+            # The contract allows null here, the reference's schema only an array: leaving
+            # the key out satisfies both.
+            target.pop("webhooks", None)
+        out.append({**layer, "target": target})
+    return out
 
 
 def public_target(stored: dict[str, Any]) -> dict[str, Any]:
-    """A target as a caller reads it: webhook secrets are write-only, so they are left out
-    (and `webhooks` is left out when the target has none)."""
+    """A notification rule's target as a caller reads it: webhook secrets are write-only, so
+    they are left out; `webhooks` is an array (empty when there are none) and `by` names
+    `follow_preference` (false included), as clients read escalation layers' targets."""
     target = dict(stored)
-    hooks = target.get("webhooks")
-    if hooks:
-        target["webhooks"] = [
-            {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
-                                             if k not in SECRET_SETTINGS}}
-            for h in hooks
-        ]
-    else:
-        # The contract allows null here, the reference's schema only an array: leaving
-        # the key out satisfies both.
-        target.pop("webhooks", None)
+    target["webhooks"] = [
+        {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
+                                         if k not in SECRET_SETTINGS}}
+        for h in target.get("webhooks") or ()
+    ]
+    if target.get("by") is not None:
+        target["by"] = {"follow_preference": False, **target["by"]}
     return target
 
 
