@@ -250,3 +250,23 @@ async def test_a_team_and_a_chat_robot_hear_of_an_acknowledgement_only(
     rows = await deliveries_of(papi, info["incident_id"])
     assert sorted((r.channel, r.person_id, r.rule_id, r.status) for r in rows) == [
         ("email", member.person_id, rule_id, "success"), ("slack", 0, rule_id, "success")]
+
+
+async def test_a_resolution_by_the_alerts_recovery_is_told_too(
+        papi: Api, owner: Person, receiver: Receiver) -> None:
+    channel_id = await make_channel(papi, owner)
+    await create_notify_rule(papi, owner, notify_rule(
+        channel_id, events=["i_rslv"], target={"webhooks": [hook(receiver, "/rslv")]}))
+    integration_key = await make_integration(papi, owner, channel_id)
+    await push(papi, integration_key, title="queue stuck", status="Critical", alert_key="q")
+    await run_jobs(papi)
+    assert receiver.take() == []
+    await push(papi, integration_key, title="queue stuck", status="Ok", alert_key="q")
+    await run_jobs(papi)
+    info = await incident_of(papi, owner, channel_id)
+    assert info["progress"] == "Closed"
+    [got] = receiver.take()
+    body = json.loads(got.body)
+    # Nobody acted: no `person`.
+    assert (body["event_type"], "person" in body, body["incident"]["progress"]) == (
+        "i_rslv", False, "Closed")
