@@ -59,8 +59,9 @@ DOMAINS: tuple[Domain, ...] = (
     ),
     Domain(
         "dispatch",
-        routers=("dutyline.dispatch.endpoints:router",),
-        task_modules=("dutyline.dispatch.tasks",),
+        routers=("dutyline.dispatch.endpoints:router",
+                 "dutyline.dispatch.notify_rule.endpoints:router"),
+        task_modules=("dutyline.dispatch.tasks", "dutyline.dispatch.notify_rule.tasks"),
         # The signed links' pages are the console's (dutyline.web.signed_links).
         extra_routes=("dutyline.dispatch.voice:routes",),
     ),

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.reference_notify_rules import notify_rules
 from tests.api.reference_steps_postmortem import post_mortems
 from tests.api.reference_war_rooms import war_rooms
 from tests.api.test_reference_schemas import check, reference_validator
@@ -604,9 +605,9 @@ async def _teardown_and_audit(w: World) -> None:
 
 
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
-                                       _templates, _noise_rules, _schedules, _escalation,
-                                       _insight, _status_pages, _enrichment, _monitors,
-                                       post_mortems, war_rooms, calendars_step,
+                                       _templates, _noise_rules, _schedules, notify_rules,
+                                       _escalation, _insight, _status_pages, _enrichment,
+                                       _monitors, post_mortems, war_rooms, calendars_step,
                                        _teardown_and_audit]
 
 

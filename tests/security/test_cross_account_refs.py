@@ -181,6 +181,8 @@ _rule_factory("unsubscribe", {"filters": _SEVERITY})
 _ESCALATE_BY = {"follow_preference": True}
 _rule_factory("escalate", {"layers": [{"target": {"emails": ["x@example.com"],
                                                   "by": _ESCALATE_BY}}]})
+_rule_factory("notify", {"events": ["i_new"],
+                        "target": {"emails": ["x@example.com"], "by": _ESCALATE_BY}})
 
 
 @factory("schedule")
@@ -650,7 +652,15 @@ for _kind, _body in _RULE_BODIES.items():
 WALK["/channel/silence/rule/create"] = lambda: {
     "channel_id": C, "rule_name": "s", "filters": _SEVERITY, "from_incident_id": INC,
     "time_filter": {"start_time": 1, "end_time": 4_000_000_000}}
-for _kind in ("inhibit", "silence", "unsubscribe", "escalate"):
+_NOTIFY_TARGET = {"person_ids": [P], "team_ids": [T], "by": _ESCALATE_BY}
+WALK["/channel/notify/rule/create"] = lambda: {
+    "channel_id": C, "rule_name": "n", "events": ["i_new"], "template_id": Ref("template"),
+    "target": _NOTIFY_TARGET}
+WALK["/channel/notify/rule/update"] = lambda: {
+    "channel_id": Ref("notify_rule", "channel"), "rule_id": Ref("notify_rule"),
+    "rule_name": "n", "events": ["i_ack"], "template_id": Ref("template"),
+    "target": _NOTIFY_TARGET}
+for _kind in ("inhibit", "silence", "unsubscribe", "escalate", "notify"):
     for _verb in ("delete", "enable", "disable"):
         WALK[f"/channel/{_kind}/rule/{_verb}"] = (lambda k=_kind: {
             "channel_id": Ref(f"{k}_rule", "channel"), "rule_id": Ref(f"{k}_rule")})

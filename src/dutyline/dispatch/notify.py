@@ -94,7 +94,10 @@ class PageOutbox(delivery.Outbox):
         await super().flush(conn, handoff)
 
 
-async def _person_ids(conn: AsyncConnection, actor: Actor, target: dict[str, Any]) -> list[int]:
+async def target_person_ids(conn: AsyncConnection, actor: Actor,
+                            target: dict[str, Any]) -> list[int]:
+    """Who a target reaches now: its persons, its teams' members, whoever its schedules
+    have on call (each once, in that order)."""
     ids: list[int] = list(target.get("person_ids") or [])
     by_team = await teams.person_ids_of_teams(conn, actor,
                                               list(target.get("team_ids") or []))
@@ -114,14 +117,14 @@ def app_chat_ids(settings: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(str(i).strip() for i in ids if str(i).strip()))
 
 
-def _channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
+def channels_for(by: dict[str, Any] | None, severity: str) -> list[str]:
     """The rule's own channels for the severity (when it does not follow preferences)."""
     if by is None:
         return []
     return list(by.get(severity.lower()) or DEFAULT_PREFERENCE)
 
 
-def _personal_content(channel: str, info: IncidentInfo, person_links: dict[str, str],
+def personal_content(channel: str, info: IncidentInfo, person_links: dict[str, str],
                       rendered: str | None) -> dict[str, Any]:
     if channel == "email":
         return compose.email(info, person_links, rendered)
@@ -140,7 +143,8 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
                        announce: bool) -> None:
     target: dict[str, Any] = rule["layers"][layer_idx].get("target") or {}
     now = actor.now_s
-    people = await members.contacts(conn, actor, await _person_ids(conn, actor, target))
+    people = await members.contacts(conn, actor,
+                                    await target_person_ids(conn, actor, target))
     assigned_to = {"escalate_rule_id": rule["rule_id"], "escalate_rule_name": rule["rule_name"],
                    "layer_idx": layer_idx, "type": assign_type, "id": run_id,
                    "assigned_at": now}
@@ -155,7 +159,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
     key = await links.server_key(runtime.settings)
     by: dict[str, Any] | None = target.get("by")
     follow = bool(by and by.get("follow_preference"))
-    channels = _channels_for(by, info.incident_severity)
+    channels = channels_for(by, info.incident_severity)
     prefs = await preferences.preferences(conn, actor, sorted(people))
     rendered: dict[str, str | None] = {}
 
@@ -173,7 +177,7 @@ async def notify_layer(conn: AsyncConnection, runtime: Runtime, actor: Actor, *,
         pref = prefs[person.person_id]
         wanted = pref.channels(info.incident_severity) if follow else channels
         for channel in wanted:
-            content = _personal_content(channel, info, person_links,
+            content = personal_content(channel, info, person_links,
                                               await render(channel))
             outbox.add(actor, **common, channel=channel, person_id=person.person_id,
                        address=preferences.address(person, pref, channel), content=content)

@@ -43,6 +43,15 @@ def _compiled(filters: str, time_filters: str, time_zone: str | None
                                  tz=time_zone, calendars=True))
 
 
+def filter_subject(info: Any) -> dict[str, Any]:
+    """What rule filters read of an incident (the filter keys: severity, title,
+    description, labels.*): escalation and channel notification rules alike."""
+    return {"severity": info.incident_severity, "incident_severity": info.incident_severity,
+            "title": info.title, "description": info.description, "labels": info.labels,
+            "fields": info.fields, "progress": info.progress, "num": info.num,
+            "channel_id": info.channel_id, "channel_name": info.channel_name}
+
+
 async def rule_matches(conn: AsyncConnection, actor: Actor, filters: str, time_filters: str,
                        subject: dict[str, Any], at_s: int,
                        time_zone: str | None = None) -> bool:

@@ -134,6 +134,21 @@ def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def public_target(stored: dict[str, Any]) -> dict[str, Any]:
+    """A notification rule's target as a caller reads it: webhook secrets are write-only, so
+    they are left out; `webhooks` is an array (empty when there are none) and `by` names
+    `follow_preference` (false included), as clients read escalation layers' targets."""
+    target = dict(stored)
+    target["webhooks"] = [
+        {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
+                                         if k not in SECRET_SETTINGS}}
+        for h in target.get("webhooks") or ()
+    ]
+    if target.get("by") is not None:
+        target["by"] = {"follow_preference": False, **target["by"]}
+    return target
+
+
 def rule_item(row: Any) -> EscalateRuleItem:
     """The one row -> record mapper."""
     return EscalateRuleItem(

@@ -30,6 +30,7 @@ from dutyline.dispatch.schemas import (
     SECRET_SETTINGS,
     EscalateLayer,
     EscalateRuleItem,
+    EscalateTarget,
     RuleCreateResponse,
     rule_item,
 )
@@ -37,7 +38,6 @@ from dutyline.incident.service import references
 from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
-from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.secretbox import SecretBox
 from dutyline.notify.delivery import service as delivery
 from dutyline.platform.calendar import service as calendars
@@ -83,16 +83,24 @@ async def _require_rule(conn: Any, actor: Actor, channel_id: int, rule_id: str) 
 
 
 async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
-                          policy: OutboundPolicy) -> None:
+                          deps: Deps) -> None:
     if not layers:
         raise errors.invalid("layers", "at least one layer is required")
     if len(layers) > MAX_LAYERS:
         raise errors.invalid("layers", f"at most {MAX_LAYERS} layers")
+    await check_targets(conn, actor, targets=[(f"layers[{i}].target", layer.target)
+                                              for i, layer in enumerate(layers)], deps=deps)
+
+
+async def check_targets(conn: Any, actor: Actor, *, targets: list[tuple[str, EscalateTarget]],
+                        deps: Deps) -> None:
+    """Refuse targets (each with the field path it came in) that name nobody, name a way
+    of sending that does not exist, or a person, team or schedule not of the account (not
+    found). Escalation layers and channel notification rules share these rules."""
     person_ids: set[int] = set()
     team_ids: set[int] = set()
     schedule_ids: set[int] = set()
-    for i, layer in enumerate(layers):
-        t, path = layer.target, f"layers[{i}].target"
+    for path, t in targets:
         recipients = [*t.person_ids, *t.team_ids, *t.schedule_to_role_ids, *t.emails]
         if not recipients and not t.webhooks:
             raise errors.invalid(path, "names no person, team, schedule, email or webhook")
@@ -119,7 +127,8 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
                     or not urlsplit(url).hostname:
                 raise errors.invalid(f"{path}.webhooks[{j}].settings.url",
                                      "must be an http(s) URL")
-            outbound_urls.check_static(url, policy, field=f"{path}.webhooks[{j}].settings.url")
+            outbound_urls.check_static(url, deps.policy,
+                                       field=f"{path}.webhooks[{j}].settings.url")
             chat_id = hook.settings.get("chat_id")
             if hook.type == "telegram" and not (
                     isinstance(chat_id, int) or (isinstance(chat_id, str) and chat_id.strip())):
@@ -147,63 +156,75 @@ async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
 
 def delivery_warnings(settings: Settings, layers: list[EscalateLayer]) -> list[SaveWarning]:
     """What the layers ask for that these settings cannot send (the rule is saved anyway):
-    a channel in `by` without its means (e-mail without SMTP, SMS without Twilio...),
-    e-mail addresses without SMTP, an app's group chat without the app (a webhook URL the
-    outbound guard refuses is refused when saved, not warned about). Channels a
-    `follow_preference` layer takes from the members' own preferences are warned about when
-    the member saves them."""
+    see target_warnings."""
     out: list[SaveWarning] = []
     for i, layer in enumerate(layers):
-        t, path = layer.target, f"layers[{i}].target"
-        people = t.person_ids or t.team_ids or t.schedule_to_role_ids
-        if people and t.by is not None and not t.by.follow_preference:
-            for sev in ("critical", "warning", "info"):
-                for channel in getattr(t.by, sev) or ["email"]:
-                    reason = delivery.personal_gap(settings, channel)
-                    if reason:
-                        out.append(SaveWarning(field=f"{path}.by.{sev}",
-                                               message=f"{channel}: {reason}"))
-        if t.emails and (reason := delivery.group_gap(settings, "email")):
-            out.append(SaveWarning(field=f"{path}.emails", message=reason))
-        for j, hook in enumerate(t.webhooks or []):
-            where = f"{path}.webhooks[{j}]"
-            if hook.type in APP_TYPES:
-                reason = delivery.group_gap(settings, hook.type)
+        out += target_warnings(settings, layer.target, f"layers[{i}].target")
+    return out
+
+
+def target_warnings(settings: Settings, t: EscalateTarget, path: str) -> list[SaveWarning]:
+    """What a target asks for that these settings cannot send: a channel in `by` without
+    its means (e-mail without SMTP, SMS without Twilio...), e-mail addresses without SMTP,
+    an app's group chat without the app (a webhook URL the outbound guard refuses is
+    refused when saved, not warned about). Channels a `follow_preference` target takes from
+    the members' own preferences are warned about when the member saves them."""
+    out: list[SaveWarning] = []
+    people = t.person_ids or t.team_ids or t.schedule_to_role_ids
+    if people and t.by is not None and not t.by.follow_preference:
+        for sev in ("critical", "warning", "info"):
+            for channel in getattr(t.by, sev) or ["email"]:
+                reason = delivery.personal_gap(settings, channel)
                 if reason:
-                    out.append(SaveWarning(field=f"{where}.type", message=reason))
+                    out.append(SaveWarning(field=f"{path}.by.{sev}",
+                                           message=f"{channel}: {reason}"))
+    if t.emails and (reason := delivery.group_gap(settings, "email")):
+        out.append(SaveWarning(field=f"{path}.emails", message=reason))
+    for j, hook in enumerate(t.webhooks or []):
+        where = f"{path}.webhooks[{j}]"
+        if hook.type in APP_TYPES:
+            reason = delivery.group_gap(settings, hook.type)
+            if reason:
+                out.append(SaveWarning(field=f"{where}.type", message=reason))
     return out
 
 
 def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
                    previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as stored: secrets given are sealed; a secret left out or sent back masked
-    keeps the stored one of the webhook in the same place, unless that webhook changed type
-    or its URL moved to another origin."""
+    """Layers as stored: see sealed_target."""
     out: list[dict[str, Any]] = msgspec.to_builtins(layers)
     for i, layer in enumerate(out):
-        hooks = layer["target"].get("webhooks") or []
-        old_hooks: list[dict[str, Any]] = []
-        if i < len(previous):
-            old_hooks = (previous[i].get("target") or {}).get("webhooks") or []
-        for j, hook in enumerate(hooks):
-            settings = hook["settings"]
-            before = old_hooks[j] if j < len(old_hooks) else {}
-            old = before.get("settings") or {}
-            keep = before.get("type") == hook["type"] and same_origin(
-                str(old.get("url", "")), str(settings.get("url", "")))
-            for key in SECRET_SETTINGS:
-                given = settings.get(key)
-                if given is not None and not isinstance(given, str):
-                    raise errors.invalid(
-                        f"layers[{i}].target.webhooks[{j}].settings.{key}", "must be a string")
-                value = secret_to_store(
-                    given, str(old.get(key) or ""), keep=keep, seal=box.seal, blank_keeps=True,
-                    field=f"layers[{i}].target.webhooks[{j}].settings.{key}")
-                if value:
-                    settings[key] = value
-                else:
-                    settings.pop(key, None)
+        before = (previous[i].get("target") or {}) if i < len(previous) else {}
+        seal_target(layer["target"], before, box, f"layers[{i}].target")
     return out
+
+
+def seal_target(target: dict[str, Any], previous: dict[str, Any], box: SecretBox,
+                path: str) -> dict[str, Any]:
+    """A target (as builtins) as stored, changed in place: secrets given are sealed; a
+    secret left out or sent back masked keeps the stored one of the webhook in the same
+    place of `previous` (the stored target), unless that webhook changed type or its URL
+    moved to another origin."""
+    hooks = target.get("webhooks") or []
+    old_hooks: list[dict[str, Any]] = previous.get("webhooks") or []
+    for j, hook in enumerate(hooks):
+        settings = hook["settings"]
+        before = old_hooks[j] if j < len(old_hooks) else {}
+        old = before.get("settings") or {}
+        keep = before.get("type") == hook["type"] and same_origin(
+            str(old.get("url", "")), str(settings.get("url", "")))
+        for key in SECRET_SETTINGS:
+            given = settings.get(key)
+            if given is not None and not isinstance(given, str):
+                raise errors.invalid(f"{path}.webhooks[{j}].settings.{key}", "must be a string")
+            value = secret_to_store(
+                given, str(old.get(key) or ""), keep=keep, seal=box.seal, blank_keeps=True,
+                field=f"{path}.webhooks[{j}].settings.{key}")
+            if value:
+                settings[key] = value
+            else:
+                settings.pop(key, None)
+    return target
 
 
 async def _check_template(conn: Any, actor: Actor, template_id: str, stored: str = "") -> None:
@@ -228,7 +249,7 @@ async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
         raise errors.invalid("rule_name", "is required")
     await peers.check_filters(conn, actor, filters, time_filters)
     await _check_template(conn, actor, template_id)
-    await _checked_layers(conn, actor, layers, deps.policy)
+    await _checked_layers(conn, actor, layers, deps)
     rule_id, now = hex_id(), actor.now_s
     await repo.insert_rule(conn, {
         "rule_id": rule_id, "account_id": actor.account_id, "channel_id": channel_id,
@@ -255,7 +276,7 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
         raise errors.invalid("rule_name", "is required")
     await peers.check_filters(conn, actor, filters, time_filters)
     await _check_template(conn, actor, template_id, stored=row.template_id)
-    await _checked_layers(conn, actor, layers, deps.policy)
+    await _checked_layers(conn, actor, layers, deps)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "rule_name": name, "description": description, "priority": priority,
         "aggr_window": aggr_window, "template_id": template_id.lower(),

@@ -27,14 +27,6 @@ _KINDS = (events.CREATED, events.REOPENED, events.ASSIGNED, events.ACKED, events
           events.WOKEN, events.RESOLVED, events.REMOVED)
 
 
-def _subject(info: Any) -> dict[str, Any]:
-    """What rule filters read (the filter keys: severity, title, description, labels.*)."""
-    return {"severity": info.incident_severity, "incident_severity": info.incident_severity,
-            "title": info.title, "description": info.description, "labels": info.labels,
-            "fields": info.fields, "progress": info.progress, "num": info.num,
-            "channel_id": info.channel_id, "channel_name": info.channel_name}
-
-
 class _Batch:
     """What the events of one transaction share: the incidents that open an escalation
     (read together up front), each channel's enabled rules (read once), and the outbox of
@@ -69,7 +61,7 @@ async def _pick_rule(conn: AsyncConnection, reads: _Batch, actor: Actor,
                      info: IncidentInfo) -> Any | None:
     if not info.channel_id:
         return None
-    subject = _subject(info)
+    subject = peers.filter_subject(info)
     for rule in await reads.enabled_rules(conn, actor, info.channel_id):
         if await peers.rule_matches(conn, actor, rule.filters, rule.time_filters, subject,
                                     actor.now_s, info.account_time_zone):

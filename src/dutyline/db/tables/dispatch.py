@@ -51,3 +51,37 @@ dispatch_state = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
 )
+
+# Channel notification rules (dispatch/notify_rule): who is told of which incident events of
+# a channel, beside escalation. `events` is a JSON array of incident feed types (`i_new`,
+# `i_ack`...); `target` a JSON escalation target, webhook secrets sealed.
+channel_notify_rule = Table(
+    "channel_notify_rule",
+    metadata,
+    Column("rule_id", String(24), primary_key=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("channel_id", BigInteger, nullable=False),
+    Column("rule_name", String(64), nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("events", Text, nullable=False, server_default="[]"),
+    Column("template_id", String(24), nullable=False, server_default=""),
+    Column("target", Text, nullable=False, server_default="{}"),
+    Column("time_filters", Text, nullable=False, server_default="[]"),
+    Column("filters", Text, nullable=False, server_default="[]"),
+    Column("status", String(16), nullable=False, server_default="enabled"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ix_channel_notify_rule_channel", "account_id", "channel_id", "status"),
+)
+
+# One row per (rule, incident event) a rule has notified: its deliveries are made once,
+# whatever runs the event's job again.
+channel_notify_sent = Table(
+    "channel_notify_sent",
+    metadata,
+    Column("rule_id", String(24), primary_key=True),
+    Column("event_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("incident_id", String(24), nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
