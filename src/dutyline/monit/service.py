@@ -16,7 +16,7 @@ from dutyline.api.deps import Deps
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
-from dutyline.monit import conditions, datasources, engine, history, prom
+from dutyline.monit import agent_schemas, conditions, datasources, engine, history, prom, tools
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
     DS_TYPES,
@@ -52,6 +52,10 @@ update_datasource = datasources.update_datasource
 get_datasource = datasources.get_datasource
 list_datasources = datasources.list_datasources
 delete_datasource = datasources.delete_datasource
+# The agent-facing tools over monitored targets, for an automation's agent loop.
+tools_catalog = tools.catalog
+tools_invoke = tools.invoke
+InvokeTool = agent_schemas.InvokeTool
 DataSourceSpec = datasources.DataSourceSpec
 
 
