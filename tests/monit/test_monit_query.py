@@ -321,3 +321,24 @@ async def test_log_patterns_read_pages_up_to_the_scan_limit(
     assert [(c["end"], c["limit"]) for c in logs.calls] == [
         (str(NOW * NS), "2"), (str((NOW - 200) * NS), "2"), (str((NOW - 400) * NS), "1")]
     assert {c["start"] for c in logs.calls} == {start}
+
+
+async def test_timeout_seconds_bounds_the_diagnosis(api: Api) -> None:
+    """A data source that never answers: the diagnosis gives up after timeout_seconds."""
+    import asyncio
+
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    async def hang(_: Any) -> Any:
+        await asyncio.Event().wait()  # ended by the peer's shutdown
+
+    owner = await new_account(api)
+    app = Starlette(routes=[Route("/api/v1/query_range", hang, methods=["POST"])])
+    with serve_asgi(app) as url:
+        await datasource(api, owner, url, name="slow")
+        reply = await api.call("/monit/query/diagnose", {
+            "ds_type": "prometheus", "ds_name": "slow", "input": {"query": "up"},
+            "timeout_seconds": 1}, key=owner.key)
+    assert (reply.status, reply.code) == (400, "BadRequest")
+    assert "within 1 s" in reply.message
