@@ -109,6 +109,9 @@ async def test_target_unavailable_and_forward_failed(api: Api, table: PromTable,
     owner = await new_account(api)
     none = await _catalog(api, owner, target_locator="host:web-01")
     assert (none.status, none.code) == (400, "target_unavailable")
+    chinese = await api.call("/monit/tools/catalog", {"target_locator": "host:web-01"},
+                             key=owner.key, headers={"Accept-Language": "zh-CN"})
+    assert chinese.message == "没有已启用的 prometheus 数据源可以查询目标 host:web-01"
     await datasource(api, owner, peer)
     table.answers[toolsets.HOST.probe_for("db-9")] = []
     unknown = await _invoke(api, owner, target_locator="host:db-9", tools=[{"tool": "host.cpu"}])

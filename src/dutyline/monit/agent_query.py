@@ -26,7 +26,7 @@ from dutyline.monit.agent_schemas import (
     Row,
     Window,
 )
-from dutyline.monit.schemas import DS_TYPES, SUPPORTED_DS_TYPES
+from dutyline.monit.schemas import DS_TYPES, SUPPORTED_DS_TYPES, UNSUPPORTED_DS_TYPE
 from dutyline.monit.tools import check_account
 
 DEFAULT_WINDOW_S = 15 * 60
@@ -47,8 +47,7 @@ async def _datasource(conn: AsyncConnection, actor: Actor, ds_type: str, ds_name
     if ds_type not in DS_TYPES:
         raise errors.invalid("ds_type", f"must be one of {', '.join(DS_TYPES)}")
     if ds_type not in SUPPORTED_DS_TYPES:
-        raise errors.invalid("ds_type", f"only {' and '.join(SUPPORTED_DS_TYPES)} data "
-                                        "sources are supported")
+        raise errors.invalid("ds_type", UNSUPPORTED_DS_TYPE)
     if not ds_name:
         raise errors.invalid("ds_name", "is required")
     row = next((r for r in await repo.list_datasources(conn, actor.account_id, ds_type)

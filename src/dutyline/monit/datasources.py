@@ -30,6 +30,7 @@ from dutyline.monit import tls
 from dutyline.monit.schemas import (
     DS_TYPES,
     SUPPORTED_DS_TYPES,
+    UNSUPPORTED_DS_TYPE,
     DataSourceItem,
     DSPayload,
     DSPrometheusConfig,
@@ -178,8 +179,7 @@ async def _upsert(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec, 
     if req.type_ident not in DS_TYPES:
         raise errors.invalid("type_ident", f"must be one of {', '.join(DS_TYPES)}")
     if req.type_ident not in SUPPORTED_DS_TYPES:
-        raise errors.invalid("type_ident",
-                             f"only {' and '.join(SUPPORTED_DS_TYPES)} data sources are supported")
+        raise errors.invalid("type_ident", UNSUPPORTED_DS_TYPE)
     name = req.name.strip()
     if not name:
         raise errors.invalid("name", "is required")

@@ -62,6 +62,7 @@ DS_TYPES = ("prometheus", "loki", "mysql", "oracle", "postgres", "clickhouse",
 # Data sources that can be saved and queried; alert rules evaluate only RULE_DS_TYPES.
 SUPPORTED_DS_TYPES = ("prometheus", "loki")
 RULE_DS_TYPES = ("prometheus",)
+UNSUPPORTED_DS_TYPE = "only prometheus and loki data sources are supported"
 
 
 class DataSourceUpsertRequest(msgspec.Struct, kw_only=True):
