@@ -184,12 +184,14 @@ async def _log_patterns(target: prom.Target, query: str, start: int, end: int, m
     lines, more = await loki.scan(deps.policy, target, query, start_s=start, end_s=end,
                                   max_lines=max_lines, timeout_s=timeout_s,
                                   transport=engine.transport_override)
-    # Mining is CPU work over up to 50,000 lines: off the event loop.
-    found = await anyio.to_thread.run_sync(
+    # Mining is CPU work over up to 50,000 lines (bounded: logpatterns.MAX_WORK): off the
+    # event loop.
+    mined = await anyio.to_thread.run_sync(
         logpatterns.mine, [(line.at_s, line.text) for line in lines], abandon_on_cancel=True)
+    found = mined.patterns
     results = [{"signature": p.signature, "sample_count": p.count,
                 "first_seen": int(p.first_seen), "sample": p.sample} for p in found[:cap]]
-    return results, len(lines), more or len(found) > cap
+    return results, mined.lines, more or not mined.complete or len(found) > cap
 
 
 async def _metric_trends(target: prom.Target, query: str, start: int, end: int, cap: int,
