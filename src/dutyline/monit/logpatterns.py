@@ -108,7 +108,7 @@ class Miner:
 def _similarity(pattern: Pattern, tokens: list[str]) -> float:
     """The share of positions where the pattern already agrees (a wildcard agrees). Counted
     in C (map over operator.eq): this is the miner's inner loop."""
-    same = sum(map(operator.eq, pattern.tokens, tokens)) + pattern.wildcards
+    same: int = sum(map(operator.eq, pattern.tokens, tokens)) + pattern.wildcards
     return min(same, len(tokens)) / len(tokens)
 
 
