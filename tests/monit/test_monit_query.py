@@ -240,7 +240,7 @@ async def test_loki_data_sources_keep_their_secrets(api: Api, logs: LokiTable,
                                headers=["X-Scope-OrgID: tenant-1"])
     info = (await api.call("/monit/datasource/info", {"id": ds_id}, key=owner.key)).data
     assert info["type_ident"] == "loki" and "prometheus" not in info["payload"]
-    assert "basic_auth_password" not in info["payload"]["loki"]
+    assert info["payload"]["loki"].get("basic_auth_password", "") == ""
     assert info["payload"]["loki"]["headers"] == ["X-Scope-OrgID: ******"]
     # The masked header keeps its value on the same origin; both are sent.
     update = {"id": ds_id, "type_ident": "loki", "name": "logs", "address": loki_peer,
