@@ -187,7 +187,9 @@ async def _bodies(api: Api, owner: Person) -> dict[str, dict[str, Any]]:
             "type_ident": "prometheus", "name": "prom", "address": "http://127.0.0.1:9",
             "edge_cluster_name": "default", "payload": {"prometheus": {
                 "basic_auth_enabled": True, "basic_auth_username": "u",
-                "headers": ["X-Scope-OrgID: t"], "params": ["dedup=true"]}}},
+                "headers": ["X-Scope-OrgID: t"], "params": ["dedup=true"]},
+                # A Loki data source's block (the same fields), ignored on a Prometheus one.
+                "loki": {"headers": ["X-Scope-OrgID: t"], "params": ["dedup=true"]}}},
         "/schedule/create": {
             "schedule_name": "Primary", "time_zone": "Asia/Shanghai",
             "layers": [rotation([owner.person_id], enable=MONDAY_SHANGHAI)],

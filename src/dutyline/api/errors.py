@@ -29,6 +29,13 @@ STATUS_BY_CODE: dict[str, int] = {
     "RequestTooFrequently": 429,
     "InternalError": 500,
     "ServiceUnavailable": 503,
+    # Whole-request failures of the monitor tool operations (/monit/tools/*), codes that
+    # published clients of those operations read (spec decisions §10). Each is the caller's
+    # to act on: name another target or kind, read the catalogue again, or retry later.
+    "target_unavailable": 400,
+    "ambiguous_target_kind": 400,
+    "unknown_toolset_hash": 400,
+    "forward_failed": 400,
 }
 
 
@@ -138,6 +145,27 @@ class InternalError(ApiError):
 class ServiceUnavailable(ApiError):
     code = "ServiceUnavailable"
     default_message = "A backend dependency is unavailable; retry later"
+
+
+class TargetUnavailable(ApiError):
+    code = "target_unavailable"
+    default_message = "No data source of the account knows the target {target}"
+
+
+class AmbiguousTargetKind(ApiError):
+    code = "ambiguous_target_kind"
+    default_message = "The target {target} is of several kinds ({kinds}): name one in target_kind"
+
+
+class UnknownToolsetHash(ApiError):
+    code = "unknown_toolset_hash"
+    default_message = ("The toolset_hash {hash} is not the target's current catalogue: read "
+                       "/monit/tools/catalog again")
+
+
+class ForwardFailed(ApiError):
+    code = "forward_failed"
+    default_message = "The data source {datasource} could not be reached: {reason}"
 
 
 def invalid(field: str, reason: str = "is invalid") -> InvalidParameter:

@@ -30,6 +30,7 @@ from dutyline.monit import tls
 from dutyline.monit.schemas import (
     DS_TYPES,
     SUPPORTED_DS_TYPES,
+    UNSUPPORTED_DS_TYPE,
     DataSourceItem,
     DSPayload,
     DSPrometheusConfig,
@@ -68,12 +69,23 @@ def _check_address(address: str, policy: OutboundPolicy) -> str:
     return text
 
 
-def _header_pairs(lines: list[str], field: str) -> list[tuple[str, str]]:
+def http_config(payload: DSPayload, type_ident: str) -> DSPrometheusConfig | None:
+    """The HTTP settings block of a data source of this type (Prometheus and Loki share
+    their fields)."""
+    return payload.loki if type_ident == "loki" else payload.prometheus
+
+
+def _payload_with(type_ident: str, cfg: DSPrometheusConfig) -> DSPayload:
+    return DSPayload(loki=cfg) if type_ident == "loki" else DSPayload(prometheus=cfg)
+
+
+def _header_pairs(lines: list[str], field: str,
+                  block: str = "prometheus") -> list[tuple[str, str]]:
     pairs = []
     for line in lines:
         name, sep, value = line.partition(":" if field == "headers" else "=")
         if not sep or not name.strip():
-            raise errors.invalid(f"payload.prometheus.{field}",
+            raise errors.invalid(f"payload.{block}.{field}",
                                  "entries must be 'Key: Value'" if field == "headers"
                                  else "entries must be 'key=value'")
         pairs.append((name.strip(), value.strip()))
@@ -81,17 +93,18 @@ def _header_pairs(lines: list[str], field: str) -> list[tuple[str, str]]:
 
 
 def _merge_secrets(new: DSPrometheusConfig, old: DSPrometheusConfig | None,
-                   keep: bool) -> DSPrometheusConfig:
+                   keep: bool, block: str) -> DSPrometheusConfig:
     """Blank (or masked) secret fields keep the stored value only on the same origin."""
     if old is None:
         old = DSPrometheusConfig()
-    field = "payload.prometheus"
+    field = f"payload.{block}"
 
     def kept(name: str, sep: str) -> list[str]:
         # Each masked value keeps the stored one of that name on the same origin (query
         # parameters carry tokens too).
-        values = headers_to_store(dict(_header_pairs(getattr(new, name), name)),
-                                  dict(_header_pairs(getattr(old, name), name)), keep=keep,
+        values = headers_to_store(dict(_header_pairs(getattr(new, name), name, block)),
+                                  dict(_header_pairs(getattr(old, name), name, block)),
+                                  keep=keep,
                                   field=f"{field}.{name}")
         return [f"{n}{sep}{v}" for n, v in values.items()]
 
@@ -106,7 +119,7 @@ def _merge_secrets(new: DSPrometheusConfig, old: DSPrometheusConfig | None,
     )
 
 
-async def _check_tls(cfg: DSPrometheusConfig) -> None:
+async def _check_tls(cfg: DSPrometheusConfig, block: str) -> None:
     """The TLS settings load now (a bad PEM, a key that does not match its certificate or its
     password) rather than failing every evaluation later."""
     settings = tls.settings_of(cfg)
@@ -115,7 +128,7 @@ async def _check_tls(cfg: DSPrometheusConfig) -> None:
     try:
         await anyio.to_thread.run_sync(tls.context_for, settings)
     except tls.TlsInvalid as exc:
-        raise errors.invalid(f"payload.prometheus.{exc.field}", exc.reason) from None
+        raise errors.invalid(f"payload.{block}.{exc.field}", exc.reason) from None
 
 
 def open_payload(box: SecretBox, sealed: str) -> DSPayload:
@@ -126,14 +139,16 @@ def open_payload(box: SecretBox, sealed: str) -> DSPayload:
 
 def _public_payload(payload: DSPayload) -> DSPayload:
     """Without credentials: secrets blank, header and query parameter values masked."""
-    prom = payload.prometheus
-    if prom is None:
-        return payload
-    headers = [f"{n}: {MASK}" for n, _ in _header_pairs(prom.headers, "headers")]
-    params = [f"{n}={MASK}" for n, _ in _header_pairs(prom.params, "params")]
-    return DSPayload(prometheus=msgspec.structs.replace(
-        prom, basic_auth_password="", tls_key="", tls_key_pwd="", headers=headers,
-        params=params))
+
+    def public(cfg: DSPrometheusConfig | None) -> DSPrometheusConfig | None:
+        if cfg is None:
+            return None
+        headers = [f"{n}: {MASK}" for n, _ in _header_pairs(cfg.headers, "headers")]
+        params = [f"{n}={MASK}" for n, _ in _header_pairs(cfg.params, "params")]
+        return msgspec.structs.replace(cfg, basic_auth_password="", tls_key="", tls_key_pwd="",
+                                       headers=headers, params=params)
+
+    return DSPayload(prometheus=public(payload.prometheus), loki=public(payload.loki))
 
 
 def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:
@@ -164,13 +179,14 @@ async def _upsert(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec, 
     if req.type_ident not in DS_TYPES:
         raise errors.invalid("type_ident", f"must be one of {', '.join(DS_TYPES)}")
     if req.type_ident not in SUPPORTED_DS_TYPES:
-        raise errors.invalid("type_ident", "only prometheus data sources are supported")
+        raise errors.invalid("type_ident", UNSUPPORTED_DS_TYPE)
     name = req.name.strip()
     if not name:
         raise errors.invalid("name", "is required")
     address = _check_address(req.address, deps.policy)
-    prom = req.payload.prometheus or DSPrometheusConfig()
-    _header_pairs(prom.params, "params")
+    block = req.type_ident
+    prom = http_config(req.payload, block) or DSPrometheusConfig()
+    _header_pairs(prom.params, "params", block)
     old = None
     if not create:
         if not req.id:
@@ -181,14 +197,17 @@ async def _upsert(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec, 
     ds_id = old.id if old is not None else numeric_id()
     if await repo.datasource_name_taken(conn, actor.account_id, name, ds_id):
         raise errors.invalid("name", "already exists")
-    stored = None if old is None else open_payload(box, old.payload_sealed).prometheus
+    # Secrets stay with their origin and their type: a data source that changes type asks
+    # for them anew.
+    stored = (None if old is None or old.type_ident != block
+              else http_config(open_payload(box, old.payload_sealed), block))
     keep = old is not None and same_origin(old.address, address)
-    prom = _merge_secrets(prom, stored, keep)
-    await _check_tls(prom)
+    prom = _merge_secrets(prom, stored, keep, block)
+    await _check_tls(prom, block)
     values = {
         "type_ident": req.type_ident, "name": name, "enabled": req.enabled,
         "note": req.note, "address": address, "edge_cluster_name": req.edge_cluster_name,
-        "payload_sealed": box.seal(msgspec.json.encode(DSPayload(prometheus=prom)).decode()),
+        "payload_sealed": box.seal(msgspec.json.encode(_payload_with(block, prom)).decode()),
         "updated_at": actor.now_s,
     }
     if old is None:

@@ -1,5 +1,7 @@
 """/monit/datasource/* and /monit/rule/* operations (reference names and fields), plus
-/monit/datasource/query, our ad-hoc instant query for a rule editor.
+/monit/datasource/query, our ad-hoc instant query for a rule editor, and the agent-facing
+operations published clients call: /monit/tools/catalog|invoke (tools over a monitored
+target) and /monit/query/rows|diagnose (a data source named by type and name).
 
 Every one needs the alert rule management permission (monit): the catalogue has no read
 permission of its own for monitors. The services check it again and note the audit targets
@@ -11,7 +13,17 @@ from typing import Any
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ALERT_RULE_MANAGE
-from dutyline.monit import history, rulesets, service
+from dutyline.monit import agent_query, history, rulesets, service, tools
+from dutyline.monit.agent_schemas import (
+    CatalogRequest,
+    CatalogResponse,
+    DiagnoseRequest,
+    DiagnoseResponse,
+    InvokeRequest,
+    InvokeResponse,
+    Row,
+    RowsRequest,
+)
 from dutyline.monit.schemas import (
     AlertRule,
     AlertRuleAudit,
@@ -237,3 +249,43 @@ async def ruleset_update(ctx: Context, req: StoreRulesetUpdateRequest) -> StoreR
 async def ruleset_delete(ctx: Context, req: IDRequest) -> None:
     """Delete a ruleset (its creator's account only)."""
     await rulesets.delete_ruleset(ctx.conn, ctx.actor, ruleset_id=req.id)
+
+
+@router.post("/monit/tools/catalog", permissions=MANAGE)
+async def tools_catalog(ctx: Context, req: CatalogRequest) -> CatalogResponse:
+    """The tools an agent can run against a monitored target (`host:web-01`), each with its
+    input's JSON Schema; the target kind is inferred from the data sources when not named."""
+    return await tools.catalog(ctx.conn, ctx.actor, locator=req.target_locator,
+                               target_kind=req.target_kind, account_id=req.account_id,
+                               deps=ctx.runtime.deps)
+
+
+@router.post("/monit/tools/invoke", permissions=MANAGE)
+async def tools_invoke(ctx: Context, req: InvokeRequest) -> InvokeResponse:
+    """Run up to 8 tools against a target concurrently; a result per tool, in order, and one
+    tool's failure does not fail the others."""
+    return await tools.invoke(ctx.conn, ctx.actor, locator=req.target_locator,
+                              target_kind=req.target_kind, calls=req.tools or [],
+                              toolset_hash=req.toolset_hash, account_id=req.account_id,
+                              deps=ctx.runtime.deps)
+
+
+@router.post("/monit/query/rows", permissions=MANAGE)
+async def query_rows(ctx: Context, req: RowsRequest) -> list[Row]:
+    """Run one query on a data source named by type and name: a row per series (or log
+    line), labels in `fields`, numbers in `values`."""
+    return await agent_query.rows(ctx.conn, ctx.actor, ds_type=req.ds_type,
+                                  ds_name=req.ds_name, expr=req.expr, args=req.args,
+                                  account_id=req.account_id, deps=ctx.runtime.deps)
+
+
+@router.post("/monit/query/diagnose", permissions=MANAGE)
+async def query_diagnose(ctx: Context, req: DiagnoseRequest) -> DiagnoseResponse:
+    """Condense a window of a data source into evidence: log patterns (Loki) or metric
+    trends (Prometheus); the window defaults to the last 15 minutes, at most 6 hours."""
+    return await agent_query.diagnose(
+        ctx.conn, ctx.actor, ds_type=req.ds_type, ds_name=req.ds_name,
+        start=req.time_range.start, end=req.time_range.end, query=req.input.query,
+        operation=req.operation, max_logs_scanned=req.max_logs_scanned,
+        max_patterns=req.max_patterns, timeout_seconds=req.timeout_seconds,
+        account_id=req.account_id, deps=ctx.runtime.deps)

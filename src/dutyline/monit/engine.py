@@ -107,7 +107,7 @@ def enabled_window(body: RuleBody, time_zone: str) -> timefilters.TimeFilter:
 
 def target_of(box: SecretBox, row: Any) -> prom.Target:
     payload = datasources.open_payload(box, row.payload_sealed)
-    cfg = payload.prometheus or DSPrometheusConfig()
+    cfg = payload.prometheus or payload.loki or DSPrometheusConfig()
     headers = {}
     for line in cfg.headers:
         name, _, value = line.partition(":")

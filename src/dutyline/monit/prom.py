@@ -34,6 +34,11 @@ class QueryFailed(Exception):
         super().__init__(reason)
 
 
+class Unreachable(QueryFailed):
+    """The data source was not reached or did not answer (as opposed to refusing the
+    query): callers that forward to it report these apart."""
+
+
 @dataclass(frozen=True)
 class Target:
     """Where and how to query one data source (credentials already unsealed)."""
@@ -81,14 +86,7 @@ def _labels(raw: Any) -> dict[str, str]:
 
 def parse(body: bytes) -> Result:
     """The `data` of a /api/v1/query answer as samples."""
-    try:
-        doc = msgspec.json.decode(body)
-    except msgspec.DecodeError:
-        raise QueryFailed("the data source answered malformed JSON") from None
-    if not isinstance(doc, dict):
-        raise QueryFailed("the data source answered an unexpected JSON document")
-    if doc.get("status") != "success":
-        raise QueryFailed(f"query failed: {str(doc.get('error') or doc.get('status'))[:500]}")
+    doc = _success(body)
     data = doc.get("data")
     if not isinstance(data, dict):
         raise QueryFailed("the data source answered without data")
@@ -180,36 +178,102 @@ async def instant_query(
     timeout_s: float = QUERY_TIMEOUT_S, transport: httpx.AsyncBaseTransport | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> Result:
+    body = await send(policy, target, "/api/v1/query", {"query": expr, "time": f"{at_s:.3f}"},
+                       timeout_s=timeout_s, transport=transport, client=client)
+    return parse(body)
+
+
+@dataclass(frozen=True)
+class Series:
+    labels: dict[str, str]
+    points: list[tuple[float, float]]  # (Unix seconds, value), NaN points left out
+
+
+def parse_matrix(body: bytes) -> list[Series]:
+    """The `data` of a /api/v1/query_range answer: every point of every series."""
+    doc = _success(body)
+    data = doc.get("data")
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise QueryFailed("the data source answered without a matrix")
+    result = data.get("result")
+    found = []
+    for s in result[:MAX_SERIES] if isinstance(result, list) else []:
+        values = s.get("values") if isinstance(s, dict) else None
+        if not isinstance(values, list):
+            continue
+        points = []
+        for pair in values:
+            value = _point(pair)
+            if value is not None:
+                points.append((float(pair[0]), value))
+        found.append(Series(_labels(s.get("metric", {})), points))
+    return found
+
+
+async def range_query(
+    policy: OutboundPolicy, target: Target, expr: str, start_s: float, end_s: float,
+    step_s: float, *, timeout_s: float = QUERY_TIMEOUT_S,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> list[Series]:
+    params = {"query": expr, "start": f"{start_s:.3f}", "end": f"{end_s:.3f}",
+              "step": f"{step_s:g}"}
+    return parse_matrix(await send(policy, target, "/api/v1/query_range", params,
+                                    timeout_s=timeout_s, transport=transport))
+
+
+def _success(body: bytes) -> dict[str, Any]:
+    try:
+        doc = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        raise QueryFailed("the data source answered malformed JSON") from None
+    if not isinstance(doc, dict):
+        raise QueryFailed("the data source answered an unexpected JSON document")
+    if doc.get("status") != "success":
+        raise QueryFailed(f"query failed: {str(doc.get('error') or doc.get('status'))[:500]}")
+    return doc
+
+
+async def send(
+    policy: OutboundPolicy, target: Target, path: str, params: dict[str, str], *,
+    timeout_s: float, transport: httpx.AsyncBaseTransport | None = None,
+    client: httpx.AsyncClient | None = None, method: str = "POST",
+) -> bytes:
+    """One call of an HTTP query API (Prometheus', Loki's): a form-encoded POST, or a GET
+    with the parameters in the URL; the body of an answer worth parsing."""
     if client is None:
         async with await client_for(policy, target.tls, timeout_s=timeout_s,
                                     transport=transport) as own:
-            return await instant_query(policy, target, expr, at_s, timeout_s=timeout_s,
-                                       client=own)
+            return await send(policy, target, path, params, timeout_s=timeout_s, client=own,
+                              method=method)
     address = target.address.rstrip("/")
     headers = dict(target.headers)
     if target.basic_auth:
         token = base64.b64encode(f"{target.username}:{target.password}".encode()).decode()
         headers["Authorization"] = f"Basic {token}"
-    params = {**target.params, "query": expr, "time": f"{at_s:.3f}"}
     try:
         extensions = {"sni_hostname": target.tls.server_name} if target.tls.server_name else {}
         # The guard's reading of the address first: httpx would refuse an old-style IPv4
         # form (0177.0.0.1) with an error of its own.
         check_without_dns(address, policy)
-        response = await client.post(f"{address}/api/v1/query", data=params, headers=headers,
-                                     extensions=extensions)
+        fields = {**target.params, **params}
+        if method == "GET":
+            response = await client.get(f"{address}{path}", params=fields, headers=headers,
+                                        extensions=extensions)
+        else:
+            response = await client.post(f"{address}{path}", data=fields, headers=headers,
+                                         extensions=extensions)
     except OutboundBlocked as exc:
         raise QueryFailed(f"address refused: {exc.reason}") from None
     except httpx.InvalidURL as exc:  # not an HTTPError: a URL httpx cannot even build
         raise QueryFailed(f"address refused: {exc}") from None
     except httpx.TimeoutException:
-        raise QueryFailed(f"the data source did not answer within {timeout_s:g} s") from None
+        raise Unreachable(f"the data source did not answer within {timeout_s:g} s") from None
     except (httpx.HTTPError, ssl.SSLError) as exc:
         # An alert read after the handshake (Go's servers refuse a missing client
         # certificate so) escapes httpcore as a bare ssl.SSLError.
-        raise QueryFailed(_failure(exc, address)) from None
+        raise Unreachable(_failure(exc, address)) from None
     if len(response.content) > MAX_BODY:
         raise QueryFailed("the data source answered too much data")
     if response.status_code != 200 and response.status_code not in (400, 422):
-        raise QueryFailed(f"the data source answered HTTP {response.status_code}")
-    return parse(response.content)
+        raise Unreachable(f"the data source answered HTTP {response.status_code}")
+    return response.content

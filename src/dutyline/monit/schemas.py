@@ -54,11 +54,16 @@ class DSPrometheusConfig(msgspec.Struct, kw_only=True):
 
 class DSPayload(msgspec.Struct, kw_only=True, omit_defaults=True):
     prometheus: DSPrometheusConfig | None = None
+    # The reference's DSLokiConfig has exactly the fields of DSPrometheusConfig.
+    loki: DSPrometheusConfig | None = None
 
 
 DS_TYPES = ("prometheus", "loki", "mysql", "oracle", "postgres", "clickhouse",
             "elasticsearch", "sls", "victorialogs")
-SUPPORTED_DS_TYPES = ("prometheus",)
+# Data sources that can be saved and queried; alert rules evaluate only RULE_DS_TYPES.
+SUPPORTED_DS_TYPES = ("prometheus", "loki")
+RULE_DS_TYPES = ("prometheus",)
+UNSUPPORTED_DS_TYPE = "only prometheus and loki data sources are supported"
 
 
 class DataSourceUpsertRequest(msgspec.Struct, kw_only=True):

@@ -16,11 +16,11 @@ from dutyline.api.deps import Deps
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
-from dutyline.monit import conditions, datasources, engine, history, prom
+from dutyline.monit import agent_schemas, conditions, datasources, engine, history, prom, tools
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
     DS_TYPES,
-    SUPPORTED_DS_TYPES,
+    RULE_DS_TYPES,
     UPDATABLE_FIELDS,
     AlertRule,
     AlertRuleBasic,
@@ -53,6 +53,10 @@ update_datasource = datasources.update_datasource
 get_datasource = datasources.get_datasource
 list_datasources = datasources.list_datasources
 delete_datasource = datasources.delete_datasource
+# The agent-facing tools over monitored targets, for an automation's agent loop.
+tools_catalog = tools.catalog
+tools_invoke = tools.invoke
+InvokeTool = agent_schemas.InvokeTool
 DataSourceSpec = datasources.DataSourceSpec
 
 
@@ -166,13 +170,16 @@ async def _check_channels(conn: AsyncConnection, actor: Actor, channel_ids: list
 async def _check_datasources(conn: AsyncConnection, actor: Actor, spec: RuleSpec) -> None:
     if spec.ds_type not in DS_TYPES:
         raise errors.invalid("ds_type", f"must be one of {', '.join(DS_TYPES)}")
-    if spec.ds_type not in SUPPORTED_DS_TYPES:
+    if spec.ds_type not in RULE_DS_TYPES:
         raise errors.invalid("ds_type", "only prometheus rules are supported")
     if not spec.ds_ids and not spec.ds_list:
         raise errors.invalid("ds_ids", "name data sources by ds_ids or ds_list")
     for ds_id in spec.ds_ids:
-        if await repo.get_datasource(conn, actor.account_id, ds_id) is None:
+        row = await repo.get_datasource(conn, actor.account_id, ds_id)
+        if row is None:
             raise errors.invalid("ds_ids", f"data source {ds_id} does not exist")
+        if row.type_ident != spec.ds_type:
+            raise errors.invalid("ds_ids", f"data source {ds_id} is not of type {spec.ds_type}")
 
 
 async def _validate(conn: AsyncConnection, actor: Actor, spec: RuleSpec) -> tuple[str, int]:

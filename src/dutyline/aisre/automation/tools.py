@@ -1,6 +1,8 @@
 """The tools a run offers its model: the enabled MCP servers' tools and the enabled A2A agents
 in the rule's scope (through the connectors' services and gateways), and read-only tools over
-this service's own incidents and alerts (through the incident domain's services).
+this service's own incidents and alerts (through the incident domain's services), and, when
+the rule's creator may manage alert rules, the monitor tools over the account's monitored
+targets (through monit's services).
 
 Each tool has a name the OpenAI tool schema accepts (`^[a-zA-Z0-9_-]{1,64}$`), a JSON-schema
 of its arguments, a timeout, and a coroutine that answers text for the model."""
@@ -21,9 +23,12 @@ from dutyline.aisre.a2a.gateway import A2aError, A2aGateway
 from dutyline.aisre.mcp import service as mcp_service
 from dutyline.aisre.mcp.gateway import McpError, McpTarget
 from dutyline.api.actor import Actor
-from dutyline.api.permissions import CHANNEL_VIEW
+from dutyline.api.errors import ApiError
+from dutyline.api.permissions import ALERT_RULE_MANAGE, CHANNEL_VIEW
 from dutyline.api.runtime import Runtime
 from dutyline.incident.service import query as incident_service
+from dutyline.monit import service as monit_service
+from dutyline.platform.role import service as role_service
 from dutyline.platform.team import service as team_service
 
 MAX_RESULT_CHARS = 16_000
@@ -231,6 +236,83 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
     ]
 
 
+# --- monitored targets (read-only; the creator's alert rule permission) ---------------------
+
+MONIT_TOOL_TIMEOUT_S = 40.0  # a target's probes, then up to 8 tools' queries
+
+
+def monit_tools(runtime: Runtime, account_id: int, owner_id: int) -> list[AgentTool]:
+    """The catalogue and invocation of tools over a monitored target (`host:web-01`), read as
+    the rule's creator with no more than the alert rule permission they hold."""
+
+    @asynccontextmanager
+    async def reading() -> AsyncIterator[tuple[AsyncConnection, Actor]]:
+        async with runtime.db.transaction(write=False) as conn:
+            yield conn, Actor(account_id=account_id, person_id=owner_id, clock=runtime.clock,
+                              person_name="automation",
+                              permissions=frozenset({ALERT_RULE_MANAGE}))
+
+    def target(arguments: dict[str, Any]) -> tuple[str, str]:
+        return (str(arguments.get("target_locator") or ""),
+                str(arguments.get("target_kind") or ""))
+
+    async def catalog(arguments: dict[str, Any]) -> str:
+        locator, kind = target(arguments)
+        try:
+            async with reading() as (conn, actor):
+                found = await monit_service.tools_catalog(
+                    conn, actor, locator=locator, target_kind=kind, account_id=0,
+                    deps=runtime.deps)
+        except ApiError as exc:
+            raise ToolFailed(f"{exc.code}: {exc}") from None
+        return _clip(msgspec.json.encode(found).decode())
+
+    async def invoke(arguments: dict[str, Any]) -> str:
+        locator, kind = target(arguments)
+        raw = arguments.get("tools")
+        if not isinstance(raw, list) or not raw:
+            raise ToolFailed("the argument 'tools' must be a non-empty array of {tool, params}")
+        try:
+            calls = msgspec.convert(raw, list[monit_service.InvokeTool])
+        except msgspec.ValidationError as exc:
+            raise ToolFailed(f"tools: {exc}") from None
+        if len(calls) > 8:
+            raise ToolFailed("at most 8 tools per call")
+        try:
+            async with reading() as (conn, actor):
+                found = await monit_service.tools_invoke(
+                    conn, actor, locator=locator, target_kind=kind, calls=calls,
+                    toolset_hash="", account_id=0, deps=runtime.deps)
+        except ApiError as exc:
+            raise ToolFailed(f"{exc.code}: {exc}") from None
+        return _clip(msgspec.json.encode(found).decode())
+
+    locator = {"target_locator": {"type": "string", "description":
+                                  "the target, e.g. host:web-01 or mysql:prod-master"},
+               "target_kind": {"type": "string", "description": "host or mysql (optional)"}}
+    return [
+        AgentTool(
+            name="dutyline_monit_tools_catalog",
+            description="List the diagnostic tools of a monitored target (a host or a MySQL "
+                        "server the account's Prometheus data sources scrape), with each "
+                        "tool's JSON Schema of params.",
+            parameters={"type": "object", "properties": locator,
+                        "required": ["target_locator"]},
+            timeout_s=MONIT_TOOL_TIMEOUT_S, call=catalog,
+        ),
+        AgentTool(
+            name="dutyline_monit_tools_invoke",
+            description="Run up to 8 tools of a monitored target's catalogue at once; each "
+                        "result has `data` ({summary, data}) or an `error`.",
+            parameters={"type": "object", "properties": {**locator, "tools": {
+                "type": "array", "maxItems": 8, "items": {"type": "object", "properties": {
+                    "tool": {"type": "string"}, "params": {"type": "object"}},
+                    "required": ["tool"]}}}, "required": ["target_locator", "tools"]},
+            timeout_s=MONIT_TOOL_TIMEOUT_S, call=invoke,
+        ),
+    ]
+
+
 async def toolbox(
     runtime: Runtime, *, account_id: int, team_id: int, owner_id: int,
     problems: list[str],
@@ -242,9 +324,15 @@ async def toolbox(
             conn, system, team_ids=[team_id] if team_id else [], deps=runtime.deps)
         agents = await a2a_service.enabled_targets(conn, system, team_id=team_id,
                                                    deps=runtime.deps)
+        # Monitored targets are the account's, not a team's: only on the authority of a
+        # creator who may read them (checked per run, so a role change applies next time).
+        may_monitor = bool(owner_id) and ALERT_RULE_MANAGE in await (
+            role_service.member_permissions(conn, system, member_id=owner_id))
     tools = await mcp_tools(runtime, mcp_targets, problems)
     tools += a2a_tools(runtime, agents)
     tools += incident_tools(runtime, ReadScope(account_id, owner_id, team_id))
+    if may_monitor:
+        tools += monit_tools(runtime, account_id, owner_id)
     # Two tools of one name would be ambiguous to the model: keep the first.
     unique: dict[str, AgentTool] = {}
     for t in tools:
