@@ -63,7 +63,7 @@ async def _checked(conn: Any, actor: Actor, deps: Deps, *, rule_name: str,
     name = rule_name.strip()
     if not name:
         raise errors.invalid("rule_name", "is required")
-    peers.check_filters(filters, time_filters)
+    await peers.check_filters(conn, actor, filters, time_filters)
     template_id = template_id.lower()
     # A template the rule holds already is kept even if deleted since (sends then fall back
     # to the built-in texts), as escalation rules do.
