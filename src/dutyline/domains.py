@@ -75,6 +75,7 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.incident.lifecycle.endpoints:router",
             "dutyline.incident.alert.endpoints:router",
             "dutyline.incident.quick_silence:router",
+            "dutyline.incident.custom_action.endpoints:router",
         ),
         task_modules=("dutyline.incident.ingest.tasks", "dutyline.incident.ingest.noise"),
         extra_routes=("dutyline.incident.ingest.endpoint:routes",),
