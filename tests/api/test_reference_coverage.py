@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.reference_steps_roles_actions import roles_and_custom_actions
 from tests.api.test_reference_schemas import check, reference_validator
 from tests.dispatch.receiver import Receiver, receiver  # noqa: F401  (the fixture)
 from tests.dispatch.support import run_jobs
@@ -601,7 +602,8 @@ async def _teardown_and_audit(w: World) -> None:
 
 
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
-                                       _templates, _noise_rules, _schedules, _escalation,
+                                       roles_and_custom_actions, _templates, _noise_rules,
+                                       _schedules, _escalation,
                                        _insight, _status_pages, _enrichment, _monitors,
                                        _teardown_and_audit]
 
