@@ -322,3 +322,13 @@ async def test_integration_create_checks_the_custom_action_fields(capi: Api) -> 
     info = await ok(capi, "/integration/info", {"integration_id": made["integration_id"]},
                     owner)
     assert "url" not in info
+
+
+def test_the_console_feed_names_the_action_and_its_outcome() -> None:
+    from dutyline.web.incident_view import _text
+
+    ran = {"integration_name": "Restart", "status_code": 200, "message": ""}
+    assert _text("i_custom", ran, {}) == "ran the custom action Restart: HTTP 200"
+    failed = {**ran, "status_code": 0, "message": "no answer within 10 s"}
+    assert _text("i_custom", failed, {}) == (
+        "ran the custom action Restart: no answer within 10 s")

@@ -141,7 +141,7 @@ async def insert_custom_action(conn: AsyncConnection, values: dict[str, Any]) ->
 
 
 async def custom_action_of_channel(conn: AsyncConnection, account_id: int, channel_id: int,
-                                   integration_id: int) -> Row[Any] | None:
+                                   integration_id: int) -> Any:
     """A custom action of the channel, whatever its status (the caller tells a disabled or
     deleted one apart), with its address and sealed key."""
     stmt = (

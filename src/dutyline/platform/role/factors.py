@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from dutyline.api.runtime import ServedOperation
-from dutyline.platform.role.schemas import PermissionFactorItem
+from dutyline.platform.role.schemas import FactorType, PermissionFactorItem
 
-API_FACTOR = "api"
+API_FACTOR: FactorType = "api"
 
 
 def factor_name(path: str, *, write: bool) -> str:
