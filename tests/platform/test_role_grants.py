@@ -237,3 +237,16 @@ async def test_other_account_unaffected(api: Api, owner: Person) -> None:
                            {"role_id": responder, "member_ids": [other.person_id]},
                            key=owner.key)
     assert (reply.status, reply.code) == (400, "ResourceNotFound")
+
+
+async def test_inviting_with_roles_beyond_ones_rights_is_refused(api: Api, owner: Person) -> None:
+    managers = await custom_role(api, owner, "Managers", [ACCOUNT_MANAGE_ID])
+    manager = await new_member(api, owner, name="Manager", builtin=None, role_ids=[managers])
+    beyond = await custom_role(api, owner, "Beyond", [MCP_MANAGE_ID])
+    reply = await api.call("/member/invite", {"members": [{
+        "member_name": "Ivy", "email": "ivy@example.com", "role_ids": [beyond]}]},
+        key=manager.key)
+    assert (reply.status, reply.code) == (403, "AccessDenied")
+    # The account's default role is every new member's, whoever invites them.
+    assert (await api.call("/member/invite", {"members": [{
+        "member_name": "Ivy", "email": "ivy@example.com"}]}, key=manager.key)).status == 200

@@ -138,8 +138,11 @@ async def invite_members(conn: AsyncConnection, actor: Actor, *,
     grants: list[tuple[int, list[int]]] = []
     for i, item in enumerate(members):
         role_ids = list(dict.fromkeys(item.role_ids)) if item.role_ids else [default_role]
-        await roles.require_within_rights(
-            conn, actor, rows=await roles.require_roles(conn, actor, role_ids=role_ids))
+        chosen = await roles.require_roles(conn, actor, role_ids=role_ids)
+        if item.role_ids:
+            # Roles the inviter picks are theirs to give; the account's default role is
+            # what every new member gets, whoever invites them.
+            await roles.require_within_rights(conn, actor, rows=chosen)
         if owner_role in role_ids:
             raise errors.invalid(f"members[{i}].role_ids", _OWNER_ROLE_FIXED)
         member_id = numeric_id()
