@@ -84,6 +84,7 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.incident.alert.endpoints:router",
             "dutyline.incident.quick_silence:router",
             "dutyline.incident.postmortem.endpoints:router",
+            "dutyline.incident.custom_action.endpoints:router",
         ),
         task_modules=("dutyline.incident.ingest.tasks", "dutyline.incident.ingest.noise"),
         extra_routes=("dutyline.incident.ingest.endpoint:routes",),

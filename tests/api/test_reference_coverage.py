@@ -29,6 +29,7 @@ import pytest
 
 from tests.api.reference_notify_rules import notify_rules
 from tests.api.reference_steps_postmortem import post_mortems
+from tests.api.reference_steps_roles_actions import roles_and_custom_actions
 from tests.api.reference_war_rooms import war_rooms
 from tests.api.test_reference_schemas import check, reference_validator
 from tests.dispatch.receiver import Receiver, receiver  # noqa: F401  (the fixture)
@@ -605,9 +606,10 @@ async def _teardown_and_audit(w: World) -> None:
 
 
 STEPS: list[Callable[[World], Any]] = [_platform, _channels, _alerts_and_incidents,
-                                       _templates, _noise_rules, _schedules, notify_rules,
-                                       _escalation, _insight, _status_pages, _enrichment,
-                                       _monitors, post_mortems, war_rooms, calendars_step,
+                                       roles_and_custom_actions, _templates, _noise_rules,
+                                       _schedules, notify_rules, _escalation, _insight,
+                                       _status_pages, _enrichment, _monitors, post_mortems,
+                                       war_rooms, calendars_step,
                                        _teardown_and_audit]
 
 

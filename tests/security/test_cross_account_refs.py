@@ -111,6 +111,16 @@ async def _integration(s: Side) -> dict[str, Any]:
     return {"id": made["integration_id"], "key": made["integration_key"], "channel": channel}
 
 
+@factory("custom_action")
+async def _custom_action(s: Side) -> dict[str, Any]:
+    # Nothing listens there: the call fails fast and the operation still answers 200 (the
+    # failure is its `message`), which is all the walk needs.
+    made = await s.call("/integration/create", {
+        "channel_id": (await s.get("channel"))["id"], "integration_name": name("act"),
+        "integration_type": "custom_action", "url": "http://127.0.0.1:9/action"})
+    return {"id": made["integration_id"]}
+
+
 @factory("template")
 async def _template(s: Side) -> dict[str, Any]:
     made = await s.call("/template/create", {"template_name": name("tpl"),
@@ -312,6 +322,8 @@ WALK: dict[str, Callable[[], Any]] = {
     "/member/delete": lambda: {"member_id": P},
     "/member/invite": lambda: {"members": [{"member_name": "Ivy", "email": name("i") + "@x.io",
                                             "role_ids": [R]}]},
+    "/role/member/grant": lambda: {"role_id": R, "member_ids": [P]},
+    "/role/member/revoke": lambda: {"role_id": R, "member_ids": [P]},
     "/role/upsert": lambda: {"role_id": R, "role_name": name("r"), "permission_ids": []},
     "/role/enable": lambda: {"role_id": R},
     "/role/disable": lambda: {"role_id": R},
@@ -735,6 +747,8 @@ WALK.update({
                                 "target_incident_id": INC, "owner_id": P},
     "/alert/merge": lambda: {"alert_ids": [Ref("alert")], "incident_id": INC,
                              "owner_id": P},
+    "/incident/custom-action/do": lambda: {"incident_id": INC,
+                                           "integration_id": Ref("custom_action")},
     "/incident/field/reset": lambda: {"incident_id": INC, "field_name": Ref("field", "name"),
                                       "field_value": "v"},
     "/incident/responder/add": lambda: {"incident_id": INC, "person_ids": [P],

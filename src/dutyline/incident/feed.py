@@ -31,6 +31,7 @@ RESET_SEVERITY = "i_r_severity"
 RESET_IMPACT = "i_r_impact"
 RESET_ROOT_CAUSE = "i_r_rc"
 RESET_RESOLUTION = "i_r_rsltn"
+CUSTOM_ACTION = "i_custom"
 
 # Reference FeedDetailIncidentResolve.from, per reason an incident closed by itself.
 RESOLVED_BY_RECOVERY = "event"  # its alerts recovered

@@ -306,6 +306,9 @@ def _text(kind: str, d: dict[str, Any], names: dict[int, tuple[str, str]]) -> st
         return f"set {d.get('field_name', '')} to {shown}"
     if kind == "a_merge":
         return "alerts merged into the incident"
+    if kind == "i_custom":
+        outcome = d.get("message") or f"HTTP {d.get('status_code', '?')}"
+        return f"ran the custom action {d.get('integration_name', '')}: {outcome}"
     if kind == "i_notify":
         sent_to = _deliveries(d, names)[0]
         state = "failed" if d.get("status") == "failed" else "sent"

@@ -324,6 +324,10 @@ NOT_OUTBOUND: dict[tuple[str, str], str] = {
        for kind in ("Create", "Update")},
     ("dutyline.aisre.automation.schemas.RuleUpdateRequest", "rotate_http_post_trigger_token"):
         "an inbound trigger token, rotated by the server",
+    ("dutyline.channel.integration.schemas.CreateIntegrationRequest", "url"):
+        "a custom action's webhook, refused by the guard when saved and when called "
+        "(tests/incident/test_custom_action.py); set once at creation (no update can move "
+        "it) and signed with a key the server makes, so there is no tenant secret to keep",
     ("dutyline.dispatch.schemas.EscalateTarget", "webhooks"): "marked in WebhookTarget",
     ("dutyline.schedule.schemas.NotifyIn", "webhooks"): "marked in ScheduleImNotifySettings",
     ("dutyline.monit.schemas.DSPrometheusConfig", "basic_auth_enabled"): "a switch",

@@ -20,12 +20,17 @@ router = Router("Integrations")
 @router.post("/integration/create", permissions=(INTEGRATION_MANAGE,), write=True)
 async def integration_create(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
-    """Create an integration of a channel; its key is shown in this response only."""
-    created = await service.create_integration(ctx.conn, ctx.actor, channel_id=req.channel_id,
-                                               integration_name=req.integration_name)
+    """Create an integration of a channel: a standard one, whose key (shown in this response
+    only) takes alerts, or a `custom_action` calling `url`, whose signing key is shown in
+    this response only."""
+    created = await service.create_integration(
+        ctx.conn, ctx.actor, channel_id=req.channel_id, integration_name=req.integration_name,
+        integration_type=req.integration_type, url=req.url, deps=ctx.runtime.deps)
     return CreateIntegrationResponse(integration_id=created.integration_id,
                                      integration_name=created.integration_name,
-                                     integration_key=created.integration_key)
+                                     integration_key=created.integration_key,
+                                     integration_type=created.integration_type,
+                                     signing_secret=created.signing_secret)
 
 
 @router.post("/integration/info", permissions=(INTEGRATION_VIEW,))

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel.repository import Viewer, visible_to
 from dutyline.db.paging import counted_page, ordered
-from dutyline.db.tables.channel import channel, integration
+from dutyline.db.tables.channel import channel, integration, integration_custom_action
 
 # Built once: ingestion runs this for every alert. The whole channel row comes along, so
 # ingestion gets the key's integration and its channel's settings in one query.
@@ -32,9 +32,11 @@ _RESOLVE = (
 )
 
 _ITEM_ROWS = (
-    select(integration, channel.c.channel_name)
+    select(integration, channel.c.channel_name, integration_custom_action.c.url)
     .select_from(integration)
     .join(channel, channel.c.channel_id == integration.c.channel_id)
+    .outerjoin(integration_custom_action,
+               integration_custom_action.c.integration_id == integration.c.integration_id)
 )
 
 
@@ -131,4 +133,27 @@ async def first_of_type(conn: AsyncConnection, account_id: int, channel_id: int,
                    integration.c.integration_type == integration_type,
                    integration.c.status == "enabled")
             .order_by(integration.c.integration_id).limit(1))
+    return (await conn.execute(stmt)).first()
+
+
+async def insert_custom_action(conn: AsyncConnection, values: dict[str, Any]) -> None:
+    await conn.execute(insert(integration_custom_action).values(**values))
+
+
+async def custom_action_of_channel(conn: AsyncConnection, account_id: int, channel_id: int,
+                                   integration_id: int) -> Any:
+    """A custom action of the channel, whatever its status (the caller tells a disabled or
+    deleted one apart), with its address and sealed key."""
+    stmt = (
+        select(integration.c.integration_id, integration.c.integration_name,
+               integration.c.status, integration_custom_action.c.url,
+               integration_custom_action.c.signing_secret_sealed)
+        .select_from(integration)
+        .join(integration_custom_action,
+              integration_custom_action.c.integration_id == integration.c.integration_id)
+        .where(integration.c.account_id == account_id,
+               integration_custom_action.c.account_id == account_id,
+               integration.c.channel_id == channel_id,
+               integration.c.integration_id == integration_id)
+    )
     return (await conn.execute(stmt)).first()

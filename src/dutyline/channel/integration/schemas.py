@@ -2,25 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
 from dutyline.api.types import Id, PageRequest
 
 IntegrationName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+# `standard`: alerts come in with its key. `custom_action`: an action members run on the
+# channel's incidents (/incident/custom-action/do), a signed POST to `url`.
+IntegrationType = Literal["standard", "custom_action"]
+ActionUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
 
 
 class CreateIntegrationRequest(msgspec.Struct, kw_only=True):
     channel_id: Id
     integration_name: IntegrationName
+    integration_type: IntegrationType = "standard"
+    # Where a custom action POSTs (required for `custom_action`, refused otherwise).
+    url: ActionUrl | None = None
 
 
-class CreateIntegrationResponse(msgspec.Struct, kw_only=True):
+class CreateIntegrationResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     integration_id: int
     integration_name: str
-    # The plaintext key: shown in this response only, stored as a SHA-256 hash.
+    # The plaintext key: shown in this response only, stored as a SHA-256 hash. Empty for a
+    # custom action, which takes no alerts.
     integration_key: str
+    integration_type: str = "standard"
+    # A custom action's signing key (HMAC-SHA256 of its requests): shown in this response
+    # only, stored sealed with the server key.
+    signing_secret: str = ""
 
 
 class IntegrationIDRequest(msgspec.Struct, kw_only=True):
@@ -31,7 +43,7 @@ class ListIntegrationsRequest(PageRequest, kw_only=True):
     channel_id: Id | None = None
 
 
-class IntegrationItem(msgspec.Struct, kw_only=True):
+class IntegrationItem(msgspec.Struct, kw_only=True, omit_defaults=True):
     integration_id: int
     integration_name: str
     integration_type: str
@@ -44,6 +56,8 @@ class IntegrationItem(msgspec.Struct, kw_only=True):
     creator_id: int
     created_at: int
     updated_at: int
+    # A custom action's address, credentials in it masked (absent for other types).
+    url: str | None = None
 
 
 class ListIntegrationsResponse(msgspec.Struct, kw_only=True):

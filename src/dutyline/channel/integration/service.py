@@ -11,20 +11,24 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.api import errors
+from dutyline.api import errors, outbound_urls
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
+from dutyline.api.deps import Deps
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel import service as channels
 from dutyline.channel.integration import repository as repo
 from dutyline.channel.integration.schemas import IntegrationItem
 from dutyline.channel.settings import ChannelSettings, settings_from_row
 from dutyline.kit.ids import numeric_id
+from dutyline.kit.outbound import redact_url
 
 KEY_PREFIX = "ik_"
 SUFFIX_LENGTH = 6
 STANDARD = "standard"
+CUSTOM_ACTION = "custom_action"
+SIGNING_SECRET_PREFIX = "dlsig_"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,17 +119,23 @@ class CreatedIntegration:
     integration_id: int
     integration_name: str
     integration_key: str  # the plaintext key: shown in the create answer only, never again
+    integration_type: str = STANDARD
+    signing_secret: str = ""  # a custom action's: shown in the create answer only
 
 
 @writes("/integration/create", INTEGRATION_MANAGE,
         targets=lambda created: [created.integration_id])
 async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
-                             integration_name: str) -> CreatedIntegration:
-    """A standard integration of a live channel the actor sees, with a fresh key."""
+                             integration_name: str, integration_type: str = STANDARD,
+                             url: str | None = None,
+                             deps: Deps | None = None) -> CreatedIntegration:
+    """An integration of a live channel the actor sees: a standard one with a fresh key, or
+    a custom action calling `url` with a fresh signing key (`deps` seals it)."""
     row = await channels.require_visible(conn, actor, channel_id)
     name = integration_name.strip()
     if not name:
         raise errors.invalid("integration_name", "is required")
+    action_url = _custom_action_url(integration_type, url, deps)
     if await repo.name_taken(conn, row.channel_id, name):
         raise errors.invalid("integration_name", "already exists")
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
@@ -135,15 +145,69 @@ async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id:
         await repo.insert_integration(conn, {
             "integration_id": integration_id, "account_id": actor.account_id,
             "channel_id": row.channel_id, "integration_name": name,
-            "integration_type": STANDARD, "key_hash": hash_key(plaintext),
-            "key_suffix": plaintext[-SUFFIX_LENGTH:], "status": "enabled",
-            "creator_id": actor.person_id, "created_at": now, "updated_at": now,
+            "integration_type": integration_type, "key_hash": hash_key(plaintext),
+            "key_suffix": "" if action_url else plaintext[-SUFFIX_LENGTH:],
+            "status": "enabled", "creator_id": actor.person_id, "created_at": now,
+            "updated_at": now,
         })
     except IntegrityError:
         # Lost a race with a concurrent create of the same name in this channel.
         raise errors.invalid("integration_name", "already exists") from None
+    if action_url is None:
+        return CreatedIntegration(integration_id=integration_id, integration_name=name,
+                                  integration_key=plaintext)
+    assert deps is not None  # checked by _custom_action_url
+    signing_secret = SIGNING_SECRET_PREFIX + secrets.token_urlsafe(32)
+    await repo.insert_custom_action(conn, {
+        "integration_id": integration_id, "account_id": actor.account_id, "url": action_url,
+        "signing_secret_sealed": deps.box.seal(signing_secret)})
+    # A custom action takes no alerts: its key (kept only because every integration has
+    # one) is never shown, so nobody can push with it.
     return CreatedIntegration(integration_id=integration_id, integration_name=name,
-                              integration_key=plaintext)
+                              integration_key="", integration_type=CUSTOM_ACTION,
+                              signing_secret=signing_secret)
+
+
+def _custom_action_url(integration_type: str, url: str | None, deps: Deps | None) -> str | None:
+    """A custom action's address, checked by the outbound guard (what the URL alone gives
+    away: the call checks again, at connect time); None for a standard integration."""
+    if integration_type != CUSTOM_ACTION:
+        if url is not None:
+            raise errors.invalid("url", "is only for custom_action integrations")
+        return None
+    if deps is None:  # every caller that creates custom actions passes the process's deps
+        raise errors.InternalError()
+    action_url = (url or "").strip()
+    if not action_url:
+        raise errors.invalid("url", "is required")
+    outbound_urls.check_static(action_url, deps.policy, field="url")
+    return action_url
+
+
+@dataclass(frozen=True, slots=True)
+class CustomActionTarget:
+    """What calling a custom action needs: where, and the key that signs the request."""
+
+    integration_id: int
+    integration_name: str
+    url: str
+    signing_secret: str
+
+
+async def custom_action_target(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                               integration_id: int, deps: Deps) -> CustomActionTarget:
+    """The custom action `integration_id` of the channel (whose incident the caller has
+    found already, which is the visibility check). Not found unless it is a live custom
+    action of that channel; refused while it is not enabled."""
+    row = await repo.custom_action_of_channel(conn, actor.account_id, channel_id,
+                                              integration_id)
+    if row is None or row.status == "deleted":
+        raise errors.not_found("integration", integration_id)
+    if row.status != "enabled":
+        raise errors.invalid("integration_id", "is not enabled")
+    return CustomActionTarget(
+        integration_id=int(row.integration_id), integration_name=row.integration_name,
+        url=row.url, signing_secret=deps.box.open(row.signing_secret_sealed))
 
 
 @reads(INTEGRATION_VIEW)
@@ -195,5 +259,5 @@ def _item(row: Any) -> IntegrationItem:
         integration_type=row.integration_type, channel_id=row.channel_id,
         channel_name=row.channel_name, account_id=row.account_id, status=row.status,
         key_suffix=row.key_suffix, creator_id=row.creator_id, created_at=row.created_at,
-        updated_at=row.updated_at,
+        updated_at=row.updated_at, url=None if row.url is None else redact_url(row.url),
     )

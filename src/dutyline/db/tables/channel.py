@@ -7,6 +7,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    ForeignKey,
     Index,
     Integer,
     String,
@@ -80,6 +81,22 @@ integration = Table(
         sqlite_where=Column("status") != "deleted",
         postgresql_where=Column("status") != "deleted",
     ),
+)
+
+
+# Custom actions (channel/integration): an integration of type `custom_action` takes no alerts;
+# a member runs it on an incident of its channel (/incident/custom-action/do), which POSTs the
+# incident to `url`, signed with the integration's own key (sealed with the server key: it is
+# needed in clear to sign, and shown once, at creation).
+integration_custom_action = Table(
+    "integration_custom_action",
+    metadata,
+    Column("integration_id", BigInteger,
+           ForeignKey("integration.integration_id", ondelete="CASCADE"), primary_key=True,
+           autoincrement=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("url", Text, nullable=False),
+    Column("signing_secret_sealed", Text, nullable=False),
 )
 
 

@@ -138,7 +138,11 @@ async def invite_members(conn: AsyncConnection, actor: Actor, *,
     grants: list[tuple[int, list[int]]] = []
     for i, item in enumerate(members):
         role_ids = list(dict.fromkeys(item.role_ids)) if item.role_ids else [default_role]
-        await roles.require_roles(conn, actor, role_ids=role_ids)
+        chosen = await roles.require_roles(conn, actor, role_ids=role_ids)
+        if item.role_ids:
+            # Roles the inviter picks are theirs to give; the account's default role is
+            # what every new member gets, whoever invites them.
+            await roles.require_within_rights(conn, actor, rows=chosen)
         if owner_role in role_ids:
             raise errors.invalid(f"members[{i}].role_ids", _OWNER_ROLE_FIXED)
         member_id = numeric_id()
@@ -214,6 +218,9 @@ async def update_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
     # member who already holds it, and must name it for them.
     if (owner_role in wanted) != (owner_role in current):
         raise errors.invalid("role_ids", _OWNER_ROLE_FIXED)
+    moved = set(wanted).symmetric_difference(current)
+    await roles.require_within_rights(
+        conn, actor, rows=await roles.require_roles(conn, actor, role_ids=sorted(moved)))
     await repo.remove_roles(conn, target.member_id, [r for r in current if r not in wanted])
     await repo.add_roles(conn, actor.account_id, target.member_id,
                          [r for r in wanted if r not in current])
@@ -333,9 +340,10 @@ async def _role_change(conn: AsyncConnection, actor: Actor, member_id: int,
                        role_ids: Sequence[int]) -> tuple[Any, list[int]]:
     target = await _require_member(conn, actor, member_id)
     wanted = list(dict.fromkeys(role_ids))
-    await roles.require_roles(conn, actor, role_ids=wanted)
+    rows = await roles.require_roles(conn, actor, role_ids=wanted)
     if await roles.builtin_role_id(conn, actor, builtin="owner") in wanted:
         raise errors.invalid("role_ids", _OWNER_ROLE_FIXED)
+    await roles.require_within_rights(conn, actor, rows=rows)
     return target, wanted
 
 

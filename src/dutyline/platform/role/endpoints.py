@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
-from dutyline.platform.role import service
+from dutyline.platform.role import grants, service
+from dutyline.platform.role.factors import permission_factors
 from dutyline.platform.role.schemas import (
+    PermissionFactorItem,
+    PermissionFactorListRequest,
+    RoleGrantRequest,
     RoleIdRequest,
     RoleItem,
     RoleListRequest,
@@ -66,3 +70,25 @@ async def role_permission_list(
     """The permission catalog, or the permissions the given roles grant."""
     return RolePermissionListResponse(items=await service.list_permissions(
         ctx.conn, ctx.actor, role_ids=req.role_ids, with_all=req.with_all))
+
+
+@router.post("/role/permission/factor/list")
+async def role_permission_factor_list(
+    ctx: Context, req: PermissionFactorListRequest
+) -> list[PermissionFactorItem]:
+    """The permission factors (one `api` factor per operation), optionally of some types."""
+    return permission_factors(ctx.runtime.operations, factor_types=req.factor_types)
+
+
+@router.post("/role/member/grant", permissions=(ACCOUNT_MANAGE,), write=True)
+async def role_member_grant(ctx: Context, req: RoleGrantRequest) -> None:
+    """Grant a role to up to 100 members; those who hold it already are skipped."""
+    await grants.grant_role(ctx.conn, ctx.actor, role_id=req.role_id,
+                            member_ids=req.member_ids)
+
+
+@router.post("/role/member/revoke", permissions=(ACCOUNT_MANAGE,), write=True)
+async def role_member_revoke(ctx: Context, req: RoleGrantRequest) -> None:
+    """Revoke a role from up to 100 members; those who do not hold it are skipped."""
+    await grants.revoke_role(ctx.conn, ctx.actor, role_id=req.role_id,
+                             member_ids=req.member_ids)

@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.paging import ids_by_key, ordered
 from dutyline.db.tables.platform import member, member_role, role, role_permission
+from dutyline.db.upsert import insert_for
 
 _ORDER_COLUMNS = {"created_at": role.c.created_at, "updated_at": role.c.updated_at}
 
@@ -97,3 +98,48 @@ async def member_grants(conn: AsyncConnection, account_id: int, member_id: int) 
                member.c.status == "enabled")
     )
     return list(await conn.execute(stmt))
+
+
+# --- holders (member_role) ----------------------------------------------------------------
+
+
+async def live_member_ids(conn: AsyncConnection, account_id: int,
+                          member_ids: list[int]) -> set[int]:
+    """Which of these ids are members of the account that are not deleted."""
+    if not member_ids:
+        return set()
+    stmt = select(member.c.member_id).where(
+        member.c.account_id == account_id, member.c.member_id.in_(member_ids),
+        member.c.status != "deleted")
+    return set((await conn.execute(stmt)).scalars())
+
+
+async def holders_among(conn: AsyncConnection, role_id: int, member_ids: list[int]) -> set[int]:
+    stmt = select(member_role.c.member_id).where(
+        member_role.c.role_id == role_id, member_role.c.member_id.in_(member_ids))
+    return set((await conn.execute(stmt)).scalars())
+
+
+async def add_holders(conn: AsyncConnection, account_id: int, role_id: int,
+                      member_ids: list[int], now_s: int) -> None:
+    """Grant the role; a member who got it meanwhile (a concurrent grant) is skipped."""
+    if not member_ids:
+        return
+    await conn.execute(
+        insert_for(conn)(member_role).on_conflict_do_nothing(),
+        [{"member_id": m, "role_id": role_id, "account_id": account_id} for m in member_ids])
+    await _touch_members(conn, member_ids, now_s)
+
+
+async def remove_holders(conn: AsyncConnection, role_id: int, member_ids: list[int],
+                         now_s: int) -> None:
+    if not member_ids:
+        return
+    await conn.execute(delete(member_role).where(
+        member_role.c.role_id == role_id, member_role.c.member_id.in_(member_ids)))
+    await _touch_members(conn, member_ids, now_s)
+
+
+async def _touch_members(conn: AsyncConnection, member_ids: list[int], now_s: int) -> None:
+    await conn.execute(update(member).where(member.c.member_id.in_(member_ids))
+                       .values(updated_at=now_s))

@@ -69,3 +69,22 @@ class PermissionItem(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class RolePermissionListResponse(msgspec.Struct, kw_only=True):
     items: list[PermissionItem]
+
+
+FactorType = Literal["api", "button", "visit", "menu", "url"]
+
+
+class PermissionFactorListRequest(msgspec.Struct, kw_only=True):
+    factor_types: Annotated[list[FactorType], msgspec.Meta(max_length=5)] | None = None
+
+
+class PermissionFactorItem(msgspec.Struct, kw_only=True):
+    factor_name: str
+    factor_type: FactorType
+
+
+class RoleGrantRequest(msgspec.Struct, kw_only=True):
+    """RoleGrantRequest: one role to (or from) up to 100 members."""
+
+    member_ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=100)]
+    role_id: Id

@@ -59,6 +59,8 @@ async def upsert_role(
                 "Invalid parameter {field}: unknown permission ids {ids}",
                 field="permission_ids", ids=unknown,
             )
+        # Editing a role one holds must not be a way to rise above one's own rights.
+        _require_held(actor, role_name=name, permission_ids=wanted)
     now = actor.now_s
     values: dict[str, Any] = {"role_name": name, "updated_at": now}
     if description is not None:
@@ -172,6 +174,32 @@ async def member_permissions(conn: AsyncConnection, actor: Actor, *,
         elif row.permission_id is not None:
             ids.add(row.permission_id)
     return permissions.expand(ids)
+
+
+async def require_within_rights(conn: AsyncConnection, actor: Actor, *,
+                                rows: Sequence[Any]) -> None:
+    """Refuse (403 AccessDenied) handing out or taking away a role that grants what the
+    actor does not hold: managing members is not a way to rise above one's own rights. The
+    built-in Owner and Admin roles hold every permission, those the catalog gains later
+    included, so only an owner or an admin may move them."""
+    if actor.is_admin:
+        return
+    for row in rows:
+        if row.builtin in _ALL_PERMISSION_BUILTINS:
+            raise errors.AccessDenied(
+                "Only an owner or an admin may grant or revoke the role {name}",
+                name=row.role_name)
+    granted = await _permission_ids(conn, list(rows))
+    for row in rows:
+        _require_held(actor, role_name=row.role_name, permission_ids=granted[row.role_id])
+
+
+def _require_held(actor: Actor, *, role_name: str, permission_ids: Sequence[int]) -> None:
+    beyond = sorted(n for n in permissions.expand(set(permission_ids)) if not actor.has(n))
+    if beyond:
+        raise errors.AccessDenied(
+            "The role {name} grants permissions you do not hold: {names}",
+            name=role_name, names=", ".join(beyond))
 
 
 # --- helpers ---------------------------------------------------------------------------
