@@ -75,9 +75,11 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.incident.lifecycle.endpoints:router",
             "dutyline.incident.alert.endpoints:router",
             "dutyline.incident.quick_silence:router",
+            "dutyline.incident.change.endpoints:router",
         ),
         task_modules=("dutyline.incident.ingest.tasks", "dutyline.incident.ingest.noise"),
-        extra_routes=("dutyline.incident.ingest.endpoint:routes",),
+        extra_routes=("dutyline.incident.ingest.endpoint:routes",
+                      "dutyline.incident.change.push:routes"),
     ),
     Domain("insight", routers=("dutyline.insight.endpoints:router",)),
     Domain("enrichment", routers=(

@@ -20,9 +20,11 @@ router = Router("Integrations")
 @router.post("/integration/create", permissions=(INTEGRATION_MANAGE,), write=True)
 async def integration_create(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
-    """Create an integration of a channel; its key is shown in this response only."""
+    """Create an integration of a channel (alerts, or change events); its key is shown in
+    this response only."""
     created = await service.create_integration(ctx.conn, ctx.actor, channel_id=req.channel_id,
-                                               integration_name=req.integration_name)
+                                               integration_name=req.integration_name,
+                                               integration_type=req.integration_type)
     return CreateIntegrationResponse(integration_id=created.integration_id,
                                      integration_name=created.integration_name,
                                      integration_key=created.integration_key)

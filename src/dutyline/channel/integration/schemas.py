@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -11,9 +11,15 @@ from dutyline.api.types import Id, PageRequest
 IntegrationName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 
 
+# What an integration's key pushes: alerts (/event/push/alert/*) or change events
+# (/event/push/change/standard). A key is accepted on its own kind's paths only.
+PushedKind = Literal["standard", "change"]
+
+
 class CreateIntegrationRequest(msgspec.Struct, kw_only=True):
     channel_id: Id
     integration_name: IntegrationName
+    integration_type: PushedKind = "standard"
 
 
 class CreateIntegrationResponse(msgspec.Struct, kw_only=True):

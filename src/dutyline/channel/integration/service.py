@@ -24,7 +24,8 @@ from dutyline.kit.ids import numeric_id
 
 KEY_PREFIX = "ik_"
 SUFFIX_LENGTH = 6
-STANDARD = "standard"
+STANDARD = "standard"  # alerts: /event/push/alert/*
+CHANGE = "change"  # change events: /event/push/change/standard
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,8 +121,12 @@ class CreatedIntegration:
 @writes("/integration/create", INTEGRATION_MANAGE,
         targets=lambda created: [created.integration_id])
 async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
-                             integration_name: str) -> CreatedIntegration:
-    """A standard integration of a live channel the actor sees, with a fresh key."""
+                             integration_name: str,
+                             integration_type: str = STANDARD) -> CreatedIntegration:
+    """An integration of a live channel the actor sees, with a fresh key: a standard one
+    (alerts) or a change one (change events)."""
+    if integration_type not in (STANDARD, CHANGE):
+        raise errors.invalid("integration_type", "must be standard or change")
     row = await channels.require_visible(conn, actor, channel_id)
     name = integration_name.strip()
     if not name:
@@ -135,7 +140,7 @@ async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id:
         await repo.insert_integration(conn, {
             "integration_id": integration_id, "account_id": actor.account_id,
             "channel_id": row.channel_id, "integration_name": name,
-            "integration_type": STANDARD, "key_hash": hash_key(plaintext),
+            "integration_type": integration_type, "key_hash": hash_key(plaintext),
             "key_suffix": plaintext[-SUFFIX_LENGTH:], "status": "enabled",
             "creator_id": actor.person_id, "created_at": now, "updated_at": now,
         })
