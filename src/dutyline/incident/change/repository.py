@@ -13,6 +13,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident_change import change_event, change_record
 from dutyline.incident import visibility
+from dutyline.incident.analytics.repository import bucket_of, local_time
+from dutyline.incident.analytics.schemas import Grid
 from dutyline.incident.visibility import Scope
 
 C = change_record.c
@@ -113,21 +115,24 @@ def before_sync(conn: Connection, account_id: int, channel_id: int, at: int, *,
 # --- the on-call report --------------------------------------------------------------------
 
 async def change_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
-                        end_time: int, bucket: Any) -> tuple[list[Row[Any]], list[Row[Any]]]:
+                        end_time: int, grid: Grid) -> tuple[list[Row[Any]], list[Row[Any]]]:
     """([(bucket, n)] of the changes that started in [start_time, end_time),
-    [(bucket, n)] of the change events received then). `bucket(column)` is the SQL of a
-    column's local-time bucket (incident/analytics)."""
-    b = bucket(C.start_time).label("bucket")
-    changes = await conn.execute(
-        select(b, func.count().label("n"))
-        .where(*_visible(scope), C.start_time >= start_time, C.start_time < end_time)
-        .group_by(b))
+    [(bucket, n)] of the change events received then), per local-time bucket of the grid
+    (the same SQL as the insights')."""
+    started = (select(bucket_of(local_time(C.start_time, grid), grid).label("bucket"))
+               .where(*_visible(scope), C.start_time >= start_time, C.start_time < end_time)
+               .subquery("started"))
     e = change_event.c
-    eb = bucket(e.created_at).label("bucket")
-    events = await conn.execute(
-        select(eb, func.count().label("n"))
-        .where(e.account_id == scope.account_id,
-               *visibility.channel_visible(e.channel_id, scope),
-               and_(e.created_at >= start_time, e.created_at < end_time))
-        .group_by(eb))
-    return list(changes.all()), list(events.all())
+    received = (select(bucket_of(local_time(e.created_at, grid), grid).label("bucket"))
+                .where(e.account_id == scope.account_id,
+                       *visibility.channel_visible(e.channel_id, scope),
+                       and_(e.created_at >= start_time, e.created_at < end_time))
+                .subquery("received"))
+    return await _per_bucket(conn, started), await _per_bucket(conn, received)
+
+
+async def _per_bucket(conn: AsyncConnection, rows: Any) -> list[Row[Any]]:
+    # Grouped by the subquery's column: a window of one month makes the bucket a constant,
+    # which SQLite would read as a column position in GROUP BY.
+    b = rows.c.bucket
+    return list((await conn.execute(select(b, func.count().label("n")).group_by(b))).all())

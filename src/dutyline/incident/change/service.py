@@ -29,6 +29,7 @@ from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.channel.integration.service import CHANGE as CHANGE_INTEGRATION
 from dutyline.channel.integration.service import lookup_key_sync
 from dutyline.incident import visibility
+from dutyline.incident.analytics.schemas import Grid
 from dutyline.incident.change import repository as repo
 from dutyline.incident.change.schemas import (
     FINISHED,
@@ -178,12 +179,12 @@ def recent_changes_sync(conn: Connection, *, account_id: int, channel_id: int,
 
 
 async def change_totals(conn: AsyncConnection, actor: Actor, *, start_time: int,
-                        end_time: int, bucket: Any) -> tuple[dict[int, int], dict[int, int]]:
+                        end_time: int, grid: Grid) -> tuple[dict[int, int], dict[int, int]]:
     """({bucket: changes started}, {bucket: change events received}) in [start_time,
-    end_time) of what the actor sees; `bucket(column)` is the SQL of a column's bucket. For
-    the on-call report, whose service checks the permission."""
+    end_time) of what the actor sees. For the on-call report, whose service checks the
+    permission."""
     changes, events = await repo.change_totals(conn, await visibility.scope(actor),
                                                start_time=start_time, end_time=end_time,
-                                               bucket=bucket)
+                                               grid=grid)
     return ({int(r.bucket): int(r.n) for r in changes},
             {int(r.bucket): int(r.n) for r in events})
