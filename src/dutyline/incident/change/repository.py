@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, and_, func, or_, select, update
+from sqlalchemy import ColumnElement, Connection, Select, and_, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -106,9 +106,10 @@ async def before(conn: AsyncConnection, account_id: int, channel_id: int, at: in
 
 def before_sync(conn: Connection, account_id: int, channel_id: int, at: int, *,
                 window_s: int, lookback_s: int, limit: int) -> list[Row[Any]]:
-    stmt = (select(C.change_id, C.title, C.type, C.status, C.start_time, C.end_time)
-            .where(*_before(account_id, channel_id, at, window_s, lookback_s))
-            .order_by(C.start_time.desc(), C.change_id.desc()).limit(limit))
+    stmt: Select[Any] = (
+        select(C.change_id, C.title, C.type, C.status, C.start_time, C.end_time)
+        .where(*_before(account_id, channel_id, at, window_s, lookback_s))
+        .order_by(C.start_time.desc(), C.change_id.desc()).limit(limit))
     return list(conn.execute(stmt).all())
 
 
