@@ -30,9 +30,9 @@ change_record = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     Index("uq_change_record_key", "integration_id", "change_key", unique=True),
-    # /change/list and the reports (newest first, by start time), and the changes before an
-    # incident of one channel.
-    Index("ix_change_record_account_start", "account_id", "start_time"),
+    # /change/list and the report (latest start first; channel_id: what the caller may
+    # see), and the changes before an incident of one channel.
+    Index("ix_change_record_account_start", "account_id", "start_time", "channel_id"),
     Index("ix_change_record_channel_start", "account_id", "channel_id", "start_time"),
 )
 
@@ -46,5 +46,6 @@ change_event = Table(
     Column("channel_id", BigInteger, nullable=False),
     Column("status", String(16), nullable=False),
     Column("created_at", BigInteger, nullable=False),
-    Index("ix_change_event_account_created", "account_id", "created_at"),
+    # The report counts from the index alone (channel_id: what the caller may see).
+    Index("ix_change_event_account_created", "account_id", "created_at", "channel_id"),
 )

@@ -43,8 +43,8 @@ def upgrade() -> None:
     with op.batch_alter_table('change_record', schema=None) as batch_op:
         batch_op.create_index('uq_change_record_key', ['integration_id', 'change_key'],
                               unique=True)
-        batch_op.create_index('ix_change_record_account_start', ['account_id', 'start_time'],
-                              unique=False)
+        batch_op.create_index('ix_change_record_account_start',
+                              ['account_id', 'start_time', 'channel_id'], unique=False)
         batch_op.create_index('ix_change_record_channel_start',
                               ['account_id', 'channel_id', 'start_time'], unique=False)
 
@@ -58,12 +58,13 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id', name='pk_change_event')
     )
     with op.batch_alter_table('change_event', schema=None) as batch_op:
-        batch_op.create_index('ix_change_event_account_created', ['account_id', 'created_at'],
-                              unique=False)
+        batch_op.create_index('ix_change_event_account_created',
+                              ['account_id', 'created_at', 'channel_id'], unique=False)
 
     with op.batch_alter_table('notify_delivery', schema=None) as batch_op:
         batch_op.create_index('ix_notify_delivery_account_created',
-                              ['account_id', 'created_at'], unique=False)
+                              ['account_id', 'created_at', 'channel', 'channel_id'],
+                              unique=False)
 
 
 def downgrade() -> None:
