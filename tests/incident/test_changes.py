@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 from sqlalchemy import func, select
 
@@ -320,3 +321,21 @@ async def test_integration_type_is_listed_and_checked(capi: Api, acme: Person,
     assert "integration_type" in bad.message
     second = await change_integration(capi, acme, deploys.channel_id, name="Flags")
     assert second.key != deploys.key
+
+
+async def test_concurrent_first_pushes_of_one_key_make_one_change(
+    capi: Api, acme: Person, deploys: ChangeWire
+) -> None:
+    replies: list[Any] = []
+
+    async def one(n: int) -> None:
+        replies.append(await push_change(capi, deploys.key, change(key="same", title=f"t{n}")))
+
+    async with anyio.create_task_group() as tg:
+        for n in range(8):
+            tg.start_soon(one, n)
+    assert [r.status for r in replies] == [200] * 8, [r.body for r in replies]
+    assert len({r.data["change_id"] for r in replies}) == 1
+    (item,) = (await _listed(capi, acme))["items"]
+    assert item["event_cnt"] == 8
+    assert await _count(capi, change_event) == 8
