@@ -9,9 +9,10 @@ import anyio
 import pytest
 from sqlalchemy import func, select
 
+from dutyline.config import Settings
 from dutyline.db.tables.incident_change import change_event, change_record
 from tests.fixtures.accounts import Person, new_account, new_member
-from tests.fixtures.api import Api
+from tests.fixtures.api import Api, make_api
 from tests.fixtures.clock import FakeClock
 from tests.incident.change_support import (
     ChangeWire,
@@ -339,3 +340,22 @@ async def test_concurrent_first_pushes_of_one_key_make_one_change(
     (item,) = (await _listed(capi, acme))["items"]
     assert item["event_cnt"] == 8
     assert await _count(capi, change_event) == 8
+
+
+async def test_pushes_are_rate_limited_per_integration(settings: Settings,
+                                                       clock: FakeClock) -> None:
+    limited = Settings(**{**settings.__dict__, "rate_limit_per_second": 3,
+                          "rate_limit_per_minute": 1000})
+    async with make_api(limited, clock=clock) as api:
+        acme = await new_account(api, "Acme")
+        a = await wire_changes(api, acme, name="A")
+        clock.advance(1.01)  # the account's own budget (3/s) is not what this test is about
+        b = await wire_changes(api, acme, name="B")
+        clock.advance(1.01)
+        codes = [(await push_change(api, a.key, change(key=f"k{i}"))).status for i in range(3)]
+        assert codes == [200, 200, 200]
+        r = await push_change(api, a.key, change(key="k9"))
+        assert (r.status, r.code) == (429, "RequestTooFrequently")
+        assert r.headers["Retry-After"] == "1" and r.headers["X-RateLimit-Remaining"] == "0"
+        assert (await push_change(api, b.key, change())).status == 200
+        assert await _count(api, change_record) == 4
