@@ -85,9 +85,11 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.incident.quick_silence:router",
             "dutyline.incident.postmortem.endpoints:router",
             "dutyline.incident.custom_action.endpoints:router",
+            "dutyline.incident.change.endpoints:router",
         ),
         task_modules=("dutyline.incident.ingest.tasks", "dutyline.incident.ingest.noise"),
-        extra_routes=("dutyline.incident.ingest.endpoint:routes",),
+        extra_routes=("dutyline.incident.ingest.endpoint:routes",
+                      "dutyline.incident.change.push:routes"),
     ),
     Domain("insight", routers=("dutyline.insight.endpoints:router",)),
     Domain("enrichment", routers=(

@@ -15,6 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.channel import service as channels
 from dutyline.incident import events, feed, state
 from dutyline.incident import repository as repo
+from dutyline.incident.change import service as changes
 from dutyline.kit.ids import hex_id
 
 _NUM_ALPHABET = "0123456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: read aloud on calls
@@ -78,10 +79,16 @@ def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str
     if new.channel_id:
         channels.touch_last_incident_sync(conn, account_id=new.account_id,
                                           channel_id=new.channel_id, now_s=now_s)
+    detail: dict[str, Any] = {"severity": new.severity, "title": new.title}
+    if new.channel_id:
+        # What changed in the channel just before: the timeline starts with it.
+        recent = changes.recent_changes_sync(conn, account_id=new.account_id,
+                                             channel_id=new.channel_id, at=now_s)
+        if recent:
+            detail["changes"] = recent
     feed.add_sync(
         conn, incident_id=incident_id, account_id=new.account_id, feed_type=feed.NEW,
-        creator_id=new.creator_id, detail={"severity": new.severity, "title": new.title},
-        now_s=now_s,
+        creator_id=new.creator_id, detail=detail, now_s=now_s,
     )
     events.emit_sync(
         conn, account_id=new.account_id, incident_id=incident_id, kind=events.CREATED,

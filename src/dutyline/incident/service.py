@@ -16,6 +16,7 @@ packages behind it (query, lifecycle, the event stream, the feed) can move freel
 - `analytics`: the incident figures the insights sum;
 - `postmortem`: post-mortem reports; the AI-SRE domain handles its drafting job
   (`postmortem.DRAFT_JOB`) through `model_draft_ask` and `record_model_draft`;
+- `changes`: change events (the on-call report's counts of them);
 - `live`: knowing when any process changed an account's incidents (the console's live list:
   `live.for_database(db).watch(account_id)`, and the `LiveCursor` that query's
   `incident_changes` moves).
@@ -26,6 +27,7 @@ from __future__ import annotations
 from dutyline.incident import events, feed, live, references
 from dutyline.incident.alert.schemas import AlertInfo
 from dutyline.incident.analytics import service as analytics
+from dutyline.incident.change import service as changes
 from dutyline.incident.events import IncidentEvent
 from dutyline.incident.field import service as fields
 from dutyline.incident.ingest import service as ingest
@@ -38,5 +40,6 @@ from dutyline.incident.query import similar
 from dutyline.incident.query.schemas import IncidentInfo, IncidentListResponse
 
 __all__ = ["AlertInfo", "AssignedTo", "IncidentEvent", "IncidentInfo", "IncidentListResponse",
-           "analytics", "editing", "events", "feed", "fields", "ingest", "lifecycle", "live",
-           "postmortem", "query", "references", "responders", "similar"]
+           "analytics", "changes", "editing", "events", "feed", "fields", "ingest",
+           "lifecycle", "live", "postmortem", "query", "references", "responders",
+           "similar"]

@@ -1,4 +1,5 @@
-"""/insight/*: incident analytics and their CSV exports.
+"""/insight/*: incident analytics and their CSV exports; /report/oncall/*: the on-call
+reports (insight/reports.py).
 
 Each takes the read permissions of its service (service.READ: those of /incident/list)."""
 
@@ -10,7 +11,13 @@ import msgspec
 
 from dutyline.api import errors
 from dutyline.api.operation import Context, Download, Router
-from dutyline.insight import service
+from dutyline.insight import reports, service
+from dutyline.insight.report_schemas import (
+    ChangeReportRequest,
+    ChangeReportResponse,
+    NotificationReportRequest,
+    NotificationReportResponse,
+)
 from dutyline.insight.schemas import (
     DimensionInsightResponse,
     InsightAlertByLabelResponse,
@@ -110,3 +117,21 @@ async def insight_responder_export(ctx: Context, req: InsightQueryRequest) -> Do
     """The responder figures as CSV."""
     text = await service.responders_csv(ctx.conn, ctx.actor, query=_query(req))
     return Download("insight-responders.csv", text)
+
+
+@router.post("/report/oncall/notifications", permissions=_READ)
+async def report_oncall_notifications(
+    ctx: Context, req: NotificationReportRequest
+) -> NotificationReportResponse:
+    """SMS, voice calls and e-mails sent per day, week or month (in the account's time zone)."""
+    return NotificationReportResponse(items=await reports.notifications(
+        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, step=req.step,
+        time_zone=req.time_zone, channel_ids=req.channel_ids))
+
+
+@router.post("/report/oncall/changes", permissions=_READ)
+async def report_oncall_changes(ctx: Context, req: ChangeReportRequest) -> ChangeReportResponse:
+    """Changes started and change events received per day, week or month."""
+    return ChangeReportResponse(items=await reports.changes_made(
+        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, step=req.step,
+        time_zone=req.time_zone))

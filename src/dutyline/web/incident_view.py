@@ -85,6 +85,17 @@ class Similar:
 
 
 @dataclass
+class ChangeRow:
+    """A change of the incident's channel just before it opened (incident/change)."""
+
+    title: str
+    href: str  # its link in the tool that made it, when that is a web address
+    kind: str
+    status: str
+    started: str
+
+
+@dataclass
 class IncidentView:
     info: IncidentInfo
     started: str
@@ -100,6 +111,7 @@ class IncidentView:
     can_manage: bool
     members: list[tuple[int, str]] = field(default_factory=list)
     severities: tuple[str, ...] = SEVERITIES
+    changes: list[ChangeRow] = field(default_factory=list)
 
     @property
     def path(self) -> str:
@@ -143,7 +155,8 @@ async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: D
                read_only: bool = False) -> IncidentView:
     """The page of one incident the actor sees (ResourceNotFound otherwise). `read_only`:
     what a signed link shows, without the parts that lead to actions."""
-    info = await query.incident_info(conn, actor, incident_id=incident_id, deps=deps)
+    info = await query.incident_info(conn, actor, incident_id=incident_id, deps=deps,
+                                     with_changes=True)
     fmt = _clock(info.account_time_zone)
     feed = await query.incident_feed(conn, actor, incident_id=info.incident_id,
                                      limit=FEED_LIMIT)
@@ -160,6 +173,8 @@ async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: D
         responders=[(r.person_name or f"#{r.person_id}", bool(r.acknowledged_at))
                     for r in info.responders],
         can_manage=not read_only and actor.has(INCIDENT_MANAGE),
+        changes=[ChangeRow(c.title, c.link if _is_url(c.link) else "", c.type, c.status,
+                           fmt(c.start_time)) for c in info.recent_changes or []],
     )
     if read_only:
         return view

@@ -21,8 +21,8 @@ router = Router("Integrations")
 async def integration_create(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
     """Create an integration of a channel: a standard one, whose key (shown in this response
-    only) takes alerts, or a `custom_action` calling `url`, whose signing key is shown in
-    this response only."""
+    only) takes alerts, a `change` one, whose key takes change events, or a `custom_action`
+    calling `url`, whose signing key is shown in this response only."""
     created = await service.create_integration(
         ctx.conn, ctx.actor, channel_id=req.channel_id, integration_name=req.integration_name,
         integration_type=req.integration_type, url=req.url, deps=ctx.runtime.deps)

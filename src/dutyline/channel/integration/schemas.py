@@ -9,10 +9,16 @@ import msgspec
 from dutyline.api.types import Id, PageRequest
 
 IntegrationName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
-# `standard`: alerts come in with its key. `custom_action`: an action members run on the
-# channel's incidents (/incident/custom-action/do), a signed POST to `url`.
-IntegrationType = Literal["standard", "custom_action"]
+# `standard`: alerts come in with its key. `change`: change events come in with its key.
+# `custom_action`: an action members run on the channel's incidents
+# (/incident/custom-action/do), a signed POST to `url`.
+IntegrationType = Literal["standard", "change", "custom_action"]
 ActionUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
+
+
+# What an integration's key pushes: alerts (/event/push/alert/*) or change events
+# (/event/push/change/standard). A key is accepted on its own kind's paths only.
+PushedKind = Literal["standard", "change"]
 
 
 class CreateIntegrationRequest(msgspec.Struct, kw_only=True):

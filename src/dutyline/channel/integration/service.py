@@ -26,8 +26,9 @@ from dutyline.kit.outbound import redact_url
 
 KEY_PREFIX = "ik_"
 SUFFIX_LENGTH = 6
-STANDARD = "standard"
-CUSTOM_ACTION = "custom_action"
+STANDARD = "standard"  # alerts: /event/push/alert/*
+CHANGE = "change"  # change events: /event/push/change/standard
+CUSTOM_ACTION = "custom_action"  # /incident/custom-action/do calls its url
 SIGNING_SECRET_PREFIX = "dlsig_"
 
 
@@ -129,8 +130,11 @@ async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id:
                              integration_name: str, integration_type: str = STANDARD,
                              url: str | None = None,
                              deps: Deps | None = None) -> CreatedIntegration:
-    """An integration of a live channel the actor sees: a standard one with a fresh key, or
-    a custom action calling `url` with a fresh signing key (`deps` seals it)."""
+    """An integration of a live channel the actor sees: a standard one (alerts) or a change
+    one (change events) with a fresh key, or a custom action calling `url` with a fresh
+    signing key (`deps` seals it)."""
+    if integration_type not in (STANDARD, CHANGE, CUSTOM_ACTION):
+        raise errors.invalid("integration_type", "must be standard, change or custom_action")
     row = await channels.require_visible(conn, actor, channel_id)
     name = integration_name.strip()
     if not name:
@@ -155,7 +159,7 @@ async def create_integration(conn: AsyncConnection, actor: Actor, *, channel_id:
         raise errors.invalid("integration_name", "already exists") from None
     if action_url is None:
         return CreatedIntegration(integration_id=integration_id, integration_name=name,
-                                  integration_key=plaintext)
+                                  integration_key=plaintext, integration_type=integration_type)
     assert deps is not None  # checked by _custom_action_url
     signing_secret = SIGNING_SECRET_PREFIX + secrets.token_urlsafe(32)
     await repo.insert_custom_action(conn, {

@@ -7,6 +7,7 @@ from dutyline.db.tables import channel_noise as channel_noise
 from dutyline.db.tables import dispatch as dispatch
 from dutyline.db.tables import enrichment as enrichment
 from dutyline.db.tables import incident as incident
+from dutyline.db.tables import incident_change as incident_change
 from dutyline.db.tables import incident_insight as incident_insight
 from dutyline.db.tables import incident_noise as incident_noise
 from dutyline.db.tables import incident_postmortem as incident_postmortem

@@ -76,6 +76,10 @@ notify_delivery = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
     Index("ix_notify_delivery_incident", "incident_id", "created_at"),
+    # The on-call notification report: an account's deliveries of a window, by kind and
+    # channel from the index alone.
+    Index("ix_notify_delivery_account_created", "account_id", "created_at", "channel",
+          "channel_id"),
 )
 
 notify_attempt = Table(

@@ -460,3 +460,29 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
     stmt = (select(r.label, r.hours, alerts, events).group_by(r.label, r.hours)
             .order_by(*order).limit(k))
     return list((await conn.execute(stmt)).all())
+
+
+# --- deliveries (the on-call notification report) ----------------------------------------
+
+REPORTED_KINDS = ("sms", "voice", "email")
+
+
+async def delivery_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
+                          end_time: int, grid: Grid,
+                          channel_ids: tuple[int, ...]) -> list[Row[Any]]:
+    """(bucket, kind, n): the deliveries by SMS, voice call and e-mail made in the window,
+    per local-time bucket of when they were made; those of incidents in channels the scope
+    cannot see are left out."""
+    d = notify_delivery.c
+    bucket = bucket_of(local_time(d.created_at, grid), grid).label("bucket")
+    conds: list[ColumnElement[bool]] = [
+        d.account_id == scope.account_id, d.created_at >= start_time, d.created_at < end_time,
+        d.channel.in_(REPORTED_KINDS), *visibility.channel_visible(d.channel_id, scope),
+    ]
+    if channel_ids:
+        conds.append(d.channel_id.in_(channel_ids))
+    # Grouped over a subquery: with a one-month window the bucket is a constant, which
+    # SQLite would read as a column position in GROUP BY.
+    r = select(bucket, d.channel.label("kind")).where(*conds).subquery("rows").c
+    stmt = select(r.bucket, r.kind, func.count().label("n")).group_by(r.bucket, r.kind)
+    return list((await conn.execute(stmt)).all())

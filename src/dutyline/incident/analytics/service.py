@@ -37,6 +37,7 @@ __all__ = [
     "LabelTotals",
     "Totals",
     "alert_label_totals",
+    "delivery_totals",
     "incident_page",
     "responder_totals",
     "totals",
@@ -136,3 +137,16 @@ async def alert_label_totals(conn: AsyncConnection, actor: Actor, *, filter: Fil
                         alert_events=int(r.alert_events)) for r in rows]
 
 
+
+
+async def delivery_totals(conn: AsyncConnection, actor: Actor, *, start_time: int,
+                          end_time: int, grid: Grid,
+                          channel_ids: tuple[int, ...] = ()) -> dict[int, dict[str, int]]:
+    """{bucket: {kind: deliveries}} of SMS, voice calls and e-mails made in the window (every
+    delivery record, whatever became of it), of the incidents the caller may see."""
+    scope = await visibility.scope(actor)
+    found: dict[int, dict[str, int]] = {}
+    for r in await repo.delivery_totals(conn, scope, start_time=start_time, end_time=end_time,
+                                        grid=grid, channel_ids=channel_ids):
+        found.setdefault(int(r.bucket), {})[str(r.kind)] = int(r.n)
+    return found

@@ -11,6 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channel_service
+from dutyline.channel.integration.service import CHANGE as CHANGE_INTEGRATION
 from dutyline.channel.integration.service import (
     ResolvedIntegration,
     hash_key,
@@ -21,7 +22,7 @@ from dutyline.channel.integration.service import (
 )
 from dutyline.channel.service import channel_names
 
-__all__ = ["IngestSettings", "Lookup", "Names", "ResolvedIntegration",
+__all__ = ["CHANGE_INTEGRATION", "IngestSettings", "Lookup", "Names", "ResolvedIntegration",
            "hash_key", "is_well_formed", "load_settings", "lookup", "names"]
 
 

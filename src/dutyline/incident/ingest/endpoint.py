@@ -92,7 +92,7 @@ class Ingestion:
         """The key's integration, read now: 401 when it is not live."""
         found = await self.runtime.db.run_sync(functools.partial(lookup, key_hash=key_hash),
                                                write=False)
-        if found is None:
+        if found is None or not service.takes_alerts(found):
             self.known.forget(key_hash)
             raise errors.Unauthorized(BAD_KEY)
         self.known.put(key_hash, found.integration.integration_id,

@@ -24,7 +24,9 @@ from dutyline.enrichment import service as enrichment
 from dutyline.incident.ingest import alerts, grouping, noise
 from dutyline.incident.ingest.alerts import OK
 from dutyline.incident.ingest.channels import (
+    CHANGE_INTEGRATION,
     IngestSettings,
+    Lookup,
     ResolvedIntegration,
     lookup,
     routed_settings_sync,
@@ -62,12 +64,18 @@ def render_title(title_rule: str, labels: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(sub, title_rule)[:512]
 
 
+def takes_alerts(found: Lookup) -> bool:
+    """A change integration's key pushes change events only: on an alert path it is as
+    unknown as a wrong key."""
+    return found.integration.integration_type != CHANGE_INTEGRATION
+
+
 def check_integration(conn: Connection, key_hash: str) -> tuple[ResolvedIntegration,
                                                                  IngestSettings]:
     """The key's live integration and its channel's settings: 401 for an unknown, deleted
     or revoked key, 400 when the channel does not take alerts."""
     found = lookup(conn, key_hash)
-    if found is None:
+    if found is None or not takes_alerts(found):
         raise errors.Unauthorized(BAD_KEY)
     integration = found.integration
     if integration.channel_status != "enabled":

@@ -25,10 +25,10 @@ _READ = service.VIEW_PERMISSIONS
 
 @router.post("/incident/info", permissions=_READ)
 async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
-    """Get one incident of the account."""
+    """Get one incident of the account, with the changes of its channel just before it."""
     return await service.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
                                        include_alerts=req.include_alerts,
-                                       deps=ctx.runtime.deps)
+                                       deps=ctx.runtime.deps, with_changes=True)
 
 
 @router.post("/incident/list", permissions=_READ)

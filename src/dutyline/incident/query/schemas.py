@@ -10,6 +10,7 @@ import msgspec
 
 from dutyline.api.types import Id, NonNegInt64, PageRequest
 from dutyline.incident.alert.schemas import AlertInfo, Image
+from dutyline.incident.change.schemas import ChangeItem
 
 # Incident and alert ids are 24 hex characters; anything else is refused by name at decode.
 IncidentId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
@@ -107,6 +108,9 @@ class IncidentInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     links: list[LinkItem] | None = None
     frequency: str | None = None
     alerts: list[AlertInfo] | None = None
+    # /incident/info only: the changes of the incident's channel just before it opened
+    # (incident/change), latest first. Not a reference field.
+    recent_changes: list[ChangeItem] | None = None
 
 
 class IncidentInfoRequest(msgspec.Struct, kw_only=True):

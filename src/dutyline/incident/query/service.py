@@ -29,6 +29,7 @@ from dutyline.incident import feed, live, visibility
 from dutyline.incident import repository as core_repo
 from dutyline.incident.alert.records import alert_fields, event_item, images_of
 from dutyline.incident.alert.schemas import AlertEventItem, AlertInfo, IncidentShort
+from dutyline.incident.change import service as changes
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import (
     IncidentFeedItem,
@@ -62,15 +63,20 @@ async def require_visible(conn: AsyncConnection, actor: Actor, *, incident_id: s
 
 async def find_incident(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                         deps: Deps, include_alerts: bool = False,
-                        sources: bool = True) -> IncidentInfo:
+                        sources: bool = True, with_changes: bool = False) -> IncidentInfo:
     """One incident the actor sees (the server's base URL for its links), with its first
-    alerts when `include_alerts`; ResourceNotFound otherwise. `sources`: as in `records`."""
+    alerts when `include_alerts` and the changes just before it when `with_changes`;
+    ResourceNotFound otherwise. `sources`: as in `records`."""
     scope = await visibility.scope(actor)
     row = await repo.find(conn, scope, incident_id.lower())
     if row is None:
         raise errors.not_found("incident", incident_id)
-    return (await records(conn, actor, [row], deps=deps,
+    info = (await records(conn, actor, [row], deps=deps,
                           alerts_scope=scope if include_alerts else None, sources=sources))[0]
+    if with_changes:
+        info.recent_changes = await changes.recent_changes(
+            conn, actor, channel_id=info.channel_id, at=info.start_time)
+    return info
 
 
 incident_info = reads(*VIEW_PERMISSIONS)(find_incident)

@@ -1,0 +1,1 @@
+"""Change events: pushed deployments, configuration changes and feature flags."""
