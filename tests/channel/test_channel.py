@@ -431,3 +431,64 @@ async def _stamps_last_incident_at_and_drives_ranking(api: Api, clock: FakeClock
     assert [c["channel_id"] for c in ranked.data["items"]][:2] == [busy, quiet]
     assert ranked.data["items"][2]["channel_id"] == other
     assert (await _info(api, owner, other))["last_incident_at"] == 0
+
+
+async def _token_hash(api: Api, channel_id: int) -> str:
+    from sqlalchemy import select
+
+    from dutyline.db.tables.channel import channel
+
+    async with api.runtime.db.transaction(write=False) as conn:
+        return str((await conn.execute(select(channel.c.external_report_token_hash).where(
+            channel.c.channel_id == channel_id))).scalar_one())
+
+
+async def test_external_report_tokens_are_shown_once_and_kept_as_a_hash(
+    api: Api, owner: Person
+) -> None:
+    from dutyline.api.auth import hash_app_key
+
+    # Without external reports: no token, and none may be given.
+    plain = check("/channel/create", await _post(api, "/channel/create", {
+        "channel_name": "Plain"}, owner.key))["data"]
+    assert "external_report_token" not in plain
+    refused = await api.call("/channel/create", {"channel_name": "P2",
+                                                 "external_report_token": "t" * 20},
+                             key=owner.key)
+    assert (refused.status, refused.code) == (400, "InvalidParameter")
+    assert "external_report_token" in refused.body["error"]["message"]
+
+    # Enabled on create: a fresh token, in that answer only.
+    made = check("/channel/create", await _post(api, "/channel/create", {
+        "channel_name": "Reported", "is_external_report_enabled": True}, owner.key))["data"]
+    token = made["external_report_token"]
+    assert token.startswith("ert_") and len(token) > 20
+    assert await _token_hash(api, made["channel_id"]) == hash_app_key(token)
+    info = await _info(api, owner, made["channel_id"])
+    assert info["is_external_report_enabled"] is True
+    assert token not in str(info)
+
+    # /channel/update accepts a token (a channel moved from another server keeps its own)...
+    moved = "moved-token-0123456789"
+    updated = check("/channel/update", await _post(api, "/channel/update", {
+        "channel_id": made["channel_id"], "external_report_token": moved}, owner.key))["data"]
+    assert updated == {"external_report_token": moved}
+    assert await _token_hash(api, made["channel_id"]) == hash_app_key(moved)
+    # ...an update that does not touch external reports answers "" and keeps the token...
+    other = check("/channel/update", await _post(api, "/channel/update", {
+        "channel_id": made["channel_id"], "description": "x"}, owner.key))["data"]
+    assert other == {"external_report_token": ""}
+    assert await _token_hash(api, made["channel_id"]) == hash_app_key(moved)
+    # ...turning them off drops it, turning them on makes a new one.
+    await _post(api, "/channel/update", {"channel_id": made["channel_id"],
+                                         "is_external_report_enabled": False}, owner.key)
+    assert await _token_hash(api, made["channel_id"]) == ""
+    again = check("/channel/update", await _post(api, "/channel/update", {
+        "channel_id": plain["channel_id"], "is_external_report_enabled": True},
+        owner.key))["data"]
+    assert again["external_report_token"].startswith("ert_")
+    assert await _token_hash(api, plain["channel_id"]) == hash_app_key(
+        again["external_report_token"])
+    bad = await api.call("/channel/update", {"channel_id": made["channel_id"],
+                                             "external_report_token": "short"}, key=owner.key)
+    assert (bad.status, bad.code) == (400, "InvalidParameter")

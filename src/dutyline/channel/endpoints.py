@@ -36,7 +36,8 @@ async def channel_create(ctx: Context, req: CreateChannelRequest) -> ChannelCrea
     """Create a channel."""
     created = await service.create_channel(ctx.conn, ctx.actor, channel=_changes(req))
     return ChannelCreateResponse(channel_id=created.channel_id,
-                                 channel_name=created.channel_name)
+                                 channel_name=created.channel_name,
+                                 external_report_token=created.external_report_token)
 
 
 @router.post("/channel/info", permissions=(CHANNEL_VIEW,))
@@ -69,9 +70,9 @@ async def channel_list(ctx: Context, req: ListChannelsRequest) -> ListChannelsRe
 @router.post("/channel/update", permissions=(CHANNEL_MANAGE,), write=True)
 async def channel_update(ctx: Context, req: UpdateChannelRequest) -> UpdateChannelResponse:
     """Update a channel; only the fields given change."""
-    await service.update_channel(ctx.conn, ctx.actor, channel_id=req.channel_id,
-                                 changes=_changes(req))
-    return UpdateChannelResponse()
+    token = await service.update_channel(ctx.conn, ctx.actor, channel_id=req.channel_id,
+                                         changes=_changes(req))
+    return UpdateChannelResponse(external_report_token=token)
 
 
 @router.post("/channel/delete", permissions=(CHANNEL_MANAGE,), write=True, dangerous=True)

@@ -53,6 +53,9 @@ DEFAULT_GROUP = Group(method="n")
 DEFAULT_FLAPPING = Flapping()
 
 
+ReportToken = Annotated[str, msgspec.Meta(min_length=16, max_length=128, pattern=r"^[!-~]+$")]
+
+
 class CreateChannelRequest(msgspec.Struct, kw_only=True):
     channel_name: ChannelName
     # 0: no owning team (the channel belongs to the account as a whole).
@@ -67,11 +70,16 @@ class CreateChannelRequest(msgspec.Struct, kw_only=True):
     disable_outlier_detection: bool = False
     disable_auto_close: bool = False
     is_external_report_enabled: bool = False
+    # The token to give external reporters (a channel moved from another server keeps its
+    # own); without it, enabling external reports makes one.
+    external_report_token: ReportToken | None = None
 
 
-class ChannelCreateResponse(msgspec.Struct, kw_only=True):
+class ChannelCreateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     channel_id: int
     channel_name: str
+    # Only when external reports are enabled: shown in this answer only.
+    external_report_token: str = ""
 
 
 class UpdateChannelRequest(msgspec.Struct, kw_only=True):
@@ -90,10 +98,13 @@ class UpdateChannelRequest(msgspec.Struct, kw_only=True):
     disable_outlier_detection: bool | None = None
     disable_auto_close: bool | None = None
     is_external_report_enabled: bool | None = None
+    external_report_token: ReportToken | None = None
 
 
 class UpdateChannelResponse(msgspec.Struct, kw_only=True):
-    pass
+    # The token set by this update (turning external reports on, or the one given); ""
+    # otherwise. Shown in this answer only: only its hash is kept.
+    external_report_token: str = ""
 
 
 class ChannelIDRequest(msgspec.Struct, kw_only=True):

@@ -5,6 +5,7 @@ integration keys."""
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import errors
 from dutyline.api.access import reads, writes
 from dutyline.api.actor import Actor
+from dutyline.api.auth import hash_app_key
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import repository as repo
 from dutyline.channel.repository import Viewer
@@ -111,6 +113,7 @@ class ChannelChanges:
     disable_outlier_detection: bool | None = None
     disable_auto_close: bool | None = None
     is_external_report_enabled: bool | None = None
+    external_report_token: str | None = None
 
 
 # The plain settings stored as given, and their values on create when not given.
@@ -125,6 +128,17 @@ _PLAIN_DEFAULTS: dict[str, Any] = {
 class CreatedChannel:
     channel_id: int
     channel_name: str
+    external_report_token: str = ""  # set when external reports are enabled: shown once
+
+
+def _report_token(enabled: bool, given: str | None, field: str) -> str:
+    """The external report token an enabled channel takes (the one given, else a new one);
+    "" for a channel without external reports, which takes none."""
+    if not enabled:
+        if given is not None:
+            raise errors.invalid(field, "needs is_external_report_enabled")
+        return ""
+    return given if given is not None else "ert_" + secrets.token_urlsafe(24)
 
 
 @writes("/channel/create", CHANNEL_MANAGE, targets=lambda created: [created.channel_id])
@@ -142,6 +156,8 @@ async def create_channel(conn: AsyncConnection, actor: Actor, *,
     now = actor.now_s
     plain = {f: v if (v := getattr(channel, f)) is not None else default
              for f, default in _PLAIN_DEFAULTS.items()}
+    token = _report_token(bool(plain["is_external_report_enabled"]),
+                          channel.external_report_token, "external_report_token")
     values = {
         "channel_id": channel_id, "account_id": account_id, "team_id": team_id,
         "managing_team_ids": _team_list(managing),
@@ -150,13 +166,15 @@ async def create_channel(conn: AsyncConnection, actor: Actor, *,
         "group_config": _encode(group).decode(),
         "flapping": _encode(channel.flapping or DEFAULT_FLAPPING).decode(),
         "last_incident_at": 0, "deleted_at": 0, "created_at": now, "updated_at": now,
+        "external_report_token_hash": hash_app_key(token) if token else "",
     }
     try:
         await repo.insert_channel(conn, values)
     except IntegrityError:
         # Lost a race with a concurrent create of the same name.
         raise errors.invalid("channel_name", "already exists") from None
-    return CreatedChannel(channel_id=channel_id, channel_name=name)
+    return CreatedChannel(channel_id=channel_id, channel_name=name,
+                          external_report_token=token)
 
 
 @reads(CHANNEL_VIEW)
@@ -221,8 +239,10 @@ async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery,
 
 @writes("/channel/update", CHANNEL_MANAGE)
 async def update_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int,
-                         changes: ChannelChanges) -> int:
-    """Change the given settings of a live channel the actor sees; returns its id."""
+                         changes: ChannelChanges) -> str:
+    """Change the given settings of a live channel the actor sees. Returns the external
+    report token this change set (turning external reports on, or the one given), else
+    "": it is shown once, only its hash is kept."""
     account_id = actor.account_id
     row = await require_visible(conn, actor, channel_id)
     values: dict[str, Any] = {"updated_at": actor.now_s}
@@ -244,11 +264,17 @@ async def update_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int
     for field in _PLAIN_DEFAULTS:
         if (value := getattr(changes, field)) is not None:
             values[field] = value
+    token = ""
+    enabled = bool(values.get("is_external_report_enabled", row.is_external_report_enabled))
+    turned_on = enabled and not row.is_external_report_enabled
+    if turned_on or changes.external_report_token is not None or not enabled:
+        token = _report_token(enabled, changes.external_report_token, "external_report_token")
+        values["external_report_token_hash"] = hash_app_key(token) if token else ""
     try:
         await repo.update_channel(conn, account_id, row.channel_id, values)
     except IntegrityError:
         raise errors.invalid("channel_name", "already exists") from None
-    return int(row.channel_id)
+    return token
 
 
 @writes("/channel/delete", CHANNEL_MANAGE, dangerous=True)

@@ -36,6 +36,8 @@ channel = Table(
     Column("disable_outlier_detection", Boolean, nullable=False, server_default="0"),
     Column("disable_auto_close", Boolean, nullable=False, server_default="0"),
     Column("is_external_report_enabled", Boolean, nullable=False, server_default="0"),
+    # The token external reporters are given: shown once (create/update), kept as a hash.
+    Column("external_report_token_hash", String(64), nullable=False, server_default=""),
     Column("group_config", Text, nullable=False, server_default="{}"),  # JSON: reference Group
     Column("flapping", Text, nullable=False, server_default="{}"),  # JSON: reference Flapping
     Column("last_incident_at", BigInteger, nullable=False, server_default="0"),
