@@ -399,3 +399,20 @@ async def test_redraft_without_a_model_says_how_to_configure_one(w: World, api: 
     assert (refused.status, refused.code) == (400, "BadRequest")
     assert "DUTYLINE_LLM_BASE_URL" in refused.message
     assert await all_rows(api, job, job.c.kind == "incident.post_mortem.draft") == []
+
+
+async def test_the_changes_just_before_the_incident_are_in_its_report(w: World) -> None:
+    from tests.incident.change_support import change, change_integration, push_change
+
+    deploys = await change_integration(w.api, w.owner, w.prod.channel_id)
+    pushed = await push_change(w.api, deploys.key, change(
+        title="Deploy checkout v42", description="connection pool resized",
+        start_time=int(START) - 600, type="deployment"))
+    assert pushed.status == 200, pushed.body
+    incident_id = await closed(w)
+    made = await create(w.api, w.owner, [incident_id])
+    assert made.status == 200, made.body
+    content = made.data["content"]["content"]
+    assert ("- 2023-11-14 22:03:20 UTC [deployment, Processing] Deploy checkout v42 — "
+            "connection pool resized") in content
+    assert "Changes just before:" in content

@@ -1,6 +1,7 @@
 """What a post-mortem is drafted from: its incidents, their timelines (the feed, notes
-included), their alerts. Gathered through the incident reads, as the actor sees them, and
-rendered as plain lines that the template and the model's prompt share."""
+included), their alerts and the changes of their channel just before them. Gathered through
+the incident reads, as the actor sees them, and rendered as plain lines that the template and
+the model's prompt share."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.incident import feed
 from dutyline.incident.alert.schemas import AlertInfo
+from dutyline.incident.change.schemas import ChangeItem
 from dutyline.incident.query import service as query
 from dutyline.incident.query.schemas import IncidentFeedItem, IncidentInfo
 
@@ -45,6 +47,7 @@ class Material:
     timeline: list[TimelineEntry] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     alerts: list[AlertInfo] = field(default_factory=list)
+    changes: list[ChangeItem] = field(default_factory=list)
 
 
 def when(ts: int) -> str:
@@ -64,7 +67,8 @@ async def gather(conn: AsyncConnection, actor: Actor, *, incident_ids: list[str]
                  deps: Deps) -> Material:
     """The incidents (ResourceNotFound for one the actor does not see), oldest first."""
     incidents = [await query.find_incident(conn, actor, incident_id=i, deps=deps,
-                                           sources=False) for i in incident_ids]
+                                           sources=False, with_changes=True)
+                 for i in incident_ids]
     incidents.sort(key=lambda i: (i.start_time, i.incident_id))
     material = Material(incidents=incidents)
     for inc in incidents:
@@ -79,6 +83,13 @@ async def gather(conn: AsyncConnection, actor: Actor, *, incident_ids: list[str]
         alerts = await query.find_incident_alerts(conn, actor, incident_id=inc.incident_id,
                                                   limit=MAX_ALERTS)
         material.alerts += alerts.items
+    seen: set[str] = set()
+    for inc in incidents:  # the incidents of a report share a channel, often its changes
+        for change in inc.recent_changes or ():
+            if change.change_id not in seen:
+                seen.add(change.change_id)
+                material.changes.append(change)
+    material.changes.sort(key=lambda c: c.start_time)
     material.timeline.sort(key=lambda e: e.at)
     return material
 
@@ -143,6 +154,12 @@ def alert_lines(m: Material) -> list[str]:
             for a in m.alerts]
 
 
+def change_lines(m: Material) -> list[str]:
+    return [f"{when(c.start_time)} [{c.type}, {c.status}] {c.title}"
+            + (f" — {c.description.strip()}" if c.description.strip() else "")
+            for c in m.changes]
+
+
 def incident_lines(m: Material) -> list[str]:
     return [f"#{i.num} {i.title} ({i.incident_severity}) in "
             f"{i.channel_name or 'no channel'}: started {when(i.start_time)}, closed "
@@ -161,5 +178,7 @@ def as_prompt(m: Material) -> str:
                 parts.append(f"{label} (#{i.num}): {text.strip()}")
     parts += ["", "Timeline (UTC):", *(f"- {line}" for line in timeline_lines(m))]
     parts += ["", "Alerts:", *(f"- {line}" for line in alert_lines(m) or ["none"])]
+    parts += ["", "Changes just before (UTC):",
+              *(f"- {line}" for line in change_lines(m) or ["none"])]
     text = "\n".join(parts)
     return text if len(text) <= MAX_PROMPT_CHARS else text[:MAX_PROMPT_CHARS] + " …[truncated]"

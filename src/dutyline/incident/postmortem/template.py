@@ -9,6 +9,7 @@ import re
 from dutyline.incident.postmortem.material import (
     Material,
     alert_lines,
+    change_lines,
     incident_lines,
     timeline_lines,
 )
@@ -52,6 +53,9 @@ def _contributing(m: Material) -> str:
     alerts = alert_lines(m)
     if alerts:
         body += "\n\nAlerts:\n\n" + "\n".join(f"- {line}" for line in alerts)
+    changes = change_lines(m)
+    if changes:
+        body += "\n\nChanges just before:\n\n" + "\n".join(f"- {line}" for line in changes)
     return body
 
 
