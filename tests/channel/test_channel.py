@@ -102,7 +102,7 @@ async def test_create_and_info_match_the_reference(api: Api, owner: Person) -> N
                                        "creator_id": owner.person_id}]
     updated = check("/channel/update", await _post(api, "/channel/update",
                                                    {"channel_id": channel_id}, owner.key))
-    assert updated["data"] == {}
+    assert updated["data"] == {"external_report_token": ""}  # set only when reports turn on
     for path in ("/channel/disable", "/channel/enable", "/channel/delete"):
         assert check(path, await _post(api, path, {"channel_id": channel_id},
                                        owner.key))["data"] == {}
@@ -207,7 +207,7 @@ async def test_update_changes_only_given_fields(api: Api, owner: Person) -> None
         "group": {"method": "i", "i_keys": ["title"], "i_score_threshold": 0.8},
         "flapping": {"is_disabled": False}, "disable_auto_close": True,
     }, key=owner.key)
-    assert (reply.status, reply.data) == (200, {})
+    assert (reply.status, reply.data) == (200, {"external_report_token": ""})
     after = await _info(api, owner, channel_id)
     assert after["description"] == "Cards and wallets"
     assert after["group"] == {"method": "i", "i_keys": ["title"], "i_score_threshold": 0.8}
