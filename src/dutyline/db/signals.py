@@ -27,15 +27,18 @@ import asyncio
 import contextlib
 import time
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from sqlalchemy import Connection, bindparam, select, text
+from sqlalchemy import Connection, Engine, bindparam, event, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.dml import UpdateBase
 
 from dutyline.db import commit_hooks
-from dutyline.db.engine import Database
 from dutyline.db.tables.signals import change_signal
+
+if TYPE_CHECKING:
+    from dutyline.db.engine import Database
 
 log = structlog.get_logger("dutyline.signals")
 
@@ -176,16 +179,64 @@ async def bump(conn: AsyncConnection, name: str) -> None:
     in every process. Once per name and transaction, however often it is called."""
     sync = conn.sync_connection
     assert sync is not None
-    names: set[str] = sync.info.setdefault(_NAMES, set())
+    # The connection's sync side runs on the event loop's greenlet: the statements it sends
+    # here are awaited like any other.
+    await conn.run_sync(bump_sync, name)
+
+
+def bump_sync(conn: Connection, name: str) -> None:
+    """`bump` for a sync connection (the SQLite writer thread, statement hooks)."""
+    names: set[str] = conn.info.setdefault(_NAMES, set())
     if name in names:
         return
     names.add(name)
     if conn.dialect.name == "postgresql":
-        await conn.execute(_PG_NOTIFY, {"channel": CHANNEL, "name": name})
-    else:
-        await conn.execute(_SQLITE_BUMP, {"name": name})
-        await conn.execute(_SQLITE_BUMP, {"name": ANY})
-    commit_hooks.mark(sync, TOPIC)
+        conn.execute(_PG_NOTIFY, {"channel": CHANNEL, "name": name})
+    elif _has_signal_table(conn):
+        conn.execute(_SQLITE_BUMP, {"name": name})
+        conn.execute(_SQLITE_BUMP, {"name": ANY})
+    commit_hooks.mark(conn, TOPIC)
+
+
+_with_table: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _has_signal_table(conn: Connection) -> bool:
+    """False on a database not migrated this far (a migration test writing old rows): no
+    process can watch it then either, so every watcher reads through. Only a yes is kept."""
+    if conn.engine in _with_table:
+        return True
+    found = conn.execute(text(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'change_signal'")).first()
+    if found is not None:
+        _with_table.add(conn.engine)
+    return found is not None
+
+
+# What an app key resolves to is read from these tables (platform/app_key/repository.py,
+# the caller query): any insert, update or delete of them, by any code path, bumps "auth".
+# Found by statement rather than listed at each writer, so a new writer cannot forget it.
+AUTH_TABLES = frozenset({"app_key", "member", "member_role", "role", "role_permission",
+                         "account"})
+# Columns whose writes change nothing a key resolves to (the batched last-use times).
+_AUTH_QUIET_COLUMNS = frozenset({"last_used_at"})
+
+
+def _after_execute(conn: Connection, clause: Any, *_: Any) -> None:
+    if not isinstance(clause, UpdateBase):
+        return
+    table = getattr(clause, "table", None)
+    if table is None or getattr(table, "name", None) not in AUTH_TABLES:
+        return
+    values = getattr(clause, "_values", None)
+    if values and {getattr(c, "key", c) for c in values} <= _AUTH_QUIET_COLUMNS:
+        return
+    bump_sync(conn, AUTH)
+
+
+def install(engine: Engine) -> None:
+    """Watch `engine`'s statements for writes to the tables of a signal (once per engine)."""
+    event.listen(engine, "after_execute", _after_execute)
 
 
 def _committed(conn: Connection) -> None:

@@ -10,7 +10,6 @@ from sqlalchemy import bindparam, delete, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db import signals
 from dutyline.db.tables.platform import (
     app_key,
     member,
@@ -65,7 +64,6 @@ async def get(conn: AsyncConnection, account_id: int, key_id: int) -> Any:
 
 async def delete_key(conn: AsyncConnection, key_id: int) -> None:
     await conn.execute(delete(app_key).where(app_key.c.key_id == key_id))
-    await signals.bump(conn, signals.AUTH)  # every process refuses it within a second
 
 
 # --- authentication: on every request's path (platform/auth.py) -------------------------

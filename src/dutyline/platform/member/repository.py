@@ -9,7 +9,6 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
-from dutyline.db import signals
 from dutyline.db.paging import counted_page, ids_by_key, ordered
 from dutyline.db.tables.platform import (
     account,
@@ -129,20 +128,16 @@ async def add_roles(
         await conn.execute(insert(member_role), [
             {"member_id": member_id, "role_id": r, "account_id": account_id} for r in role_ids
         ])
-        await signals.bump(conn, signals.AUTH)  # the member's keys gain the role's rights
 
 
 async def remove_roles(conn: AsyncConnection, member_id: int, role_ids: list[int]) -> None:
     if role_ids:
         await conn.execute(delete(member_role).where(
             member_role.c.member_id == member_id, member_role.c.role_id.in_(role_ids)))
-        await signals.bump(conn, signals.AUTH)
 
 
 async def touch(conn: AsyncConnection, member_id: int, values: dict[str, Any]) -> None:
     await conn.execute(update(member).where(member.c.member_id == member_id).values(**values))
-    # A key resolves to its member's name and status: cached resolutions are stale.
-    await signals.bump(conn, signals.AUTH)
 
 
 async def soft_delete(conn: AsyncConnection, member_id: int, now_s: int) -> None:

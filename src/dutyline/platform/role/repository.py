@@ -8,7 +8,6 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db import signals
 from dutyline.db.paging import ids_by_key, ordered
 from dutyline.db.tables.platform import member, member_role, role, role_permission
 
@@ -61,14 +60,12 @@ async def insert_role(conn: AsyncConnection, values: dict[str, Any]) -> None:
 
 async def update_role(conn: AsyncConnection, role_id: int, values: dict[str, Any]) -> None:
     await conn.execute(update(role).where(role.c.role_id == role_id).values(**values))
-    await signals.bump(conn, signals.AUTH)  # its status decides whether its holders have it
 
 
 async def replace_permissions(
     conn: AsyncConnection, role_id: int, permission_ids: list[int]
 ) -> None:
     await conn.execute(delete(role_permission).where(role_permission.c.role_id == role_id))
-    await signals.bump(conn, signals.AUTH)
     if permission_ids:
         await conn.execute(
             insert(role_permission),
@@ -84,7 +81,6 @@ async def holder_count(conn: AsyncConnection, role_id: int) -> int:
 async def delete_role(conn: AsyncConnection, role_id: int) -> None:
     await conn.execute(delete(role_permission).where(role_permission.c.role_id == role_id))
     await conn.execute(delete(role).where(role.c.role_id == role_id))
-    await signals.bump(conn, signals.AUTH)
 
 
 async def member_grants(conn: AsyncConnection, account_id: int, member_id: int) -> list[Row[Any]]:
