@@ -102,15 +102,15 @@ class ChangeSignals:
             self._live = False
 
     async def _poll(self, db: Database) -> None:
-        seen_any: int | None = None
+        seen_any: int | None = None  # None: nothing seen yet (or lost): take all rows
         seen: dict[str, int] = {}
         while True:
             try:
+                rows: list[Any] = []
                 async with db.connect() as conn:
-                    now_any = (await conn.execute(_POLL_ANY, {"name": ANY})).scalar()
+                    now_any = int((await conn.execute(_POLL_ANY, {"name": ANY})).scalar() or 0)
                     if now_any != seen_any:
-                        rows = (await conn.execute(_POLL_ALL)).all()
-                now_any = int(now_any or 0)
+                        rows = list((await conn.execute(_POLL_ALL)).all())
                 if seen_any is None:
                     seen = {r.name: int(r.version) for r in rows}
                     self.drop_all()
@@ -239,8 +239,19 @@ def install(engine: Engine) -> None:
     event.listen(engine, "after_execute", _after_execute)
 
 
+# name -> how many transactions of this process committed a bump of it (for tests and
+# diagnostics: what a write here did, whether or not a watcher is running).
+_committed_here: dict[str, int] = {}
+
+
+def committed_here(name: str) -> int:
+    return _committed_here.get(name, 0)
+
+
 def _committed(conn: Connection) -> None:
     names: set[str] = conn.info.pop(_NAMES, set())
+    for name in names:
+        _committed_here[name] = _committed_here.get(name, 0) + 1
     for signals in list(_ALL):
         for name in names:
             signals.moved(name)
