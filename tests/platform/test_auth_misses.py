@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import pytest
 from sqlalchemy import event
 
@@ -18,6 +17,7 @@ from dutyline.platform.app_key.misses import MISSED, NEGATIVE_TTL_S, MissedKeys
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.clock import FakeClock
+from tests.fixtures.signals import watching
 
 pytestmark = pytest.mark.anyio
 N = 50
@@ -50,13 +50,6 @@ def statements(capi: Api) -> Iterator[Statements]:
     event.listen(engine, "before_cursor_execute", counter)
     yield counter
     event.remove(engine, "before_cursor_execute", counter)
-
-
-async def watching(api: Api) -> None:
-    """Until the app's change-signal watcher has started (it vouches for cached keys)."""
-    with anyio.fail_after(5):
-        while api.runtime.signals.version("auth") is None:
-            await anyio.sleep(0.01)
 
 
 async def _list(api: Api, key: str) -> int:
@@ -97,7 +90,7 @@ async def test_valid_keys_resolve_from_memory_and_revocation_is_still_immediate(
 
     from dutyline.db.tables.platform import app_key
 
-    await watching(capi)
+    await watching(capi.runtime)
     for _ in range(3):
         assert await _list(capi, owner.key) == 200
     assert statements.key_lookups == 1  # the change signal is watched: one query, then memory

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-from sqlalchemy import insert, text, update
+from sqlalchemy import insert, update
+from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db import signals
@@ -146,11 +147,11 @@ async def set_component_status(
         elif announce == "elsewhere":
             name = signals.page_signal(page_id)
             if conn.dialect.name == "postgresql":
-                await conn.execute(text("SELECT pg_notify(:c, :n)"),
+                await conn.execute(sql_text("SELECT pg_notify(:c, :n)"),
                                    {"c": signals.CHANNEL, "n": name})
             else:
                 for row in (name, signals.ANY):
-                    await conn.execute(text(
+                    await conn.execute(sql_text(
                         "INSERT INTO change_signal (name, version) VALUES (:n, 1) ON CONFLICT "
                         "(name) DO UPDATE SET version = change_signal.version + 1"), {"n": row})
 

@@ -72,12 +72,29 @@ class ChangeSignals:
     def __init__(self) -> None:
         self._epoch = 0
         self._counts: dict[str, int] = {}
-        self._live = False
+        self._live_flag = False
+        self._became_live = asyncio.Event()
         self._polled_at = 0.0  # monotonic; 0 when the watcher does not poll (PostgreSQL)
         _ALL.add(self)
 
+    @property
+    def _live(self) -> bool:
+        return self._live_flag
+
+    @_live.setter
+    def _live(self, value: bool) -> None:
+        self._live_flag = value
+        if value:
+            self._became_live.set()
+        else:
+            self._became_live.clear()
+
+    async def until_live(self) -> None:
+        """Until the watcher follows the signals (caches keep nothing before)."""
+        await self._became_live.wait()
+
     def version(self, name: str) -> Version | None:
-        if not self._live:
+        if not self._live_flag:
             return None
         if self._polled_at and time.monotonic() - self._polled_at > STALE_AFTER_S:
             return None
