@@ -8,10 +8,11 @@ from email.utils import parsedate_to_datetime
 from itertools import pairwise
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 
 from dutyline.db.tables.status_page import status_page
 from dutyline.status_page import cache as page_cache
+from dutyline.status_page.tokens import token_hash
 from tests.fixtures.api import Api
 from tests.fixtures.signals import eventually, watching
 from tests.status_page.public_seed import (
@@ -303,3 +304,74 @@ async def test_empty_page(api: Api) -> None:
     assert "No components yet." in r.text
     feed = ET.fromstring((await api.raw("GET", "/status/empty/history.rss")).content)
     assert feed.find("channel/item") is None
+
+
+class Statements:
+    """Every statement sent to the database, on both engines of the app's Database."""
+
+    def __init__(self, api: Api) -> None:
+        db = api.runtime.db
+        self.engines = [db.engine.sync_engine]
+        if db._sync is not None:
+            self.engines.append(db._sync.engine)
+        self.seen: list[str] = []
+
+    def __call__(self, conn: object, cursor: object, statement: str, *args: object) -> None:
+        self.seen.append(statement)
+
+    def __enter__(self) -> Statements:
+        for engine in self.engines:
+            event.listen(engine, "before_cursor_execute", self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for engine in self.engines:
+            event.remove(engine, "before_cursor_execute", self)
+
+
+async def test_a_cached_view_touches_no_database(api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
+    paths = ("/status/acme", "/status/acme/history.rss", "/status/acme/history.atom")
+    for path in paths * 2:  # an address seen for the first time is read twice
+        assert (await api.raw("GET", path)).status_code == 200
+    with Statements(api) as statements:
+        for path in paths:
+            r = await api.raw("GET", path)
+            assert r.status_code == 200
+            assert (await api.raw("GET", path, headers={"If-None-Match": r.headers["etag"]})
+                    ).status_code == 304
+    assert statements.seen == []
+    # A write to the page: the next view reads again.
+    async with api.runtime.db.transaction() as conn:
+        await page_cache.invalidate(conn, page.page_id)
+    with Statements(api) as statements:
+        assert (await api.raw("GET", "/status/acme")).status_code == 200
+    assert statements.seen
+
+
+async def test_an_internal_page_in_memory_still_asks_every_visitor_for_its_token(
+    api: Api,
+) -> None:
+    await watching(api.runtime)
+    seeded = await seed_page(api.runtime.db, now_s=now_of(api), url_name="ops",
+                             page_type="internal")
+    for _ in range(3):  # cached for the holder of the token
+        r = await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": seeded.access_token})
+        assert r.status_code == 200
+    assert r.headers["cache-control"] == "private, no-cache"
+    # Served from memory, yet never to someone without the token, or with another.
+    assert (await api.raw("GET", "/status/ops/history.rss")).status_code == 401
+    assert (await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": "tok-other"})).status_code == 401
+    api.client.cookies.set("dutyline_status_token", "tok-other", path="/status/ops")
+    assert (await api.raw("GET", "/status/ops")).status_code == 401
+    # The token rotated (as /status-page/update does): the old one fails on the next view.
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(status_page).where(status_page.c.page_id == seeded.page_id)
+                           .values(access_token_hash=token_hash("tok-new")))
+        await page_cache.invalidate(conn, seeded.page_id)
+    assert (await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": seeded.access_token})).status_code == 401
+    assert (await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": "tok-new"})).status_code == 200
