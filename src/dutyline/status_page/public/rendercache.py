@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from email.utils import formatdate
 from typing import Generic, TypeVar
 
 from dutyline.db.signals import Version
@@ -37,6 +38,8 @@ class Rendered:
     # Unix seconds for Last-Modified: never the same for two different bodies of the page
     # in this process, so If-Modified-Since cannot hide a change made within one second.
     last_modified: int
+    # The same as an HTTP date, made once (formatting it costs a third of a cached hit).
+    last_modified_http: str
 
 
 class _Bounded(Generic[K, V]):
@@ -90,7 +93,8 @@ class RenderCache:
             last_modified = before.last_modified + 1
         else:
             last_modified = now_s
-        entry = Rendered(body, etag, version or (-1, -1), now_s, last_modified)
+        entry = Rendered(body, etag, version or (-1, -1), now_s, last_modified,
+                         formatdate(last_modified, usegmt=True))
         if version is not None:
             self._rendered.put((page_id, what), entry)
         return entry

@@ -14,7 +14,7 @@ redirect, so the token stays out of history and Referer headers.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from email.utils import formatdate, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -111,7 +111,7 @@ def _require_access(request: Request, head: PageHead) -> None:
 
 
 def _cache_headers(head: PageHead, entry: Rendered) -> dict[str, str]:
-    more = {"ETag": entry.etag, "Last-Modified": formatdate(entry.last_modified, usegmt=True)}
+    more = {"ETag": entry.etag, "Last-Modified": entry.last_modified_http}
     if head.page_type == "internal":
         # Only its token holders may see it: no shared cache keeps it, and browsers ask again
         # on every view (a revoked token or a change shows at once).
