@@ -47,6 +47,7 @@ TABLE_OWNERS = {
     "incident": "incident", "incident_insight": "incident", "incident_noise": "incident",
     "monit": "monit", "notify": "notify", "platform": "platform", "schedule": "schedule",
     "status_page": "status_page", "scheduler": "work", "work": "work", "meta": "db",
+    "signals": "db",
     "web": "web",
 }
 # Read models: another domain's tables a module may join, read-only (docs/architecture.md).

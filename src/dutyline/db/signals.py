@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import structlog
 from sqlalchemy import Connection, Engine, bindparam, event, select, text
@@ -38,7 +38,16 @@ from dutyline.db import commit_hooks
 from dutyline.db.tables.signals import change_signal
 
 if TYPE_CHECKING:
-    from dutyline.db.engine import Database
+    from contextlib import AbstractAsyncContextManager
+
+    class Database(Protocol):
+        """What the watcher needs of db/engine.py's Database (which installs this module's
+        statement hook, so it is not imported here)."""
+
+        @property
+        def is_postgres(self) -> bool: ...
+
+        def connect(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
 
 log = structlog.get_logger("dutyline.signals")
 
