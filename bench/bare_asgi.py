@@ -54,6 +54,21 @@ async def app(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": BODY})
 
 
+def fixed(body: bytes, *, status: int = 200,
+          content_type: bytes = b"text/html; charset=utf-8") -> Callable[..., Awaitable[None]]:
+    """A bare ASGI app answering every GET with these bytes (a 304 with none): the baseline
+    of a page served from memory, with the same body on the same transport."""
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+
+    async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return answer
+
+
 def main() -> None:
     import uvicorn
 

@@ -28,6 +28,7 @@ from dutyline.api.routing import ExactPathRouter
 from dutyline.api.runtime import Runtime
 from dutyline.config import Settings
 from dutyline.db.engine import Database
+from dutyline.db.signals import ChangeSignals
 from dutyline.domains import all_routers, extra_routes, load_tasks
 from dutyline.kit.clock import Clock, SystemClock
 from dutyline.kit.extras import OTEL, REDIS, require
@@ -64,13 +65,15 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
     clock = clock or SystemClock()
     db = Database(settings.database_url)
     metrics = Metrics()
+    signals = ChangeSignals()
     return Runtime(
         settings=settings,
         db=db,
         clock=clock,
         translator=Translator(),
         limiter=build_limiter(settings, clock, metrics),
-        authenticator=DatabaseAuthenticator(clock),
+        authenticator=DatabaseAuthenticator(clock, signals=signals),
+        signals=signals,
         audit=DatabaseAuditSink(clock),
         metrics=metrics,
         secrets=SecretBox(settings.resolved_secret_key),
@@ -162,7 +165,10 @@ class Lifespan:
         assert isinstance(authenticator, DatabaseAuthenticator)
         self.runtime = runtime
         self.authenticator = authenticator
-        self.tasks = [self.flush_key_use, *background]
+        self.tasks = [self.flush_key_use, self.follow_signals, *background]
+
+    async def follow_signals(self, runtime: Runtime) -> None:
+        await runtime.signals.watch(runtime.db)
 
     async def flush_key_use(self, runtime: Runtime) -> None:
         while True:

@@ -49,6 +49,7 @@ TABLE_OWNERS = {
     "monit": "monit", "notify": "notify", "notify_war_room": "notify", "platform": "platform",
     "platform_calendar": "platform", "schedule": "schedule",
     "status_page": "status_page", "scheduler": "work", "work": "work", "meta": "db",
+    "signals": "db",
     "web": "web",
 }
 # Read models: another domain's tables a module may join, read-only (docs/architecture.md).

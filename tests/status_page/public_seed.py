@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
 from sqlalchemy import insert, update
+from sqlalchemy import text as sql_text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.db import signals
 from dutyline.db.engine import Database
 from dutyline.db.tables.status_page import (
     status_change,
@@ -20,6 +22,7 @@ from dutyline.db.tables.status_page import (
     status_section,
 )
 from dutyline.kit.ids import hex_id, numeric_id
+from dutyline.status_page import cache as page_cache
 from dutyline.status_page.tokens import token_hash
 
 DAY = 86_400
@@ -129,16 +132,28 @@ async def seed_page(
 
 
 async def set_component_status(
-    db: Database, component_id: str, status: str, *, page_id: int, bump_to: int | None
+    db: Database, component_id: str, status: str, *, page_id: int, announce: str
 ) -> None:
-    """A write as another process would make it: the row, and updated_at when asked."""
+    """Write a component's status. `announce`: "" (a write that tells no cache: none of the
+    product's writers do that), "here" (as this process's writers do: the page's change
+    signal, moved at once here), "elsewhere" (as another process's writer: only what reaches
+    this process through the database, the NOTIFY or the signal row)."""
     async with db.transaction() as conn:
         await conn.execute(update(status_component)
                            .where(status_component.c.component_id == component_id)
                            .values(status=status))
-        if bump_to is not None:
-            await conn.execute(update(status_page).where(status_page.c.page_id == page_id)
-                               .values(updated_at=bump_to))
+        if announce == "here":
+            await page_cache.invalidate(conn, page_id)
+        elif announce == "elsewhere":
+            name = signals.page_signal(page_id)
+            if conn.dialect.name == "postgresql":
+                await conn.execute(sql_text("SELECT pg_notify(:c, :n)"),
+                                   {"c": signals.CHANNEL, "n": name})
+            else:
+                for row in (name, signals.ANY):
+                    await conn.execute(sql_text(
+                        "INSERT INTO change_signal (name, version) VALUES (:n, 1) ON CONFLICT "
+                        "(name) DO UPDATE SET version = change_signal.version + 1"), {"n": row})
 
 
 # --- reading HTML with the standard library ------------------------------------------------

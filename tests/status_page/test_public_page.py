@@ -8,11 +8,13 @@ from email.utils import parsedate_to_datetime
 from itertools import pairwise
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import event, update
 
 from dutyline.db.tables.status_page import status_page
 from dutyline.status_page import cache as page_cache
+from dutyline.status_page.tokens import token_hash
 from tests.fixtures.api import Api
+from tests.fixtures.signals import eventually, watching
 from tests.status_page.public_seed import (
     DAY,
     Seeded,
@@ -175,7 +177,8 @@ async def test_internal_page_needs_the_token(api: Api) -> None:
     # httpx keeps the cookie for the page's path only.
     r = await api.raw("GET", "/status/ops")
     assert r.status_code == 200 and "Acme Cloud" in r.text
-    assert r.headers["cache-control"].startswith("private")
+    assert r.headers["cache-control"] == "private, no-cache"
+    assert r.headers["vary"] == "Cookie"
     assert r.headers["x-robots-tag"] == "noindex"
     assert (await api.raw("GET", "/status/ops/history.rss")).status_code == 200
     # A feed reader without cookies may put the token in the feed's address.
@@ -191,71 +194,100 @@ async def test_internal_page_needs_the_token(api: Api) -> None:
 async def test_public_page_ignores_token_and_has_no_cookie(api: Api, page: Seeded) -> None:
     r = await api.raw("GET", "/status/acme", params={"token": "anything"})
     assert r.status_code == 200 and "set-cookie" not in r.headers
-    assert r.headers["cache-control"] == "public, no-cache"
+    assert r.headers["cache-control"] == "public, max-age=5"
 
 
 async def test_disabled_page_is_not_found(api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
+    assert (await api.raw("GET", "/status/acme")).status_code == 200
     async with api.runtime.db.transaction() as conn:
         await conn.execute(update(status_page).where(status_page.c.page_id == page.page_id)
                            .values(status="disabled"))
+        await page_cache.invalidate(conn, page.page_id)
     assert (await api.raw("GET", "/status/acme")).status_code == 404
 
 
-async def test_change_shows_on_next_view_after_updated_at_bump(api: Api, page: Seeded) -> None:
+async def overall(api: Api) -> str:
+    r = await api.raw("GET", "/status/acme")
+    return parse_html(r.text).find(id="overall-status").text()
+
+
+async def test_a_cached_view_holds_until_the_page_signal_moves(api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
     first = await api.raw("GET", "/status/acme")
     assert "Degraded performance" in parse_html(first.text).find(id="overall-status").text()
-    now = now_of(api)
-    # Written without touching updated_at and without invalidate(): the cache still holds.
-    await set_component_status(api.runtime.db, page.components["Public API"], "full_outage",
-                               page_id=page.page_id, bump_to=None)
-    cached = await api.raw("GET", "/status/acme")
-    assert cached.text == first.text
-    # As another process writes: updated_at moves, so the next view re-renders.
+    await api.raw("GET", "/status/acme/history.atom")
+    # A write that tells no cache (no writer of the product does that): the view holds...
+    await set_component_status(api.runtime.db, page.components["Public API"], "operational",
+                               page_id=page.page_id, announce="")
+    assert (await api.raw("GET", "/status/acme")).text == first.text
+    # ...and one that moves the page's signal shows on the very next view in this process.
     await set_component_status(api.runtime.db, page.components["Webhooks"], "operational",
-                               page_id=page.page_id, bump_to=now - 50)
-    fresh = await api.raw("GET", "/status/acme")
-    assert parse_html(fresh.text).find(id="overall-status").text() == "Major outage"
+                               page_id=page.page_id, announce="here")
+    # Public API back to operational; Login still under maintenance is now the worst.
+    assert await overall(api) == "Maintenance in progress"
     feed = await api.raw("GET", "/status/acme/history.rss")
     assert feed.status_code == 200
 
 
-async def test_change_shows_on_next_view_after_invalidate(api: Api, page: Seeded) -> None:
-    await api.raw("GET", "/status/acme")
-    await api.raw("GET", "/status/acme/history.atom")
-    await set_component_status(api.runtime.db, page.components["Public API"], "operational",
-                               page_id=page.page_id, bump_to=None)
-    stale = await api.raw("GET", "/status/acme")
-    # Before invalidate() the cache still answers the old view (Public API down)...
-    assert parse_html(stale.text).find(id="overall-status").text() == "Degraded performance"
-    page_cache.invalidate(page.page_id)
-    r = await api.raw("GET", "/status/acme")
-    # Public API back to operational; Login still under maintenance is now the worst.
-    assert parse_html(r.text).find(id="overall-status").text() == "Maintenance in progress"
+async def test_a_write_announced_by_another_process_shows_within_a_second(
+    api: Api, page: Seeded
+) -> None:
+    await watching(api.runtime)
+    assert await overall(api) == "Degraded performance"
+    await set_component_status(api.runtime.db, page.components["Public API"], "full_outage",
+                               page_id=page.page_id, announce="elsewhere")
+    async def shows_it() -> bool:
+        return await overall(api) == "Major outage"
+
+    await eventually(shows_it, what="the other process's write on the page")
 
 
-async def test_page_updated_this_second_is_not_served_from_cache(api: Api, page: Seeded) -> None:
-    # A second write in the same second as the last one cannot move updated_at: an entry
-    # rendered in that second must not hide it.
-    now = now_of(api) + 5
-    await set_component_status(api.runtime.db, page.components["Webhooks"], "operational",
-                               page_id=page.page_id, bump_to=now)
-    await api.raw("GET", "/status/acme")
-    await set_component_status(api.runtime.db, page.components["Public API"], "partial_outage",
-                               page_id=page.page_id, bump_to=None)
-    r = await api.raw("GET", "/status/acme")
-    assert parse_html(r.text).find(id="overall-status").text() == "Partial outage"
+async def test_nothing_is_kept_while_the_signal_is_not_followed(api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
+    api.runtime.signals._live = False  # as while the listener reconnects
+    try:
+        await api.raw("GET", "/status/acme")
+        await set_component_status(api.runtime.db, page.components["Public API"], "full_outage",
+                                   page_id=page.page_id, announce="")
+        assert await overall(api) == "Major outage"
+    finally:
+        api.runtime.signals._live = True
 
 
 async def test_etag_revalidation(api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
     r = await api.raw("GET", "/status/acme")
     etag = r.headers["etag"]
     again = await api.raw("GET", "/status/acme", headers={"If-None-Match": etag})
     assert again.status_code == 304 and again.content == b""
-    page_cache.invalidate(page.page_id)
+    assert again.headers["etag"] == etag
+    assert again.headers["cache-control"] == "public, max-age=5"
+    listed = await api.raw("GET", "/status/acme",
+                           headers={"If-None-Match": f'"other", W/{etag}'})
+    assert listed.status_code == 304
     await set_component_status(api.runtime.db, page.components["Login"], "operational",
-                               page_id=page.page_id, bump_to=None)
+                               page_id=page.page_id, announce="here")
     changed = await api.raw("GET", "/status/acme", headers={"If-None-Match": etag})
     assert changed.status_code == 200 and changed.headers["etag"] != etag
+
+
+async def test_last_modified_revalidation(api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
+    r = await api.raw("GET", "/status/acme")
+    stamp = r.headers["last-modified"]
+    assert parsedate_to_datetime(stamp).tzinfo is not None
+    again = await api.raw("GET", "/status/acme", headers={"If-Modified-Since": stamp})
+    assert again.status_code == 304 and again.content == b""
+    # A change within the same second (the clock does not move here) still gets a later
+    # Last-Modified: no If-Modified-Since can hide it.
+    await set_component_status(api.runtime.db, page.components["Login"], "operational",
+                               page_id=page.page_id, announce="here")
+    changed = await api.raw("GET", "/status/acme", headers={"If-Modified-Since": stamp})
+    assert changed.status_code == 200
+    assert parsedate_to_datetime(changed.headers["last-modified"]) > parsedate_to_datetime(stamp)
+    feed = await api.raw("GET", "/status/acme/history.rss", headers={"If-Modified-Since": "x"})
+    assert feed.status_code == 200
 
 
 async def test_empty_page(api: Api) -> None:
@@ -272,3 +304,74 @@ async def test_empty_page(api: Api) -> None:
     assert "No components yet." in r.text
     feed = ET.fromstring((await api.raw("GET", "/status/empty/history.rss")).content)
     assert feed.find("channel/item") is None
+
+
+class Statements:
+    """Every statement sent to the database, on both engines of the app's Database."""
+
+    def __init__(self, api: Api) -> None:
+        db = api.runtime.db
+        self.engines = [db.engine.sync_engine]
+        if db._sync is not None:
+            self.engines.append(db._sync.engine)
+        self.seen: list[str] = []
+
+    def __call__(self, conn: object, cursor: object, statement: str, *args: object) -> None:
+        self.seen.append(statement)
+
+    def __enter__(self) -> Statements:
+        for engine in self.engines:
+            event.listen(engine, "before_cursor_execute", self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for engine in self.engines:
+            event.remove(engine, "before_cursor_execute", self)
+
+
+async def test_a_cached_view_touches_no_database(api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
+    paths = ("/status/acme", "/status/acme/history.rss", "/status/acme/history.atom")
+    for path in paths * 2:  # an address seen for the first time is read twice
+        assert (await api.raw("GET", path)).status_code == 200
+    with Statements(api) as statements:
+        for path in paths:
+            r = await api.raw("GET", path)
+            assert r.status_code == 200
+            assert (await api.raw("GET", path, headers={"If-None-Match": r.headers["etag"]})
+                    ).status_code == 304
+    assert statements.seen == []
+    # A write to the page: the next view reads again.
+    async with api.runtime.db.transaction() as conn:
+        await page_cache.invalidate(conn, page.page_id)
+    with Statements(api) as statements:
+        assert (await api.raw("GET", "/status/acme")).status_code == 200
+    assert statements.seen
+
+
+async def test_an_internal_page_in_memory_still_asks_every_visitor_for_its_token(
+    api: Api,
+) -> None:
+    await watching(api.runtime)
+    seeded = await seed_page(api.runtime.db, now_s=now_of(api), url_name="ops",
+                             page_type="internal")
+    for _ in range(3):  # cached for the holder of the token
+        r = await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": seeded.access_token})
+        assert r.status_code == 200
+    assert r.headers["cache-control"] == "private, no-cache"
+    # Served from memory, yet never to someone without the token, or with another.
+    assert (await api.raw("GET", "/status/ops/history.rss")).status_code == 401
+    assert (await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": "tok-other"})).status_code == 401
+    api.client.cookies.set("dutyline_status_token", "tok-other", path="/status/ops")
+    assert (await api.raw("GET", "/status/ops")).status_code == 401
+    # The token rotated (as /status-page/update does): the old one fails on the next view.
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(status_page).where(status_page.c.page_id == seeded.page_id)
+                           .values(access_token_hash=token_hash("tok-new")))
+        await page_cache.invalidate(conn, seeded.page_id)
+    assert (await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": seeded.access_token})).status_code == 401
+    assert (await api.raw("GET", "/status/ops/history.rss",
+                          params={"token": "tok-new"})).status_code == 200

@@ -157,8 +157,9 @@ class OperationEndpoint(Pipeline):
         return app_key
 
     async def authenticate(self, conn: AsyncConnection, app_key: str) -> Caller:
-        """On the request's own connection, inside its transaction: one round trip, and no
-        success cached that a revoked key could outlive."""
+        """From this process's memory while the key's resolution still holds (platform/auth.py:
+        every write that changes it moves the "auth" change signal), else one query on the
+        request's own connection, inside its transaction."""
         caller = await self.runtime.authenticator.authenticate(conn, app_key)
         if caller is None:
             raise errors.Unauthorized()

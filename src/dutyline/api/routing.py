@@ -2,8 +2,8 @@
 
 Every operation path is a fixed string, and Starlette's router tries each route's pattern in
 turn: with a few hundred operations that walk cost more than authenticating a request. This
-router finds fixed paths in a dict first and falls back to the patterns (`/status/{url_name}`
-and the like), and to Starlette's own 404/405 handling, for everything else.
+router finds fixed paths in a dict first and otherwise tries only the other routes (the
+patterns, `/status/{url_name}` and the like), then Starlette's own 404/405 handling.
 
 Starlette's own trailing-slash redirect builds an absolute URL from the request's Host
 header, so `GET /status/x/` with `Host: evil.example` would send the browser to evil.example.
@@ -31,6 +31,10 @@ class ExactPathRouter(Router):
             for route in self.routes
             if isinstance(route, Route) and "{" not in route.path
         }
+        # Everything else, in its order: only these can match a path that is not fixed, so
+        # `/status/{url_name}` is found without trying the few hundred fixed paths first.
+        self._others = [route for route in self.routes
+                        if not (isinstance(route, Route) and "{" not in route.path)]
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -40,10 +44,18 @@ class ExactPathRouter(Router):
                 scope["path_params"] = {}
                 await route.app(scope, receive, send)
                 return
+            if route is None:
+                for other in self._others:
+                    match, child_scope = other.matches(scope)
+                    if match is Match.FULL:
+                        scope.update(child_scope)
+                        await other.handle(scope, receive, send)
+                        return
             redirect = self._slash_redirect(scope)
             if redirect is not None:
                 await redirect(scope, receive, send)
                 return
+        # Partial matches (a wrong method: 405), 404s and lifespan: Starlette's own handling.
         await super().app(scope, receive, send)
 
     def _slash_redirect(self, scope: Scope) -> RedirectResponse | None:

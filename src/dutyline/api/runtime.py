@@ -11,6 +11,7 @@ from dutyline.api.i18n import Translator
 from dutyline.api.observe import Metrics
 from dutyline.config import Settings
 from dutyline.db.engine import Database
+from dutyline.db.signals import ChangeSignals
 from dutyline.kit.clock import Clock
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.outbound_aio import KeptSessions
@@ -89,6 +90,9 @@ class Runtime:
     operations: tuple[ServedOperation, ...] = ()
     # The process's BYOC runner sockets (aisre/runner/hub.py), made on first use.
     runner_hub: Any = None
+    # Versions that tell this process's caches a write elsewhere made them stale; followed
+    # by a background task of the app (db/signals.py).
+    signals: ChangeSignals = field(default_factory=ChangeSignals)
     # Outbound clients kept for connection reuse (deliveries), closed with the runtime.
     kept_sessions: KeptSessions = field(default_factory=KeptSessions)
     # Why a person cannot be paged by a channel with this server's settings, or None: the

@@ -19,6 +19,9 @@ from sqlalchemy import Connection, Engine, event
 
 _MARKS = "dutyline.commit_marks"
 _subscribers: dict[str, list[Callable[[], None]]] = {}
+# Callbacks that need the committing connection (to read what else the transaction noted in
+# its `info`), by topic: (on commit, on rollback).
+_with_connection: dict[str, tuple[Callable[[Any], None], Callable[[Any], None]]] = {}
 
 
 def mark(conn: Connection, topic: str) -> bool:
@@ -44,6 +47,15 @@ def subscribe(topic: str, callback: Callable[[], None]) -> Callable[[], None]:
     return unsubscribe
 
 
+def subscribe_with_connection(
+    topic: str, on_commit: Callable[[Any], None], on_rollback: Callable[[Any], None]
+) -> None:
+    """Like `subscribe`, but the callback receives the connection; `on_rollback` runs for
+    every rollback (whether or not the transaction marked the topic), to clear what it kept
+    in the connection's `info`."""
+    _with_connection[topic] = (on_commit, on_rollback)
+
+
 def install(engine: Engine) -> None:
     """Watch `engine`'s transactions (each engine of a Database, once)."""
     event.listen(engine, "commit", _on_commit)
@@ -57,6 +69,9 @@ def _on_commit(conn: Any) -> None:
     # after the commit (work/wakeup.py).
     marks: set[str] | None = conn.info.pop(_MARKS, None)
     for topic in marks or ():
+        pair = _with_connection.get(topic)
+        if pair is not None:
+            pair[0](conn)
         for callback in list(_subscribers.get(topic, ())):
             callback()
 
@@ -68,3 +83,5 @@ def _on_rollback(conn: Any) -> None:
         # worst ring once more after a later commit, which costs an idle worker one look.
         return
     conn.info.pop(_MARKS, None)
+    for _, on_rollback in _with_connection.values():
+        on_rollback(conn)

@@ -27,7 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from dutyline.db import commit_hooks
+from dutyline.db import commit_hooks, signals
 from dutyline.db.sqlite_driver import OneHopConnection  # also registers `sqlite+dutyline`
 from dutyline.db.writer_queue import WriterQueue
 from dutyline.kit.private_files import private_file
@@ -101,6 +101,7 @@ class Database:
             kwargs["pool_reset_on_return"] = None
         self.engine: AsyncEngine = create_async_engine(parsed, **kwargs)
         commit_hooks.install(self.engine.sync_engine)
+        signals.install(self.engine.sync_engine)
         if not self.is_sqlite:
             _ping_idle_connections(self.engine.sync_engine)
         self._sync: _SyncSQLite | None = None
@@ -108,6 +109,7 @@ class Database:
             _install_sqlite_hooks(self.engine.sync_engine)
             self._sync = _SyncSQLite(parsed.set(drivername="sqlite+pysqlite"))
             commit_hooks.install(self._sync.engine)
+            signals.install(self._sync.engine)
 
     @property
     def is_sqlite(self) -> bool:

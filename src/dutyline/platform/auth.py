@@ -1,10 +1,14 @@
 """Resolve an app_key to a Caller: the key's member and the permissions of their enabled roles.
 
-One query, on the request's own connection and inside its transaction: authentication is on
-every request's path, so it costs a single round trip and no success is cached. A revoked key
-or a changed role therefore takes effect on the very next call, in every process. Only
-failures are remembered, briefly (platform/app_key/misses.py): a repeated wrong key answers
-401 from memory instead of querying again."""
+Authentication is on every request's path, so a key that resolved lately answers from this
+process's memory: the Caller it resolved to, kept under the version of the "auth" change
+signal read before the query (db/signals.py). Every write that changes what a key resolves
+to (a key deleted, a member renamed, disabled or removed, a role granted or revoked, a role's
+permissions or status changed) bumps that signal in its transaction, so a revoked key is
+refused by every process within a second; while this process cannot vouch for the signal, it
+queries every time, as it would with no cache. Failures are remembered separately and briefly
+(platform/app_key/misses.py): a repeated wrong key answers 401 from memory instead of querying
+again."""
 
 from __future__ import annotations
 
@@ -16,12 +20,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api import permissions
 from dutyline.api.auth import Caller, hash_app_key
 from dutyline.db.engine import Database
+from dutyline.db.signals import AUTH, ChangeSignals, Version
 from dutyline.kit.clock import Clock
 from dutyline.platform.app_key import repository as key_repo
 from dutyline.platform.app_key.misses import MISSED, MissedKeys
 from dutyline.platform.team import repository as team_repo
 
 _BUILTIN_RANK = {"owner": 2, "admin": 1}
+# Resolved keys kept per process; the oldest is dropped past this many.
+MAX_KNOWN_KEYS = 10_000
 
 
 def caller_from_rows(rows: Sequence[Any], *, key_id: int = 0, key_suffix: str = "") -> Caller:
@@ -53,9 +60,15 @@ def caller_from_rows(rows: Sequence[Any], *, key_id: int = 0, key_suffix: str = 
 
 
 class DatabaseAuthenticator:
-    def __init__(self, clock: Clock, misses: MissedKeys = MISSED) -> None:
+    def __init__(
+        self, clock: Clock, misses: MissedKeys = MISSED, *, signals: ChangeSignals | None = None,
+    ) -> None:
         self.clock = clock
         self.misses = misses
+        # Without a watched signal (a bare authenticator) nothing is kept: version() is None.
+        self.signals = signals or ChangeSignals()
+        # key hash -> (the "auth" version read before its query, the Caller it resolved to)
+        self._known: dict[str, tuple[Version, Caller]] = {}
         # key_id -> last use (Unix seconds), written out in batches by flush_last_used():
         # a write per request would turn every read into a write.
         self._last_used: dict[int, int] = {}
@@ -68,13 +81,26 @@ class DatabaseAuthenticator:
         now = self.clock.now()
         if self.misses.recently_missed(key_hash, now):
             return None
+        version = self.signals.version(AUTH)
+        if version is not None:
+            known = self._known.get(key_hash)
+            if known is not None and known[0] == version:
+                self._last_used[known[1].key_id] = int(now)
+                return known[1]
         rows = await key_repo.caller_rows(conn, key_hash)
         if not rows:
+            self._known.pop(key_hash, None)
             self.misses.remember(key_hash, now)
             return None
         first = rows[0]
-        self._last_used[first.key_id] = int(self.clock.now())
-        return caller_from_rows(rows, key_id=first.key_id, key_suffix=first.suffix)
+        self._last_used[first.key_id] = int(now)
+        caller = caller_from_rows(rows, key_id=first.key_id, key_suffix=first.suffix)
+        if version is not None:
+            self._known.pop(key_hash, None)  # re-inserted last: the oldest go first
+            self._known[key_hash] = (version, caller)
+            if len(self._known) > MAX_KNOWN_KEYS:
+                del self._known[next(iter(self._known))]
+        return caller
 
     async def flush_last_used(self, db: Database) -> int:
         """Write the buffered last-use times; returns how many keys were updated."""

@@ -19,6 +19,7 @@ from dutyline.db.tables import platform_calendar as platform_calendar
 from dutyline.db.tables import runner as runner
 from dutyline.db.tables import schedule as schedule
 from dutyline.db.tables import scheduler as scheduler
+from dutyline.db.tables import signals as signals
 from dutyline.db.tables import status_page as status_page
 from dutyline.db.tables import web as web
 from dutyline.db.tables import work as work

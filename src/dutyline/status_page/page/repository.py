@@ -71,8 +71,9 @@ async def update_page(conn: AsyncConnection, page_id: int, values: dict[str, Any
 
 
 async def touch_page(conn: AsyncConnection, page_id: int, now_s: int) -> None:
-    """Bump updated_at so every process sees the page's public rendering is stale. Never
-    backwards: a write stamped with an older clock must not hide a newer one."""
+    """Bump the page's updated_at (what /status-page/info and the feeds answer; the public
+    cache follows the page's change signal instead). Never backwards: a write stamped with an
+    older clock must not hide a newer one."""
     await conn.execute(
         update(status_page)
         .where(status_page.c.page_id == page_id, status_page.c.updated_at < now_s)

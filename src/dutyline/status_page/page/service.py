@@ -84,14 +84,14 @@ async def require_page(
     return row
 
 
-def page_changed(page_id: int) -> None:
+async def page_changed(conn: AsyncConnection, page_id: int) -> None:
     """What every write that visitors can see ends with (after `repo.touch_page`)."""
-    cache.invalidate(page_id)
+    await cache.invalidate(conn, page_id)
 
 
 async def mark_page_changed(conn: AsyncConnection, actor: Actor, *, page_id: int) -> None:
     await repo.touch_page(conn, page_id, actor.now_s)
-    page_changed(page_id)
+    await page_changed(conn, page_id)
 
 
 def _clean_name(field: str, value: str) -> str:
@@ -139,7 +139,7 @@ async def create_page(
     except IntegrityError:
         # Lost a race with a concurrent create of the same address.
         raise errors.invalid("url_name", "is already taken") from None
-    page_changed(page_id)
+    await page_changed(conn, page_id)
     return CreatedPage(page_id, name, url_name, token)
 
 
@@ -179,7 +179,7 @@ async def update_page(
         await repo.update_page(conn, page_id, values)
     except IntegrityError:
         raise errors.invalid("url_name", "is already taken") from None
-    page_changed(page_id)
+    await page_changed(conn, page_id)
     actor.note_audit_targets(page_id)
     return token
 
@@ -189,7 +189,7 @@ async def delete_page(conn: AsyncConnection, actor: Actor, *, page_id: int) -> N
     """Delete a page with its structure, changes, timelines and subscribers."""
     await require_page(conn, actor, page_id=page_id)
     await repo.delete_page(conn, page_id)
-    page_changed(page_id)
+    await page_changed(conn, page_id)
     actor.note_audit_targets(page_id)
 
 

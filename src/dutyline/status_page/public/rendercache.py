@@ -1,18 +1,14 @@
-"""The in-process cache of rendered public pages and feeds.
+"""The in-process cache of public pages: each page's head row by address, and the rendered
+page and feeds, so that a view of a cached page touches no database.
 
-An entry is keyed by (page_id, what) and remembers the page's cache version in this process
-(`status_page.cache.version`, moved by every write here) and the page's `updated_at` (bumped by
-every write anywhere), as read before the data it shows. A view reads the page's head row
-(one indexed lookup), and the entry holds only while both still match. So a change shows on the
-next view, in this process at once and in every other process as soon as its commit is visible.
+Every entry remembers the version of its page's change signal (db/signals.py), read before
+the data it holds, and holds only while that version is unchanged: a write to the page, its
+components or its changes bumps it in every process within a second. While the process
+cannot vouch for the signal (its watcher not yet, or no longer, following it), the version
+is None and nothing is kept: every view reads the database, as with no cache.
 
-Two edges need more than that:
-- `updated_at` has one-second steps and a write never moves it backwards, so a second write
-  within the same second as the first leaves it unchanged. An entry rendered in that same
-  second could miss it, so it is not trusted: it is only served when it was rendered in a
-  later second than the `updated_at` it saw.
-- What a page shows also moves with time alone (the 90-day window, today's bar), so entries
-  expire after MAX_AGE_S.
+What a page shows also moves with time alone (the 90-day window, today's bar, the time it
+was generated), so rendered entries expire after MAX_AGE_S whatever the signal says.
 """
 
 from __future__ import annotations
@@ -20,56 +16,102 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from email.utils import formatdate
+from typing import Generic, TypeVar
 
-from dutyline.status_page import cache as page_cache
+from dutyline.db.signals import Version
 
 MAX_AGE_S = 60
 MAX_ENTRIES = 512
+MAX_HEADS = 4096
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 @dataclass(frozen=True)
 class Rendered:
     body: bytes
     etag: str
-    version: int
-    updated_at: int
+    version: Version
     rendered_at: int
+    # Unix seconds for Last-Modified: never the same for two different bodies of the page
+    # in this process, so If-Modified-Since cannot hide a change made within one second.
+    last_modified: int
+    # The same as an HTTP date, made once (formatting it costs a third of a cached hit).
+    last_modified_http: str
+
+
+class _Bounded(Generic[K, V]):
+    """At most `size` entries, the least recently used dropped first."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.entries: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        entry = self.entries.get(key)
+        if entry is not None:
+            self.entries.move_to_end(key)
+        return entry
+
+    def put(self, key: K, value: V) -> None:
+        self.entries[key] = value
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
 
 
 class RenderCache:
     def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
-        self.max_entries = max_entries
-        self._entries: OrderedDict[tuple[int, str], Rendered] = OrderedDict()
+        self._rendered: _Bounded[tuple[int, str], Rendered] = _Bounded(max_entries)
         self.hits = 0
         self.misses = 0
 
-    def get(self, page_id: int, what: str, *, updated_at: int, now_s: int) -> Rendered | None:
-        key = (page_id, what)
-        entry = self._entries.get(key)
+    def get(self, page_id: int, what: str, *, version: Version | None,
+            now_s: int) -> Rendered | None:
+        entry = self._rendered.get((page_id, what))
         if (
             entry is None
-            or entry.version != page_cache.version(page_id)
-            or entry.updated_at != updated_at
-            or entry.rendered_at <= entry.updated_at
+            or version is None
+            or entry.version != version
             or now_s - entry.rendered_at >= MAX_AGE_S
         ):
             self.misses += 1
             return None
-        self._entries.move_to_end(key)
         self.hits += 1
         return entry
 
     def put(
-        self, page_id: int, what: str, body: bytes, *, version: int, updated_at: int, now_s: int
+        self, page_id: int, what: str, body: bytes, *, version: Version | None, now_s: int
     ) -> Rendered:
         etag = '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"'
-        entry = Rendered(body, etag, version, updated_at, now_s)
-        key = (page_id, what)
-        self._entries[key] = entry
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        before = self._rendered.entries.get((page_id, what))
+        if before is not None and before.etag == etag:
+            last_modified = before.last_modified
+        elif before is not None and before.last_modified >= now_s:
+            last_modified = before.last_modified + 1
+        else:
+            last_modified = now_s
+        entry = Rendered(body, etag, version or (-1, -1), now_s, last_modified,
+                         formatdate(last_modified, usegmt=True))
+        if version is not None:
+            self._rendered.put((page_id, what), entry)
         return entry
 
     def clear(self) -> None:
-        self._entries.clear()
+        self._rendered.entries.clear()
+
+
+class HeadCache(Generic[V]):
+    """Page head rows by address, each under its page's signal version."""
+
+    def __init__(self, size: int = MAX_HEADS) -> None:
+        self._heads: _Bounded[str, tuple[Version | None, V]] = _Bounded(size)
+
+    def get(self, url_name: str) -> tuple[Version | None, V] | None:
+        return self._heads.get(url_name)
+
+    def put(self, url_name: str, version: Version | None, head: V) -> None:
+        """`version` None: the head's page is known, but not a version read before it."""
+        self._heads.put(url_name, (version, head))

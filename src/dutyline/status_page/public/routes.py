@@ -14,6 +14,7 @@ redirect, so the token stays out of history and Referer headers.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
@@ -23,11 +24,11 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from dutyline.api.envelope import request_id_headers
+from dutyline.db.signals import Version, page_signal
 from dutyline.kit.ids import request_id as new_request_id
-from dutyline.status_page import cache as page_cache
 from dutyline.status_page import tokens
 from dutyline.status_page.public import render, snapshot, subscribe
-from dutyline.status_page.public.rendercache import RenderCache, Rendered
+from dutyline.status_page.public.rendercache import HeadCache, RenderCache, Rendered
 from dutyline.status_page.public.snapshot import PageHead
 from dutyline.status_page.subscriber.address import normalize_email
 
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("dutyline.status_page.public")
 
 COOKIE = "dutyline_status_token"
+# How long a shared cache in front may keep a public page or feed: short, so a change shows
+# there within seconds too.
+PUBLIC_MAX_AGE_S = 5
 COOKIE_MAX_AGE_S = 30 * 86_400
 MAX_FORM_BYTES = 4096
 _HTML = "text/html; charset=utf-8"
@@ -107,12 +111,32 @@ def _require_access(request: Request, head: PageHead) -> None:
 
 
 def _cache_headers(head: PageHead, entry: Rendered) -> dict[str, str]:
-    # Browsers revalidate every view (ETag), so a change shows on the next view there too.
-    scope = "private" if head.page_type == "internal" else "public"
-    more = {"ETag": entry.etag, "Cache-Control": f"{scope}, no-cache"}
+    more = {"ETag": entry.etag, "Last-Modified": entry.last_modified_http}
     if head.page_type == "internal":
-        more["X-Robots-Tag"] = "noindex"
+        # Only its token holders may see it: no shared cache keeps it, and browsers ask again
+        # on every view (a revoked token or a change shows at once).
+        more.update({"Cache-Control": "private, no-cache", "Vary": "Cookie",
+                     "X-Robots-Tag": "noindex"})
+    else:
+        # A CDN or proxy in front may answer a flood for a few seconds on its own.
+        more["Cache-Control"] = f"public, max-age={PUBLIC_MAX_AGE_S}"
     return more
+
+
+def _not_modified(request: Request, entry: Rendered) -> bool:
+    """RFC 9110 §13.1: If-None-Match when sent (If-Modified-Since is then ignored)."""
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        tags = {t.strip().removeprefix("W/") for t in if_none_match.split(",")}
+        return "*" in tags or entry.etag in tags
+    since = request.headers.get("if-modified-since")
+    if since:
+        try:
+            moment = parsedate_to_datetime(since)
+        except (TypeError, ValueError, IndexError):
+            return False
+        return moment.tzinfo is not None and entry.last_modified <= moment.timestamp()
+    return False
 
 
 async def _form_fields(request: Request) -> dict[str, str]:
@@ -164,6 +188,7 @@ class PublicSite:
         self.runtime = runtime
         self.settings = runtime.settings
         self.cache = RenderCache()
+        self.heads: HeadCache[PageHead] = HeadCache()
         self.allowed_origins = {_origin(self.settings.base_url)}
 
     def routes(self) -> list[Route]:
@@ -180,11 +205,32 @@ class PublicSite:
     def now_s(self) -> int:
         return int(self.runtime.clock.now())
 
+    def version(self, page_id: int) -> Version | None:
+        return self.runtime.signals.version(page_signal(page_id))
+
     async def load_head(self, url_name: str) -> PageHead:
-        async with self.runtime.db.connect() as conn:
-            head = await snapshot.page_head(conn, url_name)
+        head = await self._head(url_name)
         if head is None or head.status != "enabled":
             raise Reject(404, "Page not found", "There is no status page at this address.")
+        return head
+
+    async def _head(self, url_name: str) -> PageHead | None:
+        """The page at this address: from memory while its signal has not moved. An address
+        seen for the first time is read twice before it is kept (the second time with the
+        page's version read first), so no write can slip between the read and the version.
+        Addresses with no page are not kept: a page created there shows at once."""
+        known = self.heads.get(url_name)
+        before: Version | None = None
+        if known is not None:
+            version, cached = known
+            before = self.version(cached.page_id)
+            if version is not None and version == before:
+                return cached
+        async with self.runtime.db.connect() as conn:
+            head = await snapshot.page_head(conn, url_name)
+        if head is not None:
+            same_page = known is not None and known[1].page_id == head.page_id
+            self.heads.put(url_name, before if same_page else None, head)
         return head
 
     def login_redirect(self, request: Request, head: PageHead, token: str) -> Response | None:
@@ -205,12 +251,12 @@ class PublicSite:
 
     async def rendered(self, head: PageHead, what: str) -> Rendered:
         now = self.now_s()
-        entry = self.cache.get(head.page_id, what, updated_at=head.updated_at, now_s=now)
-        if entry is not None:
-            return entry
         # Read the version before the data: a write landing in between makes this entry stale
         # at once instead of hiding behind a version it does not show.
-        version = page_cache.version(head.page_id)
+        version = self.version(head.page_id)
+        entry = self.cache.get(head.page_id, what, version=version, now_s=now)
+        if entry is not None:
+            return entry
         settings = self.settings
         async with self.runtime.db.transaction(write=False) as conn:
             if what == "html":
@@ -221,8 +267,9 @@ class PublicSite:
                 page, changes, updates = await snapshot.feed_items(conn, head.page_id)
                 body = render.render_feed(what, page, changes, updates,
                                           base_url=settings.base_url)
-        return self.cache.put(head.page_id, what, body.encode(), version=version,
-                              updated_at=head.updated_at, now_s=now)
+        if self.version(head.page_id) != version:
+            version = None  # changed while rendering (the head may predate it): not kept
+        return self.cache.put(head.page_id, what, body.encode(), version=version, now_s=now)
 
     async def view(self, request: Request, rid: str, what: str) -> Response:
         head = await self.load_head(request.path_params["url_name"])
@@ -241,7 +288,7 @@ class PublicSite:
         entry = await self.rendered(head, what)
         headers = _headers(rid, **_cache_headers(head, entry))
         media = _HTML if what == "html" else _FEED_TYPES[what]
-        if request.headers.get("if-none-match") == entry.etag:
+        if _not_modified(request, entry):
             return Response(b"", 304, headers)
         return Response(entry.body, 200, headers, media_type=media)
 
