@@ -1,7 +1,7 @@
 """change signals: the versions that tell every process a cache is stale
 
 Revision ID: 0027z
-Revises: 0026
+Revises: 0027e
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = '0027z'
-down_revision: str | None = '0026'
+down_revision: str | None = '0027e'
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
