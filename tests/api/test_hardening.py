@@ -125,3 +125,15 @@ async def test_data_directory_sqlite_files_and_secret_key_are_private(tmp_path: 
         assert data / "dutyline.db" in files
         for path in [*files, data / "secret.key"]:
             assert _mode(path) == 0o600, (path, oct(_mode(path)))
+
+
+async def test_a_get_forms_query_parameters_obey_the_string_rules_of_a_body(
+        api: Api, owner: Person) -> None:
+    """PostgreSQL text holds no NUL: a query parameter carrying one is the body's 400
+    naming the field, never a database error."""
+    for path, name in (("/status-page/migration/status", "job_id"),
+                       ("/status-page/info", "page_id")):
+        reply = await api.raw("GET", path, params={"app_key": owner.key, name: "a\x00b"})
+        assert reply.status_code == 400, (path, reply.text)
+        assert reply.json()["error"]["code"] == "InvalidParameter"
+        assert name in reply.json()["error"]["message"]

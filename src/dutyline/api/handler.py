@@ -325,6 +325,10 @@ def _decode(
 ) -> Any:
     if request.method == "GET":
         params = {k: v for k, v in request.query_params.items() if k != "app_key"}
+        for name, value in params.items():  # the house rule of a JSON body's strings
+            if "\x00" in value or not _is_utf8_encodable(value):
+                raise errors.invalid(name, "must not contain NUL characters or unpaired "
+                                           "surrogates")
         try:
             return msgspec.convert(params, op.request_type, strict=False)
         except msgspec.ValidationError as exc:

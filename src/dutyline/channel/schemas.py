@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64, PageNumber, PageSize
 
 ChannelName = Annotated[str, msgspec.Meta(min_length=1, max_length=59)]
@@ -53,7 +54,9 @@ DEFAULT_GROUP = Group(method="n")
 DEFAULT_FLAPPING = Flapping()
 
 
-ReportToken = Annotated[str, msgspec.Meta(min_length=16, max_length=128, pattern=r"^[!-~]+$")]
+# An inbound credential: masked in the audit log, kept as a hash.
+ReportToken = Annotated[str, msgspec.Meta(min_length=16, max_length=128, pattern=r"^[!-~]+$"),
+                        SECRET]
 
 
 class CreateChannelRequest(msgspec.Struct, kw_only=True):

@@ -328,6 +328,9 @@ NOT_OUTBOUND: dict[tuple[str, str], str] = {
         "a custom action's webhook, refused by the guard when saved and when called "
         "(tests/incident/test_custom_action.py); set once at creation (no update can move "
         "it) and signed with a key the server makes, so there is no tenant secret to keep",
+    **{(f"dutyline.channel.schemas.{kind}ChannelRequest", "external_report_token"):
+       "an inbound token external reporters present, kept as a hash"
+       for kind in ("Create", "Update")},
     ("dutyline.dispatch.schemas.EscalateTarget", "webhooks"): "marked in WebhookTarget",
     ("dutyline.schedule.schemas.NotifyIn", "webhooks"): "marked in ScheduleImNotifySettings",
     ("dutyline.monit.schemas.DSPrometheusConfig", "basic_auth_enabled"): "a switch",
