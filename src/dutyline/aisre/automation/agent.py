@@ -153,13 +153,15 @@ async def _converse(
             return Outcome(SUCCEEDED, answer=reply.content)
         for call in reply.tool_calls:
             await steps.add("tool_call", call.name, call.raw_arguments)
-            result = await _call(by_name.get(call.name), call.name, call.arguments)
+            result = await call_tool(by_name.get(call.name), call.name, call.arguments)
             await steps.add("tool_result", call.name, result)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     raise AssertionError("unreachable: the last step always returns")
 
 
-async def _call(tool: AgentTool | None, name: str, arguments: dict[str, Any]) -> str:
+async def call_tool(tool: AgentTool | None, name: str, arguments: dict[str, Any]) -> str:
+    """One tool call of an agent loop, as the text the model reads back: a failure, a
+    timeout or an unknown tool is an "ERROR: ..." answer, never an exception."""
     if tool is None:
         return f"ERROR: there is no tool named {name}"
     try:
@@ -170,5 +172,5 @@ async def _call(tool: AgentTool | None, name: str, arguments: dict[str, Any]) ->
     except ToolFailed as exc:
         return f"ERROR: {exc}"
     except Exception as exc:
-        log.warning("automation tool failed", tool=name, error=repr(exc))
+        log.warning("agent tool failed", tool=name, error=repr(exc))
         return f"ERROR: {type(exc).__name__}: {exc}"

@@ -10,14 +10,11 @@ import json
 import re
 from typing import Any
 
-import structlog
-
+from dutyline.aisre.automation.agent import call_tool
 from dutyline.aisre.automation.llm import ChatModel
-from dutyline.aisre.automation.tools import AgentTool, ReadScope, ToolFailed, incident_tools
+from dutyline.aisre.automation.tools import AgentTool, ReadScope, incident_tools
 from dutyline.api.runtime import Runtime
 from dutyline.incident.service import postmortem
-
-log = structlog.get_logger("dutyline.postmortem")
 
 MAX_STEPS = 4  # tools are withheld on the last one, so the model must answer
 DEADLINE_S = 300.0
@@ -67,24 +64,9 @@ async def _converse(model: ChatModel, tools: list[AgentTool], prompt: str) -> st
         if not reply.tool_calls or last:
             return reply.content
         for call in reply.tool_calls:
-            result = await _call(by_name.get(call.name), call.name, call.arguments)
+            result = await call_tool(by_name.get(call.name), call.name, call.arguments)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     raise AssertionError("unreachable: the last step always returns")
-
-
-async def _call(tool: AgentTool | None, name: str, arguments: dict[str, Any]) -> str:
-    if tool is None:
-        return f"ERROR: there is no tool named {name}"
-    try:
-        async with asyncio.timeout(tool.timeout_s):
-            return await tool.call(arguments)
-    except TimeoutError:
-        return f"ERROR: the tool did not answer within {tool.timeout_s:g} s"
-    except ToolFailed as exc:
-        return f"ERROR: {exc}"
-    except Exception as exc:
-        log.warning("post-mortem tool failed", tool=name, error=repr(exc))
-        return f"ERROR: {type(exc).__name__}: {exc}"
 
 
 def parse_answer(text: str) -> dict[str, str]:
