@@ -31,12 +31,13 @@ async def test_a_schedule_s_holiday_pages_the_next_person(papi: Api, owner: Pers
     cal_id = await make_calendar(papi, owner, "Holidays", workdays=[0, 1, 2, 3, 4, 5, 6])
     if holiday:
         await add_event(papi, owner, cal_id, "2023-11-14", "2023-11-15")
-    schedule_id = (await ok(papi, "/schedule/create", {
+    created = await ok(papi, "/schedule/create", {
         "schedule_name": "Primary", "time_zone": "UTC", "layers": [{
             "layer_name": "Daily", "rotation_unit": "day", "enable_time": MONDAY,
             "cal_id": cal_id, "groups": [
                 {"group_name": name, "members": [{"person_ids": [p.person_id]}]}
-                for name, p in (("Ann", ann), ("Bob", bob), ("Cat", cat))]}]}, owner.key))["schedule_id"]
+                for name, p in (("Ann", ann), ("Bob", bob), ("Cat", cat))]}]}, owner.key)
+    schedule_id = created["schedule_id"]
     channel_id = await make_channel(papi, owner)
     await create_rule(papi, owner, rule_body(channel_id, [
         {"target": {"schedule_to_role_ids": {str(schedule_id): []},
