@@ -386,7 +386,7 @@ async def test_the_refusal_is_localized(api: Api, owner: Person) -> None:
                           json={"cal_id": cal_id}, headers={"Accept-Language": "zh-CN"})
     body = reply.json()
     assert body["error"]["code"] == "ReferenceExist"
-    assert body["error"]["message"].startswith(f"服务日历 {cal_id} 正被规则使用")
+    assert body["error"]["message"].startswith(f"服务日历 {cal_id} 正被使用")
 
 
 async def test_writes_are_audited_with_their_targets(api: Api, owner: Person) -> None:

@@ -4,12 +4,14 @@ normalized form (reference `ScheduleLayer`), and its compiled form for timeline.
 from __future__ import annotations
 
 import string
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from datetime import date
 from typing import cast
 
 import msgspec
 
 from dutyline.api import errors
+from dutyline.platform.calendar.service import CalendarDays
 from dutyline.schedule import timeline
 from dutyline.schedule.schemas import (
     LayerIn,
@@ -159,6 +161,7 @@ def normalize_layers(
             # and month cycles drift against the week and would need counting every cycle
             # since the layer began.
             raise errors.invalid(f + "fair_rotation", "needs a day or week rotation_unit")
+        cal_id, holiday_mode = _holidays(f, layer)
         periods = _periods(f, layer)
         repeat = sorted(set(layer.day_mask.repeat)) if layer.day_mask else []
         if any(not 0 <= d <= 6 for d in repeat):
@@ -175,8 +178,32 @@ def normalize_layers(
             fair_rotation=layer.fair_rotation, layer_start=enable, layer_end=expire or None,
             rotation_unit=unit, rotation_value=value,
             mask_continuous_enabled=layer.mask_continuous_enabled,
+            cal_id=cal_id, holiday_mode=holiday_mode,
         ))
     return out
+
+
+def _holidays(f: str, layer: LayerIn) -> tuple[str, str]:
+    """(cal_id, holiday_mode) as stored: both "" without a calendar, the mode "next" when a
+    calendar is named without one. Whether the calendar is the account's is checked by the
+    service."""
+    cal_id, mode = layer.cal_id.strip(), layer.holiday_mode
+    if mode and mode not in timeline.HOLIDAY_MODES:
+        raise errors.invalid(f + "holiday_mode", "must be next or off")
+    if not cal_id:
+        if mode:
+            raise errors.invalid(f + "cal_id", "is required with holiday_mode")
+        return "", ""
+    if layer.mode != 0:
+        raise errors.invalid(f + "cal_id", "applies to rotation layers (mode 0) only")
+    return cal_id, mode or "next"
+
+
+def calendar_fields(layers: list[ScheduleLayer]) -> Iterator[tuple[str, str]]:
+    """(field path, cal_id) of every calendar the layers follow."""
+    for i, layer in enumerate(layers):
+        if layer.cal_id:
+            yield f"layers[{i}].cal_id", layer.cal_id
 
 
 def person_fields(layers: list[ScheduleLayer]) -> Iterator[tuple[str, int]]:
@@ -188,7 +215,16 @@ def person_fields(layers: list[ScheduleLayer]) -> Iterator[tuple[str, int]]:
                     yield f"layers[{i}].groups[{j}].members[{k}].person_ids", person_id
 
 
-def compile_layers(layers: list[ScheduleLayer]) -> list[timeline.Layer]:
+def compile_layers(layers: list[ScheduleLayer],
+                   calendars: Mapping[str, CalendarDays] | None = None) -> list[timeline.Layer]:
+    """`calendars`: what the calendars the layers follow say (a calendar missing from it,
+    which validation and the refused delete keep from happening, counts no day off)."""
+    found = calendars or {}
+
+    def days_off(layer: ScheduleLayer) -> Callable[[date], bool] | None:
+        days = found.get(layer.cal_id) if layer.cal_id and layer.mode == 0 else None
+        return None if days is None else days.is_off
+
     return [
         timeline.Layer(
             index=i,
@@ -205,6 +241,8 @@ def compile_layers(layers: list[ScheduleLayer]) -> list[timeline.Layer]:
             periods=tuple((p.restrict_start, p.restrict_end) for p in layer.restrict_periods),
             weekdays=frozenset(layer.day_mask.repeat), fair=layer.fair_rotation,
             mask_continuous=layer.mask_continuous_enabled,
+            days_off=days_off(layer),
+            holiday_mode=cast(timeline.HolidayMode, layer.holiday_mode or "next"),
         )
         for i, layer in enumerate(layers)
     ]

@@ -17,6 +17,7 @@ from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.kit.clock import Clock
+from dutyline.platform.calendar import service as calendar_service
 from dutyline.platform.member import service as member_service
 from dutyline.schedule import definition, ical, repository, timeline
 from dutyline.schedule.localtime import zone
@@ -75,10 +76,14 @@ async def render_feed(conn: AsyncConnection, token: str, clock: Clock) -> bytes 
     now = int(clock.now())
     ids = await repository.schedule_ids_of_person(conn, account_id, person_id)
     events: list[ical.Event] = []
-    for schedule in await repository.get_many(conn, account_id, ids):
-        layers = definition.decode_layers(schedule.layers)
-        final = timeline.compute(definition.compile_layers(layers), zone(schedule.time_zone),
-                                 now - PAST_S, now + AHEAD_S).final
+    rows = await repository.get_many(conn, account_id, ids)
+    decoded = [definition.decode_layers(row.layers) for row in rows]
+    followed = {c for layers in decoded for _, c in definition.calendar_fields(layers)}
+    calendars = (await calendar_service.calendar_days_of(conn, reader, cal_ids=followed)
+                 if followed else {})
+    for schedule, layers in zip(rows, decoded, strict=True):
+        final = timeline.compute(definition.compile_layers(layers, calendars),
+                                 zone(schedule.time_zone), now - PAST_S, now + AHEAD_S).final
         for shift in final:
             layer = layers[shift.layer]
             group = layer.groups[shift.group]

@@ -4,7 +4,9 @@ A schedule's layers are parsed and compiled once per (schedule_id, revision) in 
 a compiled schedule keeps the final timeline of a window around the last instant asked (a
 sorted list of shifts) and answers by bisection. A lookup reads only the revision from the
 database (a primary-key lookup), then the persons' liveness (members removed from the account
-are never on call), so it costs two indexed queries however large the schedule."""
+are never on call), so it costs two indexed queries however large the schedule. A schedule
+whose layers follow a service calendar is compiled with what the calendar says; a write to
+the calendar or its events bumps the schedule's revision, so it is compiled again."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ from collections.abc import Mapping, Sequence
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
+from dutyline.platform.calendar import service as calendar_service
 from dutyline.platform.member import service as member_service
 from dutyline.schedule import definition, repository, timeline
 from dutyline.schedule.localtime import zone
+from dutyline.schedule.schemas import ScheduleLayer
 
 CACHE_SIZE = 20_000
 WINDOW_BEFORE_S = timeline.DAY
@@ -35,8 +39,9 @@ class CompiledSchedule:
         self._shifts: list[timeline.Shift] = []
 
     @classmethod
-    def from_stored(cls, layers_json: str | bytes, time_zone: str) -> CompiledSchedule:
-        return cls(definition.compile_layers(definition.decode_layers(layers_json)), time_zone)
+    def from_stored(cls, layers: list[ScheduleLayer], time_zone: str,
+                    calendars: Mapping[str, calendar_service.CalendarDays]) -> CompiledSchedule:
+        return cls(definition.compile_layers(layers, calendars), time_zone)
 
     def shift_at(self, at_s: int) -> timeline.Shift | None:
         if not self._lo <= at_s < self._hi:
@@ -138,8 +143,14 @@ async def oncall_for_schedules(
             stale.append(sid)
     if stale:
         wanted: dict[int, list[int]] = {}
-        for row in await repository.definitions(conn, account_id, stale):
-            compiled = CompiledSchedule.from_stored(row.layers, row.time_zone)
+        rows = await repository.definitions(conn, account_id, stale)
+        decoded = [definition.decode_layers(row.layers) for row in rows]
+        followed = {c for layers in decoded for _, c in definition.calendar_fields(layers)}
+        # Calendar writes bump the revision of the schedules following them (service.py).
+        calendars = (await calendar_service.calendar_days_of(conn, actor, cal_ids=followed)
+                     if followed else {})
+        for row, layers in zip(rows, decoded, strict=True):
+            compiled = CompiledSchedule.from_stored(layers, row.time_zone, calendars)
             CACHE.put(row.schedule_id, row.revision, compiled)
             wanted[row.schedule_id] = compiled.persons_at(
                 at_s, _roles(schedule_role_ids[row.schedule_id]))

@@ -8,12 +8,14 @@ The timelines show the definition as written, removed members included."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from typing import Any
 
 import msgspec
 from sqlalchemy.engine import Row
 
+from dutyline.platform.calendar.service import CalendarDays
 from dutyline.schedule import definition, timeline
 from dutyline.schedule.localtime import zone
 from dutyline.schedule.schemas import (
@@ -69,14 +71,15 @@ def _masked(notify: ScheduleNotify) -> ScheduleNotify:
 
 
 def schedule_item(
-    *, layers: list[ScheduleLayer], time_zone: str, window: tuple[int, int] | None, now_s: int,
+    *, layers: list[ScheduleLayer], calendars: Mapping[str, CalendarDays], time_zone: str,
+    window: tuple[int, int] | None, now_s: int,
     account_id: int, stored: Row[Any] | None, notify: ScheduleNotify, live: AbstractSet[int],
     only_person: int | None = None,
 ) -> ScheduleItem:
     """`stored` None: a preview (identity fields null). `live`: the persons the layers name
     who are still members (who may be on call). `only_person`: keep only the shifts naming
-    that person (/schedule/self)."""
-    compiled = definition.compile_layers(layers)
+    that person (/schedule/self). `calendars`: what the calendars the layers follow say."""
+    compiled = definition.compile_layers(layers, calendars)
     tz = zone(time_zone)
     schedule_layers: list[ScheduleCalculatedLayer] = []
     final: list[ScheduleCalculatedSchedule] = []

@@ -94,6 +94,27 @@ async def list_page(
     return total, list(rows)
 
 
+def _naming_calendar(account_id: int, cal_id: str) -> Any:
+    # The layers' compact JSON holds `"cal_id":"<id>"` for each layer following the calendar.
+    return and_(schedule.c.account_id == account_id,
+                schedule.c.layers.contains(f'"cal_id":"{cal_id}"', autoescape=True))
+
+
+async def schedules_naming_calendar(conn: AsyncConnection, account_id: int,
+                                    cal_id: str) -> list[Row[Any]]:
+    return list(await conn.execute(
+        select(schedule.c.schedule_id, schedule.c.schedule_name)
+        .where(_naming_calendar(account_id, cal_id)).order_by(schedule.c.schedule_id)))
+
+
+async def bump_revisions_naming_calendar(conn: AsyncConnection, account_id: int,
+                                         cal_id: str) -> None:
+    """A new revision for the schedules following the calendar: what it says changed, so
+    their compiled timelines (keyed by revision) are rebuilt in every process."""
+    await conn.execute(update(schedule).where(_naming_calendar(account_id, cal_id))
+                       .values(revision=schedule.c.revision + 1))
+
+
 async def schedule_ids_of_person(conn: AsyncConnection, account_id: int,
                                  person_id: int) -> list[int]:
     rows = await conn.execute(select(schedule_person.c.schedule_id).where(

@@ -1,8 +1,10 @@
 """Requests and records of /schedule/* (reference `Schedule*` schemas; times in Unix seconds).
 
-One extension of the reference: `time_zone` (IANA name) on the upsert request and on the
-record, the zone that handoffs, restrictions and day masks are read in; default: the
-account's time zone."""
+Extensions of the reference: `time_zone` (IANA name) on the upsert request and on the
+record, the zone that handoffs, restrictions and day masks are read in (default: the
+account's time zone); and on each layer, `cal_id` (a service calendar of the account the
+rotation follows, "" for none) and `holiday_mode` (what a day off does: "next" or "off";
+"" without a calendar), see timeline.py."""
 
 from __future__ import annotations
 
@@ -101,6 +103,8 @@ class LayerIn(msgspec.Struct):
     day_mask: ScheduleDayMask | None = None
     fair_rotation: bool = False
     mask_continuous_enabled: bool = False
+    cal_id: str = ""
+    holiday_mode: str = ""
 
 
 class NotifyByIn(msgspec.Struct):
@@ -189,6 +193,9 @@ class ScheduleLayer(msgspec.Struct):
     rotation_unit: str
     rotation_value: Int64
     mask_continuous_enabled: bool
+    # Our extension (absent from layers stored before it): the calendar the rotation follows.
+    cal_id: str = ""
+    holiday_mode: str = ""
 
 
 class ScheduleCalculatedSchedule(msgspec.Struct):

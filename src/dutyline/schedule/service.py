@@ -31,6 +31,7 @@ from dutyline.kit.ids import numeric_id
 from dutyline.kit.secretbox import SecretBox
 from dutyline.notify.delivery import service as delivery
 from dutyline.platform.account import service as account_service
+from dutyline.platform.calendar import service as calendar_service
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
 from dutyline.schedule import definition, oncall, render, repository
@@ -106,7 +107,37 @@ async def _validated_layers(conn: AsyncConnection, actor: Actor, layers: list[La
     for field, person_id in named:
         if person_id not in live:
             raise errors.invalid(field, f"{person_id} is not a member of the account")
+    followed = list(definition.calendar_fields(stored))
+    if followed:
+        known = await calendar_service.calendar_days_of(
+            conn, actor, cal_ids={c for _, c in followed})
+        for field, cal_id in followed:
+            if cal_id not in known:
+                raise errors.invalid(field, f"calendar {cal_id!r} does not exist")
     return stored
+
+
+async def calendars_of(conn: AsyncConnection, actor: Actor,
+                       layer_lists: Sequence[list[ScheduleLayer]]
+                       ) -> dict[str, calendar_service.CalendarDays]:
+    """What the calendars these layers follow say, read once for all of them."""
+    cal_ids = {c for layers in layer_lists for _, c in definition.calendar_fields(layers)}
+    if not cal_ids:
+        return {}
+    return await calendar_service.calendar_days_of(conn, actor, cal_ids=cal_ids)
+
+
+@calendar_service.on_calendar_delete
+async def _schedules_following(conn: AsyncConnection, account_id: int,
+                               cal_id: str) -> list[str]:
+    """Schedules with a layer following the calendar (its delete is refused while any do)."""
+    return [f"schedule {r.schedule_name} ({r.schedule_id})"
+            for r in await repository.schedules_naming_calendar(conn, account_id, cal_id)]
+
+
+@calendar_service.on_calendar_change
+async def _calendar_changed(conn: AsyncConnection, account_id: int, cal_id: str) -> None:
+    await repository.bump_revisions_naming_calendar(conn, account_id, cal_id)
 
 
 def _check_name(name: str | None, *, required: bool) -> str | None:
@@ -301,8 +332,10 @@ async def _items(conn: AsyncConnection, actor: Actor, rows: Sequence[Row[Any]],
                  only_person: int | None = None) -> list[ScheduleItem]:
     decoded = [_layers(row.layers) for row in rows]
     live = await _live(conn, actor, decoded)
+    calendars = await calendars_of(conn, actor, decoded)
     return [render.schedule_item(
-        layers=layers, time_zone=row.time_zone, window=window, now_s=actor.now_s,
+        layers=layers, calendars=calendars, time_zone=row.time_zone, window=window,
+        now_s=actor.now_s,
         account_id=row.account_id, stored=row, notify=_notify(row.notify)
         if row.notify != "{}" else ScheduleNotify(), live=live, only_person=only_person)
         for row, layers in zip(rows, decoded, strict=True)]
@@ -378,7 +411,8 @@ async def preview(
     zone_name = time_zone or await account_service.account_time_zone(conn, actor)
     stored = await _validated_layers(conn, actor, layers or [], 0)
     return render.schedule_item(
-        layers=stored, time_zone=zone_name, window=window, now_s=actor.now_s,
+        layers=stored, calendars=await calendars_of(conn, actor, [stored]),
+        time_zone=zone_name, window=window, now_s=actor.now_s,
         account_id=actor.account_id, stored=None, notify=ScheduleNotify(),
         # Validation refused any person who is not a live member.
         live={p for _, p in definition.person_fields(stored)})

@@ -26,6 +26,14 @@ Rotation layers (`mode` 0)
   and week cycles only (counted by the weekly pattern they repeat); this module also
   counts hour and month cycles one by one.
 
+- Days off (`cal_id`, `holiday_mode`): a rotation layer may follow a service calendar. The
+  local days of the schedule's time zone that the calendar says are off (holidays, and the
+  weekdays it does not work) change the layer's shifts at every instant of those days, after
+  turns are given out (turns, fair or not, are counted as if there were no days off):
+  "next" (the default) gives each instant of a day off to the group after the one whose turn
+  it is (the last group's to the first; a layer of one group keeps it); "off" leaves the
+  layer without coverage on days off, so the layers below show through.
+
 Override layers (`mode` 1): each group covers its own window [`start`, `end`) (a person
 covers a window). Within the layer, a later group wins where windows overlap.
 
@@ -38,6 +46,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Literal
@@ -52,6 +61,8 @@ from dutyline.schedule.localtime import (
 )
 
 Unit = Literal["hour", "day", "week", "month"]
+HolidayMode = Literal["next", "off"]
+HOLIDAY_MODES: tuple[HolidayMode, ...] = ("next", "off")
 DAY = 86_400
 WEEK = 7 * DAY
 NOMINAL_SECONDS: dict[str, int] = {"hour": 3600, "day": DAY, "week": WEEK, "month": 30 * DAY}
@@ -89,6 +100,9 @@ class Layer:
     weekdays: frozenset[int] = frozenset()  # empty: every day
     fair: bool = False
     mask_continuous: bool = False
+    # whether a local day is off (the calendar the layer follows), and what happens then
+    days_off: Callable[[date], bool] | None = None
+    holiday_mode: HolidayMode = "next"
     # fair rotation: active[j] tells whether cycle j has any coverage (filled as needed)
     _active_cycles: list[bool] = field(default_factory=list, repr=False)
 
@@ -303,7 +317,29 @@ def layer_shifts(layer: Layer, tz: ZoneInfo, start: int, end: int) -> list[Shift
             else:
                 break
         j += 1
+    if layer.days_off is not None:
+        return _with_days_off(layer, layer.days_off, tz, shifts)
     return shifts
+
+
+def _with_days_off(layer: Layer, days_off: Callable[[date], bool], tz: ZoneInfo,
+                   shifts: list[Shift]) -> list[Shift]:
+    """The shifts cut at the local midnights around days off, each piece on a day off given
+    to the next group ("next") or dropped ("off")."""
+    out: list[Shift] = []
+    n = len(layer.groups)
+    for shift in shifts:
+        day = local_date(tz, shift.start)
+        cursor = shift.start
+        while cursor < shift.end:
+            piece_end = min(shift.end, wall_at(tz, day + timedelta(days=1), 0))
+            if not days_off(day):
+                _append(out, Shift(cursor, piece_end, layer.index, shift.group))
+            elif layer.holiday_mode == "next":
+                _append(out, Shift(cursor, piece_end, layer.index, (shift.group + 1) % n))
+            cursor = piece_end
+            day += timedelta(days=1)
+    return out
 
 
 def _override_shifts(layer: Layer, lo: int, hi: int) -> list[Shift]:

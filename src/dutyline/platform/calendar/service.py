@@ -1,10 +1,13 @@
 """Service calendars (docs/calendars.md): an account's working weekdays, and events that make
 days off (holidays) or working days (make-up days) of given dates. Silence and escalation
-rules' time windows name a calendar (`cal_id`, `is_off`); this module also answers what a
-calendar says about a day for their evaluation (`local_days`, `local_days_sync`).
+rules' time windows name a calendar (`cal_id`, `is_off`), and so do schedule layers that
+follow one; this module also answers what a calendar says about a day for their evaluation
+(`local_days`, `local_days_sync`, `calendar_days_of`).
 
-A calendar a rule names cannot be deleted: the domains whose rules name calendars register a
-lookup (`on_calendar_delete`) and the delete answers ReferenceExist naming the rules."""
+A calendar a rule or a schedule names cannot be deleted: the domains that name calendars
+register a lookup (`on_calendar_delete`) and the delete answers ReferenceExist naming them.
+Domains that keep what a calendar says in memory register `on_calendar_change`: it runs in
+the same transaction as every write to a calendar or its events."""
 
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from dutyline.platform.account import service as accounts
 from dutyline.platform.calendar import repository as repo
 from dutyline.platform.calendar.days import (
     DEFAULT_WORKDAYS,
+    CalendarDays,
     LoadedDays,
     SyncDays,
     calendar_days,
@@ -38,7 +42,7 @@ from dutyline.platform.calendar.days import (
 from dutyline.platform.calendar.schemas import CalendarItem, CalEventItem
 from dutyline.platform.team import service as teams
 
-__all__ = ["CalEventItem", "CalendarItem", "LoadedDays", "SyncDays"]
+__all__ = ["CalEventItem", "CalendarDays", "CalendarItem", "LoadedDays", "SyncDays"]
 
 # The reference: "Each account is limited to 5 calendars".
 MAX_CALENDARS = 5
@@ -186,13 +190,19 @@ async def update_calendar(conn: AsyncConnection, actor: Actor, *, cal_id: str,
     values = await _values(conn, actor, changes)
     await repo.update_calendar(conn, actor.account_id, row.cal_id, {
         **values, "updated_by": actor.person_id, "updated_at": actor.now_s})
+    await _changed(conn, actor.account_id, row.cal_id)
 
 
 # What names a calendar, by domain: `await fn(conn, account_id, cal_id)` -> the names of the
-# rules whose time windows use it. The channel (silence rules) and dispatch (escalation
-# rules) domains register on import; every process imports them at start (domains.py).
+# rules and schedules that use it. The channel (silence rules), dispatch (escalation rules)
+# and schedule domains register on import; every process imports them at start (domains.py).
 CalendarUsers = Callable[[AsyncConnection, int, str], Awaitable[list[str]]]
 _users: list[CalendarUsers] = []
+# Who is told that what a calendar says may have changed: `await fn(conn, account_id,
+# cal_id)`, in the writing transaction (the schedule domain bumps the revision of the
+# schedules that follow the calendar, so their compiled timelines are rebuilt).
+CalendarChanged = Callable[[AsyncConnection, int, str], Awaitable[None]]
+_watchers: list[CalendarChanged] = []
 
 
 def on_calendar_delete(fn: CalendarUsers) -> CalendarUsers:
@@ -200,9 +210,20 @@ def on_calendar_delete(fn: CalendarUsers) -> CalendarUsers:
     return fn
 
 
+def on_calendar_change(fn: CalendarChanged) -> CalendarChanged:
+    _watchers.append(fn)
+    return fn
+
+
+async def _changed(conn: AsyncConnection, account_id: int, cal_id: str) -> None:
+    for watcher in _watchers:
+        await watcher(conn, account_id, cal_id)
+
+
 @writes("/calendar/delete", CALENDAR_MANAGE)
 async def delete_calendar(conn: AsyncConnection, actor: Actor, *, cal_id: str) -> None:
-    """Delete a calendar and its events; refused (ReferenceExist) while a rule names it."""
+    """Delete a calendar and its events; refused (ReferenceExist) while a rule or a schedule
+    names it."""
     row = await _calendar(conn, actor, cal_id)
     actor.note_audit_targets(row.cal_id)
     if not _users:  # deleting a calendar rules still name would change what they mean
@@ -211,7 +232,7 @@ async def delete_calendar(conn: AsyncConnection, actor: Actor, *, cal_id: str) -
                                                                   row.cal_id)]
     if used_by:
         raise errors.ReferenceExist(
-            "Calendar {id} is used by rules: {rules}", id=row.cal_id,
+            "Calendar {id} is in use by: {rules}", id=row.cal_id,
             rules=", ".join(used_by[:10]))
     await repo.delete_calendar(conn, actor.account_id, row.cal_id)
 
@@ -291,6 +312,7 @@ async def delete_event(conn: AsyncConnection, actor: Actor, *, cal_id: str,
 async def _touched(conn: AsyncConnection, actor: Actor, cal_id: str) -> None:
     await repo.update_calendar(conn, actor.account_id, cal_id, {
         "updated_by": actor.person_id, "updated_at": actor.now_s})
+    await _changed(conn, actor.account_id, cal_id)
 
 
 def _scope(year: int, month: int, day: int) -> tuple[dt.date, dt.date]:
@@ -374,6 +396,19 @@ async def local_days(conn: AsyncConnection, actor: Actor, *, cal_ids: Collection
             found[r.cal_id] = calendar_days(r.workdays, [e for e in events
                                                          if e.cal_id == r.cal_id])
     return LoadedDays(name, found)
+
+
+async def calendar_days_of(conn: AsyncConnection, actor: Actor, *,
+                           cal_ids: Collection[str]) -> dict[str, CalendarDays]:
+    """What these calendars of the actor's account say about every day (all their events:
+    at most a few thousand rows); calendars not found are left out."""
+    rows = await repo.find_many(conn, actor.account_id, set(cal_ids))
+    if not rows:
+        return {}
+    events = await repo.events_overlapping(conn, actor.account_id, [r.cal_id for r in rows],
+                                           f"{FIRST_YEAR}-01-01", f"{LAST_YEAR + 1}-01-01")
+    return {r.cal_id: calendar_days(r.workdays, [e for e in events if e.cal_id == r.cal_id])
+            for r in rows}
 
 
 def local_days_sync(conn: Connection, account_id: int) -> SyncDays:
