@@ -229,7 +229,7 @@ class RuleSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
 # two never drift apart.
 RuleUpdate: Any = msgspec.defstruct(
     "RuleUpdate",
-    [(f.name, f.type | msgspec.UnsetType, msgspec.UNSET)  # type: ignore[operator]
+    [(f.name, f.type | msgspec.UnsetType, msgspec.UNSET)  # type: ignore[operator,unused-ignore]
      for f in msgspec.structs.fields(RuleSpec)],
     kw_only=True, module=__name__)
 

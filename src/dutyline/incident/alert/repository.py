@@ -140,9 +140,10 @@ async def list_account_events(
 async def merge_entries(conn: AsyncConnection, account_id: int,
                         incident_id: str) -> Sequence[Row[Any]]:
     """The incident's feed entries of alerts merged into it (type `a_merge`), oldest first."""
-    return (await conn.execute(
+    rows: Sequence[Row[Any]] = (await conn.execute(
         select(incident_feed.c.creator_id, incident_feed.c.detail, incident_feed.c.created_at)
         .where(incident_feed.c.incident_id == incident_id,
                incident_feed.c.account_id == account_id,
                incident_feed.c.type == "a_merge")
-        .order_by(incident_feed.c.id))).all()
+        .order_by(incident_feed.c.id))).all()  # type: ignore[assignment,unused-ignore]
+    return rows

@@ -509,8 +509,8 @@ class _Escaper:
         for name in need:
             if name in present:
                 continue
-            last = cmds[-1].args[0] if cmds else None
-            if isinstance(last, n.Identifier) and name in _REDUNDANT_AFTER.get(last.name, ()):
+            tail = cmds[-1].args[0] if cmds else None
+            if isinstance(tail, n.Identifier) and name in _REDUNDANT_AFTER.get(tail.name, ()):
                 continue  # Go's appendCmd: e.g. attrescaper after cssescaper changes nothing
             cmds.append(n.Command([n.Identifier(name)]))
         pipe.cmds = cmds
