@@ -112,6 +112,12 @@ class Database:
             signals.install(self._sync.engine)
 
     @property
+    def sync_engines(self) -> list[Engine]:
+        """Every engine statements run through (to watch them, as tests and benchmarks do):
+        the async engine's, and on SQLite the sync engine of `run_sync`."""
+        return [self.engine.sync_engine] + ([self._sync.engine] if self._sync else [])
+
+    @property
     def is_sqlite(self) -> bool:
         return self.dialect == "sqlite"
 

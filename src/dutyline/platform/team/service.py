@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -19,34 +20,63 @@ from dutyline.platform.team import repository as repo
 from dutyline.platform.team.schemas import TeamBriefItem, TeamItem
 
 
-async def list_teams(
-    conn: AsyncConnection, actor: Actor, *, person_id: int | None = None, query: str = "",
+# --- reads: sync, so a read operation runs them as one unit of database work -----------
+# (api/operation.py); the async forms below run the same functions on an async connection.
+
+
+def list_teams_sync(
+    conn: Connection, actor: Actor, *, person_id: int | None = None, query: str = "",
     orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
 ) -> tuple[int, list[TeamItem]]:
     """(total, one page of the account's teams)."""
-    total, rows = await repo.list_page(
+    total, rows = repo.list_page_sync(
         conn, actor.account_id, person_id=person_id, query=query.strip(),
         orderby=orderby, asc=asc, offset=offset, limit=limit,
     )
     return total, _items(rows)
 
 
+def team_info_sync(conn: Connection, actor: Actor, *, team_id: int = 0, team_name: str = "",
+                   ref_id: str = "") -> TeamItem:
+    """One team by id, name or external ref."""
+    if not (team_id or team_name or ref_id):
+        raise errors.invalid("team_id", "is required")
+    row = repo.find_full_sync(conn, actor.account_id, team_id=team_id, team_name=team_name,
+                              ref_id=ref_id)
+    if row is None:
+        raise errors.not_found("team", team_id or team_name or ref_id)
+    return _items([row])[0]
+
+
+def team_infos_sync(conn: Connection, actor: Actor, *,
+                    team_ids: Sequence[int]) -> list[TeamBriefItem]:
+    """The account's teams among these ids, with their members; unknown ids are left out."""
+    rows = repo.find_brief_sync(conn, actor.account_id, list(dict.fromkeys(team_ids)))
+    return [TeamBriefItem(team_id=tid, team_name=name, person_ids=repo.parse_person_ids(csv))
+            for tid, name, csv in rows]
+
+
+async def list_teams(
+    conn: AsyncConnection, actor: Actor, *, person_id: int | None = None, query: str = "",
+    orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
+) -> tuple[int, list[TeamItem]]:
+    """(total, one page of the account's teams)."""
+    return await conn.run_sync(lambda sync: list_teams_sync(
+        sync, actor, person_id=person_id, query=query, orderby=orderby, asc=asc,
+        offset=offset, limit=limit))
+
+
 async def team_info(conn: AsyncConnection, actor: Actor, *, team_id: int = 0,
                     team_name: str = "", ref_id: str = "") -> TeamItem:
     """One team by id, name or external ref."""
-    row = await _require(conn, actor, team_id=team_id, team_name=team_name, ref_id=ref_id)
-    full = await repo.get_full(conn, actor.account_id, row.team_id)
-    return _items([full])[0]
+    return await conn.run_sync(lambda sync: team_info_sync(
+        sync, actor, team_id=team_id, team_name=team_name, ref_id=ref_id))
 
 
 async def team_infos(conn: AsyncConnection, actor: Actor, *,
                      team_ids: Sequence[int]) -> list[TeamBriefItem]:
     """The account's teams among these ids, with their members; unknown ids are left out."""
-    ids = list(dict.fromkeys(team_ids))
-    rows = await repo.find_many(conn, actor.account_id, ids)
-    members = await repo.person_ids_by_team(conn, [r.team_id for r in rows])
-    return [TeamBriefItem(team_id=r.team_id, team_name=r.team_name,
-                          person_ids=members[r.team_id]) for r in rows]
+    return await conn.run_sync(lambda sync: team_infos_sync(sync, actor, team_ids=team_ids))
 
 
 @dataclass(frozen=True)
