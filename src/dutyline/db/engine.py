@@ -227,7 +227,8 @@ class _SyncSQLite:
 
     def _transaction(self, fn: Callable[[Connection], T], write: bool) -> T:
         with self.engine.connect() as conn:
-            conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE" if write else "BEGIN")
+            if write:  # a read begins with the hook's default, a plain BEGIN
+                conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             with conn.begin():
                 return fn(conn)
 

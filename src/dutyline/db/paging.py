@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, UnaryExpression, bindparam, func, select
+from sqlalchemy import ColumnElement, Select, UnaryExpression, bindparam, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -47,16 +47,6 @@ def windowed_page(page: Select[Any]) -> Select[Any]:
     and limit bound (parameters "offset" and "limit"), so that it is built once."""
     return (page.add_columns(func.count().over().label("total"))
             .offset(bindparam("offset")).limit(bindparam("limit")))
-
-
-def counted_page_sync(conn: Connection, count: Select[Any], windowed: Select[Any],
-                      params: Mapping[str, Any]) -> tuple[int, Sequence[Row[Any]]]:
-    """`counted_page(window=True)` on a sync connection, for statements built once:
-    `windowed` from `windowed_page`, `params` with "offset" and "limit"."""
-    rows = conn.execute(windowed, params).all()
-    if rows:
-        return int(rows[0][-1]), rows
-    return int(conn.execute(count, params).scalar_one()), []
 
 
 async def ids_by_key(conn: AsyncConnection, key: ColumnElement[Any], value: ColumnElement[Any],

@@ -21,7 +21,8 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import contains_pattern
-from dutyline.db.paging import counted_page_sync, ids_by_key, ordered, windowed_page
+from dutyline.db.paging import ids_by_key, ordered, windowed_page
+from dutyline.db.prepared import Prepared
 from dutyline.db.tables.platform import member, team, team_member
 
 _ORDER_COLUMNS = {
@@ -52,6 +53,10 @@ _TEAM_ROWS = (
 )
 
 
+# The columns of a team row as list_page_sync and find_full_sync return it, in order.
+TEAM_COLUMNS: tuple[str, ...] = tuple(_TEAM_ROWS.selected_columns.keys())
+
+
 def parse_person_ids(csv: str | None) -> list[int]:
     return sorted(int(p) for p in csv.split(",")) if csv else []
 
@@ -63,7 +68,7 @@ def parse_person_ids(csv: str | None) -> list[int]:
 @functools.cache
 def _page_statements(by_person: bool, by_name: bool, orderby: str,
                      asc: bool) -> tuple[Select[Any], Select[Any]]:
-    """The (count, windowed page) queries for one combination of filters, built once."""
+    """The (count, windowed page) queries for one combination of filters."""
     conditions = [team.c.account_id == bindparam("account_id")]
     if by_person:
         conditions.append(
@@ -94,15 +99,26 @@ def list_page_sync(
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
     """A page of teams with creator/updater names and member ids, plus the total (a window
-    count: one statement, a second only past the last page)."""
+    count: one statement, a second only past the last page), as the driver's tuples in the
+    order of TEAM_COLUMNS (then the total)."""
     params: dict[str, Any] = {"account_id": account_id, "offset": offset, "limit": limit}
     if person_id is not None:
         params["person_id"] = person_id
     if query:
         params["name_pattern"] = contains_pattern(query.lower())
-    count, page = _page_statements(person_id is not None, bool(query), orderby, asc)
-    total, rows = counted_page_sync(conn, count, page, params)
-    return total, list(rows)
+    count, page = _prepared_page(person_id is not None, bool(query), orderby, asc)
+    rows = page.rows(conn, params)
+    if rows:
+        return int(rows[0][-1]), list(rows)
+    return int(count.rows(conn, params)[0][0]), []
+
+
+@functools.cache
+def _prepared_page(by_person: bool, by_name: bool, orderby: str,
+                   asc: bool) -> tuple[Prepared, Prepared]:
+    """`_page_statements`, compiled once per dialect and run on the driver's cursor."""
+    count, page = _page_statements(by_person, by_name, orderby, asc)
+    return Prepared(count), Prepared(page)
 
 
 _LOOKUP_COLUMNS = {"team_id": team.c.team_id, "team_name": team.c.name_key,

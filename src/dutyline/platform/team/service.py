@@ -186,30 +186,28 @@ _ITEM_COLUMNS = (
     "creator_name", "created_at", "updated_at", "updated_by", "updated_by_name",
     "person_ids_csv", "ref_id",
 )
+(_ACCT, _TID, _NAME, _DESC, _STATUS, _CREATOR, _CREATOR_NAME, _CREATED, _UPDATED, _UPDATER,
+ _UPDATER_NAME, _PEOPLE, _REF) = (repo.TEAM_COLUMNS.index(c) for c in _ITEM_COLUMNS)
 
 
-def _items(rows: list[Any]) -> list[TeamItem]:
-    if not rows:
-        return []
-    # Positional access: a Row's attribute lookup by name was the costliest part of a page.
-    position = {name: i for i, name in enumerate(rows[0]._fields)}
-    (acct, tid, name, desc, status, creator, creator_name, created, updated, updater,
-     updater_name, people, ref) = (position[c] for c in _ITEM_COLUMNS)
+def _items(rows: Sequence[Any]) -> list[TeamItem]:
+    """Team rows (in the order of repo.TEAM_COLUMNS) read by position into their records."""
+    parse = repo.parse_person_ids
     return [
         TeamItem(
-            account_id=r[acct],
-            team_id=r[tid],
-            team_name=r[name],
-            description=r[desc],
-            status=r[status],
-            creator_id=r[creator],
-            creator_name=r[creator_name] or "",
-            created_at=r[created],
-            updated_at=r[updated],
-            updated_by=r[updater],
-            updated_by_name=r[updater_name] or "",
-            person_ids=repo.parse_person_ids(r[people]),
-            ref_id=r[ref],
+            account_id=r[_ACCT],
+            team_id=r[_TID],
+            team_name=r[_NAME],
+            description=r[_DESC],
+            status=r[_STATUS],
+            creator_id=r[_CREATOR],
+            creator_name=r[_CREATOR_NAME] or "",
+            created_at=r[_CREATED],
+            updated_at=r[_UPDATED],
+            updated_by=r[_UPDATER],
+            updated_by_name=r[_UPDATER_NAME] or "",
+            person_ids=parse(r[_PEOPLE]),
+            ref_id=r[_REF],
         )
         for r in rows
     ]
