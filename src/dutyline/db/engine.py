@@ -15,6 +15,7 @@ cost. On PostgreSQL the same function runs through the async driver (`run_sync`)
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -224,11 +225,20 @@ class _SyncSQLite:
         self._readers = ThreadPoolExecutor(
             SQLITE_READ_THREADS, thread_name_prefix="dutyline-sqlite-read"
         )
+        # Each read thread keeps its connection: no pool checkout and return per read.
+        self._local = threading.local()
+        self._read_conns: list[Connection] = []
 
     def _transaction(self, fn: Callable[[Connection], T], write: bool) -> T:
+        if not write:
+            conn: Connection | None = getattr(self._local, "conn", None)
+            if conn is None or conn.closed or conn.invalidated:
+                conn = self._local.conn = self.engine.connect()
+                self._read_conns.append(conn)
+            with conn.begin():  # a read begins with the hook's default, a plain BEGIN
+                return fn(conn)
         with self.engine.connect() as conn:
-            if write:  # a read begins with the hook's default, a plain BEGIN
-                conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
+            conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             with conn.begin():
                 return fn(conn)
 
@@ -247,6 +257,9 @@ class _SyncSQLite:
     def dispose(self) -> None:
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        for conn in self._read_conns:
+            conn.close()
+        self._read_conns.clear()
         self.engine.dispose()
 
 
@@ -298,4 +311,6 @@ def _install_sqlite_hooks(sync_engine: Engine) -> None:
         if isinstance(dbapi_conn, OneHopConnection):
             dbapi_conn.defer_begin(statement, options.get("sqlite_writer_lock"))
         else:
-            conn.exec_driver_sql(statement)
+            # Straight to the driver: a statement through SQLAlchemy's execution costs more
+            # than a small read transaction's own work.
+            dbapi_conn.execute(statement)
