@@ -38,6 +38,7 @@ from dutyline.api.i18n import negotiate
 from dutyline.api.operation import (
     Context,
     Download,
+    Handler,
     Operation,
     StreamedDownload,
     SyncHandler,
@@ -213,7 +214,8 @@ class OperationEndpoint(Pipeline):
                 await transaction.begin_writes()  # no-op where it writes from the start
             ctx = Context(transaction, caller, runtime, call.rid, call.locale, call.client_ip,
                           raw_body=raw)
-            result = await op.handler(ctx, req)
+            handler: Handler = op.handler  # type: ignore[assignment]
+            result = await handler(ctx, req)
             # What its services noted (api/access.py) joins the call's one row.
             entries = ctx.take_audit_entries()
             if op.audited or entries:

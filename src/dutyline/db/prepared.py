@@ -44,10 +44,12 @@ class Prepared:
             compiled = self._compiled[conn.dialect.name] = self._compile(conn.dialect)
         sql, names, bound = compiled
         values = tuple(params[n] if n in params else bound[n] for n in names)
-        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None, "the connection is open, inside its transaction"
+        cursor = dbapi.cursor()
         try:
             cursor.execute(sql, values)
-            return cursor.fetchall()  # type: ignore[no-any-return]
+            return cursor.fetchall()
         finally:
             cursor.close()
 

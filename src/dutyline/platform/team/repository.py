@@ -135,6 +135,7 @@ def find_full_sync(conn: Connection, account_id: int, *, team_id: int = 0,
                    team_name: str = "", ref_id: str = "") -> Row[Any] | None:
     """One team in the shape list_page_sync returns, by id, else name (any case), else
     external ref."""
+    value: int | str
     if team_id:
         column, value = "team_id", team_id
     elif team_name:
