@@ -182,9 +182,10 @@ class Bench:
         return self.start("bare", [sys.executable, "-m", "bench.bare_asgi"],
                           {**os.environ, "PYTHONPATH": str(BENCH_DIR.parent)})
 
-    def start_bare_sql(self, database_url: str, keys: dict[str, str]) -> Server:
+    def start_bare_sql(self, database_url: str, keys: dict[str, str],
+                       name: str = "bare-sql") -> Server:
         """The same-SQL baseline of /team/list (bench/bare_sql.py) on `database_url`."""
-        server = self.start("bare-sql", [sys.executable, "-m", "bench.bare_sql",
+        server = self.start(name, [sys.executable, "-m", "bench.bare_sql",
                                          "--database-url", database_url],
                             {**os.environ, "PYTHONPATH": os.pathsep.join(
                                 [str(BENCH_DIR.parent), str(BENCH_DIR.parent / "src")])})

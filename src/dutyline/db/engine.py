@@ -246,6 +246,9 @@ class _SyncSQLite:
         loop = asyncio.get_running_loop()
         pool = self._writer if write else self._readers
         done = loop.run_in_executor(pool, self._transaction, fn, write)
+        if not write:
+            # A read holds no lock: a cancelled caller lets it end on its thread.
+            return await done
         try:
             return await asyncio.shield(done)
         except asyncio.CancelledError:
