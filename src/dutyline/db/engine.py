@@ -191,8 +191,15 @@ class Database:
         """Run `fn` in one transaction (committed when it returns, rolled back when it
         raises) and return its result. On SQLite it runs whole on a database thread (writes
         queued behind this process's other writers, as `transaction` does); elsewhere through
-        the async driver. `fn` must only touch the database through its connection."""
+        the async driver. `fn` must only touch the database through its connection.
+
+        A read on PostgreSQL runs in autocommit, in one connection checkout: at the server's
+        READ COMMITTED level each statement of a transaction sees its own snapshot anyway, so
+        a read gains nothing from BEGIN and COMMIT but two round trips."""
         if self._sync is None:
+            if not write and self.is_postgres:
+                async with self.statement(write=False) as conn:
+                    return await conn.run_sync(fn)
             async with self.transaction(write=write) as conn:
                 return await conn.run_sync(fn)
         if not write:
