@@ -203,7 +203,10 @@ class Bench:
         env = self.dutyline_env(database_url, limits=limits)
         cmd = [venv_bin("dutyline"), "serve"]
         if pool_size:
-            env.update(DUTYLINE_BENCH_POOL_SIZE=str(pool_size), PYTHONPATH=str(BENCH_DIR.parent))
+            # This checkout's src, as the `dutyline` of the venv would not be when the venv
+            # was built from another checkout.
+            env.update(DUTYLINE_BENCH_POOL_SIZE=str(pool_size), PYTHONPATH=os.pathsep.join(
+                [str(BENCH_DIR.parent), str(BENCH_DIR.parent / "src")]))
             cmd = [sys.executable, "-m", "bench.serve_tuned", "serve"]
         if keys is None:
             keys = {role: self.init_account(env, f"bench-{role}")["app_key"]
@@ -259,7 +262,8 @@ Setup = Callable[[Bench, str], str]  # (bench, database URL) -> the URL to load
 
 
 def _team(path: str, role: str | None = None) -> Setup:
-    return lambda bench, url: bench.start_dutyline("dutyline", url).url(path, role)
+    return lambda bench, url: bench.start_dutyline(
+        "dutyline", url, pool_size=getattr(bench.args, "pool_size", 0)).url(path, role)
 
 
 def _team_list_same_sql(bench: Bench, url: str) -> str:
@@ -382,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--connections", type=int, default=32)
     p.add_argument("--threads", type=int, default=2, help="wrk threads")
     p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--pool-size", type=int, default=0,
+                   help="serve dutyline with a database pool of N connections and no overflow "
+                        "(bench/serve_tuned.py)")
     p.add_argument("--no-pin", dest="pin", action="store_false")
     p.add_argument("--server-cpus", default="0")
     p.add_argument("--wrk-cpus", default="1")
