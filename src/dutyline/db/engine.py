@@ -228,6 +228,9 @@ class _SyncSQLite:
             pool_size=SQLITE_READ_THREADS + 1, max_overflow=0, pool_reset_on_return=None,
         )
         _install_sqlite_hooks(self.engine)
+        self._start()
+
+    def _start(self) -> None:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="dutyline-sqlite-write")
         self._readers = ThreadPoolExecutor(
             SQLITE_READ_THREADS, thread_name_prefix="dutyline-sqlite-read"
@@ -265,12 +268,14 @@ class _SyncSQLite:
             raise
 
     def dispose(self) -> None:
+        """Stop the threads and close the connections. Usable again afterwards, as the
+        async engine is after its own dispose (an app whose lifespan starts again)."""
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
         for conn in self._read_conns:
             conn.close()
-        self._read_conns.clear()
         self.engine.dispose()
+        self._start()
 
 
 def _ping_idle_connections(sync_engine: Engine) -> None:
