@@ -16,11 +16,14 @@ from starlette.applications import Starlette
 from starlette.routing import Route
 
 from dutyline.api import errors
+from dutyline.api.access import access_of, reads_sync
+from dutyline.api.actor import Actor
 from dutyline.api.handler import make_endpoint
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.ratelimit import MemoryRateLimiter, Window
 from dutyline.db.tables.platform import member
+from dutyline.kit.clock import FixedClock
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 from tests.fixtures.signals import watching
@@ -153,3 +156,18 @@ async def test_a_read_operation_is_one_unit_of_database_work(
     # On SQLite the unit runs whole on a database thread; on PostgreSQL it is one connection
     # checkout, in autocommit: no request transaction around it either way.
     assert transactions == []
+
+
+def test_a_sync_read_service_refuses_an_actor_without_its_permission() -> None:
+    @reads_sync(ACCOUNT_MANAGE)
+    def look(conn: Any, actor: Actor) -> str:
+        return "seen"
+
+    clock = FixedClock(1_700_000_000)
+    with pytest.raises(errors.AccessDenied):
+        look(None, Actor(account_id=1, person_id=7, clock=clock, credential="session"))
+    holder = Actor(account_id=1, person_id=7, clock=clock, credential="session",
+                   permissions=frozenset({ACCOUNT_MANAGE}))
+    assert look(None, holder) == "seen"
+    spec = access_of(look)
+    assert spec is not None and spec.permissions == (ACCOUNT_MANAGE,)
