@@ -42,7 +42,7 @@ async def ladder(env: dict[str, str], keys: dict[str, str], iterations: int,
     from dutyline.app import create_app
     from dutyline.config import Settings
     from dutyline.platform.team import repository, service
-    from dutyline.platform.team.schemas import TeamListResponse, TeamUpsertRequest
+    from dutyline.platform.team.schemas import TeamListResponse
 
     settings = Settings.from_env({**env, "DUTYLINE_RATE_LIMIT_PER_SECOND": "0",
                                   "DUTYLINE_RATE_LIMIT_PER_MINUTE": "0",
@@ -56,8 +56,9 @@ async def ladder(env: dict[str, str], keys: dict[str, str], iterations: int,
         caller = await auth.authenticate(conn, key)
         assert caller is not None
         for i in range(25):
-            ctx = Context(conn, caller, runtime, "seed", "en", "127.0.0.1")
-            await service.upsert_team(ctx, TeamUpsertRequest(team_name=f"seed-{i:02d}"))
+            ctx = Context(None, caller, runtime, "seed", "en", "127.0.0.1")
+            await service.upsert_team(conn, ctx.actor,
+                                      team=service.TeamChanges(team_name=f"seed-{i:02d}"))
 
     async def empty() -> None:
         await asyncio.sleep(0)
@@ -74,18 +75,26 @@ async def ladder(env: dict[str, str], keys: dict[str, str], iterations: int,
         async with db.transaction(write=False) as conn:
             c = await auth.authenticate(conn, key)
             assert c is not None
-            await repository.list_page(conn, c.account_id, person_id=None, query="",
-                                       orderby="created_at", asc=False, offset=0, limit=20)
+            await conn.run_sync(lambda sync: repository.list_page_sync(
+                sync, c.account_id, person_id=None, query="", orderby="created_at", asc=False,
+                offset=0, limit=20))
 
     async def with_encode() -> None:
         async with db.transaction(write=False) as conn:
             c = await auth.authenticate(conn, key)
             assert c is not None
-            total, rows = await repository.list_page(
-                conn, c.account_id, person_id=None, query="", orderby="created_at",
-                asc=False, offset=0, limit=20)
+            total, rows = await conn.run_sync(lambda sync: repository.list_page_sync(
+                sync, c.account_id, person_id=None, query="", orderby="created_at",
+                asc=False, offset=0, limit=20))
         items = service._items(rows)
         assert len(items) == 20
+        success_body("0" * 32, TeamListResponse(p=1, limit=20, total=total, items=items))
+
+    async def one_unit() -> None:
+        # What /team/list does with a known key: the page and its records in one unit.
+        actor = Context(None, caller, runtime, "0", "en").actor
+        total, items = await db.run_sync(lambda sync: service.list_teams_sync(
+            sync, actor, offset=0, limit=20), write=False)
         success_body("0" * 32, TeamListResponse(p=1, limit=20, total=total, items=items))
 
     rungs: list[tuple[str, Callable[[], Awaitable[None]]]] = [
@@ -94,10 +103,11 @@ async def ladder(env: dict[str, str], keys: dict[str, str], iterations: int,
         ("2 + auth query", with_auth),
         ("3 + team page query (20 rows)", with_page),
         ("4 + TeamItem structs + msgspec envelope", with_encode),
+        ("6 one unit: known key, run_sync(list_teams_sync) + envelope", one_unit),
     ]
     if db.is_sqlite:
         rungs.append(("5 floor: same SQL on stdlib sqlite3, sync, no SQLAlchemy",
-                      await _raw_sqlite_rung(db, with_page)))
+                      await _raw_sqlite_rung(db, key, caller.account_id)))
     results: dict[str, list[float]] = {name: [] for name, _ in rungs}
     for _, fn in rungs:  # warm caches and the pool
         for _ in range(20):
@@ -112,30 +122,28 @@ async def ladder(env: dict[str, str], keys: dict[str, str], iterations: int,
     return results
 
 
-async def _raw_sqlite_rung(db: Any, with_page: Callable[[], Awaitable[None]]
+async def _raw_sqlite_rung(db: Any, key: str, account_id: int
                            ) -> Callable[[], Awaitable[None]]:
-    """The floor: the statements rung 3 sends (captured from SQLAlchemy), run with the stdlib
-    driver on this thread, in a transaction, rows fetched; nothing else."""
+    """The floor: the statements of rungs 2-3 (the SQL bench/bare_sql.py compiles from
+    dutyline's own), run with the stdlib driver on this thread, in a transaction, rows
+    fetched; nothing else."""
+    import hashlib
     import sqlite3
 
-    from sqlalchemy import event
+    from bench.bare_sql import compiled
 
-    captured: list[tuple[str, Any]] = []
-
-    def capture(_c: Any, _cur: Any, statement: str, parameters: Any, *_: Any) -> None:
-        captured.append((statement, parameters))
-
-    event.listen(db.engine.sync_engine, "before_cursor_execute", capture)
-    await with_page()
-    event.remove(db.engine.sync_engine, "before_cursor_execute", capture)
-    statements = [(sql, params) for sql, params in captured if sql.lstrip().upper()
-                  .startswith("SELECT")]
+    (caller_sql, caller_names, caller_bound), (page_sql, page_names, page_bound) = compiled(
+        False)
+    values = {"key_hash": hashlib.sha256(key.encode()).hexdigest(), "account_id": account_id,
+              "offset": 0, "limit": 20}
+    caller_args = tuple(values.get(n, caller_bound.get(n)) for n in caller_names)
+    page_args = tuple(values.get(n, page_bound.get(n)) for n in page_names)
     conn = sqlite3.connect(db.engine.url.database, isolation_level=None)
 
     async def raw() -> None:
         conn.execute("BEGIN")
-        for sql, params in statements:
-            conn.execute(sql, params).fetchall()
+        conn.execute(caller_sql, caller_args).fetchall()
+        conn.execute(page_sql, page_args).fetchall()
         conn.execute("COMMIT")
 
     return raw

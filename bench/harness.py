@@ -182,6 +182,19 @@ class Bench:
         return self.start("bare", [sys.executable, "-m", "bench.bare_asgi"],
                           {**os.environ, "PYTHONPATH": str(BENCH_DIR.parent)})
 
+    def start_bare_sql(self, database_url: str, keys: dict[str, str],
+                       name: str = "bare-sql") -> Server:
+        """The same-SQL baseline of /team/list (bench/bare_sql.py) on `database_url`."""
+        server = self.start(name, [sys.executable, "-m", "bench.bare_sql",
+                                         "--database-url", database_url],
+                            {**os.environ, "PYTHONPATH": os.pathsep.join(
+                                [str(BENCH_DIR.parent), str(BENCH_DIR.parent / "src")])})
+        server.keys = dict(keys)
+        listed = post(server.url("/team/list", "list"), {})["data"]
+        if len(listed["items"]) != 20:
+            raise RuntimeError(f"bare-sql: /team/list gave {len(listed['items'])} items")
+        return server
+
     def start_dutyline(self, name: str, database_url: str, *, limits: bool = False,
                        seed: bool = True, keys: dict[str, str] | None = None,
                        pool_size: int = 0) -> Server:
@@ -190,7 +203,10 @@ class Bench:
         env = self.dutyline_env(database_url, limits=limits)
         cmd = [venv_bin("dutyline"), "serve"]
         if pool_size:
-            env.update(DUTYLINE_BENCH_POOL_SIZE=str(pool_size), PYTHONPATH=str(BENCH_DIR.parent))
+            # This checkout's src, as the `dutyline` of the venv would not be when the venv
+            # was built from another checkout.
+            env.update(DUTYLINE_BENCH_POOL_SIZE=str(pool_size), PYTHONPATH=os.pathsep.join(
+                [str(BENCH_DIR.parent), str(BENCH_DIR.parent / "src")]))
             cmd = [sys.executable, "-m", "bench.serve_tuned", "serve"]
         if keys is None:
             keys = {role: self.init_account(env, f"bench-{role}")["app_key"]
@@ -246,7 +262,15 @@ Setup = Callable[[Bench, str], str]  # (bench, database URL) -> the URL to load
 
 
 def _team(path: str, role: str | None = None) -> Setup:
-    return lambda bench, url: bench.start_dutyline("dutyline", url).url(path, role)
+    return lambda bench, url: bench.start_dutyline(
+        "dutyline", url, pool_size=getattr(bench.args, "pool_size", 0)).url(path, role)
+
+
+def _team_list_same_sql(bench: Bench, url: str) -> str:
+    """The bare app running /team/list's own SQL on the plain driver, on the scenario's
+    database and key (started after the scenario's dutyline server)."""
+    dutyline = next(s for s in reversed(bench.servers) if s.name == "dutyline")
+    return bench.start_bare_sql(url, dutyline.keys).url("/team/list", "list")
 
 
 def _ingest(bench: Bench, url: str) -> str:
@@ -263,6 +287,10 @@ HTTP: dict[str, tuple[str, str, Setup]] = {
     "healthz": ("GET /healthz, no auth, no database", "get.lua", _team("/healthz")),
     "ingest": ("alert pushes: 80 % updates, 15 % new keys, 5 % recoveries", "ingest.lua",
                _ingest),
+}
+# Second baselines, measured in the same rounds: scenario -> (label, setup).
+SAME_SQL: dict[str, tuple[str, Setup]] = {
+    "team-list": ("bare same-SQL", _team_list_same_sql),
 }
 # Script scenarios: name -> (what, "module and its short default arguments").
 SCRIPTS: dict[str, tuple[str, str]] = {
@@ -288,37 +316,62 @@ SCRIPTS: dict[str, tuple[str, str]] = {
 def run_http(bench: Bench, names: list[str], postgres: bool) -> None:
     args, bare = bench.args, bench.start_bare()
     bare_url, rows = bare.url("/bare"), []
+
+    def med(key: str, rs: list[dict[str, Any]]) -> float:
+        return statistics.median(r.get(key, 0) for r in rs)
+
     for name in names:
         _, script, setup = HTTP[name]
-        url = setup(bench, bench.database_url(name, postgres))
+        database = bench.database_url(name, postgres)
+        url = setup(bench, database)
         pid = bench.servers[-1].proc.pid
+        same: tuple[str, int] | None = None
+        if name in SAME_SQL:
+            same = (SAME_SQL[name][1](bench, database), bench.servers[-1].proc.pid)
         bench.wrk(bare_url, "post.lua", args.warmup)
         bench.wrk(url, script, args.warmup, tag="warm")
-        base, runs = [], []
+        if same:
+            bench.wrk(same[0], "post.lua", args.warmup)
+        base, runs, sames = [], [], []
         for r in range(args.rounds):
             base.append(bench.wrk(bare_url, "post.lua", args.seconds, pid=bare.proc.pid))
+            if same:
+                sames.append(bench.wrk(same[0], "post.lua", args.seconds, pid=same[1]))
             runs.append(bench.wrk(url, script, args.seconds, tag=f"r{r}{secrets.token_hex(2)}",
                                   pid=pid))
             print(f"{name} round {r + 1}: bare {base[-1]['rps']:.0f} req/s, "
-                  f"target {runs[-1]['rps']:.0f} req/s", file=sys.stderr)
-
-        def med(key: str, rs: list[dict[str, Any]]) -> float:
-            return statistics.median(r.get(key, 0) for r in rs)
+                  + (f"same-SQL {sames[-1]['rps']:.0f} req/s, " if same else "")
+                  + f"target {runs[-1]['rps']:.0f} req/s", file=sys.stderr)
         ratio = statistics.median(m["rps"] / b["rps"] for b, m in zip(base, runs, strict=True))
         cpu = med("cpu_us_per_req", runs)
+        db = "PostgreSQL" if postgres else "SQLite"
+        if same:
+            s_ratio = statistics.median(s["rps"] / b["rps"] for b, s in zip(base, sames,
+                                                                           strict=True))
+            s_cpu = med("cpu_us_per_req", sames)
+            rows.append(
+                f"| {name}: {SAME_SQL[name][0]} | {db} | {med('rps', base):,.0f} | "
+                f"{med('rps', sames):,.0f} | {s_ratio:.3f} | - | {s_cpu:,.0f} | "
+                f"{med('cpu_us_per_req', base) / (s_cpu or 1):.3f} | "
+                f"{med('p50_us', sames) / 1000:.1f} | {med('p99_us', sames) / 1000:.1f} | "
+                f"{sum(m['status_errors'] + m['socket_errors'] for m in sames)} |")
+        to_same = "-"
+        if same:
+            per_round = [m["rps"] / s["rps"] for s, m in zip(sames, runs, strict=True)]
+            to_same = f"{statistics.median(per_round):.3f}"
         rows.append(
-            f"| {name} | {'PostgreSQL' if postgres else 'SQLite'} | {med('rps', base):,.0f} | "
-            f"{med('rps', runs):,.0f} | {ratio:.3f} | {cpu:,.0f} | "
+            f"| {name} | {db} | {med('rps', base):,.0f} | "
+            f"{med('rps', runs):,.0f} | {ratio:.3f} | {to_same} | {cpu:,.0f} | "
             f"{med('cpu_us_per_req', base) / (cpu or 1):.3f} | {med('p50_us', runs) / 1000:.1f} | "
             f"{med('p99_us', runs) / 1000:.1f} | "
             f"{sum(m['status_errors'] + m['socket_errors'] for m in runs)} |")
     print(f"\n{args.rounds} rounds x {args.seconds}s, {args.connections} connections, "
           f"{bench.loader}, {'pinned' if bench.pinned else 'not pinned'}. Medians over rounds; "
-          "ratio: target / bare run just before it; CPU ratio: bare's server CPU per request / "
-          "the target's.\n")
-    print("| scenario | database | bare req/s | req/s | ratio to bare | server CPU µs/req "
-          "| CPU ratio | p50 ms | p99 ms | errors |\n"
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "ratio: target / bare run just before it (and / the same-SQL baseline run in the "
+          "same round); CPU ratio: bare's server CPU per request / the target's.\n")
+    print("| scenario | database | bare req/s | req/s | ratio to bare | ratio to same-SQL "
+          "| server CPU µs/req | CPU ratio | p50 ms | p99 ms | errors |\n"
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     print("\n".join(rows))
 
 
@@ -333,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--connections", type=int, default=32)
     p.add_argument("--threads", type=int, default=2, help="wrk threads")
     p.add_argument("--warmup", type=int, default=1)
+    p.add_argument("--pool-size", type=int, default=0,
+                   help="serve dutyline with a database pool of N connections and no overflow "
+                        "(bench/serve_tuned.py)")
     p.add_argument("--no-pin", dest="pin", action="store_false")
     p.add_argument("--server-cpus", default="0")
     p.add_argument("--wrk-cpus", default="1")

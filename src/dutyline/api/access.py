@@ -68,6 +68,23 @@ def reads(*permissions: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P
     return decorate
 
 
+def reads_sync(*permissions: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """`reads` for a sync read service (one run inside a unit of database work: a sync read
+    operation's, api/operation.py)."""
+    spec = ServiceAccess(permissions, None)
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(func)
+        def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
+            require(_actor_of(args), *permissions)
+            return func(*args, **kwargs)
+
+        setattr(guarded, ACCESS_ATTRIBUTE, spec)
+        return guarded
+
+    return decorate
+
+
 def writes(operation: str, *permissions: str, dangerous: bool = False,
            targets: Targets | None = None,
            ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:

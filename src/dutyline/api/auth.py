@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
     from sqlalchemy.ext.asyncio import AsyncConnection
 
 
@@ -35,6 +36,20 @@ class Caller:
         return any(p in self.permissions for p in permissions)
 
 
+class PendingKey(Protocol):
+    """A key this process does not know yet, to resolve inside a sync unit of database work
+    (a sync read operation: api/operation.py) and then settle on the event loop."""
+
+    def resolve(self, conn: Connection) -> Caller | None:
+        """The key's Caller, or None; one query, touching nothing but `conn` (it runs on a
+        database thread)."""
+        ...
+
+    def settle(self, caller: Caller | None) -> None:
+        """Keep what `resolve` found (a resolution, or a failure), as `authenticate` does."""
+        ...
+
+
 class Authenticator(Protocol):
     def recently_failed(self, app_key: str) -> bool:
         """True when this key failed moments ago: answer 401 without opening a transaction.
@@ -43,6 +58,15 @@ class Authenticator(Protocol):
 
     async def authenticate(self, conn: AsyncConnection, app_key: str) -> Caller | None:
         """Runs on the request's own connection, inside its transaction."""
+        ...
+
+    def known(self, app_key: str) -> Caller | None:
+        """The key's Caller from this process's memory while its resolution holds, without
+        any query; None when it must be looked up (`pending`)."""
+        ...
+
+    def pending(self, app_key: str) -> PendingKey:
+        """A lookup of the key, to run inside a sync unit of database work."""
         ...
 
     async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:

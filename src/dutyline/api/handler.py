@@ -5,7 +5,14 @@ Order matters and is fixed: body size and type (cheap, before any lookup) -> app
 handler and its audit row -> envelope. The permission is checked here first, before any work,
 and again by the service itself (api/access.py), which is what a console or a link relies on;
 the audit row takes the entries the services noted. Any failure becomes the error envelope; a failed
-audited write is still recorded, in a transaction of its own, since its own rolled back."""
+audited write is still recorded, in a transaction of its own, since its own rolled back.
+
+A sync read operation (api/operation.py) answers alike, in the same order, with its database
+work as one unit (`Database.run_sync(write=False)`). A caller this process already knows is
+limited, authorized and decoded first, then the unit runs the handler. An unknown key is
+resolved inside the unit, before the handler, which runs only for an authorized caller and a
+decoded request; the limit, the permission and the decoding are then answered in their usual
+order from what the unit found, so a call refused by the limit may have read, never written."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from typing import Any
 
 import msgspec
 import structlog
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.datastructures import Headers
 from starlette.formparsers import MultiPartParser
@@ -27,7 +35,14 @@ from dutyline.api import errors
 from dutyline.api.auth import Caller
 from dutyline.api.envelope import error_body, request_id_headers, success_body
 from dutyline.api.i18n import negotiate
-from dutyline.api.operation import Context, Download, Operation, StreamedDownload
+from dutyline.api.operation import (
+    Context,
+    Download,
+    Handler,
+    Operation,
+    StreamedDownload,
+    SyncHandler,
+)
 from dutyline.api.runtime import Runtime
 from dutyline.api.transaction import RequestTransaction
 from dutyline.kit.ids import request_id as new_request_id
@@ -165,12 +180,23 @@ class OperationEndpoint(Pipeline):
             raise errors.Unauthorized()
         return caller
 
+    async def admit(self, caller: Caller, headers: dict[str, str]) -> None:
+        """The caller's rate limit (429), then the operation's permission (403)."""
+        op = self.op
+        if op.rate_scope != "none":
+            await rate_limit(self.runtime, f"k:{caller.key_id}" if op.rate_scope == "app_key"
+                             else f"a:{caller.account_id}", headers)
+        if op.permissions and not caller.has_any(op.permissions):
+            raise errors.AccessDenied()
+
     async def _run(self, request: Request, call: Call, headers: dict[str, str]) -> Any:
         """Authenticate, limit, check the permission, decode, and run the handler and its
         audit row in one transaction."""
         op, runtime = self.op, self.runtime
         call.body = await read_body(request, self.body_limit)
         app_key = self.credential(request)
+        if op.sync:
+            return await self._run_sync(request, call, headers, app_key)
         # On SQLite a write transaction holds the process's one writer from its start: a write
         # authenticates, is limited, authorized and decoded in a read transaction first, and
         # takes the writer only to act (an unknown key never waits for it).
@@ -178,11 +204,7 @@ class OperationEndpoint(Pipeline):
         async with RequestTransaction(runtime.db, write=write_first) as transaction:
             caller = await self.authenticate(transaction.conn, app_key)
             call.identify(caller)
-            if op.rate_scope != "none":
-                await rate_limit(runtime, f"k:{caller.key_id}" if op.rate_scope == "app_key"
-                                 else f"a:{caller.account_id}", headers)
-            if op.permissions and not caller.has_any(op.permissions):
-                raise errors.AccessDenied()
+            await self.admit(caller, headers)
             raw: bytes | None = None
             if op.raw_body and _content_type(request) not in ("", _JSON):
                 req, raw = await _decode_raw(op, request, call.body)
@@ -192,7 +214,8 @@ class OperationEndpoint(Pipeline):
                 await transaction.begin_writes()  # no-op where it writes from the start
             ctx = Context(transaction, caller, runtime, call.rid, call.locale, call.client_ip,
                           raw_body=raw)
-            result = await op.handler(ctx, req)
+            handler: Handler = op.handler  # type: ignore[assignment]
+            result = await handler(ctx, req)
             # What its services noted (api/access.py) joins the call's one row.
             entries = ctx.take_audit_entries()
             if op.audited or entries:
@@ -204,6 +227,49 @@ class OperationEndpoint(Pipeline):
                     is_write=op.write or bool(entries), is_dangerous=op.dangerous,
                     entries=entries,
                 )
+        return result
+
+    async def _run_sync(self, request: Request, call: Call, headers: dict[str, str],
+                        app_key: str) -> Any:
+        """A sync read operation: its database work (and the key's lookup, when this process
+        does not know the key) as one unit on the database (the module's docstring)."""
+        op, runtime = self.op, self.runtime
+        handler: SyncHandler = op.handler  # type: ignore[assignment]
+        caller = runtime.authenticator.known(app_key)
+        if caller is not None:
+            call.identify(caller)
+            await self.admit(caller, headers)
+            req = _decode(op, self.decoder, request, call.body)
+            ctx = Context(None, caller, runtime, call.rid, call.locale, call.client_ip)
+            return await runtime.db.run_sync(lambda conn: handler(conn, ctx, req), write=False)
+        refused: errors.ApiError | None = None
+        try:
+            req = _decode(op, self.decoder, request, call.body)
+        except errors.ApiError as exc:
+            req, refused = None, exc
+        pending = runtime.authenticator.pending(app_key)
+
+        def unit(conn: Connection) -> tuple[Caller | None, Any, errors.ApiError | None]:
+            found = pending.resolve(conn)
+            if found is None or refused is not None or (
+                    op.permissions and not found.has_any(op.permissions)):
+                return found, None, None
+            ctx = Context(None, found, runtime, call.rid, call.locale, call.client_ip)
+            try:
+                return found, handler(conn, ctx, req), None
+            except errors.ApiError as exc:  # answered after the limit and the permission
+                return found, None, exc
+
+        found, result, failed = await runtime.db.run_sync(unit, write=False)
+        pending.settle(found)
+        if found is None:
+            raise errors.Unauthorized()
+        call.identify(found)
+        await self.admit(found, headers)
+        if refused is not None:
+            raise refused
+        if failed is not None:
+            raise failed
         return result
 
     async def _answer(self, request: Request, rid: str, result: Any, headers: dict[str, str],

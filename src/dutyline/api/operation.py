@@ -1,7 +1,23 @@
 """Operations: the one shape every endpoint has (POST, app_key, JSON in, envelope out).
 
 A domain declares its operations on a `Router`; the app turns each into a Starlette route
-through api/handler.py. The same declarations feed the OpenAPI document."""
+through api/handler.py. The same declarations feed the OpenAPI document.
+
+A read operation is written as a plain function of a sync connection, the way to write a
+fast one:
+
+    @router.post("/team/list")
+    def team_list(conn: Connection, ctx: Context, req: TeamListRequest) -> TeamListResponse:
+        total, items = service.list_teams_sync(conn, ctx.actor, ...)
+
+Its whole database work (and the caller's authentication, when the key is not already known
+to this process) runs as one unit through `Database.run_sync(write=False)`: whole on a SQLite
+read thread, or in one connection checkout on PostgreSQL, instead of a thread hop or a round
+trip through the async adapters per statement. Its services are sync functions of the same
+`(conn, actor, *, args)` shape, with statements built once at import and rows read straight
+into the response structs; the console calls them through `run_sync` too, and their async
+forms wrap them with `AsyncConnection.run_sync`. Such an operation reads only: no write, no
+audit row of its own, no outbound call, no file answer."""
 
 from __future__ import annotations
 
@@ -16,6 +32,7 @@ import msgspec
 from dutyline.api.actor import Actor, AuditEntry
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
     from sqlalchemy.ext.asyncio import AsyncConnection
 
     from dutyline.api.auth import Caller
@@ -31,9 +48,10 @@ class Empty(msgspec.Struct):
 
 @dataclass(slots=True)
 class Context:
-    """What a handler gets: its transaction, who calls, and the process's runtime."""
+    """What a handler gets: its transaction, who calls, and the process's runtime. A sync
+    read handler has no transaction here: it gets its connection as its first argument."""
 
-    transaction: RequestTransaction
+    transaction: RequestTransaction | None
     caller: Caller
     runtime: Runtime
     request_id: str
@@ -49,11 +67,13 @@ class Context:
     @property
     def conn(self) -> AsyncConnection:
         """The request's connection, inside its transaction (never commit it)."""
+        assert self.transaction is not None, "a sync read handler is given its connection"
         return self.transaction.conn
 
     async def begin_writes(self) -> None:
         """For `outbound=True` operations: end the read phase, start writing (see
         api/transaction.py). Re-check what was read before, it may have changed."""
+        assert self.transaction is not None, "a sync read handler never writes"
         await self.transaction.begin_writes()
 
     async def caller_team_ids(self) -> frozenset[int]:
@@ -115,13 +135,15 @@ class StreamedDownload:
 
 
 Handler = Callable[[Context, Any], Awaitable[Any]]
-H = TypeVar("H", bound=Handler)
+# A read operation's whole database work as one sync unit: (conn, ctx, request) -> response.
+SyncHandler = Callable[["Connection", Context, Any], Any]
+H = TypeVar("H", bound=Handler | SyncHandler)
 
 
 @dataclass(frozen=True)
 class Operation:
     path: str
-    handler: Handler
+    handler: Handler | SyncHandler
     request_type: type[Any]
     response_type: Any
     # Any one of these permission names admits the caller; empty: any valid key.
@@ -147,6 +169,8 @@ class Operation:
     raw_body: bool = False
     # Answers a file (Download/StreamedDownload): text/csv, or the envelope with its text.
     download: bool = False
+    # A sync read handler `(conn, ctx, req)`, run as one unit (the module's docstring).
+    sync: bool = False
 
     @property
     def operation_name(self) -> str:
@@ -157,15 +181,17 @@ class Operation:
 _FROM_ANNOTATIONS: Any = object()
 
 
-def _annotated_types(handler: Handler) -> tuple[type[Any], Any]:
+def _annotated_types(handler: Handler | SyncHandler) -> tuple[type[Any], Any]:
     """The request and response types an endpoint states in its signature, so that a
     declaration names them once: `async def info(ctx, req: XRequest) -> XItem`. No request
     parameter: `Empty`; `-> None`: no payload; `-> Download` (or `StreamedDownload`): the file,
     whose JSON form is
-    its text. A handler built by a factory (`-> Any`) names its response in the decorator."""
+    its text. A handler built by a factory (`-> Any`) names its response in the decorator.
+    A sync read handler takes its connection first: `def list(conn, ctx, req: XRequest)`."""
     hints = typing.get_type_hints(handler)
     names = list(inspect.signature(handler).parameters)
-    request = hints[names[1]] if len(names) > 1 else Empty
+    at = 2 if _is_sync(handler) else 1
+    request = hints[names[at]] if len(names) > at else Empty
     response = hints.get("return")
     if response is type(None):
         response = None
@@ -174,8 +200,12 @@ def _annotated_types(handler: Handler) -> tuple[type[Any], Any]:
     return request, response
 
 
-def _answers_a_file(handler: Handler) -> bool:
+def _answers_a_file(handler: Handler | SyncHandler) -> bool:
     return typing.get_type_hints(handler).get("return") in (Download, StreamedDownload)
+
+
+def _is_sync(handler: Handler | SyncHandler) -> bool:
+    return not inspect.iscoroutinefunction(handler)
 
 
 class Router:
@@ -205,6 +235,10 @@ class Router:
     ) -> Callable[[H], H]:
         def register(handler: H) -> H:
             annotated_request, annotated_response = _annotated_types(handler)
+            sync = _is_sync(handler)
+            if sync and (write or audited or outbound or raw_body or _answers_a_file(handler)):
+                raise TypeError(f"{path}: a sync handler is a plain read (no write, audit, "
+                                "outbound call, raw body or file)")
             self.operations.append(
                 Operation(
                     path=path,
@@ -225,6 +259,7 @@ class Router:
                     max_body_bytes=max_body_bytes,
                     raw_body=raw_body,
                     download=_answers_a_file(handler),
+                    sync=sync,
                 )
             )
             return handler

@@ -15,6 +15,7 @@ cost. On PostgreSQL the same function runs through the async driver (`run_sync`)
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -112,6 +113,12 @@ class Database:
             signals.install(self._sync.engine)
 
     @property
+    def sync_engines(self) -> list[Engine]:
+        """Every engine statements run through (to watch them, as tests and benchmarks do):
+        the async engine's, and on SQLite the sync engine of `run_sync`."""
+        return [self.engine.sync_engine] + ([self._sync.engine] if self._sync else [])
+
+    @property
     def is_sqlite(self) -> bool:
         return self.dialect == "sqlite"
 
@@ -184,8 +191,15 @@ class Database:
         """Run `fn` in one transaction (committed when it returns, rolled back when it
         raises) and return its result. On SQLite it runs whole on a database thread (writes
         queued behind this process's other writers, as `transaction` does); elsewhere through
-        the async driver. `fn` must only touch the database through its connection."""
+        the async driver. `fn` must only touch the database through its connection.
+
+        A read on PostgreSQL runs in autocommit, in one connection checkout: at the server's
+        READ COMMITTED level each statement of a transaction sees its own snapshot anyway, so
+        a read gains nothing from BEGIN and COMMIT but two round trips."""
         if self._sync is None:
+            if not write and self.is_postgres:
+                async with self.statement(write=False) as conn:
+                    return await conn.run_sync(fn)
             async with self.transaction(write=write) as conn:
                 return await conn.run_sync(fn)
         if not write:
@@ -214,14 +228,27 @@ class _SyncSQLite:
             pool_size=SQLITE_READ_THREADS + 1, max_overflow=0, pool_reset_on_return=None,
         )
         _install_sqlite_hooks(self.engine)
+        self._start()
+
+    def _start(self) -> None:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="dutyline-sqlite-write")
         self._readers = ThreadPoolExecutor(
             SQLITE_READ_THREADS, thread_name_prefix="dutyline-sqlite-read"
         )
+        # Each read thread keeps its connection: no pool checkout and return per read.
+        self._local = threading.local()
+        self._read_conns: list[Connection] = []
 
     def _transaction(self, fn: Callable[[Connection], T], write: bool) -> T:
+        if not write:
+            conn: Connection | None = getattr(self._local, "conn", None)
+            if conn is None or conn.closed or conn.invalidated:
+                conn = self._local.conn = self.engine.connect()
+                self._read_conns.append(conn)
+            with conn.begin():  # a read begins with the hook's default, a plain BEGIN
+                return fn(conn)
         with self.engine.connect() as conn:
-            conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE" if write else "BEGIN")
+            conn = conn.execution_options(sqlite_begin="BEGIN IMMEDIATE")
             with conn.begin():
                 return fn(conn)
 
@@ -229,6 +256,9 @@ class _SyncSQLite:
         loop = asyncio.get_running_loop()
         pool = self._writer if write else self._readers
         done = loop.run_in_executor(pool, self._transaction, fn, write)
+        if not write:
+            # A read holds no lock: a cancelled caller lets it end on its thread.
+            return await done
         try:
             return await asyncio.shield(done)
         except asyncio.CancelledError:
@@ -238,9 +268,14 @@ class _SyncSQLite:
             raise
 
     def dispose(self) -> None:
+        """Stop the threads and close the connections. Usable again afterwards, as the
+        async engine is after its own dispose (an app whose lifespan starts again)."""
         self._writer.shutdown(wait=True)
         self._readers.shutdown(wait=True)
+        for conn in self._read_conns:
+            conn.close()
         self.engine.dispose()
+        self._start()
 
 
 def _ping_idle_connections(sync_engine: Engine) -> None:
@@ -291,4 +326,6 @@ def _install_sqlite_hooks(sync_engine: Engine) -> None:
         if isinstance(dbapi_conn, OneHopConnection):
             dbapi_conn.defer_begin(statement, options.get("sqlite_writer_lock"))
         else:
-            conn.exec_driver_sql(statement)
+            # Straight to the driver: a statement through SQLAlchemy's execution costs more
+            # than a small read transaction's own work.
+            dbapi_conn.execute(statement)

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, UnaryExpression, func, select
+from sqlalchemy import ColumnElement, Select, UnaryExpression, bindparam, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -40,6 +40,13 @@ async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[A
     if total == 0 or offset >= total:
         return total, []
     return total, (await conn.execute(page.offset(offset).limit(limit), params)).all()
+
+
+def windowed_page(page: Select[Any]) -> Select[Any]:
+    """`page` (ordered) with the total as a window count in its last column and its offset
+    and limit bound (parameters "offset" and "limit"), so that it is built once."""
+    return (page.add_columns(func.count().over().label("total"))
+            .offset(bindparam("offset")).limit(bindparam("limit")))
 
 
 async def ids_by_key(conn: AsyncConnection, key: ColumnElement[Any], value: ColumnElement[Any],

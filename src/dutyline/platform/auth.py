@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import permissions
@@ -87,20 +88,38 @@ class DatabaseAuthenticator:
             if known is not None and known[0] == version:
                 self._last_used[known[1].key_id] = int(now)
                 return known[1]
-        rows = await key_repo.caller_rows(conn, key_hash)
-        if not rows:
+        caller = _caller_of(await key_repo.caller_rows(conn, key_hash))
+        self._settle(key_hash, version, caller)
+        return caller
+
+    def known(self, app_key: str) -> Caller | None:
+        version = self.signals.version(AUTH)
+        if version is None:
+            return None
+        known = self._known.get(hash_app_key(app_key))
+        if known is None or known[0] != version:
+            return None
+        self._last_used[known[1].key_id] = int(self.clock.now())
+        return known[1]
+
+    def pending(self, app_key: str) -> _PendingKey:
+        # The signal's version is read before the query, as `authenticate` does.
+        return _PendingKey(self, hash_app_key(app_key), self.signals.version(AUTH))
+
+    def _settle(self, key_hash: str, version: Version | None, caller: Caller | None) -> None:
+        """Remember a key's resolution (under the version read before its query) or its
+        failure."""
+        now = self.clock.now()
+        if caller is None:
             self._known.pop(key_hash, None)
             self.misses.remember(key_hash, now)
-            return None
-        first = rows[0]
-        self._last_used[first.key_id] = int(now)
-        caller = caller_from_rows(rows, key_id=first.key_id, key_suffix=first.suffix)
+            return
+        self._last_used[caller.key_id] = int(now)
         if version is not None:
             self._known.pop(key_hash, None)  # re-inserted last: the oldest go first
             self._known[key_hash] = (version, caller)
             if len(self._known) > MAX_KNOWN_KEYS:
                 del self._known[next(iter(self._known))]
-        return caller
 
     async def flush_last_used(self, db: Database) -> int:
         """Write the buffered last-use times; returns how many keys were updated."""
@@ -113,3 +132,29 @@ class DatabaseAuthenticator:
 
     async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:
         return await team_repo.team_ids_of(conn, caller.account_id, caller.person_id)
+
+
+def _caller_of(rows: Sequence[Any]) -> Caller | None:
+    if not rows:
+        return None
+    first = rows[0]
+    return caller_from_rows(rows, key_id=first.key_id, key_suffix=first.suffix)
+
+
+class _PendingKey:
+    """One key's lookup inside a sync unit of database work (api/auth.py PendingKey): the
+    query runs on the database thread; what it found is kept on the event loop."""
+
+    __slots__ = ("_authenticator", "_key_hash", "_version")
+
+    def __init__(self, authenticator: DatabaseAuthenticator, key_hash: str,
+                 version: Version | None) -> None:
+        self._authenticator = authenticator
+        self._key_hash = key_hash
+        self._version = version
+
+    def resolve(self, conn: Connection) -> Caller | None:
+        return _caller_of(key_repo.caller_rows_sync(conn, self._key_hash))
+
+    def settle(self, caller: Caller | None) -> None:
+        self._authenticator._settle(self._key_hash, self._version, caller)

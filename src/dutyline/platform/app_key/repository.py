@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -95,6 +95,11 @@ _CALLER_QUERY = (
 async def caller_rows(conn: AsyncConnection, key_hash: str) -> Sequence[Any]:
     """The key's member with each permission of their enabled roles (none: no such key)."""
     return (await conn.execute(_CALLER_QUERY, {"key_hash": key_hash})).all()
+
+
+def caller_rows_sync(conn: Connection, key_hash: str) -> Sequence[Any]:
+    """`caller_rows` inside a sync unit of database work (a sync read operation's)."""
+    return conn.execute(_CALLER_QUERY, {"key_hash": key_hash}).all()
 
 
 async def set_last_used(conn: AsyncConnection, last_used: dict[int, int]) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import SaveWarnings
@@ -30,10 +32,10 @@ async def member_info(ctx: Context, req: Empty) -> MemberInfoResponse:
 
 
 @router.post("/member/list")
-async def member_list(ctx: Context, req: MemberListRequest) -> MemberListResponse:
+def member_list(conn: Connection, ctx: Context, req: MemberListRequest) -> MemberListResponse:
     """List the members of the current account, a page at a time."""
-    total, items = await service.list_members(
-        ctx.conn, ctx.actor, role_id=req.role_id, query=req.query, orderby=req.orderby,
+    total, items = service.list_members_sync(
+        conn, ctx.actor, role_id=req.role_id, query=req.query, orderby=req.orderby,
         asc=req.asc, offset=req.offset, limit=req.limit)
     return MemberListResponse(p=req.p, limit=req.limit, total=total, items=items)
 
@@ -94,7 +96,7 @@ async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> SaveWa
 
 
 @router.post("/person/infos")
-async def person_infos(ctx: Context, req: PersonInfosRequest) -> PersonInfosResponse:
+def person_infos(conn: Connection, ctx: Context, req: PersonInfosRequest) -> PersonInfosResponse:
     """Profiles of up to 100 persons of the account; other ids are left out."""
-    return PersonInfosResponse(items=await service.person_infos(
-        ctx.conn, ctx.actor, person_ids=req.person_ids))
+    return PersonInfosResponse(items=service.person_infos_sync(
+        conn, ctx.actor, person_ids=req.person_ids))

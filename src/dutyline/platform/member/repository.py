@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
-from dutyline.db.paging import counted_page, ids_by_key, ordered
+from dutyline.db.like import ESCAPE, contains_pattern
+from dutyline.db.paging import ids_by_key, ordered, windowed_page
 from dutyline.db.tables.platform import (
     account,
     app_key,
@@ -32,32 +35,96 @@ async def get(conn: AsyncConnection, account_id: int, member_id: int) -> Row[Any
     return (await conn.execute(stmt)).first()
 
 
-async def list_page(
-    conn: AsyncConnection, account_id: int, *, role_id: int | None, query: str, orderby: str,
-    asc: bool, offset: int, limit: int,
-) -> tuple[int, list[Row[Any]]]:
+# --- hot sync reads: one unit of database work per request (api/operation.py) ----------
+# Statements are built once, with bound parameters, so SQLAlchemy reuses their compiled form.
+
+
+@functools.cache
+def _page_statements(by_role: bool, by_query: bool, orderby: str,
+                     asc: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, windowed page) queries for one combination of filters."""
     # Deleted members stay as rows (their names still label old records, see /person/infos)
     # but are no longer part of the account's member list.
-    conditions = [member.c.account_id == account_id, member.c.status != "deleted"]
-    if role_id is not None:
+    conditions = [member.c.account_id == bindparam("account_id"), member.c.status != "deleted"]
+    if by_role:
         conditions.append(member.c.member_id.in_(
             select(member_role.c.member_id).where(
-                member_role.c.account_id == account_id, member_role.c.role_id == role_id)
+                member_role.c.account_id == bindparam("account_id"),
+                member_role.c.role_id == bindparam("role_id"))
         ))
-    if query:
-        needle = query.lower()
+    if by_query:
         conditions.append(or_(
-            func.lower(member.c.member_name).contains(needle, autoescape=True),
-            member.c.email.contains(needle, autoescape=True),
-            member.c.phone.contains(query, autoescape=True),
+            func.lower(member.c.member_name).like(bindparam("needle"), escape=ESCAPE),
+            member.c.email.like(bindparam("needle"), escape=ESCAPE),
+            member.c.phone.like(bindparam("phone_needle"), escape=ESCAPE),
         ))
-    where = and_(*conditions)
-    total, rows = await counted_page(
-        conn, select(func.count()).select_from(member).where(where),
-        select(member).where(where).order_by(
-            *ordered(_ORDER_COLUMNS[orderby], member.c.member_id, asc=asc)),
-        offset=offset, limit=limit, window=True)
-    return total, list(rows)
+    count = select(func.count()).select_from(member).where(*conditions)
+    page = select(member).where(*conditions).order_by(
+        *ordered(_ORDER_COLUMNS[orderby], member.c.member_id, asc=asc))
+    return count, windowed_page(page)
+
+
+def list_page_sync(
+    conn: Connection, account_id: int, *, role_id: int | None, query: str, orderby: str,
+    asc: bool, offset: int, limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    params: dict[str, Any] = {"account_id": account_id, "offset": offset, "limit": limit}
+    if role_id is not None:
+        params["role_id"] = role_id
+    if query:
+        params["needle"] = contains_pattern(query.lower())
+        params["phone_needle"] = contains_pattern(query)
+    count, page = _page_statements(role_id is not None, bool(query), orderby, asc)
+    rows = conn.execute(page, params).all()
+    if rows:
+        return int(rows[0].total), list(rows)
+    return int(conn.execute(count, params).scalar_one()), []
+
+
+_ROLES_OF = (
+    select(member_role.c.member_id, member_role.c.role_id)
+    .where(member_role.c.member_id.in_(bindparam("member_ids", expanding=True)))
+    .order_by(member_role.c.member_id, member_role.c.role_id)
+)
+
+
+def role_ids_by_member_sync(conn: Connection, member_ids: list[int]) -> dict[int, list[int]]:
+    """member_id -> role ids, ascending; a member without roles reads as an empty list."""
+    result: dict[int, list[int]] = defaultdict(list)
+    if member_ids:
+        for member_id, role_id in conn.execute(_ROLES_OF, {"member_ids": member_ids}):
+            result[member_id].append(role_id)
+    return result
+
+
+_FIND_MANY = (
+    select(member)
+    .where(member.c.account_id == bindparam("account_id"),
+           member.c.member_id.in_(bindparam("ids", expanding=True)))
+    .order_by(member.c.member_id)
+)
+_OWNERS_AMONG = (
+    select(member_role.c.member_id)
+    .join(role, role.c.role_id == member_role.c.role_id)
+    .where(member_role.c.account_id == bindparam("account_id"), role.c.builtin == "owner",
+           member_role.c.member_id.in_(bindparam("ids", expanding=True)))
+)
+
+
+def find_many_sync(conn: Connection, account_id: int, ids: list[int]) -> list[Row[Any]]:
+    if not ids:
+        return []
+    return list(conn.execute(_FIND_MANY, {"account_id": account_id, "ids": ids}))
+
+
+def owner_ids_sync(conn: Connection, account_id: int, member_ids: list[int]) -> set[int]:
+    if not member_ids:
+        return set()
+    return set(conn.execute(_OWNERS_AMONG, {"account_id": account_id, "ids": member_ids})
+               .scalars())
+
+
+# --- the rest ----------------------------------------------------------------------------
 
 
 async def find_one(conn: AsyncConnection, account_id: int, **match: str | int) -> list[Row[Any]]:

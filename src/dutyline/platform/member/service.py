@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
@@ -58,17 +59,28 @@ async def member_info(conn: AsyncConnection, actor: Actor) -> MemberInfoResponse
     )
 
 
+def list_members_sync(
+    conn: Connection, actor: Actor, *, role_id: int | None = None, query: str = "",
+    orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
+) -> tuple[int, list[MemberItem]]:
+    """(total, one page of the account's members); sync, for one unit of database work
+    (api/operation.py)."""
+    total, rows = repo.list_page_sync(
+        conn, actor.account_id, role_id=role_id, query=query.strip(),
+        orderby=orderby, asc=asc, offset=offset, limit=limit,
+    )
+    role_ids = repo.role_ids_by_member_sync(conn, [r.member_id for r in rows])
+    return total, [_member_item(r, role_ids[r.member_id]) for r in rows]
+
+
 async def list_members(
     conn: AsyncConnection, actor: Actor, *, role_id: int | None = None, query: str = "",
     orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
 ) -> tuple[int, list[MemberItem]]:
     """(total, one page of the account's members)."""
-    total, rows = await repo.list_page(
-        conn, actor.account_id, role_id=role_id, query=query.strip(),
-        orderby=orderby, asc=asc, offset=offset, limit=limit,
-    )
-    role_ids = await repo.role_ids_by_member(conn, [r.member_id for r in rows])
-    return total, [_member_item(r, role_ids[r.member_id]) for r in rows]
+    return await conn.run_sync(lambda sync: list_members_sync(
+        sync, actor, role_id=role_id, query=query, orderby=orderby, asc=asc, offset=offset,
+        limit=limit))
 
 
 async def member_record(conn: AsyncConnection, actor: Actor, *, member_id: int) -> MemberItem:
@@ -227,12 +239,13 @@ async def update_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
     await repo.touch(conn, target.member_id, {"updated_at": actor.now_s})
 
 
-async def person_infos(conn: AsyncConnection, actor: Actor, *,
-                       person_ids: Sequence[int]) -> list[PersonItem]:
-    """Profiles of the account's persons among these ids; other ids are left out."""
+def person_infos_sync(conn: Connection, actor: Actor, *,
+                      person_ids: Sequence[int]) -> list[PersonItem]:
+    """Profiles of the account's persons among these ids; other ids are left out. Sync, for
+    one unit of database work (api/operation.py)."""
     account_id = actor.account_id
-    rows = await repo.find_many(conn, account_id, list(dict.fromkeys(person_ids)))
-    owners = await repo.owner_ids(conn, account_id, [r.member_id for r in rows])
+    rows = repo.find_many_sync(conn, account_id, list(dict.fromkeys(person_ids)))
+    owners = repo.owner_ids_sync(conn, account_id, [r.member_id for r in rows])
     return [
         PersonItem(
             account_id=r.account_id, person_id=r.member_id, person_name=r.member_name,
@@ -242,6 +255,13 @@ async def person_infos(conn: AsyncConnection, actor: Actor, *,
         )
         for r in rows
     ]
+
+
+async def person_infos(conn: AsyncConnection, actor: Actor, *,
+                       person_ids: Sequence[int]) -> list[PersonItem]:
+    """Profiles of the account's persons among these ids; other ids are left out."""
+    return await conn.run_sync(lambda sync: person_infos_sync(sync, actor,
+                                                              person_ids=person_ids))
 
 
 @writes("/member/info/reset")

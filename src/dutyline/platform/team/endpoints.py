@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.team import service
@@ -20,26 +22,26 @@ router = Router("Teams")
 
 
 @router.post("/team/list")
-async def team_list(ctx: Context, req: TeamListRequest) -> TeamListResponse:
+def team_list(conn: Connection, ctx: Context, req: TeamListRequest) -> TeamListResponse:
     """List the teams of the current account, a page at a time."""
-    total, items = await service.list_teams(
-        ctx.conn, ctx.actor, person_id=req.person_id, query=req.query, orderby=req.orderby,
+    total, items = service.list_teams_sync(
+        conn, ctx.actor, person_id=req.person_id, query=req.query, orderby=req.orderby,
         asc=req.asc, offset=req.offset, limit=req.limit)
     return TeamListResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 
 @router.post("/team/info")
-async def team_info(ctx: Context, req: TeamLookup) -> TeamItem:
+def team_info(conn: Connection, ctx: Context, req: TeamLookup) -> TeamItem:
     """Get one team by id, name or external ref."""
-    return await service.team_info(ctx.conn, ctx.actor, team_id=req.team_id,
-                                   team_name=req.team_name, ref_id=req.ref_id)
+    return service.team_info_sync(conn, ctx.actor, team_id=req.team_id,
+                                  team_name=req.team_name, ref_id=req.ref_id)
 
 
 @router.post("/team/infos")
-async def team_infos(ctx: Context, req: TeamInfosRequest) -> TeamInfosResponse:
+def team_infos(conn: Connection, ctx: Context, req: TeamInfosRequest) -> TeamInfosResponse:
     """Get up to 100 teams by id; unknown ids are left out."""
-    return TeamInfosResponse(items=await service.team_infos(ctx.conn, ctx.actor,
-                                                            team_ids=req.team_ids))
+    return TeamInfosResponse(items=service.team_infos_sync(conn, ctx.actor,
+                                                           team_ids=req.team_ids))
 
 
 @router.post("/team/upsert", permissions=(ACCOUNT_MANAGE,), write=True)

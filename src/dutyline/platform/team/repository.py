@@ -5,12 +5,24 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from sqlalchemy import Select, String, bindparam, cast, delete, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Select,
+    String,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import contains_pattern
-from dutyline.db.paging import counted_page, ids_by_key, ordered
+from dutyline.db.paging import ids_by_key, ordered, windowed_page
+from dutyline.db.prepared import Prepared
 from dutyline.db.tables.platform import member, team, team_member
 
 _ORDER_COLUMNS = {
@@ -41,15 +53,22 @@ _TEAM_ROWS = (
 )
 
 
+# The columns of a team row as list_page_sync and find_full_sync return it, in order.
+TEAM_COLUMNS: tuple[str, ...] = tuple(_TEAM_ROWS.selected_columns.keys())
+
+
 def parse_person_ids(csv: str | None) -> list[int]:
     return sorted(int(p) for p in csv.split(",")) if csv else []
+
+
+# --- hot sync reads: one unit of database work per request (api/operation.py) ----------
+# Statements are built once, with bound parameters, so SQLAlchemy reuses their compiled form.
 
 
 @functools.cache
 def _page_statements(by_person: bool, by_name: bool, orderby: str,
                      asc: bool) -> tuple[Select[Any], Select[Any]]:
-    """The (count, page) queries for one combination of filters, built once: values are bound
-    parameters, so SQLAlchemy reuses its compiled form instead of rebuilding it per call."""
+    """The (count, windowed page) queries for one combination of filters."""
     conditions = [team.c.account_id == bindparam("account_id")]
     if by_person:
         conditions.append(
@@ -65,11 +84,11 @@ def _page_statements(by_person: bool, by_name: bool, orderby: str,
     count = select(func.count()).select_from(team).where(*conditions)
     page = _TEAM_ROWS.where(*conditions).order_by(
         *ordered(_ORDER_COLUMNS[orderby], team.c.team_id, asc=asc))
-    return count, page
+    return count, windowed_page(page)
 
 
-async def list_page(
-    conn: AsyncConnection,
+def list_page_sync(
+    conn: Connection,
     account_id: int,
     *,
     person_id: int | None,
@@ -80,22 +99,71 @@ async def list_page(
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
     """A page of teams with creator/updater names and member ids, plus the total (a window
-    count: one round trip, a second only past the last page)."""
-    params: dict[str, Any] = {"account_id": account_id}
+    count: one statement, a second only past the last page), as the driver's tuples in the
+    order of TEAM_COLUMNS (then the total)."""
+    params: dict[str, Any] = {"account_id": account_id, "offset": offset, "limit": limit}
     if person_id is not None:
         params["person_id"] = person_id
     if query:
         params["name_pattern"] = contains_pattern(query.lower())
-    count, page = _page_statements(person_id is not None, bool(query), orderby, asc)
-    total, rows = await counted_page(conn, count, page, offset=offset, limit=limit,
-                                     params=params, window=True)
-    return total, list(rows)
+    count, page = _prepared_page(person_id is not None, bool(query), orderby, asc)
+    rows = page.rows(conn, params)
+    if rows:
+        return int(rows[0][-1]), list(rows)
+    return int(count.rows(conn, params)[0][0]), []
 
 
-async def get_full(conn: AsyncConnection, account_id: int, team_id: int) -> Row[Any] | None:
-    """One team in the shape list_page returns."""
-    stmt = _TEAM_ROWS.where(team.c.account_id == account_id, team.c.team_id == team_id)
-    return (await conn.execute(stmt)).first()
+@functools.cache
+def _prepared_page(by_person: bool, by_name: bool, orderby: str,
+                   asc: bool) -> tuple[Prepared, Prepared]:
+    """`_page_statements`, compiled once per dialect and run on the driver's cursor."""
+    count, page = _page_statements(by_person, by_name, orderby, asc)
+    return Prepared(count), Prepared(page)
+
+
+_LOOKUP_COLUMNS = {"team_id": team.c.team_id, "team_name": team.c.name_key,
+                   "ref_id": team.c.ref_id}
+
+
+@functools.cache
+def _full_by(column: str) -> Select[Any]:
+    return _TEAM_ROWS.where(team.c.account_id == bindparam("account_id"),
+                            _LOOKUP_COLUMNS[column] == bindparam("value")).limit(1)
+
+
+def find_full_sync(conn: Connection, account_id: int, *, team_id: int = 0,
+                   team_name: str = "", ref_id: str = "") -> Row[Any] | None:
+    """One team in the shape list_page_sync returns, by id, else name (any case), else
+    external ref."""
+    value: int | str
+    if team_id:
+        column, value = "team_id", team_id
+    elif team_name:
+        column, value = "team_name", team_name.lower()
+    elif ref_id:
+        column, value = "ref_id", ref_id
+    else:
+        return None
+    return conn.execute(_full_by(column), {"account_id": account_id, "value": value}).first()
+
+
+_BRIEF_ROWS = (
+    select(team.c.team_id, team.c.team_name, _person_ids_csv)
+    .where(team.c.account_id == bindparam("account_id"),
+           team.c.team_id.in_(bindparam("team_ids", expanding=True)))
+    .order_by(team.c.team_id)
+)
+
+
+def find_brief_sync(conn: Connection, account_id: int, team_ids: list[int]) -> list[Any]:
+    """(team_id, team_name, member ids as a comma-separated string) of the account's teams
+    among these ids, by id."""
+    if not team_ids:
+        return []
+    return list(conn.execute(_BRIEF_ROWS, {"account_id": account_id, "team_ids": team_ids}))
+
+
+# --- the rest ----------------------------------------------------------------------------
 
 
 async def person_ids_by_team(conn: AsyncConnection, team_ids: list[int]) -> dict[int, list[int]]:

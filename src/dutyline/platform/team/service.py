@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -18,35 +19,63 @@ from dutyline.platform.member import service as member_service
 from dutyline.platform.team import repository as repo
 from dutyline.platform.team.schemas import TeamBriefItem, TeamItem
 
+# --- reads: sync, so a read operation runs them as one unit of database work -----------
+# (api/operation.py); the async forms below run the same functions on an async connection.
 
-async def list_teams(
-    conn: AsyncConnection, actor: Actor, *, person_id: int | None = None, query: str = "",
+
+def list_teams_sync(
+    conn: Connection, actor: Actor, *, person_id: int | None = None, query: str = "",
     orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
 ) -> tuple[int, list[TeamItem]]:
     """(total, one page of the account's teams)."""
-    total, rows = await repo.list_page(
+    total, rows = repo.list_page_sync(
         conn, actor.account_id, person_id=person_id, query=query.strip(),
         orderby=orderby, asc=asc, offset=offset, limit=limit,
     )
     return total, _items(rows)
 
 
+def team_info_sync(conn: Connection, actor: Actor, *, team_id: int = 0, team_name: str = "",
+                   ref_id: str = "") -> TeamItem:
+    """One team by id, name or external ref."""
+    if not (team_id or team_name or ref_id):
+        raise errors.invalid("team_id", "is required")
+    row = repo.find_full_sync(conn, actor.account_id, team_id=team_id, team_name=team_name,
+                              ref_id=ref_id)
+    if row is None:
+        raise errors.not_found("team", team_id or team_name or ref_id)
+    return _items([row])[0]
+
+
+def team_infos_sync(conn: Connection, actor: Actor, *,
+                    team_ids: Sequence[int]) -> list[TeamBriefItem]:
+    """The account's teams among these ids, with their members; unknown ids are left out."""
+    rows = repo.find_brief_sync(conn, actor.account_id, list(dict.fromkeys(team_ids)))
+    return [TeamBriefItem(team_id=tid, team_name=name, person_ids=repo.parse_person_ids(csv))
+            for tid, name, csv in rows]
+
+
+async def list_teams(
+    conn: AsyncConnection, actor: Actor, *, person_id: int | None = None, query: str = "",
+    orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
+) -> tuple[int, list[TeamItem]]:
+    """(total, one page of the account's teams)."""
+    return await conn.run_sync(lambda sync: list_teams_sync(
+        sync, actor, person_id=person_id, query=query, orderby=orderby, asc=asc,
+        offset=offset, limit=limit))
+
+
 async def team_info(conn: AsyncConnection, actor: Actor, *, team_id: int = 0,
                     team_name: str = "", ref_id: str = "") -> TeamItem:
     """One team by id, name or external ref."""
-    row = await _require(conn, actor, team_id=team_id, team_name=team_name, ref_id=ref_id)
-    full = await repo.get_full(conn, actor.account_id, row.team_id)
-    return _items([full])[0]
+    return await conn.run_sync(lambda sync: team_info_sync(
+        sync, actor, team_id=team_id, team_name=team_name, ref_id=ref_id))
 
 
 async def team_infos(conn: AsyncConnection, actor: Actor, *,
                      team_ids: Sequence[int]) -> list[TeamBriefItem]:
     """The account's teams among these ids, with their members; unknown ids are left out."""
-    ids = list(dict.fromkeys(team_ids))
-    rows = await repo.find_many(conn, actor.account_id, ids)
-    members = await repo.person_ids_by_team(conn, [r.team_id for r in rows])
-    return [TeamBriefItem(team_id=r.team_id, team_name=r.team_name,
-                          person_ids=members[r.team_id]) for r in rows]
+    return await conn.run_sync(lambda sync: team_infos_sync(sync, actor, team_ids=team_ids))
 
 
 @dataclass(frozen=True)
@@ -156,30 +185,28 @@ _ITEM_COLUMNS = (
     "creator_name", "created_at", "updated_at", "updated_by", "updated_by_name",
     "person_ids_csv", "ref_id",
 )
+(_ACCT, _TID, _NAME, _DESC, _STATUS, _CREATOR, _CREATOR_NAME, _CREATED, _UPDATED, _UPDATER,
+ _UPDATER_NAME, _PEOPLE, _REF) = (repo.TEAM_COLUMNS.index(c) for c in _ITEM_COLUMNS)
 
 
-def _items(rows: list[Any]) -> list[TeamItem]:
-    if not rows:
-        return []
-    # Positional access: a Row's attribute lookup by name was the costliest part of a page.
-    position = {name: i for i, name in enumerate(rows[0]._fields)}
-    (acct, tid, name, desc, status, creator, creator_name, created, updated, updater,
-     updater_name, people, ref) = (position[c] for c in _ITEM_COLUMNS)
+def _items(rows: Sequence[Any]) -> list[TeamItem]:
+    """Team rows (in the order of repo.TEAM_COLUMNS) read by position into their records."""
+    parse = repo.parse_person_ids
     return [
         TeamItem(
-            account_id=r[acct],
-            team_id=r[tid],
-            team_name=r[name],
-            description=r[desc],
-            status=r[status],
-            creator_id=r[creator],
-            creator_name=r[creator_name] or "",
-            created_at=r[created],
-            updated_at=r[updated],
-            updated_by=r[updater],
-            updated_by_name=r[updater_name] or "",
-            person_ids=repo.parse_person_ids(r[people]),
-            ref_id=r[ref],
+            account_id=r[_ACCT],
+            team_id=r[_TID],
+            team_name=r[_NAME],
+            description=r[_DESC],
+            status=r[_STATUS],
+            creator_id=r[_CREATOR],
+            creator_name=r[_CREATOR_NAME] or "",
+            created_at=r[_CREATED],
+            updated_at=r[_UPDATED],
+            updated_by=r[_UPDATER],
+            updated_by_name=r[_UPDATER_NAME] or "",
+            person_ids=parse(r[_PEOPLE]),
+            ref_id=r[_REF],
         )
         for r in rows
     ]

@@ -35,10 +35,11 @@ _INFOS_BATCH = 100
 @pages.get(TEAMS)
 async def team_list(ctx: ConsoleContext) -> Response:
     query, number = search_text(ctx), page_number(ctx)
-    async with ctx.read() as conn:
-        total, items = await teams.list_teams(
-            conn, ctx.actor, query=query, orderby="team_name", asc=True,
-            offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+    actor = ctx.actor
+    # The read /team/list does, as one unit on the database (api/operation.py).
+    total, items = await ctx.runtime.db.run_sync(lambda conn: teams.list_teams_sync(
+        conn, actor, query=query, orderby="team_name", asc=True,
+        offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE), write=False)
     return ctx.render("teams.html", teams=items, query=query, page=number, total=total,
                       last_page=max(1, -(-total // PAGE_SIZE)),
                       can_manage=ctx.actor.has(ACCOUNT_MANAGE))

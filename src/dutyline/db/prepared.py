@@ -1,0 +1,69 @@
+"""A hot read's statement, compiled once per dialect and run straight on the driver's cursor.
+
+SQLAlchemy's execution of even a cached statement (its execution context, the result object,
+a Row per row) costs more than the small indexed reads of a list page themselves. A
+`Prepared` select keeps the SQL text SQLAlchemy compiled for the dialect and the order of its
+parameters, and runs it on the DBAPI cursor of the connection, inside the connection's own
+transaction: rows come back as the driver's tuples, for the caller to read straight into its
+response structs by position (`Prepared.position`).
+
+For selects whose columns need no result processing (integers, text) and whose parameters
+need no bind processing: plain values bound by name, no expanding IN lists (a separator or
+other literal bound at build time is rendered into the text). Writes never go this way, so
+the engine's statement hooks (db/signals.py) miss nothing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, Select
+from sqlalchemy.engine.interfaces import Dialect
+
+_POSTCOMPILE = re.compile(r"__\[POSTCOMPILE_(\w+)\]")
+
+
+class Prepared:
+    __slots__ = ("_compiled", "columns", "statement")
+
+    def __init__(self, statement: Select[Any]) -> None:
+        self.statement = statement
+        # The result's column names, in order.
+        self.columns: tuple[str, ...] = tuple(statement.selected_columns.keys())
+        # dialect name -> (SQL text, parameter names in order, values bound at build time)
+        self._compiled: dict[str, tuple[str, tuple[str, ...], dict[str, Any]]] = {}
+
+    def position(self, column: str) -> int:
+        return self.columns.index(column)
+
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> Sequence[Any]:
+        """Every row of the statement, as the driver's tuples."""
+        compiled = self._compiled.get(conn.dialect.name)
+        if compiled is None:
+            compiled = self._compiled[conn.dialect.name] = self._compile(conn.dialect)
+        sql, names, bound = compiled
+        values = tuple(params[n] if n in params else bound[n] for n in names)
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None, "the connection is open, inside its transaction"
+        cursor = dbapi.cursor()
+        try:
+            cursor.execute(sql, values)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
+
+    def _compile(self, dialect: Dialect) -> tuple[str, tuple[str, ...], dict[str, Any]]:
+        compiled: Any = self.statement.compile(dialect=dialect)
+        if not compiled.positional:
+            raise ValueError(f"{dialect.name}: a positional parameter style is expected")
+        literal: dict[str, Any] = {}
+        for name in _POSTCOMPILE.findall(compiled.string):
+            bind = compiled.binds[name]
+            if bind.expanding or not isinstance(bind.value, str) or "'" in bind.value:
+                raise ValueError(f"{name}: only a plain text literal can be rendered")
+            literal[name] = bind.value
+        sql = _POSTCOMPILE.sub(lambda m: f"'{literal[m[1]]}'", compiled.string)
+        names = tuple(n for n in compiled.positiontup or () if n not in literal)
+        bound = {n: compiled.binds[n].value for n in names}
+        return sql, names, bound
