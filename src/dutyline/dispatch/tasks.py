@@ -152,7 +152,7 @@ async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
     await _on_events(ctx.conn, ctx.runtime, [event], ctx.handoff)
 
 
-@events.batch_subscriber("dispatch")
+@events.batch_subscriber("dispatch", max_size=64)
 async def on_incident_events(ctx: BatchContext, batch: list[IncidentEvent]) -> None:
     await _on_events(ctx.conn, ctx.runtime, batch, ctx.handoff)
 
