@@ -10,7 +10,9 @@ process on loopback). The burst: `--incidents` incidents opened through `/incide
 (in-process ASGI, the job loops off), so each waits as an `incident_event.dispatch` job.
 Then ONE worker loop (`--concurrency` jobs at a time, in this process) runs until every first
 page is delivered: event -> rule picked -> step -> delivery row and job -> signed POST ->
-attempt recorded; pages/s = incidents / drain time. The baseline: the same number of POSTs
+attempt recorded; pages/s = incidents / drain time; the statements the process sent
+(its own progress reads left out) and its CPU time (all its threads) over the drain, per
+page. The baseline: the same number of POSTs
 of the same payload size with aiohttp (the deliveries' client, unguarded) from one process
 at the same concurrency, to the same receiver. Both are
 checked: every incident got exactly one successful delivery.
@@ -32,7 +34,7 @@ from typing import Any
 
 import aiohttp
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from bench.harness import free_port, scratch_database, stop_process, venv_bin
 from dutyline.app import create_app
@@ -121,16 +123,28 @@ async def engine_round(database_url: str, receiver: str, args: argparse.Namespac
         stop = asyncio.Event()
         worker = Worker(runtime, concurrency=args.concurrency, idle_min_s=0.01,
                         idle_max_s=0.05)
-        started = time.perf_counter()
+        statements = 0
+        watch = runtime.db.engine.sync_engine
+
+        def count(*_: Any) -> None:
+            nonlocal statements
+            statements += 1
+
+        started, cpu_started = time.perf_counter(), time.process_time()
+        event.listen(watch, "before_cursor_execute", count)
         loop = asyncio.create_task(worker.run(stop))
+        polls = 0
         while True:
             async with runtime.db.transaction(write=False) as conn:
                 done = (await conn.execute(select(func.count()).select_from(
                     notify_delivery).where(notify_delivery.c.status == "success"))).scalar_one()
+            polls += 1
             if done >= args.incidents:
                 break
             await asyncio.sleep(0.05)
         drain_s = time.perf_counter() - started
+        cpu_s = time.process_time() - cpu_started
+        event.remove(watch, "before_cursor_execute", count)
         stop.set()
         await loop
         async with runtime.db.transaction(write=False) as conn:
@@ -138,7 +152,10 @@ async def engine_round(database_url: str, receiver: str, args: argparse.Namespac
                      ).scalar_one()
     if total != args.incidents:
         raise RuntimeError(f"{total} deliveries for {args.incidents} incidents")
-    return {"opened_per_s": args.incidents / opened_s, "pages_per_s": args.incidents / drain_s}
+    return {"opened_per_s": args.incidents / opened_s, "pages_per_s": args.incidents / drain_s,
+            # The bench's own progress reads left out.
+            "statements_per_page": (statements - polls) / args.incidents,
+            "cpu_ms_per_page": cpu_s * 1000 / args.incidents}
 
 
 async def bare_round(receiver: str, args: argparse.Namespace) -> float:
@@ -183,18 +200,24 @@ def main() -> int:
                     got["bare_posts_per_s"] = bare_rate
                     results.setdefault(name, []).append(got)
                     print(f"round {r + 1} {name}: opened {got['opened_per_s']:.0f}/s, first "
-                          f"pages {got['pages_per_s']:.0f}/s, bare posts {bare_rate:.0f}/s",
-                          file=sys.stderr)
+                          f"pages {got['pages_per_s']:.0f}/s, bare posts {bare_rate:.0f}/s, "
+                          f"ratio {got['pages_per_s'] / bare_rate:.2f}, statements/page "
+                          f"{got['statements_per_page']:.2f}, CPU ms/page "
+                          f"{got['cpu_ms_per_page']:.2f}", file=sys.stderr)
     finally:
         stop_process(bare)
-    print("| database | incidents | opened/s | first pages/s | bare posts/s | ratio |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| database | incidents | opened/s | first pages/s | bare posts/s | ratio "
+          "| statements/page | CPU ms/page |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, rows in results.items():
         pages = statistics.median(r["pages_per_s"] for r in rows)
         bare_rate = statistics.median(r["bare_posts_per_s"] for r in rows)
         opened = statistics.median(r["opened_per_s"] for r in rows)
+        ratio = statistics.median(r["pages_per_s"] / r["bare_posts_per_s"] for r in rows)
+        stmts = statistics.median(r["statements_per_page"] for r in rows)
+        cpu = statistics.median(r["cpu_ms_per_page"] for r in rows)
         print(f"| {name} | {args.incidents} | {opened:.0f} | {pages:.0f} | {bare_rate:.0f} | "
-              f"{pages / bare_rate:.2f} |")
+              f"{ratio:.2f} | {stmts:.2f} | {cpu:.2f} |")
     return 0
 
 

@@ -18,6 +18,8 @@ from dutyline.db.tables.incident import alert
 from dutyline.db.tables.notify import notify_attempt
 from dutyline.db.tables.work import job
 from dutyline.dispatch import engine, system
+from dutyline.dispatch import repository as dispatch_repo
+from dutyline.dispatch import tasks as dispatch_tasks
 from dutyline.incident import events
 from dutyline.incident.service import query as incidents
 from dutyline.kit.clock import millis
@@ -437,3 +439,85 @@ async def test_sqlite_steps_start_over_under_the_writer_when_a_state_moved_on(
     assert [d.fire_type for d in await deliveries(papi, moved)] == ["fire"]
     assert [d.fire_type for d in await deliveries(papi, kept)] == ["fire", "refire"]
     assert int((await state_of(papi, kept)).seq) == seq + 1
+
+
+async def _opening_events(api: Api) -> list[events.IncidentEvent]:
+    """The events of the pending dispatch jobs, in the order they happened."""
+    ids = [int(msgspec.json.decode(j.payload)["event_id"])
+           for j in await jobs_of(api, DISPATCH_EVENTS, "pending")]
+    async with api.runtime.db.connect() as conn:
+        return await events.load_events(conn, ids)
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_new_incidents_are_composed_before_the_writer_is_taken(
+        papi: Api, owner: Person) -> None:
+    """On SQLite a batch of new incidents is read and composed on a read transaction: the
+    job's own (writing) transaction reads their dispatch states once, then writes."""
+    # SQLite only: on PostgreSQL a batch reads and writes in one transaction, rows locked.
+    rule = [layer(emails=["a@example.com"])]
+    ids = [await open_incident(papi, owner, rule, name=name) for name in ("One", "Two")]
+    batch = await _opening_events(papi)
+    assert sorted(e.incident_id for e in batch) == sorted(ids)
+    on_writer: list[str] = []
+    async with job_transaction(papi.runtime.db) as conn:  # the worker's: writer taken lazily
+        writer = conn.sync_connection
+
+        def capture(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
+            if connection is writer:
+                on_writer.append(" ".join(statement.split()))
+
+        engine_ = papi.runtime.db.engine.sync_engine
+        sa_event.listen(engine_, "before_cursor_execute", capture)
+        try:
+            await dispatch_tasks._on_events(conn, papi.runtime, batch, None)
+        finally:
+            sa_event.remove(engine_, "before_cursor_execute", capture)
+    # The states, then the writes' own read: the incidents whose responders it sets. No
+    # event, incident record, rule, member or template read holds the writer.
+    reads = [s.split(" WHERE ")[0].rsplit(" FROM ", 1)[1] for s in on_writer
+             if s.upper().startswith("SELECT")]
+    assert reads == ["dispatch_state", "incident"], on_writer
+    for incident_id in ids:
+        assert [(d.address, d.fire_type) for d in await deliveries(papi, incident_id)] == [
+            ("a@example.com", "fire")]
+        assert (await state_of(papi, incident_id)).status == engine.DONE  # one page, no more
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_sqlite_new_incidents_start_over_under_the_writer_when_a_state_appeared(
+        papi: Api, owner: Person, clock: FakeClock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dispatch state written for one of the incidents between the batch's read and its
+    write (here: a stopped one) makes the batch run again under the writer, from that
+    state: what the read composed is dropped, and each incident is paged once."""
+    # SQLite only: on PostgreSQL a batch reads and writes in one transaction, rows locked.
+    rule = [layer(emails=["a@example.com"])]
+    moved, kept = [await open_incident(papi, owner, rule, name=name)
+                   for name in ("Moved", "Kept")]
+    batch = await _opening_events(papi)
+    read = dispatch_tasks._read_batch
+    calls = 0
+
+    async def read_then_stop(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        shared = await read(*args)
+        if calls == 1:  # after the read-first pass: a stopped state appears for `moved`
+            now = int(clock.now())
+            async with papi.runtime.db.transaction() as other:
+                await dispatch_repo.insert_states(other, [{
+                    "incident_id": moved, "account_id": owner.account_id,
+                    "run_id": "f" * 24, "status": engine.STOPPED, "seq": 7,
+                    "created_at": now, "updated_at": now}])
+        return shared
+
+    monkeypatch.setattr(dispatch_tasks, "_read_batch", read_then_stop)
+    async with job_transaction(papi.runtime.db) as conn:  # the worker's: writer taken lazily
+        await dispatch_tasks._on_events(conn, papi.runtime, batch, None)
+    assert calls == 2  # read first, then again under the writer
+    for incident_id in (moved, kept):
+        assert [d.fire_type for d in await deliveries(papi, incident_id)] == ["fire"]
+    # Begun again from the state that appeared (seq 7: begun 8, first step 9), not
+    # written over it.
+    assert int((await state_of(papi, moved)).seq) == 9
+    assert int((await state_of(papi, kept)).seq) == 2

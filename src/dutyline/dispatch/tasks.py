@@ -132,6 +132,20 @@ async def _on_events(conn: AsyncConnection, runtime: Runtime, batch: list[Incide
     """Events in the order they happened, the incidents of those that open an escalation
     read together first (a fixed number of reads, not seven per incident); the first
     pages go to `handoff`, the job's worker."""
+    if runtime.db.is_sqlite and _first_openings(batch) and await _open_read_first(
+            conn, runtime, batch, handoff):
+        return
+    opening_ids = sorted({event.incident_id for event in batch
+                          if event.kind in (events.CREATED, events.REOPENED)})
+    locked = await repo.lock_states(conn, opening_ids) if opening_ids else {}
+    shared = await _read_batch(conn, runtime, batch, locked)
+    for event in batch:
+        await _on_event(conn, runtime, event, shared)
+    await shared.outbox.flush(conn, handoff)
+
+
+async def _read_batch(conn: AsyncConnection, runtime: Runtime, batch: list[IncidentEvent],
+                      locked: dict[str, Any]) -> _Batch:
     opening: dict[int, list[str]] = {}
     for event in batch:
         if event.kind in (events.CREATED, events.REOPENED):
@@ -139,12 +153,36 @@ async def _on_events(conn: AsyncConnection, runtime: Runtime, batch: list[Incide
             if event.incident_id not in ids:
                 ids.append(event.incident_id)
     opening_ids = sorted({i for ids in opening.values() for i in ids})
-    locked = await repo.lock_states(conn, opening_ids) if opening_ids else {}
-    shared = _Batch(await engine.incident_records(conn, runtime, opening),
-                    {i: locked.get(i) for i in opening_ids})
-    for event in batch:
-        await _on_event(conn, runtime, event, shared)
+    return _Batch(await engine.incident_records(conn, runtime, opening),
+                  {i: locked.get(i) for i in opening_ids})
+
+
+def _first_openings(batch: list[IncidentEvent]) -> bool:
+    """A burst's shape: only new incidents, each once."""
+    return (all(event.kind == events.CREATED for event in batch)
+            and len({event.incident_id for event in batch}) == len(batch))
+
+
+async def _open_read_first(conn: AsyncConnection, runtime: Runtime,
+                           batch: list[IncidentEvent], handoff: queue.Handoff | None) -> bool:
+    """SQLite has one writer for every process: new incidents whose escalation has not
+    begun are read and composed on a read transaction, and only the writes take the
+    writer (`conn`'s first statement), after checking that no dispatch state appeared for
+    any of them meanwhile. False when one did, or when one had a state already: nothing is
+    written, and the caller runs the batch under the writer. As for steps
+    (engine._step_read_first), a change to an incident between the read and the write is
+    taken as if it came just after these events, whose own events follow them."""
+    ids = sorted({event.incident_id for event in batch})
+    async with runtime.db.transaction(write=False) as reading:
+        if await repo.lock_states(reading, ids):
+            return False
+        shared = await _read_batch(reading, runtime, batch, {})
+        for event in batch:
+            await _on_event(reading, runtime, event, shared)
+    if await repo.lock_states(conn, ids):  # the first statement: takes the writer
+        return False
     await shared.outbox.flush(conn, handoff)
+    return True
 
 
 @events.subscriber("dispatch", kinds=_KINDS)
@@ -152,7 +190,7 @@ async def on_incident_event(ctx: JobContext, event: IncidentEvent) -> None:
     await _on_events(ctx.conn, ctx.runtime, [event], ctx.handoff)
 
 
-@events.batch_subscriber("dispatch")
+@events.batch_subscriber("dispatch", max_size=64)
 async def on_incident_events(ctx: BatchContext, batch: list[IncidentEvent]) -> None:
     await _on_events(ctx.conn, ctx.runtime, batch, ctx.handoff)
 

@@ -111,8 +111,15 @@ def batch_subscriber(
     to the subscriber alone."""
     def register(fn: BatchSubscriber) -> BatchSubscriber:
         async def deliver_many(ctx: BatchContext) -> None:
-            await fn(ctx, await load_events(
-                ctx.conn, [int(job.payload["event_id"]) for job in ctx.jobs]))
+            event_ids = [int(job.payload["event_id"]) for job in ctx.jobs]
+            if not ctx.runtime.db.is_sqlite:
+                await fn(ctx, await load_events(ctx.conn, event_ids))
+                return
+            # Events never change once written: on SQLite they are read without taking
+            # the one writer, which the job's transaction takes at its first statement.
+            async with ctx.runtime.db.statement(write=False) as reading:
+                batch = await load_events(reading, event_ids)
+            await fn(ctx, batch)
 
         deliver_many.__module__ = fn.__module__
         deliver_many.__qualname__ = f"deliver_many[{name}:{fn.__qualname__}]"

@@ -141,6 +141,6 @@ async def deliver(ctx: JobContext, payload: dict[str, Any]) -> None:
     await _deliver(ctx, [(ctx.job_id, payload)])
 
 
-@job_batch_handler(service.DELIVER_JOB, max_size=32)
+@job_batch_handler(service.DELIVER_JOB, max_size=64)
 async def deliver_many(ctx: BatchContext) -> None:
     await _deliver(ctx, [(job.job_id, job.payload) for job in ctx.jobs])
