@@ -10,9 +10,9 @@ the figures are about reading, not about creating. Requests run one at a time: t
 a page's latency, not throughput.
 
 --titles N draws titles from N recurring ones (default 0: every title unique), so that the
-`frequency` of each record (incident/query/repository.py `frequent`, run within `sources`) finds earlier
-incidents of the same title. --compare-frequency measures every page with and without that
-count (the sources read without it), alternating in the same run.
+`frequency` of each record (incident/query/repository.py `frequent`, read within `sources`)
+finds earlier incidents of the same title. --compare-frequency measures every page with and
+without that count (the sources read without it), alternating in the same run.
 
 --member reads as a plain member instead of the owner: three of the ten channels are
 private and the member's team owns one of them, so every page also filters out the incidents

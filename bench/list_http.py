@@ -123,7 +123,7 @@ def _check(server: Server, route: str, body: str, cookie: str) -> None:
             raise RuntimeError(f"{route}: {rows} rows, not {PAGE_SIZE}")
 
 
-def profile(bench: Bench, server: Server, url: str, script: str, seconds: int,
+def profile(bench: Bench, server: Server, url: str, script: str, body: str, seconds: int,
             keep: Path | None, label: str) -> str:
     import shutil
     import subprocess
@@ -140,7 +140,7 @@ def profile(bench: Bench, server: Server, url: str, script: str, seconds: int,
          "--nonblocking", "--output", str(raw)], stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT)
     time.sleep(1.0)
-    load = bench.wrk(url, script, seconds)
+    load = bench.wrk(url, script, seconds, body=body)
     out, _ = rec.communicate(timeout=seconds + 60)
     settle(server.proc.pid)
     if rec.returncode != 0 or not raw.exists():
@@ -149,7 +149,9 @@ def profile(bench: Bench, server: Server, url: str, script: str, seconds: int,
         keep.mkdir(parents=True, exist_ok=True)
         shutil.copy(raw, keep / raw.name)
     return (f"Profile of dutyline under {label}: py-spy 200 Hz, --gil, {seconds}s, "
-            f"{load['rps']:.0f} req/s while sampled\n\n" + summarise_profile(raw, top=12))
+            f"{load['rps']:.0f} req/s while sampled, "
+            f"{load['status_errors'] + load['socket_errors']} errors\n\n"
+            + summarise_profile(raw, top=12))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         for route in targets:
             for server in (bare, duty):
                 _check(server, route, wire, recorded["cookie"])
-        for route, (script, path, role) in targets.items():
+        for script, path, role in targets.values():
             for server in (bare, duty):
                 bench.wrk(server.url(path, role), script, args.warmup, body=wire)
                 settle(server.proc.pid)
@@ -215,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"dutyline {runs['dutyline'][-1]['rps']:.0f} req/s", file=sys.stderr)
         if args.profile:
             for route, (script, path, role) in targets.items():
-                profiles.append(profile(bench, duty, duty.url(path, role), script,
+                profiles.append(profile(bench, duty, duty.url(path, role), script, wire,
                                         args.profile_seconds, args.keep_profile,
                                         route.split(" ", 1)[1].strip("/").replace("/", "-")))
     finally:

@@ -187,7 +187,9 @@ async def page(
     if after is not None:
         conds.append(key > tuple_(*after) if asc else key < tuple_(*after))
     order = ordered(incident.c.start_time, incident.c.incident_id, asc=asc)
-    columns = [incident, *_NAMES] + ([] if total is None else [total.label("list_total")])
+    columns: list[Any] = [incident, *_NAMES]
+    if total is not None:
+        columns.append(total.label("list_total"))
     stmt = (select(*columns).select_from(_WITH_NAMES).where(*conds).order_by(*order)
             .offset(offset).limit(limit))
     return list((await conn.execute(stmt)).all())
@@ -371,7 +373,7 @@ def _sources_statement(frequency: bool) -> Any:
     """`integrations_by_incident` and, with `frequency`, `frequent` of the same ids in one
     statement: the integrations' rows (kind 0) then the frequent ids (kind 1, the rest
     NULL). Fixed shapes, compiled once."""
-    ids = bindparam("ids", expanding=True)
+    ids: Any = bindparam("ids", expanding=True)
     origins = (
         select(alert.c.incident_id, alert.c.integration_id, integration.c.integration_type,
                func.min(alert.c.start_time).label("first"), literal_column("0").label("kind"))
