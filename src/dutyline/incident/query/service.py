@@ -278,9 +278,11 @@ def _read_cursor(key: str, cursor: str, asc: bool) -> tuple[int, str]:
 async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
                   deps: Deps, alerts_scope: visibility.Scope | None = None,
                   sources: bool = True) -> list[IncidentInfo]:
-    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads;
-    with `alerts_scope`, each incident's alerts visible in that scope are embedded (one more
-    read per incident). Without `sources` two reads are left out, and with them the
+    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads
+    (none for the names when the rows are a list's page, repository.named; one for the
+    sources; one for members' names when the page names any); with `alerts_scope`, each
+    incident's alerts visible in that scope are embedded (one more read per incident).
+    Without `sources` the sources' read is left out, and with it the
     integrations the alerts came from (`integration_ids`, `integration_types` empty,
     `integration_type` None) and the recurrence bucket (`frequency` None): for callers that
     read none of these (the escalation engine, many times a second)."""
