@@ -37,6 +37,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 WRK_DIR = BENCH_DIR / "wrk"
 PG_BASE = os.environ.get("DUTYLINE_BENCH_PG", "postgresql+asyncpg://postgres@127.0.0.1:5432")
 SEED_TEAMS = 25
+BENCH_SECRET = secrets.token_urlsafe(32)
 
 
 def free_port() -> int:
@@ -142,6 +143,8 @@ class Bench:
         env.pop("DUTYLINE_REDIS_URL", None)  # one process: the in-memory limiter
         env.update(DUTYLINE_DATABASE_URL=database_url, DUTYLINE_RUN_WORKERS="0",
                    DUTYLINE_LOG_LEVEL="warning", PYTHONUNBUFFERED="1")
+        # Off SQLite `serve` needs a key shared by its processes; one per bench run.
+        env.setdefault("DUTYLINE_SECRET_KEY", BENCH_SECRET)
         for per in ("SECOND", "MINUTE"):  # limits: the defaults; else off
             env.pop(f"DUTYLINE_RATE_LIMIT_PER_{per}", None)
             env.update({} if limits else {f"DUTYLINE_RATE_LIMIT_PER_{per}": "0"})
@@ -308,6 +311,8 @@ SCRIPTS: dict[str, tuple[str, str]] = {
                       "status_public --incidents 100 --requests 100 --cold 20"),
     "console_incident_list": ("the console's incident list against /incident/list",
                               "console_list --incidents 10000 --requests 20"),
+    "list-http": ("/incident/list and the console list over HTTP, against a bare app "
+                  "running their SQL", "list_http --incidents 10000 --seconds 3 --rounds 2"),
     "console_live_fanout": ("incidents pushed to the console list's open streams",
                             "console_live --streams 100 --pushes 10"),
 }

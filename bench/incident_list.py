@@ -10,9 +10,9 @@ the figures are about reading, not about creating. Requests run one at a time: t
 a page's latency, not throughput.
 
 --titles N draws titles from N recurring ones (default 0: every title unique), so that the
-`frequency` of each record (incident/query/repository.py `frequent`) finds earlier
-incidents of the same title. --compare-frequency measures every page with and without that
-count (the count replaced by an empty answer), alternating in the same run.
+`frequency` of each record (incident/query/repository.py `frequent`, read within `sources`)
+finds earlier incidents of the same title. --compare-frequency measures every page with and
+without that count (the sources read without it), alternating in the same run.
 
 --member reads as a plain member instead of the owner: three of the ten channels are
 private and the member's team owns one of them, so every page also filters out the incidents
@@ -130,10 +130,10 @@ async def measure(url: str, key: str, channel_ids: list[int],
     from dutyline.config import Settings
     from dutyline.incident.query import repository as repo
 
-    counted = repo.frequent
+    counted = repo.sources
 
-    async def not_counted(conn: Any, incident_ids: Any) -> set[str]:
-        return set()
+    async def not_counted(conn: Any, incident_ids: Any, *, frequency: bool = True) -> Any:
+        return await counted(conn, incident_ids, frequency=False)
 
     settings = Settings(database_url=url, secret_key="bench", rate_limit_per_second=0,
                         rate_limit_per_minute=0, run_workers=False, log_level="warning")
@@ -170,14 +170,14 @@ async def measure(url: str, key: str, channel_ids: list[int],
                 for _ in range(requests):
                     for variant, count in (("without frequency", not_counted),
                                            ("with frequency", counted)):
-                        repo.frequent = count  # type: ignore[assignment]
+                        repo.sources = count  # type: ignore[assignment]
                         for name, body in bodies.items():
                             cpu_ms.append([])
                             ms, data = await call(body)
                             label = f"{name}, {variant}"
                             timings.setdefault(label, []).append(ms)
                             timings.setdefault(f"{label} (CPU)", []).extend(cpu_ms[-1])
-                repo.frequent = counted  # type: ignore[assignment]
+                repo.sources = counted  # type: ignore[assignment]
                 for name in [*bodies, "cursor: next page"]:
                     timings.pop(name, None)
                 return timings

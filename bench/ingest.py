@@ -2,6 +2,7 @@
 one `dutyline serve` process, against the bare ASGI baseline in the same run.
 
     python -m bench.ingest [--seconds 10] [--rounds 3] [--connections 32] [--postgres]
+                           [--profile]
 
 Each database gets an account (`dutyline init`), a channel grouping by `labels.svc`
 (method p, 60-minute window) and one standard integration; SEED_KEYS alerts are pushed first,
@@ -65,9 +66,13 @@ def main() -> int:
     p.add_argument("--server-cpus", default="0")
     p.add_argument("--wrk-cpus", default="1")
     p.add_argument("--json-out", default="")
+    p.add_argument("--profile", action="store_true",
+                   help="after the rounds, py-spy each server under the same load")
+    p.add_argument("--profile-seconds", type=int, default=8)
     args = p.parse_args()
     bench = Bench(args)
     results: dict[str, list[dict[str, Any]]] = {}
+    profiles: list[str] = []
     try:
         bare = bench.start_bare()
         bare_url = f"http://127.0.0.1:{bare.port}/"
@@ -89,9 +94,17 @@ def main() -> int:
                       f"p99 {got['p99_us'] / 1000:.1f} ms, errors "
                       f"{got['status_errors'] + got['socket_errors']}; bare {base['rps']:.0f}/s",
                       file=sys.stderr)
+        if args.profile:
+            from bench.list_http import profile
+
+            for name, server, url in prepared:
+                profiles.append(profile(bench, server, url, "ingest.lua", "{}",
+                                        args.profile_seconds, None, f"ingest-{name}"))
     finally:
         bench.close()
     print(report(args, results))
+    for text in profiles:
+        print("\n" + text)
     if args.json_out:
         with open(args.json_out, "w") as fh:
             json.dump(results, fh, indent=1)

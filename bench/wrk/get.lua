@@ -1,6 +1,11 @@
 -- GET the URL given on the command line (no body): for GET-only routes such as /healthz.
+-- With env WRK_COOKIE set, every request sends it as its Cookie header (a console session).
 -- done() prints one machine-readable line for the harness (bench/harness.py).
 wrk.method = "GET"
+local cookie = os.getenv("WRK_COOKIE")
+if cookie and cookie ~= "" then
+  wrk.headers["Cookie"] = cookie
+end
 
 function done(summary, latency, requests)
   io.write(string.format(

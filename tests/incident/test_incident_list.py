@@ -143,6 +143,11 @@ async def test_offset_paging_and_cursor(capi: Api) -> None:
     last = await _list(api, owner, p=3, limit=3)
     assert [i["incident_id"] for i in last["items"]] == order[6:]
     assert last["has_next_page"] is False and last["search_after_ctx"] == ""
+    assert last["total"] == 7
+    # A page past the end has no rows, and still the list's total.
+    beyond = await _list(api, owner, p=5, limit=3)
+    assert beyond["items"] == [] and beyond["total"] == 7
+    assert beyond["has_next_page"] is False
 
     for asc in (False, True):
         expected = order if not asc else order[::-1]

@@ -66,3 +66,66 @@ async def test_frequency_counts_read_the_recurrence_index(sqlite_url: str) -> No
             assert not any(s.startswith("SCAN") for s in plan), plan
     finally:
         await db.dispose()
+
+
+async def _plans(db: Database, run: Any) -> list[list[str]]:
+    """EXPLAIN QUERY PLAN of each SELECT that `run(conn)` sends, in one read transaction."""
+    seen: list[tuple[str, Any]] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+        if statement.lstrip().upper().startswith("SELECT"):
+            seen.append((statement, params))
+
+    event.listen(db.engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        async with db.transaction(write=False) as conn:
+            await run(conn)
+            statements = list(seen)
+            return [[r[3] for r in (await conn.exec_driver_sql(
+                "EXPLAIN QUERY PLAN " + statement, params)).all()]
+                for statement, params in statements]
+    finally:
+        event.remove(db.engine.sync_engine, "before_cursor_execute", capture)
+
+
+async def test_a_list_page_counts_and_names_in_one_statement(sqlite_url: str) -> None:
+    """A page of /incident/list is one statement: the window walked by the list's index, its
+    total an uncorrelated count read from a covering index once, and each row's channel and
+    account looked up by primary key (no scan of either)."""
+    db = Database(sqlite_url)
+    f = repo.ListFilter(start_time=0, end_time=100, now_s=50)
+    try:
+        plans = await _plans(db, lambda conn: repo.window(
+            conn, Scope(7, None), f, asc=False, offset=0, limit=21))
+        assert len(plans) == 1, plans
+        plan = plans[0]
+        assert any(s.startswith("SEARCH incident USING INDEX ix_incident_") for s in plan), plan
+        assert any(s.startswith("SCALAR SUBQUERY") for s in plan), plan
+        assert any(s.startswith("SEARCH incident USING COVERING INDEX") for s in plan), plan
+        assert any(s.startswith("SEARCH channel USING INDEX sqlite_autoindex_channel")
+                   for s in plan), plan
+        assert any(s.startswith("SEARCH account USING INDEX sqlite_autoindex_account")
+                   for s in plan), plan
+        assert not any(s.startswith("SCAN") for s in plan), plan
+    finally:
+        await db.dispose()
+
+
+async def test_a_pages_sources_are_one_statement_read_by_index(sqlite_url: str) -> None:
+    """The integrations of a page's alerts and its recurrences are one statement: alerts by
+    incident id, the recurrences on ix_incident_recurrence; nothing scanned but the few
+    rows it returns."""
+    db = Database(sqlite_url)
+    try:
+        plans = await _plans(db, lambda conn: repo.sources(
+            conn, [f"{n:024x}" for n in range(3)]))
+        assert len(plans) == 1, plans
+        plan = plans[0]
+        assert any(s.startswith("SEARCH alert USING INDEX ix_alert_incident") for s in plan), plan
+        assert any("SEARCH page USING INDEX sqlite_autoindex_incident_1" in s
+                   for s in plan), plan
+        assert any("SEARCH earlier USING INDEX ix_incident_recurrence" in s
+                   for s in plan), plan
+        assert [s for s in plan if s.startswith("SCAN")] == ["SCAN sources"], plan
+    finally:
+        await db.dispose()

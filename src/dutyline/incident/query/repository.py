@@ -20,9 +20,11 @@ from sqlalchemy import (
     bindparam,
     func,
     literal_column,
+    null,
     or_,
     select,
     tuple_,
+    union_all,
 )
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -122,10 +124,19 @@ async def window(
     limit: int, after: tuple[int, str] | None = None, count: bool = True,
 ) -> tuple[int, list[Row[Any]]]:
     """The total (0 unless `count`) and one page of a list, both planned for the actual
-    title query."""
+    title query: one statement, the total a column of every row of the page (an uncorrelated
+    subquery, counted once) and each row with the names its record shows (`named`). Only an
+    empty page past the list's end counts again on its own."""
     await plan_for_the_query(conn, f.query)
-    total = await count_of(conn, scope, f) if count else 0
-    return total, await page(conn, scope, f, asc=asc, offset=offset, limit=limit, after=after)
+    total = (select(func.count()).select_from(incident).where(*_conditions(scope, f))
+             .correlate(None).scalar_subquery()) if count else None
+    rows = await page(conn, scope, f, asc=asc, offset=offset, limit=limit, after=after,
+                      total=total)
+    if not count:
+        return 0, rows
+    if not rows:
+        return (await count_of(conn, scope, f) if offset or after is not None else 0), rows
+    return int(rows[0].list_total), rows
 
 
 async def count_of(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
@@ -142,17 +153,45 @@ async def progress_counts(conn: AsyncConnection, scope: Scope, f: ListFilter
     return {progress: int(n) for progress, n in (await conn.execute(stmt)).all()}
 
 
+# The names an incident record shows, read with the page (a primary-key lookup per row)
+# rather than by a statement each: see `named`.
+_NAMES = (
+    channel.c.channel_name.label("named_channel_name"),
+    channel.c.status.label("named_channel_status"),
+    account.c.account_name.label("named_account_name"),
+    account.c.locale.label("named_account_locale"),
+    account.c.time_zone.label("named_account_time_zone"),
+)
+_WITH_NAMES = (
+    incident.outerjoin(channel, and_(channel.c.channel_id == incident.c.channel_id,
+                                     channel.c.account_id == incident.c.account_id))
+    .outerjoin(account, account.c.account_id == incident.c.account_id)
+)
+
+
+def named(row: Row[Any]) -> bool:
+    """Whether `row` carries its channel's and account's names (a row of `page`): then
+    `named_channel_name`, `named_channel_status` (None for no such channel),
+    `named_account_name`, `named_account_locale` and `named_account_time_zone`."""
+    return "named_account_name" in row._fields
+
+
 async def page(
     conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
-    limit: int, after: tuple[int, str] | None = None,
+    limit: int, after: tuple[int, str] | None = None, total: Any = None,
 ) -> list[Row[Any]]:
-    """One page in (start_time, incident_id) order; `after` continues past a cursor."""
+    """One page in (start_time, incident_id) order, with the names (`named`); `after`
+    continues past a cursor; `total`, a scalar subquery, is added as `list_total`."""
     conds = _conditions(scope, f)
     key = tuple_(incident.c.start_time, incident.c.incident_id)
     if after is not None:
         conds.append(key > tuple_(*after) if asc else key < tuple_(*after))
     order = ordered(incident.c.start_time, incident.c.incident_id, asc=asc)
-    stmt = select(incident).where(*conds).order_by(*order).offset(offset).limit(limit)
+    columns: list[Any] = [incident, *_NAMES]
+    if total is not None:
+        columns.append(total.label("list_total"))
+    stmt = (select(*columns).select_from(_WITH_NAMES).where(*conds).order_by(*order)
+            .offset(offset).limit(limit))
     return list((await conn.execute(stmt)).all())
 
 
@@ -328,6 +367,47 @@ async def frequent(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
     if not incident_ids:
         return set()
     return set((await conn.execute(_RECURRENCE, {"ids": incident_ids})).scalars())
+
+
+def _sources_statement(frequency: bool) -> Any:
+    """`integrations_by_incident` and, with `frequency`, `frequent` of the same ids in one
+    statement: the integrations' rows (kind 0) then the frequent ids (kind 1, the rest
+    NULL). Fixed shapes, compiled once."""
+    ids: Any = bindparam("ids", expanding=True)
+    origins = (
+        select(alert.c.incident_id, alert.c.integration_id, integration.c.integration_type,
+               func.min(alert.c.start_time).label("first"), literal_column("0").label("kind"))
+        .select_from(alert)
+        .outerjoin(integration, integration.c.integration_id == alert.c.integration_id)
+        .where(alert.c.incident_id.in_(ids))
+        .group_by(alert.c.incident_id, alert.c.integration_id, integration.c.integration_type)
+    )
+    if not frequency:
+        return origins.order_by("first")
+    recurring = _RECURRENCE.with_only_columns(
+        _RECURRENCE.selected_columns.incident_id, null(), null(), null(),
+        literal_column("1"), maintain_column_froms=True)
+    both = union_all(origins, recurring).subquery("sources")
+    return select(both).order_by(both.c.kind, both.c.first)
+
+
+_SOURCES = {True: _sources_statement(True), False: _sources_statement(False)}
+
+
+async def sources(conn: AsyncConnection, incident_ids: list[str], *, frequency: bool = True
+                  ) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
+    """`integrations_by_incident` and `frequent` (empty without `frequency`) of the same
+    incidents, in one round trip."""
+    found: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    recurring: set[str] = set()
+    if not incident_ids:
+        return found, recurring
+    for r in (await conn.execute(_SOURCES[frequency], {"ids": incident_ids})).all():
+        if r.kind:
+            recurring.add(r.incident_id)
+        else:
+            found[r.incident_id].append((r.integration_id, r.integration_type or "standard"))
+    return found, recurring
 
 
 # /incident/past/list: the candidates scored in Python are at most this many recent incidents

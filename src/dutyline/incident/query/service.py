@@ -278,23 +278,32 @@ def _read_cursor(key: str, cursor: str, asc: bool) -> tuple[int, str]:
 async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
                   deps: Deps, alerts_scope: visibility.Scope | None = None,
                   sources: bool = True) -> list[IncidentInfo]:
-    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads;
-    with `alerts_scope`, each incident's alerts visible in that scope are embedded (one more
-    read per incident). Without `sources` two reads are left out, and with them the
+    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads
+    (none for the names when the rows are a list's page, repository.named; one for the
+    sources; one for members' names when the page names any); with `alerts_scope`, each
+    incident's alerts visible in that scope are embedded (one more read per incident).
+    Without `sources` the sources' read is left out, and with it the
     integrations the alerts came from (`integration_ids`, `integration_types` empty,
     `integration_type` None) and the recurrence bucket (`frequency` None): for callers that
     read none of these (the escalation engine, many times a second)."""
     if not rows:
         return []
-    acct = await repo.account_row(conn, actor.account_id)
-    chans = await channels.channel_names(conn, actor, [r.channel_id for r in rows])
+    if repo.named(rows[0]):  # a list's page: the names came with the rows
+        first = rows[0]
+        acct: Any = (None if first.named_account_name is None else _Account(
+            first.named_account_name, first.named_account_locale,
+            first.named_account_time_zone))
+        chans = {r.channel_id: (r.named_channel_name, r.named_channel_status) for r in rows
+                 if r.named_channel_name is not None}
+    else:
+        acct = await repo.account_row(conn, actor.account_id)
+        chans = await channels.channel_names(conn, actor, [r.channel_id for r in rows])
     responders = {r.incident_id: _responders.decode(r.responders) for r in rows}
     people = await members.member_names(
         conn, actor, {p.person_id for rs in responders.values() for p in rs}
         | {i for r in rows for i in (r.creator_id, r.closer_id, r.owner_id)})
     ids = [r.incident_id for r in rows]
-    integrations = await repo.integrations_by_incident(conn, ids) if sources else {}
-    frequent = await repo.frequent(conn, ids) if sources else set()
+    integrations, frequent = await repo.sources(conn, ids) if sources else ({}, set())
     items: list[IncidentInfo] = []
     for r in rows:
         chan = chans.get(r.channel_id)
@@ -348,6 +357,13 @@ async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
                                   progress=item.progress)
             item.alerts = [_alert_info(a, short, None) for a in rows_of]
     return items
+
+
+@dataclass(frozen=True, slots=True)
+class _Account:
+    account_name: str
+    locale: str
+    time_zone: str
 
 
 def _person(people: dict[int, tuple[str, str]], person_id: int) -> PersonShort | None:
