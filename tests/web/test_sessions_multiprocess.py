@@ -47,9 +47,13 @@ async def _session_for(env: dict[str, str], account_id: int, person_id: int) -> 
         await db.dispose()
 
 
+def _cookie(token: str) -> dict[str, str]:
+    return {"Cookie": f"{COOKIE}={token}"}
+
+
 async def _page(client: httpx.AsyncClient, server: Server, token: str,
                 path: str = "/console/members") -> httpx.Response:
-    return await client.get(f"{server.base_url}{path}", cookies={COOKIE: token})
+    return await client.get(f"{server.base_url}{path}", headers=_cookie(token))
 
 
 async def _post(client: httpx.AsyncClient, server: Server, token: str, path: str,
@@ -57,7 +61,7 @@ async def _post(client: httpx.AsyncClient, server: Server, token: str, path: str
     page = await _page(client, server, token, "/console/me")
     found = _CSRF.search(page.text)
     assert found, page.text
-    return await client.post(f"{server.base_url}{path}", cookies={COOKIE: token},
+    return await client.post(f"{server.base_url}{path}", headers=_cookie(token),
                              data={"csrf_token": found[1], **(form or {})})
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -31,8 +32,8 @@ YIELD_MAX_S = 0.5
 
 class Priority:
     def __init__(self) -> None:
-        # urgent requests in flight -> the timer that stops counting them
-        self._urgent: dict[int, asyncio.TimerHandle] = {}
+        # urgent requests in flight -> when they began (monotonic), oldest first
+        self._urgent: dict[int, float] = {}
         self._ids = itertools.count()
         self._clear: asyncio.Event | None = None
         self.yielded = 0  # public views that waited (for tests and diagnostics)
@@ -44,28 +45,35 @@ class Priority:
     def begin(self) -> int:
         """An urgent request starts; `end(token)` when it is answered."""
         token = next(self._ids)
-        self._urgent[token] = asyncio.get_running_loop().call_later(
-            URGENT_MAX_S, self.end, token)
-        if self._clear is not None:
+        self._urgent[token] = time.monotonic()
+        if self._clear is not None and self._clear.is_set():
             self._clear.clear()
         return token
 
     def end(self, token: int) -> None:
-        timer = self._urgent.pop(token, None)
-        if timer is not None:
-            timer.cancel()
+        self._urgent.pop(token, None)
         if not self._urgent and self._clear is not None:
             self._clear.set()
 
     async def after_urgent(self) -> None:
         """Until no urgent request is in flight (at most YIELD_MAX_S)."""
+        now = time.monotonic()
+        while self._urgent:  # those open longer than URGENT_MAX_S count no more
+            token, began = next(iter(self._urgent.items()))
+            if now - began < URGENT_MAX_S:
+                break
+            del self._urgent[token]
         if not self._urgent:
+            if self._clear is not None:
+                self._clear.set()
             return
+        oldest = next(iter(self._urgent.values()))
         if self._clear is None:
             self._clear = asyncio.Event()
         self.yielded += 1
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._clear.wait(), YIELD_MAX_S)
+            await asyncio.wait_for(self._clear.wait(),
+                                   min(YIELD_MAX_S, oldest + URGENT_MAX_S - now))
 
 
 async def urgent(priority: Priority, app: ASGIApp, scope: Scope, receive: Receive,

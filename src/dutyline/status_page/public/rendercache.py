@@ -125,8 +125,9 @@ class HeadCache(Generic[V]):
 
 class SingleFlight(Generic[V]):
     """Concurrent calls with the same key share one run of the first caller's function. A
-    key must name what is read exactly (the page and the version read before it), so that
-    a call made after a change never gets a read begun before it."""
+    key names what is read and the version read before it, so that a call made after a
+    change seen here never gets a read begun before it; without a version (None), a call
+    gets a read begun at most one read's time earlier, and the next call reads again."""
 
     def __init__(self) -> None:
         self._running: dict[Hashable, asyncio.Task[V]] = {}

@@ -241,11 +241,7 @@ class PublicSite:
             before = self.version(cached.page_id)
             if version is not None and version == before:
                 return cached
-        if before is None:
-            head = await self._read_head(url_name)
-        else:
-            head = await self.head_reads.run((url_name, before),
-                                             lambda: self._read_head(url_name))
+        head = await self.head_reads.run((url_name, before), lambda: self._read_head(url_name))
         if head is not None:
             same_page = known is not None and known[1].page_id == head.page_id
             self.heads.put(url_name, before if same_page else None, head)
@@ -279,8 +275,8 @@ class PublicSite:
         entry = self.cache.get(head.page_id, what, version=version, now_s=now)
         if entry is not None:
             return entry
-        if version is None:
-            return await self._render(head, what, version, now)
+        # Shared with the views missing with it; with no version to go by (the signals not
+        # followed), a view may get a rendering begun at most one rendering earlier.
         return await self.renders.run((head.page_id, what, version),
                                       lambda: self._render(head, what, version, now))
 
