@@ -185,3 +185,16 @@ async def test_the_cache_is_bounded(api: Api, owner: Person) -> None:
     for token in tokens:
         assert await cache.resolve(api.runtime.db, token, now) is not None
     assert len(cache) == 3
+
+
+async def test_a_sign_in_keeps_the_kept_sessions_and_an_end_drops_them(
+        api: Api, owner: Person, console: Browser) -> None:
+    """A new session, or a write that matched no row, makes no kept session stale; a session
+    ended does."""
+    moved = signals.committed_here(signals.SESSION)
+    other = await signed_in(api, owner)  # a sign-in: its insert, no expired session to end
+    assert signals.committed_here(signals.SESSION) == moved
+    signed_out = await other.post("/console/sign-out")
+    assert signed_out.status_code == 303
+    assert signals.committed_here(signals.SESSION) == moved + 1
+    await other.aclose()

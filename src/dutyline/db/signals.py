@@ -259,9 +259,12 @@ _QUIET_COLUMNS = {AUTH: frozenset({"last_used_at"}),
 _QUIET_INSERTS = frozenset({SESSION})
 
 
-def _after_execute(conn: Connection, clause: Any, *_: Any) -> None:
+def _after_execute(conn: Connection, clause: Any, *args: Any) -> None:
     if not isinstance(clause, UpdateBase):
         return
+    result = args[-1] if args else None
+    if getattr(result, "rowcount", -1) == 0:
+        return  # no row written (ending a person's expired sessions when there are none)
     table = getattr(clause, "table", None)
     name = _SIGNAL_OF.get(getattr(table, "name", None) or "") if table is not None else None
     if name is None:
