@@ -309,6 +309,8 @@ SCRIPTS: dict[str, tuple[str, str]] = {
                    "escalation --incidents 200 --rounds 1"),
     "status-public": ("public status page and RSS, cached and cold",
                       "status_public --incidents 100 --requests 100 --cold 20"),
+    "public-flood": ("admin writes and a page change while a status page is flooded",
+                     "public_flood --seconds 5 --writes 8"),
     "console_incident_list": ("the console's incident list against /incident/list",
                               "console_list --incidents 10000 --requests 20"),
     "list-http": ("/incident/list and the console list over HTTP, against a bare app "

@@ -43,6 +43,9 @@ from dutyline.work.startup import BackgroundTask, default_background
 log = structlog.get_logger("dutyline.app")
 
 KEY_USE_FLUSH_SECONDS = 15.0
+# Pages for anyone (status pages and their feeds): they wait for the API and the console when
+# the process is saturated (api/priority.py).
+PUBLIC_PREFIXES = ("/status/",)
 
 
 def build_limiter(settings: Settings, clock: Clock, metrics: Metrics | None = None) -> RateLimiter:
@@ -220,7 +223,8 @@ def create_app(
         exception_handlers={404: http_error, 405: http_error, Exception: http_error},
     )
     # Set before the first request builds the middleware stack around it.
-    app.router = ExactPathRouter(routes=routes, lifespan=Lifespan(runtime, background or []))
+    app.router = ExactPathRouter(routes=routes, lifespan=Lifespan(runtime, background or []),
+                                 priority=runtime.priority, yielding=PUBLIC_PREFIXES)
     app.state.runtime = runtime
     app.state.operations = operations
     configure_logging(settings.log_level, settings.log_json)

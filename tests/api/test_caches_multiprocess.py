@@ -14,29 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fixtures import databases as dbs
-from tests.fixtures.server import Server, run_cli, running_server
+from tests.fixtures.server import Server, backends, run_cli, running_server, shared_database
 from tests.fixtures.signals import eventually
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.xdist_group("multiprocess")]
 
 
-def _backends() -> list[str]:
-    return ["sqlite", "postgres"] if dbs.postgres_admin_url() else ["sqlite"]
-
-
-@pytest.fixture(params=_backends())
+@pytest.fixture(params=backends())
 def database_env(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
-    if request.param == "sqlite":
-        yield {"DUTYLINE_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'shared.db'}"}
-        return
-    admin = dbs.postgres_admin_url()
-    assert admin is not None
-    url = dbs.create_postgres_database(admin)
-    try:
-        yield {"DUTYLINE_DATABASE_URL": url}
-    finally:
-        dbs.drop_postgres_database(admin, url)
+    with shared_database(request.param, tmp_path) as env:
+        yield env
 
 
 async def _call(client: httpx.AsyncClient, server: Server, path: str, key: str,

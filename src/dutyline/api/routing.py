@@ -7,7 +7,10 @@ patterns, `/status/{url_name}` and the like), then Starlette's own 404/405 handl
 
 Starlette's own trailing-slash redirect builds an absolute URL from the request's Host
 header, so `GET /status/x/` with `Host: evil.example` would send the browser to evil.example.
-This router turns that redirect off and answers a relative one (`Location: /status/x`)."""
+This router turns that redirect off and answers a relative one (`Location: /status/x`).
+
+Given a `Priority` (api/priority.py), every request it routes counts as urgent except those
+under the `yielding` prefixes (the public pages), which wait for the urgent ones."""
 
 from __future__ import annotations
 
@@ -19,13 +22,17 @@ from starlette.routing import Match, Route, Router
 from starlette.types import Receive, Scope, Send
 
 from dutyline.api.envelope import request_id_headers
+from dutyline.api.priority import Priority, urgent
 from dutyline.kit.ids import request_id as new_request_id
 
 
 class ExactPathRouter(Router):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, priority: Priority | None = None,
+                 yielding: tuple[str, ...] = (), **kwargs: Any) -> None:
         kwargs["redirect_slashes"] = False
         super().__init__(*args, **kwargs)
+        self.priority = priority
+        self.yielding = yielding
         self._exact: dict[str, Route] = {
             route.path: route
             for route in self.routes
@@ -42,14 +49,20 @@ class ExactPathRouter(Router):
             if route is not None and route.methods and scope["method"] in route.methods:
                 scope["endpoint"] = route.endpoint
                 scope["path_params"] = {}
-                await route.app(scope, receive, send)
+                if self.priority is None:
+                    await route.app(scope, receive, send)
+                else:
+                    await urgent(self.priority, route.app, scope, receive, send)
                 return
             if route is None:
                 for other in self._others:
                     match, child_scope = other.matches(scope)
                     if match is Match.FULL:
                         scope.update(child_scope)
-                        await other.handle(scope, receive, send)
+                        if self.priority is None or scope["path"].startswith(self.yielding):
+                            await other.handle(scope, receive, send)
+                        else:
+                            await urgent(self.priority, other.handle, scope, receive, send)
                         return
             redirect = self._slash_redirect(scope)
             if redirect is not None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from dutyline.api.deps import Deps
 from dutyline.api.i18n import Translator
 from dutyline.api.observe import Metrics
+from dutyline.api.priority import Priority
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.db.signals import ChangeSignals
@@ -93,6 +94,9 @@ class Runtime:
     # Versions that tell this process's caches a write elsewhere made them stale; followed
     # by a background task of the app (db/signals.py).
     signals: ChangeSignals = field(default_factory=ChangeSignals)
+    # Which requests go first when the process is saturated (api/priority.py): the public
+    # pages wait for the API and the console.
+    priority: Priority = field(default_factory=Priority)
     # Outbound clients kept for connection reuse (deliveries), closed with the runtime.
     kept_sessions: KeptSessions = field(default_factory=KeptSessions)
     # Why a person cannot be paged by a channel with this server's settings, or None: the

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import structlog
 from sqlalchemy import Connection, Engine, bindparam, event, select, text
 from sqlalchemy.ext.asyncio import AsyncConnection
-from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.dml import Insert, UpdateBase
 
 from dutyline.db import commit_hooks
 from dutyline.db.tables.signals import change_signal
@@ -244,20 +244,38 @@ def _has_signal_table(conn: Connection) -> bool:
 # Found by statement rather than listed at each writer, so a new writer cannot forget it.
 AUTH_TABLES = frozenset({"app_key", "member", "member_role", "role", "role_permission",
                          "account"})
-# Columns whose writes change nothing a key resolves to (the batched last-use times).
-_AUTH_QUIET_COLUMNS = frozenset({"last_used_at"})
+# A console session resolves to its row of this table, then to its member as a key does: its
+# cached entries are kept under both "auth" and "session" (web/session_cache.py).
+SESSION = "session"
+SESSION_TABLES = frozenset({"console_session"})
+_SIGNAL_OF = {**dict.fromkeys(AUTH_TABLES, AUTH), **dict.fromkeys(SESSION_TABLES, SESSION)}
+# Columns whose writes change nothing an entry resolves to: the batched last-use times of
+# keys, and the sliding end of a session seen again (it only ever moves later, so an entry
+# holding the earlier end is read again when that passes, never trusted past the real one).
+_QUIET_COLUMNS = {AUTH: frozenset({"last_used_at"}),
+                  SESSION: frozenset({"last_seen_at", "expires_at"})}
+# A new session row makes no kept session stale (only positive lookups are kept), so a
+# sign-in leaves every process's sessions in place.
+_QUIET_INSERTS = frozenset({SESSION})
 
 
-def _after_execute(conn: Connection, clause: Any, *_: Any) -> None:
+def _after_execute(conn: Connection, clause: Any, *args: Any) -> None:
     if not isinstance(clause, UpdateBase):
         return
+    result = args[-1] if args else None
+    if getattr(result, "rowcount", -1) == 0:
+        return  # no row written (ending a person's expired sessions when there are none)
     table = getattr(clause, "table", None)
-    if table is None or getattr(table, "name", None) not in AUTH_TABLES:
+    name = _SIGNAL_OF.get(getattr(table, "name", None) or "") if table is not None else None
+    if name is None:
+        return
+    if (name in _QUIET_INSERTS and isinstance(clause, Insert)
+            and getattr(clause, "_post_values_clause", None) is None):  # not an upsert
         return
     values = getattr(clause, "_values", None)
-    if values and {getattr(c, "key", c) for c in values} <= _AUTH_QUIET_COLUMNS:
+    if values and {getattr(c, "key", c) for c in values} <= _QUIET_COLUMNS[name]:
         return
-    bump_sync(conn, AUTH)
+    bump_sync(conn, name)
 
 
 def install(engine: Engine) -> None:

@@ -36,6 +36,7 @@ from dutyline.kit.ids import request_id as new_request_id
 from dutyline.web import security
 from dutyline.web import service as signin
 from dutyline.web.service import Session
+from dutyline.web.session_cache import SessionCache
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
@@ -48,6 +49,7 @@ class Console(Protocol):
 
     runtime: Runtime
     keys: security.ConsoleKeys
+    sessions: SessionCache
 
     def render(self, template: str, **context: Any) -> str: ...
 
@@ -98,27 +100,17 @@ class ConsoleContext:
 
     async def identify(self) -> None:
         """Find the session the cookie names and the person it is for (a removed member's
-        session ends here)."""
+        session ends here), from this process's memory while nothing changed them."""
         token = self._cookie(security.SESSION_COOKIE)
         if not token:
             return
         clock = self.runtime.clock
-        now = int(clock.now())
-        async with self.runtime.db.transaction(write=False) as conn:
-            session = await signin.live_session(conn, token, now)
-            caller = None if session is None else await signin.caller_of(
-                conn, account_id=session.account_id, person_id=session.person_id)
-        if session is None:
+        found = await self.console.sessions.resolve(self.runtime.db, token, int(clock.now()))
+        if found is None:
             return
-        if caller is None:
-            async with self.runtime.db.transaction(write=True) as conn:
-                await signin.drop_session(conn, session)
-            return
-        if signin.needs_touch(session, now):
-            async with self.runtime.db.transaction(write=True) as conn:
-                await signin.touch_session(conn, session, now)
-        self.session = session
+        self.session = found.session
         self._session_token = token
+        caller = found.caller
         actor = signin.person_actor(caller, clock)
         authenticator = self.runtime.authenticator
 
@@ -133,11 +125,9 @@ class ConsoleContext:
         member: what a long-lived answer (the incident list's stream) asks as it goes."""
         if not self._session_token:
             return False
-        now = int(self.runtime.clock.now())
-        async with self.runtime.db.transaction(write=False) as conn:
-            session = await signin.live_session(conn, self._session_token, now)
-            return session is not None and await signin.caller_of(
-                conn, account_id=session.account_id, person_id=session.person_id) is not None
+        found = await self.console.sessions.resolve(
+            self.runtime.db, self._session_token, int(self.runtime.clock.now()), touch=False)
+        return found is not None
 
     # --- transactions -------------------------------------------------------------------
 

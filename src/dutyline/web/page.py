@@ -36,6 +36,7 @@ from dutyline.api import errors
 from dutyline.web.assets import Assets
 from dutyline.web.context import ConsoleContext
 from dutyline.web.security import ConsoleKeys
+from dutyline.web.session_cache import SessionCache
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
@@ -100,6 +101,7 @@ class Console:
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self.keys = ConsoleKeys(runtime.settings)
+        self.sessions = SessionCache(runtime.signals)
         self.assets = Assets()
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,

@@ -6,11 +6,13 @@ began from. Every sign-in makes a new token (a token planted in a browser before
 becomes a session). A one-time link (welcome, password reset) is a token of the same kind,
 stored hashed, that expires and works once.
 
-Who a session's person is, their roles and permissions, is read from the platform on every
-page, exactly as for an app key: a removed member or role takes effect at once."""
+Who a session's person is, their roles and permissions, is read from the platform, exactly as
+for an app key, and kept per process under the change signals (web/session_cache.py): a removed
+member or role, or an ended session, takes effect in every process within a second."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import secrets
@@ -146,9 +148,11 @@ def needs_touch(session: Session, now_s: int) -> bool:
     return now_s - session.last_seen_at >= SESSION_TOUCH_S
 
 
-async def touch_session(conn: AsyncConnection, session: Session, now_s: int) -> None:
+async def touch_session(conn: AsyncConnection, session: Session, now_s: int) -> Session:
+    """Mark the session seen now: its idle end moves on (never past its 30 days)."""
     expires = min(now_s + SESSION_IDLE_S, session.created_at + SESSION_MAX_S)
     await repo.touch_session(conn, session.session_hash, now_s=now_s, expires_at=expires)
+    return dataclasses.replace(session, last_seen_at=now_s, expires_at=expires)
 
 
 async def drop_session(conn: AsyncConnection, session: Session) -> None:

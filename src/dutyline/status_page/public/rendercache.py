@@ -9,12 +9,18 @@ is None and nothing is kept: every view reads the database, as with no cache.
 
 What a page shows also moves with time alone (the 90-day window, today's bar, the time it
 was generated), so rendered entries expire after MAX_AGE_S whatever the signal says.
+
+When an entry goes stale under a flood of views, every view in flight misses at once: they
+share one read and rendering per page and version (`SingleFlight`) instead of each making
+its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from email.utils import formatdate
 from typing import Generic, TypeVar
@@ -115,3 +121,31 @@ class HeadCache(Generic[V]):
     def put(self, url_name: str, version: Version | None, head: V) -> None:
         """`version` None: the head's page is known, but not a version read before it."""
         self._heads.put(url_name, (version, head))
+
+
+class SingleFlight(Generic[V]):
+    """Concurrent calls with the same key share one run of the first caller's function. A
+    key names what is read and the version read before it, so that a call made after a
+    change seen here never gets a read begun before it; without a version (None), a call
+    gets a read begun at most one read's time earlier, and the next call reads again."""
+
+    def __init__(self) -> None:
+        self._running: dict[Hashable, asyncio.Task[V]] = {}
+        self.shared = 0  # calls answered by another's run (for tests and diagnostics)
+
+    async def run(self, key: Hashable, fn: Callable[[], Awaitable[V]]) -> V:
+        task = self._running.get(key)
+        if task is None:
+            task = asyncio.ensure_future(fn())
+            self._running[key] = task
+            task.add_done_callback(lambda done: self._done(key, done))
+        else:
+            self.shared += 1
+        # One caller going away (a closed connection) does not cancel the others' answer.
+        return await asyncio.shield(task)
+
+    def _done(self, key: Hashable, task: asyncio.Task[V]) -> None:
+        if self._running.get(key) is task:
+            del self._running[key]
+        if not task.cancelled():
+            task.exception()  # retrieved here: a failure is raised to each caller

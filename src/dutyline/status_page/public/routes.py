@@ -24,11 +24,17 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from dutyline.api.envelope import request_id_headers
+from dutyline.api.priority import Priority
 from dutyline.db.signals import Version, page_signal
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.status_page import tokens
 from dutyline.status_page.public import render, snapshot, subscribe
-from dutyline.status_page.public.rendercache import HeadCache, RenderCache, Rendered
+from dutyline.status_page.public.rendercache import (
+    HeadCache,
+    RenderCache,
+    Rendered,
+    SingleFlight,
+)
 from dutyline.status_page.public.snapshot import PageHead
 from dutyline.status_page.subscriber.address import normalize_email
 
@@ -161,11 +167,14 @@ async def _token_of(request: Request) -> str:
 
 
 def _guarded(
-    fn: Callable[[Request, str], Awaitable[Response]],
+    fn: Callable[[Request, str], Awaitable[Response]], priority: Priority,
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Every public endpoint: a request id, a Reject as its message page, anything else as
-    a logged 500 page."""
+    """Every public endpoint: after the API's and the console's requests in flight when the
+    process is saturated (api/priority.py), a request id, a Reject as its message page,
+    anything else as a logged 500 page."""
     async def endpoint(request: Request) -> Response:
+        if priority.busy:
+            await priority.after_urgent()
         rid = new_request_id()
         try:
             return await fn(request, rid)
@@ -189,17 +198,23 @@ class PublicSite:
         self.settings = runtime.settings
         self.cache = RenderCache()
         self.heads: HeadCache[PageHead] = HeadCache()
+        # Views that miss together share one read (a change under a flood of views).
+        self.renders: SingleFlight[Rendered] = SingleFlight()
+        self.head_reads: SingleFlight[PageHead | None] = SingleFlight()
         self.allowed_origins = {_origin(self.settings.base_url)}
 
     def routes(self) -> list[Route]:
-        base = self.BASE
+        base, priority = self.BASE, self.runtime.priority
         return [
-            Route(base, _guarded(self.page), methods=["GET"]),
-            Route(base + "/history.rss", _guarded(self.rss), methods=["GET"]),
-            Route(base + "/history.atom", _guarded(self.atom), methods=["GET"]),
-            Route(base + "/subscribe", _guarded(self.subscribe_post), methods=["POST"]),
-            Route(base + "/confirm", _guarded(self.confirm), methods=["GET", "POST"]),
-            Route(base + "/unsubscribe", _guarded(self.unsubscribe), methods=["GET", "POST"]),
+            Route(base, _guarded(self.page, priority), methods=["GET"]),
+            Route(base + "/history.rss", _guarded(self.rss, priority), methods=["GET"]),
+            Route(base + "/history.atom", _guarded(self.atom, priority), methods=["GET"]),
+            Route(base + "/subscribe", _guarded(self.subscribe_post, priority),
+                  methods=["POST"]),
+            Route(base + "/confirm", _guarded(self.confirm, priority),
+                  methods=["GET", "POST"]),
+            Route(base + "/unsubscribe", _guarded(self.unsubscribe, priority),
+                  methods=["GET", "POST"]),
         ]
 
     def now_s(self) -> int:
@@ -226,12 +241,15 @@ class PublicSite:
             before = self.version(cached.page_id)
             if version is not None and version == before:
                 return cached
-        async with self.runtime.db.connect() as conn:
-            head = await snapshot.page_head(conn, url_name)
+        head = await self.head_reads.run((url_name, before), lambda: self._read_head(url_name))
         if head is not None:
             same_page = known is not None and known[1].page_id == head.page_id
             self.heads.put(url_name, before if same_page else None, head)
         return head
+
+    async def _read_head(self, url_name: str) -> PageHead | None:
+        async with self.runtime.db.connect() as conn:
+            return await snapshot.page_head(conn, url_name)
 
     def login_redirect(self, request: Request, head: PageHead, token: str) -> Response | None:
         """`?token=` on an internal page: a good token becomes the cookie, a bad one a 401."""
@@ -257,6 +275,13 @@ class PublicSite:
         entry = self.cache.get(head.page_id, what, version=version, now_s=now)
         if entry is not None:
             return entry
+        # Shared with the views missing with it; with no version to go by (the signals not
+        # followed), a view may get a rendering begun at most one rendering earlier.
+        return await self.renders.run((head.page_id, what, version),
+                                      lambda: self._render(head, what, version, now))
+
+    async def _render(self, head: PageHead, what: str, version: Version | None,
+                      now: int) -> Rendered:
         settings = self.settings
         async with self.runtime.db.transaction(write=False) as conn:
             if what == "html":
