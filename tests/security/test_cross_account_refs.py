@@ -493,6 +493,10 @@ NOT_REFERENCE_FIELDS: dict[str, str] = {
     "/monit/rule/create id": "create makes a new record; an id sent is ignored",
     "/monit/rule/import .id": "import makes new records; an id sent is ignored",
     "/schedule/create schedule_id": "create makes a new schedule; an id sent is ignored",
+    **{f"/schedule/{verb} layers.cal_id": (
+        "a calendar id of the layer's rotation; tests/schedule/test_holidays.py "
+        "(test_another_account_s_calendar_is_refused) sends another account's calendar: 400 "
+        "naming the field, nothing stored") for verb in ("create", "update")},
     "/status-page/subscriber/import subscribers.change_ids": "not stored by an import",
     "/status-page/subscriber/import subscribers.component_ids":
         "checked per subscriber: one naming a component not on the page is answered in "
