@@ -382,6 +382,26 @@ async def _begun(api: Api, owner: Person, clock: FakeClock, *names: str) -> tupl
     return ids, seq
 
 
+async def _on_the_writer(api: Api, run: Any) -> list[str]:
+    """The statements `run(conn)` sends on a job's own transaction (the worker's, whose
+    writer is taken lazily, at its first statement), whitespace collapsed."""
+    on_writer: list[str] = []
+    async with job_transaction(api.runtime.db) as conn:
+        writer = conn.sync_connection
+
+        def capture(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
+            if connection is writer:
+                on_writer.append(" ".join(statement.split()))
+
+        engine_ = api.runtime.db.engine.sync_engine
+        sa_event.listen(engine_, "before_cursor_execute", capture)
+        try:
+            await run(conn)
+        finally:
+            sa_event.remove(engine_, "before_cursor_execute", capture)
+    return on_writer
+
+
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 async def test_sqlite_steps_read_before_they_take_the_writer(
         papi: Api, owner: Person, clock: FakeClock) -> None:
@@ -389,20 +409,8 @@ async def test_sqlite_steps_read_before_they_take_the_writer(
     (writing) transaction reads the states again and writes, nothing else."""
     # SQLite only: on PostgreSQL a batch reads and writes in one transaction, rows locked.
     (one, two), seq = await _begun(papi, owner, clock, "One", "Two")
-    on_writer: list[str] = []
-    async with job_transaction(papi.runtime.db) as conn:  # the worker's: writer taken lazily
-        writer = conn.sync_connection
-
-        def capture(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
-            if connection is writer:
-                on_writer.append(" ".join(statement.split()))
-
-        engine_ = papi.runtime.db.engine.sync_engine
-        sa_event.listen(engine_, "before_cursor_execute", capture)
-        try:
-            await engine.step_many(conn, papi.runtime, [(one, seq), (two, seq)])
-        finally:
-            sa_event.remove(engine_, "before_cursor_execute", capture)
+    on_writer = await _on_the_writer(
+        papi, lambda conn: engine.step_many(conn, papi.runtime, [(one, seq), (two, seq)]))
     reads = [s for s in on_writer if s.upper().startswith("SELECT")]
     assert len(reads) == 1 and "FROM dispatch_state" in reads[0], on_writer
     for incident_id in (one, two):
@@ -459,20 +467,8 @@ async def test_sqlite_new_incidents_are_composed_before_the_writer_is_taken(
     ids = [await open_incident(papi, owner, rule, name=name) for name in ("One", "Two")]
     batch = await _opening_events(papi)
     assert sorted(e.incident_id for e in batch) == sorted(ids)
-    on_writer: list[str] = []
-    async with job_transaction(papi.runtime.db) as conn:  # the worker's: writer taken lazily
-        writer = conn.sync_connection
-
-        def capture(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
-            if connection is writer:
-                on_writer.append(" ".join(statement.split()))
-
-        engine_ = papi.runtime.db.engine.sync_engine
-        sa_event.listen(engine_, "before_cursor_execute", capture)
-        try:
-            await dispatch_tasks._on_events(conn, papi.runtime, batch, None)
-        finally:
-            sa_event.remove(engine_, "before_cursor_execute", capture)
+    on_writer = await _on_the_writer(
+        papi, lambda conn: dispatch_tasks._on_events(conn, papi.runtime, batch, None))
     # The states, then the writes' own read: the incidents whose responders it sets. No
     # event, incident record, rule, member or template read holds the writer.
     reads = [s.split(" WHERE ")[0].rsplit(" FROM ", 1)[1] for s in on_writer

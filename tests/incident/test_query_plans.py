@@ -14,6 +14,7 @@ from dutyline.channel.repository import Viewer
 from dutyline.db.engine import Database
 from dutyline.incident.query import repository as repo
 from dutyline.incident.visibility import Scope
+from tests.fixtures.query_plans import query_plans
 
 pytestmark = pytest.mark.anyio
 
@@ -68,26 +69,6 @@ async def test_frequency_counts_read_the_recurrence_index(sqlite_url: str) -> No
         await db.dispose()
 
 
-async def _plans(db: Database, run: Any) -> list[list[str]]:
-    """EXPLAIN QUERY PLAN of each SELECT that `run(conn)` sends, in one read transaction."""
-    seen: list[tuple[str, Any]] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            seen.append((statement, params))
-
-    event.listen(db.engine.sync_engine, "before_cursor_execute", capture)
-    try:
-        async with db.transaction(write=False) as conn:
-            await run(conn)
-            statements = list(seen)
-            return [[r[3] for r in (await conn.exec_driver_sql(
-                "EXPLAIN QUERY PLAN " + statement, params)).all()]
-                for statement, params in statements]
-    finally:
-        event.remove(db.engine.sync_engine, "before_cursor_execute", capture)
-
-
 async def test_a_list_page_counts_and_names_in_one_statement(sqlite_url: str) -> None:
     """A page of /incident/list is one statement: the window walked by the list's index, its
     total an uncorrelated count read from a covering index once, and each row's channel and
@@ -95,7 +76,7 @@ async def test_a_list_page_counts_and_names_in_one_statement(sqlite_url: str) ->
     db = Database(sqlite_url)
     f = repo.ListFilter(start_time=0, end_time=100, now_s=50)
     try:
-        plans = await _plans(db, lambda conn: repo.window(
+        plans = await query_plans(db, lambda conn: repo.window(
             conn, Scope(7, None), f, asc=False, offset=0, limit=21))
         assert len(plans) == 1, plans
         plan = plans[0]
@@ -117,7 +98,7 @@ async def test_a_pages_sources_are_one_statement_read_by_index(sqlite_url: str) 
     rows it returns."""
     db = Database(sqlite_url)
     try:
-        plans = await _plans(db, lambda conn: repo.sources(
+        plans = await query_plans(db, lambda conn: repo.sources(
             conn, [f"{n:024x}" for n in range(3)]))
         assert len(plans) == 1, plans
         plan = plans[0]

@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from dutyline.channel import repository as repo_of_channels
 from dutyline.channel.repository import Viewer
@@ -17,24 +16,15 @@ from dutyline.incident.analytics import repository as analytics
 from dutyline.incident.analytics.schemas import Grid
 from dutyline.incident.change import repository as changes
 from dutyline.incident.visibility import Scope
+from tests.fixtures.query_plans import query_plans
 
 pytestmark = pytest.mark.anyio
 
 
 async def _plans(sqlite_url: str, run: Any) -> list[list[str]]:
     db = Database(sqlite_url)
-    seen: list[tuple[str, Any]] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        if statement.lstrip().upper().startswith("SELECT"):
-            seen.append((statement, params))
-
-    event.listen(db.engine.sync_engine, "before_cursor_execute", capture)
     try:
-        async with db.transaction(write=False) as conn:
-            await run(conn)
-            return [[r[3] for r in (await conn.exec_driver_sql(
-                "EXPLAIN QUERY PLAN " + statement, params)).all()] for statement, params in seen]
+        return await query_plans(db, run)
     finally:
         await db.dispose()
 

@@ -8,6 +8,7 @@ the key used here is never the raw secret itself."""
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Callable
 
 from cryptography.fernet import Fernet, InvalidToken
@@ -15,7 +16,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 _INFO = b"dutyline secretbox v1"
-# How many opened values a box keeps (then it starts over).
+# How many opened values a box keeps (the least recently used go first).
 OPENED_KEPT = 1024
 
 
@@ -34,7 +35,8 @@ class SecretBox:
         self._cached: Fernet | None = None
         # Opened values by sealed text: a webhook's secret is opened for every page it
         # signs, and opening costs tens of microseconds (the process holds the key anyway).
-        self._opened: dict[str, str] = {}
+        # A value that cannot be opened raises, and is not kept.
+        self._open_kept = functools.lru_cache(maxsize=OPENED_KEPT)(self._open)
         if isinstance(key, str):
             self._cached = self._derive(key)
 
@@ -58,17 +60,13 @@ class SecretBox:
         return self._fernet.encrypt(plaintext.encode("utf-8")).decode("ascii")
 
     def open(self, token: str) -> str:
-        opened = self._opened.get(token)
-        if opened is not None:
-            return opened
+        return self._open_kept(token)
+
+    def _open(self, token: str) -> str:
         try:
-            opened = self._fernet.decrypt(token.encode("ascii")).decode("utf-8")
+            return self._fernet.decrypt(token.encode("ascii")).decode("utf-8")
         except (InvalidToken, UnicodeError, ValueError):
             raise SecretBoxError(
                 "cannot open a stored secret: it was sealed with another DUTYLINE_SECRET_KEY "
                 "or has been altered"
             ) from None
-        if len(self._opened) >= OPENED_KEPT:
-            self._opened.clear()
-        self._opened[token] = opened
-        return opened

@@ -79,24 +79,25 @@ class DatabaseAuthenticator:
 
     async def authenticate(self, conn: AsyncConnection, key: str) -> Caller | None:
         key_hash = hash_app_key(key)
-        now = self.clock.now()
-        if self.misses.recently_missed(key_hash, now):
+        if self.misses.recently_missed(key_hash, self.clock.now()):
             return None
-        version = self.signals.version(AUTH)
-        if version is not None:
-            known = self._known.get(key_hash)
-            if known is not None and known[0] == version:
-                self._last_used[known[1].key_id] = int(now)
-                return known[1]
-        caller = _caller_of(await key_repo.caller_rows(conn, key_hash))
-        self._settle(key_hash, version, caller)
+        caller = self._known_hash(key_hash)
+        if caller is None:
+            version = self.signals.version(AUTH)  # read before the query it vouches for
+            caller = _caller_of(await key_repo.caller_rows(conn, key_hash))
+            self._settle(key_hash, version, caller)
         return caller
 
     def known(self, app_key: str) -> Caller | None:
+        return self._known_hash(hash_app_key(app_key))
+
+    def _known_hash(self, key_hash: str) -> Caller | None:
+        """The key's Caller while its resolution holds (the "auth" version it was read under
+        is still the current one), its use noted; else None."""
         version = self.signals.version(AUTH)
         if version is None:
             return None
-        known = self._known.get(hash_app_key(app_key))
+        known = self._known.get(key_hash)
         if known is None or known[0] != version:
             return None
         self._last_used[known[1].key_id] = int(self.clock.now())

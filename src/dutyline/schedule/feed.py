@@ -17,9 +17,8 @@ from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.kit.clock import Clock
-from dutyline.platform.calendar import service as calendar_service
 from dutyline.platform.member import service as member_service
-from dutyline.schedule import definition, ical, repository, timeline
+from dutyline.schedule import definition, ical, oncall, repository, timeline
 from dutyline.schedule.localtime import zone
 
 TOKEN_PREFIX = "dlcal_"
@@ -78,9 +77,7 @@ async def render_feed(conn: AsyncConnection, token: str, clock: Clock) -> bytes 
     events: list[ical.Event] = []
     rows = await repository.get_many(conn, account_id, ids)
     decoded = [definition.decode_layers(row.layers) for row in rows]
-    followed = {c for layers in decoded for _, c in definition.calendar_fields(layers)}
-    calendars = (await calendar_service.calendar_days_of(conn, reader, cal_ids=followed)
-                 if followed else {})
+    calendars = await oncall.calendars_of(conn, reader, decoded)
     for schedule, layers in zip(rows, decoded, strict=True):
         final = timeline.compute(definition.compile_layers(layers, calendars),
                                  zone(schedule.time_zone), now - PAST_S, now + AHEAD_S).final

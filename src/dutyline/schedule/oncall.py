@@ -145,10 +145,8 @@ async def oncall_for_schedules(
         wanted: dict[int, list[int]] = {}
         rows = await repository.definitions(conn, account_id, stale)
         decoded = [definition.decode_layers(row.layers) for row in rows]
-        followed = {c for layers in decoded for _, c in definition.calendar_fields(layers)}
         # Calendar writes bump the revision of the schedules following them (service.py).
-        calendars = (await calendar_service.calendar_days_of(conn, actor, cal_ids=followed)
-                     if followed else {})
+        calendars = await calendars_of(conn, actor, decoded)
         for row, layers in zip(rows, decoded, strict=True):
             compiled = CompiledSchedule.from_stored(layers, row.time_zone, calendars)
             CACHE.put(row.schedule_id, row.revision, compiled)
@@ -159,3 +157,13 @@ async def oncall_for_schedules(
                  if everyone else set())
         out.update({sid: [p for p in persons if p in alive] for sid, persons in wanted.items()})
     return out
+
+
+async def calendars_of(conn: AsyncConnection, actor: Actor,
+                       layer_lists: Sequence[list[ScheduleLayer]]
+                       ) -> dict[str, calendar_service.CalendarDays]:
+    """What the calendars these layers follow say, read once for all of them."""
+    cal_ids = {c for layers in layer_lists for _, c in definition.calendar_fields(layers)}
+    if not cal_ids:
+        return {}
+    return await calendar_service.calendar_days_of(conn, actor, cal_ids=cal_ids)

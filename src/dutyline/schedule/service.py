@@ -117,16 +117,6 @@ async def _validated_layers(conn: AsyncConnection, actor: Actor, layers: list[La
     return stored
 
 
-async def calendars_of(conn: AsyncConnection, actor: Actor,
-                       layer_lists: Sequence[list[ScheduleLayer]]
-                       ) -> dict[str, calendar_service.CalendarDays]:
-    """What the calendars these layers follow say, read once for all of them."""
-    cal_ids = {c for layers in layer_lists for _, c in definition.calendar_fields(layers)}
-    if not cal_ids:
-        return {}
-    return await calendar_service.calendar_days_of(conn, actor, cal_ids=cal_ids)
-
-
 @calendar_service.on_calendar_delete
 async def _schedules_following(conn: AsyncConnection, account_id: int,
                                cal_id: str) -> list[str]:
@@ -332,7 +322,7 @@ async def _items(conn: AsyncConnection, actor: Actor, rows: Sequence[Row[Any]],
                  only_person: int | None = None) -> list[ScheduleItem]:
     decoded = [_layers(row.layers) for row in rows]
     live = await _live(conn, actor, decoded)
-    calendars = await calendars_of(conn, actor, decoded)
+    calendars = await oncall.calendars_of(conn, actor, decoded)
     return [render.schedule_item(
         layers=layers, calendars=calendars, time_zone=row.time_zone, window=window,
         now_s=actor.now_s,
@@ -411,7 +401,7 @@ async def preview(
     zone_name = time_zone or await account_service.account_time_zone(conn, actor)
     stored = await _validated_layers(conn, actor, layers or [], 0)
     return render.schedule_item(
-        layers=stored, calendars=await calendars_of(conn, actor, [stored]),
+        layers=stored, calendars=await oncall.calendars_of(conn, actor, [stored]),
         time_zone=zone_name, window=window, now_s=actor.now_s,
         account_id=actor.account_id, stored=None, notify=ScheduleNotify(),
         # Validation refused any person who is not a live member.

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql import Select
 
 from dutyline.db.like import ESCAPE, contains_pattern
-from dutyline.db.paging import ids_by_key, ordered, windowed_page
+from dutyline.db.paging import ordered, windowed_page
 from dutyline.db.tables.platform import (
     account,
     app_key,
@@ -145,12 +145,7 @@ async def names(conn: AsyncConnection, account_id: int,
 
 
 async def find_many(conn: AsyncConnection, account_id: int, ids: list[int]) -> list[Row[Any]]:
-    if not ids:
-        return []
-    stmt = (select(member)
-            .where(member.c.account_id == account_id, member.c.member_id.in_(ids))
-            .order_by(member.c.member_id))
-    return list(await conn.execute(stmt))
+    return await conn.run_sync(lambda sync: find_many_sync(sync, account_id, ids))
 
 
 async def taken_contacts(
@@ -169,19 +164,11 @@ async def taken_contacts(
 
 
 async def role_ids_by_member(conn: AsyncConnection, member_ids: list[int]) -> dict[int, list[int]]:
-    return await ids_by_key(conn, member_role.c.member_id, member_role.c.role_id, member_ids)
+    return await conn.run_sync(lambda sync: role_ids_by_member_sync(sync, member_ids))
 
 
 async def owner_ids(conn: AsyncConnection, account_id: int, member_ids: list[int]) -> set[int]:
-    if not member_ids:
-        return set()
-    rows = await conn.execute(
-        select(member_role.c.member_id)
-        .join(role, role.c.role_id == member_role.c.role_id)
-        .where(member_role.c.account_id == account_id, role.c.builtin == "owner",
-               member_role.c.member_id.in_(member_ids))
-    )
-    return set(rows.scalars())
+    return await conn.run_sync(lambda sync: owner_ids_sync(sync, account_id, member_ids))
 
 
 async def insert_members(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None:
