@@ -18,9 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dutyline.kit.clock import Clock
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 # How an actor proved who it is: an app key (machines), a person's signed-in session (the
 # console), a signed link from a notification, or the service itself (jobs, the CLI).
@@ -38,10 +41,21 @@ class AuditEntry:
 
 
 TeamIdsLoader = Callable[[], Awaitable[frozenset[int]]]
+# The same, inside a sync unit of database work (a sync read service): given its connection.
+SyncTeamIdsLoader = Callable[["Connection"], frozenset[int]]
 
 
 async def _no_teams() -> frozenset[int]:
     return frozenset()
+
+
+def _no_teams_sync(conn: Connection) -> frozenset[int]:
+    return frozenset()
+
+
+def _async_only(conn: Connection) -> frozenset[int]:
+    raise RuntimeError("this actor loads its teams only on the async side: await team_ids() "
+                       "before its sync services run")
 
 
 @dataclass(slots=True)
@@ -63,6 +77,7 @@ class Actor:
     write_depth: int = field(default=0, repr=False)
     # The actor's teams, loaded only when a rule asks and then kept for the actor's life.
     _load_team_ids: TeamIdsLoader = field(default=_no_teams, repr=False)
+    _load_team_ids_sync: SyncTeamIdsLoader | None = field(default=None, repr=False)
     _team_ids: frozenset[int] | None = field(default=None, repr=False)
 
     @classmethod
@@ -83,6 +98,14 @@ class Actor:
     async def team_ids(self) -> frozenset[int]:
         if self._team_ids is None:
             self._team_ids = await self._load_team_ids()
+        return self._team_ids
+
+    def team_ids_sync(self, conn: Connection) -> frozenset[int]:
+        """`team_ids` for a sync read service, read on its unit's connection."""
+        if self._team_ids is None:
+            load = self._load_team_ids_sync or (
+                _no_teams_sync if self._load_team_ids is _no_teams else _async_only)
+            self._team_ids = load(conn)
         return self._team_ids
 
     def has(self, permission: str) -> bool:

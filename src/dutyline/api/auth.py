@@ -73,6 +73,10 @@ class Authenticator(Protocol):
         """The teams the caller belongs to (loaded only by operations that need them)."""
         ...
 
+    def team_ids_sync(self, conn: Connection, caller: Caller) -> frozenset[int]:
+        """`team_ids` inside a sync unit of database work."""
+        ...
+
 
 def hash_app_key(app_key: str) -> str:
     return hashlib.sha256(app_key.encode("utf-8", "surrogatepass")).hexdigest()

@@ -82,6 +82,11 @@ class Context:
             self._team_ids = await self.runtime.authenticator.team_ids(self.conn, self.caller)
         return self._team_ids
 
+    def _caller_team_ids_sync(self, conn: Connection) -> frozenset[int]:
+        if self._team_ids is None:
+            self._team_ids = self.runtime.authenticator.team_ids_sync(conn, self.caller)
+        return self._team_ids
+
     @property
     def actor(self) -> Actor:
         """The caller as services see it (api/actor.py); built once per request."""
@@ -92,6 +97,7 @@ class Context:
                 permissions=self.caller.permissions, person_name=self.caller.person_name,
                 credential="app_key", key_suffix=self.caller.key_suffix,
                 _load_team_ids=self.caller_team_ids,
+                _load_team_ids_sync=self._caller_team_ids_sync,
             )
         return self._actor
 

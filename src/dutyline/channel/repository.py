@@ -113,8 +113,8 @@ async def get(conn: AsyncConnection, account_id: int, channel_id: int) -> Row[An
     return (await conn.execute(stmt)).first()
 
 
-async def get_visible(
-    conn: AsyncConnection, account_id: int, channel_id: int, viewer: Viewer, *,
+def get_visible_sync(
+    conn: Connection, account_id: int, channel_id: int, viewer: Viewer, *,
     include_deleted: bool = False,
 ) -> Row[Any] | None:
     stmt = select(channel).where(
@@ -123,7 +123,15 @@ async def get_visible(
     )
     if not include_deleted:
         stmt = stmt.where(channel.c.deleted_at == 0)
-    return (await conn.execute(stmt)).first()
+    return conn.execute(stmt).first()
+
+
+async def get_visible(
+    conn: AsyncConnection, account_id: int, channel_id: int, viewer: Viewer, *,
+    include_deleted: bool = False,
+) -> Row[Any] | None:
+    return await conn.run_sync(get_visible_sync, account_id, channel_id, viewer,
+                               include_deleted=include_deleted)
 
 
 async def name_taken(conn: AsyncConnection, account_id: int, name_key: str,
@@ -178,14 +186,23 @@ async def find_many_visible(
     return list((await conn.execute(stmt)).all())
 
 
-async def names(conn: AsyncConnection, account_id: int,
-                channel_ids: list[int]) -> dict[int, tuple[str, str]]:
+_NAMES = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(
+    channel.c.account_id == bindparam("account_id"),
+    channel.c.channel_id.in_(bindparam("channel_ids", expanding=True)))
+
+
+def names_sync(conn: Connection, account_id: int,
+               channel_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{channel_id: (channel_name, status)}, deleted channels included."""
     if not channel_ids:
         return {}
-    stmt = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(
-        channel.c.account_id == account_id, channel.c.channel_id.in_(channel_ids))
-    return {r.channel_id: (r.channel_name, r.status) for r in await conn.execute(stmt)}
+    rows = conn.execute(_NAMES, {"account_id": account_id, "channel_ids": channel_ids})
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+async def names(conn: AsyncConnection, account_id: int,
+                channel_ids: list[int]) -> dict[int, tuple[str, str]]:
+    return await conn.run_sync(names_sync, account_id, channel_ids)
 
 
 async def insert_channel(conn: AsyncConnection, values: dict[str, Any]) -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "load_settings",
     "load_settings_sync",
     "require_visible",
+    "require_visible_sync",
     "touch_last_incident_sync",
     "viewer",
     "visible_channel_ids",
@@ -64,6 +65,13 @@ async def viewer(actor: Actor) -> Viewer:
     return Viewer(is_admin=False, team_ids=await actor.team_ids())
 
 
+def viewer_sync(conn: Connection, actor: Actor) -> Viewer:
+    """`viewer` inside a sync unit of database work (its teams read on `conn`)."""
+    if actor.is_admin:
+        return Viewer(is_admin=True, team_ids=frozenset())
+    return Viewer(is_admin=False, team_ids=actor.team_ids_sync(conn))
+
+
 async def visible_channel_ids(actor: Actor) -> Select[tuple[int]] | None:
     """The ids of the channels the actor sees, as a subquery, for the records that belong to a
     channel (incidents, alerts) to be hidden with it; None when every channel is visible
@@ -73,19 +81,35 @@ async def visible_channel_ids(actor: Actor) -> Select[tuple[int]] | None:
     return repo.visible_ids(actor.account_id, await viewer(actor))
 
 
-async def require_visible(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
+def visible_channel_ids_sync(conn: Connection, actor: Actor) -> Select[tuple[int]] | None:
+    """`visible_channel_ids` inside a sync unit of database work."""
+    if actor.is_admin:
+        return None
+    return repo.visible_ids(actor.account_id, viewer_sync(conn, actor))
+
+
+def require_visible_sync(conn: Connection, actor: Actor, channel_id: int) -> Any:
     """A live channel the actor may see, or ResourceNotFound (also for other accounts')."""
-    row = await repo.get_visible(conn, actor.account_id, channel_id, await viewer(actor))
+    row = repo.get_visible_sync(conn, actor.account_id, channel_id, viewer_sync(conn, actor))
     if row is None:
         raise errors.not_found("channel", channel_id)
     return row
 
 
-async def channel_names(conn: AsyncConnection, actor: Actor,
-                        channel_ids: list[int]) -> dict[int, tuple[str, str]]:
+async def require_visible(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
+    return await conn.run_sync(require_visible_sync, actor, channel_id)
+
+
+def channel_names_sync(conn: Connection, actor: Actor,
+                       channel_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{channel_id: (channel_name, status)}, deleted channels included, for records (alerts,
     incidents) that name their channel."""
-    return await repo.names(conn, actor.account_id, list(dict.fromkeys(channel_ids)))
+    return repo.names_sync(conn, actor.account_id, list(dict.fromkeys(channel_ids)))
+
+
+async def channel_names(conn: AsyncConnection, actor: Actor,
+                        channel_ids: list[int]) -> dict[int, tuple[str, str]]:
+    return await conn.run_sync(channel_names_sync, actor, channel_ids)
 
 
 def touch_last_incident_sync(conn: Connection, *, account_id: int, channel_id: int,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import ColumnElement, Select, or_
+from sqlalchemy import ColumnElement, Connection, Select, or_
 
 from dutyline.api.actor import Actor
 from dutyline.channel import service as channels
@@ -28,6 +28,11 @@ async def scope(actor: Actor) -> Scope:
     """The actor's scope: one query for their teams (once for the actor's life), none for
     admins and the system."""
     return Scope(actor.account_id, await channels.visible_channel_ids(actor))
+
+
+def scope_sync(conn: Connection, actor: Actor) -> Scope:
+    """`scope` inside a sync unit of database work (the teams read on `conn`)."""
+    return Scope(actor.account_id, channels.visible_channel_ids_sync(conn, actor))
 
 
 def channel_visible(column: ColumnElement[int], s: Scope) -> list[ColumnElement[bool]]:

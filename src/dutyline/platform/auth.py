@@ -134,6 +134,9 @@ class DatabaseAuthenticator:
     async def team_ids(self, conn: AsyncConnection, caller: Caller) -> frozenset[int]:
         return await team_repo.team_ids_of(conn, caller.account_id, caller.person_id)
 
+    def team_ids_sync(self, conn: Connection, caller: Caller) -> frozenset[int]:
+        return team_repo.team_ids_of_sync(conn, caller.account_id, caller.person_id)
+
 
 def _caller_of(rows: Sequence[Any]) -> Caller | None:
     if not rows:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -117,7 +118,11 @@ class ConsoleContext:
         async def team_ids() -> frozenset[int]:
             return await authenticator.team_ids(self.conn, caller)
 
+        def team_ids_sync(conn: Connection) -> frozenset[int]:
+            return authenticator.team_ids_sync(conn, caller)
+
         actor._load_team_ids = team_ids
+        actor._load_team_ids_sync = team_ids_sync
         self._actor = actor
 
     async def still_signed_in(self) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.a2a import service as a2a_service
@@ -166,12 +167,17 @@ async def _reading(runtime: Runtime,
                 return frozenset({scope.team_id})
             return await team_service.member_team_ids(conn, actor)
 
+        def team_ids_sync(sync_conn: Connection) -> frozenset[int]:
+            if not personal:
+                return frozenset({scope.team_id})
+            return team_service.member_team_ids_sync(sync_conn, actor)
+
         # It may read incidents as anyone who may view channels, within its scope's
         # visibility: the incident reads require that permission of every caller.
         actor = Actor(account_id=scope.account_id,
                       person_id=scope.owner_id if personal else 0, clock=runtime.clock,
                       person_name="automation", permissions=frozenset({CHANNEL_VIEW}),
-                      _load_team_ids=team_ids)
+                      _load_team_ids=team_ids, _load_team_ids_sync=team_ids_sync)
         yield conn, actor
 
 

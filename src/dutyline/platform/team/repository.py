@@ -236,10 +236,16 @@ async def delete_team(conn: AsyncConnection, team_id: int) -> None:
     await conn.execute(delete(team).where(team.c.team_id == team_id))
 
 
-async def team_ids_of(conn: AsyncConnection, account_id: int, person_id: int) -> frozenset[int]:
+_TEAM_IDS_OF = select(team_member.c.team_id).where(
+    team_member.c.account_id == bindparam("account_id"),
+    team_member.c.person_id == bindparam("person_id"))
+
+
+def team_ids_of_sync(conn: Connection, account_id: int, person_id: int) -> frozenset[int]:
     """The teams a member belongs to (a caller's teams, for channel visibility)."""
-    rows = await conn.execute(
-        select(team_member.c.team_id).where(
-            team_member.c.account_id == account_id, team_member.c.person_id == person_id)
-    )
+    rows = conn.execute(_TEAM_IDS_OF, {"account_id": account_id, "person_id": person_id})
     return frozenset(rows.scalars())
+
+
+async def team_ids_of(conn: AsyncConnection, account_id: int, person_id: int) -> frozenset[int]:
+    return await conn.run_sync(team_ids_of_sync, account_id, person_id)

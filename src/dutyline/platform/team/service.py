@@ -239,9 +239,13 @@ async def person_ids_of_teams(conn: AsyncConnection, actor: Actor,
     return await repo.person_ids_by_team(conn, sorted(teams))
 
 
-async def member_team_ids(conn: AsyncConnection, actor: Actor) -> frozenset[int]:
+def member_team_ids_sync(conn: Connection, actor: Actor) -> frozenset[int]:
     """The teams the actor's person belongs to (none for the system), for an actor built
     outside a request to load its teams the way a caller's are (api/actor.py)."""
     if not actor.person_id:
         return frozenset()
-    return await repo.team_ids_of(conn, actor.account_id, actor.person_id)
+    return repo.team_ids_of_sync(conn, actor.account_id, actor.person_id)
+
+
+async def member_team_ids(conn: AsyncConnection, actor: Actor) -> frozenset[int]:
+    return await conn.run_sync(member_team_ids_sync, actor)
