@@ -66,7 +66,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
     # fan each event out to them, the workers to run their jobs.
     load_tasks()
     clock = clock or SystemClock()
-    db = Database(settings.database_url)
+    db = Database(settings.database_url, pool_size=settings.database_pool_size)
     metrics = Metrics()
     signals = ChangeSignals()
     return Runtime(

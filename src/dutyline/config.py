@@ -76,6 +76,9 @@ class ChatApps:
 @dataclass(frozen=True)
 class Settings:
     database_url: str = DEFAULT_DATABASE_URL
+    # PostgreSQL connections a process keeps open (and as many more opened for a burst, closed
+    # after it): size it to the requests one process has in flight at once.
+    database_pool_size: int = 20
     redis_url: str | None = None
     secret_key: str | None = secret()
     allow_private_network: bool = False

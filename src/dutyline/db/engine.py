@@ -77,6 +77,8 @@ class CancellationGuard:
 
 class Database:
     def __init__(self, url: str, *, pool_size: int = 20, echo: bool = False) -> None:
+        if pool_size < 1:
+            raise ValueError(f"database_pool_size must be at least 1, not {pool_size}")
         self.url = url
         parsed = make_url(url)
         self.dialect = parsed.get_backend_name()
