@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from itertools import pairwise
+from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import event, update
+from starlette.routing import Route
 
 from dutyline.db.tables.status_page import status_page
 from dutyline.status_page import cache as page_cache
+from dutyline.status_page.public.routes import _KeptView
 from dutyline.status_page.tokens import token_hash
 from tests.fixtures.api import Api
 from tests.fixtures.signals import eventually, watching
@@ -375,3 +380,80 @@ async def test_an_internal_page_in_memory_still_asks_every_visitor_for_its_token
                           params={"token": seeded.access_token})).status_code == 401
     assert (await api.raw("GET", "/status/ops/history.rss",
                           params={"token": "tok-new"})).status_code == 200
+
+
+def _kept_views(api: Api) -> dict[str, _KeptView]:
+    return {route.path: route.app for route in api.app.router.routes
+            if isinstance(route, Route) and isinstance(route.app, _KeptView)}
+
+
+def _without_request_ids(r: httpx.Response) -> list[tuple[bytes, bytes]]:
+    return [(k, v) for k, v in r.headers.raw
+            if k.lower() not in (b"service-request-id", b"flashcat-request-id")]
+
+
+async def test_a_kept_view_answers_exactly_like_the_ordinary_view(
+        api: Api, page: Seeded) -> None:
+    """A public page kept in memory is answered without Starlette's Request and Response:
+    same status, body and headers in the same order (request ids aside), 200 and 304."""
+    await watching(api.runtime)
+    kept = _kept_views(api)
+    assert set(kept) == {"/status/{url_name}", "/status/{url_name}/history.rss",
+                         "/status/{url_name}/history.atom"}
+    ordinary_calls = 0
+    for view in kept.values():
+        slow = view.slow
+
+        async def counted(scope: Any, receive: Any, send: Any, slow: Any = slow) -> None:
+            nonlocal ordinary_calls
+            ordinary_calls += 1
+            await slow(scope, receive, send)
+
+        view.slow = counted
+    for path in ("/status/acme", "/status/acme/history.rss", "/status/acme/history.atom"):
+        for _ in range(2):  # an address seen for the first time is read twice
+            await api.raw("GET", path)
+        etag = (await api.raw("GET", path)).headers["etag"]
+        for headers in ({}, {"If-None-Match": etag}, {"If-None-Match": f'"x", W/{etag}'}):
+            before = ordinary_calls
+            fast = await api.raw("GET", path, headers=headers)
+            assert ordinary_calls == before  # answered from memory
+            ordinary = await api.raw("GET", path, params={"v": "1"}, headers=headers)
+            assert ordinary_calls == before + 1
+            assert fast.status_code == ordinary.status_code == (304 if headers else 200)
+            assert fast.content == ordinary.content
+            assert _without_request_ids(fast) == _without_request_ids(ordinary)
+            assert fast.headers["service-request-id"] == fast.headers["flashcat-request-id"]
+            assert fast.headers["service-request-id"] != ordinary.headers["service-request-id"]
+
+
+async def test_what_a_kept_view_cannot_decide_alone_goes_the_ordinary_way(
+        api: Api, page: Seeded) -> None:
+    await watching(api.runtime)
+    for _ in range(3):
+        await api.raw("GET", "/status/acme")
+    # Urgent requests in flight: the view yields to them (api/priority.py), the ordinary way.
+    token = api.runtime.priority.begin()
+    try:
+        yielded = api.runtime.priority.yielded
+        task = asyncio.create_task(api.raw("GET", "/status/acme"))
+
+        async def waiting() -> bool:
+            return api.runtime.priority.yielded > yielded
+
+        await eventually(waiting, what="the view yields to the urgent request")
+    finally:
+        api.runtime.priority.end(token)
+    assert (await task).status_code == 200
+    # A change: the next view reads and renders again, then is kept again.
+    await set_component_status(api.runtime.db, page.components["Login"], "operational",
+                               page_id=page.page_id, announce="here")
+    changed = await api.raw("GET", "/status/acme")
+    assert changed.status_code == 200
+    assert parse_html(changed.text).find(id="overall-status").text() != ""
+    # A disabled page is a 404 at once, though its rendering was kept.
+    async with api.runtime.db.transaction() as conn:
+        await conn.execute(update(status_page).where(status_page.c.page_id == page.page_id)
+                           .values(status="disabled"))
+        await page_cache.invalidate(conn, page.page_id)
+    assert (await api.raw("GET", "/status/acme")).status_code == 404

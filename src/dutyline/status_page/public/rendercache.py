@@ -76,6 +76,16 @@ class RenderCache:
 
     def get(self, page_id: int, what: str, *, version: Version | None,
             now_s: int) -> Rendered | None:
+        entry = self.peek(page_id, what, version=version, now_s=now_s)
+        if entry is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return entry
+
+    def peek(self, page_id: int, what: str, *, version: Version | None,
+             now_s: int) -> Rendered | None:
+        """`get` without counting (the caller counts what it serves)."""
         entry = self._rendered.get((page_id, what))
         if (
             entry is None
@@ -83,9 +93,7 @@ class RenderCache:
             or entry.version != version
             or now_s - entry.rendered_at >= MAX_AGE_S
         ):
-            self.misses += 1
             return None
-        self.hits += 1
         return entry
 
     def put(
