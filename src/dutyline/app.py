@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
+from starlette.types import Receive, Scope, Send
 
 from dutyline.api import docs, errors, openapi
 from dutyline.api.envelope import encode, error_body, request_id_headers
@@ -25,7 +26,7 @@ from dutyline.api.observe import Metrics, configure_logging
 from dutyline.api.operation import Operation
 from dutyline.api.ratelimit import MemoryRateLimiter, NoRateLimiter, RateLimiter, default_windows
 from dutyline.api.routing import ExactPathRouter
-from dutyline.api.runtime import Runtime
+from dutyline.api.runtime import FrontAnswer, Runtime
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.db.signals import ChangeSignals
@@ -204,6 +205,22 @@ class Lifespan:
             await runtime.db.dispose()
 
 
+class _App(Starlette):
+    """Starlette, with the runtime's front answers (api/runtime.py) tried first: what the
+    process serves from memory under a flood skips routing and the middleware stack."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.front_answers: list[FrontAnswer] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for answer in self.front_answers:
+                if await answer(scope, send):
+                    return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -219,13 +236,14 @@ def create_app(
     routes += extra_routes(runtime)
     routes += ServicePages(runtime, operations).routes()
     http_error = HttpErrors(runtime.translator)
-    app = Starlette(
+    app = _App(
         exception_handlers={404: http_error, 405: http_error, Exception: http_error},
     )
     # Set before the first request builds the middleware stack around it.
     app.router = ExactPathRouter(routes=routes, lifespan=Lifespan(runtime, background or []),
                                  priority=runtime.priority, yielding=PUBLIC_PREFIXES)
     app.state.runtime = runtime
+    app.front_answers = runtime.front_answers
     app.state.operations = operations
     configure_logging(settings.log_level, settings.log_json)
     return app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -50,6 +50,11 @@ class AuditSink(Protocol):
 
     async def flush(self, conn: AsyncConnection, actor: Actor, *, request_id: str = "",
                     client_ip: str = "", body: str = "") -> int: ...
+
+
+# (ASGI scope, send) -> whether it answered (Runtime.front_answers).
+FrontAnswer = Callable[[MutableMapping[str, Any],
+                        Callable[[MutableMapping[str, Any]], Awaitable[None]]], Awaitable[bool]]
 
 
 def _reachable(_channel: str) -> str | None:
@@ -103,6 +108,10 @@ class Runtime:
     # notify domain answers (wired by app.py), so a domain it depends on (a member's
     # contacts, in platform) can warn about a contact nothing will use.
     reach_gap: Callable[[str], str | None] = _reachable
+    # Answers tried before routing and the middleware stack (app.py), for what a process
+    # serves from memory under a flood (status_page/public/routes.py `KeptViews`): each sends
+    # a whole answer and says True, or sends nothing and says False. None may raise.
+    front_answers: list[FrontAnswer] = field(default_factory=list)
     _deps: Deps | None = field(default=None, init=False, repr=False, compare=False)
 
     @property

@@ -21,8 +21,8 @@ from urllib.parse import parse_qs, urlsplit
 import structlog
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.routing import Route, request_response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import Route
+from starlette.types import Scope, Send
 
 from dutyline.api.envelope import (
     REFERENCE_REQUEST_ID_HEADER,
@@ -194,66 +194,78 @@ def _guarded(
 
 
 _RID_NAMES = (REQUEST_ID_HEADER.lower().encode(), REFERENCE_REQUEST_ID_HEADER.lower().encode())
+_VIEWS = {"": "html", "/history.rss": "rss", "/history.atom": "atom"}
 
 
-class _KeptView:
-    """A page or feed view as a raw ASGI app: a public page's rendering kept in memory (what
-    a flood of views asks for) is answered with its headers encoded once per rendering,
-    without building Starlette's Request and Response for each view. Anything else (an
-    internal page, a query string, HEAD, conditional headers it cannot decide alone, a
-    rendering not kept, urgent requests in flight) takes the ordinary view (`slow`), which
-    answers it exactly as before; the headers of both are the same (a test compares them)."""
+class KeptViews:
+    """Public page and feed views answered from memory, before routing and the middleware
+    stack (registered in `Runtime.front_answers`): a public page's rendering kept in memory,
+    what a flood of views asks for, is sent with its headers encoded once per rendering,
+    without Starlette's Request and Response. Anything else (an internal or unknown page, a
+    query string, HEAD, If-Modified-Since, a rendering not kept, urgent requests in flight)
+    is left to the ordinary view, which answers it; both answer a kept view alike (a test
+    compares their headers)."""
 
-    def __init__(self, site: PublicSite, what: str, slow: ASGIApp) -> None:
-        self.site, self.what, self.slow = site, what, slow
-        self.media = (_HTML if what == "html" else _FEED_TYPES[what]).encode()
-        # page_id -> (the rendering, its fixed headers for a 200, the same for a 304)
-        self._encoded: dict[int, tuple[Rendered, list[tuple[bytes, bytes]],
-                                       list[tuple[bytes, bytes]]]] = {}
+    def __init__(self, site: PublicSite) -> None:
+        self.site = site
+        self.served = 0  # views answered here (for tests and diagnostics)
+        # (page_id, what) -> (the rendering, its ETag, its headers for a 200, for a 304)
+        self._encoded: dict[tuple[int, str], tuple[
+            Rendered, bytes, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]] = {}
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def answer(self, scope: Scope, send: Send) -> bool:
+        path: str = scope["path"]
+        if (not path.startswith("/status/") or scope["method"] != "GET"
+                or scope.get("query_string") or scope.get("root_path")):
+            return False
+        url_name, slash, rest = path[8:].partition("/")
+        what = _VIEWS.get(slash + rest)
         site = self.site
-        if (scope["method"] != "GET" or scope.get("query_string")
-                or site.runtime.priority.busy):
-            return await self.slow(scope, receive, send)
-        head = site.kept_head(scope["path_params"]["url_name"])
-        if head is None or head.page_type == "internal" or head.status != "enabled":
-            return await self.slow(scope, receive, send)
-        entry = site.cache.peek(head.page_id, self.what, version=site.version(head.page_id),
-                                now_s=site.now_s())
+        if what is None or not url_name or site.runtime.priority.busy:
+            return False
+        known = site.heads.get(url_name)
+        if known is None:
+            return False
+        version, head = known
+        if (version is None or head.page_type == "internal" or head.status != "enabled"
+                or version != site.version(head.page_id)):
+            return False
+        entry = site.cache.peek(head.page_id, what, version=version, now_s=site.now_s())
         if entry is None:
-            return await self.slow(scope, receive, send)
+            return False
+        etag, ok, unchanged = self._headers(head, what, entry)
         not_modified = False
         for name, value in scope["headers"]:
             if name == b"if-none-match":
                 tags = {t.strip().removeprefix(b"W/") for t in value.split(b",")}
-                not_modified = b"*" in tags or entry.etag.encode() in tags
+                not_modified = b"*" in tags or etag in tags
                 break
             if name == b"if-modified-since":
-                return await self.slow(scope, receive, send)  # rare: dates are parsed there
+                return False  # dates are parsed by the ordinary view
         site.cache.hits += 1
-        ok, unchanged = self._headers(head, entry)
+        self.served += 1
         rid = new_request_id().encode()
-        headers = [(_RID_NAMES[0], rid), (_RID_NAMES[1], rid),
-                   *(unchanged if not_modified else ok)]
         await send({"type": "http.response.start", "status": 304 if not_modified else 200,
-                    "headers": headers})
+                    "headers": [(_RID_NAMES[0], rid), (_RID_NAMES[1], rid),
+                                *(unchanged if not_modified else ok)]})
         await send({"type": "http.response.body", "body": b"" if not_modified else entry.body})
+        return True
 
-    def _headers(self, head: PageHead, entry: Rendered,
-                 ) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
-        known = self._encoded.get(head.page_id)
+    def _headers(self, head: PageHead, what: str, entry: Rendered,
+                 ) -> tuple[bytes, list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+        known = self._encoded.get((head.page_id, what))
         if known is not None and known[0] is entry:
-            return known[1], known[2]
-        # In the order Starlette's Response writes them (security, cache, then length, type).
+            return known[1], known[2], known[3]
+        # In the order Starlette's Response writes them: the view's, then length and type.
         fixed = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in
                  {**_SECURITY_HEADERS, **_cache_headers(head, entry)}.items()]
+        media = _HTML if what == "html" else _FEED_TYPES[what]
         ok = [*fixed, (b"content-length", str(len(entry.body)).encode()),
-              (b"content-type", self.media)]
-        if len(self._encoded) > 4096:
+              (b"content-type", media.encode())]
+        if len(self._encoded) >= 4096:
             self._encoded.clear()
-        self._encoded[head.page_id] = (entry, ok, fixed)
-        return ok, fixed
+        self._encoded[(head.page_id, what)] = (entry, entry.etag.encode(), ok, fixed)
+        return entry.etag.encode(), ok, fixed
 
 
 class PublicSite:
@@ -274,9 +286,9 @@ class PublicSite:
     def routes(self) -> list[Route]:
         base, priority = self.BASE, self.runtime.priority
         return [
-            Route(base, self._kept("html", self.page), methods=["GET"]),
-            Route(base + "/history.rss", self._kept("rss", self.rss), methods=["GET"]),
-            Route(base + "/history.atom", self._kept("atom", self.atom), methods=["GET"]),
+            Route(base, _guarded(self.page, priority), methods=["GET"]),
+            Route(base + "/history.rss", _guarded(self.rss, priority), methods=["GET"]),
+            Route(base + "/history.atom", _guarded(self.atom, priority), methods=["GET"]),
             Route(base + "/subscribe", _guarded(self.subscribe_post, priority),
                   methods=["POST"]),
             Route(base + "/confirm", _guarded(self.confirm, priority),
@@ -285,22 +297,9 @@ class PublicSite:
                   methods=["GET", "POST"]),
         ]
 
-    def _kept(self, what: str, view: Callable[[Request, str], Awaitable[Response]],
-              ) -> _KeptView:
-        return _KeptView(self, what, request_response(_guarded(view, self.runtime.priority)))
-
     def now_s(self) -> int:
         return int(self.runtime.clock.now())
 
-    def kept_head(self, url_name: str) -> PageHead | None:
-        """The page at this address from memory, when its signal has not moved since."""
-        known = self.heads.get(url_name)
-        if known is None:
-            return None
-        version, head = known
-        if version is None or version != self.version(head.page_id):
-            return None
-        return head
 
     def version(self, page_id: int) -> Version | None:
         return self.runtime.signals.version(page_signal(page_id))
@@ -494,5 +493,8 @@ class PublicSite:
 
 
 def routes(runtime: Runtime) -> list[Route]:
-    """The public pages' routes (domains.py names this factory)."""
-    return PublicSite(runtime).routes()
+    """The public pages' routes (domains.py names this factory); the views it keeps in memory
+    are answered before routing (`KeptViews`)."""
+    site = PublicSite(runtime)
+    runtime.front_answers.append(KeptViews(site).answer)
+    return site.routes()
