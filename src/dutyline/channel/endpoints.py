@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import msgspec
+from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
@@ -41,24 +42,25 @@ async def channel_create(ctx: Context, req: CreateChannelRequest) -> ChannelCrea
 
 
 @router.post("/channel/info", permissions=(CHANNEL_VIEW,))
-async def channel_info(ctx: Context, req: ChannelIDRequest) -> ChannelItem:
+def channel_info(conn: Connection, ctx: Context, req: ChannelIDRequest) -> ChannelItem:
     """Get one channel (deleted ones too, with status `deleted`)."""
-    return await service.channel_info(ctx.conn, ctx.actor, channel_id=req.channel_id)
+    return service.channel_info_sync(conn, ctx.actor, channel_id=req.channel_id)
 
 
 @router.post("/channel/infos", permissions=(CHANNEL_VIEW,))
-async def channel_infos(ctx: Context, req: ChannelInfosRequest) -> ChannelInfosResponse:
+def channel_infos(conn: Connection, ctx: Context,
+                  req: ChannelInfosRequest) -> ChannelInfosResponse:
     """Get up to 1000 live channels by id; unknown ids are left out."""
-    return ChannelInfosResponse(items=await service.channel_infos(
-        ctx.conn, ctx.actor, channel_ids=req.channel_ids))
+    return ChannelInfosResponse(items=service.channel_infos_sync(
+        conn, ctx.actor, channel_ids=req.channel_ids))
 
 
 @router.post("/channel/list", permissions=(CHANNEL_VIEW,))
-async def channel_list(ctx: Context, req: ListChannelsRequest) -> ListChannelsResponse:
+def channel_list(conn: Connection, ctx: Context, req: ListChannelsRequest) -> ListChannelsResponse:
     """List the live channels the caller sees, a page at a time."""
     offset = (req.p - 1) * req.limit
-    total, items = await service.list_channels(
-        ctx.conn, ctx.actor, offset=offset, limit=req.limit, q=service.ChannelQuery(
+    total, items = service.list_channels_sync(
+        conn, ctx.actor, offset=offset, limit=req.limit, q=service.ChannelQuery(
             orderby=req.orderby, asc=req.asc, is_my_managed=req.is_my_managed,
             is_my_starred=req.is_my_starred, is_my_team=req.is_my_team,
             is_brief=req.is_brief, team_ids=req.team_ids, channel_ids=req.channel_ids,

@@ -26,7 +26,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import any_contains
-from dutyline.db.paging import counted_page, ordered
+from dutyline.db.paging import counted_page_sync, ordered, windowed_page
 from dutyline.db.tables.channel import channel
 
 _ORDER_COLUMNS = {
@@ -143,8 +143,8 @@ async def name_taken(conn: AsyncConnection, account_id: int, name_key: str,
     return (await conn.execute(stmt)).first() is not None
 
 
-async def list_page(
-    conn: AsyncConnection, account_id: int, viewer: Viewer, *, mine: frozenset[int] | None,
+def list_page_sync(
+    conn: Connection, account_id: int, viewer: Viewer, *, mine: frozenset[int] | None,
     managed_by: frozenset[int] | None, team_ids: list[int], channel_ids: list[int],
     channel_name: str, query: str, orderby: str, asc: bool, offset: int, limit: int,
 ) -> tuple[int, list[Row[Any]]]:
@@ -165,17 +165,27 @@ async def list_page(
         conditions.append(channel.c.name_key == channel_name.lower())
     elif query:
         conditions.append(any_contains(query, channel.c.name_key, channel.c.description))
-    total, rows = await counted_page(
+    total, rows = counted_page_sync(
         conn, select(func.count()).select_from(channel).where(*conditions),
-        select(channel).where(*conditions).order_by(
-            *ordered(_ORDER_COLUMNS[orderby], channel.c.channel_id, asc=asc)),
-        offset=offset, limit=limit, window=True)
+        windowed_page(select(channel).where(*conditions).order_by(
+            *ordered(_ORDER_COLUMNS[orderby], channel.c.channel_id, asc=asc))),
+        params={"offset": offset, "limit": limit})
     return total, list(rows)
 
 
-async def find_many_visible(
-    conn: AsyncConnection, account_id: int, channel_ids: list[int], viewer: Viewer
-) -> list[Any]:
+async def list_page(
+    conn: AsyncConnection, account_id: int, viewer: Viewer, *, mine: frozenset[int] | None,
+    managed_by: frozenset[int] | None, team_ids: list[int], channel_ids: list[int],
+    channel_name: str, query: str, orderby: str, asc: bool, offset: int, limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    return await conn.run_sync(lambda sync: list_page_sync(
+        sync, account_id, viewer, mine=mine, managed_by=managed_by, team_ids=team_ids,
+        channel_ids=channel_ids, channel_name=channel_name, query=query, orderby=orderby,
+        asc=asc, offset=offset, limit=limit))
+
+
+def find_many_visible_sync(conn: Connection, account_id: int, channel_ids: list[int],
+                           viewer: Viewer) -> list[Any]:
     stmt = (
         select(channel.c.channel_id, channel.c.channel_name, channel.c.status,
                channel.c.team_id, channel.c.creator_id)
@@ -183,7 +193,13 @@ async def find_many_visible(
                channel.c.deleted_at == 0, visible_to(viewer))
         .order_by(channel.c.channel_id)
     )
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
+
+
+async def find_many_visible(
+    conn: AsyncConnection, account_id: int, channel_ids: list[int], viewer: Viewer
+) -> list[Any]:
+    return await conn.run_sync(find_many_visible_sync, account_id, channel_ids, viewer)
 
 
 _NAMES = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(

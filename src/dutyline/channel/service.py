@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
@@ -201,26 +201,39 @@ async def create_channel(conn: AsyncConnection, actor: Actor, *,
                           external_report_token=token)
 
 
-@reads(CHANNEL_VIEW)
-async def channel_info(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> ChannelItem:
+@reads_sync(CHANNEL_VIEW)
+def channel_info_sync(conn: Connection, actor: Actor, *, channel_id: int) -> ChannelItem:
     """Deleted channels stay readable by id (status `deleted`, `deleted_at`), so records
     that name them can still be explained."""
-    row = await repo.get_visible(conn, actor.account_id, channel_id, await viewer(actor),
-                                 include_deleted=True)
+    row = repo.get_visible_sync(conn, actor.account_id, channel_id, viewer_sync(conn, actor),
+                                include_deleted=True)
     if row is None:
         raise errors.not_found("channel", channel_id)
     return _item(row)
 
 
 @reads(CHANNEL_VIEW)
-async def channel_infos(conn: AsyncConnection, actor: Actor, *,
-                        channel_ids: Sequence[int]) -> list[ChannelShort]:
+async def channel_info(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> ChannelItem:
+    return await conn.run_sync(lambda sync: channel_info_sync(sync, actor,
+                                                              channel_id=channel_id))
+
+
+@reads_sync(CHANNEL_VIEW)
+def channel_infos_sync(conn: Connection, actor: Actor, *,
+                       channel_ids: Sequence[int]) -> list[ChannelShort]:
     """The live channels among these ids that the actor sees; unknown ids are left out."""
     ids = list(dict.fromkeys(channel_ids))
-    rows = await repo.find_many_visible(conn, actor.account_id, ids, await viewer(actor))
+    rows = repo.find_many_visible_sync(conn, actor.account_id, ids, viewer_sync(conn, actor))
     return [ChannelShort(channel_id=r.channel_id, channel_name=r.channel_name, status=r.status,
                          team_id=r.team_id, creator_id=r.creator_id)
             for r in rows]
+
+
+@reads(CHANNEL_VIEW)
+async def channel_infos(conn: AsyncConnection, actor: Actor, *,
+                        channel_ids: Sequence[int]) -> list[ChannelShort]:
+    return await conn.run_sync(lambda sync: channel_infos_sync(sync, actor,
+                                                               channel_ids=channel_ids))
 
 
 @dataclass(frozen=True)
@@ -239,18 +252,18 @@ class ChannelQuery:
     query: str = ""
 
 
-@reads(CHANNEL_VIEW)
-async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery, offset: int,
-                        limit: int) -> tuple[int, list[ChannelItem]]:
+@reads_sync(CHANNEL_VIEW)
+def list_channels_sync(conn: Connection, actor: Actor, *, q: ChannelQuery, offset: int,
+                       limit: int) -> tuple[int, list[ChannelItem]]:
     """(total, one page of the live channels the actor sees)."""
     if q.is_my_starred and q.is_my_team:
         raise errors.invalid("is_my_starred", "cannot be combined with is_my_team")
     if q.is_my_starred:
         # Nobody can star a channel yet (no endpoint does it), so no channel is starred.
         return 0, []
-    my_teams = await actor.team_ids() if (q.is_my_team or q.is_my_managed) else None
-    total, rows = await repo.list_page(
-        conn, actor.account_id, await viewer(actor),
+    my_teams = actor.team_ids_sync(conn) if (q.is_my_team or q.is_my_managed) else None
+    total, rows = repo.list_page_sync(
+        conn, actor.account_id, viewer_sync(conn, actor),
         mine=my_teams if q.is_my_team else None,
         managed_by=my_teams if q.is_my_managed else None,
         team_ids=list(dict.fromkeys(q.team_ids)),
@@ -259,6 +272,14 @@ async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery,
         orderby=q.orderby, asc=q.asc, offset=offset, limit=limit,
     )
     return total, [_brief(r) if q.is_brief else _item(r) for r in rows]
+
+
+@reads(CHANNEL_VIEW)
+async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery, offset: int,
+                        limit: int) -> tuple[int, list[ChannelItem]]:
+    """(total, one page of the live channels the actor sees)."""
+    return await conn.run_sync(lambda sync: list_channels_sync(sync, actor, q=q, offset=offset,
+                                                               limit=limit))
 
 
 @writes("/channel/update", CHANNEL_MANAGE)

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, UnaryExpression, bindparam, func, select
+from sqlalchemy import ColumnElement, Connection, Select, UnaryExpression, bindparam, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -40,6 +40,17 @@ async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[A
     if total == 0 or offset >= total:
         return total, []
     return total, (await conn.execute(page.offset(offset).limit(limit), params)).all()
+
+
+def counted_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *,
+                      params: Mapping[str, Any]) -> tuple[int, Sequence[Row[Any]]]:
+    """`counted_page` with `window` on a sync connection, for a page built by
+    `windowed_page` (its offset and limit among `params`): one statement, the count only
+    when the page comes back empty."""
+    rows = conn.execute(page, params).all()
+    if rows:
+        return int(rows[0][-1]), rows
+    return int(conn.execute(count, params).scalar_one()), []
 
 
 def windowed_page(page: Select[Any]) -> Select[Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.api.types import SaveWarnings
@@ -66,14 +68,15 @@ async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
 
 
 @router.post("/channel/escalate/rule/info", permissions=(CHANNEL_VIEW,))
-async def rule_info(ctx: Context, req: ChannelRuleIDRequest) -> EscalateRuleItem:
+def rule_info(conn: Connection, ctx: Context, req: ChannelRuleIDRequest) -> EscalateRuleItem:
     """One escalation rule, layers included."""
-    return await service.rule_info(ctx.conn, ctx.actor, channel_id=req.channel_id,
-                                   rule_id=req.rule_id)
+    return service.rule_info_sync(conn, ctx.actor, channel_id=req.channel_id,
+                                  rule_id=req.rule_id)
 
 
 @router.post("/channel/escalate/rule/list", permissions=(CHANNEL_VIEW,))
-async def rule_list(ctx: Context, req: ChannelScopedListRequest) -> ListEscalationRulesResponse:
+def rule_list(conn: Connection, ctx: Context,
+              req: ChannelScopedListRequest) -> ListEscalationRulesResponse:
     """Every escalation rule of a channel, in the order they are tried."""
     return ListEscalationRulesResponse(
-        items=await service.list_rules(ctx.conn, ctx.actor, channel_id=req.channel_id))
+        items=service.list_rules_sync(conn, ctx.actor, channel_id=req.channel_id))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,11 +17,21 @@ async def insert_rule(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(escalate_rule).values(**values))
 
 
+_GET_RULE = select(escalate_rule).where(
+    escalate_rule.c.account_id == bindparam("account_id"),
+    escalate_rule.c.channel_id == bindparam("channel_id"),
+    escalate_rule.c.rule_id == bindparam("rule_id"))
+
+
+def get_rule_sync(conn: Connection, account_id: int, channel_id: int,
+                  rule_id: str) -> Row[Any] | None:
+    return conn.execute(_GET_RULE, {"account_id": account_id, "channel_id": channel_id,
+                                    "rule_id": rule_id}).first()
+
+
 async def get_rule(conn: AsyncConnection, account_id: int, channel_id: int,
                    rule_id: str) -> Row[Any] | None:
-    return (await conn.execute(select(escalate_rule).where(
-        escalate_rule.c.account_id == account_id, escalate_rule.c.channel_id == channel_id,
-        escalate_rule.c.rule_id == rule_id))).first()
+    return await conn.run_sync(get_rule_sync, account_id, channel_id, rule_id)
 
 
 async def get_rule_by_id(conn: AsyncConnection, account_id: int,
@@ -31,15 +41,24 @@ async def get_rule_by_id(conn: AsyncConnection, account_id: int,
         escalate_rule.c.rule_id == rule_id))).first()
 
 
+_RULES_OF_CHANNEL = (
+    select(escalate_rule)
+    .where(escalate_rule.c.account_id == bindparam("account_id"),
+           escalate_rule.c.channel_id == bindparam("channel_id"))
+    .order_by(escalate_rule.c.priority, escalate_rule.c.created_at, escalate_rule.c.rule_id))
+_ENABLED_RULES_OF_CHANNEL = _RULES_OF_CHANNEL.where(escalate_rule.c.status == "enabled")
+
+
+def list_rules_sync(conn: Connection, account_id: int, channel_id: int,
+                    *, enabled_only: bool = False) -> list[Row[Any]]:
+    stmt = _ENABLED_RULES_OF_CHANNEL if enabled_only else _RULES_OF_CHANNEL
+    return list(conn.execute(stmt, {"account_id": account_id, "channel_id": channel_id}).all())
+
+
 async def list_rules(conn: AsyncConnection, account_id: int, channel_id: int,
                      *, enabled_only: bool = False) -> list[Row[Any]]:
-    stmt = select(escalate_rule).where(escalate_rule.c.account_id == account_id,
-                                       escalate_rule.c.channel_id == channel_id)
-    if enabled_only:
-        stmt = stmt.where(escalate_rule.c.status == "enabled")
-    stmt = stmt.order_by(escalate_rule.c.priority, escalate_rule.c.created_at,
-                         escalate_rule.c.rule_id)
-    return list((await conn.execute(stmt)).all())
+    return await conn.run_sync(lambda sync: list_rules_sync(
+        sync, account_id, channel_id, enabled_only=enabled_only))
 
 
 async def rules_of_channels(conn: AsyncConnection, account_id: int,

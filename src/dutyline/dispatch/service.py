@@ -13,9 +13,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import msgspec
+from sqlalchemy import Connection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store
@@ -74,12 +75,16 @@ async def _require_channel(conn: Any, actor: Actor, channel_id: int) -> None:
     await channels.require_visible(conn, actor, channel_id)
 
 
-async def _require_rule(conn: Any, actor: Actor, channel_id: int, rule_id: str) -> Any:
-    await _require_channel(conn, actor, channel_id)
-    row = await repo.get_rule(conn, actor.account_id, channel_id, rule_id.lower())
+def _require_rule_sync(conn: Connection, actor: Actor, channel_id: int, rule_id: str) -> Any:
+    channels.require_visible_sync(conn, actor, channel_id)
+    row = repo.get_rule_sync(conn, actor.account_id, channel_id, rule_id.lower())
     if row is None:
         raise errors.not_found("rule", rule_id)
     return row
+
+
+async def _require_rule(conn: Any, actor: Actor, channel_id: int, rule_id: str) -> Any:
+    return await conn.run_sync(_require_rule_sync, actor, channel_id, rule_id)
 
 
 async def _checked_layers(conn: Any, actor: Actor, layers: list[EscalateLayer],
@@ -323,16 +328,32 @@ async def _set_status(conn: Any, actor: Actor, channel_id: int, rule_id: str,
     return str(row.rule_id)
 
 
+@reads_sync(CHANNEL_VIEW)
+def rule_info_sync(conn: Connection, actor: Actor, *, channel_id: int,
+                   rule_id: str) -> EscalateRuleItem:
+    return rule_item(_require_rule_sync(conn, actor, channel_id, rule_id))
+
+
 @reads(CHANNEL_VIEW)
 async def rule_info(conn: Any, actor: Actor, *, channel_id: int,
                     rule_id: str) -> EscalateRuleItem:
-    return rule_item(await _require_rule(conn, actor, channel_id, rule_id))
+    item: EscalateRuleItem = await conn.run_sync(
+        lambda sync: rule_info_sync(sync, actor, channel_id=channel_id, rule_id=rule_id))
+    return item
+
+
+@reads_sync(CHANNEL_VIEW)
+def list_rules_sync(conn: Connection, actor: Actor, *,
+                    channel_id: int) -> list[EscalateRuleItem]:
+    channels.require_visible_sync(conn, actor, channel_id)
+    return [rule_item(r) for r in repo.list_rules_sync(conn, actor.account_id, channel_id)]
 
 
 @reads(CHANNEL_VIEW)
 async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[EscalateRuleItem]:
-    await _require_channel(conn, actor, channel_id)
-    return [rule_item(r) for r in await repo.list_rules(conn, actor.account_id, channel_id)]
+    items: list[EscalateRuleItem] = await conn.run_sync(
+        lambda sync: list_rules_sync(sync, actor, channel_id=channel_id))
+    return items
 
 
 @reads(CHANNEL_VIEW)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel.integration import service
@@ -34,18 +36,17 @@ async def integration_create(ctx: Context,
 
 
 @router.post("/integration/info", permissions=(INTEGRATION_VIEW,))
-async def integration_info(ctx: Context, req: IntegrationIDRequest) -> IntegrationItem:
+def integration_info(conn: Connection, ctx: Context, req: IntegrationIDRequest) -> IntegrationItem:
     """Get one integration (never its key)."""
-    return await service.integration_info(ctx.conn, ctx.actor,
-                                          integration_id=req.integration_id)
+    return service.integration_info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
 @router.post("/integration/list", permissions=(INTEGRATION_VIEW,))
-async def integration_list(ctx: Context,
-                           req: ListIntegrationsRequest) -> ListIntegrationsResponse:
+def integration_list(conn: Connection, ctx: Context,
+                     req: ListIntegrationsRequest) -> ListIntegrationsResponse:
     """List integrations, of one channel or of every channel the caller sees."""
-    total, items = await service.list_integrations(
-        ctx.conn, ctx.actor, channel_id=req.channel_id, offset=req.offset, limit=req.limit)
+    total, items = service.list_integrations_sync(
+        conn, ctx.actor, channel_id=req.channel_id, offset=req.offset, limit=req.limit)
     return ListIntegrationsResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel.repository import Viewer, visible_to
-from dutyline.db.paging import counted_page, ordered
+from dutyline.db.paging import counted_page_sync, ordered, windowed_page
 from dutyline.db.tables.channel import channel, integration, integration_custom_action
 
 # Built once: ingestion runs this for every alert. The whole channel row comes along, so
@@ -55,16 +55,21 @@ def _live(account_id: int, viewer: Viewer) -> list[Any]:
     ]
 
 
-async def get_visible(conn: AsyncConnection, account_id: int, integration_id: int,
-                      viewer: Viewer) -> Row[Any] | None:
+def get_visible_sync(conn: Connection, account_id: int, integration_id: int,
+                     viewer: Viewer) -> Row[Any] | None:
     stmt = _ITEM_ROWS.where(*_live(account_id, viewer),
                             integration.c.integration_id == integration_id)
-    return (await conn.execute(stmt)).first()
+    return conn.execute(stmt).first()
 
 
-async def list_page(conn: AsyncConnection, account_id: int, viewer: Viewer, *,
-                    channel_id: int | None, offset: int,
-                    limit: int) -> tuple[int, list[Row[Any]]]:
+async def get_visible(conn: AsyncConnection, account_id: int, integration_id: int,
+                      viewer: Viewer) -> Row[Any] | None:
+    return await conn.run_sync(get_visible_sync, account_id, integration_id, viewer)
+
+
+def list_page_sync(conn: Connection, account_id: int, viewer: Viewer, *,
+                   channel_id: int | None, offset: int,
+                   limit: int) -> tuple[int, list[Row[Any]]]:
     conditions = _live(account_id, viewer)
     if channel_id is not None:
         conditions.append(integration.c.channel_id == channel_id)
@@ -73,8 +78,8 @@ async def list_page(conn: AsyncConnection, account_id: int, viewer: Viewer, *,
              .where(*conditions))
     page = _ITEM_ROWS.where(*conditions).order_by(
         *ordered(integration.c.created_at, integration.c.integration_id, asc=False))
-    total, rows = await counted_page(conn, count, page, offset=offset, limit=limit,
-                                     window=True)
+    total, rows = counted_page_sync(conn, count, windowed_page(page),
+                                    params={"offset": offset, "limit": limit})
     return total, list(rows)
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
 from dutyline.api.deps import Deps
@@ -214,10 +214,31 @@ async def custom_action_target(conn: AsyncConnection, actor: Actor, *, channel_i
         url=row.url, signing_secret=deps.box.open(row.signing_secret_sealed))
 
 
+@reads_sync(INTEGRATION_VIEW)
+def integration_info_sync(conn: Connection, actor: Actor, *,
+                          integration_id: int) -> IntegrationItem:
+    return _item(_require_sync(conn, actor, integration_id))
+
+
 @reads(INTEGRATION_VIEW)
 async def integration_info(conn: AsyncConnection, actor: Actor, *,
                            integration_id: int) -> IntegrationItem:
-    return _item(await _require(conn, actor, integration_id))
+    return await conn.run_sync(lambda sync: integration_info_sync(
+        sync, actor, integration_id=integration_id))
+
+
+@reads_sync(INTEGRATION_VIEW)
+def list_integrations_sync(conn: Connection, actor: Actor, *, channel_id: int | None,
+                           offset: int, limit: int) -> tuple[int, list[IntegrationItem]]:
+    """(total, one page of the live integrations of one channel or of every channel the
+    actor sees)."""
+    if channel_id is not None:
+        channels.require_visible_sync(conn, actor, channel_id)
+    total, rows = repo.list_page_sync(
+        conn, actor.account_id, channels.viewer_sync(conn, actor),
+        channel_id=channel_id, offset=offset, limit=limit,
+    )
+    return total, [_item(r) for r in rows]
 
 
 @reads(INTEGRATION_VIEW)
@@ -225,13 +246,8 @@ async def list_integrations(conn: AsyncConnection, actor: Actor, *, channel_id: 
                             offset: int, limit: int) -> tuple[int, list[IntegrationItem]]:
     """(total, one page of the live integrations of one channel or of every channel the
     actor sees)."""
-    if channel_id is not None:
-        await channels.require_visible(conn, actor, channel_id)
-    total, rows = await repo.list_page(
-        conn, actor.account_id, await channels.viewer(actor),
-        channel_id=channel_id, offset=offset, limit=limit,
-    )
-    return total, [_item(r) for r in rows]
+    return await conn.run_sync(lambda sync: list_integrations_sync(
+        sync, actor, channel_id=channel_id, offset=offset, limit=limit))
 
 
 @writes("/integration/delete", INTEGRATION_MANAGE, dangerous=True)
@@ -243,18 +259,27 @@ async def delete_integration(conn: AsyncConnection, actor: Actor, *,
     return int(row.integration_id)
 
 
+def require_live_sync(conn: Connection, actor: Actor, *, integration_id: int) -> int:
+    """For other domains keyed by integration (enrichment, pipelines, routes): not found
+    unless the actor sees this live integration."""
+    return int(_require_sync(conn, actor, integration_id).integration_id)
+
+
 async def require_live(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> int:
-    """For other domains keyed by integration (enrichment): not found unless the actor sees
-    this live integration."""
-    return int((await _require(conn, actor, integration_id)).integration_id)
+    return await conn.run_sync(lambda sync: require_live_sync(
+        sync, actor, integration_id=integration_id))
 
 
-async def _require(conn: AsyncConnection, actor: Actor, integration_id: int) -> Any:
-    row = await repo.get_visible(conn, actor.account_id, integration_id,
-                                 await channels.viewer(actor))
+def _require_sync(conn: Connection, actor: Actor, integration_id: int) -> Any:
+    row = repo.get_visible_sync(conn, actor.account_id, integration_id,
+                                channels.viewer_sync(conn, actor))
     if row is None:
         raise errors.not_found("integration", integration_id)
     return row
+
+
+async def _require(conn: AsyncConnection, actor: Actor, integration_id: int) -> Any:
+    return await conn.run_sync(_require_sync, actor, integration_id)
 
 
 def _item(row: Any) -> IntegrationItem:

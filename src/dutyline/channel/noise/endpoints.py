@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel.noise import service
@@ -42,10 +44,10 @@ def _common_routes(prefix: str, kind: str, item: Any) -> None:
     rules = service.WRITES[kind]
 
     @router.post(f"{prefix}/info", response=item, permissions=(CHANNEL_VIEW,))
-    async def info(ctx: Context, req: ChannelRuleIDRequest) -> Any:
+    def info(conn: Connection, ctx: Context, req: ChannelRuleIDRequest) -> Any:
         """Get one rule of the channel."""
-        return await service.rule_info(ctx.conn, ctx.actor, kind=kind,
-                                       channel_id=req.channel_id, rule_id=req.rule_id)
+        return service.rule_info_sync(conn, ctx.actor, kind=kind, channel_id=req.channel_id,
+                                      rule_id=req.rule_id)
 
     @router.post(f"{prefix}/delete", permissions=(CHANNEL_MANAGE,), write=True)
     async def remove(ctx: Context, req: ChannelRuleIDRequest) -> None:
@@ -70,10 +72,10 @@ def _common_routes(prefix: str, kind: str, item: Any) -> None:
 
 
 @router.post("/channel/inhibit/rule/list", permissions=(CHANNEL_VIEW,))
-async def inhibit_list(ctx: Context, req: ChannelScopedRequest) -> ListInhibitRulesResponse:
+def inhibit_list(conn: Connection, ctx: Context,
+                 req: ChannelScopedRequest) -> ListInhibitRulesResponse:
     """List the channel's inhibit rules (full records)."""
-    items = await service.list_rules(ctx.conn, ctx.actor, kind=INHIBIT,
-                                     channel_id=req.channel_id)
+    items = service.list_rules_sync(conn, ctx.actor, kind=INHIBIT, channel_id=req.channel_id)
     return ListInhibitRulesResponse(items=items)  # type: ignore[arg-type]
 
 
@@ -115,10 +117,10 @@ def _silence_config(req: CreateSilenceRuleRequest) -> dict[str, Any]:
 
 
 @router.post("/channel/silence/rule/list", permissions=(CHANNEL_VIEW,))
-async def silence_list(ctx: Context, req: ChannelScopedRequest) -> ListSilenceRulesResponse:
+def silence_list(conn: Connection, ctx: Context,
+                 req: ChannelScopedRequest) -> ListSilenceRulesResponse:
     """List the channel's silence rules."""
-    items = await service.list_rules(ctx.conn, ctx.actor, kind=SILENCE,
-                                     channel_id=req.channel_id)
+    items = service.list_rules_sync(conn, ctx.actor, kind=SILENCE, channel_id=req.channel_id)
     return ListSilenceRulesResponse(items=items)  # type: ignore[arg-type]
 
 
@@ -151,10 +153,10 @@ _common_routes("/channel/silence/rule", SILENCE, SilenceRuleItem)
 
 
 @router.post("/channel/unsubscribe/rule/list", permissions=(CHANNEL_VIEW,))
-async def drop_list(ctx: Context, req: ChannelScopedRequest) -> ListDropRulesResponse:
+def drop_list(conn: Connection, ctx: Context,
+              req: ChannelScopedRequest) -> ListDropRulesResponse:
     """List the channel's drop rules."""
-    items = await service.list_rules(ctx.conn, ctx.actor, kind=DROP,
-                                     channel_id=req.channel_id)
+    items = service.list_rules_sync(conn, ctx.actor, kind=DROP, channel_id=req.channel_id)
     return ListDropRulesResponse(items=items)  # type: ignore[arg-type]
 
 

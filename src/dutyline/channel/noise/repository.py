@@ -20,18 +20,32 @@ def _scope(account_id: int, channel_id: int, kind: str) -> list[Any]:
             noise_rule.c.kind == kind]
 
 
+_GET = select(noise_rule).where(
+    noise_rule.c.account_id == bindparam("account_id"),
+    noise_rule.c.channel_id == bindparam("channel_id"), noise_rule.c.kind == bindparam("kind"),
+    noise_rule.c.rule_id == bindparam("rule_id"))
+_LIST = (select(noise_rule)
+         .where(noise_rule.c.account_id == bindparam("account_id"),
+                noise_rule.c.channel_id == bindparam("channel_id"),
+                noise_rule.c.kind == bindparam("kind"))
+         .order_by(noise_rule.c.priority, noise_rule.c.created_at, noise_rule.c.rule_id))
+
+
+def get_sync(conn: Connection, account_id: int, channel_id: int, kind: str,
+             rule_id: str) -> Row[Any] | None:
+    return conn.execute(_GET, {"account_id": account_id, "channel_id": channel_id,
+                               "kind": kind, "rule_id": rule_id.lower()}).first()
+
+
 async def get(conn: AsyncConnection, account_id: int, channel_id: int, kind: str,
               rule_id: str) -> Row[Any] | None:
-    stmt = select(noise_rule).where(*_scope(account_id, channel_id, kind),
-                                    noise_rule.c.rule_id == rule_id.lower())
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_sync, account_id, channel_id, kind, rule_id)
 
 
-async def list_rules(conn: AsyncConnection, account_id: int, channel_id: int,
-                     kind: str) -> list[Row[Any]]:
-    stmt = (select(noise_rule).where(*_scope(account_id, channel_id, kind))
-            .order_by(noise_rule.c.priority, noise_rule.c.created_at, noise_rule.c.rule_id))
-    return list((await conn.execute(stmt)).all())
+def list_rules_sync(conn: Connection, account_id: int, channel_id: int,
+                    kind: str) -> list[Row[Any]]:
+    return list(conn.execute(_LIST, {"account_id": account_id, "channel_id": channel_id,
+                                     "kind": kind}).all())
 
 
 async def count_rules(conn: AsyncConnection, account_id: int, channel_id: int,

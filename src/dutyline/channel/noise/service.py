@@ -16,10 +16,10 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
-from dutyline.channel import repository as channels
+from dutyline.channel import service as channel_service
 from dutyline.channel.noise import repository as repo
 from dutyline.channel.noise.compiled import (
     CACHE,
@@ -80,23 +80,27 @@ def _compiled(value: Any) -> Filter:
     return compile_filters(value)
 
 
-async def _channel(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
+def _channel_sync(conn: Connection, actor: Actor, channel_id: int) -> Any:
     """A live channel the actor sees, else not found (other accounts' ids too)."""
-    viewer = channels.Viewer(is_admin=actor.is_admin,
-                             team_ids=frozenset() if actor.is_admin else await actor.team_ids())
-    row = await channels.get_visible(conn, actor.account_id, channel_id, viewer)
+    return channel_service.require_visible_sync(conn, actor, channel_id)
+
+
+async def _channel(conn: AsyncConnection, actor: Actor, channel_id: int) -> Any:
+    return await conn.run_sync(_channel_sync, actor, channel_id)
+
+
+def _rule_sync(conn: Connection, actor: Actor, kind: str, channel_id: int,
+               rule_id: str) -> Any:
+    _channel_sync(conn, actor, channel_id)
+    row = repo.get_sync(conn, actor.account_id, channel_id, kind, rule_id)
     if row is None:
-        raise errors.not_found("channel", channel_id)
+        raise errors.not_found(_KIND_NAMES[kind], rule_id)
     return row
 
 
 async def _rule(conn: AsyncConnection, actor: Actor, kind: str, channel_id: int,
                 rule_id: str) -> Any:
-    await _channel(conn, actor, channel_id)
-    row = await repo.get(conn, actor.account_id, channel_id, kind, rule_id)
-    if row is None:
-        raise errors.not_found(_KIND_NAMES[kind], rule_id)
-    return row
+    return await conn.run_sync(_rule_sync, actor, kind, channel_id, rule_id)
 
 
 # -- records --------------------------------------------------------------------------------
@@ -135,34 +139,47 @@ def record(row: Any, now_s: int, local_days: LocalDays | None = None) -> RuleIte
     return UnsubscribeRuleItem(**common, filters=config.get("filters") or [])
 
 
+@reads_sync(CHANNEL_VIEW)
+def list_rules_sync(conn: Connection, actor: Actor, *, kind: str,
+                    channel_id: int) -> list[RuleItem]:
+    _channel_sync(conn, actor, channel_id)
+    rows = repo.list_rules_sync(conn, actor.account_id, channel_id, kind)
+    local_days = _local_days_sync(conn, actor, rows)
+    return [record(r, actor.now_s, local_days) for r in rows]
+
+
 @reads(CHANNEL_VIEW)
 async def list_rules(conn: AsyncConnection, actor: Actor, *, kind: str,
                      channel_id: int) -> list[RuleItem]:
-    await _channel(conn, actor, channel_id)
-    rows = await repo.list_rules(conn, actor.account_id, channel_id, kind)
-    local_days = await _local_days(conn, actor, rows)
-    return [record(r, actor.now_s, local_days) for r in rows]
+    return await conn.run_sync(lambda sync: list_rules_sync(sync, actor, kind=kind,
+                                                            channel_id=channel_id))
+
+
+@reads_sync(CHANNEL_VIEW)
+def rule_info_sync(conn: Connection, actor: Actor, *, kind: str, channel_id: int,
+                   rule_id: str) -> RuleItem:
+    row = _rule_sync(conn, actor, kind, channel_id, rule_id)
+    return record(row, actor.now_s, _local_days_sync(conn, actor, [row]))
 
 
 @reads(CHANNEL_VIEW)
 async def rule_info(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
                     rule_id: str) -> RuleItem:
-    row = await _rule(conn, actor, kind, channel_id, rule_id)
-    return record(row, actor.now_s, await _local_days(conn, actor, [row]))
+    return await conn.run_sync(lambda sync: rule_info_sync(
+        sync, actor, kind=kind, channel_id=channel_id, rule_id=rule_id))
 
 
 def _calendar_ids(config: dict[str, Any]) -> set[str]:
     return {w["cal_id"] for w in config.get("time_filters") or () if w.get("cal_id")}
 
 
-async def _local_days(conn: AsyncConnection, actor: Actor, rows: Sequence[Any]
-                      ) -> LocalDays | None:
-    """What silence rules' recurring windows are read with now, when any rule has some."""
-    timed = [_decode_config.decode(r.config) for r in rows if r.kind == SILENCE]
-    if not any(c.get("time_filters") for c in timed):
+def _local_days_sync(conn: Connection, actor: Actor, rows: Sequence[Any]) -> LocalDays | None:
+    """What silence rules' recurring windows are read with now, when any rule has some: the
+    account's time zone and calendars, read when a window first asks."""
+    if not any(_decode_config.decode(r.config).get("time_filters")
+               for r in rows if r.kind == SILENCE):
         return None
-    cal_ids = set().union(*(_calendar_ids(c) for c in timed))
-    return await calendars.local_days(conn, actor, cal_ids=cal_ids, at_s=actor.now_s)
+    return calendars.local_days_sync(conn, actor.account_id)
 
 
 # -- writes ---------------------------------------------------------------------------------

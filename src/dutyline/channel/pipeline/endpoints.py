@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
+from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
@@ -43,13 +44,14 @@ async def pipeline_upsert(ctx: Context, req: PipelineUpsertRequest) -> None:
 
 
 @router.post("/alert/pipeline/info", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
-async def pipeline_info(ctx: Context, req: PipelineInfoRequest) -> PipelineItem:
+def pipeline_info(conn: Connection, ctx: Context, req: PipelineInfoRequest) -> PipelineItem:
     """An integration's pipeline (an empty, enabled one when none was written)."""
-    return await service.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
+    return service.info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
 @router.post("/alert/pipeline/list", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
-async def pipeline_list(ctx: Context, req: PipelineListRequest) -> PipelineListResponse:
+def pipeline_list(conn: Connection, ctx: Context,
+                  req: PipelineListRequest) -> PipelineListResponse:
     """The pipelines written for these integrations of the account."""
-    return PipelineListResponse(items=await service.list_pipelines(
-        ctx.conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids))))
+    return PipelineListResponse(items=service.list_pipelines_sync(
+        conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids))))

@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel.integration import service as integrations
@@ -128,12 +128,12 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                     values=values)
 
 
-@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
-async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> PipelineItem:
+@reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
+def info_sync(conn: Connection, actor: Actor, *, integration_id: int) -> PipelineItem:
     """The pipeline of a live integration the actor sees (an empty, enabled one when none
     was written)."""
-    await integrations.require_live(conn, actor, integration_id=integration_id)
-    row = await repo.get(conn, actor.account_id, integration_id)
+    integrations.require_live_sync(conn, actor, integration_id=integration_id)
+    row = repo.get_sync(conn, actor.account_id, integration_id)
     if row is None:
         return PipelineItem(integration_id=integration_id, rules=[], status="enabled",
                             creator_id=0, updated_by=0, created_at=0, updated_at=0)
@@ -141,11 +141,22 @@ async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> P
 
 
 @reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
+async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> PipelineItem:
+    return await conn.run_sync(lambda sync: info_sync(sync, actor,
+                                                      integration_id=integration_id))
+
+
+@reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
+def list_pipelines_sync(conn: Connection, actor: Actor, *,
+                        integration_ids: list[int]) -> list[PipelineItem]:
+    return [_item(r) for r in repo.list_for_sync(conn, actor.account_id, integration_ids)]
+
+
+@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def list_pipelines(conn: AsyncConnection, actor: Actor, *,
                          integration_ids: list[int]) -> list[PipelineItem]:
-    if not integration_ids:
-        return []
-    return [_item(r) for r in await repo.list_for(conn, actor.account_id, integration_ids)]
+    return await conn.run_sync(lambda sync: list_pipelines_sync(
+        sync, actor, integration_ids=integration_ids))
 
 
 # -- ingest (sync, on the push's connection) ----------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated
 
 import msgspec
+from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
@@ -46,13 +47,13 @@ async def route_upsert(ctx: Context, req: RouteUpsertRequest) -> None:
 
 
 @router.post("/route/info", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE), empty="null")
-async def route_info(ctx: Context, req: RouteInfoRequest) -> RouteItem | None:
+def route_info(conn: Connection, ctx: Context, req: RouteInfoRequest) -> RouteItem | None:
     """An integration's route; null when it has none."""
-    return await service.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
+    return service.info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
 @router.post("/route/list", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
-async def route_list(ctx: Context, req: RouteListRequest) -> RouteListResponse:
+def route_list(conn: Connection, ctx: Context, req: RouteListRequest) -> RouteListResponse:
     """The routes of these integrations of the account (those without one are left out)."""
-    return RouteListResponse(items=await service.list_routes(
-        ctx.conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids))))
+    return RouteListResponse(items=service.list_routes_sync(
+        conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids))))

@@ -19,9 +19,30 @@ async def get(conn: AsyncConnection, account_id: int, integration_id: int) -> Ro
                                      for_update=True)
 
 
-async def list_for(conn: AsyncConnection, account_id: int,
-                   integration_ids: Sequence[int]) -> list[Row[Any]]:
-    return await per_integration.list_for(conn, integration_route, account_id, integration_ids)
+# -- reads (sync: a read operation's one unit of database work, api/operation.py) --------
+
+_t = integration_route
+_GET = select(_t).where(_t.c.account_id == bindparam("account_id"),
+                        _t.c.integration_id == bindparam("integration_id"))
+_LIST_FOR = (select(_t)
+             .where(_t.c.account_id == bindparam("account_id"),
+                    _t.c.integration_id.in_(bindparam("integration_ids", expanding=True)))
+             .order_by(_t.c.integration_id))
+
+
+def get_sync(conn: Connection, account_id: int, integration_id: int) -> Row[Any] | None:
+    """The integration's row, unlocked (a read)."""
+    return conn.execute(_GET, {"account_id": account_id,
+                               "integration_id": integration_id}).first()
+
+
+def list_for_sync(conn: Connection, account_id: int,
+                  integration_ids: Sequence[int]) -> list[Row[Any]]:
+    """The rows of these integrations of the account, by integration id."""
+    if not integration_ids:
+        return []
+    return list(conn.execute(_LIST_FOR, {"account_id": account_id,
+                                         "integration_ids": list(integration_ids)}).all())
 
 
 async def save(conn: AsyncConnection, *, exists: bool, integration_id: int,

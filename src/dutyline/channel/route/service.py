@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel import service as channels
@@ -154,20 +154,31 @@ class _Config(msgspec.Struct, kw_only=True):
     default: RouteDefault = msgspec.field(default_factory=RouteDefault)
 
 
+@reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
+def info_sync(conn: Connection, actor: Actor, *, integration_id: int) -> RouteItem | None:
+    """The route of a live integration the actor sees; None when it has none."""
+    integrations.require_live_sync(conn, actor, integration_id=integration_id)
+    row = repo.get_sync(conn, actor.account_id, integration_id)
+    return None if row is None else _item(row)
+
+
 @reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> RouteItem | None:
-    """The route of a live integration the actor sees; None when it has none."""
-    await integrations.require_live(conn, actor, integration_id=integration_id)
-    row = await repo.get(conn, actor.account_id, integration_id)
-    return None if row is None else _item(row)
+    return await conn.run_sync(lambda sync: info_sync(sync, actor,
+                                                      integration_id=integration_id))
+
+
+@reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
+def list_routes_sync(conn: Connection, actor: Actor, *,
+                     integration_ids: list[int]) -> list[RouteItem]:
+    return [_item(r) for r in repo.list_for_sync(conn, actor.account_id, integration_ids)]
 
 
 @reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def list_routes(conn: AsyncConnection, actor: Actor, *,
                       integration_ids: list[int]) -> list[RouteItem]:
-    if not integration_ids:
-        return []
-    return [_item(r) for r in await repo.list_for(conn, actor.account_id, integration_ids)]
+    return await conn.run_sync(lambda sync: list_routes_sync(
+        sync, actor, integration_ids=integration_ids))
 
 
 # -- ingest (sync, on the push's connection) ----------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_MANAGE
 from dutyline.api.types import SaveWarnings
@@ -64,7 +66,8 @@ async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
 
 
 @router.post("/channel/notify/rule/list")
-async def rule_list(ctx: Context, req: ChannelScopedListRequest) -> ListNotifyRulesResponse:
+def rule_list(conn: Connection, ctx: Context,
+              req: ChannelScopedListRequest) -> ListNotifyRulesResponse:
     """Every notification rule of a channel, oldest first."""
     return ListNotifyRulesResponse(
-        items=await service.list_rules(ctx.conn, ctx.actor, channel_id=req.channel_id))
+        items=service.list_rules_sync(conn, ctx.actor, channel_id=req.channel_id))

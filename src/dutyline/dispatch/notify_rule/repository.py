@@ -30,13 +30,23 @@ async def count_rules(conn: AsyncConnection, account_id: int, channel_id: int) -
         rule.c.account_id == account_id, rule.c.channel_id == channel_id))).scalar_one())
 
 
+_RULES_OF_CHANNEL = (select(rule)
+                     .where(rule.c.account_id == bindparam("account_id"),
+                            rule.c.channel_id == bindparam("channel_id"))
+                     .order_by(rule.c.created_at, rule.c.rule_id))
+_ENABLED_RULES_OF_CHANNEL = _RULES_OF_CHANNEL.where(rule.c.status == "enabled")
+
+
+def list_rules_sync(conn: Connection, account_id: int, channel_id: int, *,
+                    enabled_only: bool = False) -> list[Row[Any]]:
+    stmt = _ENABLED_RULES_OF_CHANNEL if enabled_only else _RULES_OF_CHANNEL
+    return list(conn.execute(stmt, {"account_id": account_id, "channel_id": channel_id}).all())
+
+
 async def list_rules(conn: AsyncConnection, account_id: int, channel_id: int, *,
                      enabled_only: bool = False) -> list[Row[Any]]:
-    stmt = select(rule).where(rule.c.account_id == account_id, rule.c.channel_id == channel_id)
-    if enabled_only:
-        stmt = stmt.where(rule.c.status == "enabled")
-    return list((await conn.execute(
-        stmt.order_by(rule.c.created_at, rule.c.rule_id))).all())
+    return await conn.run_sync(lambda sync: list_rules_sync(
+        sync, account_id, channel_id, enabled_only=enabled_only))
 
 
 async def update_rule(conn: AsyncConnection, account_id: int, rule_id: str,

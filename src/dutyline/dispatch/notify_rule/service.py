@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import CHANNEL_MANAGE
@@ -155,11 +156,20 @@ async def _set_status(conn: Any, actor: Actor, channel_id: int, rule_id: str,
     return str(row.rule_id)
 
 
+@reads_sync()
+def list_rules_sync(conn: Connection, actor: Actor, *,
+                    channel_id: int) -> list[NotifyRuleItem]:
+    """The channel's rules, oldest first."""
+    channels.require_visible_sync(conn, actor, channel_id)
+    return [rule_item(r) for r in repo.list_rules_sync(conn, actor.account_id, channel_id)]
+
+
 @reads()
 async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[NotifyRuleItem]:
     """The channel's rules, oldest first."""
-    await channels.require_visible(conn, actor, channel_id)
-    return [rule_item(r) for r in await repo.list_rules(conn, actor.account_id, channel_id)]
+    items: list[NotifyRuleItem] = await conn.run_sync(
+        lambda sync: list_rules_sync(sync, actor, channel_id=channel_id))
+    return items
 
 
 async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any]:
