@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, UnaryExpression, bindparam, func, select
+from sqlalchemy import ColumnElement, Select, UnaryExpression, bindparam, func, select
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,9 +21,9 @@ def ordered(column: ColumnElement[Any], tiebreak: ColumnElement[Any], *,
     return column.desc(), tiebreak.desc()
 
 
-def counted_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *,
-                      offset: int, limit: int, params: Mapping[str, Any] | None = None,
-                      window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
+async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
+                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
+                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
     """(total, rows of one page): `count` selects the total of the rows `page` (ordered)
     walks; `params` binds both statements' bound parameters.
 
@@ -32,22 +32,14 @@ def counted_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *
     row: one round trip), and `count` runs only when the page comes back empty."""
     if window:
         stmt = page.add_columns(func.count().over().label("total"))
-        rows = conn.execute(stmt.offset(offset).limit(limit), params).all()
+        rows = (await conn.execute(stmt.offset(offset).limit(limit), params)).all()
         if rows:
             return rows[0].total, rows
-        return int(conn.execute(count, params).scalar_one()), []
-    total = int(conn.execute(count, params).scalar_one())
+        return int((await conn.execute(count, params)).scalar_one()), []
+    total = int((await conn.execute(count, params)).scalar_one())
     if total == 0 or offset >= total:
         return total, []
-    return total, conn.execute(page.offset(offset).limit(limit), params).all()
-
-
-async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
-                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
-                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
-    """`counted_page_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: counted_page_sync(
-        sync, count, page, offset=offset, limit=limit, params=params, window=window))
+    return total, (await conn.execute(page.offset(offset).limit(limit), params)).all()
 
 
 def windowed_page(page: Select[Any]) -> Select[Any]:
@@ -74,8 +66,3 @@ async def ids_by_key(conn: AsyncConnection, key: ColumnElement[Any], value: Colu
 async def keyed(conn: AsyncConnection, stmt: Select[Any], key: str) -> dict[Any, Row[Any]]:
     """The rows of `stmt` by their column `key` (an id -> row map)."""
     return {getattr(r, key): r for r in (await conn.execute(stmt)).all()}
-
-
-def keyed_sync(conn: Connection, stmt: Select[Any], key: str) -> dict[Any, Row[Any]]:
-    """`keyed` inside a sync unit of database work."""
-    return {getattr(r, key): r for r in conn.execute(stmt).all()}

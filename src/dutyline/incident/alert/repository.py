@@ -6,13 +6,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, select
+from sqlalchemy import Connection, Row, Select, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.paging import counted_page_sync, keyed_sync, ordered
+from dutyline.db.paging import ordered
 from dutyline.db.tables.incident import alert, alert_event, incident, incident_feed
 from dutyline.incident import visibility
 from dutyline.incident.visibility import Scope
+
+
+def _counted_page(conn: Connection, count: Select[Any], page: Select[Any], *, offset: int,
+                  limit: int) -> tuple[int, Sequence[Row[Any]]]:
+    """(total, one page): the total first, and no page read past the end."""
+    total = int(conn.execute(count).scalar_one())
+    if total == 0 or offset >= total:
+        return total, []
+    return total, conn.execute(page.offset(offset).limit(limit)).all()
 
 
 def _filters(scope: Scope, f: dict[str, Any]) -> list[Any]:
@@ -45,7 +54,7 @@ def list_alerts_sync(
 ) -> tuple[int, Sequence[Row[Any]]]:
     where = _filters(scope, f)
     column = alert.c.updated_at if orderby == "updated_at" else alert.c.created_at
-    return counted_page_sync(
+    return _counted_page(
         conn, select(func.count()).select_from(alert).where(*where),
         select(alert).where(*where).order_by(*ordered(column, alert.c.alert_id, asc=asc)),
         offset=offset, limit=limit)
@@ -77,7 +86,7 @@ def list_events_sync(
     conn: Connection, account_id: int, alert_id: str, *, offset: int, limit: int
 ) -> tuple[int, Sequence[Row[Any]]]:
     where = (alert_event.c.alert_id == alert_id, alert_event.c.account_id == account_id)
-    return counted_page_sync(
+    return _counted_page(
         conn, select(func.count()).select_from(alert_event).where(*where),
         select(alert_event).where(*where).order_by(
             *ordered(alert_event.c.event_time, alert_event.c.event_id, asc=True)),
@@ -92,7 +101,7 @@ def find_many_sync(conn: Connection, scope: Scope, alert_ids: Sequence[str],
     stmt = select(alert).where(alert.c.alert_id.in_(alert_ids), *visibility.alerts(scope))
     if lock:
         stmt = stmt.order_by(alert.c.alert_id).with_for_update()
-    return keyed_sync(conn, stmt, "alert_id")
+    return {r.alert_id: r for r in conn.execute(stmt).all()}
 
 
 async def find_many(conn: AsyncConnection, scope: Scope, alert_ids: Sequence[str],
@@ -135,7 +144,7 @@ def list_account_events_sync(
     # a busy account's events in full cost 370 ms on SQLite (bench/alert_events.py).
     capped = select(alert_event.c.event_id).select_from(joined).where(*where).limit(
         EVENT_TOTAL_CAP).subquery()
-    return counted_page_sync(
+    return _counted_page(
         conn, select(func.count()).select_from(capped),
         select(alert_event, alert.c.title_rule, alert.c.alert_key).select_from(joined)
         .where(*where)
