@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 
 from dutyline.api import errors
 from dutyline.api.operation import Context, Download, Router
@@ -41,53 +42,57 @@ def _query(req: InsightFilter) -> service.Query:
 
 
 @router.post("/insight/account", permissions=_READ)
-async def insight_account(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
+def insight_account(conn: Connection, ctx: Context,
+                    req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures of the whole account, per day, week or month or over the window."""
-    return DimensionInsightResponse(items=await service.dimension(
-        ctx.conn, ctx.actor, by="account", query=_query(req)))
+    return DimensionInsightResponse(items=service.dimension_sync(
+        conn, ctx.actor, by="account", query=_query(req)))
 
 
 @router.post("/insight/channel", permissions=_READ)
-async def insight_channel(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
+def insight_channel(conn: Connection, ctx: Context,
+                    req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures per channel."""
-    return DimensionInsightResponse(items=await service.dimension(
-        ctx.conn, ctx.actor, by="channel", query=_query(req)))
+    return DimensionInsightResponse(items=service.dimension_sync(
+        conn, ctx.actor, by="channel", query=_query(req)))
 
 
 @router.post("/insight/team", permissions=_READ)
-async def insight_team(ctx: Context, req: InsightQueryRequest) -> DimensionInsightResponse:
+def insight_team(conn: Connection, ctx: Context,
+                 req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures per team (the team owning each incident's channel)."""
-    return DimensionInsightResponse(items=await service.dimension(
-        ctx.conn, ctx.actor, by="team", query=_query(req)))
+    return DimensionInsightResponse(items=service.dimension_sync(
+        conn, ctx.actor, by="team", query=_query(req)))
 
 
 @router.post("/insight/responder", permissions=_READ)
-async def insight_responder(ctx: Context, req: InsightQueryRequest) -> ResponderInsightResponse:
+def insight_responder(conn: Connection, ctx: Context,
+                      req: InsightQueryRequest) -> ResponderInsightResponse:
     """Incident figures per responder."""
-    return ResponderInsightResponse(items=await service.responders(
-        ctx.conn, ctx.actor, query=_query(req)))
+    return ResponderInsightResponse(items=service.responders_sync(
+        conn, ctx.actor, query=_query(req)))
 
 
 @router.post("/insight/incident/list", permissions=_READ)
-async def insight_incident_list(
-    ctx: Context, req: InsightIncidentListRequest
+def insight_incident_list(
+    conn: Connection, ctx: Context, req: InsightIncidentListRequest
 ) -> InsightIncidentListResponse:
     """The incidents behind the figures, each with its handling times and counts."""
     if req.search_after_ctx:
         raise errors.invalid("search_after_ctx", "is not supported: page with p and limit")
-    total, has_next, items = await service.incidents(
-        ctx.conn, ctx.actor, query=_query(req), offset=(req.p - 1) * req.limit,
+    total, has_next, items = service.incidents_sync(
+        conn, ctx.actor, query=_query(req), offset=(req.p - 1) * req.limit,
         limit=req.limit)
     return InsightIncidentListResponse(total=total, has_next_page=has_next, items=items)
 
 
 @router.post("/insight/alert/topk-by-label", permissions=_READ)
-async def insight_alert_topk(
-    ctx: Context, req: InsightTopkAlertByLabelRequest
+def insight_alert_topk(
+    conn: Connection, ctx: Context, req: InsightTopkAlertByLabelRequest
 ) -> InsightAlertByLabelResponse:
     """The k `check` or `resource` label values with the most alerts in the window."""
-    return InsightAlertByLabelResponse(items=await service.alert_topk(
-        ctx.conn, ctx.actor, query=_query(req), label=req.label, k=req.k,
+    return InsightAlertByLabelResponse(items=service.alert_topk_sync(
+        conn, ctx.actor, query=_query(req), label=req.label, k=req.k,
         orderby=req.orderby or "total_alert_cnt", asc=req.asc))
 
 
@@ -120,18 +125,19 @@ async def insight_responder_export(ctx: Context, req: InsightQueryRequest) -> Do
 
 
 @router.post("/report/oncall/notifications", permissions=_READ)
-async def report_oncall_notifications(
-    ctx: Context, req: NotificationReportRequest
+def report_oncall_notifications(
+    conn: Connection, ctx: Context, req: NotificationReportRequest
 ) -> NotificationReportResponse:
     """SMS, voice calls and e-mails sent per day, week or month (in the account's time zone)."""
-    return NotificationReportResponse(items=await reports.notifications(
-        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, step=req.step,
+    return NotificationReportResponse(items=reports.notifications_sync(
+        conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, step=req.step,
         time_zone=req.time_zone, channel_ids=req.channel_ids))
 
 
 @router.post("/report/oncall/changes", permissions=_READ)
-async def report_oncall_changes(ctx: Context, req: ChangeReportRequest) -> ChangeReportResponse:
+def report_oncall_changes(conn: Connection, ctx: Context,
+                          req: ChangeReportRequest) -> ChangeReportResponse:
     """Changes started and change events received per day, week or month."""
-    return ChangeReportResponse(items=await reports.changes_made(
-        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, step=req.step,
+    return ChangeReportResponse(items=reports.changes_made_sync(
+        conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, step=req.step,
         time_zone=req.time_zone))

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from zoneinfo import ZoneInfo
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.incident.service import analytics, changes
 from dutyline.insight.report_schemas import ChangeReportItem, NotificationReportItem
@@ -30,13 +30,13 @@ class _Window:
     buckets: list[tuple[int, int]]  # (bucket, ts) of every bucket of the window, in order
 
 
-async def _window(conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int,
-                  step: str, time_zone: str) -> _Window:
+def _window(conn: Connection, actor: Actor, *, start_time: int, end_time: int,
+            step: str, time_zone: str) -> _Window:
     if end_time <= start_time:
         raise errors.invalid("end_time", "must be after start_time")
     if end_time - start_time > MAX_WINDOW_S:
         raise errors.invalid("end_time", "the time range cannot exceed one year")
-    tz = localtime.zone(time_zone or await accounts.account_time_zone(conn, actor))
+    tz = localtime.zone(time_zone or accounts.account_time_zone_sync(conn, actor))
     if tz is None:
         if time_zone:
             raise errors.invalid("time_zone", "is not a known IANA time zone")
@@ -60,15 +60,15 @@ async def _window(conn: AsyncConnection, actor: Actor, *, start_time: int, end_t
     return _Window(grid, buckets)
 
 
-@reads(*READ)
-async def notifications(conn: AsyncConnection, actor: Actor, *, start_time: int,
-                        end_time: int, step: str, time_zone: str = "",
-                        channel_ids: list[int] | None = None) -> list[NotificationReportItem]:
+@reads_sync(*READ)
+def notifications_sync(conn: Connection, actor: Actor, *, start_time: int,
+                       end_time: int, step: str, time_zone: str = "",
+                       channel_ids: list[int] | None = None) -> list[NotificationReportItem]:
     """/report/oncall/notifications: per bucket, the SMS, voice calls and e-mails sent for
     the incidents the caller may see (of `channel_ids` when given)."""
-    w = await _window(conn, actor, start_time=start_time, end_time=end_time, step=step,
-                      time_zone=time_zone)
-    sums = await analytics.delivery_totals(
+    w = _window(conn, actor, start_time=start_time, end_time=end_time, step=step,
+                time_zone=time_zone)
+    sums = analytics.delivery_totals_sync(
         conn, actor, start_time=start_time, end_time=end_time, grid=w.grid,
         channel_ids=tuple(dict.fromkeys(channel_ids or ())))
     items = []
@@ -80,15 +80,15 @@ async def notifications(conn: AsyncConnection, actor: Actor, *, start_time: int,
     return items
 
 
-@reads(*READ)
-async def changes_made(conn: AsyncConnection, actor: Actor, *, start_time: int,
-                       end_time: int, step: str, time_zone: str = "") -> list[ChangeReportItem]:
+@reads_sync(*READ)
+def changes_made_sync(conn: Connection, actor: Actor, *, start_time: int,
+                      end_time: int, step: str, time_zone: str = "") -> list[ChangeReportItem]:
     """/report/oncall/changes: per bucket, the changes that started and the change events
     received, of the channels the caller may see."""
-    w = await _window(conn, actor, start_time=start_time, end_time=end_time, step=step,
-                      time_zone=time_zone)
-    started, received = await changes.change_totals(conn, actor, start_time=start_time,
-                                                     end_time=end_time, grid=w.grid)
+    w = _window(conn, actor, start_time=start_time, end_time=end_time, step=step,
+                time_zone=time_zone)
+    started, received = changes.change_totals_sync(conn, actor, start_time=start_time,
+                                                   end_time=end_time, grid=w.grid)
     return [ChangeReportItem(ts=ts, change_cnt=started.get(bucket, 0),
                              change_event_cnt=received.get(bucket, 0))
             for bucket, ts in w.buckets]

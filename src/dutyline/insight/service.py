@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads, reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.channel import service as channels
@@ -95,8 +96,7 @@ def _range(q: Query, lo: str) -> None:
         raise errors.invalid(f"{lo}_to", f"must be greater than {lo}_from")
 
 
-async def _prepare(conn: AsyncConnection, actor: Actor, q: Query, *,
-                   grid: bool = True) -> _Prepared:
+def _prepare(conn: Connection, actor: Actor, q: Query, *, grid: bool = True) -> _Prepared:
     if q.end_time <= q.start_time:
         raise errors.invalid("end_time", "must be after start_time")
     if q.end_time - q.start_time > MAX_WINDOW_S:
@@ -116,7 +116,7 @@ async def _prepare(conn: AsyncConnection, actor: Actor, q: Query, *,
         if not key or len(key) > 128 or not isinstance(value, str):
             raise errors.invalid("fields", "must map field names to string values")
         fields[key] = value
-    name = q.time_zone or await accounts.account_time_zone(conn, actor)
+    name = q.time_zone or accounts.account_time_zone_sync(conn, actor)
     tz = localtime.zone(name)
     if tz is None:
         if q.time_zone:
@@ -125,7 +125,7 @@ async def _prepare(conn: AsyncConnection, actor: Actor, q: Query, *,
     team_ids = set(q.team_ids)
     empty = False
     if q.is_my_team:
-        mine = await actor.team_ids()
+        mine = actor.team_ids_sync(conn)
         team_ids = (team_ids & mine) if team_ids else set(mine)
         empty = not team_ids
     offsets = localtime.offsets(tz, q.start_time, q.end_time)
@@ -199,21 +199,21 @@ def _dimension_item(t: analytics.Totals, ts: int | None, hours: str | None,
     )
 
 
-@reads(*READ)
-async def dimension(conn: AsyncConnection, actor: Actor, *, by: analytics.Dimension,
-                    query: Query) -> list[DimensionInsightItem]:
+@reads_sync(*READ)
+def dimension_sync(conn: Connection, actor: Actor, *, by: analytics.Dimension,
+                   query: Query) -> list[DimensionInsightItem]:
     """/insight/account|channel|team: one item per (bucket, hours, group) with incidents;
     the account over the whole window always answers one item (zeros when quiet)."""
-    p = await _prepare(conn, actor, query)
-    rows = [] if p.empty else await analytics.totals(conn, actor, filter=p.filter,
-                                                     grid=p.grid, by=by)
+    p = _prepare(conn, actor, query)
+    rows = [] if p.empty else analytics.totals_sync(conn, actor, filter=p.filter,
+                                                    grid=p.grid, by=by)
     if by == "account" and not rows and p.grid.unit is None and not p.grid.split_hours:
         rows = [analytics.Totals()]
     if by == "channel":
-        found = await channels.channel_names(conn, actor, [t.key for t in rows if t.key])
+        found = channels.channel_names_sync(conn, actor, [t.key for t in rows if t.key])
         names = {channel_id: name for channel_id, (name, _) in found.items()}
     elif by == "team":
-        names = await teams.team_names(conn, actor, {t.key for t in rows})
+        names = teams.team_names_sync(conn, actor, {t.key for t in rows})
     items: list[DimensionInsightItem] = []
     for t in rows:
         ts, hours = _ts(p.tz, p.grid, t.bucket), (t.hours or None)
@@ -228,15 +228,15 @@ async def dimension(conn: AsyncConnection, actor: Actor, *, by: analytics.Dimens
     return items
 
 
-@reads(*READ)
-async def responders(conn: AsyncConnection, actor: Actor, *,
-                     query: Query) -> list[ResponderInsightItem]:
+@reads_sync(*READ)
+def responders_sync(conn: Connection, actor: Actor, *,
+                    query: Query) -> list[ResponderInsightItem]:
     """/insight/responder: one item per (bucket, hours, responder)."""
-    p = await _prepare(conn, actor, query)
-    rows = [] if p.empty else await analytics.responder_totals(conn, actor, filter=p.filter,
-                                                               grid=p.grid)
+    p = _prepare(conn, actor, query)
+    rows = [] if p.empty else analytics.responder_totals_sync(conn, actor, filter=p.filter,
+                                                              grid=p.grid)
     names = {person_id: name for person_id, (name, _) in
-             (await members.member_names(conn, actor, {t.key for t in rows})).items()}
+             members.member_names_sync(conn, actor, {t.key for t in rows}).items()}
     return [
         ResponderInsightItem(
             ts=_ts(p.tz, p.grid, t.bucket), hours=t.hours or None, responder_id=t.key,
@@ -279,33 +279,63 @@ def _raw_item(tz: ZoneInfo, f: analytics.IncidentFacts, html_to_text: bool) -> I
     )
 
 
-@reads(*READ)
-async def incidents(conn: AsyncConnection, actor: Actor, *, query: Query, offset: int,
-                    limit: int) -> tuple[int, bool, list[IncidentRawItem]]:
+@reads_sync(*READ)
+def incidents_sync(conn: Connection, actor: Actor, *, query: Query, offset: int,
+                   limit: int) -> tuple[int, bool, list[IncidentRawItem]]:
     """/insight/incident/list: (total, has_next_page, items) of one page."""
-    p = await _prepare(conn, actor, query, grid=False)
+    p = _prepare(conn, actor, query, grid=False)
     if p.empty:
         return 0, False, []
-    total, facts = await analytics.incident_page(conn, actor, filter=p.filter, asc=query.asc,
-                                                 offset=offset, limit=limit)
+    total, facts = analytics.incident_page_sync(conn, actor, filter=p.filter, asc=query.asc,
+                                                offset=offset, limit=limit)
     items = [_raw_item(p.tz, f, query.description_html_to_text) for f in facts]
     return total, offset + len(items) < total, items
 
 
-@reads(*READ)
-async def alert_topk(conn: AsyncConnection, actor: Actor, *, query: Query, label: str, k: int,
-                     orderby: str, asc: bool) -> list[InsightAlertByLabelItem]:
+@reads_sync(*READ)
+def alert_topk_sync(conn: Connection, actor: Actor, *, query: Query, label: str, k: int,
+                    orderby: str, asc: bool) -> list[InsightAlertByLabelItem]:
     """/insight/alert/topk-by-label: the k `check` or `resource` label values with the most
     alerts (or alert events) that started in the window."""
-    p = await _prepare(conn, actor, query)
+    p = _prepare(conn, actor, query)
     if p.empty:
         return []
-    rows = await analytics.alert_label_totals(
+    rows = analytics.alert_label_totals_sync(
         conn, actor, filter=p.filter, grid=p.grid, label=label, k=k,
         by_events=orderby == "total_alert_event_cnt", asc=asc)
     return [InsightAlertByLabelItem(label=r.label, hours=r.hours or None,
                                     total_alert_cnt=r.alerts,
                                     total_alert_event_cnt=r.alert_events) for r in rows]
+
+
+@reads(*READ)
+async def dimension(conn: AsyncConnection, actor: Actor, *, by: analytics.Dimension,
+                    query: Query) -> list[DimensionInsightItem]:
+    """`dimension_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: dimension_sync(sync, actor, by=by, query=query))
+
+
+@reads(*READ)
+async def responders(conn: AsyncConnection, actor: Actor, *,
+                     query: Query) -> list[ResponderInsightItem]:
+    """`responders_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: responders_sync(sync, actor, query=query))
+
+
+@reads(*READ)
+async def incidents(conn: AsyncConnection, actor: Actor, *, query: Query, offset: int,
+                    limit: int) -> tuple[int, bool, list[IncidentRawItem]]:
+    """`incidents_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: incidents_sync(
+        sync, actor, query=query, offset=offset, limit=limit))
+
+
+@reads(*READ)
+async def alert_topk(conn: AsyncConnection, actor: Actor, *, query: Query, label: str, k: int,
+                     orderby: str, asc: bool) -> list[InsightAlertByLabelItem]:
+    """`alert_topk_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: alert_topk_sync(
+        sync, actor, query=query, label=label, k=k, orderby=orderby, asc=asc))
 
 
 # --- exports -------------------------------------------------------------------------------
@@ -345,12 +375,16 @@ _INCIDENT_COLUMNS["responders"] = lambda i: ";".join(
 @reads(*READ)
 async def incidents_csv(conn: AsyncConnection, actor: Actor, *, query: Query) -> str:
     """Every incident of the filter (at most EXPORT_MAX_ROWS), one row each."""
+    return await conn.run_sync(_incidents_csv, actor, query)
+
+
+def _incidents_csv(conn: Connection, actor: Actor, query: Query) -> str:
     header = export.columns(list(_INCIDENT_COLUMNS), query.export_fields)
-    p = await _prepare(conn, actor, query, grid=False)
+    p = _prepare(conn, actor, query, grid=False)
     records: list[dict[str, Any]] = []
     offset = 0
     while not p.empty and offset < EXPORT_MAX_ROWS:
-        _, facts = await analytics.incident_page(
+        _, facts = analytics.incident_page_sync(
             conn, actor, filter=p.filter, asc=query.asc, offset=offset,
             limit=min(_EXPORT_CHUNK, EXPORT_MAX_ROWS - offset), with_total=False)
         for f in facts:

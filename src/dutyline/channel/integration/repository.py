@@ -91,22 +91,35 @@ async def name_taken(conn: AsyncConnection, channel_id: int, name: str) -> bool:
     return (await conn.execute(stmt)).first() is not None
 
 
-async def names(conn: AsyncConnection, account_id: int,
-                integration_ids: list[int]) -> dict[int, tuple[str, str]]:
+_NAMES = select(integration.c.integration_id, integration.c.integration_name,
+                integration.c.integration_type).where(
+    integration.c.account_id == bindparam("account_id"),
+    integration.c.integration_id.in_(bindparam("ids", expanding=True)))
+_IDS_OF_TYPES = select(integration.c.integration_id).where(
+    integration.c.account_id == bindparam("account_id"),
+    integration.c.integration_type.in_(bindparam("types", expanding=True)))
+
+
+def names_sync(conn: Connection, account_id: int,
+               integration_ids: list[int]) -> dict[int, tuple[str, str]]:
     if not integration_ids:
         return {}
-    stmt = select(integration.c.integration_id, integration.c.integration_name,
-                  integration.c.integration_type).where(
-        integration.c.account_id == account_id,
-        integration.c.integration_id.in_(integration_ids))
-    return {r.integration_id: (r.integration_name, r.integration_type)
-            for r in await conn.execute(stmt)}
+    return {r[0]: (r[1], r[2])
+            for r in conn.execute(_NAMES, {"account_id": account_id, "ids": integration_ids})}
+
+
+async def names(conn: AsyncConnection, account_id: int,
+                integration_ids: list[int]) -> dict[int, tuple[str, str]]:
+    return await conn.run_sync(names_sync, account_id, integration_ids)
+
+
+def ids_of_types_sync(conn: Connection, account_id: int, types: list[str]) -> list[int]:
+    return [r[0] for r in conn.execute(_IDS_OF_TYPES,
+                                       {"account_id": account_id, "types": types})]
 
 
 async def ids_of_types(conn: AsyncConnection, account_id: int, types: list[str]) -> list[int]:
-    stmt = select(integration.c.integration_id).where(
-        integration.c.account_id == account_id, integration.c.integration_type.in_(types))
-    return [r[0] for r in await conn.execute(stmt)]
+    return await conn.run_sync(ids_of_types_sync, account_id, types)
 
 
 async def insert_integration(conn: AsyncConnection, values: dict[str, Any]) -> None:

@@ -74,18 +74,28 @@ def lookup_key_sync(conn: Connection, key_hash: str) -> KeyLookup | None:
     )
 
 
-async def integration_names(conn: AsyncConnection, actor: Actor,
-                            integration_ids: list[int]) -> dict[int, tuple[str, str]]:
+def integration_names_sync(conn: Connection, actor: Actor,
+                           integration_ids: list[int]) -> dict[int, tuple[str, str]]:
     """{integration_id: (integration_name, integration_type)}, deleted ones included, for
     records (alerts, incidents) that name the integration they came through."""
-    return await repo.names(conn, actor.account_id, integration_ids)
+    return repo.names_sync(conn, actor.account_id, integration_ids)
+
+
+async def integration_names(conn: AsyncConnection, actor: Actor,
+                            integration_ids: list[int]) -> dict[int, tuple[str, str]]:
+    return await conn.run_sync(integration_names_sync, actor, integration_ids)
+
+
+def integration_ids_of_types_sync(conn: Connection, actor: Actor,
+                                  types: list[str]) -> list[int]:
+    """The account's integrations (deleted ones included) of these types, for filters of
+    records by integration type (/alert-event/list)."""
+    return repo.ids_of_types_sync(conn, actor.account_id, types) if types else []
 
 
 async def integration_ids_of_types(conn: AsyncConnection, actor: Actor,
                                    types: list[str]) -> list[int]:
-    """The account's integrations (deleted ones included) of these types, for filters of
-    records by integration type (/alert-event/list)."""
-    return await repo.ids_of_types(conn, actor.account_id, types) if types else []
+    return await conn.run_sync(integration_ids_of_types_sync, actor, types)
 
 
 async def system_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,

@@ -5,6 +5,8 @@ role stays read-only)."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.incident.alert import service
@@ -29,10 +31,10 @@ VIEW = (CHANNEL_VIEW,)
 
 
 @router.post("/alert/list", permissions=VIEW)
-async def alert_list(ctx: Context, req: AlertListRequest) -> AlertListResponse:
+def alert_list(conn: Connection, ctx: Context, req: AlertListRequest) -> AlertListResponse:
     """List the account's alerts in a time range (at most 31 days), a page at a time."""
-    return await service.list_alerts(
-        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, p=req.p,
+    return service.list_alerts_sync(
+        conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, p=req.p,
         limit=req.limit, search_after_ctx=req.search_after_ctx,
         by_updated_at=req.by_updated_at, channel_ids=req.channel_ids,
         integration_ids=req.integration_ids, alert_ids=req.alert_ids,
@@ -41,38 +43,40 @@ async def alert_list(ctx: Context, req: AlertListRequest) -> AlertListResponse:
 
 
 @router.post("/alert/info", permissions=VIEW)
-async def alert_info(ctx: Context, req: AlertLookup) -> AlertItem:
+def alert_info(conn: Connection, ctx: Context, req: AlertLookup) -> AlertItem:
     """Get one alert with its incident and event count."""
-    return await service.alert_info(ctx.conn, ctx.actor, alert_id=req.alert_id)
+    return service.alert_info_sync(conn, ctx.actor, alert_id=req.alert_id)
 
 
 @router.post("/alert/event/list", permissions=VIEW)
-async def alert_event_list(ctx: Context, req: AlertEventListRequest) -> AlertEventListResponse:
+def alert_event_list(conn: Connection, ctx: Context,
+                     req: AlertEventListRequest) -> AlertEventListResponse:
     """List the raw events of one alert in arrival order."""
-    return await service.list_events(ctx.conn, ctx.actor, alert_id=req.alert_id,
-                                     offset=req.offset, limit=req.limit)
+    return service.list_events_sync(conn, ctx.actor, alert_id=req.alert_id,
+                                    offset=req.offset, limit=req.limit)
 
 
 @router.post("/alert/list-by-ids", permissions=VIEW)
-async def alert_list_by_ids(ctx: Context, req: AlertListByIdsRequest) -> AlertListResponse:
+def alert_list_by_ids(conn: Connection, ctx: Context,
+                      req: AlertListByIdsRequest) -> AlertListResponse:
     """Get up to 100 alerts by id; an unknown id fails the whole call."""
-    return await service.list_by_ids(ctx.conn, ctx.actor, alert_ids=req.alert_ids)
+    return service.list_by_ids_sync(conn, ctx.actor, alert_ids=req.alert_ids)
 
 
 @router.post("/alert/feed", permissions=VIEW)
-async def alert_feed(ctx: Context, req: AlertFeedRequest) -> AlertFeedResponse:
+def alert_feed(conn: Connection, ctx: Context, req: AlertFeedRequest) -> AlertFeedResponse:
     """The activity of one alert: triggered, closed."""
-    return await service.alert_feed(ctx.conn, ctx.actor, alert_id=req.alert_id, asc=req.asc,
-                                    types=req.types, offset=req.offset, limit=req.limit)
+    return service.alert_feed_sync(conn, ctx.actor, alert_id=req.alert_id, asc=req.asc,
+                                   types=req.types, offset=req.offset, limit=req.limit)
 
 
 @router.post("/alert-event/list", permissions=VIEW)
-async def alert_event_global_list(
-    ctx: Context, req: AlertEventGlobalListRequest
+def alert_event_global_list(
+    conn: Connection, ctx: Context, req: AlertEventGlobalListRequest
 ) -> AlertEventGlobalListResponse:
     """Raw events across the account's alerts in a window, filtered, a page at a time."""
-    return await service.list_account_events(
-        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, p=req.p,
+    return service.list_account_events_sync(
+        conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, p=req.p,
         limit=req.limit, search_after_ctx=req.search_after_ctx,
         integration_ids=req.integration_ids, integration_types=req.integration_types,
         channel_ids=req.channel_ids, severities=req.severities, asc=req.asc)

@@ -9,10 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW
 from dutyline.api.types import MAX_PAGE_WINDOW
@@ -29,7 +29,7 @@ from dutyline.incident.alert.schemas import (
     AlertListResponse,
     IncidentShort,
 )
-from dutyline.incident.ingest.channels import integrations_of_types, names
+from dutyline.incident.ingest.channels import integrations_of_types_sync, names_sync
 from dutyline.kit.vocabulary import STATUSES
 
 SEVERITIES = STATUSES  # an alert reads Ok once recovered
@@ -74,9 +74,9 @@ def _windowed_page(start: int, end: int, p: int, limit: int, search_after_ctx: s
     return p
 
 
-@reads(CHANNEL_VIEW)
-async def list_alerts(
-    conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, p: int = 1,
+@reads_sync(CHANNEL_VIEW)
+def list_alerts_sync(
+    conn: Connection, actor: Actor, *, start_time: int, end_time: int, p: int = 1,
     limit: int = 20, search_after_ctx: str = "", by_updated_at: bool = False,
     channel_ids: Sequence[int] = (), integration_ids: Sequence[int] = (),
     alert_ids: Sequence[str] = (), alert_keys: Sequence[str] = (), alert_severity: str = "",
@@ -93,39 +93,39 @@ async def list_alerts(
         "is_active": is_active, "ever_muted": ever_muted,
     }
     offset = (p - 1) * limit
-    scope = await visibility.scope(actor)
-    total, rows = await repo.list_alerts(
+    scope = visibility.scope_sync(conn, actor)
+    total, rows = repo.list_alerts_sync(
         conn, scope, filters, offset=offset, limit=limit, orderby=orderby, asc=asc,
     )
     has_next = offset + len(rows) < total
     return AlertListResponse(
         total=total, has_next_page=has_next,
         search_after_ctx=_cursor(p + 1) if has_next else "",
-        items=await _items(conn, actor, scope, rows),
+        items=_items(conn, actor, scope, rows),
     )
 
 
-@reads(CHANNEL_VIEW)
-async def alert_info(conn: AsyncConnection, actor: Actor, *, alert_id: str) -> AlertItem:
+@reads_sync(CHANNEL_VIEW)
+def alert_info_sync(conn: Connection, actor: Actor, *, alert_id: str) -> AlertItem:
     """One alert the actor sees, with its incident and event count."""
-    scope = await visibility.scope(actor)
-    row = await repo.get_alert(conn, scope, alert_id)
+    scope = visibility.scope_sync(conn, actor)
+    row = repo.get_alert_sync(conn, scope, alert_id)
     if row is None:
         raise errors.not_found("alert", alert_id)
-    return (await _items(conn, actor, scope, [row]))[0]
+    return _items(conn, actor, scope, [row])[0]
 
 
-@reads(CHANNEL_VIEW)
-async def list_events(conn: AsyncConnection, actor: Actor, *, alert_id: str, offset: int = 0,
-                      limit: int = 100) -> AlertEventListResponse:
+@reads_sync(CHANNEL_VIEW)
+def list_events_sync(conn: Connection, actor: Actor, *, alert_id: str, offset: int = 0,
+                     limit: int = 100) -> AlertEventListResponse:
     """The raw events of an alert the actor sees, in arrival order."""
     account_id = actor.account_id
-    parent = await repo.get_alert(conn, await visibility.scope(actor), alert_id)
+    parent = repo.get_alert_sync(conn, visibility.scope_sync(conn, actor), alert_id)
     if parent is None:
         raise errors.not_found("alert", alert_id)
-    total, rows = await repo.list_events(conn, account_id, alert_id, offset=offset,
-                                         limit=limit)
-    found = await names(conn, actor, (), [parent.integration_id])
+    total, rows = repo.list_events_sync(conn, account_id, alert_id, offset=offset,
+                                        limit=limit)
+    found = names_sync(conn, actor, (), [parent.integration_id])
     integration_type = found.integrations.get(parent.integration_id, ("", ""))[1]
     items = [event_item(r, integration_type=integration_type, title_rule=parent.title_rule,
                         alert_key=parent.alert_key) for r in rows]
@@ -134,42 +134,42 @@ async def list_events(conn: AsyncConnection, actor: Actor, *, alert_id: str, off
     )
 
 
-@reads(CHANNEL_VIEW)
-async def list_by_ids(conn: AsyncConnection, actor: Actor, *,
-                      alert_ids: Sequence[str]) -> AlertListResponse:
+@reads_sync(CHANNEL_VIEW)
+def list_by_ids_sync(conn: Connection, actor: Actor, *,
+                     alert_ids: Sequence[str]) -> AlertListResponse:
     """Every id must be a visible alert of the account, or the whole call fails naming the
     missing ones (reference: "any invalid ID causes the entire request to fail")."""
     ids = list(dict.fromkeys(i.lower() for i in alert_ids))
-    scope = await visibility.scope(actor)
-    found = await repo.find_many(conn, scope, ids)
+    scope = visibility.scope_sync(conn, actor)
+    found = repo.find_many_sync(conn, scope, ids)
     if missing := [i for i in ids if i not in found]:
         raise errors.ResourceNotFound("{field}: alerts not found: {ids}", field="alert_ids",
                                       ids=", ".join(missing))
-    items = await _items(conn, actor, scope, [found[i] for i in ids])
+    items = _items(conn, actor, scope, [found[i] for i in ids])
     return AlertListResponse(total=len(items), has_next_page=False, search_after_ctx="",
                              items=items)
 
 
-@reads(CHANNEL_VIEW)
-async def alert_feed(
-    conn: AsyncConnection, actor: Actor, *, alert_id: str, asc: bool = False,
+@reads_sync(CHANNEL_VIEW)
+def alert_feed_sync(
+    conn: Connection, actor: Actor, *, alert_id: str, asc: bool = False,
     types: Sequence[str] = (), offset: int = 0, limit: int = 20,
 ) -> AlertFeedResponse:
     """An alert's activity: `a_new` when it was triggered (with its first event's severity
     and status), `a_comm` for the comment of each merge that moved it into its incident
     (`/alert/merge` with `comment`), `a_close` when it ended. Times in milliseconds
     (reference FeedItem)."""
-    row = await repo.get_alert(conn, await visibility.scope(actor), alert_id.lower())
+    row = repo.get_alert_sync(conn, visibility.scope_sync(conn, actor), alert_id.lower())
     if row is None:
         raise errors.not_found("alert", alert_id)
-    first = await repo.first_event(conn, row.alert_id)
+    first = repo.first_event_sync(conn, row.alert_id)
     severity = first.event_severity if first else row.alert_severity
     status = first.event_status if first else row.alert_severity
     entries = [AlertFeedItem(
         ref_id=row.alert_id, type="a_new", detail={"severity": severity, "status": status},
         account_id=row.account_id, creator_id=0, created_at=row.start_time * 1000,
         updated_at=row.start_time * 1000)]
-    for merge in await repo.merge_entries(conn, row.account_id, row.incident_id):
+    for merge in repo.merge_entries_sync(conn, row.account_id, row.incident_id):
         detail = _json.decode(merge.detail)
         if detail.get("comment") and row.alert_id in detail.get("alert_ids", ()):
             entries.append(AlertFeedItem(
@@ -192,9 +192,9 @@ async def alert_feed(
 EVENT_WINDOW_S = 86_400  # /alert-event/list without start_time: the last 24 hours
 
 
-@reads(CHANNEL_VIEW)
-async def list_account_events(
-    conn: AsyncConnection, actor: Actor, *, start_time: int | None = None,
+@reads_sync(CHANNEL_VIEW)
+def list_account_events_sync(
+    conn: Connection, actor: Actor, *, start_time: int | None = None,
     end_time: int | None = None, p: int = 1, limit: int = 20, search_after_ctx: str = "",
     integration_ids: Sequence[int] = (), integration_types: Sequence[str] = (),
     channel_ids: Sequence[int] = (), severities: str = "", asc: bool = False,
@@ -205,7 +205,7 @@ async def list_account_events(
     p = _windowed_page(start, end, p, limit, search_after_ctx)
     integrations: list[int] | None = None
     if integration_types:
-        of_types = set(await integrations_of_types(conn, actor, integration_types))
+        of_types = set(integrations_of_types_sync(conn, actor, integration_types))
         integrations = ([i for i in integration_ids if i in of_types] if integration_ids
                         else sorted(of_types))
     elif integration_ids:
@@ -215,9 +215,10 @@ async def list_account_events(
         "integration_ids": integrations, "severities": _severities(severities, "severities"),
     }
     offset = (p - 1) * limit
-    total, rows = await repo.list_account_events(
-        conn, await visibility.scope(actor), filters, offset=offset, limit=limit, asc=asc)
-    found = await names(conn, actor, (), (r.integration_id for r in rows))
+    total, rows = repo.list_account_events_sync(
+        conn, visibility.scope_sync(conn, actor), filters, offset=offset, limit=limit,
+        asc=asc)
+    found = names_sync(conn, actor, (), (r.integration_id for r in rows))
     items = [
         event_item(r, integration_type=found.integrations.get(r.integration_id, NO_NAMES)[1],
                    title_rule=r.title_rule, alert_key=r.alert_key)
@@ -229,13 +230,13 @@ async def list_account_events(
         search_after_ctx=_cursor(p + 1) if has_next else "", items=items)
 
 
-async def _items(conn: AsyncConnection, actor: Actor, scope: visibility.Scope,
-                 rows: Any) -> list[AlertItem]:
-    found = await names(
+def _items(conn: Connection, actor: Actor, scope: visibility.Scope,
+           rows: Any) -> list[AlertItem]:
+    found = names_sync(
         conn, actor, (r.channel_id for r in rows),
         (r.integration_id for r in rows),
     )
-    briefs = await repo.incidents_brief(
+    briefs = repo.incidents_brief_sync(
         conn, scope, sorted({r.incident_id for r in rows if r.incident_id})
     )
     return [

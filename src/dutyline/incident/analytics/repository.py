@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     BigInteger,
     ColumnElement,
+    Connection,
     Select,
     Text,
     and_,
@@ -216,8 +217,8 @@ def _sum_if(condition: ColumnElement[bool], value: Any = 1) -> ColumnElement[int
     return func.coalesce(func.sum(case((condition, value), else_=0)), 0)
 
 
-async def totals(conn: AsyncConnection, scope: Scope, f: Filter, grid: Grid,
-                 by: str) -> list[dict[str, Any]]:
+def totals_sync(conn: Connection, scope: Scope, f: Filter, grid: Grid,
+                by: str) -> list[dict[str, Any]]:
     """Sums per (bucket, hours, key) where key is 0 (account), the channel or its team."""
     dialect = conn.dialect.name
     c = incident.c
@@ -282,7 +283,7 @@ async def totals(conn: AsyncConnection, scope: Scope, f: Filter, grid: Grid,
         .group_by(r.bucket, r.hours, r.key)
         .order_by(r.bucket, r.hours, r.key)
     )
-    return [dict(r._mapping) for r in await conn.execute(stmt)]
+    return [dict(r._mapping) for r in conn.execute(stmt)]
 
 
 def _responders(dialect: str) -> tuple[Any, ColumnElement[int], ColumnElement[int],
@@ -303,8 +304,8 @@ def _responders(dialect: str) -> tuple[Any, ColumnElement[int], ColumnElement[in
     return each, field("person_id"), field("assigned_at"), field("acknowledged_at")
 
 
-async def responder_totals(conn: AsyncConnection, scope: Scope, f: Filter,
-                           grid: Grid) -> list[dict[str, Any]]:
+def responder_totals_sync(conn: Connection, scope: Scope, f: Filter,
+                          grid: Grid) -> list[dict[str, Any]]:
     """Sums per (bucket, hours, responder): the incidents each person responded to."""
     dialect = conn.dialect.name
     c = incident.c
@@ -353,7 +354,7 @@ async def responder_totals(conn: AsyncConnection, scope: Scope, f: Filter,
         .group_by(r.bucket, r.hours, r.key)
         .order_by(r.bucket, r.hours, r.key)
     )
-    return [dict(r._mapping) for r in await conn.execute(stmt)]
+    return [dict(r._mapping) for r in conn.execute(stmt)]
 
 
 # --- incident rows -----------------------------------------------------------------------
@@ -375,23 +376,23 @@ def _page_select(dialect: str, scope: Scope, f: Filter) -> Select[Any]:
     )
 
 
-async def incident_count(conn: AsyncConnection, scope: Scope, f: Filter) -> int:
+def incident_count_sync(conn: Connection, scope: Scope, f: Filter) -> int:
     stmt = select(func.count()).select_from(incident) \
         .where(*_conditions(conn.dialect.name, scope, f))
-    return int((await conn.execute(stmt)).scalar_one())
+    return int(conn.execute(stmt).scalar_one())
 
 
-async def incident_page(conn: AsyncConnection, scope: Scope, f: Filter, *, asc: bool,
-                        offset: int, limit: int) -> list[Row[Any]]:
+def incident_page_sync(conn: Connection, scope: Scope, f: Filter, *, asc: bool,
+                       offset: int, limit: int) -> list[Row[Any]]:
     c = incident.c
     order = (c.start_time.asc(), c.incident_id.asc()) if asc else \
         (c.start_time.desc(), c.incident_id.desc())
     stmt = _page_select(conn.dialect.name, scope, f).order_by(*order) \
         .offset(offset).limit(limit)
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
 
 
-async def timeout_closed_ids(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
+def timeout_closed_ids_sync(conn: Connection, incident_ids: list[str]) -> set[str]:
     """Those of the incidents whose latest close was the auto-resolve timeout (a timeout close
     after their last reopen), from their own events (a page: at most 100 incidents)."""
     if not incident_ids:
@@ -404,10 +405,10 @@ async def timeout_closed_ids(conn: AsyncConnection, incident_ids: list[str]) -> 
         .where(ev.incident_id.in_(incident_ids), ev.kind.in_([REOPENED, RESOLVED]))
         .group_by(ev.incident_id)
     )
-    return {r.incident_id for r in await conn.execute(stmt) if r.timeout > r.reopen}
+    return {r.incident_id for r in conn.execute(stmt) if r.timeout > r.reopen}
 
 
-async def event_counts(conn: AsyncConnection, incident_ids: list[str]) -> list[Row[Any]]:
+def event_counts_sync(conn: Connection, incident_ids: list[str]) -> list[Row[Any]]:
     """(incident_id, kind, assignment type, person_id = 0, count) of the incidents' events
     that the per-incident figures count."""
     if not incident_ids:
@@ -423,14 +424,14 @@ async def event_counts(conn: AsyncConnection, incident_ids: list[str]) -> list[R
     r = rows.c
     stmt = (select(r.incident_id, r.kind, r.type, r.system, func.count().label("n"))
             .group_by(r.incident_id, r.kind, r.type, r.system))
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
 
 
 # --- alerts ------------------------------------------------------------------------------
 
-async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, grid: Grid, *,
-                             label: str, k: int, by_events: bool,
-                             asc: bool) -> list[Row[Any]]:
+def alert_label_totals_sync(conn: Connection, scope: Scope, f: Filter, grid: Grid, *,
+                            label: str, k: int, by_events: bool,
+                            asc: bool) -> list[Row[Any]]:
     """The k label values (of `label`) with the most (or fewest) alerts, or alert events,
     among the alerts that started in the window."""
     dialect = conn.dialect.name
@@ -459,7 +460,7 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
     order = [measure.asc() if asc else measure.desc(), r.label.asc()]
     stmt = (select(r.label, r.hours, alerts, events).group_by(r.label, r.hours)
             .order_by(*order).limit(k))
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
 
 
 # --- deliveries (the on-call notification report) ----------------------------------------
@@ -467,9 +468,9 @@ async def alert_label_totals(conn: AsyncConnection, scope: Scope, f: Filter, gri
 REPORTED_KINDS = ("sms", "voice", "email")
 
 
-async def delivery_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
-                          end_time: int, grid: Grid,
-                          channel_ids: tuple[int, ...]) -> list[Row[Any]]:
+def delivery_totals_sync(conn: Connection, scope: Scope, *, start_time: int,
+                         end_time: int, grid: Grid,
+                         channel_ids: tuple[int, ...]) -> list[Row[Any]]:
     """(bucket, kind, n): the deliveries by SMS, voice call and e-mail made in the window,
     per local-time bucket of when they were made; those of incidents in channels the scope
     cannot see are left out."""
@@ -485,4 +486,13 @@ async def delivery_totals(conn: AsyncConnection, scope: Scope, *, start_time: in
     # SQLite would read as a column position in GROUP BY.
     r = select(bucket, d.channel.label("kind")).where(*conds).subquery("rows").c
     stmt = select(r.bucket, r.kind, func.count().label("n")).group_by(r.bucket, r.kind)
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
+
+
+async def delivery_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
+                          end_time: int, grid: Grid,
+                          channel_ids: tuple[int, ...] = ()) -> list[Row[Any]]:
+    """`delivery_totals_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: delivery_totals_sync(
+        sync, scope, start_time=start_time, end_time=end_time, grid=grid,
+        channel_ids=channel_ids))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection
 
 from dutyline.api.actor import Actor
 from dutyline.incident import visibility
@@ -36,11 +36,11 @@ __all__ = [
     "IncidentFacts",
     "LabelTotals",
     "Totals",
-    "alert_label_totals",
-    "delivery_totals",
-    "incident_page",
-    "responder_totals",
-    "totals",
+    "alert_label_totals_sync",
+    "delivery_totals_sync",
+    "incident_page_sync",
+    "responder_totals_sync",
+    "totals_sync",
 ]
 
 _json = msgspec.json.Decoder()
@@ -58,34 +58,34 @@ def _totals(rows: list[dict[str, Any]]) -> list[Totals]:
     return out
 
 
-async def totals(conn: AsyncConnection, actor: Actor, *, filter: Filter, grid: Grid,
-                 by: Dimension) -> list[Totals]:
+def totals_sync(conn: Connection, actor: Actor, *, filter: Filter, grid: Grid,
+                by: Dimension) -> list[Totals]:
     """Sums per bucket (and hours, when split) for the account, each channel or each team."""
-    scope = await visibility.scope(actor)
-    return _totals(await repo.totals(conn, scope, filter, grid, by))
+    scope = visibility.scope_sync(conn, actor)
+    return _totals(repo.totals_sync(conn, scope, filter, grid, by))
 
 
-async def responder_totals(conn: AsyncConnection, actor: Actor, *, filter: Filter,
-                           grid: Grid) -> list[Totals]:
+def responder_totals_sync(conn: Connection, actor: Actor, *, filter: Filter,
+                          grid: Grid) -> list[Totals]:
     """Sums per bucket (and hours) and responder: each person's share of the incidents they
     were responders of (assigned, or acknowledged)."""
-    scope = await visibility.scope(actor)
-    return _totals(await repo.responder_totals(conn, scope, filter, grid))
+    scope = visibility.scope_sync(conn, actor)
+    return _totals(repo.responder_totals_sync(conn, scope, filter, grid))
 
 
-async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, asc: bool,
-                        offset: int, limit: int,
-                        with_total: bool = True) -> tuple[int, list[IncidentFacts]]:
+def incident_page_sync(conn: Connection, actor: Actor, *, filter: Filter, asc: bool,
+                       offset: int, limit: int,
+                       with_total: bool = True) -> tuple[int, list[IncidentFacts]]:
     """A page of the filter's incidents with their handling figures, and the filter's total
     (-1 unless asked)."""
-    scope = await visibility.scope(actor)
-    total = await repo.incident_count(conn, scope, filter) if with_total else -1
-    rows = await repo.incident_page(conn, scope, filter, asc=asc, offset=offset, limit=limit)
+    scope = visibility.scope_sync(conn, actor)
+    total = repo.incident_count_sync(conn, scope, filter) if with_total else -1
+    rows = repo.incident_page_sync(conn, scope, filter, asc=asc, offset=offset, limit=limit)
     if not rows:
         return total, []
-    teams = await team_service.team_names(conn, actor, {r.team_id for r in rows})
-    creators = await member_service.member_names(conn, actor, {r.creator_id for r in rows})
-    timeouts = await repo.timeout_closed_ids(
+    teams = team_service.team_names_sync(conn, actor, {r.team_id for r in rows})
+    creators = member_service.member_names_sync(conn, actor, {r.creator_id for r in rows})
+    timeouts = repo.timeout_closed_ids_sync(
         conn, [r.incident_id for r in rows if r.progress == CLOSED and not r.closer_id])
     facts: dict[str, IncidentFacts] = {}
     for r in rows:
@@ -100,7 +100,7 @@ async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, 
             labels=_json.decode(r.labels), fields=_json.decode(r.fields),
             assigned_to=_json.decode(r.assigned_to), responders=_json.decode(r.responders),
         )
-    for e in await repo.event_counts(conn, list(facts)):
+    for e in repo.event_counts_sync(conn, list(facts)):
         f = facts[e.incident_id]
         n = int(e.n)
         if e.kind == repo.ACKED:
@@ -117,7 +117,7 @@ async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, 
                 f.manual_escalations += n
     people = {p["person_id"] for f in facts.values() for p in f.responders
               if isinstance(p, dict) and "person_id" in p}
-    names = await member_service.member_names(conn, actor, people)
+    names = member_service.member_names_sync(conn, actor, people)
     for f in facts.values():
         for p in f.responders:
             name, email = names.get(p.get("person_id", 0), ("", ""))
@@ -125,13 +125,13 @@ async def incident_page(conn: AsyncConnection, actor: Actor, *, filter: Filter, 
     return total, list(facts.values())
 
 
-async def alert_label_totals(conn: AsyncConnection, actor: Actor, *, filter: Filter,
-                             grid: Grid, label: str, k: int, by_events: bool,
-                             asc: bool) -> list[LabelTotals]:
+def alert_label_totals_sync(conn: Connection, actor: Actor, *, filter: Filter,
+                            grid: Grid, label: str, k: int, by_events: bool,
+                            asc: bool) -> list[LabelTotals]:
     """The top k values of an alert label by alerts (or alert events) started in the
     window."""
-    scope = await visibility.scope(actor)
-    rows = await repo.alert_label_totals(conn, scope, filter, grid, label=label, k=k,
+    scope = visibility.scope_sync(conn, actor)
+    rows = repo.alert_label_totals_sync(conn, scope, filter, grid, label=label, k=k,
                                          by_events=by_events, asc=asc)
     return [LabelTotals(label=str(r.label), hours=str(r.hours), alerts=int(r.alerts),
                         alert_events=int(r.alert_events)) for r in rows]
@@ -139,14 +139,14 @@ async def alert_label_totals(conn: AsyncConnection, actor: Actor, *, filter: Fil
 
 
 
-async def delivery_totals(conn: AsyncConnection, actor: Actor, *, start_time: int,
-                          end_time: int, grid: Grid,
-                          channel_ids: tuple[int, ...] = ()) -> dict[int, dict[str, int]]:
+def delivery_totals_sync(conn: Connection, actor: Actor, *, start_time: int,
+                         end_time: int, grid: Grid,
+                         channel_ids: tuple[int, ...] = ()) -> dict[int, dict[str, int]]:
     """{bucket: {kind: deliveries}} of SMS, voice calls and e-mails made in the window (every
     delivery record, whatever became of it), of the incidents the caller may see."""
-    scope = await visibility.scope(actor)
+    scope = visibility.scope_sync(conn, actor)
     found: dict[int, dict[str, int]] = {}
-    for r in await repo.delivery_totals(conn, scope, start_time=start_time, end_time=end_time,
+    for r in repo.delivery_totals_sync(conn, scope, start_time=start_time, end_time=end_time,
                                         grid=grid, channel_ids=channel_ids):
         found.setdefault(int(r.bucket), {})[str(r.kind)] = int(r.n)
     return found

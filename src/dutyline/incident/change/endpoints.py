@@ -3,6 +3,8 @@ incidents (the changes are shown on them)."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.incident.change import service
 from dutyline.incident.change.schemas import ListChangesRequest, ListChangesResponse
@@ -11,11 +13,11 @@ router = Router("Changes")
 
 
 @router.post("/change/list", permissions=service.VIEW_PERMISSIONS)
-async def change_list(ctx: Context, req: ListChangesRequest) -> ListChangesResponse:
+def change_list(conn: Connection, ctx: Context, req: ListChangesRequest) -> ListChangesResponse:
     """List change events (deployments, configuration changes, feature flags), latest start
     first."""
-    total, items = await service.list_changes(
-        ctx.conn, ctx.actor, change_ids=req.change_ids, channel_ids=req.channel_ids,
+    total, items = service.list_changes_sync(
+        conn, ctx.actor, change_ids=req.change_ids, channel_ids=req.channel_ids,
         start_time=req.start_time, end_time=req.end_time, type_=req.type,
         offset=req.offset, limit=req.limit)
     return ListChangesResponse(total=total, items=items)

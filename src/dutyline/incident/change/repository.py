@@ -1,5 +1,5 @@
 """Every query of change events. The push runs on a sync connection (like alert ingestion);
-the reads are async and scoped by `visibility.Scope` like every incident read, so a change
+the reads are scoped by `visibility.Scope` like every incident read, so a change
 of a private channel the caller cannot see answers like an unknown id."""
 
 from __future__ import annotations
@@ -71,14 +71,14 @@ def _list_conditions(scope: Scope, *, change_ids: list[int], channel_ids: list[i
     return conds
 
 
-async def page(conn: AsyncConnection, scope: Scope, *, offset: int, limit: int,
-               **filters: Any) -> tuple[int, list[Row[Any]]]:
+def page_sync(conn: Connection, scope: Scope, *, offset: int, limit: int,
+              **filters: Any) -> tuple[int, list[Row[Any]]]:
     conds = _list_conditions(scope, **filters)
-    total = int((await conn.execute(
-        select(func.count()).select_from(change_record).where(*conds))).scalar_one())
+    total = int(conn.execute(
+        select(func.count()).select_from(change_record).where(*conds)).scalar_one())
     if not total or offset >= total:
         return total, []
-    rows = await conn.execute(select(change_record).where(*conds)
+    rows = conn.execute(select(change_record).where(*conds)
                               .order_by(C.start_time.desc(), C.change_id.desc())
                               .offset(offset).limit(limit))
     return total, list(rows.all())
@@ -115,8 +115,8 @@ def before_sync(conn: Connection, account_id: int, channel_id: int, at: int, *,
 
 # --- the on-call report --------------------------------------------------------------------
 
-async def change_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
-                        end_time: int, grid: Grid) -> tuple[list[Row[Any]], list[Row[Any]]]:
+def change_totals_sync(conn: Connection, scope: Scope, *, start_time: int,
+                       end_time: int, grid: Grid) -> tuple[list[Row[Any]], list[Row[Any]]]:
     """([(bucket, n)] of the changes that started in [start_time, end_time),
     [(bucket, n)] of the change events received then), per local-time bucket of the grid
     (the same SQL as the insights')."""
@@ -129,11 +129,18 @@ async def change_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
                        *visibility.channel_visible(e.channel_id, scope),
                        and_(e.created_at >= start_time, e.created_at < end_time))
                 .subquery("received"))
-    return await _per_bucket(conn, started), await _per_bucket(conn, received)
+    return _per_bucket(conn, started), _per_bucket(conn, received)
 
 
-async def _per_bucket(conn: AsyncConnection, rows: Any) -> list[Row[Any]]:
+def _per_bucket(conn: Connection, rows: Any) -> list[Row[Any]]:
     # Grouped by the subquery's column: a window of one month makes the bucket a constant,
     # which SQLite would read as a column position in GROUP BY.
     b = rows.c.bucket
-    return list((await conn.execute(select(b, func.count().label("n")).group_by(b))).all())
+    return list(conn.execute(select(b, func.count().label("n")).group_by(b)).all())
+
+
+async def change_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
+                        end_time: int, grid: Grid) -> tuple[list[Row[Any]], list[Row[Any]]]:
+    """`change_totals_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: change_totals_sync(
+        sync, scope, start_time=start_time, end_time=end_time, grid=grid))

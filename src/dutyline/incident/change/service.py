@@ -23,7 +23,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.channel.integration.service import CHANGE as CHANGE_INTEGRATION
@@ -136,10 +136,10 @@ def _item(r: Any) -> ChangeItem:
     )
 
 
-@reads(*VIEW_PERMISSIONS)
-async def list_changes(conn: AsyncConnection, actor: Actor, *, change_ids: list[str],
-                       channel_ids: list[int], start_time: int, end_time: int, type_: str,
-                       offset: int, limit: int) -> tuple[int, list[ChangeItem]]:
+@reads_sync(*VIEW_PERMISSIONS)
+def list_changes_sync(conn: Connection, actor: Actor, *, change_ids: list[str],
+                      channel_ids: list[int], start_time: int, end_time: int, type_: str,
+                      offset: int, limit: int) -> tuple[int, list[ChangeItem]]:
     """(total, one page) of the changes the actor sees, latest start first. A change id that
     is not a number names no change."""
     ids = [int(i) for i in dict.fromkeys(change_ids) if i.isascii() and i.isdigit()
@@ -148,8 +148,8 @@ async def list_changes(conn: AsyncConnection, actor: Actor, *, change_ids: list[
         return 0, []
     if start_time and end_time and end_time < start_time:
         raise errors.invalid("end_time", "must not be before start_time")
-    total, rows = await repo.page(
-        conn, await visibility.scope(actor), offset=offset, limit=limit, change_ids=ids,
+    total, rows = repo.page_sync(
+        conn, visibility.scope_sync(conn, actor), offset=offset, limit=limit, change_ids=ids,
         channel_ids=list(dict.fromkeys(channel_ids)), start_time=start_time,
         end_time=end_time, type_=type_)
     return total, [_item(r) for r in rows]
@@ -178,13 +178,13 @@ def recent_changes_sync(conn: Connection, *, account_id: int, channel_id: int,
             for r in rows]
 
 
-async def change_totals(conn: AsyncConnection, actor: Actor, *, start_time: int,
-                        end_time: int, grid: Grid) -> tuple[dict[int, int], dict[int, int]]:
+def change_totals_sync(conn: Connection, actor: Actor, *, start_time: int,
+                       end_time: int, grid: Grid) -> tuple[dict[int, int], dict[int, int]]:
     """({bucket: changes started}, {bucket: change events received}) in [start_time,
     end_time) of what the actor sees. For the on-call report, whose service checks the
     permission."""
-    changes, events = await repo.change_totals(conn, await visibility.scope(actor),
-                                               start_time=start_time, end_time=end_time,
-                                               grid=grid)
+    changes, events = repo.change_totals_sync(conn, visibility.scope_sync(conn, actor),
+                                              start_time=start_time, end_time=end_time,
+                                              grid=grid)
     return ({int(r.bucket): int(r.n) for r in changes},
             {int(r.bucket): int(r.n) for r in events})

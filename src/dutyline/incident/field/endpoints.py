@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.incident.field import service
@@ -28,16 +30,16 @@ async def field_create(ctx: Context, req: CreateFieldRequest) -> CreateFieldResp
 
 
 @router.post("/field/info")
-async def field_info(ctx: Context, req: FieldLookup) -> FieldItem:
+def field_info(conn: Connection, ctx: Context, req: FieldLookup) -> FieldItem:
     """Get one custom field by id or name."""
-    return await service.field_info(ctx.conn, ctx.actor, field_id=req.field_id,
-                                    field_name=req.field_name)
+    return service.field_info_sync(conn, ctx.actor, field_id=req.field_id,
+                                   field_name=req.field_name)
 
 
 @router.post("/field/list")
-async def field_list(ctx: Context, req: Empty) -> ListFieldsResponse:
+def field_list(conn: Connection, ctx: Context, req: Empty) -> ListFieldsResponse:
     """List the account's custom fields by name (at most 100, so no paging)."""
-    return await service.list_fields(ctx.conn, ctx.actor)
+    return service.list_fields_sync(conn, ctx.actor)
 
 
 @router.post("/field/update", permissions=(ACCOUNT_MANAGE,), write=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, not_, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, not_, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -21,16 +21,28 @@ _BY_NAME = select(custom_field).where(
 _BY_NAME_SHARED = _BY_NAME.with_for_update(read=True)
 
 
+_BY_ID = select(custom_field).where(
+    custom_field.c.account_id == bindparam("account_id"),
+    custom_field.c.field_id == bindparam("field_id"),
+)
+_ALL = (select(custom_field).where(custom_field.c.account_id == bindparam("account_id"))
+        .order_by(func.lower(custom_field.c.field_name), custom_field.c.field_name))
+
+
+def get_by_name_sync(conn: Connection, account_id: int, name: str, *,
+                     shared_lock: bool = False) -> Row[Any] | None:
+    params = {"account_id": account_id, "field_name": name}
+    return conn.execute(_BY_NAME_SHARED if shared_lock else _BY_NAME, params).first()
+
+
 async def get_by_name(conn: AsyncConnection, account_id: int, name: str, *,
                       shared_lock: bool = False) -> Row[Any] | None:
-    params = {"account_id": account_id, "field_name": name}
-    return (await conn.execute(_BY_NAME_SHARED if shared_lock else _BY_NAME, params)).first()
+    return await conn.run_sync(lambda sync: get_by_name_sync(
+        sync, account_id, name, shared_lock=shared_lock))
 
 
-async def get_by_id(conn: AsyncConnection, account_id: int, field_id: str) -> Row[Any] | None:
-    stmt = select(custom_field).where(custom_field.c.account_id == account_id,
-                                      custom_field.c.field_id == field_id)
-    return (await conn.execute(stmt)).first()
+def get_by_id_sync(conn: Connection, account_id: int, field_id: str) -> Row[Any] | None:
+    return conn.execute(_BY_ID, {"account_id": account_id, "field_id": field_id}).first()
 
 
 async def lock(conn: AsyncConnection, account_id: int, field_id: str) -> bool:
@@ -56,10 +68,8 @@ async def count(conn: AsyncConnection, account_id: int) -> int:
     return int((await conn.execute(stmt)).scalar_one())
 
 
-async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    stmt = (select(custom_field).where(custom_field.c.account_id == account_id)
-            .order_by(func.lower(custom_field.c.field_name), custom_field.c.field_name))
-    return list((await conn.execute(stmt)).all())
+def list_all_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
+    return list(conn.execute(_ALL, {"account_id": account_id}).all())
 
 
 def _literal_like(text: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -145,15 +146,20 @@ async def create_field(
     return CreateFieldResponse(field_id=field_id, field_name=name)
 
 
-async def field_info(conn: AsyncConnection, actor: Actor, *, field_id: str | None = None,
-                     field_name: str | None = None) -> FieldItem:
+def field_info_sync(conn: Connection, actor: Actor, *, field_id: str | None = None,
+                    field_name: str | None = None) -> FieldItem:
     """One field of the account, by id or else by name."""
-    return _item(await _require(conn, actor, field_id=field_id, field_name=field_name))
+    return _item(_require_sync(conn, actor, field_id=field_id, field_name=field_name))
+
+
+def list_fields_sync(conn: Connection, actor: Actor) -> ListFieldsResponse:
+    """The account's fields by name."""
+    rows = repo.list_all_sync(conn, actor.account_id)
+    return ListFieldsResponse(total=len(rows), items=[_item(r) for r in rows])
 
 
 async def list_fields(conn: AsyncConnection, actor: Actor) -> ListFieldsResponse:
-    rows = await repo.list_all(conn, actor.account_id)
-    return ListFieldsResponse(total=len(rows), items=[_item(r) for r in rows])
+    return await conn.run_sync(list_fields_sync, actor)
 
 
 @writes("/field/update", ACCOUNT_MANAGE)
@@ -215,20 +221,26 @@ def _checked_options(field_type: str, raw: list[str]) -> tuple[str, ...]:
     return tuple(options)
 
 
-async def _require(conn: AsyncConnection, actor: Actor, *, field_id: str | None = None,
-                   field_name: str | None = None) -> Any:
+def _require_sync(conn: Connection, actor: Actor, *, field_id: str | None = None,
+                  field_name: str | None = None) -> Any:
     account_id = actor.account_id
     if field_id:
-        row = await repo.get_by_id(conn, account_id, field_id)
+        row = repo.get_by_id_sync(conn, account_id, field_id)
         ident = field_id
     elif field_name:
-        row = await repo.get_by_name(conn, account_id, field_name)
+        row = repo.get_by_name_sync(conn, account_id, field_name)
         ident = field_name
     else:
         raise errors.invalid("field_id", "is required")
     if row is None:
         raise errors.not_found("field", ident)
     return row
+
+
+async def _require(conn: AsyncConnection, actor: Actor, *, field_id: str | None = None,
+                   field_name: str | None = None) -> Any:
+    return await conn.run_sync(lambda sync: _require_sync(
+        sync, actor, field_id=field_id, field_name=field_name))
 
 
 def _item(row: Any) -> FieldItem:

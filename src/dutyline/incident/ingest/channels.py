@@ -15,12 +15,12 @@ from dutyline.channel.integration.service import CHANGE as CHANGE_INTEGRATION
 from dutyline.channel.integration.service import (
     ResolvedIntegration,
     hash_key,
-    integration_ids_of_types,
-    integration_names,
+    integration_ids_of_types_sync,
+    integration_names_sync,
     is_well_formed,
     lookup_key_sync,
 )
-from dutyline.channel.service import channel_names
+from dutyline.channel.service import channel_names_sync
 
 __all__ = ["CHANGE_INTEGRATION", "IngestSettings", "Lookup", "Names", "ResolvedIntegration",
            "hash_key", "is_well_formed", "load_settings", "lookup", "names"]
@@ -96,13 +96,26 @@ async def names(
     integration_ids: Iterable[int],
 ) -> Names:
     """Display names for alert records (deleted channels and integrations included)."""
-    return Names(
-        await channel_names(conn, actor, sorted(set(channel_ids))),
-        await integration_names(conn, actor, sorted(set(integration_ids))),
-    )
+    channels, integrations = list(channel_ids), list(integration_ids)
+    return await conn.run_sync(names_sync, actor, channels, integrations)
 
 
 async def integrations_of_types(conn: AsyncConnection, actor: Actor,
                                 types: Iterable[str]) -> list[int]:
     """The account's integration ids of these types (for filters by integration type)."""
-    return await integration_ids_of_types(conn, actor, sorted(set(types)))
+    return await conn.run_sync(integrations_of_types_sync, actor, list(types))
+
+
+def names_sync(conn: Connection, actor: Actor, channel_ids: Iterable[int],
+               integration_ids: Iterable[int]) -> Names:
+    """`names` inside a sync unit of database work."""
+    return Names(
+        channel_names_sync(conn, actor, sorted(set(channel_ids))),
+        integration_names_sync(conn, actor, sorted(set(integration_ids))),
+    )
+
+
+def integrations_of_types_sync(conn: Connection, actor: Actor,
+                               types: Iterable[str]) -> list[int]:
+    """`integrations_of_types` inside a sync unit of database work."""
+    return integration_ids_of_types_sync(conn, actor, sorted(set(types)))

@@ -3,6 +3,8 @@ are the reference's; create and update are dutyline's (the reference implies bot
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident.postmortem import service
@@ -29,16 +31,16 @@ async def post_mortem_create(ctx: Context, req: CreatePostMortemRequest) -> Post
 
 
 @router.post("/incident/post-mortem/info", permissions=_READ, also_get=True)
-async def post_mortem_info(ctx: Context, req: PostMortemLookup) -> PostMortemItem:
+def post_mortem_info(conn: Connection, ctx: Context, req: PostMortemLookup) -> PostMortemItem:
     """Get one post-mortem: its metadata, the incidents' figures, its body and follow-ups."""
-    return await service.post_mortem_info(ctx.conn, ctx.actor,
-                                          post_mortem_id=req.post_mortem_id)
+    return service.post_mortem_info_sync(conn, ctx.actor, post_mortem_id=req.post_mortem_id)
 
 
 @router.post("/incident/post-mortem/list", permissions=_READ)
-async def post_mortem_list(ctx: Context, req: ListPostMortemsRequest) -> ListPostMortemsResponse:
+def post_mortem_list(conn: Connection, ctx: Context,
+                     req: ListPostMortemsRequest) -> ListPostMortemsResponse:
     """List post-mortems by status, channel, team and creation time, by page or cursor."""
-    return await service.list_post_mortems(ctx.conn, ctx.actor, query=service.ListQuery(
+    return service.list_post_mortems_sync(conn, ctx.actor, query=service.ListQuery(
         status=req.status, team_ids=req.team_ids, channel_ids=req.channel_ids,
         created_at_start_seconds=req.created_at_start_seconds,
         created_at_end_seconds=req.created_at_end_seconds, order_by=req.order_by,

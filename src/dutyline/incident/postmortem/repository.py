@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, func, or_, select, update
+from sqlalchemy import ColumnElement, Connection, delete, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -34,10 +34,14 @@ def _visible(scope: Scope) -> list[ColumnElement[bool]]:
             *visibility.channel_visible(post_mortem.c.channel_id, scope)]
 
 
-async def find(conn: AsyncConnection, scope: Scope, post_mortem_id: str) -> Row[Any] | None:
+def find_sync(conn: Connection, scope: Scope, post_mortem_id: str) -> Row[Any] | None:
     stmt = select(post_mortem).where(post_mortem.c.post_mortem_id == post_mortem_id,
                                      *_visible(scope))
-    return (await conn.execute(stmt)).first()
+    return conn.execute(stmt).first()
+
+
+async def find(conn: AsyncConnection, scope: Scope, post_mortem_id: str) -> Row[Any] | None:
+    return await conn.run_sync(find_sync, scope, post_mortem_id)
 
 
 async def find_any_account(conn: AsyncConnection, post_mortem_id: str) -> Row[Any] | None:
@@ -65,13 +69,13 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     return where
 
 
-async def count(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
+def count_sync(conn: Connection, scope: Scope, f: ListFilter) -> int:
     stmt = select(func.count()).select_from(post_mortem).where(*_conditions(scope, f))
-    return int((await conn.execute(stmt)).scalar_one())
+    return int(conn.execute(stmt).scalar_one())
 
 
-async def page(
-    conn: AsyncConnection, scope: Scope, f: ListFilter, *, order_by: str, asc: bool,
+def page_sync(
+    conn: Connection, scope: Scope, f: ListFilter, *, order_by: str, asc: bool,
     offset: int, limit: int, after: tuple[int, str] | None,
 ) -> list[Row[Any]]:
     """A page ordered by `order_by` then id (both the same direction); `after`: the
@@ -87,7 +91,7 @@ async def page(
             stmt = stmt.where(or_(column < value, (column == value) & (key < last_id)))
     order = (column.asc(), key.asc()) if asc else (column.desc(), key.desc())
     stmt = stmt.order_by(*order).offset(offset).limit(limit)
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
 
 
 async def insert_post_mortem(conn: AsyncConnection, values: dict[str, Any]) -> bool:

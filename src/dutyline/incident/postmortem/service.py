@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import INCIDENT_MANAGE
@@ -184,18 +185,22 @@ def _meta(v: Any, names: dict[int, tuple[str, str]]) -> PostMortemMeta:
     )
 
 
-async def _visible(conn: AsyncConnection, actor: Actor, post_mortem_id: str) -> Row[Any]:
-    row = await repo.find(conn, await visibility.scope(actor), post_mortem_id.lower())
+def _visible_sync(conn: Connection, actor: Actor, post_mortem_id: str) -> Row[Any]:
+    row = repo.find_sync(conn, visibility.scope_sync(conn, actor), post_mortem_id.lower())
     if row is None:
         raise errors.not_found("post-mortem", post_mortem_id)
     return row
 
 
-@reads(*VIEW_PERMISSIONS)
-async def post_mortem_info(conn: AsyncConnection, actor: Actor, *,
-                           post_mortem_id: str) -> PostMortemItem:
-    row = await _visible(conn, actor, post_mortem_id)
-    return _item(row, await channels.channel_names(conn, actor, [row.channel_id]))
+async def _visible(conn: AsyncConnection, actor: Actor, post_mortem_id: str) -> Row[Any]:
+    return await conn.run_sync(_visible_sync, actor, post_mortem_id)
+
+
+@reads_sync(*VIEW_PERMISSIONS)
+def post_mortem_info_sync(conn: Connection, actor: Actor, *,
+                          post_mortem_id: str) -> PostMortemItem:
+    row = _visible_sync(conn, actor, post_mortem_id)
+    return _item(row, channels.channel_names_sync(conn, actor, [row.channel_id]))
 
 
 @dataclass(frozen=True)
@@ -212,9 +217,9 @@ class ListQuery:
     search_after_ctx: str = ""
 
 
-@reads(*VIEW_PERMISSIONS)
-async def list_post_mortems(conn: AsyncConnection, actor: Actor, *,
-                            query: ListQuery) -> ListPostMortemsResponse:
+@reads_sync(*VIEW_PERMISSIONS)
+def list_post_mortems_sync(conn: Connection, actor: Actor, *,
+                           query: ListQuery) -> ListPostMortemsResponse:
     """One page, by page number or, when `search_after_ctx` is given, after the row it
     names (then `p` is not read); `search_after_ctx` of the answer names the next page."""
     q = query
@@ -226,15 +231,15 @@ async def list_post_mortems(conn: AsyncConnection, actor: Actor, *,
     limit = q.limit or 20
     after = _read_cursor(q.search_after_ctx, q.order_by, q.asc) if q.search_after_ctx else None
     offset = 0 if after is not None else (max(q.p, 1) - 1) * limit
-    scope = await visibility.scope(actor)
+    scope = visibility.scope_sync(conn, actor)
     f = repo.ListFilter(status=q.status, team_ids=list(q.team_ids),
                         channel_ids=list(q.channel_ids), created_from=start, created_to=end)
-    rows = await repo.page(conn, scope, f, order_by=q.order_by, asc=q.asc, offset=offset,
-                           limit=limit + 1, after=after)
-    total = await repo.count(conn, scope, f)
+    rows = repo.page_sync(conn, scope, f, order_by=q.order_by, asc=q.asc, offset=offset,
+                          limit=limit + 1, after=after)
+    total = repo.count_sync(conn, scope, f)
     has_next = len(rows) > limit
     rows = rows[:limit]
-    names = await channels.channel_names(conn, actor, [r.channel_id for r in rows])
+    names = channels.channel_names_sync(conn, actor, [r.channel_id for r in rows])
     items = [_meta(r._mapping, names) for r in rows]
     cursor = _write_cursor(rows[-1], q.order_by, q.asc) if has_next else ""
     return ListPostMortemsResponse(items=items, total=total, has_next_page=has_next,

@@ -186,13 +186,19 @@ async def find(
     return (await conn.execute(stmt.limit(1))).first()
 
 
+_NAMES = (select(team.c.team_id, team.c.team_name)
+          .where(team.c.account_id == bindparam("account_id"),
+                 team.c.team_id.in_(bindparam("team_ids", expanding=True)))
+          .order_by(team.c.team_id))
+
+
+def find_many_sync(conn: Connection, account_id: int, team_ids: list[int]) -> list[Any]:
+    """(team_id, team_name) of the account's teams among these ids, by id."""
+    return list(conn.execute(_NAMES, {"account_id": account_id, "team_ids": team_ids}).all())
+
+
 async def find_many(conn: AsyncConnection, account_id: int, team_ids: list[int]) -> list[Any]:
-    rows = await conn.execute(
-        select(team.c.team_id, team.c.team_name)
-        .where(team.c.account_id == account_id, team.c.team_id.in_(team_ids))
-        .order_by(team.c.team_id)
-    )
-    return list(rows.all())
+    return await conn.run_sync(find_many_sync, account_id, team_ids)
 
 
 async def member_ids_by_contact(

@@ -215,10 +215,16 @@ def _items(rows: Sequence[Any]) -> list[TeamItem]:
 async def team_names(conn: AsyncConnection, actor: Actor,
                      team_ids: Iterable[int]) -> dict[int, str]:
     """{team_id: name} of the account's teams among these ids (for records naming a team)."""
+    wanted = list(team_ids)
+    return await conn.run_sync(team_names_sync, actor, wanted)
+
+
+def team_names_sync(conn: Connection, actor: Actor, team_ids: Iterable[int]) -> dict[int, str]:
+    """`team_names` inside a sync unit of database work."""
     wanted = sorted(set(team_ids) - {0})
     if not wanted:
         return {}
-    return {r.team_id: r.team_name for r in await repo.find_many(conn, actor.account_id, wanted)}
+    return {r[0]: r[1] for r in repo.find_many_sync(conn, actor.account_id, wanted)}
 
 
 async def existing_team_ids(conn: AsyncConnection, actor: Actor,
