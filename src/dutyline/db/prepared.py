@@ -10,7 +10,8 @@ response structs by position (`Prepared.position`).
 For selects whose columns need no result processing (integers, text) and whose parameters
 need no bind processing: plain values bound by name, no expanding IN lists (a separator or
 other literal bound at build time is rendered into the text). Writes never go this way, so
-the engine's statement hooks (db/signals.py) miss nothing."""
+the engine's statement hooks (db/signals.py) miss nothing; `before_cursor_execute` listeners
+are called as for any statement."""
 
 from __future__ import annotations
 
@@ -48,6 +49,10 @@ class Prepared:
         assert dbapi is not None, "the connection is open, inside its transaction"
         cursor = dbapi.cursor()
         try:
+            # Whoever listens for statements on the engine (a bench recording what a request
+            # sends, a test reading plans) sees this one too; nothing is done when none does.
+            for listener in conn.dispatch.before_cursor_execute:
+                listener(conn, cursor, sql, values, None, False)
             cursor.execute(sql, values)
             return cursor.fetchall()
         finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, func, insert, not_, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, insert, not_, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -56,10 +56,14 @@ async def count(conn: AsyncConnection, account_id: int) -> int:
     return int((await conn.execute(stmt)).scalar_one())
 
 
-async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
+def list_all_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
     stmt = (select(custom_field).where(custom_field.c.account_id == account_id)
             .order_by(func.lower(custom_field.c.field_name), custom_field.c.field_name))
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
+
+
+async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
+    return await conn.run_sync(list_all_sync, account_id)
 
 
 def _literal_like(text: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -151,9 +152,13 @@ async def field_info(conn: AsyncConnection, actor: Actor, *, field_id: str | Non
     return _item(await _require(conn, actor, field_id=field_id, field_name=field_name))
 
 
-async def list_fields(conn: AsyncConnection, actor: Actor) -> ListFieldsResponse:
-    rows = await repo.list_all(conn, actor.account_id)
+def list_fields_sync(conn: Connection, actor: Actor) -> ListFieldsResponse:
+    rows = repo.list_all_sync(conn, actor.account_id)
     return ListFieldsResponse(total=len(rows), items=[_item(r) for r in rows])
+
+
+async def list_fields(conn: AsyncConnection, actor: Actor) -> ListFieldsResponse:
+    return await conn.run_sync(list_fields_sync, actor)
 
 
 @writes("/field/update", ACCOUNT_MANAGE)

@@ -135,13 +135,22 @@ async def find_one(conn: AsyncConnection, account_id: int, **match: str | int) -
     return list(await conn.execute(stmt.limit(2)))
 
 
-async def names(conn: AsyncConnection, account_id: int,
-                ids: list[int]) -> dict[int, tuple[str, str]]:
+_NAMES = select(member.c.member_id, member.c.member_name, member.c.email).where(
+    member.c.account_id == bindparam("account_id"),
+    member.c.member_id.in_(bindparam("ids", expanding=True)))
+
+
+def names_sync(conn: Connection, account_id: int,
+               ids: list[int]) -> dict[int, tuple[str, str]]:
     if not ids:
         return {}
-    stmt = select(member.c.member_id, member.c.member_name, member.c.email).where(
-        member.c.account_id == account_id, member.c.member_id.in_(ids))
-    return {r.member_id: (r.member_name, r.email) for r in await conn.execute(stmt)}
+    return {mid: (name, email) for mid, name, email
+            in conn.execute(_NAMES, {"account_id": account_id, "ids": ids})}
+
+
+async def names(conn: AsyncConnection, account_id: int,
+                ids: list[int]) -> dict[int, tuple[str, str]]:
+    return await conn.run_sync(lambda sync: names_sync(sync, account_id, ids))
 
 
 async def find_many(conn: AsyncConnection, account_id: int, ids: list[int]) -> list[Row[Any]]:

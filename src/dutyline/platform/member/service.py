@@ -394,11 +394,17 @@ async def _find_for_delete(
     return rows[0]
 
 
-async def member_names(conn: AsyncConnection, actor: Actor,
-                       member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+def member_names_sync(conn: Connection, actor: Actor,
+                      member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
     """{member_id: (name, e-mail)} of the account's members among these ids, removed members
     included: records (incidents, analytics, insight) keep naming who acted."""
-    return await repo.names(conn, actor.account_id, sorted(set(member_ids) - {0}))
+    return repo.names_sync(conn, actor.account_id, sorted(set(member_ids) - {0}))
+
+
+async def member_names(conn: AsyncConnection, actor: Actor,
+                       member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """`member_names_sync` on an async connection."""
+    return await conn.run_sync(member_names_sync, actor, member_ids)
 
 
 async def existing_member_ids(conn: AsyncConnection, actor: Actor,
