@@ -245,8 +245,10 @@ async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any],
             sources=False).items]
         return shown, gone, read_counts(conn, ctx, view)
 
-    # The reads, as one unit on the database (api/operation.py).
-    shown, gone, counts = await ctx.runtime.db.run_sync(read, write=False)
+    # The reads through the sync services, in one read transaction on the process's engine
+    # (whose statement listeners see them, as they see the stream's other reads).
+    async with ctx.read() as conn:
+        shown, gone, counts = await conn.run_sync(read)
     env = dict(row_context(ctx, view), view=view)
     messages: list[tuple[str, str]] = []
     fresh = [shown[i] for i in changed if i in shown and i in created]
