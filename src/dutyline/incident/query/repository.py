@@ -39,7 +39,7 @@ from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
 
 from dutyline.db.like import contains_pattern
 from dutyline.db.paging import ordered
-from dutyline.db.prepared import Prepared
+from dutyline.db.prepared import Prepared, PreparedIn
 from dutyline.db.tables.channel import channel, integration
 from dutyline.db.tables.incident import (
     alert,
@@ -467,7 +467,8 @@ def _sources_statement(frequency: bool) -> Any:
     return select(both).order_by(both.c.kind, both.c.first)
 
 
-_SOURCES = {True: _sources_statement(True), False: _sources_statement(False)}
+_SOURCES = {True: PreparedIn(_sources_statement(True)),
+            False: PreparedIn(_sources_statement(False))}
 
 
 def sources_sync(conn: Connection, incident_ids: list[str], *, frequency: bool = True
@@ -479,8 +480,8 @@ def sources_sync(conn: Connection, incident_ids: list[str], *, frequency: bool =
     recurring: set[str] = set()
     if not incident_ids:
         return found, recurring
-    for incident_id, integration_id, integration_type, _, kind in conn.execute(
-            _SOURCES[frequency], {"ids": incident_ids}):
+    for incident_id, integration_id, integration_type, _, kind in _SOURCES[frequency].rows(
+            conn, {"ids": incident_ids}):
         if kind:
             recurring.add(incident_id)
         else:
