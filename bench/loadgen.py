@@ -54,6 +54,9 @@ async def _load(url: str, script: str, seconds: float, connections: int) -> dict
     body_of, latencies, counter = _bodies(script), [], [0]
     errors = {"status_errors": 0, "read_errors": 0, "connect_errors": 0}
     deadline = time.monotonic() + seconds
+    # As bench/wrk/get.lua: a console session's cookie on every request when WRK_COOKIE is set.
+    cookie = os.environ.get("WRK_COOKIE", "")
+    cookie_header = b"Cookie: %s\r\n" % cookie.encode() if cookie else b""
 
     async def connection() -> None:
         try:
@@ -69,7 +72,7 @@ async def _load(url: str, script: str, seconds: float, connections: int) -> dict
                      if body is not None else b"")
             started = time.perf_counter()
             writer.write(head + target + b" HTTP/1.1\r\nHost: %s\r\n" % u.netloc.encode()
-                         + extra + b"\r\n" + (body or b""))
+                         + cookie_header + extra + b"\r\n" + (body or b""))
             try:
                 headers = (await reader.readuntil(b"\r\n\r\n")).lower()
                 length = int(headers.split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])

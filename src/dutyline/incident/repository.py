@@ -46,10 +46,16 @@ async def event_rows(conn: AsyncConnection, event_ids: list[int]) -> list[Row[An
     return list((await conn.execute(stmt)).all())
 
 
-async def last_event_id(conn: AsyncConnection) -> int:
+_LAST_EVENT_ID = select(func.coalesce(func.max(incident_event.c.id), 0))
+
+
+def last_event_id_sync(conn: Connection) -> int:
     """The newest event's id (0 for none): where a live view starts reading."""
-    stmt = select(func.coalesce(func.max(incident_event.c.id), 0))
-    return int((await conn.execute(stmt)).scalar_one())
+    return int(conn.execute(_LAST_EVENT_ID).scalar_one())
+
+
+async def last_event_id(conn: AsyncConnection) -> int:
+    return await conn.run_sync(last_event_id_sync)
 
 
 async def events_after(conn: AsyncConnection, after_id: int, *, account_id: int | None = None,

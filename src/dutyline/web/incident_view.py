@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
@@ -151,18 +152,19 @@ def labels_of(raw: dict[str, Any]) -> list[Label]:
     return out
 
 
-async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: Deps,
-               read_only: bool = False) -> IncidentView:
-    """The page of one incident the actor sees (ResourceNotFound otherwise). `read_only`:
-    what a signed link shows, without the parts that lead to actions."""
-    info = await query.incident_info(conn, actor, incident_id=incident_id, deps=deps,
-                                     with_changes=True)
+def load_sync(conn: Connection, actor: Actor, *, incident_id: str, deps: Deps,
+              read_only: bool = False) -> IncidentView:
+    """The page of one incident the actor sees (ResourceNotFound otherwise), read as one
+    unit of database work (`runtime.db.run_sync`). `read_only`: what a signed link shows,
+    without the parts that lead to actions."""
+    info = query.incident_info_sync(conn, actor, incident_id=incident_id, deps=deps,
+                                    with_changes=True)
     fmt = _clock(info.account_time_zone)
-    feed = await query.incident_feed(conn, actor, incident_id=info.incident_id,
-                                     limit=FEED_LIMIT)
-    alerts = await query.incident_alerts(conn, actor, incident_id=info.incident_id,
-                                         include_events=True, limit=ALERT_LIMIT)
-    names = await members.member_names(conn, actor, _people_in(info, feed.items))
+    feed = query.incident_feed_sync(conn, actor, incident_id=info.incident_id,
+                                    limit=FEED_LIMIT)
+    alerts = query.incident_alerts_sync(conn, actor, incident_id=info.incident_id,
+                                        include_events=True, limit=ALERT_LIMIT)
+    names = members.member_names_sync(conn, actor, _people_in(info, feed.items))
     view = IncidentView(
         info=info, started=fmt(info.start_time),
         timeline=[_entry(item, names, fmt) for item in feed.items],
@@ -178,18 +180,25 @@ async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: D
     )
     if read_only:
         return view
-    definitions = (await fields.list_fields(conn, actor)).items
+    definitions = fields.list_fields_sync(conn, actor).items
     view.fields = [_field_row(d, info.fields) for d in definitions]
     view.similar = [
         Similar(p.incident_id, p.num, p.title, p.progress, round(p.score * 100))
-        for p in (await similar.past_incidents(conn, actor, incident_id=info.incident_id,
-                                               limit=SIMILAR_LIMIT, deps=deps))[1]]
+        for p in similar.past_incidents_sync(conn, actor, incident_id=info.incident_id,
+                                             limit=SIMILAR_LIMIT, deps=deps)[1]]
     if view.can_manage:
-        _, people = await members.list_members(conn, actor, asc=True, offset=0,
-                                               limit=MEMBER_CHOICES)
+        _, people = members.list_members_sync(conn, actor, asc=True, offset=0,
+                                              limit=MEMBER_CHOICES)
         view.members = sorted(((m.member_id, m.member_name) for m in people
                                if m.status == "enabled"), key=lambda m: m[1].lower())
     return view
+
+
+async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: Deps,
+               read_only: bool = False) -> IncidentView:
+    """`load_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: load_sync(
+        sync, actor, incident_id=incident_id, deps=deps, read_only=read_only))
 
 
 def _people_in(info: IncidentInfo, items: list[Any]) -> set[int]:

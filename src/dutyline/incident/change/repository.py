@@ -96,12 +96,20 @@ def _before(account_id: int, channel_id: int, at: int, window_s: int,
     ]
 
 
-async def before(conn: AsyncConnection, account_id: int, channel_id: int, at: int, *,
-                 window_s: int, lookback_s: int, limit: int) -> list[Row[Any]]:
+def before_full_sync(conn: Connection, account_id: int, channel_id: int, at: int, *,
+                     window_s: int, lookback_s: int, limit: int) -> list[Row[Any]]:
+    """`before`'s whole records on a sync connection."""
     stmt = (select(change_record)
             .where(*_before(account_id, channel_id, at, window_s, lookback_s))
             .order_by(C.start_time.desc(), C.change_id.desc()).limit(limit))
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
+
+
+async def before(conn: AsyncConnection, account_id: int, channel_id: int, at: int, *,
+                 window_s: int, lookback_s: int, limit: int) -> list[Row[Any]]:
+    return await conn.run_sync(lambda sync: before_full_sync(
+        sync, account_id, channel_id, at, window_s=window_s, lookback_s=lookback_s,
+        limit=limit))
 
 
 def before_sync(conn: Connection, account_id: int, channel_id: int, at: int, *,

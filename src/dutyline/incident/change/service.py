@@ -155,17 +155,24 @@ def list_changes_sync(conn: Connection, actor: Actor, *, change_ids: list[str],
     return total, [_item(r) for r in rows]
 
 
-async def recent_changes(conn: AsyncConnection, actor: Actor, *, channel_id: int,
-                         at: int) -> list[ChangeItem]:
+def recent_change_items_sync(conn: Connection, actor: Actor, *, channel_id: int,
+                             at: int) -> list[ChangeItem]:
     """The changes shown on an incident of `channel_id` opened at `at`, latest first. For the
     incident reads, which have checked that the actor sees the incident (and so its
     channel)."""
     if not channel_id:
         return []
-    rows = await repo.before(conn, actor.account_id, channel_id, at,
-                             window_s=RECENT_WINDOW_S, lookback_s=LOOKBACK_S,
-                             limit=MAX_RECENT)
+    rows = repo.before_full_sync(conn, actor.account_id, channel_id, at,
+                                 window_s=RECENT_WINDOW_S, lookback_s=LOOKBACK_S,
+                                 limit=MAX_RECENT)
     return [_item(r) for r in rows]
+
+
+async def recent_changes(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                         at: int) -> list[ChangeItem]:
+    """`recent_change_items_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: recent_change_items_sync(
+        sync, actor, channel_id=channel_id, at=at))
 
 
 def recent_changes_sync(conn: Connection, *, account_id: int, channel_id: int,

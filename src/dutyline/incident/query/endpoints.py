@@ -3,6 +3,8 @@ channels (channel_view) or manage incidents (incident_manage)."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.incident.query import service, similar
 from dutyline.incident.query.schemas import (
@@ -24,18 +26,19 @@ _READ = service.VIEW_PERMISSIONS
 
 
 @router.post("/incident/info", permissions=_READ)
-async def incident_info(ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
+def incident_info(conn: Connection, ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
     """Get one incident of the account, with the changes of its channel just before it."""
-    return await service.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
-                                       include_alerts=req.include_alerts,
-                                       deps=ctx.runtime.deps, with_changes=True)
+    return service.incident_info_sync(conn, ctx.actor, incident_id=req.incident_id,
+                                      include_alerts=req.include_alerts,
+                                      deps=ctx.runtime.deps, with_changes=True)
 
 
 @router.post("/incident/list", permissions=_READ)
-async def incident_list(ctx: Context, req: ListIncidentsRequest) -> IncidentListResponse:
+def incident_list(conn: Connection, ctx: Context, req: ListIncidentsRequest
+                  ) -> IncidentListResponse:
     """List incidents started in a window of at most 31 days, filtered, by page or cursor."""
-    return await service.list_incidents(
-        ctx.conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, asc=req.asc,
+    return service.list_incidents_sync(
+        conn, ctx.actor, start_time=req.start_time, end_time=req.end_time, asc=req.asc,
         offset=req.offset, limit=req.limit, search_after_ctx=req.search_after_ctx,
         progress=req.progress, incident_severity=req.incident_severity,
         channel_ids=req.channel_ids, team_ids=req.team_ids, is_my_team=req.is_my_team,
@@ -47,40 +50,41 @@ async def incident_list(ctx: Context, req: ListIncidentsRequest) -> IncidentList
 
 
 @router.post("/incident/list-by-ids", permissions=_READ)
-async def incident_list_by_ids(
-    ctx: Context, req: ListIncidentsByIdsRequest
+def incident_list_by_ids(
+    conn: Connection, ctx: Context, req: ListIncidentsByIdsRequest
 ) -> IncidentListResponse:
     """Get up to 100 incidents by id; unknown ids are left out."""
-    return await service.list_by_ids(ctx.conn, ctx.actor, incident_ids=req.incident_ids,
-                                     include_alerts=req.include_alerts,
-                                     deps=ctx.runtime.deps)
+    return service.list_by_ids_sync(conn, ctx.actor, incident_ids=req.incident_ids,
+                                    include_alerts=req.include_alerts,
+                                    deps=ctx.runtime.deps)
 
 
 @router.post("/incident/feed", permissions=_READ)
-async def incident_feed(ctx: Context, req: ListIncidentFeedRequest) -> ListIncidentFeedResponse:
+def incident_feed(conn: Connection, ctx: Context, req: ListIncidentFeedRequest
+                  ) -> ListIncidentFeedResponse:
     """The incident's timeline: who did what, and when."""
-    return await service.incident_feed(ctx.conn, ctx.actor, incident_id=req.incident_id,
-                                       types=req.types, asc=req.asc, offset=req.offset,
-                                       limit=req.limit)
+    return service.incident_feed_sync(conn, ctx.actor, incident_id=req.incident_id,
+                                      types=req.types, asc=req.asc, offset=req.offset,
+                                      limit=req.limit)
 
 
 @router.post("/incident/alert/list", permissions=_READ)
-async def incident_alert_list(
-    ctx: Context, req: ListIncidentAlertsRequest
+def incident_alert_list(
+    conn: Connection, ctx: Context, req: ListIncidentAlertsRequest
 ) -> ListIncidentAlertsResponse:
     """The alerts grouped into an incident."""
-    return await service.incident_alerts(
-        ctx.conn, ctx.actor, incident_id=req.incident_id, is_active=req.is_active,
+    return service.incident_alerts_sync(
+        conn, ctx.actor, incident_id=req.incident_id, is_active=req.is_active,
         include_events=req.include_events, offset=(req.p - 1) * req.limit, limit=req.limit)
 
 
 @router.post("/incident/past/list", permissions=_READ)
-async def incident_past_list(
-    ctx: Context, req: ListPastIncidentsRequest
+def incident_past_list(
+    conn: Connection, ctx: Context, req: ListPastIncidentsRequest
 ) -> ListPastIncidentsResponse:
     """Earlier incidents of the same channel, most similar by title and labels first."""
     limit = req.limit or similar.DEFAULT_LIMIT
-    total, items = await similar.past_incidents(
-        ctx.conn, ctx.actor, incident_id=req.incident_id, limit=limit,
+    total, items = similar.past_incidents_sync(
+        conn, ctx.actor, incident_id=req.incident_id, limit=limit,
         offset=(req.p - 1) * limit, deps=ctx.runtime.deps)
     return ListPastIncidentsResponse(items=items, total=total)

@@ -8,14 +8,19 @@ incidents is then a fixed handful of round trips whatever its size."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
 from collections import defaultdict
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import (
     Boolean,
     ColumnElement,
+    Connection,
+    Integer,
     and_,
     bindparam,
     func,
@@ -34,6 +39,7 @@ from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
 
 from dutyline.db.like import contains_pattern
 from dutyline.db.paging import ordered
+from dutyline.db.prepared import Prepared, PreparedIn
 from dutyline.db.tables.channel import channel, integration
 from dutyline.db.tables.incident import (
     alert,
@@ -119,42 +125,50 @@ def creator_channel_scope(account_id: int, person_id: int, within: Any = None) -
     return stmt if within is None else stmt.where(channel.c.channel_id.in_(within))
 
 
-async def window(
-    conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
+def window_sync(
+    conn: Connection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
     limit: int, after: tuple[int, str] | None = None, count: bool = True,
-) -> tuple[int, list[Row[Any]]]:
+) -> tuple[int, Sequence[Any]]:
     """The total (0 unless `count`) and one page of a list, both planned for the actual
     title query: one statement, the total a column of every row of the page (an uncorrelated
-    subquery, counted once) and each row with the names its record shows (`named`). Only an
-    empty page past the list's end counts again on its own."""
-    await plan_for_the_query(conn, f.query)
-    total = (select(func.count()).select_from(incident).where(*_conditions(scope, f))
-             .correlate(None).scalar_subquery()) if count else None
-    rows = await page(conn, scope, f, asc=asc, offset=offset, limit=limit, after=after,
-                      total=total)
+    subquery, counted once) and each row with the names its record shows (`NAMED_AT`), rows
+    read by position. Only an empty page past the list's end counts again on its own."""
+    with custom_plans(conn, f.query):
+        rows = page_sync(conn, scope, f, asc=asc, offset=offset, limit=limit, after=after,
+                         total=count)
     if not count:
         return 0, rows
     if not rows:
-        return (await count_of(conn, scope, f) if offset or after is not None else 0), rows
-    return int(rows[0].list_total), rows
+        return (count_of_sync(conn, scope, f) if offset or after is not None else 0), rows
+    return int(rows[0][TOTAL_AT]), rows
 
 
-async def count_of(conn: AsyncConnection, scope: Scope, f: ListFilter) -> int:
+async def window(
+    conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
+    limit: int, after: tuple[int, str] | None = None, count: bool = True,
+) -> tuple[int, Sequence[Any]]:
+    """`window_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: window_sync(
+        sync, scope, f, asc=asc, offset=offset, limit=limit, after=after, count=count))
+
+
+def count_of_sync(conn: Connection, scope: Scope, f: ListFilter) -> int:
     stmt = select(func.count()).select_from(incident).where(*_conditions(scope, f))
-    return int((await conn.execute(stmt)).scalar_one())
+    return int(conn.execute(stmt).scalar_one())
 
 
-async def progress_counts(conn: AsyncConnection, scope: Scope, f: ListFilter
-                          ) -> dict[str, int]:
+def progress_counts_sync(conn: Connection, scope: Scope, f: ListFilter) -> dict[str, int]:
     """The list's incidents counted by progress (a progress with none is left out)."""
-    await plan_for_the_query(conn, f.query)
     stmt = (select(incident.c.progress, func.count()).where(*_conditions(scope, f))
             .group_by(incident.c.progress))
-    return {progress: int(n) for progress, n in (await conn.execute(stmt)).all()}
+    with custom_plans(conn, f.query):
+        return {progress: int(n) for progress, n in conn.execute(stmt).all()}
 
 
 # The names an incident record shows, read with the page (a primary-key lookup per row)
-# rather than by a statement each: see `named`.
+# rather than by a statement each: a page's row is the incident's columns in table order
+# (`COLUMN_AT`), these five from NAMED_AT on (channel name and status, None for no such
+# channel; account name, locale, time zone), then the list's total (TOTAL_AT) when counted.
 _NAMES = (
     channel.c.channel_name.label("named_channel_name"),
     channel.c.status.label("named_channel_status"),
@@ -167,32 +181,105 @@ _WITH_NAMES = (
                                      channel.c.account_id == incident.c.account_id))
     .outerjoin(account, account.c.account_id == incident.c.account_id)
 )
+COLUMN_AT: dict[str, int] = {name: i for i, name in enumerate(incident.c.keys())}
+NAMED_AT = len(COLUMN_AT)
+TOTAL_AT = NAMED_AT + len(_NAMES)
 
 
-def named(row: Row[Any]) -> bool:
-    """Whether `row` carries its channel's and account's names (a row of `page`): then
-    `named_channel_name`, `named_channel_status` (None for no such channel),
-    `named_account_name`, `named_account_locale` and `named_account_time_zone`."""
-    return "named_account_name" in row._fields
-
-
-async def page(
-    conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
-    limit: int, after: tuple[int, str] | None = None, total: Any = None,
-) -> list[Row[Any]]:
-    """One page in (start_time, incident_id) order, with the names (`named`); `after`
-    continues past a cursor; `total`, a scalar subquery, is added as `list_total`."""
+def page_sync(
+    conn: Connection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
+    limit: int, after: tuple[int, str] | None = None, total: bool = False,
+) -> Sequence[Any]:
+    """One page in (start_time, incident_id) order, with the names (NAMED_AT); `after`
+    continues past a cursor; with `total`, the list's total at TOTAL_AT. The usual lists (every
+    channel visible, no title search, each id filter of at most one value) run a statement
+    prepared once per shape (db/prepared.py); the others are built for their values."""
+    shape = _simple_shape(scope, f)
+    if shape is not None:
+        prepared = _prepared_page(shape, asc, after is not None, total)
+        params: dict[str, Any] = {
+            "account_id": scope.account_id, "start_time": f.start_time,
+            "end_time": f.end_time, "now_s": f.now_s, "offset": offset, "limit": limit}
+        for name in shape:
+            if name in _ONE_VALUE:
+                params[name] = getattr(f, name)[0]
+        if after is not None:
+            params["after_start"], params["after_id"] = after
+        return prepared.rows(conn, params)
     conds = _conditions(scope, f)
     key = tuple_(incident.c.start_time, incident.c.incident_id)
     if after is not None:
         conds.append(key > tuple_(*after) if asc else key < tuple_(*after))
     order = ordered(incident.c.start_time, incident.c.incident_id, asc=asc)
     columns: list[Any] = [incident, *_NAMES]
-    if total is not None:
-        columns.append(total.label("list_total"))
+    if total:
+        columns.append(select(func.count()).select_from(incident).where(*_conditions(scope, f))
+                       .correlate(None).scalar_subquery().label("list_total"))
     stmt = (select(*columns).select_from(_WITH_NAMES).where(*conds).order_by(*order)
             .offset(offset).limit(limit))
-    return list((await conn.execute(stmt)).all())
+    return conn.execute(stmt).all()
+
+
+# The id filters a prepared page binds as one value (`column = :name`); a list naming several
+# values of one, its title search, a team/creator scope, responders or a caller who does not
+# see every channel takes the built statement.
+_ONE_VALUE = {
+    "progress": incident.c.progress, "severities": incident.c.incident_severity,
+    "channel_ids": incident.c.channel_id, "creator_ids": incident.c.creator_id,
+    "closer_ids": incident.c.closer_id, "incident_ids": incident.c.incident_id,
+    "nums": incident.c.num,
+}
+
+
+def _simple_shape(scope: Scope, f: ListFilter) -> tuple[str, ...] | None:
+    if (scope.channel_ids is not None or f.query or f.channel_scope is not None
+            or f.responder_ids):
+        return None
+    shape: list[str] = []
+    for name in _ONE_VALUE:
+        values = getattr(f, name)
+        if len(values) > 1:
+            return None
+        if values:
+            shape.append(name)
+    if f.is_snoozed:
+        shape.append("is_snoozed")
+    if f.ever_muted:
+        shape.append("ever_muted")
+    return tuple(shape)
+
+
+@functools.cache
+def _prepared_page(shape: tuple[str, ...], asc: bool, after: bool, total: bool) -> Prepared:
+    """The page statement of one shape (`_simple_shape`), with bound parameters."""
+    c = incident.c
+    conds: list[ColumnElement[bool]] = [
+        c.account_id == bindparam("account_id"), c.deleted_at == 0,
+        c.start_time >= bindparam("start_time"), c.start_time < bindparam("end_time"),
+    ]
+    for name in shape:
+        if name == "is_snoozed":
+            conds.append(c.snoozed_before > bindparam("now_s"))
+        elif name == "ever_muted":
+            conds.append(c.ever_muted.is_(True))
+        else:
+            conds.append(_ONE_VALUE[name] == bindparam(name))
+            if name == "closer_ids":
+                conds.append(c.progress == "Closed")
+    page_conds = list(conds)
+    if after:
+        key = tuple_(c.start_time, c.incident_id)
+        bound = tuple_(bindparam("after_start"), bindparam("after_id"))
+        page_conds.append(key > bound if asc else key < bound)
+    columns: list[Any] = [incident, *_NAMES]
+    if total:
+        columns.append(select(func.count()).select_from(incident).where(*conds)
+                       .correlate(None).scalar_subquery().label("list_total"))
+    stmt = (select(*columns).select_from(_WITH_NAMES).where(*page_conds)
+            .order_by(*ordered(c.start_time, c.incident_id, asc=asc))
+            .offset(bindparam("offset", type_=Integer))
+            .limit(bindparam("limit", type_=Integer)))
+    return Prepared(stmt)
 
 
 _HEX_ID = re.compile(r"[0-9a-fA-F]{24}")
@@ -210,18 +297,22 @@ def _query_condition(query: str) -> ColumnElement[bool]:
     return title
 
 
-async def find(conn: AsyncConnection, scope: Scope, incident_id: str) -> Row[Any] | None:
+def find_sync(conn: Connection, scope: Scope, incident_id: str) -> Row[Any] | None:
     stmt = select(incident).where(incident.c.incident_id == incident_id,
                                   *visibility.incidents(scope))
-    return (await conn.execute(stmt)).first()
+    return conn.execute(stmt).first()
 
 
-async def find_many(conn: AsyncConnection, scope: Scope, ids: list[str]) -> list[Row[Any]]:
+def find_many_sync(conn: Connection, scope: Scope, ids: list[str]) -> list[Row[Any]]:
     if not ids:
         return []
     stmt = select(incident).where(incident.c.incident_id.in_(ids), *_by_key(scope))
-    rows = list((await conn.execute(stmt)).all())
+    rows = list(conn.execute(stmt).all())
     return sorted(rows, key=lambda r: (r.start_time, r.incident_id), reverse=True)
+
+
+async def find_many(conn: AsyncConnection, scope: Scope, ids: list[str]) -> list[Row[Any]]:
+    return await conn.run_sync(find_many_sync, scope, ids)
 
 
 def _by_key(scope: Scope) -> list[ColumnElement[bool]]:
@@ -233,36 +324,16 @@ def _by_key(scope: Scope) -> list[ColumnElement[bool]]:
             *visibility.channel_visible(incident.c.channel_id, scope)]
 
 
-async def account_row(conn: AsyncConnection, account_id: int) -> Any:
-    stmt = select(account.c.account_name, account.c.locale, account.c.time_zone).where(
-        account.c.account_id == account_id)
-    return (await conn.execute(stmt)).first()
+_ACCOUNT_NAMES = select(account.c.account_name, account.c.locale, account.c.time_zone).where(
+    account.c.account_id == bindparam("account_id"))
 
 
-async def integrations_by_incident(
-    conn: AsyncConnection, incident_ids: list[str]
-) -> dict[str, list[tuple[int, str]]]:
-    """(integration_id, integration_type) of every integration with an alert in each
-    incident, in first-seen order."""
-    if not incident_ids:
-        return {}
-    stmt = (
-        select(alert.c.incident_id, alert.c.integration_id, integration.c.integration_type,
-               func.min(alert.c.start_time).label("first"))
-        .select_from(alert)
-        .outerjoin(integration, integration.c.integration_id == alert.c.integration_id)
-        .where(alert.c.incident_id.in_(incident_ids))
-        .group_by(alert.c.incident_id, alert.c.integration_id, integration.c.integration_type)
-        .order_by("first")
-    )
-    found: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for r in (await conn.execute(stmt)).all():
-        found[r.incident_id].append((r.integration_id, r.integration_type or "standard"))
-    return found
+def account_row_sync(conn: Connection, account_id: int) -> Any:
+    return conn.execute(_ACCOUNT_NAMES, {"account_id": account_id}).first()
 
 
-async def feed_page(
-    conn: AsyncConnection, account_id: int, incident_id: str, *, types: list[str], asc: bool,
+def feed_page_sync(
+    conn: Connection, account_id: int, incident_id: str, *, types: list[str], asc: bool,
     offset: int, limit: int,
 ) -> list[Row[Any]]:
     conds = [incident_feed.c.incident_id == incident_id,
@@ -276,7 +347,7 @@ async def feed_page(
         .outerjoin(member, member.c.member_id == incident_feed.c.creator_id)
         .where(*conds).order_by(order).offset(offset).limit(limit)
     )
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
 
 
 def _alert_conditions(scope: Scope, incident_id: str,
@@ -287,15 +358,15 @@ def _alert_conditions(scope: Scope, incident_id: str,
     return conds
 
 
-async def alert_count(conn: AsyncConnection, scope: Scope, incident_id: str,
-                      is_active: bool | None) -> int:
+def alert_count_sync(conn: Connection, scope: Scope, incident_id: str,
+                     is_active: bool | None) -> int:
     stmt = select(func.count()).select_from(alert).where(
         *_alert_conditions(scope, incident_id, is_active))
-    return int((await conn.execute(stmt)).scalar_one())
+    return int(conn.execute(stmt).scalar_one())
 
 
-async def alert_page(
-    conn: AsyncConnection, scope: Scope, incident_id: str, is_active: bool | None, *,
+def alert_page_sync(
+    conn: Connection, scope: Scope, incident_id: str, is_active: bool | None, *,
     offset: int, limit: int,
 ) -> list[Row[Any]]:
     stmt = (
@@ -308,10 +379,10 @@ async def alert_page(
         .order_by(*ordered(alert.c.start_time, alert.c.alert_id, asc=False))
         .offset(offset).limit(limit)
     )
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(stmt).all())
 
 
-async def alert_events(conn: AsyncConnection, alert_ids: list[str]) -> dict[str, list[Row[Any]]]:
+def alert_events_sync(conn: Connection, alert_ids: list[str]) -> dict[str, list[Row[Any]]]:
     if not alert_ids:
         return {}
     stmt = (
@@ -319,7 +390,7 @@ async def alert_events(conn: AsyncConnection, alert_ids: list[str]) -> dict[str,
         .order_by(*ordered(alert_event.c.event_time, alert_event.c.event_id, asc=False))
     )
     found: dict[str, list[Row[Any]]] = defaultdict(list)
-    for r in (await conn.execute(stmt)).all():
+    for r in conn.execute(stmt).all():
         # A bounded history per alert: the newest 100 events are what a console shows.
         if len(found[r.alert_id]) < 100:
             found[r.alert_id].append(r)
@@ -362,16 +433,21 @@ def _recurrence_statement() -> Any:
 _RECURRENCE = _recurrence_statement()
 
 
-async def frequent(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
+def frequent_sync(conn: Connection, incident_ids: list[str]) -> set[str]:
     """Those of `incident_ids` (already read, so already visible) that are `frequent`."""
     if not incident_ids:
         return set()
-    return set((await conn.execute(_RECURRENCE, {"ids": incident_ids})).scalars())
+    return set(conn.execute(_RECURRENCE, {"ids": incident_ids}).scalars())
+
+
+async def frequent(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
+    return await conn.run_sync(frequent_sync, incident_ids)
 
 
 def _sources_statement(frequency: bool) -> Any:
-    """`integrations_by_incident` and, with `frequency`, `frequent` of the same ids in one
-    statement: the integrations' rows (kind 0) then the frequent ids (kind 1, the rest
+    """The integrations with an alert in each incident, as (integration_id,
+    integration_type) in first-seen order, and, with `frequency`, `frequent` of the same ids
+    in one statement: the integrations' rows (kind 0) then the frequent ids (kind 1, the rest
     NULL). Fixed shapes, compiled once."""
     ids: Any = bindparam("ids", expanding=True)
     origins = (
@@ -391,23 +467,32 @@ def _sources_statement(frequency: bool) -> Any:
     return select(both).order_by(both.c.kind, both.c.first)
 
 
-_SOURCES = {True: _sources_statement(True), False: _sources_statement(False)}
+_SOURCES = {True: PreparedIn(_sources_statement(True)),
+            False: PreparedIn(_sources_statement(False))}
 
 
-async def sources(conn: AsyncConnection, incident_ids: list[str], *, frequency: bool = True
-                  ) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
-    """`integrations_by_incident` and `frequent` (empty without `frequency`) of the same
+def sources_sync(conn: Connection, incident_ids: list[str], *, frequency: bool = True
+                 ) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
+    """({incident_id: [(integration_id, integration_type)] of the integrations with an alert
+    in it, in first-seen order}, `frequent` (empty without `frequency`)) of the same
     incidents, in one round trip."""
     found: dict[str, list[tuple[int, str]]] = defaultdict(list)
     recurring: set[str] = set()
     if not incident_ids:
         return found, recurring
-    for r in (await conn.execute(_SOURCES[frequency], {"ids": incident_ids})).all():
-        if r.kind:
-            recurring.add(r.incident_id)
+    for incident_id, integration_id, integration_type, _, kind in _SOURCES[frequency].rows(
+            conn, {"ids": incident_ids}):
+        if kind:
+            recurring.add(incident_id)
         else:
-            found[r.incident_id].append((r.integration_id, r.integration_type or "standard"))
+            found[incident_id].append((integration_id, integration_type or "standard"))
     return found, recurring
+
+
+async def sources(conn: AsyncConnection, incident_ids: list[str], *, frequency: bool = True
+                  ) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
+    return await conn.run_sync(lambda sync: sources_sync(sync, incident_ids,
+                                                         frequency=frequency))
 
 
 # /incident/past/list: the candidates scored in Python are at most this many recent incidents
@@ -417,7 +502,7 @@ PAST_RECENT = 300
 PAST_SAME_GROUP = 50
 
 
-async def past_candidates(conn: AsyncConnection, scope: Scope, ref: Row[Any]) -> list[Any]:
+def past_candidates_sync(conn: Connection, scope: Scope, ref: Row[Any]) -> list[Any]:
     """Incidents of `ref`'s channel that started before it (not merged into another), the
     few columns the similarity score reads: a bounded set, never the channel's history."""
     conds = [
@@ -431,12 +516,12 @@ async def past_candidates(conn: AsyncConnection, scope: Scope, ref: Row[Any]) ->
                incident.c.start_time)
     recent = select(*columns).where(*conds).order_by(
         *ordered(incident.c.start_time, incident.c.incident_id, asc=False)).limit(PAST_RECENT)
-    found: dict[str, Any] = {r.incident_id: r for r in (await conn.execute(recent)).all()}
+    found: dict[str, Any] = {r.incident_id: r for r in conn.execute(recent).all()}
     if ref.equals_md5:
         same_group = select(*columns).where(
             *conds, incident.c.equals_md5 == ref.equals_md5,
         ).order_by(incident.c.start_time.desc()).limit(PAST_SAME_GROUP)
-        for r in (await conn.execute(same_group)).all():
+        for r in conn.execute(same_group).all():
             found.setdefault(r.incident_id, r)
     return list(found.values())
 
@@ -468,17 +553,29 @@ def title_contains(query: str) -> ColumnElement[bool]:
     return _IndexedTitleMatch(like, _fts_match(needle))
 
 
-async def plan_for_the_query(conn: AsyncConnection, query: str) -> None:
-    """On PostgreSQL, plan the rest of this transaction's statements for their actual values.
+@contextlib.contextmanager
+def custom_plans(conn: Connection, query: str) -> Iterator[None]:
+    """On PostgreSQL, plan the statements run inside for their actual values.
 
     Statements are prepared, and after five runs PostgreSQL may keep one generic plan, made
     without knowing the pattern. With the trigram index that plan reads every match of the
     window and sorts it for a page (13 ms instead of 0.4 for 'disk' in 100,000 incidents),
     or, for a 1-2 character query that no trigram narrows, scans the whole index. Only the
     actual pattern tells whether walking the window in order or asking the index is
-    cheaper. One SET per title search; nothing for other lists or on SQLite."""
-    if query and conn.dialect.name == "postgresql":
-        await conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+    cheaper. One SET LOCAL per title search (in a transaction of its own when the connection
+    reads in autocommit, as a read unit does); nothing for other lists or on SQLite."""
+    if not query or conn.dialect.name != "postgresql":
+        yield
+        return
+    autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+    if autocommit:
+        conn.exec_driver_sql("BEGIN")
+    try:
+        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+        yield
+    finally:
+        if autocommit:
+            conn.exec_driver_sql("COMMIT")
 
 
 def _fts_match(needle: str) -> ColumnElement[bool]:

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads, reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
@@ -55,45 +56,70 @@ _json = msgspec.json.Decoder()
 _responders = msgspec.json.Decoder(list[Responder])
 
 
-async def require_visible(conn: AsyncConnection, actor: Actor, *, incident_id: str) -> None:
+def require_visible_sync(conn: Connection, actor: Actor, *, incident_id: str) -> None:
     """ResourceNotFound unless the incident is one the actor sees."""
-    if await repo.find(conn, await visibility.scope(actor), incident_id.lower()) is None:
+    if repo.find_sync(conn, visibility.scope_sync(conn, actor), incident_id.lower()) is None:
         raise errors.not_found("incident", incident_id)
+
+
+async def require_visible(conn: AsyncConnection, actor: Actor, *, incident_id: str) -> None:
+    """`require_visible_sync` on an async connection."""
+    await conn.run_sync(lambda sync: require_visible_sync(sync, actor, incident_id=incident_id))
+
+
+def find_incident_sync(conn: Connection, actor: Actor, *, incident_id: str, deps: Deps,
+                       include_alerts: bool = False, sources: bool = True,
+                       with_changes: bool = False) -> IncidentInfo:
+    """One incident the actor sees (the server's base URL for its links), with its first
+    alerts when `include_alerts` and the changes just before it when `with_changes`;
+    ResourceNotFound otherwise. `sources`: as in `records_sync`."""
+    scope = visibility.scope_sync(conn, actor)
+    row = repo.find_sync(conn, scope, incident_id.lower())
+    if row is None:
+        raise errors.not_found("incident", incident_id)
+    info = records_sync(conn, actor, [row], deps=deps,
+                        alerts_scope=scope if include_alerts else None, sources=sources)[0]
+    if with_changes:
+        info.recent_changes = changes.recent_change_items_sync(
+            conn, actor, channel_id=info.channel_id, at=info.start_time)
+    return info
 
 
 async def find_incident(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                         deps: Deps, include_alerts: bool = False,
                         sources: bool = True, with_changes: bool = False) -> IncidentInfo:
-    """One incident the actor sees (the server's base URL for its links), with its first
-    alerts when `include_alerts` and the changes just before it when `with_changes`;
-    ResourceNotFound otherwise. `sources`: as in `records`."""
-    scope = await visibility.scope(actor)
-    row = await repo.find(conn, scope, incident_id.lower())
-    if row is None:
-        raise errors.not_found("incident", incident_id)
-    info = (await records(conn, actor, [row], deps=deps,
-                          alerts_scope=scope if include_alerts else None, sources=sources))[0]
-    if with_changes:
-        info.recent_changes = await changes.recent_changes(
-            conn, actor, channel_id=info.channel_id, at=info.start_time)
-    return info
+    """`find_incident_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: find_incident_sync(
+        sync, actor, incident_id=incident_id, deps=deps, include_alerts=include_alerts,
+        sources=sources, with_changes=with_changes))
 
 
+incident_info_sync = reads_sync(*VIEW_PERMISSIONS)(find_incident_sync)
 incident_info = reads(*VIEW_PERMISSIONS)(find_incident)
+
+
+@reads_sync(*VIEW_PERMISSIONS)
+def list_by_ids_sync(conn: Connection, actor: Actor, *, incident_ids: Sequence[str],
+                     deps: Deps, include_alerts: bool = False,
+                     sources: bool = True) -> IncidentListResponse:
+    """The visible incidents among `incident_ids`, newest first; unknown ids left out.
+    `sources`: as in `records_sync`."""
+    ids = list(dict.fromkeys(i.lower() for i in incident_ids))
+    scope = visibility.scope_sync(conn, actor)
+    rows = repo.find_many_sync(conn, scope, ids)
+    items = records_sync(conn, actor, rows, deps=deps,
+                         alerts_scope=scope if include_alerts else None, sources=sources)
+    return IncidentListResponse(items=items, total=len(items), has_next_page=False)
 
 
 @reads(*VIEW_PERMISSIONS)
 async def list_by_ids(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                       deps: Deps, include_alerts: bool = False,
                       sources: bool = True) -> IncidentListResponse:
-    """The visible incidents among `incident_ids`, newest first; unknown ids left out.
-    `sources`: as in `records`."""
-    ids = list(dict.fromkeys(i.lower() for i in incident_ids))
-    scope = await visibility.scope(actor)
-    rows = await repo.find_many(conn, scope, ids)
-    items = await records(conn, actor, rows, deps=deps,
-                          alerts_scope=scope if include_alerts else None, sources=sources)
-    return IncidentListResponse(items=items, total=len(items), has_next_page=False)
+    """`list_by_ids_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: list_by_ids_sync(
+        sync, actor, incident_ids=incident_ids, deps=deps, include_alerts=include_alerts,
+        sources=sources))
 
 
 def _csv(value: str, field: str, allowed: tuple[str, ...]) -> list[str]:
@@ -102,6 +128,45 @@ def _csv(value: str, field: str, allowed: tuple[str, ...]) -> list[str]:
         if p not in allowed:
             raise errors.invalid(field, "must be a comma-separated list of " + "|".join(allowed))
     return list(dict.fromkeys(parts))
+
+
+def find_incidents_sync(
+    conn: Connection, actor: Actor, *, start_time: int, end_time: int, deps: Deps,
+    asc: bool = False, offset: int = 0, limit: int = 20,
+    search_after_ctx: str = "", progress: str = "", incident_severity: str = "",
+    channel_ids: Sequence[int] = (), team_ids: Sequence[int] = (), is_my_team: bool = False,
+    is_my_channel: bool = False, responder_ids: Sequence[int] = (),
+    acker_ids: Sequence[int] = (), creator_ids: Sequence[int] = (),
+    closer_ids: Sequence[int] = (), incident_ids: Sequence[str] = (),
+    nums: Sequence[str] = (), query: str = "", is_snoozed: bool = False,
+    ever_muted: bool = False, count: bool = True,
+) -> IncidentListResponse:
+    """Incidents started in [start_time, end_time) (at most 31 days), filtered, a page at a
+    time by offset or by the opaque `search_after_ctx` cursor (signed with the server's
+    secret key). `count=False` skips the total (then 0) for callers that do not show it."""
+    f = _list_filter(
+        conn, actor, start_time=start_time, end_time=end_time, progress=progress,
+        incident_severity=incident_severity, channel_ids=channel_ids, team_ids=team_ids,
+        is_my_team=is_my_team, is_my_channel=is_my_channel, responder_ids=responder_ids,
+        acker_ids=acker_ids, creator_ids=creator_ids, closer_ids=closer_ids,
+        incident_ids=incident_ids, nums=nums, query=query, is_snoozed=is_snoozed,
+        ever_muted=ever_muted)
+    if f is None:
+        return IncidentListResponse(items=[], total=0, has_next_page=False)
+    after = None
+    if search_after_ctx:
+        after = _read_cursor(_cursor_key(deps), search_after_ctx, asc)
+        offset = 0  # a cursor replaces p: it already says where the page starts
+    scope = visibility.scope_sync(conn, actor)
+    total, rows = repo.window_sync(conn, scope, f, asc=asc, offset=offset,
+                                   limit=limit + 1, after=after, count=count)
+    has_next = len(rows) > limit
+    rows = rows[:limit]
+    cursor = ""
+    if has_next and rows:
+        cursor = _write_cursor(_cursor_key(deps), rows[-1][_START], rows[-1][_ID], asc)
+    return IncidentListResponse(items=records_sync(conn, actor, rows, deps=deps, named=True),
+                                total=total, has_next_page=has_next, search_after_ctx=cursor)
 
 
 async def find_incidents(
@@ -115,33 +180,35 @@ async def find_incidents(
     nums: Sequence[str] = (), query: str = "", is_snoozed: bool = False,
     ever_muted: bool = False, count: bool = True,
 ) -> IncidentListResponse:
-    """Incidents started in [start_time, end_time) (at most 31 days), filtered, a page at a
-    time by offset or by the opaque `search_after_ctx` cursor (signed with the server's
-    secret key). `count=False` skips the total (then 0) for callers that do not show it."""
-    f = await _list_filter(
-        actor, start_time=start_time, end_time=end_time, progress=progress,
+    """`find_incidents_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: find_incidents_sync(
+        sync, actor, start_time=start_time, end_time=end_time, deps=deps, asc=asc,
+        offset=offset, limit=limit, search_after_ctx=search_after_ctx, progress=progress,
         incident_severity=incident_severity, channel_ids=channel_ids, team_ids=team_ids,
         is_my_team=is_my_team, is_my_channel=is_my_channel, responder_ids=responder_ids,
         acker_ids=acker_ids, creator_ids=creator_ids, closer_ids=closer_ids,
         incident_ids=incident_ids, nums=nums, query=query, is_snoozed=is_snoozed,
-        ever_muted=ever_muted)
-    if f is None:
-        return IncidentListResponse(items=[], total=0, has_next_page=False)
-    after = None
-    if search_after_ctx:
-        after = _read_cursor(_cursor_key(deps), search_after_ctx, asc)
-        offset = 0  # a cursor replaces p: it already says where the page starts
-    scope = await visibility.scope(actor)
-    total, rows = await repo.window(conn, scope, f, asc=asc, offset=offset,
-                                    limit=limit + 1, after=after, count=count)
-    has_next = len(rows) > limit
-    rows = rows[:limit]
-    cursor = ""
-    if has_next and rows:
-        cursor = _write_cursor(_cursor_key(deps), rows[-1].start_time,
-                               rows[-1].incident_id, asc)
-    return IncidentListResponse(items=await records(conn, actor, rows, deps=deps),
-                                total=total, has_next_page=has_next, search_after_ctx=cursor)
+        ever_muted=ever_muted, count=count))
+
+
+@reads_sync(CHANNEL_VIEW, INCIDENT_MANAGE)
+def progress_counts_sync(
+    conn: Connection, actor: Actor, *, start_time: int, end_time: int,
+    incident_severity: str = "", channel_ids: Sequence[int] = (),
+    team_ids: Sequence[int] = (), is_my_team: bool = False, is_my_channel: bool = False,
+    query: str = "",
+) -> dict[str, int]:
+    """How many of the incidents `list_incidents` would find with these filters are in each
+    progress (every progress named, 0 for none): the tabs of a list filtered by progress."""
+    f = _list_filter(
+        conn, actor, start_time=start_time, end_time=end_time,
+        incident_severity=incident_severity,
+        channel_ids=channel_ids, team_ids=team_ids, is_my_team=is_my_team,
+        is_my_channel=is_my_channel, query=query)
+    counts: dict[str, int] = dict.fromkeys(PROGRESSES, 0)
+    if f is not None:
+        counts.update(repo.progress_counts_sync(conn, visibility.scope_sync(conn, actor), f))
+    return counts
 
 
 @reads(CHANNEL_VIEW, INCIDENT_MANAGE)
@@ -151,21 +218,15 @@ async def progress_counts(
     team_ids: Sequence[int] = (), is_my_team: bool = False, is_my_channel: bool = False,
     query: str = "",
 ) -> dict[str, int]:
-    """How many of the incidents `list_incidents` would find with these filters are in each
-    progress (every progress named, 0 for none): the tabs of a list filtered by progress."""
-    f = await _list_filter(
-        actor, start_time=start_time, end_time=end_time, incident_severity=incident_severity,
-        channel_ids=channel_ids, team_ids=team_ids, is_my_team=is_my_team,
-        is_my_channel=is_my_channel, query=query)
-    counts: dict[str, int] = dict.fromkeys(PROGRESSES, 0)
-    if f is not None:
-        scope = await visibility.scope(actor)
-        counts.update(await repo.progress_counts(conn, scope, f))
-    return counts
+    """`progress_counts_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: progress_counts_sync(
+        sync, actor, start_time=start_time, end_time=end_time,
+        incident_severity=incident_severity, channel_ids=channel_ids, team_ids=team_ids,
+        is_my_team=is_my_team, is_my_channel=is_my_channel, query=query))
 
 
-async def _list_filter(
-    actor: Actor, *, start_time: int, end_time: int, progress: str = "",
+def _list_filter(
+    conn: Connection, actor: Actor, *, start_time: int, end_time: int, progress: str = "",
     incident_severity: str = "", channel_ids: Sequence[int] = (),
     team_ids: Sequence[int] = (), is_my_team: bool = False, is_my_channel: bool = False,
     responder_ids: Sequence[int] = (), acker_ids: Sequence[int] = (),
@@ -196,7 +257,7 @@ async def _list_filter(
     )
     teams = set(team_ids)
     if is_my_team:
-        teams |= await actor.team_ids()
+        teams |= actor.team_ids_sync(conn)
         if not teams:
             return None
     if teams:
@@ -217,11 +278,17 @@ class IncidentChange:
 LIVE_BATCH = 500
 
 
-@reads(CHANNEL_VIEW, INCIDENT_MANAGE)
-async def live_cursor(conn: AsyncConnection, actor: Actor) -> live.LiveCursor:
+@reads_sync(CHANNEL_VIEW, INCIDENT_MANAGE)
+def live_cursor_sync(conn: Connection, actor: Actor) -> live.LiveCursor:
     """A live view's start: past every change made so far."""
     lookback = live.LOOKBACK_IDS if conn.dialect.name == "postgresql" else 0
-    return live.LiveCursor(await core_repo.last_event_id(conn), lookback=lookback)
+    return live.LiveCursor(core_repo.last_event_id_sync(conn), lookback=lookback)
+
+
+@reads(CHANNEL_VIEW, INCIDENT_MANAGE)
+async def live_cursor(conn: AsyncConnection, actor: Actor) -> live.LiveCursor:
+    """`live_cursor_sync` on an async connection."""
+    return await conn.run_sync(live_cursor_sync, actor)
 
 
 @reads(CHANNEL_VIEW, INCIDENT_MANAGE)
@@ -236,6 +303,7 @@ async def incident_changes(conn: AsyncConnection, actor: Actor, *,
     return [IncidentChange(r.id, r.incident_id, r.kind) for r in cursor.take(rows)]
 
 
+list_incidents_sync = reads_sync(*VIEW_PERMISSIONS)(find_incidents_sync)
 list_incidents = reads(*VIEW_PERMISSIONS)(find_incidents)
 
 
@@ -275,88 +343,130 @@ def _read_cursor(key: str, cursor: str, asc: bool) -> tuple[int, str]:
     return start_time, incident_id
 
 
-async def records(conn: AsyncConnection, actor: Actor, rows: list[Row[Any]], *,
-                  deps: Deps, alerts_scope: visibility.Scope | None = None,
-                  sources: bool = True) -> list[IncidentInfo]:
-    """Whole IncidentInfo records for a page of rows, with a fixed number of extra reads
-    (none for the names when the rows are a list's page, repository.named; one for the
-    sources; one for members' names when the page names any); with `alerts_scope`, each
-    incident's alerts visible in that scope are embedded (one more read per incident).
-    Without `sources` the sources' read is left out, and with it the
-    integrations the alerts came from (`integration_ids`, `integration_types` empty,
-    `integration_type` None) and the recurrence bucket (`frequency` None): for callers that
-    read none of these (the escalation engine, many times a second)."""
+# Positions in a row of the incident table (repository.COLUMN_AT), read by position so that
+# a page's driver tuples (db/prepared.py) and SQLAlchemy rows read alike.
+_C = repo.COLUMN_AT
+_ID, _START = _C["incident_id"], _C["start_time"]
+
+
+def records_sync(conn: Connection, actor: Actor, rows: Sequence[Any], *, deps: Deps,
+                 named: bool = False, alerts_scope: visibility.Scope | None = None,
+                 sources: bool = True) -> list[IncidentInfo]:
+    """Whole IncidentInfo records for a page of rows (the incident's columns in table order),
+    with a fixed number of extra reads (none for the names when `named`: the rows are a
+    list's page, repository.NAMED_AT; one for the sources; one for members' names when the
+    page names any); with `alerts_scope`, each incident's alerts visible in that scope are
+    embedded (one more read per incident). Without `sources` the sources' read is left out,
+    and with it the integrations the alerts came from (`integration_ids`,
+    `integration_types` empty, `integration_type` None) and the recurrence bucket
+    (`frequency` None): for callers that read none of these (the escalation engine, many
+    times a second)."""
     if not rows:
         return []
-    if repo.named(rows[0]):  # a list's page: the names came with the rows
+    c = _C
+    i_id, i_chan, i_creator, i_closer, i_owner, i_resp = (
+        c["incident_id"], c["channel_id"], c["creator_id"], c["closer_id"], c["owner_id"],
+        c["responders"])
+    if named:  # a list's page: the names came with the rows
+        n = repo.NAMED_AT
         first = rows[0]
-        acct: Any = (None if first.named_account_name is None else _Account(
-            first.named_account_name, first.named_account_locale,
-            first.named_account_time_zone))
-        chans = {r.channel_id: (r.named_channel_name, r.named_channel_status) for r in rows
-                 if r.named_channel_name is not None}
+        acct: Any = (None if first[n + 2] is None
+                     else _Account(first[n + 2], first[n + 3], first[n + 4]))
+        chans = {r[i_chan]: (r[n], r[n + 1]) for r in rows if r[n] is not None}
     else:
-        acct = await repo.account_row(conn, actor.account_id)
-        chans = await channels.channel_names(conn, actor, [r.channel_id for r in rows])
-    responders = {r.incident_id: _responders.decode(r.responders) for r in rows}
-    people = await members.member_names(
+        acct = repo.account_row_sync(conn, actor.account_id)
+        chans = channels.channel_names_sync(conn, actor, [r[i_chan] for r in rows])
+    responders = {r[i_id]: _responders.decode(r[i_resp]) for r in rows}
+    people = members.member_names_sync(
         conn, actor, {p.person_id for rs in responders.values() for p in rs}
-        | {i for r in rows for i in (r.creator_id, r.closer_id, r.owner_id)})
-    ids = [r.incident_id for r in rows]
-    integrations, frequent = await repo.sources(conn, ids) if sources else ({}, set())
+        | {i for r in rows for i in (r[i_creator], r[i_closer], r[i_owner])})
+    ids = [r[i_id] for r in rows]
+    integrations, frequent = repo.sources_sync(conn, ids) if sources else ({}, set())
+    account_name = acct.account_name if acct else ""
+    account_locale = acct.locale if acct else ""
+    account_time_zone = acct.time_zone if acct else ""
+    base = deps.base_url
     items: list[IncidentInfo] = []
     for r in rows:
-        chan = chans.get(r.channel_id)
-        for p in responders[r.incident_id]:
+        (incident_id, account_id, channel_id, integration_id, num, dedup_key, equals_md5,
+         group_method, title, description, impact, root_cause, resolution, incident_severity,
+         incident_status, progress, start_time, last_time, end_time, ack_time, close_time,
+         snoozed_before, creator_id, closer_id, owner_id, labels, fields, assigned_to, _,
+         images, alert_cnt, active_alert_cnt, alert_event_cnt, ever_muted, merged_into, _,
+         deleted_at, created_at, updated_at) = r[:_WIDTH]
+        chan = chans.get(channel_id)
+        own = responders[incident_id]
+        for p in own:
             person = people.get(p.person_id)
             if person is not None:
                 p.person_name, p.email = person
-        origins = integrations.get(r.incident_id, [])
+        origins = integrations.get(incident_id, [])
         items.append(IncidentInfo(
-            incident_id=r.incident_id, account_id=r.account_id, channel_id=r.channel_id,
-            integration_id=r.integration_id,
+            incident_id=incident_id, account_id=account_id, channel_id=channel_id,
+            integration_id=integration_id,
             integration_ids=[i for i, _ in origins],
             integration_types=list(dict.fromkeys(t for _, t in origins)),
-            dedup_key=r.dedup_key, equals_md5=r.equals_md5, start_time=r.start_time,
-            end_time=r.end_time, last_time=r.last_time, ack_time=r.ack_time,
-            close_time=r.close_time, creator_id=r.creator_id, closer_id=r.closer_id,
-            owner_id=r.owner_id, incident_status=r.incident_status,
-            incident_severity=r.incident_severity, progress=r.progress, title=r.title,
-            description=r.description, ai_summary="", impact=r.impact,
-            root_cause=r.root_cause, resolution=r.resolution, num=r.num,
-            deleted_at=r.deleted_at, created_at=r.created_at, updated_at=r.updated_at,
-            snoozed_before=r.snoozed_before, group_method=r.group_method,
-            ever_muted=bool(r.ever_muted), labels=_json.decode(r.labels),
-            fields=_json.decode(r.fields), assigned_to=_json.decode(r.assigned_to),
-            alert_cnt=r.alert_cnt, active_alert_cnt=r.active_alert_cnt,
-            alert_event_cnt=r.alert_event_cnt, responders=responders[r.incident_id],
-            account_name=acct.account_name if acct else "",
-            account_locale=acct.locale if acct else "",
-            account_time_zone=acct.time_zone if acct else "",
+            dedup_key=dedup_key, equals_md5=equals_md5, start_time=start_time,
+            end_time=end_time, last_time=last_time, ack_time=ack_time,
+            close_time=close_time, creator_id=creator_id, closer_id=closer_id,
+            owner_id=owner_id, incident_status=incident_status,
+            incident_severity=incident_severity, progress=progress, title=title,
+            description=description, ai_summary="", impact=impact,
+            root_cause=root_cause, resolution=resolution, num=num,
+            deleted_at=deleted_at, created_at=created_at, updated_at=updated_at,
+            snoozed_before=snoozed_before, group_method=group_method,
+            ever_muted=bool(ever_muted), labels=_json.decode(labels),
+            fields=_json.decode(fields), assigned_to=_json.decode(assigned_to),
+            alert_cnt=alert_cnt, active_alert_cnt=active_alert_cnt,
+            alert_event_cnt=alert_event_cnt, responders=own,
+            account_name=account_name, account_locale=account_locale,
+            account_time_zone=account_time_zone,
             channel_name=chan[0] if chan else "",
             channel_status=chan[1] if chan else "",
-            detail_url=f"{deps.base_url}/console/incidents/{r.incident_id}",
-            silence_url=f"{deps.base_url}/incident/silence/{r.incident_id}",
-            post_mortem_id="", images=images_of(r.images), manual_overrides=[],
-            merged_into=r.merged_into or "",
-            creator=_person(people, r.creator_id), closer=_person(people, r.closer_id),
-            owner=_person(people, r.owner_id),
+            detail_url=f"{base}/console/incidents/{incident_id}",
+            silence_url=f"{base}/incident/silence/{incident_id}",
+            post_mortem_id="", images=[] if images == "[]" else images_of(images),
+            manual_overrides=[],
+            merged_into=merged_into or "",
+            creator=_person(people, creator_id), closer=_person(people, closer_id),
+            owner=_person(people, owner_id),
             # A member-created incident was reported by its creator.
-            reporter_email=(people[r.creator_id][1] if r.creator_id in people else None),
+            reporter_email=(people[creator_id][1] if creator_id in people else None),
             integration_type=origins[0][1] if origins else None,
             # Channel link integrations do not exist here yet: none to render.
             links=[],
-            frequency=(("frequent" if r.incident_id in frequent else "rare") if sources
+            frequency=(("frequent" if incident_id in frequent else "rare") if sources
                        else None),
         ))
     if alerts_scope is not None:
         for item in items:
-            rows_of = await repo.alert_page(conn, alerts_scope, item.incident_id, None, offset=0,
-                                            limit=MAX_EMBEDDED_ALERTS)
+            rows_of = repo.alert_page_sync(conn, alerts_scope, item.incident_id, None,
+                                           offset=0, limit=MAX_EMBEDDED_ALERTS)
             short = IncidentShort(incident_id=item.incident_id, title=item.title,
                                   progress=item.progress)
             item.alerts = [_alert_info(a, short, None) for a in rows_of]
     return items
+
+
+# The incident table's columns as records_sync unpacks them; an added column fails here, at
+# import, rather than shifting the fields of every record.
+_WIDTH = len(_C)
+assert tuple(_C) == (
+    "incident_id", "account_id", "channel_id", "integration_id", "num", "dedup_key",
+    "equals_md5", "group_method", "title", "description", "impact", "root_cause",
+    "resolution", "incident_severity", "incident_status", "progress", "start_time",
+    "last_time", "end_time", "ack_time", "close_time", "snoozed_before", "creator_id",
+    "closer_id", "owner_id", "labels", "fields", "assigned_to", "responders", "images",
+    "alert_cnt", "active_alert_cnt", "alert_event_cnt", "ever_muted", "merged_into",
+    "merge_disabled", "deleted_at", "created_at", "updated_at"), tuple(_C)
+
+
+async def records(conn: AsyncConnection, actor: Actor, rows: Sequence[Any], *, deps: Deps,
+                  alerts_scope: visibility.Scope | None = None,
+                  sources: bool = True) -> list[IncidentInfo]:
+    """`records_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: records_sync(
+        sync, actor, rows, deps=deps, alerts_scope=alerts_scope, sources=sources))
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,18 +483,18 @@ def _person(people: dict[int, tuple[str, str]], person_id: int) -> PersonShort |
     return PersonShort(person_id=person_id, person_name=found[0], email=found[1])
 
 
-@reads(*VIEW_PERMISSIONS)
-async def incident_feed(
-    conn: AsyncConnection, actor: Actor, *, incident_id: str, types: Sequence[str] = (),
+@reads_sync(*VIEW_PERMISSIONS)
+def incident_feed_sync(
+    conn: Connection, actor: Actor, *, incident_id: str, types: Sequence[str] = (),
     asc: bool = False, offset: int = 0, limit: int = 20,
 ) -> ListIncidentFeedResponse:
     """A page of the timeline of an incident the actor sees."""
     wanted = incident_id.lower()
-    if await repo.find(conn, await visibility.scope(actor), wanted) is None:
+    if repo.find_sync(conn, visibility.scope_sync(conn, actor), wanted) is None:
         raise errors.not_found("incident", incident_id)
-    rows = await repo.feed_page(conn, actor.account_id, wanted,
-                                types=list(dict.fromkeys(types)), asc=asc,
-                                offset=offset, limit=limit + 1)
+    rows = repo.feed_page_sync(conn, actor.account_id, wanted,
+                               types=list(dict.fromkeys(types)), asc=asc,
+                               offset=offset, limit=limit + 1)
     items = [
         IncidentFeedItem(
             ref_id=r.incident_id, type=r.type,
@@ -399,19 +509,29 @@ async def incident_feed(
     return ListIncidentFeedResponse(has_next_page=len(rows) > limit, items=items)
 
 
-async def find_incident_alerts(
-    conn: AsyncConnection, actor: Actor, *, incident_id: str, is_active: bool | None = None,
+@reads(*VIEW_PERMISSIONS)
+async def incident_feed(conn: AsyncConnection, actor: Actor, *, incident_id: str,
+                        types: Sequence[str] = (), asc: bool = False, offset: int = 0,
+                        limit: int = 20) -> ListIncidentFeedResponse:
+    """`incident_feed_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: incident_feed_sync(
+        sync, actor, incident_id=incident_id, types=types, asc=asc, offset=offset,
+        limit=limit))
+
+
+def find_incident_alerts_sync(
+    conn: Connection, actor: Actor, *, incident_id: str, is_active: bool | None = None,
     include_events: bool = False, offset: int = 0, limit: int = 1000,
 ) -> ListIncidentAlertsResponse:
     """A page of the alerts of an incident the actor sees (those it sees), newest first."""
-    scope = await visibility.scope(actor)
-    inc = await repo.find(conn, scope, incident_id.lower())
+    scope = visibility.scope_sync(conn, actor)
+    inc = repo.find_sync(conn, scope, incident_id.lower())
     if inc is None:
         raise errors.not_found("incident", incident_id)
-    total = await repo.alert_count(conn, scope, inc.incident_id, is_active)
-    rows = await repo.alert_page(conn, scope, inc.incident_id, is_active,
-                                 offset=offset, limit=limit)
-    history = (await repo.alert_events(conn, [r.alert_id for r in rows])
+    total = repo.alert_count_sync(conn, scope, inc.incident_id, is_active)
+    rows = repo.alert_page_sync(conn, scope, inc.incident_id, is_active,
+                                offset=offset, limit=limit)
+    history = (repo.alert_events_sync(conn, [r.alert_id for r in rows])
                if include_events else {})
     short = IncidentShort(incident_id=inc.incident_id, title=inc.title, progress=inc.progress)
     items = [
@@ -424,6 +544,17 @@ async def find_incident_alerts(
     return ListIncidentAlertsResponse(items=items, total=total)
 
 
+async def find_incident_alerts(
+    conn: AsyncConnection, actor: Actor, *, incident_id: str, is_active: bool | None = None,
+    include_events: bool = False, offset: int = 0, limit: int = 1000,
+) -> ListIncidentAlertsResponse:
+    """`find_incident_alerts_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: find_incident_alerts_sync(
+        sync, actor, incident_id=incident_id, is_active=is_active,
+        include_events=include_events, offset=offset, limit=limit))
+
+
+incident_alerts_sync = reads_sync(*VIEW_PERMISSIONS)(find_incident_alerts_sync)
 incident_alerts = reads(*VIEW_PERMISSIONS)(find_incident_alerts)
 
 

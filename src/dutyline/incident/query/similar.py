@@ -18,16 +18,17 @@ import re
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads, reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.incident import visibility
 from dutyline.incident.query import repository as repo
 from dutyline.incident.query.schemas import PastIncidentItem
-from dutyline.incident.query.service import VIEW_PERMISSIONS, records
+from dutyline.incident.query.service import VIEW_PERMISSIONS, records_sync
 
 DEFAULT_LIMIT = 5
 MIN_SCORE = 0.1
@@ -73,30 +74,40 @@ class _Reference:
         return round(TITLE_WEIGHT * title_score + (1 - TITLE_WEIGHT) * labels_score, 4)
 
 
-@reads(*VIEW_PERMISSIONS)
-async def past_incidents(
-    conn: AsyncConnection, actor: Actor, *, incident_id: str, limit: int = DEFAULT_LIMIT,
+@reads_sync(*VIEW_PERMISSIONS)
+def past_incidents_sync(
+    conn: Connection, actor: Actor, *, incident_id: str, limit: int = DEFAULT_LIMIT,
     offset: int = 0, deps: Deps,
 ) -> tuple[int, list[PastIncidentItem]]:
     """(how many earlier incidents of the incident's channel are similar enough, the `limit`
     (0: the default) of them from `offset`, most similar first), as whole records (the
     server's base URL for their links) with their score."""
-    scope = await visibility.scope(actor)
-    ref = await repo.find(conn, scope, incident_id.lower())
+    scope = visibility.scope_sync(conn, actor)
+    ref = repo.find_sync(conn, scope, incident_id.lower())
     if ref is None:
         raise errors.not_found("incident", incident_id)
     reference = _Reference(ref.title, ref.labels)
     scored = sorted(
         ((reference.score(c.title, c.labels), c.start_time, c.incident_id)
-         for c in await repo.past_candidates(conn, scope, ref)),
+         for c in repo.past_candidates_sync(conn, scope, ref)),
         reverse=True,
     )
     similar = [(score, found) for score, _, found in scored if score >= MIN_SCORE]
     best = similar[offset:offset + (limit or DEFAULT_LIMIT)]
     if not best:
         return len(similar), []
-    rows = await repo.find_many(conn, scope, [i for _, i in best])
+    rows = repo.find_many_sync(conn, scope, [i for _, i in best])
     infos = {info.incident_id: info
-             for info in await records(conn, actor, rows, deps=deps)}
+             for info in records_sync(conn, actor, rows, deps=deps)}
     return len(similar), [PastIncidentItem(**msgspec.structs.asdict(infos[i]), score=score)
                           for score, i in best if i in infos]
+
+
+@reads(*VIEW_PERMISSIONS)
+async def past_incidents(
+    conn: AsyncConnection, actor: Actor, *, incident_id: str, limit: int = DEFAULT_LIMIT,
+    offset: int = 0, deps: Deps,
+) -> tuple[int, list[PastIncidentItem]]:
+    """`past_incidents_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: past_incidents_sync(
+        sync, actor, incident_id=incident_id, limit=limit, offset=offset, deps=deps))

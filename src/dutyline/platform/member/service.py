@@ -394,11 +394,17 @@ async def _find_for_delete(
     return rows[0]
 
 
-async def member_names(conn: AsyncConnection, actor: Actor,
-                       member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+def member_names_sync(conn: Connection, actor: Actor,
+                      member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
     """{member_id: (name, e-mail)} of the account's members among these ids, removed members
     included: records (incidents, analytics, insight) keep naming who acted."""
-    return await conn.run_sync(member_names_sync, actor, list(member_ids))
+    return repo.names_sync(conn, actor.account_id, sorted(set(member_ids) - {0}))
+
+
+async def member_names(conn: AsyncConnection, actor: Actor,
+                       member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
+    """`member_names_sync` on an async connection."""
+    return await conn.run_sync(member_names_sync, actor, member_ids)
 
 
 async def existing_member_ids(conn: AsyncConnection, actor: Actor,
@@ -469,9 +475,3 @@ async def signed_in_caller(conn: AsyncConnection, *, account_id: int,
     page). None when they are no longer an enabled member of the account."""
     rows = await repo.caller_rows(conn, account_id, person_id)
     return caller_from_rows(rows) if rows else None
-
-
-def member_names_sync(conn: Connection, actor: Actor,
-                      member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-    """`member_names` inside a sync unit of database work."""
-    return repo.names_sync(conn, actor.account_id, sorted(set(member_ids) - {0}))

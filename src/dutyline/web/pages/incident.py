@@ -55,9 +55,10 @@ def _is_htmx(ctx: ConsoleContext) -> bool:
 async def _view(ctx: ConsoleContext, incident_id: str) -> incident_view.IncidentView:
     # The API's reads of an incident need one of these (incident/query/endpoints.py).
     require(ctx.actor, CHANNEL_VIEW, INCIDENT_MANAGE)
-    async with ctx.read() as conn:
-        return await incident_view.load(conn, ctx.actor, incident_id=incident_id,
-                                        deps=ctx.runtime.deps)
+    actor, deps = ctx.actor, ctx.runtime.deps
+    # The page's reads, as one unit on the database (api/operation.py).
+    return await ctx.runtime.db.run_sync(lambda conn: incident_view.load_sync(
+        conn, actor, incident_id=incident_id, deps=deps), write=False)
 
 
 def _not_found(ctx: ConsoleContext) -> Response:

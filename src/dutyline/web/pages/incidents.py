@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from sqlalchemy import Connection
 from starlette.responses import Response
 
 from dutyline.api import errors
@@ -98,19 +99,19 @@ class ListView:
         }
 
 
-async def read_list(ctx: ConsoleContext, view: ListView, *, incident_ids: list[str] | None = None,
-                    limit: int = PAGE_SIZE, cursor: str = "", total: bool = True
-                    ) -> IncidentListResponse:
-    """A page of the view's incidents (or those of `incident_ids` it holds); inside a read."""
-    return await incidents.list_incidents(
-        ctx.conn, ctx.actor, **view.filters(ctx.actor.now_s), progress=view.progress,
+def read_list(conn: Connection, ctx: ConsoleContext, view: ListView, *,
+              incident_ids: list[str] | None = None, limit: int = PAGE_SIZE, cursor: str = "",
+              total: bool = True) -> IncidentListResponse:
+    """A page of the view's incidents (or those of `incident_ids` it holds), inside a read
+    unit (`runtime.db.run_sync`)."""
+    return incidents.list_incidents_sync(
+        conn, ctx.actor, **view.filters(ctx.actor.now_s), progress=view.progress,
         incident_ids=incident_ids or (), limit=limit, search_after_ctx=cursor,
         deps=ctx.runtime.deps, count=total)
 
 
-async def read_counts(ctx: ConsoleContext, view: ListView) -> dict[str, int]:
-    return await incidents.progress_counts(ctx.conn, ctx.actor,
-                                           **view.filters(ctx.actor.now_s))
+def read_counts(conn: Connection, ctx: ConsoleContext, view: ListView) -> dict[str, int]:
+    return incidents.progress_counts_sync(conn, ctx.actor, **view.filters(ctx.actor.now_s))
 
 
 def age(start_time: int, now_s: int) -> str:
@@ -139,36 +140,58 @@ def shown_labels(item: IncidentInfo, limit: int = 3) -> list[tuple[str, str]]:
     return out
 
 
-async def _options(ctx: ConsoleContext) -> tuple[list[Any], list[Any]]:
-    """Channels and teams for the filters: those the person may see; none if they may not
-    list them."""
-    found_channels: list[Any] = []
-    found_teams: list[Any] = []
+async def _channel_options(ctx: ConsoleContext) -> list[Any]:
+    """Channels for the filter: those the person may see; none if they may not list them."""
+    found: list[Any] = []
     with contextlib.suppress(errors.AccessDenied):
-        _, found_channels = await channels.list_channels(
-            ctx.conn, ctx.actor, q=ChannelQuery(is_brief=True, orderby="channel_name",
+        async with ctx.read() as conn:
+            _, found = await channels.list_channels(
+                conn, ctx.actor, q=ChannelQuery(is_brief=True, orderby="channel_name",
                                                 asc=True),
-            offset=0, limit=MAX_OPTIONS)
+                offset=0, limit=MAX_OPTIONS)
+    return found
+
+
+def _team_options(conn: Connection, ctx: ConsoleContext) -> list[Any]:
+    """Teams for the filter; none if the person may not list them."""
+    found: list[Any] = []
     with contextlib.suppress(errors.AccessDenied):
-        _, found_teams = await teams.list_teams(ctx.conn, ctx.actor, orderby="team_name",
-                                                asc=True, offset=0, limit=MAX_OPTIONS)
-    return found_channels, found_teams
+        _, found = teams.list_teams_sync(conn, ctx.actor, orderby="team_name", asc=True,
+                                         offset=0, limit=MAX_OPTIONS)
+    return found
+
+
+@dataclass
+class _ListPage:
+    view: ListView
+    page: IncidentListResponse
+    counts: dict[str, int]
+    live_from: int
+    team_options: list[Any]
 
 
 @pages.get(HOME)
 async def incident_list(ctx: ConsoleContext) -> Response:
-    view = ListView.from_query(ctx.request.query_params)
-    async with ctx.read() as conn:
+    asked = ListView.from_query(ctx.request.query_params)
+
+    def read(conn: Connection) -> _ListPage:
         # The page shows the sum of the counts by progress, not the list's own total.
+        view = asked
         try:
-            page = await read_list(ctx, view, cursor=view.cursor, total=False)
+            page = read_list(conn, ctx, view, cursor=view.cursor, total=False)
         except errors.InvalidParameter:
             # A cursor of another list (or an old one): start from the newest instead.
             view = replace(view, cursor="")
-            page = await read_list(ctx, view, total=False)
-        counts = await read_counts(ctx, view)
-        live_from = (await incidents.live_cursor(conn, ctx.actor)).last_id
-        channel_options, team_options = await _options(ctx)
+            page = read_list(conn, ctx, view, total=False)
+        return _ListPage(view, page, read_counts(conn, ctx, view),
+                         incidents.live_cursor_sync(conn, ctx.actor).last_id,
+                         _team_options(conn, ctx))
+
+    # The reads /incident/list does, as one unit on the database (api/operation.py).
+    found = await ctx.runtime.db.run_sync(read, write=False)
+    view, page, counts, live_from = found.view, found.page, found.counts, found.live_from
+    team_options = found.team_options
+    channel_options = await _channel_options(ctx)
     return ctx.render(
         "incidents.html", title="Incidents", view=view, page=page, counts=counts,
         total=sum(counts.values()), progresses=PROGRESSES, severities=SEVERITIES,

@@ -28,6 +28,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+from sqlalchemy import Connection
 from starlette.responses import Response, StreamingResponse
 
 from dutyline.incident.service import events, live
@@ -74,8 +75,9 @@ async def stream(ctx: ConsoleContext) -> Response:
     params = ctx.request.query_params
     view = ListView.from_query(params)
     first_page = params.get("paged") != "1"
-    async with ctx.read() as conn:
-        cursor = await incidents.live_cursor(conn, ctx.actor)
+    actor = ctx.actor
+    cursor = await ctx.runtime.db.run_sync(lambda conn: incidents.live_cursor_sync(conn, actor),
+                                           write=False)
     # Where the page (or, reconnecting, the last event it got) left off, if not too old.
     given = ctx.request.headers.get("last-event-id") or params.get("from", "")
     if given.isdigit() and len(given) <= 19 and (
@@ -167,12 +169,12 @@ async def _catch_up(ctx: ConsoleContext, view: ListView, cursor: live.LiveCursor
     while cursor.last_id < upto:
         async with ctx.read():
             batch = await incidents.incident_changes(ctx.conn, ctx.actor, cursor=cursor)
-            in_range = [c for c in batch if c.event_id <= upto]
-            if not in_range:
-                return
-            changes = sent.first_time(in_range)
-            messages = (await _render(ctx, view, changes, _created(changes, new_after))
-                        if changes else [])
+        in_range = [c for c in batch if c.event_id <= upto]
+        if not in_range:
+            return
+        changes = sent.first_time(in_range)
+        messages = (await _render(ctx, view, changes, _created(changes, new_after))
+                    if changes else [])
         for event, html in messages:
             yield sse(event, html, min(cursor.last_id, upto))
         if len(batch) < incidents.LIVE_BATCH:
@@ -212,8 +214,7 @@ async def _shared_render(ctx: ConsoleContext, reader: tuple[Any, ...], view: Lis
     done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
     batch.shared[key] = done
     try:
-        async with ctx.read():
-            messages = await _render(ctx, view, changes, created)
+        messages = await _render(ctx, view, changes, created)
     except BaseException as exc:
         if batch.shared.get(key) is done:
             del batch.shared[key]
@@ -228,18 +229,26 @@ async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any],
                   created: frozenset[str]) -> list[tuple[str, str]]:
     """(event, HTML) of the messages telling the page about `changes`."""
     changed = list(dict.fromkeys(c.incident_id for c in reversed(changes)))
-    shown: dict[str, Any] = {}
-    for i in range(0, len(changed), _IDS_PER_READ):
-        chunk = changed[i:i + _IDS_PER_READ]
-        page = await read_list(ctx, view, incident_ids=chunk, limit=len(chunk), total=False)
-        shown.update((item.incident_id, item) for item in page.items)
-    # Changed incidents the person sees that no longer match leave the list; those they do
-    # not see are never named, not even to be removed.
-    unlisted = [i for i in changed if i not in shown][:100]
-    gone = [] if not unlisted else [item.incident_id for item in (await incidents.list_by_ids(
-        ctx.conn, ctx.actor, incident_ids=unlisted, deps=ctx.runtime.deps,
-        sources=False)).items]
-    counts = await read_counts(ctx, view)
+
+    def read(conn: Connection) -> tuple[dict[str, Any], list[str], dict[str, int]]:
+        shown: dict[str, Any] = {}
+        for i in range(0, len(changed), _IDS_PER_READ):
+            chunk = changed[i:i + _IDS_PER_READ]
+            page = read_list(conn, ctx, view, incident_ids=chunk, limit=len(chunk),
+                             total=False)
+            shown.update((item.incident_id, item) for item in page.items)
+        # Changed incidents the person sees that no longer match leave the list; those they
+        # do not see are never named, not even to be removed.
+        unlisted = [i for i in changed if i not in shown][:100]
+        gone = [] if not unlisted else [item.incident_id for item in incidents.list_by_ids_sync(
+            conn, ctx.actor, incident_ids=unlisted, deps=ctx.runtime.deps,
+            sources=False).items]
+        return shown, gone, read_counts(conn, ctx, view)
+
+    # The reads through the sync services, in one read transaction on the process's engine
+    # (whose statement listeners see them, as they see the stream's other reads).
+    async with ctx.read() as conn:
+        shown, gone, counts = await conn.run_sync(read)
     env = dict(row_context(ctx, view), view=view)
     messages: list[tuple[str, str]] = []
     fresh = [shown[i] for i in changed if i in shown and i in created]
