@@ -11,10 +11,12 @@ import pytest
 from dutyline.api import observe
 from dutyline.config import Settings
 from tests.fixtures import databases as dbs
-from tests.fixtures.api import Api, make_api
+from tests.fixtures.api import Api, make_api, share_service_pages
 
 # capture_logs must see every logger, whichever test used it first (see observe.py).
 observe.CACHE_LOGGERS = False
+# Each app a test creates gets the process's one OpenAPI document and /docs page.
+share_service_pages()
 
 pytest_plugins = ["tests.fixtures.accounts", "tests.fixtures.browser", "tests.fixtures.redis",
                   "tests.fixtures.smtp"]

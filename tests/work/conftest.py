@@ -3,6 +3,7 @@ database of its own for the tests that run real worker processes."""
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -12,7 +13,6 @@ from sqlalchemy import text
 from dutyline.api.runtime import Runtime
 from dutyline.app import build_runtime
 from dutyline.config import Settings
-from dutyline.db.migrate import upgrade
 from tests.fixtures import databases as dbs
 from tests.fixtures.clock import FakeClock
 from tests.work.jobs_for_test import CREATE_EFFECT_TABLE, DROP_EFFECT_TABLE
@@ -43,13 +43,13 @@ def _backends() -> list[str]:
 
 
 @pytest.fixture(params=_backends())
-def own_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A fresh migrated database for worker processes. Sync on purpose: the PostgreSQL
-    helpers run their own event loop."""
+def own_database(request: pytest.FixtureRequest, sqlite_template: Path,
+                 tmp_path: Path) -> Iterator[str]:
+    """A fresh migrated database for worker processes (a copy of the migrated template).
+    Sync on purpose: the PostgreSQL helpers run their own event loop."""
     if request.param == "sqlite":
-        url = dbs.sqlite_url(tmp_path / "own.db")
-        upgrade(url)
-        yield url
+        shutil.copyfile(sqlite_template, tmp_path / "own.db")
+        yield dbs.sqlite_url(tmp_path / "own.db")
         return
     admin = dbs.postgres_admin_url()
     assert admin is not None
