@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, UnaryExpression, bindparam, func, select
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 
@@ -21,9 +21,9 @@ def ordered(column: ColumnElement[Any], tiebreak: ColumnElement[Any], *,
     return column.desc(), tiebreak.desc()
 
 
-async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
-                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
-                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
+def counted_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *,
+                      offset: int, limit: int, params: Mapping[str, Any] | None = None,
+                      window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
     """(total, rows of one page): `count` selects the total of the rows `page` (ordered)
     walks; `params` binds both statements' bound parameters.
 
@@ -32,14 +32,22 @@ async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[A
     row: one round trip), and `count` runs only when the page comes back empty."""
     if window:
         stmt = page.add_columns(func.count().over().label("total"))
-        rows = (await conn.execute(stmt.offset(offset).limit(limit), params)).all()
+        rows = conn.execute(stmt.offset(offset).limit(limit), params).all()
         if rows:
             return rows[0].total, rows
-        return int((await conn.execute(count, params)).scalar_one()), []
-    total = int((await conn.execute(count, params)).scalar_one())
+        return int(conn.execute(count, params).scalar_one()), []
+    total = int(conn.execute(count, params).scalar_one())
     if total == 0 or offset >= total:
         return total, []
-    return total, (await conn.execute(page.offset(offset).limit(limit), params)).all()
+    return total, conn.execute(page.offset(offset).limit(limit), params).all()
+
+
+async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
+                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
+                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
+    """`counted_page_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: counted_page_sync(
+        sync, count, page, offset=offset, limit=limit, params=params, window=window))
 
 
 def windowed_page(page: Select[Any]) -> Select[Any]:
