@@ -3,7 +3,7 @@ anywhere, with its own `%`, `_` and the escape character taken literally."""
 
 from __future__ import annotations
 
-from sqlalchemy import ColumnElement, bindparam, func, or_
+from sqlalchemy import ColumnElement, String, bindparam, func, or_
 
 ESCAPE = "/"
 
@@ -25,5 +25,5 @@ def any_contains(text: str, *columns: ColumnElement[str]) -> ColumnElement[bool]
 def any_contains_bound(name: str, *columns: ColumnElement[str]) -> ColumnElement[bool]:
     """`any_contains` with its pattern bound at execution (parameter `name`, the value
     `contains_pattern(text.lower())`), for statements built once."""
-    pattern = bindparam(name)
+    pattern = bindparam(name, type_=String())
     return or_(*(func.lower(column).like(pattern, escape=ESCAPE) for column in columns))
