@@ -26,7 +26,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import any_contains
-from dutyline.db.paging import counted_page_sync, ordered, windowed_page
+from dutyline.db.paging import counted_windowed_page_sync, ordered, windowed_page
 from dutyline.db.tables.channel import channel
 
 _ORDER_COLUMNS = {
@@ -165,7 +165,7 @@ def list_page_sync(
         conditions.append(channel.c.name_key == channel_name.lower())
     elif query:
         conditions.append(any_contains(query, channel.c.name_key, channel.c.description))
-    total, rows = counted_page_sync(
+    total, rows = counted_windowed_page_sync(
         conn, select(func.count()).select_from(channel).where(*conditions),
         windowed_page(select(channel).where(*conditions).order_by(
             *ordered(_ORDER_COLUMNS[orderby], channel.c.channel_id, asc=asc))),

@@ -21,9 +21,9 @@ def ordered(column: ColumnElement[Any], tiebreak: ColumnElement[Any], *,
     return column.desc(), tiebreak.desc()
 
 
-async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
-                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
-                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
+def counted_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *,
+                      offset: int, limit: int, params: Mapping[str, Any] | None = None,
+                      window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
     """(total, rows of one page): `count` selects the total of the rows `page` (ordered)
     walks; `params` binds both statements' bound parameters.
 
@@ -32,19 +32,27 @@ async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[A
     row: one round trip), and `count` runs only when the page comes back empty."""
     if window:
         stmt = page.add_columns(func.count().over().label("total"))
-        rows = (await conn.execute(stmt.offset(offset).limit(limit), params)).all()
+        rows = conn.execute(stmt.offset(offset).limit(limit), params).all()
         if rows:
             return rows[0].total, rows
-        return int((await conn.execute(count, params)).scalar_one()), []
-    total = int((await conn.execute(count, params)).scalar_one())
+        return int(conn.execute(count, params).scalar_one()), []
+    total = int(conn.execute(count, params).scalar_one())
     if total == 0 or offset >= total:
         return total, []
-    return total, (await conn.execute(page.offset(offset).limit(limit), params)).all()
+    return total, conn.execute(page.offset(offset).limit(limit), params).all()
 
 
-def counted_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *,
-                      params: Mapping[str, Any]) -> tuple[int, Sequence[Row[Any]]]:
-    """`counted_page` with `window` on a sync connection, for a page built by
+async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
+                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
+                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
+    """`counted_page_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: counted_page_sync(
+        sync, count, page, offset=offset, limit=limit, params=params, window=window))
+
+
+def counted_windowed_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *,
+                               params: Mapping[str, Any]) -> tuple[int, Sequence[Row[Any]]]:
+    """`counted_page_sync` with `window`, for a page built by
     `windowed_page` (its offset and limit among `params`): one statement, the count only
     when the page comes back empty."""
     rows = conn.execute(page, params).all()

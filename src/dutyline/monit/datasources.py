@@ -13,10 +13,11 @@ from typing import Any
 
 import anyio
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import headers_to_store, secret_to_store
@@ -219,13 +220,20 @@ async def _upsert(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec, 
     return _ds_item(box, row)
 
 
-@reads(ALERT_RULE_MANAGE)
-async def get_datasource(conn: AsyncConnection, actor: Actor, *, ds_id: int,
-                         deps: Deps) -> DataSourceItem:
-    row = await repo.get_datasource(conn, actor.account_id, ds_id)
+@reads_sync(ALERT_RULE_MANAGE)
+def get_datasource_sync(conn: Connection, actor: Actor, *, ds_id: int,
+                        deps: Deps) -> DataSourceItem:
+    row = repo.get_datasource_sync(conn, actor.account_id, ds_id)
     if row is None:
         raise errors.not_found("datasource", ds_id)
     return _ds_item(deps.box, row)
+
+
+@reads(ALERT_RULE_MANAGE)
+async def get_datasource(conn: AsyncConnection, actor: Actor, *, ds_id: int,
+                         deps: Deps) -> DataSourceItem:
+    return await conn.run_sync(lambda sync: get_datasource_sync(sync, actor, ds_id=ds_id,
+                                                                deps=deps))
 
 
 async def require_datasource_row(conn: AsyncConnection, actor: Actor, *, ds_id: int) -> Any:
@@ -235,13 +243,20 @@ async def require_datasource_row(conn: AsyncConnection, actor: Actor, *, ds_id: 
     return row
 
 
+@reads_sync(ALERT_RULE_MANAGE)
+def list_datasources_sync(conn: Connection, actor: Actor, *, type_ident: str,
+                          deps: Deps) -> list[DataSourceItem]:
+    if type_ident and type_ident not in DS_TYPES:
+        raise errors.invalid("type", f"must be one of {', '.join(DS_TYPES)}")
+    return [_ds_item(deps.box, r)
+            for r in repo.list_datasources_sync(conn, actor.account_id, type_ident)]
+
+
 @reads(ALERT_RULE_MANAGE)
 async def list_datasources(conn: AsyncConnection, actor: Actor, *, type_ident: str,
                            deps: Deps) -> list[DataSourceItem]:
-    if type_ident and type_ident not in DS_TYPES:
-        raise errors.invalid("type", f"must be one of {', '.join(DS_TYPES)}")
-    return [_ds_item(deps.box, r) for r in await repo.list_datasources(conn, actor.account_id,
-                                                                  type_ident)]
+    return await conn.run_sync(lambda sync: list_datasources_sync(
+        sync, actor, type_ident=type_ident, deps=deps))
 
 
 @writes("/monit/datasource/delete", ALERT_RULE_MANAGE)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.monit import agent_query, history, rulesets, service, tools
@@ -81,17 +83,18 @@ def _datasource_spec(req: DataSourceUpsertRequest) -> service.DataSourceSpec:
 
 
 @router.post("/monit/datasource/info", permissions=MANAGE)
-async def datasource_info(ctx: Context, req: IDRequest) -> DataSourceItem:
+def datasource_info(conn: Connection, ctx: Context, req: IDRequest) -> DataSourceItem:
     """One data source, without its credentials."""
-    return await service.get_datasource(ctx.conn, ctx.actor, ds_id=req.id,
-                                        deps=ctx.runtime.deps)
+    return service.get_datasource_sync(conn, ctx.actor, ds_id=req.id,
+                                          deps=ctx.runtime.deps)
 
 
 @router.post("/monit/datasource/list", permissions=MANAGE)
-async def datasource_list(ctx: Context, req: DataSourceListRequest) -> list[DataSourceItem]:
+def datasource_list(conn: Connection, ctx: Context,
+        req: DataSourceListRequest) -> list[DataSourceItem]:
     """The account's data sources, without their credentials."""
-    return await service.list_datasources(ctx.conn, ctx.actor, type_ident=req.type,
-                                          deps=ctx.runtime.deps)
+    return service.list_datasources_sync(conn, ctx.actor, type_ident=req.type,
+                                            deps=ctx.runtime.deps)
 
 
 @router.post("/monit/datasource/delete", permissions=MANAGE, write=True)
@@ -128,15 +131,15 @@ async def rule_update_fields(ctx: Context, req: RuleFieldsUpdateRequest) -> list
 
 
 @router.post("/monit/rule/info", permissions=MANAGE)
-async def rule_info(ctx: Context, req: RuleIDRequest) -> AlertRule:
+def rule_info(conn: Connection, ctx: Context, req: RuleIDRequest) -> AlertRule:
     """One alert rule with its last evaluation's status."""
-    return await service.get_rule(ctx.conn, ctx.actor, rule_id=req.id)
+    return service.get_rule_sync(conn, ctx.actor, rule_id=req.id)
 
 
 @router.post("/monit/rule/list/basic", permissions=MANAGE)
-async def rule_list_basic(ctx: Context, req: RuleListRequest) -> list[AlertRuleBasic]:
+def rule_list_basic(conn: Connection, ctx: Context, req: RuleListRequest) -> list[AlertRuleBasic]:
     """The account's alert rules (of one folder, or all with folder_id 0)."""
-    return await service.list_rules(ctx.conn, ctx.actor, folder_id=req.folder_id)
+    return service.list_rules_sync(conn, ctx.actor, folder_id=req.folder_id)
 
 
 @router.post("/monit/rule/delete", permissions=MANAGE, write=True)
@@ -152,9 +155,9 @@ async def rule_delete_batch(ctx: Context, req: RuleIDsRequest) -> None:
 
 
 @router.post("/monit/rule/status", permissions=MANAGE)
-async def rule_status(ctx: Context, req: RuleFolderIDRequest) -> list[AlertRuleStatus]:
+def rule_status(conn: Connection, ctx: Context, req: RuleFolderIDRequest) -> list[AlertRuleStatus]:
     """Rules and rules with firing alerts, per folder."""
-    return await service.rule_status(ctx.conn, ctx.actor, folder_id=req.folder_id)
+    return service.rule_status_sync(conn, ctx.actor, folder_id=req.folder_id)
 
 
 @router.post("/monit/rule/import", request=RuleImportRequest, permissions=MANAGE, write=True)
@@ -164,9 +167,9 @@ async def rule_import(ctx: Context, req: list[RuleSpec]) -> list[NameMessage]:
 
 
 @router.post("/monit/rule/export", permissions=MANAGE)
-async def rule_export(ctx: Context, req: RuleIDsRequest) -> list[AlertRuleExport]:
+def rule_export(conn: Connection, ctx: Context, req: RuleIDsRequest) -> list[AlertRuleExport]:
     """Portable definitions of rules, for /monit/rule/import."""
-    return await service.export_rules(ctx.conn, ctx.actor, rule_ids=req.ids)
+    return service.export_rules_sync(conn, ctx.actor, rule_ids=req.ids)
 
 
 @router.post("/monit/rule/move", permissions=MANAGE, write=True)
@@ -177,45 +180,47 @@ async def rule_move(ctx: Context, req: RuleMoveRequest) -> list[NameMessage]:
 
 
 @router.post("/monit/rule/audits", permissions=MANAGE)
-async def rule_audits(ctx: Context, req: RuleIDRequest) -> list[AlertRuleAudit]:
+def rule_audits(conn: Connection, ctx: Context, req: RuleIDRequest) -> list[AlertRuleAudit]:
     """A rule's change history, newest first (without the snapshots)."""
-    return await history.list_audits(ctx.conn, ctx.actor, rule_id=req.id)
+    return history.list_audits_sync(conn, ctx.actor, rule_id=req.id)
 
 
 @router.post("/monit/rule/audit/detail", permissions=MANAGE)
-async def rule_audit_detail(ctx: Context, req: RuleIDRequest) -> AlertRuleAudit:
+def rule_audit_detail(conn: Connection, ctx: Context, req: RuleIDRequest) -> AlertRuleAudit:
     """One change-history record (by its own id) with the rule's snapshot in `content`."""
-    return await history.audit_detail(ctx.conn, ctx.actor, audit_id=req.id)
+    return history.audit_detail_sync(conn, ctx.actor, audit_id=req.id)
 
 
 @router.post("/monit/rule/dstypes", permissions=MANAGE)
-async def rule_dstypes(ctx: Context, req: RuleEmptyRequest) -> list[DSType]:
+def rule_dstypes(conn: Connection, ctx: Context, req: RuleEmptyRequest) -> list[DSType]:
     """The data source types rules can use."""
-    return await history.ds_types(ctx.conn, ctx.actor)
+    return history.ds_types_sync(conn, ctx.actor)
 
 
 @router.post("/monit/rule/counter/total", permissions=MANAGE)
-async def rule_counter_total(ctx: Context, req: RuleEmptyRequest) -> list[AlertRuleCounter]:
+def rule_counter_total(conn: Connection, ctx: Context,
+        req: RuleEmptyRequest) -> list[AlertRuleCounter]:
     """The account's rule total after each change, oldest first."""
-    return await history.counter_total(ctx.conn, ctx.actor)
+    return history.counter_total_sync(conn, ctx.actor)
 
 
 @router.post("/monit/rule/counter/status", permissions=MANAGE)
-async def rule_counter_status(ctx: Context, req: RuleEmptyRequest) -> list[AlertRuleStatus]:
+def rule_counter_status(conn: Connection, ctx: Context,
+        req: RuleEmptyRequest) -> list[AlertRuleStatus]:
     """Rules and rules with firing alerts per top-level folder."""
-    return await service.rule_status(ctx.conn, ctx.actor, folder_id=0)
+    return service.rule_status_sync(conn, ctx.actor, folder_id=0)
 
 
 @router.post("/monit/rule/counter/channel", permissions=MANAGE)
-async def rule_counter_channel(ctx: Context, req: RuleEmptyRequest) -> dict[str, int]:
+def rule_counter_channel(conn: Connection, ctx: Context, req: RuleEmptyRequest) -> dict[str, int]:
     """Rules per channel name (the channel id when the name is unknown)."""
-    return await history.counter_channel(ctx.conn, ctx.actor)
+    return history.counter_channel_sync(conn, ctx.actor)
 
 
 @router.post("/monit/rule/counter/node", permissions=MANAGE)
-async def rule_counter_node(ctx: Context, req: RuleEmptyRequest) -> dict[str, int]:
+def rule_counter_node(conn: Connection, ctx: Context, req: RuleEmptyRequest) -> dict[str, int]:
     """Rules per top-level folder (named by its id: there are no folder records)."""
-    return await history.counter_node(ctx.conn, ctx.actor)
+    return history.counter_node_sync(conn, ctx.actor)
 
 
 @router.post("/monit/store/ruleset/create", permissions=MANAGE, write=True)
@@ -227,15 +232,16 @@ async def ruleset_create(ctx: Context, req: StoreRulesetUpsertRequest) -> StoreR
 
 
 @router.post("/monit/store/ruleset/info", permissions=MANAGE)
-async def ruleset_info(ctx: Context, req: IDRequest) -> StoreRulesetItem:
+def ruleset_info(conn: Connection, ctx: Context, req: IDRequest) -> StoreRulesetItem:
     """One ruleset the caller can see, with its payload."""
-    return await rulesets.get_ruleset(ctx.conn, ctx.actor, ruleset_id=req.id)
+    return rulesets.get_ruleset_sync(conn, ctx.actor, ruleset_id=req.id)
 
 
 @router.post("/monit/store/ruleset/list", permissions=MANAGE)
-async def ruleset_list(ctx: Context, req: StoreRulesetListRequest) -> list[StoreRulesetItem]:
+def ruleset_list(conn: Connection, ctx: Context,
+        req: StoreRulesetListRequest) -> list[StoreRulesetItem]:
     """The rulesets of a data source type the caller can see, without payloads."""
-    return await rulesets.list_rulesets(ctx.conn, ctx.actor, type_ident=req.type_ident)
+    return rulesets.list_rulesets_sync(conn, ctx.actor, type_ident=req.type_ident)
 
 
 @router.post("/monit/store/ruleset/update", permissions=MANAGE, write=True)

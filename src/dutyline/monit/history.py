@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads, reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
@@ -44,39 +45,55 @@ async def record_count(conn: AsyncConnection, actor: Actor) -> None:
     await repo.put_counter(conn, actor.account_id, actor.now_s, num, numeric_id())
 
 
-@reads(ALERT_RULE_MANAGE)
-async def list_audits(conn: AsyncConnection, actor: Actor, *,
-                      rule_id: int) -> list[AlertRuleAudit]:
+@reads_sync(ALERT_RULE_MANAGE)
+def list_audits_sync(conn: Connection, actor: Actor, *, rule_id: int) -> list[AlertRuleAudit]:
     """Newest first. A deleted rule keeps its trail; an id the account never had is a 400."""
-    rows = await repo.list_audits(conn, actor.account_id, rule_id)
-    if not rows and await repo.get_rule(conn, actor.account_id, rule_id) is None:
+    rows = repo.list_audits_sync(conn, actor.account_id, rule_id)
+    if not rows and repo.get_rule_sync(conn, actor.account_id, rule_id) is None:
         raise errors.not_found("alert rule", rule_id)
     return [shaped(AlertRuleAudit, r, content="") for r in rows]
 
 
 @reads(ALERT_RULE_MANAGE)
-async def audit_detail(conn: AsyncConnection, actor: Actor, *,
-                       audit_id: int) -> AlertRuleAudit:
-    row = await repo.get_audit(conn, actor.account_id, audit_id)
+async def list_audits(conn: AsyncConnection, actor: Actor, *,
+                      rule_id: int) -> list[AlertRuleAudit]:
+    return await conn.run_sync(lambda sync: list_audits_sync(sync, actor, rule_id=rule_id))
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def audit_detail_sync(conn: Connection, actor: Actor, *, audit_id: int) -> AlertRuleAudit:
+    row = repo.get_audit_sync(conn, actor.account_id, audit_id)
     if row is None:
         raise errors.not_found("alert rule audit", audit_id)
     return shaped(AlertRuleAudit, row)
 
 
 @reads(ALERT_RULE_MANAGE)
-async def counter_total(conn: AsyncConnection, actor: Actor) -> list[AlertRuleCounter]:
-    return [shaped(AlertRuleCounter, r) for r in await repo.list_counters(conn, actor.account_id)]
+async def audit_detail(conn: AsyncConnection, actor: Actor, *,
+                       audit_id: int) -> AlertRuleAudit:
+    return await conn.run_sync(lambda sync: audit_detail_sync(sync, actor, audit_id=audit_id))
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def counter_total_sync(conn: Connection, actor: Actor) -> list[AlertRuleCounter]:
+    return [shaped(AlertRuleCounter, r)
+            for r in repo.list_counters_sync(conn, actor.account_id)]
 
 
 @reads(ALERT_RULE_MANAGE)
-async def counter_channel(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
+async def counter_total(conn: AsyncConnection, actor: Actor) -> list[AlertRuleCounter]:
+    return await conn.run_sync(counter_total_sync, actor)
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def counter_channel_sync(conn: Connection, actor: Actor) -> dict[str, int]:
     """Rules per channel they send to, keyed by channel name (the id when it has none)."""
-    from dutyline.channel.service import channel_names  # the channel domain's service
+    from dutyline.channel.service import channel_names_sync  # the channel domain's service
 
     per_channel: Counter[int] = Counter()
-    for body in await repo.rule_channels(conn, actor.account_id):
+    for body in repo.rule_channels_sync(conn, actor.account_id):
         per_channel.update(set(decode_body(body).channel_ids))
-    names = await channel_names(conn, actor, list(per_channel))
+    names = channel_names_sync(conn, actor, list(per_channel))
     out: dict[str, int] = {}
     for channel_id, count in sorted(per_channel.items()):
         key = names[channel_id][0] if channel_id in names and names[channel_id][0] else str(
@@ -86,14 +103,29 @@ async def counter_channel(conn: AsyncConnection, actor: Actor) -> dict[str, int]
 
 
 @reads(ALERT_RULE_MANAGE)
-async def counter_node(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
+async def counter_channel(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
+    return await conn.run_sync(counter_channel_sync, actor)
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def counter_node_sync(conn: Connection, actor: Actor) -> dict[str, int]:
     """Rules per top-level folder. dutyline has no folder records (a rule's `folder_id` is a
     plain number), so every folder is top-level and is named by its id ("0": no folder)."""
     return {str(r.folder_id): int(r.total)
-            for r in await repo.count_by_folder(conn, actor.account_id)}
+            for r in repo.count_by_folder_sync(conn, actor.account_id)}
+
+
+@reads(ALERT_RULE_MANAGE)
+async def counter_node(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
+    return await conn.run_sync(counter_node_sync, actor)
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def ds_types_sync(conn: Connection, actor: Actor) -> list[DSType]:
+    """The data source types rules can use (the same for every account)."""
+    return list(DS_TYPE_LIST)
 
 
 @reads(ALERT_RULE_MANAGE)
 async def ds_types(conn: AsyncConnection, actor: Actor) -> list[DSType]:
-    """The data source types rules can use (the same for every account)."""
     return list(DS_TYPE_LIST)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
@@ -59,21 +60,34 @@ async def create_ruleset(conn: AsyncConnection, actor: Actor, *, type_ident: str
     return await get_ruleset(conn, actor, ruleset_id=ruleset_id)
 
 
-@reads(ALERT_RULE_MANAGE)
-async def get_ruleset(conn: AsyncConnection, actor: Actor, *,
-                      ruleset_id: int) -> StoreRulesetItem:
-    row = await repo.get_ruleset(conn, actor.account_id, actor.person_id, ruleset_id)
+@reads_sync(ALERT_RULE_MANAGE)
+def get_ruleset_sync(conn: Connection, actor: Actor, *, ruleset_id: int) -> StoreRulesetItem:
+    row = repo.get_ruleset_sync(conn, actor.account_id, actor.person_id, ruleset_id)
     if row is None:
         raise errors.not_found("ruleset", ruleset_id)
     return _item(row, with_payload=True)
 
 
 @reads(ALERT_RULE_MANAGE)
+async def get_ruleset(conn: AsyncConnection, actor: Actor, *,
+                      ruleset_id: int) -> StoreRulesetItem:
+    return await conn.run_sync(lambda sync: get_ruleset_sync(sync, actor,
+                                                             ruleset_id=ruleset_id))
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def list_rulesets_sync(conn: Connection, actor: Actor, *,
+                       type_ident: str) -> list[StoreRulesetItem]:
+    _check_type(type_ident)
+    rows = repo.list_rulesets_sync(conn, actor.account_id, actor.person_id, type_ident)
+    return [_item(r, with_payload=False) for r in rows]
+
+
+@reads(ALERT_RULE_MANAGE)
 async def list_rulesets(conn: AsyncConnection, actor: Actor, *,
                         type_ident: str) -> list[StoreRulesetItem]:
-    _check_type(type_ident)
-    rows = await repo.list_rulesets(conn, actor.account_id, actor.person_id, type_ident)
-    return [_item(r, with_payload=False) for r in rows]
+    return await conn.run_sync(lambda sync: list_rulesets_sync(sync, actor,
+                                                               type_ident=type_ident))
 
 
 async def _require_changeable(conn: AsyncConnection, actor: Actor, ruleset_id: int) -> Any:

@@ -7,10 +7,11 @@ import re
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import ALERT_RULE_MANAGE
@@ -51,7 +52,9 @@ matching_datasources = datasources.matching_datasources
 create_datasource = datasources.create_datasource
 update_datasource = datasources.update_datasource
 get_datasource = datasources.get_datasource
+get_datasource_sync = datasources.get_datasource_sync
 list_datasources = datasources.list_datasources
+list_datasources_sync = datasources.list_datasources_sync
 delete_datasource = datasources.delete_datasource
 # The agent-facing tools over monitored targets, for an automation's agent loop.
 tools_catalog = tools.catalog
@@ -333,20 +336,30 @@ async def update_fields(conn: AsyncConnection, actor: Actor, *, rule_ids: list[i
     return results
 
 
-@reads(ALERT_RULE_MANAGE)
-async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> AlertRule:
-    row = await repo.get_rule(conn, actor.account_id, rule_id)
+@reads_sync(ALERT_RULE_MANAGE)
+def get_rule_sync(conn: Connection, actor: Actor, *, rule_id: int) -> AlertRule:
+    row = repo.get_rule_sync(conn, actor.account_id, rule_id)
     if row is None:
         raise errors.not_found("alert rule", rule_id)
     return rule_of(row)
 
 
 @reads(ALERT_RULE_MANAGE)
-async def list_rules(conn: AsyncConnection, actor: Actor, *,
-                     folder_id: int) -> list[AlertRuleBasic]:
-    rules = map(rule_of, await repo.list_rules(conn, actor.account_id, folder_id))
+async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> AlertRule:
+    return await conn.run_sync(lambda sync: get_rule_sync(sync, actor, rule_id=rule_id))
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def list_rules_sync(conn: Connection, actor: Actor, *, folder_id: int) -> list[AlertRuleBasic]:
+    rules = map(rule_of, repo.list_rules_sync(conn, actor.account_id, folder_id))
     return [shaped(AlertRuleBasic, rule, triggered=rule.eval_status.firing_count > 0)
             for rule in rules]
+
+
+@reads(ALERT_RULE_MANAGE)
+async def list_rules(conn: AsyncConnection, actor: Actor, *,
+                     folder_id: int) -> list[AlertRuleBasic]:
+    return await conn.run_sync(lambda sync: list_rules_sync(sync, actor, folder_id=folder_id))
 
 
 @writes("/monit/rule/delete", ALERT_RULE_MANAGE)
@@ -396,25 +409,37 @@ async def move_rules(conn: AsyncConnection, actor: Actor, *, rule_ids: list[int]
     return results
 
 
-@reads(ALERT_RULE_MANAGE)
-async def rule_status(conn: AsyncConnection, actor: Actor, *,
-                      folder_id: int) -> list[AlertRuleStatus]:
+@reads_sync(ALERT_RULE_MANAGE)
+def rule_status_sync(conn: Connection, actor: Actor, *,
+                     folder_id: int) -> list[AlertRuleStatus]:
     return [
         AlertRuleStatus(folder_id=r.folder_id, folder_name="", rule_total=int(r.total),
                         triggered_rule_count=int(r.triggered))
-        for r in await repo.folder_status(conn, actor.account_id, folder_id)
+        for r in repo.folder_status_sync(conn, actor.account_id, folder_id)
     ]
 
 
 @reads(ALERT_RULE_MANAGE)
-async def export_rules(conn: AsyncConnection, actor: Actor, *,
-                       rule_ids: list[int]) -> list[AlertRuleExport]:
-    rows = await repo.rules_by_ids(conn, actor.account_id, list(dict.fromkeys(rule_ids)))
+async def rule_status(conn: AsyncConnection, actor: Actor, *,
+                      folder_id: int) -> list[AlertRuleStatus]:
+    return await conn.run_sync(lambda sync: rule_status_sync(sync, actor, folder_id=folder_id))
+
+
+@reads_sync(ALERT_RULE_MANAGE)
+def export_rules_sync(conn: Connection, actor: Actor, *,
+                      rule_ids: list[int]) -> list[AlertRuleExport]:
+    rows = repo.rules_by_ids_sync(conn, actor.account_id, list(dict.fromkeys(rule_ids)))
     found = {r.id for r in rows}
     for rule_id in rule_ids:
         if rule_id not in found:
             raise errors.not_found("alert rule", rule_id)
     return [shaped(AlertRuleExport, rule_of(row)) for row in rows]
+
+
+@reads(ALERT_RULE_MANAGE)
+async def export_rules(conn: AsyncConnection, actor: Actor, *,
+                       rule_ids: list[int]) -> list[AlertRuleExport]:
+    return await conn.run_sync(lambda sync: export_rules_sync(sync, actor, rule_ids=rule_ids))
 
 
 @writes("/monit/rule/import", ALERT_RULE_MANAGE)

@@ -37,6 +37,7 @@ from typing import Any
 import structlog
 from sqlalchemy import BigInteger, Text, bindparam, cast, delete, func, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import Database
@@ -185,18 +186,25 @@ async def next_fire_at(conn: AsyncConnection, *, kind: str, owner_id: str) -> in
     return int(value or 0)
 
 
-async def next_fire_times(
-    conn: AsyncConnection, *, kind: str, owner_ids: list[str]
-) -> dict[str, int]:
+_NEXT_FIRES = select(schedule.c.owner_id, schedule.c.next_fire_at).where(
+    schedule.c.kind == bindparam("kind"),
+    schedule.c.owner_id.in_(bindparam("owner_ids", expanding=True)),
+    schedule.c.next_fire_at.is_not(None))
+
+
+def next_fire_times_sync(conn: Connection, *, kind: str, owner_ids: list[str]) -> dict[str, int]:
     """{owner_id: next due time} of the active schedules among `owner_ids`."""
     if not owner_ids:
         return {}
-    rows = await conn.execute(
-        select(schedule.c.owner_id, schedule.c.next_fire_at)
-        .where(schedule.c.kind == kind, schedule.c.owner_id.in_(owner_ids),
-               schedule.c.next_fire_at.is_not(None))
-    )
+    rows = conn.execute(_NEXT_FIRES, {"kind": kind, "owner_ids": owner_ids})
     return {r.owner_id: int(r.next_fire_at) for r in rows}
+
+
+async def next_fire_times(
+    conn: AsyncConnection, *, kind: str, owner_ids: list[str]
+) -> dict[str, int]:
+    return await conn.run_sync(lambda sync: next_fire_times_sync(sync, kind=kind,
+                                                                 owner_ids=owner_ids))
 
 
 # --- firing ----------------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.aisre.a2a import service
 from dutyline.aisre.a2a.schemas import (
     A2aAgentCreateRequest,
@@ -33,17 +35,18 @@ async def a2a_agent_create(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgent
 
 
 @router.post("/safari/a2a-agent/get")
-async def a2a_agent_get(ctx: Context, req: A2aAgentIdRequest) -> A2aAgentRecord:
+def a2a_agent_get(conn: Connection, ctx: Context, req: A2aAgentIdRequest) -> A2aAgentRecord:
     """One agent the caller can see; credentials are masked."""
-    return await service.get_agent(ctx.conn, ctx.actor, agent_id=req.agent_id,
-                                   deps=ctx.runtime.deps)
+    return service.get_agent_sync(conn, ctx.actor, agent_id=req.agent_id,
+                                  deps=ctx.runtime.deps)
 
 
 @router.post("/safari/a2a-agent/list", rate_scope="app_key")
-async def a2a_agent_list(ctx: Context, req: A2aAgentListRequest) -> A2aAgentListResponse:
+def a2a_agent_list(conn: Connection, ctx: Context,
+                   req: A2aAgentListRequest) -> A2aAgentListResponse:
     """The agents visible to the caller, a page at a time; never contacts an agent."""
-    total, agents = await service.list_agents(
-        ctx.conn, ctx.actor, include_account=req.include_account, team_ids=req.team_ids,
+    total, agents = service.list_agents_sync(
+        conn, ctx.actor, include_account=req.include_account, team_ids=req.team_ids,
         query=req.query, offset=req.offset, limit=req.limit, deps=ctx.runtime.deps)
     return A2aAgentListResponse(total=total, agents=agents)
 

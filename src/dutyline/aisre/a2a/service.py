@@ -13,13 +13,14 @@ from typing import Any
 
 import msgspec
 import structlog
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.a2a import repository as repo
 from dutyline.aisre.a2a.auth import NO_AUTH, AgentAuth, build_auth, open_auth
 from dutyline.aisre.a2a.card import ResolvedCard, resolve_card
 from dutyline.aisre.a2a.schemas import A2aAgentRecord, A2aSkill, AuthConfig
-from dutyline.aisre.scope import TeamScope, in_team_scope
+from dutyline.aisre.scope import TeamScope, in_team_scope, in_team_scope_sync, preload_teams
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
@@ -36,6 +37,10 @@ log = structlog.get_logger("dutyline.a2a")
 
 async def _can_manage(actor: Actor, team_id: int) -> bool:
     return actor.has(AGENT_MANAGE) and await in_team_scope(actor, team_id)
+
+
+def _can_manage_sync(conn: Connection, actor: Actor, team_id: int) -> bool:
+    return actor.has(AGENT_MANAGE) and in_team_scope_sync(conn, actor, team_id)
 
 
 async def _require_manage(actor: Actor, team_id: int) -> None:
@@ -234,12 +239,32 @@ async def disable_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str) -
     return str(row.agent_id)
 
 
-async def get_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str,
-                    deps: Deps) -> A2aAgentRecord:
-    row = await repo.find_visible(conn, await TeamScope.of(actor), agent_id)
+def get_agent_sync(conn: Connection, actor: Actor, *, agent_id: str,
+                   deps: Deps) -> A2aAgentRecord:
+    row = repo.find_visible_sync(conn, TeamScope.of_sync(conn, actor), agent_id)
     if row is None:
         raise errors.not_found("A2A agent", agent_id)
-    return _record(row, deps.box, can_edit=await _can_manage(actor, row.team_id))
+    return _record(row, deps.box, can_edit=_can_manage_sync(conn, actor, row.team_id))
+
+
+async def get_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str,
+                    deps: Deps) -> A2aAgentRecord:
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: get_agent_sync(sync, actor, agent_id=agent_id,
+                                                           deps=deps))
+
+
+def list_agents_sync(
+    conn: Connection, actor: Actor, *, include_account: bool = True,
+    team_ids: list[int] | None = None, query: str = "", offset: int, limit: int,
+    deps: Deps,
+) -> tuple[int, list[A2aAgentRecord]]:
+    total, rows = repo.list_page_sync(
+        conn, TeamScope.of_sync(conn, actor), include_account=include_account,
+        only_teams=team_ids, query=query.strip(), offset=offset, limit=limit,
+    )
+    return total, [_record(r, deps.box, can_edit=_can_manage_sync(conn, actor, r.team_id))
+                   for r in rows]
 
 
 async def list_agents(
@@ -247,12 +272,10 @@ async def list_agents(
     team_ids: list[int] | None = None, query: str = "", offset: int, limit: int,
     deps: Deps,
 ) -> tuple[int, list[A2aAgentRecord]]:
-    total, rows = await repo.list_page(
-        conn, await TeamScope.of(actor), include_account=include_account,
-        only_teams=team_ids, query=query.strip(), offset=offset, limit=limit,
-    )
-    return total, [_record(r, deps.box, can_edit=await _can_manage(actor, r.team_id))
-                   for r in rows]
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: list_agents_sync(
+        sync, actor, include_account=include_account, team_ids=team_ids, query=query,
+        offset=offset, limit=limit, deps=deps))
 
 
 def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:

@@ -5,6 +5,8 @@ Any valid key may call them; what a caller may see and manage is the rule's scop
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.aisre.automation import runs, service
 from dutyline.aisre.automation.schemas import (
     AutomationRuleItem,
@@ -45,16 +47,17 @@ async def automation_rule_update(ctx: Context, req: RuleUpdateRequest) -> Automa
 
 
 @router.post("/safari/automation/rule/get")
-async def automation_rule_get(ctx: Context, req: RuleLookup) -> AutomationRuleItem:
+def automation_rule_get(conn: Connection, ctx: Context, req: RuleLookup) -> AutomationRuleItem:
     """One automation rule the caller can see."""
-    return await service.get_rule(ctx.conn, ctx.actor, rule_id=req.rule_id)
+    return service.get_rule_sync(conn, ctx.actor, rule_id=req.rule_id)
 
 
 @router.post("/safari/automation/rule/list")
-async def automation_rule_list(ctx: Context, req: RuleListRequest) -> RuleListResponse:
+def automation_rule_list(conn: Connection, ctx: Context,
+                         req: RuleListRequest) -> RuleListResponse:
     """Rules visible to the caller: owners/admins all, members their own and their teams'."""
-    return await service.list_rules(
-        ctx.conn, ctx.actor, team_ids=req.team_ids, query=req.query,
+    return service.list_rules_sync(
+        conn, ctx.actor, team_ids=req.team_ids, query=req.query,
         offset=(req.p - 1) * req.limit, limit=req.limit,
     )
 
@@ -87,15 +90,15 @@ async def automation_rule_run(ctx: Context, req: RuleRunRequest) -> RunRecord:
 
 
 @router.post("/safari/automation/run/list")
-async def automation_run_list(ctx: Context, req: RunListRequest) -> RunListResponse:
+def automation_run_list(conn: Connection, ctx: Context, req: RunListRequest) -> RunListResponse:
     """Runs of the rules the caller can see, newest first."""
-    return await runs.list_runs(
-        ctx.conn, ctx.actor, rule_id=req.rule_id, status=req.status,
+    return runs.list_runs_sync(
+        conn, ctx.actor, rule_id=req.rule_id, status=req.status,
         offset=(req.p - 1) * req.limit, limit=req.limit,
     )
 
 
 @router.post("/safari/automation/run/get")
-async def automation_run_get(ctx: Context, req: RunLookup) -> RunRecord:
+def automation_run_get(conn: Connection, ctx: Context, req: RunLookup) -> RunRecord:
     """One run with its steps: every LLM request and answer, tool call and result."""
-    return await runs.get_run(ctx.conn, ctx.actor, run_id=req.run_id)
+    return runs.get_run_sync(conn, ctx.actor, run_id=req.run_id)

@@ -5,11 +5,13 @@ sees the rules they created and the rules of their teams. Another account's ids 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Select,
     and_,
     bindparam,
     delete,
@@ -23,8 +25,8 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import any_contains
-from dutyline.db.paging import counted_page
+from dutyline.db.like import any_contains_bound, contains_pattern
+from dutyline.db.paging import counted_page_sync
 from dutyline.db.tables.automation import (
     automation_rule,
     automation_run,
@@ -38,14 +40,21 @@ run = automation_run
 step = automation_run_step
 
 
-def visible(
-    account_id: int, *, all_rules: bool, person_id: int, team_ids: Collection[int]
-) -> ColumnElement[bool]:
+def _visible(*, all_rules: bool, with_teams: bool) -> ColumnElement[bool]:
+    """The rules a caller sees, bound at execution (`_visible_params`): the account's, all
+    of them or the caller's own and their teams' (`with_teams`: the caller has teams)."""
+    account = rule.c.account_id == bindparam("account_id")
     if all_rules:
-        return rule.c.account_id == account_id
-    mine = rule.c.owner_id == person_id
-    ours = rule.c.team_id.in_(sorted(team_ids)) if team_ids else false()
-    return and_(rule.c.account_id == account_id, or_(mine, and_(rule.c.team_id != 0, ours)))
+        return account
+    mine = rule.c.owner_id == bindparam("person_id")
+    ours = (rule.c.team_id.in_(bindparam("team_ids", expanding=True)) if with_teams
+            else false())
+    return and_(account, or_(mine, and_(rule.c.team_id != 0, ours)))
+
+
+def _visible_params(account_id: int, *, all_rules: bool, person_id: int,
+                    team_ids: Collection[int]) -> dict[str, Any]:
+    return {"account_id": account_id, "person_id": person_id, "team_ids": sorted(team_ids)}
 
 
 # --- rules ----------------------------------------------------------------------------------
@@ -55,9 +64,16 @@ async def insert_rule(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(rule).values(**values))
 
 
+_RULE = select(rule).where(rule.c.account_id == bindparam("account_id"),
+                           rule.c.rule_id == bindparam("rule_id"))
+
+
+def get_rule_sync(conn: Connection, account_id: int, rule_id: str) -> Row[Any] | None:
+    return conn.execute(_RULE, {"account_id": account_id, "rule_id": rule_id}).first()
+
+
 async def get_rule(conn: AsyncConnection, account_id: int, rule_id: str) -> Row[Any] | None:
-    stmt = select(rule).where(rule.c.account_id == account_id, rule.c.rule_id == rule_id)
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_rule_sync, account_id, rule_id)
 
 
 async def scheduled_rules(
@@ -117,8 +133,21 @@ async def delete_rule(conn: AsyncConnection, account_id: int, rule_id: str) -> N
     )
 
 
-async def list_rules(
-    conn: AsyncConnection,
+@functools.cache
+def _rule_page(all_rules: bool, with_teams: bool, only_teams: bool,
+               by_name: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, ordered page) statements of one combination of filters."""
+    conds: list[ColumnElement[bool]] = [_visible(all_rules=all_rules, with_teams=with_teams)]
+    if only_teams:
+        conds.append(rule.c.team_id.in_(bindparam("only_team_ids", expanding=True)))
+    if by_name:
+        conds.append(any_contains_bound("name_pattern", rule.c.name))
+    return (select(func.count()).select_from(rule).where(*conds),
+            select(rule).where(*conds).order_by(rule.c.created_at.desc(), rule.c.rule_id))
+
+
+def list_rules_sync(
+    conn: Connection,
     account_id: int,
     *,
     all_rules: bool,
@@ -129,36 +158,39 @@ async def list_rules(
     offset: int,
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
-    conds: list[ColumnElement[bool]] = [
-        visible(account_id, all_rules=all_rules, person_id=person_id, team_ids=team_ids)
-    ]
+    params = _visible_params(account_id, all_rules=all_rules, person_id=person_id,
+                             team_ids=team_ids)
     if only_team_ids is not None:
-        conds.append(rule.c.team_id.in_(list(only_team_ids)))
+        params["only_team_ids"] = list(only_team_ids)
     if query:
-        conds.append(any_contains(query, rule.c.name))
-    total, rows = await counted_page(
-        conn, select(func.count()).select_from(rule).where(*conds),
-        select(rule).where(*conds).order_by(rule.c.created_at.desc(), rule.c.rule_id),
-        offset=offset, limit=limit)
+        params["name_pattern"] = contains_pattern(query.lower())
+    count, page = _rule_page(all_rules, bool(team_ids), only_team_ids is not None,
+                             bool(query))
+    total, rows = counted_page_sync(conn, count, page, offset=offset, limit=limit,
+                                    params=params)
     return total, list(rows)
 
 
 # --- triggers -------------------------------------------------------------------------------
 
 
-async def triggers_of(
-    conn: AsyncConnection, rule_ids: Sequence[str]
-) -> dict[str, dict[str, Row[Any]]]:
+_TRIGGERS = select(trigger).where(trigger.c.rule_id.in_(bindparam("rule_ids", expanding=True)))
+
+
+def triggers_of_sync(conn: Connection, rule_ids: Sequence[str]) -> dict[str, dict[str, Row[Any]]]:
     """{rule_id: {kind: trigger row}}."""
     found: dict[str, dict[str, Row[Any]]] = {r: {} for r in rule_ids}
     if not rule_ids:
         return found
-    rows = (await conn.execute(
-        select(trigger).where(trigger.c.rule_id.in_(list(rule_ids)))
-    )).all()
-    for r in rows:
+    for r in conn.execute(_TRIGGERS, {"rule_ids": list(rule_ids)}).all():
         found[r.rule_id][r.kind] = r
     return found
+
+
+async def triggers_of(
+    conn: AsyncConnection, rule_ids: Sequence[str]
+) -> dict[str, dict[str, Row[Any]]]:
+    return await conn.run_sync(triggers_of_sync, rule_ids)
 
 
 async def insert_trigger(conn: AsyncConnection, values: dict[str, Any]) -> None:
@@ -204,8 +236,15 @@ async def insert_runs(conn: AsyncConnection, rows: list[dict[str, Any]]) -> None
         await conn.execute(insert(run), rows)
 
 
+_RUN = select(run).where(run.c.run_id == bindparam("run_id"))
+
+
+def get_run_sync(conn: Connection, run_id: str) -> Row[Any] | None:
+    return conn.execute(_RUN, {"run_id": run_id}).first()
+
+
 async def get_run(conn: AsyncConnection, run_id: str) -> Row[Any] | None:
-    return (await conn.execute(select(run).where(run.c.run_id == run_id))).first()
+    return await conn.run_sync(get_run_sync, run_id)
 
 
 async def update_run(
@@ -219,8 +258,25 @@ async def update_run(
     return bool(result.rowcount == 1)
 
 
-async def list_runs(
-    conn: AsyncConnection,
+@functools.cache
+def _run_page(all_rules: bool, with_teams: bool, by_rule: bool,
+              by_status: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, ordered page) statements of one combination of filters."""
+    conds: list[ColumnElement[bool]] = [
+        run.c.account_id == bindparam("account_id"),
+        run.c.rule_id.in_(select(rule.c.rule_id).where(
+            _visible(all_rules=all_rules, with_teams=with_teams))),
+    ]
+    if by_rule:
+        conds.append(run.c.rule_id == bindparam("rule_id"))
+    if by_status:
+        conds.append(run.c.status == bindparam("status"))
+    return (select(func.count()).select_from(run).where(*conds),
+            select(run).where(*conds).order_by(run.c.created_at.desc(), run.c.run_id))
+
+
+def list_runs_sync(
+    conn: Connection,
     account_id: int,
     *,
     all_rules: bool,
@@ -231,27 +287,24 @@ async def list_runs(
     offset: int,
     limit: int,
 ) -> tuple[int, list[Row[Any]]]:
-    conds: list[ColumnElement[bool]] = [
-        run.c.account_id == account_id,
-        run.c.rule_id.in_(select(rule.c.rule_id).where(
-            visible(account_id, all_rules=all_rules, person_id=person_id, team_ids=team_ids))),
-    ]
-    if rule_id:
-        conds.append(run.c.rule_id == rule_id)
-    if status:
-        conds.append(run.c.status == status)
-    total, rows = await counted_page(
-        conn, select(func.count()).select_from(run).where(*conds),
-        select(run).where(*conds).order_by(run.c.created_at.desc(), run.c.run_id),
-        offset=offset, limit=limit)
+    params = {**_visible_params(account_id, all_rules=all_rules, person_id=person_id,
+                                team_ids=team_ids), "rule_id": rule_id, "status": status}
+    count, page = _run_page(all_rules, bool(team_ids), bool(rule_id), bool(status))
+    total, rows = counted_page_sync(conn, count, page, offset=offset, limit=limit,
+                                    params=params)
     return total, list(rows)
 
 
+_STEPS = (select(step).where(step.c.run_id == bindparam("run_id"))
+          .order_by(step.c.seq, step.c.id))
+
+
+def steps_of_sync(conn: Connection, run_id: str) -> list[Row[Any]]:
+    return list(conn.execute(_STEPS, {"run_id": run_id}).all())
+
+
 async def steps_of(conn: AsyncConnection, run_id: str) -> list[Row[Any]]:
-    rows = await conn.execute(
-        select(step).where(step.c.run_id == run_id).order_by(step.c.seq, step.c.id)
-    )
-    return list(rows.all())
+    return await conn.run_sync(steps_of_sync, run_id)
 
 
 async def add_step(conn: AsyncConnection, values: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ from dutyline.aisre.automation.schemas import (
     RunRecord,
     RunStep,
 )
-from dutyline.aisre.scope import require_environment_use
+from dutyline.aisre.scope import preload_teams, require_environment_use
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
@@ -119,32 +119,45 @@ async def run_now(
     return record(found)
 
 
-async def list_runs(
-    conn: AsyncConnection, actor: Actor, *, rule_id: str, status: str, offset: int, limit: int
+def list_runs_sync(
+    conn: Connection, actor: Actor, *, rule_id: str, status: str, offset: int, limit: int
 ) -> RunListResponse:
     if rule_id:
-        await rules.visible_rule(conn, actor, rule_id)
-    teams = frozenset() if actor.is_admin else await actor.team_ids()
-    total, rows = await repo.list_runs(
+        rules.visible_rule_sync(conn, actor, rule_id)
+    teams = frozenset() if actor.is_admin else actor.team_ids_sync(conn)
+    total, rows = repo.list_runs_sync(
         conn, actor.account_id, all_rules=actor.is_admin, person_id=actor.person_id,
         team_ids=teams, rule_id=rule_id, status=status, offset=offset, limit=limit,
     )
     return RunListResponse(total=total, runs=[record(r) for r in rows])
 
 
-async def get_run(conn: AsyncConnection, actor: Actor, *, run_id: str) -> RunRecord:
+async def list_runs(
+    conn: AsyncConnection, actor: Actor, *, rule_id: str, status: str, offset: int, limit: int
+) -> RunListResponse:
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: list_runs_sync(
+        sync, actor, rule_id=rule_id, status=status, offset=offset, limit=limit))
+
+
+def get_run_sync(conn: Connection, actor: Actor, *, run_id: str) -> RunRecord:
     """The run with every stored step (LLM requests and answers, tool calls and results)."""
-    row = await repo.get_run(conn, run_id)
+    row = repo.get_run_sync(conn, run_id)
     if row is None or row.account_id != actor.account_id:
         raise errors.not_found("automation run", run_id)
-    rule = await repo.get_rule(conn, actor.account_id, row.rule_id)
-    if rule is None or not await rules.can_see(actor, rule):
+    rule = repo.get_rule_sync(conn, actor.account_id, row.rule_id)
+    if rule is None or not rules.can_see_sync(conn, actor, rule):
         raise errors.not_found("automation run", run_id)
     steps = [
         RunStep(seq=s.seq, kind=s.kind, name=s.name, content=s.content, created_at=s.created_at)
-        for s in await repo.steps_of(conn, run_id)
+        for s in repo.steps_of_sync(conn, run_id)
     ]
     return record(row, steps=steps)
+
+
+async def get_run(conn: AsyncConnection, actor: Actor, *, run_id: str) -> RunRecord:
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: get_run_sync(sync, actor, run_id=run_id))
 
 
 # --- the HTTP POST trigger ----------------------------------------------------------------

@@ -15,14 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from sqlalchemy.engine import Row
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import tokens
 from dutyline.aisre.automation.schemas import AutomationRuleItem, RuleListResponse
 from dutyline.aisre.runner import service as runner_service
-from dutyline.aisre.scope import in_team_scope, require_environment_use
+from dutyline.aisre.scope import (
+    in_team_scope,
+    in_team_scope_sync,
+    preload_teams,
+    require_environment_use,
+)
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
@@ -81,11 +86,30 @@ async def can_manage(actor: Actor, row: Any) -> bool:
     return await in_team_scope(actor, row.team_id)
 
 
-async def visible_rule(conn: AsyncConnection, actor: Actor, rule_id: str) -> Row[Any]:
-    row = await repo.get_rule(conn, actor.account_id, rule_id)
-    if row is None or not await can_see(actor, row):
+def can_see_sync(conn: Connection, actor: Actor, row: Any) -> bool:
+    """`can_see` inside a sync read service."""
+    if actor.is_admin or row.owner_id == actor.person_id:
+        return True
+    return row.team_id != 0 and row.team_id in actor.team_ids_sync(conn)
+
+
+def can_manage_sync(conn: Connection, actor: Actor, row: Any) -> bool:
+    """`can_manage` inside a sync read service."""
+    if row.team_id == 0:
+        return bool(row.owner_id == actor.person_id)
+    return in_team_scope_sync(conn, actor, row.team_id)
+
+
+def visible_rule_sync(conn: Connection, actor: Actor, rule_id: str) -> Row[Any]:
+    row = repo.get_rule_sync(conn, actor.account_id, rule_id)
+    if row is None or not can_see_sync(conn, actor, row):
         raise errors.not_found("automation rule", rule_id)
     return row
+
+
+async def visible_rule(conn: AsyncConnection, actor: Actor, rule_id: str) -> Row[Any]:
+    await preload_teams(actor)
+    return await conn.run_sync(visible_rule_sync, actor, rule_id)
 
 
 async def managed_rule(conn: AsyncConnection, actor: Actor, rule_id: str) -> Row[Any]:
@@ -183,21 +207,35 @@ async def update_rule(
     return await _synced_record(conn, actor, fresh, token=token)
 
 
+def get_rule_sync(conn: Connection, actor: Actor, *, rule_id: str) -> AutomationRuleItem:
+    row = visible_rule_sync(conn, actor, rule_id)
+    return records_sync(conn, actor, [row])[0]
+
+
 async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: str) -> AutomationRuleItem:
-    row = await visible_rule(conn, actor, rule_id)
-    return (await records(conn, actor, [row]))[0]
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: get_rule_sync(sync, actor, rule_id=rule_id))
+
+
+def list_rules_sync(
+    conn: Connection, actor: Actor, *, team_ids: list[int] | None, query: str,
+    offset: int, limit: int,
+) -> RuleListResponse:
+    teams = frozenset() if actor.is_admin else actor.team_ids_sync(conn)
+    total, rows = repo.list_rules_sync(
+        conn, actor.account_id, all_rules=actor.is_admin, person_id=actor.person_id,
+        team_ids=teams, only_team_ids=team_ids, query=query.strip(), offset=offset, limit=limit,
+    )
+    return RuleListResponse(total=total, rules=records_sync(conn, actor, rows))
 
 
 async def list_rules(
     conn: AsyncConnection, actor: Actor, *, team_ids: list[int] | None, query: str,
     offset: int, limit: int,
 ) -> RuleListResponse:
-    teams = frozenset() if actor.is_admin else await actor.team_ids()
-    total, rows = await repo.list_rules(
-        conn, actor.account_id, all_rules=actor.is_admin, person_id=actor.person_id,
-        team_ids=teams, only_team_ids=team_ids, query=query.strip(), offset=offset, limit=limit,
-    )
-    return RuleListResponse(total=total, rules=await records(conn, actor, rows))
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: list_rules_sync(
+        sync, actor, team_ids=team_ids, query=query, offset=offset, limit=limit))
 
 
 @writes("/safari/automation/rule/delete")
@@ -344,17 +382,24 @@ async def _synced_record(
     return (await records(conn, actor, [row], token=token))[0]
 
 
+def records_sync(
+    conn: Connection, actor: Actor, rows: list[Any], *, token: str | None = None
+) -> list[AutomationRuleItem]:
+    ids = [r.rule_id for r in rows]
+    triggers = repo.triggers_of_sync(conn, ids)
+    next_fires = scheduler.next_fire_times_sync(conn, kind=SCHEDULE_KIND, owner_ids=ids)
+    return [
+        _record(r, triggers[r.rule_id], next_fires.get(r.rule_id, 0),
+                can_edit=can_manage_sync(conn, actor, r), token=token)
+        for r in rows
+    ]
+
+
 async def records(
     conn: AsyncConnection, actor: Actor, rows: list[Any], *, token: str | None = None
 ) -> list[AutomationRuleItem]:
-    ids = [r.rule_id for r in rows]
-    triggers = await repo.triggers_of(conn, ids)
-    next_fires = await scheduler.next_fire_times(conn, kind=SCHEDULE_KIND, owner_ids=ids)
-    return [
-        _record(r, triggers[r.rule_id], next_fires.get(r.rule_id, 0),
-                can_edit=await can_manage(actor, r), token=token)
-        for r in rows
-    ]
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: records_sync(sync, actor, rows, token=token))
 
 
 def _record(

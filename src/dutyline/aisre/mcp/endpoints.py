@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.aisre.mcp import service
 from dutyline.aisre.mcp.schemas import (
     McpServerCreateRequest,
@@ -18,10 +20,11 @@ router = Router("MCP servers")
 
 
 @router.post("/safari/mcp/server/list", rate_scope="app_key")
-async def mcp_server_list(ctx: Context, req: McpServerListRequest) -> McpServerListResponse:
+def mcp_server_list(conn: Connection, ctx: Context,
+                    req: McpServerListRequest) -> McpServerListResponse:
     """List the MCP servers visible to the caller; never contacts a server."""
-    total, servers = await service.list_servers(
-        ctx.conn, ctx.actor, include_account=req.include_account, scope=req.scope,
+    total, servers = service.list_servers_sync(
+        conn, ctx.actor, include_account=req.include_account, scope=req.scope,
         team_ids=req.team_ids, query=req.query, offset=req.offset, limit=req.limit)
     return McpServerListResponse(total=total, servers=servers)
 

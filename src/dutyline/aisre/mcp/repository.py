@@ -3,16 +3,28 @@ caller's TeamScope: the visibility rule of aisre/scope.py, inside the query."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, false, func, insert, or_, select, update
-from sqlalchemy.engine import Row
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    bindparam,
+    delete,
+    false,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.aisre.scope import TeamScope, visible
-from dutyline.db.like import any_contains
-from dutyline.db.paging import counted_page, ordered
+from dutyline.aisre.scope import TeamScope, bound_scope, visible, visible_bound
+from dutyline.db.like import any_contains_bound, contains_pattern
+from dutyline.db.paging import counted_page_sync, ordered
 from dutyline.db.tables.aisre import mcp_server
 
 # Everything a record shows; the sealed header values stay in the table unless asked for.
@@ -33,33 +45,50 @@ async def find_visible(
     return (await conn.execute(stmt)).first()
 
 
-async def list_page(
-    conn: AsyncConnection, scope: TeamScope, *, include_account: bool, include_team: bool,
-    only_team_ids: Collection[int] | None,
-    query: str, status: str | None, offset: int, limit: int,
-) -> tuple[int, list[Any]]:
-    conditions: list[ColumnElement[bool]] = [_visible(scope)]
+@functools.cache
+def _page(all_teams: bool, include_account: bool, include_team: bool, only_teams: bool,
+          by_text: bool, by_status: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, ordered page) statements of one combination of filters."""
+    conditions: list[ColumnElement[bool]] = [
+        visible_bound(all_teams, mcp_server.c.account_id, mcp_server.c.team_id)]
     kinds: list[ColumnElement[bool]] = []
     if include_account:
         kinds.append(mcp_server.c.team_id == 0)
     if include_team:
         team_filter = mcp_server.c.team_id != 0
-        if only_team_ids is not None:
-            team_filter = mcp_server.c.team_id.in_(list(only_team_ids))
+        if only_teams:
+            team_filter = mcp_server.c.team_id.in_(bindparam("only_teams", expanding=True))
         kinds.append(team_filter)
     conditions.append(or_(*kinds) if kinds else false())
+    if by_text:
+        conditions.append(any_contains_bound("text_pattern", mcp_server.c.name_key,
+                                             mcp_server.c.description))
+    if by_status:
+        conditions.append(mcp_server.c.status == bindparam("status"))
+    return (select(func.count()).where(*conditions),
+            select(*_RECORD_COLUMNS).where(*conditions)
+            .order_by(*ordered(mcp_server.c.created_at, mcp_server.c.server_id, asc=False)))
+
+
+def list_page_sync(
+    conn: Connection, scope: TeamScope, *, include_account: bool, include_team: bool,
+    only_team_ids: Collection[int] | None,
+    query: str, status: str | None, offset: int, limit: int,
+) -> tuple[int, list[Any]]:
+    params = bound_scope(scope)
+    if only_team_ids is not None:
+        params["only_teams"] = list(only_team_ids)
     if query:
-        conditions.append(any_contains(query, mcp_server.c.name_key, mcp_server.c.description))
+        params["text_pattern"] = contains_pattern(query.lower())
     if status is not None:
-        conditions.append(mcp_server.c.status == status)
+        params["status"] = status
+    count, page = _page(scope.team_ids is None, include_account, include_team,
+                        only_team_ids is not None, bool(query), status is not None)
     # Two statements on purpose: the count is read from the covering index, and the page
     # walks the same index newest first and stops after `limit` rows. A window count (one
     # statement) made SQLite materialize and sort every visible row: 10x slower at 1,000.
-    total, rows = await counted_page(
-        conn, select(func.count()).where(*conditions),
-        select(*_RECORD_COLUMNS).where(*conditions)
-        .order_by(*ordered(mcp_server.c.created_at, mcp_server.c.server_id, asc=False)),
-        offset=offset, limit=limit)
+    total, rows = counted_page_sync(conn, count, page, offset=offset, limit=limit,
+                                    params=params)
     return total, list(rows)
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,7 +18,12 @@ from dutyline.aisre.mcp import repository as repo
 from dutyline.aisre.mcp.gateway import McpError, McpGateway, McpTarget, Tool
 from dutyline.aisre.mcp.schemas import McpServerRecord, McpTool
 from dutyline.aisre.runner import service as runner_service
-from dutyline.aisre.scope import TeamScope, in_team_scope, require_environment_use
+from dutyline.aisre.scope import (
+    TeamScope,
+    in_team_scope,
+    preload_teams,
+    require_environment_use,
+)
 from dutyline.api import errors, outbound_urls
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
@@ -166,14 +172,14 @@ async def store_probe(conn: AsyncConnection, actor: Actor, *, probe: Probe) -> M
     return _record(merged, can_edit=await _can_edit(actor, row.team_id))
 
 
-async def list_servers(
-    conn: AsyncConnection, actor: Actor, *, include_account: bool = True, scope: str = "",
+def list_servers_sync(
+    conn: Connection, actor: Actor, *, include_account: bool = True, scope: str = "",
     team_ids: Collection[int] | None = None, query: str = "", offset: int, limit: int,
 ) -> tuple[int, list[McpServerRecord]]:
     """Visible servers, a page at a time; never contacts a server."""
-    team_scope = await TeamScope.of(actor)
+    team_scope = TeamScope.of_sync(conn, actor)
     own_teams = team_scope.team_ids or frozenset()
-    total, rows = await repo.list_page(
+    total, rows = repo.list_page_sync(
         conn, team_scope, include_account=include_account and scope in ("", "all", "account"),
         include_team=scope in ("", "all", "team"), only_team_ids=team_ids,
         query=query.strip(), status=None, offset=offset, limit=limit,
@@ -185,6 +191,16 @@ async def list_servers(
         for r in rows
     ]
     return total, servers
+
+
+async def list_servers(
+    conn: AsyncConnection, actor: Actor, *, include_account: bool = True, scope: str = "",
+    team_ids: Collection[int] | None = None, query: str = "", offset: int, limit: int,
+) -> tuple[int, list[McpServerRecord]]:
+    await preload_teams(actor)
+    return await conn.run_sync(lambda sync: list_servers_sync(
+        sync, actor, include_account=include_account, scope=scope, team_ids=team_ids,
+        query=query, offset=offset, limit=limit))
 
 
 @writes("/safari/mcp/server/update", MCP_MANAGE, targets=lambda record: [record.server_id])

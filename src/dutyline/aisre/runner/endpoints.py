@@ -6,6 +6,8 @@ one as an automation rule's environment_id."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.aisre.runner import service
 from dutyline.aisre.runner.schemas import (
     RunnerKeyCreated,
@@ -45,16 +47,17 @@ async def worknode_update(ctx: Context, req: WorknodeUpdateRequest) -> WorknodeR
 
 
 @router.post("/safari/worknode/info")
-async def worknode_info(ctx: Context, req: WorknodeLookup) -> WorknodeRecord:
+def worknode_info(conn: Connection, ctx: Context, req: WorknodeLookup) -> WorknodeRecord:
     """One worknode with its online state, version and environment from its heartbeats."""
-    return await service.get_worknode(ctx.conn, ctx.actor, worknode_id=req.worknode_id)
+    return service.get_worknode_sync(conn, ctx.actor, worknode_id=req.worknode_id)
 
 
 @router.post("/safari/worknode/list")
-async def worknode_list(ctx: Context, req: WorknodeListRequest) -> WorknodeListResponse:
+def worknode_list(conn: Connection, ctx: Context,
+                  req: WorknodeListRequest) -> WorknodeListResponse:
     """The account's worknodes, newest first."""
-    return await service.list_worknodes(ctx.conn, ctx.actor, query=req.query,
-                                        online=req.online, p=req.p, limit=req.limit)
+    return service.list_worknodes_sync(conn, ctx.actor, query=req.query,
+                                       online=req.online, p=req.p, limit=req.limit)
 
 
 @router.post("/safari/worknode/delete", write=True, empty="null", permissions=(ACCOUNT_MANAGE,))
@@ -74,11 +77,12 @@ async def runner_key_create(ctx: Context, req: RunnerKeyCreateRequest) -> Runner
 
 
 @router.post("/safari/runner/key/list", permissions=(ACCOUNT_MANAGE,))
-async def runner_key_list(ctx: Context, req: RunnerKeyListRequest) -> RunnerKeyListResponse:
+def runner_key_list(conn: Connection, ctx: Context,
+                    req: RunnerKeyListRequest) -> RunnerKeyListResponse:
     """Runner keys (never the keys themselves: only their last four characters)."""
-    return await service.list_keys(ctx.conn, ctx.actor, worknode_id=req.worknode_id,
-                                   include_revoked=req.include_revoked, p=req.p,
-                                   limit=req.limit)
+    return service.list_keys_sync(conn, ctx.actor, worknode_id=req.worknode_id,
+                                  include_revoked=req.include_revoked, p=req.p,
+                                  limit=req.limit)
 
 
 @router.post("/safari/runner/key/revoke", write=True, empty="null", permissions=(ACCOUNT_MANAGE,))

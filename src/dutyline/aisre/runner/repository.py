@@ -3,15 +3,16 @@ caller is scoped by account_id: a worknode of another account behaves as not fou
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, update
-from sqlalchemy.engine import Row
+from sqlalchemy import Select, and_, bindparam, delete, func, insert, or_, select, update
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.like import any_contains
-from dutyline.db.paging import counted_page
+from dutyline.db.like import any_contains_bound, contains_pattern
+from dutyline.db.paging import counted_page_sync
 from dutyline.db.tables.runner import runner_key, runner_task, runner_worknode
 
 # --- worknodes ------------------------------------------------------------------------------
@@ -21,12 +22,19 @@ async def insert_worknode(conn: AsyncConnection, values: dict[str, Any]) -> None
     await conn.execute(insert(runner_worknode).values(**values))
 
 
+_WORKNODE = select(runner_worknode).where(
+    runner_worknode.c.account_id == bindparam("account_id"),
+    runner_worknode.c.worknode_id == bindparam("worknode_id"),
+)
+
+
+def get_worknode_sync(conn: Connection, account_id: int, worknode_id: str) -> Row[Any] | None:
+    return conn.execute(_WORKNODE, {"account_id": account_id,
+                                    "worknode_id": worknode_id}).first()
+
+
 async def get_worknode(conn: AsyncConnection, account_id: int, worknode_id: str) -> Row[Any] | None:
-    stmt = select(runner_worknode).where(
-        runner_worknode.c.account_id == account_id,
-        runner_worknode.c.worknode_id == worknode_id,
-    )
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_worknode_sync, account_id, worknode_id)
 
 
 async def update_worknode(
@@ -60,32 +68,53 @@ async def name_taken(conn: AsyncConnection, account_id: int, name: str, *,
     return (await conn.execute(stmt)).first() is not None
 
 
-async def list_worknodes(
-    conn: AsyncConnection, account_id: int, *, query: str, online_since: int | None,
+@functools.cache
+def _worknode_page(by_name: bool, online: bool | None) -> tuple[Select[Any], Select[Any]]:
+    """The (count, ordered page) statements of one combination of filters."""
+    conditions = [runner_worknode.c.account_id == bindparam("account_id")]
+    if by_name:
+        conditions.append(any_contains_bound("name_pattern", runner_worknode.c.name))
+    if online is not None:
+        is_online = and_(runner_worknode.c.holder != "",
+                         runner_worknode.c.last_heartbeat_at >= bindparam("online_since"))
+        conditions.append(is_online if online else ~is_online)
+    return (select(func.count()).select_from(runner_worknode).where(*conditions),
+            select(runner_worknode).where(*conditions)
+            .order_by(runner_worknode.c.created_at.desc(), runner_worknode.c.worknode_id))
+
+
+def list_worknodes_sync(
+    conn: Connection, account_id: int, *, query: str, online_since: int | None,
     online: bool | None, offset: int, limit: int,
 ) -> tuple[int, list[Row[Any]]]:
-    conditions = [runner_worknode.c.account_id == account_id]
+    params: dict[str, Any] = {"account_id": account_id}
     if query:
-        conditions.append(any_contains(query, runner_worknode.c.name))
+        params["name_pattern"] = contains_pattern(query.lower())
     if online is not None and online_since is not None:
-        is_online = and_(runner_worknode.c.holder != "",
-                         runner_worknode.c.last_heartbeat_at >= online_since)
-        conditions.append(is_online if online else ~is_online)
-    total, rows = await counted_page(
-        conn, select(func.count()).select_from(runner_worknode).where(*conditions),
-        select(runner_worknode).where(*conditions)
-        .order_by(runner_worknode.c.created_at.desc(), runner_worknode.c.worknode_id),
-        offset=offset, limit=limit)
+        params["online_since"] = online_since
+    else:
+        online = None
+    count, page = _worknode_page(bool(query), online)
+    total, rows = counted_page_sync(conn, count, page, offset=offset, limit=limit,
+                                    params=params)
     return total, list(rows)
 
 
-async def key_counts(conn: AsyncConnection, worknode_ids: Collection[str]) -> dict[str, int]:
+_KEY_COUNTS = select(runner_key.c.worknode_id, func.count()).where(
+    runner_key.c.worknode_id.in_(bindparam("worknode_ids", expanding=True)),
+    runner_key.c.revoked.is_(False),
+).group_by(runner_key.c.worknode_id)
+
+
+def key_counts_sync(conn: Connection, worknode_ids: Collection[str]) -> dict[str, int]:
     if not worknode_ids:
         return {}
-    stmt = select(runner_key.c.worknode_id, func.count()).where(
-        runner_key.c.worknode_id.in_(list(worknode_ids)), runner_key.c.revoked.is_(False),
-    ).group_by(runner_key.c.worknode_id)
-    return {r[0]: int(r[1]) for r in (await conn.execute(stmt)).all()}
+    rows = conn.execute(_KEY_COUNTS, {"worknode_ids": list(worknode_ids)}).all()
+    return {r[0]: int(r[1]) for r in rows}
+
+
+async def key_counts(conn: AsyncConnection, worknode_ids: Collection[str]) -> dict[str, int]:
+    return await conn.run_sync(key_counts_sync, worknode_ids)
 
 
 # --- keys -----------------------------------------------------------------------------------
@@ -110,20 +139,27 @@ async def update_key(conn: AsyncConnection, key_id: str, values: dict[str, Any])
     await conn.execute(update(runner_key).where(runner_key.c.key_id == key_id).values(**values))
 
 
-async def list_keys(
-    conn: AsyncConnection, account_id: int, *, worknode_id: str, include_revoked: bool,
-    offset: int, limit: int,
-) -> tuple[int, list[Row[Any]]]:
-    conditions = [runner_key.c.account_id == account_id]
-    if worknode_id:
-        conditions.append(runner_key.c.worknode_id == worknode_id)
+@functools.cache
+def _key_page(by_worknode: bool, include_revoked: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, ordered page) statements of one combination of filters."""
+    conditions = [runner_key.c.account_id == bindparam("account_id")]
+    if by_worknode:
+        conditions.append(runner_key.c.worknode_id == bindparam("worknode_id"))
     if not include_revoked:
         conditions.append(runner_key.c.revoked.is_(False))
-    total, rows = await counted_page(
-        conn, select(func.count()).select_from(runner_key).where(*conditions),
-        select(runner_key).where(*conditions)
-        .order_by(runner_key.c.created_at.desc(), runner_key.c.key_id),
-        offset=offset, limit=limit)
+    return (select(func.count()).select_from(runner_key).where(*conditions),
+            select(runner_key).where(*conditions)
+            .order_by(runner_key.c.created_at.desc(), runner_key.c.key_id))
+
+
+def list_keys_sync(
+    conn: Connection, account_id: int, *, worknode_id: str, include_revoked: bool,
+    offset: int, limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    count, page = _key_page(bool(worknode_id), include_revoked)
+    total, rows = counted_page_sync(
+        conn, count, page, offset=offset, limit=limit,
+        params={"account_id": account_id, "worknode_id": worknode_id})
     return total, list(rows)
 
 

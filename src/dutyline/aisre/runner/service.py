@@ -14,6 +14,7 @@ import hmac
 import json
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -27,7 +28,7 @@ from dutyline.aisre.runner.schemas import (
     WorknodeRecord,
 )
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import prefixed_id
@@ -123,23 +124,38 @@ async def update_worknode(
     return await get_worknode(conn, actor, worknode_id=worknode_id)
 
 
-async def get_worknode(conn: AsyncConnection, actor: Actor, *, worknode_id: str) -> WorknodeRecord:
-    row = await _worknode(conn, actor, worknode_id)
-    counts = await repo.key_counts(conn, [worknode_id])
+def get_worknode_sync(conn: Connection, actor: Actor, *, worknode_id: str) -> WorknodeRecord:
+    row = repo.get_worknode_sync(conn, actor.account_id, worknode_id)
+    if row is None:
+        raise errors.not_found("worknode", worknode_id)
+    counts = repo.key_counts_sync(conn, [worknode_id])
     return record(row, actor.now_ms, counts.get(worknode_id, 0))
+
+
+async def get_worknode(conn: AsyncConnection, actor: Actor, *, worknode_id: str) -> WorknodeRecord:
+    return await conn.run_sync(lambda sync: get_worknode_sync(sync, actor,
+                                                              worknode_id=worknode_id))
+
+
+def list_worknodes_sync(
+    conn: Connection, actor: Actor, *, query: str = "", online: bool | None = None,
+    p: int = 1, limit: int = 20,
+) -> WorknodeListResponse:
+    now = actor.now_ms
+    total, rows = repo.list_worknodes_sync(
+        conn, actor.account_id, query=query.strip(), online=online,
+        online_since=now - ONLINE_WINDOW_MS, offset=(p - 1) * limit, limit=limit)
+    counts = repo.key_counts_sync(conn, [r.worknode_id for r in rows])
+    return WorknodeListResponse(total=total, p=p, limit=limit, items=[
+        record(r, now, counts.get(r.worknode_id, 0)) for r in rows])
 
 
 async def list_worknodes(
     conn: AsyncConnection, actor: Actor, *, query: str = "", online: bool | None = None,
     p: int = 1, limit: int = 20,
 ) -> WorknodeListResponse:
-    now = actor.now_ms
-    total, rows = await repo.list_worknodes(
-        conn, actor.account_id, query=query.strip(), online=online,
-        online_since=now - ONLINE_WINDOW_MS, offset=(p - 1) * limit, limit=limit)
-    counts = await repo.key_counts(conn, [r.worknode_id for r in rows])
-    return WorknodeListResponse(total=total, p=p, limit=limit, items=[
-        record(r, now, counts.get(r.worknode_id, 0)) for r in rows])
+    return await conn.run_sync(lambda sync: list_worknodes_sync(
+        sync, actor, query=query, online=online, p=p, limit=limit))
 
 
 @writes("/safari/worknode/delete", ACCOUNT_MANAGE)
@@ -186,16 +202,26 @@ async def create_key(
     raise errors.InternalError()  # pragma: no cover
 
 
+@reads_sync(ACCOUNT_MANAGE)
+def list_keys_sync(
+    conn: Connection, actor: Actor, *, worknode_id: str = "",
+    include_revoked: bool = False, p: int = 1, limit: int = 20,
+) -> RunnerKeyListResponse:
+    total, rows = repo.list_keys_sync(
+        conn, actor.account_id, worknode_id=worknode_id.strip(),
+        include_revoked=include_revoked, offset=(p - 1) * limit, limit=limit)
+    return RunnerKeyListResponse(total=total, p=p, limit=limit,
+                                 items=[_key_record(r) for r in rows])
+
+
 @reads(ACCOUNT_MANAGE)
 async def list_keys(
     conn: AsyncConnection, actor: Actor, *, worknode_id: str = "",
     include_revoked: bool = False, p: int = 1, limit: int = 20,
 ) -> RunnerKeyListResponse:
-    total, rows = await repo.list_keys(
-        conn, actor.account_id, worknode_id=worknode_id.strip(),
-        include_revoked=include_revoked, offset=(p - 1) * limit, limit=limit)
-    return RunnerKeyListResponse(total=total, p=p, limit=limit,
-                                 items=[_key_record(r) for r in rows])
+    return await conn.run_sync(lambda sync: list_keys_sync(
+        sync, actor, worknode_id=worknode_id, include_revoked=include_revoked, p=p,
+        limit=limit))
 
 
 @writes("/safari/runner/key/revoke", ACCOUNT_MANAGE)

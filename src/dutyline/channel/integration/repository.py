@@ -11,7 +11,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel.repository import Viewer, visible_to
-from dutyline.db.paging import counted_page_sync, ordered, windowed_page
+from dutyline.db.paging import counted_windowed_page_sync, ordered, windowed_page
 from dutyline.db.tables.channel import channel, integration, integration_custom_action
 
 # Built once: ingestion runs this for every alert. The whole channel row comes along, so
@@ -78,7 +78,7 @@ def list_page_sync(conn: Connection, account_id: int, viewer: Viewer, *,
              .where(*conditions))
     page = _ITEM_ROWS.where(*conditions).order_by(
         *ordered(integration.c.created_at, integration.c.integration_id, asc=False))
-    total, rows = counted_page_sync(conn, count, windowed_page(page),
+    total, rows = counted_windowed_page_sync(conn, count, windowed_page(page),
                                     params={"offset": offset, "limit": limit})
     return total, list(rows)
 
