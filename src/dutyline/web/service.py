@@ -19,6 +19,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -108,7 +109,12 @@ async def check_password(conn: AsyncConnection, *, email: str,
 
 
 async def have_passwords(conn: AsyncConnection, person_ids: list[int]) -> set[int]:
-    return set(await repo.credentials(conn, person_ids))
+    return await conn.run_sync(have_passwords_sync, person_ids)
+
+
+def have_passwords_sync(conn: Connection, person_ids: list[int]) -> set[int]:
+    """Which of these persons have a console password (have signed up)."""
+    return set(repo.credentials_sync(conn, person_ids))
 
 
 async def password_matches(conn: AsyncConnection, *, person_id: int, password: str) -> bool:
@@ -251,8 +257,13 @@ def public_id(session: Session) -> str:
     return hashlib.sha256(b"public:" + session.session_hash.encode()).hexdigest()[:20]
 
 
+def sessions_of_sync(conn: Connection, actor: Actor) -> list[Session]:
+    """The actor's live sessions, the last seen first."""
+    return [_session(r) for r in repo.sessions_of_sync(conn, actor.person_id, actor.now_s)]
+
+
 async def sessions_of(conn: AsyncConnection, actor: Actor) -> list[Session]:
-    return [_session(r) for r in await repo.sessions_of(conn, actor.person_id, actor.now_s)]
+    return await conn.run_sync(sessions_of_sync, actor)
 
 
 @writes("/console/session/revoke", targets=_nothing)

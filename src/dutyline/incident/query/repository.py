@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import (
     Boolean,
     ColumnElement,
+    Connection,
     and_,
     bindparam,
     func,
@@ -208,6 +209,12 @@ def _query_condition(query: str) -> ColumnElement[bool]:
     if _NUM.fullmatch(query):
         return or_(title, incident.c.num == query.upper())
     return title
+
+
+def find_sync(conn: Connection, scope: Scope, incident_id: str) -> Row[Any] | None:
+    stmt = select(incident).where(incident.c.incident_id == incident_id,
+                                  *visibility.incidents(scope))
+    return conn.execute(stmt).first()
 
 
 async def find(conn: AsyncConnection, scope: Scope, incident_id: str) -> Row[Any] | None:

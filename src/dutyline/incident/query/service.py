@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -55,10 +56,15 @@ _json = msgspec.json.Decoder()
 _responders = msgspec.json.Decoder(list[Responder])
 
 
-async def require_visible(conn: AsyncConnection, actor: Actor, *, incident_id: str) -> None:
+def require_visible_sync(conn: Connection, actor: Actor, *, incident_id: str) -> None:
     """ResourceNotFound unless the incident is one the actor sees."""
-    if await repo.find(conn, await visibility.scope(actor), incident_id.lower()) is None:
+    if repo.find_sync(conn, visibility.scope_sync(conn, actor), incident_id.lower()) is None:
         raise errors.not_found("incident", incident_id)
+
+
+async def require_visible(conn: AsyncConnection, actor: Actor, *, incident_id: str) -> None:
+    """`require_visible_sync` on an async connection."""
+    await conn.run_sync(lambda sync: require_visible_sync(sync, actor, incident_id=incident_id))
 
 
 async def find_incident(conn: AsyncConnection, actor: Actor, *, incident_id: str,

@@ -22,9 +22,7 @@ ME = "/console/me"
 
 @pages.get(ME)
 async def me(ctx: ConsoleContext) -> Response:
-    async with ctx.read() as conn:
-        page = await me_view.load(ctx, conn)
-    return ctx.render("me.html", **page)
+    return ctx.render("me.html", **await me_view.load(ctx))
 
 
 @pages.post(ME + "/sessions/revoke")
@@ -69,8 +67,9 @@ async def change_password(ctx: ConsoleContext) -> Response:
 
 @pages.get(ME + "/two-factor")
 async def two_factor_form(ctx: ConsoleContext) -> Response:
-    async with ctx.read() as conn:
-        enrolled = await second_factor.enrolled(conn, ctx.actor.person_id)
+    person_id = ctx.actor.person_id
+    enrolled = await ctx.runtime.db.run_sync(
+        lambda conn: second_factor.enrolled_sync(conn, person_id), write=False)
     if enrolled:
         return ctx.render("me_2fa.html", enrolled=True)
     return ctx.render("me_2fa.html", **_new_enrolment(ctx))
