@@ -117,10 +117,17 @@ def have_passwords_sync(conn: Connection, person_ids: list[int]) -> set[int]:
     return set(repo.credentials_sync(conn, person_ids))
 
 
-async def password_matches(conn: AsyncConnection, *, person_id: int, password: str) -> bool:
-    """The person's own password, asked again before a change that needs it."""
-    row = await repo.credential(conn, person_id)
-    return row is not None and await passwords.verify(row.password_hash, password)
+def password_hash_sync(conn: Connection, *, person_id: int) -> str | None:
+    """The person's stored password hash (None: they have no console credential), read in
+    a unit of database work; `password_matches` checks a password against it."""
+    row = repo.credential_sync(conn, person_id)
+    return None if row is None else str(row.password_hash)
+
+
+async def password_matches(hashed: str | None, password: str) -> bool:
+    """The person's own password (its hash: `password_hash_sync`), asked again before a
+    change that needs it; the hash is checked off the event loop."""
+    return hashed is not None and await passwords.verify(hashed, password)
 
 
 async def caller_of(conn: AsyncConnection, *, account_id: int, person_id: int) -> Caller | None:

@@ -39,6 +39,14 @@ async def revoke(ctx: ConsoleContext) -> Response:
     return ctx.redirect(ME)
 
 
+async def _password_matches(ctx: ConsoleContext, password: str) -> bool:
+    """The signed-in person's own password, asked again before a change that needs it."""
+    person_id = ctx.actor.person_id
+    hashed = await ctx.runtime.db.run_sync(
+        lambda conn: signin.password_hash_sync(conn, person_id=person_id), write=False)
+    return await signin.password_matches(hashed, password)
+
+
 @pages.get(ME + "/password")
 async def password_form(ctx: ConsoleContext) -> Response:
     return ctx.render("me_password.html")
@@ -47,10 +55,7 @@ async def password_form(ctx: ConsoleContext) -> Response:
 @pages.post(ME + "/password", template="me_password.html")
 async def change_password(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
-    async with ctx.read() as conn:
-        right = await signin.password_matches(conn, person_id=ctx.actor.person_id,
-                                              password=form.get("current_password", ""))
-    if not right:
+    if not await _password_matches(ctx, form.get("current_password", "")):
         raise errors.invalid("current_password", "is not right")
     password = form.get("password", "")
     if password != form.get("password_again", ""):
@@ -101,10 +106,7 @@ async def enable_two_factor(ctx: ConsoleContext) -> Response:
 async def disable_two_factor(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     ctx.kept["enrolled"] = True
-    async with ctx.read() as conn:
-        right = await signin.password_matches(conn, person_id=ctx.actor.person_id,
-                                              password=form.get("password", ""))
-    if not right:
+    if not await _password_matches(ctx, form.get("password", "")):
         raise errors.invalid("password", "is not right")
     async with ctx.write() as conn:
         await second_factor.disable(conn, ctx.actor)
