@@ -228,6 +228,13 @@ async def test_webhook_history_list_and_detail(papi: Api, owner: Person, clock: 
     assert (await listing(limit=10, ref_id="0" * 24))["total"] == 0
     assert (await listing(limit=10, integration_id=5))["total"] == 0
     assert (await listing(limit=10, event_types=["i_notify"]))["total"] == 3
+    assert (await listing(limit=10, status="success", ref_id=incident_id))["total"] == 3
+    # Oldest first, a cursor page at a time: the same attempts in the other order.
+    oldest = await listing(limit=2, asc=True)
+    newest = await listing(limit=2, asc=True, search_after_ctx=oldest["search_after_ctx"])
+    assert newest["search_after_ctx"] == ""
+    assert ([i["event_id"] for i in oldest["items"] + newest["items"]]
+            == [i["event_id"] for i in reversed(items)])
 
     response = await papi.raw("POST", "/webhook/history/detail", params={"app_key": owner.key},
                               json={"event_id": items[0]["event_id"]})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, delete, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, delete, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -29,12 +29,23 @@ async def _upsert(conn: AsyncConnection, table: Table, values: dict[str, Any],
 # --- credentials ----------------------------------------------------------------------------
 
 
-async def credentials(conn: AsyncConnection, member_ids: list[int]) -> dict[int, Row[Any]]:
+_CREDENTIALS = select(console_credential).where(
+    console_credential.c.member_id.in_(bindparam("member_ids", expanding=True)))
+
+
+def credentials_sync(conn: Connection, member_ids: list[int]) -> dict[int, Row[Any]]:
     if not member_ids:
         return {}
-    rows = await conn.execute(select(console_credential).where(
-        console_credential.c.member_id.in_(member_ids)))
+    rows = conn.execute(_CREDENTIALS, {"member_ids": member_ids})
     return {int(r.member_id): r for r in rows}
+
+
+def credential_sync(conn: Connection, member_id: int) -> Row[Any] | None:
+    return credentials_sync(conn, [member_id]).get(member_id)
+
+
+async def credentials(conn: AsyncConnection, member_ids: list[int]) -> dict[int, Row[Any]]:
+    return await conn.run_sync(credentials_sync, member_ids)
 
 
 async def credential(conn: AsyncConnection, member_id: int) -> Row[Any] | None:
@@ -89,10 +100,18 @@ async def delete_session(conn: AsyncConnection, session_hash: str) -> None:
         console_session.c.session_hash == session_hash))
 
 
+_SESSIONS_OF = (select(console_session)
+                .where(console_session.c.member_id == bindparam("member_id"),
+                       console_session.c.expires_at > bindparam("now_s"))
+                .order_by(console_session.c.last_seen_at.desc()))
+
+
+def sessions_of_sync(conn: Connection, member_id: int, now_s: int) -> list[Row[Any]]:
+    return list(conn.execute(_SESSIONS_OF, {"member_id": member_id, "now_s": now_s}))
+
+
 async def sessions_of(conn: AsyncConnection, member_id: int, now_s: int) -> list[Row[Any]]:
-    return list(await conn.execute(select(console_session).where(
-        console_session.c.member_id == member_id, console_session.c.expires_at > now_s,
-    ).order_by(console_session.c.last_seen_at.desc())))
+    return await conn.run_sync(sessions_of_sync, member_id, now_s)
 
 
 async def delete_sessions_of(conn: AsyncConnection, member_id: int, *,

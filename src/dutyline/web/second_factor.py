@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 
 import pyotp
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -51,9 +52,13 @@ def _open(box: SecretBox, sealed: str) -> str | None:
         return None
 
 
-async def enrolled(conn: AsyncConnection, person_id: int) -> bool:
-    row = await repo.credential(conn, person_id)
+def enrolled_sync(conn: Connection, person_id: int) -> bool:
+    row = repo.credential_sync(conn, person_id)
     return row is not None and bool(row.totp_secret)
+
+
+async def enrolled(conn: AsyncConnection, person_id: int) -> bool:
+    return await conn.run_sync(enrolled_sync, person_id)
 
 
 async def check_code(conn: AsyncConnection, box: SecretBox, *, person_id: int, code: str,

@@ -19,6 +19,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -108,13 +109,25 @@ async def check_password(conn: AsyncConnection, *, email: str,
 
 
 async def have_passwords(conn: AsyncConnection, person_ids: list[int]) -> set[int]:
-    return set(await repo.credentials(conn, person_ids))
+    return await conn.run_sync(have_passwords_sync, person_ids)
 
 
-async def password_matches(conn: AsyncConnection, *, person_id: int, password: str) -> bool:
-    """The person's own password, asked again before a change that needs it."""
-    row = await repo.credential(conn, person_id)
-    return row is not None and await passwords.verify(row.password_hash, password)
+def have_passwords_sync(conn: Connection, person_ids: list[int]) -> set[int]:
+    """Which of these persons have a console password (have signed up)."""
+    return set(repo.credentials_sync(conn, person_ids))
+
+
+def password_hash_sync(conn: Connection, *, person_id: int) -> str | None:
+    """The person's stored password hash (None: they have no console credential), read in
+    a unit of database work; `password_matches` checks a password against it."""
+    row = repo.credential_sync(conn, person_id)
+    return None if row is None else str(row.password_hash)
+
+
+async def password_matches(hashed: str | None, password: str) -> bool:
+    """The person's own password (its hash: `password_hash_sync`), asked again before a
+    change that needs it; the hash is checked off the event loop."""
+    return hashed is not None and await passwords.verify(hashed, password)
 
 
 async def caller_of(conn: AsyncConnection, *, account_id: int, person_id: int) -> Caller | None:
@@ -251,8 +264,13 @@ def public_id(session: Session) -> str:
     return hashlib.sha256(b"public:" + session.session_hash.encode()).hexdigest()[:20]
 
 
+def sessions_of_sync(conn: Connection, actor: Actor) -> list[Session]:
+    """The actor's live sessions, the last seen first."""
+    return [_session(r) for r in repo.sessions_of_sync(conn, actor.person_id, actor.now_s)]
+
+
 async def sessions_of(conn: AsyncConnection, actor: Actor) -> list[Session]:
-    return [_session(r) for r in await repo.sessions_of(conn, actor.person_id, actor.now_s)]
+    return await conn.run_sync(sessions_of_sync, actor)
 
 
 @writes("/console/session/revoke", targets=_nothing)

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.incident.service import query as incidents
@@ -23,30 +25,30 @@ router = Router("Notifications")
 
 
 @router.post("/notify/delivery/list", permissions=(CHANNEL_VIEW,))
-async def delivery_list(ctx: Context, req: ListDeliveriesRequest) -> ListDeliveriesResponse:
+def delivery_list(conn: Connection, ctx: Context,
+                  req: ListDeliveriesRequest) -> ListDeliveriesResponse:
     """Every notification of an incident: recipient, channel, outcome and each attempt."""
     # The incident must be one the caller sees (not found otherwise).
-    await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,
-                                  deps=ctx.runtime.deps)
-    return ListDeliveriesResponse(items=await service.deliveries(
-        ctx.conn, ctx.actor, incident_id=req.incident_id))
+    incidents.require_visible_sync(conn, ctx.actor, incident_id=req.incident_id)
+    return ListDeliveriesResponse(items=service.deliveries_sync(
+        conn, ctx.actor, incident_id=req.incident_id))
 
 
 @router.post("/webhook/history/list", permissions=(INTEGRATION_VIEW,))
-async def webhook_history_list(ctx: Context,
-                               req: ListWebhookHistoryRequest) -> ListWebhookHistoryResponse:
+def webhook_history_list(conn: Connection, ctx: Context,
+                         req: ListWebhookHistoryRequest) -> ListWebhookHistoryResponse:
     """Outgoing webhook attempts in a time window (ms), newest first unless `asc`."""
-    return await service.webhook_history(
-        ctx.conn, ctx.actor, start_ms=req.start_time, end_ms=req.end_time, limit=req.limit,
+    return service.webhook_history_sync(
+        conn, ctx.actor, start_ms=req.start_time, end_ms=req.end_time, limit=req.limit,
         status=req.status, ref_id=req.ref_id, asc=req.asc, cursor=req.search_after_ctx,
         event_types=req.event_types, integration_id=req.integration_id)
 
 
 @router.post("/webhook/history/detail", permissions=(INTEGRATION_VIEW,))
-async def webhook_history_detail(ctx: Context,
-                                 req: GetWebhookHistoryDetailRequest) -> WebhookHistoryDetail:
+def webhook_history_detail(conn: Connection, ctx: Context,
+                           req: GetWebhookHistoryDetailRequest) -> WebhookHistoryDetail:
     """One outgoing webhook attempt with its request and response."""
-    return await service.webhook_history_detail(ctx.conn, ctx.actor, event_id=req.event_id)
+    return service.webhook_history_detail_sync(conn, ctx.actor, event_id=req.event_id)
 
 
 @router.post("/member/notify/test", write=True, outbound=True, rate_scope="app_key")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, Select, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -85,61 +86,90 @@ async def get_deliveries(conn: AsyncConnection, delivery_ids: list[str]) -> list
         notify_delivery.c.delivery_id.in_(delivery_ids)))).all())
 
 
-async def deliveries_of_incident(conn: AsyncConnection, account_id: int,
-                                 incident_id: str) -> list[Row[Any]]:
-    return list((await conn.execute(select(notify_delivery).where(
-        notify_delivery.c.account_id == account_id,
-        notify_delivery.c.incident_id == incident_id,
-    ).order_by(notify_delivery.c.created_at, notify_delivery.c.delivery_id))).all())
+_OF_INCIDENT = (select(notify_delivery)
+                .where(notify_delivery.c.account_id == bindparam("account_id"),
+                       notify_delivery.c.incident_id == bindparam("incident_id"))
+                .order_by(notify_delivery.c.created_at, notify_delivery.c.delivery_id))
+_ATTEMPTS_OF = (select(notify_attempt)
+                .where(notify_attempt.c.delivery_id.in_(bindparam("delivery_ids",
+                                                                  expanding=True)))
+                .order_by(notify_attempt.c.delivery_id, notify_attempt.c.attempt))
 
 
-async def attempts_of(conn: AsyncConnection, delivery_ids: list[str]) -> list[Row[Any]]:
+def deliveries_of_incident_sync(conn: Connection, account_id: int,
+                                incident_id: str) -> list[Row[Any]]:
+    return list(conn.execute(_OF_INCIDENT, {"account_id": account_id,
+                                            "incident_id": incident_id}).all())
+
+
+def attempts_of_sync(conn: Connection, delivery_ids: list[str]) -> list[Row[Any]]:
     if not delivery_ids:
         return []
-    return list((await conn.execute(select(notify_attempt).where(
-        notify_attempt.c.delivery_id.in_(delivery_ids),
-    ).order_by(notify_attempt.c.delivery_id, notify_attempt.c.attempt))).all())
+    return list(conn.execute(_ATTEMPTS_OF, {"delivery_ids": delivery_ids}).all())
 
 
-def _history_conditions(account_id: int, start_ms: int, end_ms: int, status: str,
-                        ref_id: str) -> list[Any]:
-    conds = [notify_attempt.c.account_id == account_id,
-             notify_attempt.c.channel.in_(WEBHOOK_CHANNELS),
-             notify_attempt.c.event_time_ms >= start_ms,
-             notify_attempt.c.event_time_ms < end_ms]
-    if status:
-        conds.append(notify_attempt.c.status == status)
-    if ref_id:
-        conds.append(notify_attempt.c.incident_id == ref_id)
-    return conds
-
-
-async def history_count(conn: AsyncConnection, account_id: int, *, start_ms: int,
-                        end_ms: int, status: str, ref_id: str) -> int:
-    stmt = select(func.count()).select_from(notify_attempt).where(
-        *_history_conditions(account_id, start_ms, end_ms, status, ref_id))
-    return int((await conn.execute(stmt)).scalar_one())
-
-
-async def history_page(conn: AsyncConnection, account_id: int, *, start_ms: int, end_ms: int,
-                       status: str, ref_id: str, asc: bool, after: tuple[int, int] | None,
-                       limit: int) -> list[Row[Any]]:
-    """Keyset page by (event_time_ms, id)."""
-    t, i = notify_attempt.c.event_time_ms, notify_attempt.c.id
-    stmt = select(notify_attempt).where(
-        *_history_conditions(account_id, start_ms, end_ms, status, ref_id))
-    if after is not None:
-        at, aid = after
-        stmt = stmt.where(or_(t > at, and_(t == at, i > aid)) if asc
-                          else or_(t < at, and_(t == at, i < aid)))
+@functools.cache
+def _history_statements(by_status: bool, by_ref: bool, asc: bool,
+                        after: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, keyset page by (event_time_ms, id)) statements of one combination of
+    filters, built once."""
+    a = notify_attempt.c
+    conds = [a.account_id == bindparam("account_id"), a.channel.in_(WEBHOOK_CHANNELS),
+             a.event_time_ms >= bindparam("start_ms"), a.event_time_ms < bindparam("end_ms")]
+    if by_status:
+        conds.append(a.status == bindparam("status"))
+    if by_ref:
+        conds.append(a.incident_id == bindparam("ref_id"))
+    count = select(func.count()).select_from(notify_attempt).where(*conds)
+    t, i = a.event_time_ms, a.id
+    if after:
+        at = bindparam("after_time", type_=t.type)
+        aid = bindparam("after_id", type_=i.type)
+        conds.append(or_(t > at, and_(t == at, i > aid)) if asc
+                     else or_(t < at, and_(t == at, i < aid)))
     order = (t.asc(), i.asc()) if asc else (t.desc(), i.desc())
-    return list((await conn.execute(stmt.order_by(*order).limit(limit))).all())
+    page = select(notify_attempt).where(*conds).order_by(*order).limit(bindparam("limit"))
+    return count, page
 
 
-async def attempt_by_event(conn: AsyncConnection, account_id: int, delivery_id: str,
-                           attempt: int) -> Row[Any] | None:
-    return (await conn.execute(select(notify_attempt).where(
-        notify_attempt.c.account_id == account_id,
-        notify_attempt.c.delivery_id == delivery_id,
-        notify_attempt.c.attempt == attempt,
-        notify_attempt.c.channel.in_(WEBHOOK_CHANNELS)))).first()
+def _history_params(account_id: int, start_ms: int, end_ms: int, status: str,
+                    ref_id: str) -> dict[str, Any]:
+    params: dict[str, Any] = {"account_id": account_id, "start_ms": start_ms,
+                              "end_ms": end_ms}
+    if status:
+        params["status"] = status
+    if ref_id:
+        params["ref_id"] = ref_id
+    return params
+
+
+def history_count_sync(conn: Connection, account_id: int, *, start_ms: int, end_ms: int,
+                       status: str, ref_id: str) -> int:
+    count, _ = _history_statements(bool(status), bool(ref_id), False, False)
+    params = _history_params(account_id, start_ms, end_ms, status, ref_id)
+    return int(conn.execute(count, params).scalar_one())
+
+
+def history_page_sync(conn: Connection, account_id: int, *, start_ms: int, end_ms: int,
+                      status: str, ref_id: str, asc: bool, after: tuple[int, int] | None,
+                      limit: int) -> list[Row[Any]]:
+    """Keyset page by (event_time_ms, id)."""
+    _, page = _history_statements(bool(status), bool(ref_id), asc, after is not None)
+    params = _history_params(account_id, start_ms, end_ms, status, ref_id)
+    params["limit"] = limit
+    if after is not None:
+        params["after_time"], params["after_id"] = after
+    return list(conn.execute(page, params).all())
+
+
+_BY_EVENT = select(notify_attempt).where(
+    notify_attempt.c.account_id == bindparam("account_id"),
+    notify_attempt.c.delivery_id == bindparam("delivery_id"),
+    notify_attempt.c.attempt == bindparam("attempt"),
+    notify_attempt.c.channel.in_(WEBHOOK_CHANNELS))
+
+
+def attempt_by_event_sync(conn: Connection, account_id: int, delivery_id: str,
+                          attempt: int) -> Row[Any] | None:
+    return conn.execute(_BY_EVENT, {"account_id": account_id, "delivery_id": delivery_id,
+                                    "attempt": attempt}).first()

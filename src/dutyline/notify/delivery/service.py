@@ -11,10 +11,11 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads, reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.config import Settings
@@ -200,9 +201,20 @@ def notify_detail(row: Any, attempt: Attempt, status: str) -> dict[str, Any]:
 @reads(CHANNEL_VIEW)
 async def deliveries(conn: AsyncConnection, actor: Actor, *,
                      incident_id: str) -> list[DeliveryItem]:
-    rows = await repo.deliveries_of_incident(conn, actor.account_id, incident_id.lower())
+    """Every delivery of an incident with its attempts (the incident's visibility is the
+    caller's to check)."""
+    return await conn.run_sync(lambda sync: deliveries_sync(sync, actor,
+                                                            incident_id=incident_id))
+
+
+@reads_sync(CHANNEL_VIEW)
+def deliveries_sync(conn: Connection, actor: Actor, *,
+                    incident_id: str) -> list[DeliveryItem]:
+    """Every delivery of an incident with its attempts, in one statement each (the incident's
+    visibility is the caller's to check)."""
+    rows = repo.deliveries_of_incident_sync(conn, actor.account_id, incident_id.lower())
     by_delivery: dict[str, list[DeliveryAttemptItem]] = {}
-    for a in await repo.attempts_of(conn, [r.delivery_id for r in rows]):
+    for a in repo.attempts_of_sync(conn, [r.delivery_id for r in rows]):
         by_delivery.setdefault(a.delivery_id, []).append(DeliveryAttemptItem(
             attempt=a.attempt, status=a.status, status_code=a.status_code,
             error_message=a.error_message, duration=a.duration_ms,
@@ -237,6 +249,18 @@ async def webhook_history(conn: AsyncConnection, actor: Actor, *, start_ms: int,
                           limit: int, status: str, ref_id: str, asc: bool, cursor: str,
                           event_types: list[str],
                           integration_id: int = 0) -> ListWebhookHistoryResponse:
+    """Attempts of the account's outgoing webhooks (`webhook_history_sync`)."""
+    return await conn.run_sync(lambda sync: webhook_history_sync(
+        sync, actor, start_ms=start_ms, end_ms=end_ms, limit=limit, status=status,
+        ref_id=ref_id, asc=asc, cursor=cursor, event_types=event_types,
+        integration_id=integration_id))
+
+
+@reads_sync(INTEGRATION_VIEW)
+def webhook_history_sync(conn: Connection, actor: Actor, *, start_ms: int, end_ms: int,
+                         limit: int, status: str, ref_id: str, asc: bool, cursor: str,
+                         event_types: list[str],
+                         integration_id: int = 0) -> ListWebhookHistoryResponse:
     """Attempts of the account's outgoing webhooks (escalation layers' webhooks and chat
     robots, which belong to no integration: a filter on an integration finds none)."""
     if end_ms <= start_ms:
@@ -248,9 +272,9 @@ async def webhook_history(conn: AsyncConnection, actor: Actor, *, start_ms: int,
     after = _read_cursor(cursor)
     kw: dict[str, Any] = {"start_ms": start_ms, "end_ms": end_ms, "status": status,
                           "ref_id": ref_id.lower()}
-    total = await repo.history_count(conn, actor.account_id, **kw)
-    rows = await repo.history_page(conn, actor.account_id, asc=asc, after=after,
-                                   limit=limit + 1, **kw)
+    total = repo.history_count_sync(conn, actor.account_id, **kw)
+    rows = repo.history_page_sync(conn, actor.account_id, asc=asc, after=after,
+                                  limit=limit + 1, **kw)
     more = len(rows) > limit
     rows = rows[:limit]
     return ListWebhookHistoryResponse(
@@ -261,11 +285,18 @@ async def webhook_history(conn: AsyncConnection, actor: Actor, *, start_ms: int,
 @reads(INTEGRATION_VIEW)
 async def webhook_history_detail(conn: AsyncConnection, actor: Actor, *,
                                  event_id: str) -> WebhookHistoryDetail:
+    return await conn.run_sync(lambda sync: webhook_history_detail_sync(
+        sync, actor, event_id=event_id))
+
+
+@reads_sync(INTEGRATION_VIEW)
+def webhook_history_detail_sync(conn: Connection, actor: Actor, *,
+                                event_id: str) -> WebhookHistoryDetail:
     delivery_id, _, number = event_id.partition("-")
     row = None
     if number.isdigit() and len(delivery_id) == 24:
-        row = await repo.attempt_by_event(conn, actor.account_id, delivery_id.lower(),
-                                          int(number))
+        row = repo.attempt_by_event_sync(conn, actor.account_id, delivery_id.lower(),
+                                         int(number))
     if row is None:
         raise errors.not_found("event", event_id)
     detail: WebhookHistoryDetail = history_item(row, WebhookHistoryDetail)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.types import SaveWarnings
 from dutyline.notify.preference import service
@@ -15,10 +17,11 @@ router = Router("Members")
 
 
 @router.post("/member/notify/info")
-async def member_notify_info(ctx: Context, req: MemberNotifyInfoRequest) -> MemberNotifyItem:
+def member_notify_info(conn: Connection, ctx: Context,
+                       req: MemberNotifyInfoRequest) -> MemberNotifyItem:
     """A member's contacts, chat handles and channels per severity (the caller's own unless
     `member_id` names another, which needs account management)."""
-    return await service.notify_info(ctx.conn, ctx.actor, member_id=req.member_id)
+    return service.notify_info_sync(conn, ctx.actor, member_id=req.member_id)
 
 
 @router.post("/member/notify/reset", write=True)

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.notify import member_notify
 
+_ONE = select(member_notify).where(member_notify.c.account_id == bindparam("account_id"),
+                                   member_notify.c.member_id == bindparam("member_id"))
+
+
+def get_sync(conn: Connection, account_id: int, member_id: int) -> Row[Any] | None:
+    return conn.execute(_ONE, {"account_id": account_id, "member_id": member_id}).first()
+
 
 async def get(conn: AsyncConnection, account_id: int, member_id: int) -> Row[Any] | None:
-    stmt = select(member_notify).where(member_notify.c.account_id == account_id,
-                                       member_notify.c.member_id == member_id)
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_sync, account_id, member_id)
 
 
 async def many(conn: AsyncConnection, account_id: int, member_ids: list[int]) -> list[Row[Any]]:

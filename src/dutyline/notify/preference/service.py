@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -57,24 +58,34 @@ def _preference(row: Any) -> Preference:
                       im=dict(_json.decode(row.im)))
 
 
-async def _target(conn: AsyncConnection, actor: Actor, member_id: int) -> members.Contact:
+def _target_sync(conn: Connection, actor: Actor, member_id: int) -> members.Contact:
     member_id = member_id or actor.person_id
     if not member_id:
         raise errors.invalid("member_id", "is required")
     if member_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
-    found = await members.contacts(conn, actor, [member_id])
+    found = members.contacts_sync(conn, actor, [member_id])
     if member_id not in found:
         raise errors.not_found("member", member_id)
     return found[member_id]
 
 
-async def reach(conn: AsyncConnection, actor: Actor, *,
-                member_id: int) -> tuple[members.Contact, Preference]:
+async def _target(conn: AsyncConnection, actor: Actor, member_id: int) -> members.Contact:
+    return await conn.run_sync(_target_sync, actor, member_id)
+
+
+def reach_sync(conn: Connection, actor: Actor, *,
+               member_id: int) -> tuple[members.Contact, Preference]:
     """A member's contacts and preference (the caller's own unless `member_id` names
     another, which needs account management): what a test notification uses."""
-    person = await _target(conn, actor, member_id)
-    return person, _preference(await repo.get(conn, actor.account_id, person.person_id))
+    person = _target_sync(conn, actor, member_id)
+    return person, _preference(repo.get_sync(conn, actor.account_id, person.person_id))
+
+
+async def reach(conn: AsyncConnection, actor: Actor, *,
+                member_id: int) -> tuple[members.Contact, Preference]:
+    """A member's contacts and preference (`reach_sync`)."""
+    return await conn.run_sync(lambda sync: reach_sync(sync, actor, member_id=member_id))
 
 
 def address(person: members.Contact, pref: Preference, channel: str) -> str:
@@ -105,8 +116,14 @@ def delivery_warnings(settings: Settings, *, im: dict[str, str] | None,
 
 async def notify_info(conn: AsyncConnection, actor: Actor, *,
                       member_id: int) -> MemberNotifyItem:
-    person = await _target(conn, actor, member_id)
-    row = await repo.get(conn, actor.account_id, person.person_id)
+    return await conn.run_sync(lambda sync: notify_info_sync(sync, actor, member_id=member_id))
+
+
+def notify_info_sync(conn: Connection, actor: Actor, *, member_id: int) -> MemberNotifyItem:
+    """A member's contacts, chat handles and channels per severity (the caller's own unless
+    `member_id` names another, which needs account management)."""
+    person = _target_sync(conn, actor, member_id)
+    row = repo.get_sync(conn, actor.account_id, person.person_id)
     pref = _preference(row)
     return MemberNotifyItem(
         account_id=actor.account_id, member_id=person.person_id,

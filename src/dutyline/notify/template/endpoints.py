@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 from dutyline.notify.template import service
@@ -33,21 +35,22 @@ async def template_create(ctx: Context, req: TemplateCreateRequest) -> TemplateC
 
 
 @router.post("/template/info", permissions=(TEMPLATE_VIEW,))
-async def template_info(ctx: Context, req: TemplateInfoRequest) -> TemplateItem:
+def template_info(conn: Connection, ctx: Context, req: TemplateInfoRequest) -> TemplateItem:
     """One template by `template_id` (or `id`); the preset id gives the built-in default."""
     template_id = req.template_id or req.id
     if not template_id:
         from dutyline.api import errors
 
         raise errors.invalid("template_id", "is required")
-    return await service.template_info(ctx.conn, ctx.actor, template_id=template_id)
+    return service.template_info_sync(conn, ctx.actor, template_id=template_id)
 
 
 @router.post("/template/list", permissions=(TEMPLATE_VIEW,))
-async def template_list(ctx: Context, req: TemplateListRequest) -> TemplateListResponse:
+def template_list(conn: Connection, ctx: Context,
+                  req: TemplateListRequest) -> TemplateListResponse:
     """A page of the account's templates."""
-    return await service.list_templates(
-        ctx.conn, ctx.actor, p=req.p, limit=req.limit, orderby=req.orderby, asc=req.asc,
+    return service.list_templates_sync(
+        conn, ctx.actor, p=req.p, limit=req.limit, orderby=req.orderby, asc=req.asc,
         is_my_team=req.is_my_team, team_ids=req.team_ids, creator_id=req.creator_id,
         query=req.query)
 

@@ -12,11 +12,12 @@ from typing import Any
 
 import anyio.to_thread
 import structlog
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
@@ -123,16 +124,22 @@ def preset_item(account_id: int) -> TemplateItem:
     )
 
 
-@reads(TEMPLATE_VIEW)
-async def template_info(conn: AsyncConnection, actor: Actor, *, template_id: str
-                        ) -> TemplateItem:
+@reads_sync(TEMPLATE_VIEW)
+def template_info_sync(conn: Connection, actor: Actor, *, template_id: str) -> TemplateItem:
     template_id = template_id.lower()
     if template_id in PRESET_IDS:
         return preset_item(actor.account_id)
-    row = await repo.get_live(conn, actor.account_id, template_id)
+    row = repo.get_live_sync(conn, actor.account_id, template_id)
     if row is None:
         raise errors.not_found("template", template_id)
     return item_from_row(row)
+
+
+@reads(TEMPLATE_VIEW)
+async def template_info(conn: AsyncConnection, actor: Actor, *, template_id: str
+                        ) -> TemplateItem:
+    return await conn.run_sync(lambda sync: template_info_sync(sync, actor,
+                                                               template_id=template_id))
 
 
 async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str) -> bool:
@@ -167,13 +174,25 @@ async def list_templates(conn: AsyncConnection, actor: Actor, *, p: int, limit: 
                          orderby: str, asc: bool, is_my_team: bool,
                          team_ids: list[int] | None, creator_id: int | None, query: str
                          ) -> TemplateListResponse:
+    if is_my_team:
+        await actor.team_ids()  # an actor may load its teams only here (api/actor.py)
+    return await conn.run_sync(lambda sync: list_templates_sync(
+        sync, actor, p=p, limit=limit, orderby=orderby, asc=asc, is_my_team=is_my_team,
+        team_ids=team_ids, creator_id=creator_id, query=query))
+
+
+@reads_sync(TEMPLATE_VIEW)
+def list_templates_sync(conn: Connection, actor: Actor, *, p: int, limit: int,
+                        orderby: str, asc: bool, is_my_team: bool,
+                        team_ids: list[int] | None, creator_id: int | None, query: str
+                        ) -> TemplateListResponse:
     scope: list[int] | None
     if is_my_team:
-        scope = sorted(await actor.team_ids())
+        scope = sorted(actor.team_ids_sync(conn))
     else:
         scope = list(dict.fromkeys(team_ids)) if team_ids else None
-    rows = await repo.list_live(conn, actor.account_id, team_ids=scope, creator_id=creator_id,
-                                orderby=orderby, asc=asc)
+    rows = repo.list_live_sync(conn, actor.account_id, team_ids=scope, creator_id=creator_id,
+                               orderby=orderby, asc=asc)
     matches = _name_matcher(query)
     items = [item_from_row(r) for r in rows if matches(r.template_name)]
     # The preset heads the list (account-wide, made by nobody) whenever the filters take

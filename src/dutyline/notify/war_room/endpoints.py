@@ -4,6 +4,8 @@ chat apps (docs/war-rooms.md)."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.notify.delivery.service import send_env
@@ -42,12 +44,13 @@ async def war_room_create(ctx: Context, req: CreateWarRoomRequest) -> WarRoom:
 
 
 @router.post("/incident/war-room/list", permissions=service.VIEW)
-async def war_room_list(ctx: Context, req: ListWarRoomsRequest) -> WarRoomListResponse:
+def war_room_list(conn: Connection, ctx: Context,
+                  req: ListWarRoomsRequest) -> WarRoomListResponse:
     """List an incident's war rooms.
 
     Of one integration when `integration_id` is given; oldest first."""
-    return WarRoomListResponse(items=await service.list_rooms(
-        ctx.conn, ctx.actor, incident_id=req.incident_id, integration_id=req.integration_id))
+    return WarRoomListResponse(items=service.list_rooms_sync(
+        conn, ctx.actor, incident_id=req.incident_id, integration_id=req.integration_id))
 
 
 @router.post("/incident/war-room/detail", permissions=service.VIEW)
@@ -94,9 +97,10 @@ async def war_room_default_observers(ctx: Context,
 
 
 @router.post("/datasource/im/war-room-enabled/list")
-async def im_war_room_enabled_list(ctx: Context, req: Empty) -> ImIntegrationListResponse:
+def im_war_room_enabled_list(conn: Connection, ctx: Context,
+                             req: Empty) -> ImIntegrationListResponse:
     """List the IM integrations with war rooms enabled.
 
     They are the server's chat apps that war rooms can be opened in."""
-    return ImIntegrationListResponse(items=await service.im_integrations(
-        ctx.conn, ctx.actor, deps=ctx.runtime.deps))
+    return ImIntegrationListResponse(items=service.im_integrations_sync(
+        conn, ctx.actor, deps=ctx.runtime.deps))

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import INCIDENT_MANAGE
@@ -183,12 +184,19 @@ async def record_create(conn: AsyncConnection, actor: Actor, *, new: NewRoom) ->
     return WarRoom(**{f: values[f] for f in WarRoom.__struct_fields__})
 
 
+@reads_sync(*VIEW)
+def list_rooms_sync(conn: Connection, actor: Actor, *, incident_id: str,
+                    integration_id: int) -> list[WarRoom]:
+    query.require_visible_sync(conn, actor, incident_id=incident_id)
+    rows = repo.for_incident_sync(conn, actor.account_id, incident_id.lower(), integration_id)
+    return [_record(r) for r in rows]
+
+
 @reads(*VIEW)
 async def list_rooms(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                      integration_id: int) -> list[WarRoom]:
-    await query.require_visible(conn, actor, incident_id=incident_id)
-    rows = await repo.for_incident(conn, actor.account_id, incident_id.lower(), integration_id)
-    return [_record(r) for r in rows]
+    return await conn.run_sync(lambda sync: list_rooms_sync(
+        sync, actor, incident_id=incident_id, integration_id=integration_id))
 
 
 async def _room(conn: AsyncConnection, actor: Actor, integration_id: int,
@@ -289,6 +297,14 @@ async def default_observers(conn: AsyncConnection, actor: Actor, *, deps: Deps,
 async def im_integrations(conn: AsyncConnection, actor: Actor, *,
                           deps: Deps) -> list[ImIntegrationItem]:
     """The IM integrations war rooms can be opened in (any member may list them)."""
+    return await conn.run_sync(lambda sync: im_integrations_sync(sync, actor, deps=deps))
+
+
+@reads_sync()
+def im_integrations_sync(conn: Connection, actor: Actor, *,
+                         deps: Deps) -> list[ImIntegrationItem]:
+    """The IM integrations war rooms can be opened in (any member may list them): the
+    server's settings, no row."""
     return [ImIntegrationItem(data_source_id=i.integration_id, name=i.name,
                               plugin_type=i.plugin_type, category="im",
                               settings={"war_room_enabled": True})

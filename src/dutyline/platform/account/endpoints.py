@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.platform.account import service
 from dutyline.platform.account.schemas import AccountItem
@@ -10,6 +12,6 @@ router = Router("Account")
 
 
 @router.post("/account/info")
-async def account_info(ctx: Context, req: Empty) -> AccountItem:
+def account_info(conn: Connection, ctx: Context, req: Empty) -> AccountItem:
     """The caller's account: id, name, locale, time zone, creation time."""
-    return await service.account_info(ctx.conn, ctx.actor)
+    return service.account_info_sync(conn, ctx.actor)

@@ -9,10 +9,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.platform import account, member, member_role, role, role_permission
 
+_ACCOUNT = select(account).where(account.c.account_id == bindparam("account_id"))
+
+
+def get_account_sync(conn: Connection, account_id: int) -> Any:
+    return conn.execute(_ACCOUNT, {"account_id": account_id}).first()
+
 
 async def get_account(conn: AsyncConnection, account_id: int) -> Any:
-    stmt = select(account).where(account.c.account_id == account_id)
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_account_sync, account_id)
 
 
 async def any_account(conn: AsyncConnection) -> bool:

@@ -63,16 +63,21 @@ async def has_any_account(conn: AsyncConnection) -> bool:
     return await repository.any_account(conn)
 
 
-async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
+def account_info_sync(conn: Connection, actor: Actor) -> AccountItem:
     """The caller's own account: any member may read it (their records carry its name,
     locale and time zone already)."""
-    row = await repository.get_account(conn, actor.account_id)
+    row = repository.get_account_sync(conn, actor.account_id)
     if row is None:  # an account deleted under a live key: as for any unknown id
         raise errors.not_found("account", actor.account_id)
     return AccountItem(account_id=row.account_id, account_name=row.account_name,
                        domain=row.domain, email=row.email, locale=row.locale,
                        time_zone=row.time_zone, created_at=row.created_at,
                        updated_at=row.updated_at)
+
+
+async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
+    """The caller's own account."""
+    return await conn.run_sync(account_info_sync, actor)
 
 
 async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:

@@ -3,6 +3,8 @@ key decides."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.platform.app_key import service
 from dutyline.platform.app_key.schemas import (
@@ -26,11 +28,11 @@ async def app_key_create(ctx: Context, req: AppKeyCreateRequest) -> AppKeyCreate
 
 
 @router.post("/app-key/list")
-async def app_key_list(ctx: Context, req: AppKeyListRequest) -> AppKeyListResponse:
+def app_key_list(conn: Connection, ctx: Context, req: AppKeyListRequest) -> AppKeyListResponse:
     """List one member's keys (never the keys themselves): one's own, or any with
     account_manage."""
-    return AppKeyListResponse(items=await service.list_keys(ctx.conn, ctx.actor,
-                                                            person_id=req.person_id))
+    return AppKeyListResponse(items=service.list_keys_sync(conn, ctx.actor,
+                                                           person_id=req.person_id))
 
 
 @router.post("/app-key/delete", write=True, dangerous=True)

@@ -23,12 +23,18 @@ _PUBLIC = (app_key.c.key_id, app_key.c.key_name, app_key.c.person_id, app_key.c.
            app_key.c.created_at, app_key.c.last_used_at)
 
 
-async def account_of_member(conn: AsyncConnection, person_id: int) -> int | None:
+_ACCOUNT_OF_MEMBER = select(member.c.account_id).where(
+    member.c.member_id == bindparam("person_id"), member.c.status == "enabled")
+
+
+def account_of_member_sync(conn: Connection, person_id: int) -> int | None:
     """The account of an enabled member; None when there is no such member."""
-    stmt = select(member.c.account_id).where(
-        member.c.member_id == person_id, member.c.status == "enabled")
-    row = (await conn.execute(stmt)).first()
-    return None if row is None else int(row.account_id)
+    row = conn.execute(_ACCOUNT_OF_MEMBER, {"person_id": person_id}).first()
+    return None if row is None else int(row[0])
+
+
+async def account_of_member(conn: AsyncConnection, person_id: int) -> int | None:
+    return await conn.run_sync(account_of_member_sync, person_id)
 
 
 async def account_of_key(conn: AsyncConnection, key_id: int) -> int | None:
@@ -50,11 +56,16 @@ async def insert_key(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(app_key).values(**values))
 
 
-async def list_for_person(conn: AsyncConnection, account_id: int, person_id: int) -> list[Row[Any]]:
-    stmt = (select(*_PUBLIC)
-            .where(app_key.c.account_id == account_id, app_key.c.person_id == person_id)
-            .order_by(app_key.c.created_at, app_key.c.key_id))
-    return list(await conn.execute(stmt))
+_KEYS_OF_PERSON = (select(*_PUBLIC)
+                   .where(app_key.c.account_id == bindparam("account_id"),
+                          app_key.c.person_id == bindparam("person_id"))
+                   .order_by(app_key.c.created_at, app_key.c.key_id))
+
+
+def list_for_person_sync(conn: Connection, account_id: int, person_id: int) -> list[Any]:
+    """(key_id, key_name, person_id, suffix, created_at, last_used_at) of a member's keys."""
+    return list(conn.execute(_KEYS_OF_PERSON, {"account_id": account_id,
+                                               "person_id": person_id}))
 
 
 async def get(conn: AsyncConnection, account_id: int, key_id: int) -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -32,14 +33,19 @@ async def create_key(conn: AsyncConnection, actor: Actor, *, key_name: str,
                             key_name=name, now_s=actor.now_s)
 
 
+def list_keys_sync(conn: Connection, actor: Actor, *,
+                   person_id: int | None = None) -> list[AppKeyItem]:
+    """One member's keys (never the keys themselves)."""
+    person_id = _target_person_sync(conn, actor, person_id)
+    return [AppKeyItem(key_id=r[0], key_name=r[1], person_id=r[2], suffix=r[3],
+                       created_at=r[4], last_used_at=r[5])
+            for r in repo.list_for_person_sync(conn, actor.account_id, person_id)]
+
+
 async def list_keys(conn: AsyncConnection, actor: Actor, *,
                     person_id: int | None = None) -> list[AppKeyItem]:
     """One member's keys (never the keys themselves)."""
-    person_id = await _target_person(conn, actor, person_id)
-    rows = await repo.list_for_person(conn, actor.account_id, person_id)
-    return [AppKeyItem(key_id=r.key_id, key_name=r.key_name, person_id=r.person_id,
-                       suffix=r.suffix, created_at=r.created_at, last_used_at=r.last_used_at)
-            for r in rows]
+    return await conn.run_sync(lambda sync: list_keys_sync(sync, actor, person_id=person_id))
 
 
 @writes("/app-key/delete", dangerous=True)
@@ -77,12 +83,16 @@ async def operator_list(conn: AsyncConnection, *, account_id: int | None
     return [dict(r._mapping) for r in await repo.list_all(conn, account_id)]
 
 
-async def _target_person(conn: AsyncConnection, actor: Actor, person_id: int | None) -> int:
+def _target_person_sync(conn: Connection, actor: Actor, person_id: int | None) -> int:
     """Whose keys: the actor's own, or — with account_manage — any enabled member's."""
     if person_id is None or person_id == actor.person_id:
         return actor.person_id
     if not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
-    if await repo.account_of_member(conn, person_id) != actor.account_id:
+    if repo.account_of_member_sync(conn, person_id) != actor.account_id:
         raise errors.not_found("member", person_id)
     return person_id
+
+
+async def _target_person(conn: AsyncConnection, actor: Actor, person_id: int | None) -> int:
+    return await conn.run_sync(_target_person_sync, actor, person_id)

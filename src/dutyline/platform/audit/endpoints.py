@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.audit import service
@@ -15,10 +17,10 @@ router = Router("Audit logs")
 
 
 @router.post("/audit/search", permissions=(ACCOUNT_MANAGE,))
-async def audit_search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
+def audit_search(conn: Connection, ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
     """Search the account's audit log in a time window, newest first, a cursor page at a time."""
-    total, docs, cursor = await service.search(
-        ctx.conn, ctx.actor,
+    total, docs, cursor = service.search_sync(
+        conn, ctx.actor,
         query=service.AuditQuery(
             start_time=req.start_time, end_time=req.end_time, request_id=req.request_id,
             operations=req.operations, person_id=req.person_id,
@@ -29,7 +31,8 @@ async def audit_search(ctx: Context, req: AuditSearchRequest) -> AuditSearchResp
 
 
 @router.post("/audit/operation/list", permissions=(ACCOUNT_MANAGE,))
-async def audit_operation_list(ctx: Context, req: Empty) -> AuditOperationListResponse:
+def audit_operation_list(conn: Connection, ctx: Context,
+                         req: Empty) -> AuditOperationListResponse:
     """List the operation names the audit log records, for the `operations` filter."""
-    return AuditOperationListResponse(items=await service.operation_types(
-        ctx.conn, ctx.actor, runtime=ctx.runtime))
+    return AuditOperationListResponse(items=service.operation_types_sync(
+        conn, ctx.actor, runtime=ctx.runtime))

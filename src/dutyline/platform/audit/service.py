@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads
+from dutyline.api.access import reads, reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import ACCOUNT_MANAGE
@@ -95,9 +96,9 @@ def _validate(q: AuditQuery) -> None:
         raise errors.invalid("end_time", "must be at most 90 days after start_time")
 
 
-@reads(ACCOUNT_MANAGE)
-async def search(
-    conn: AsyncConnection, actor: Actor, *, query: AuditQuery, after: str = "", limit: int = 0,
+@reads_sync(ACCOUNT_MANAGE)
+def search_sync(
+    conn: Connection, actor: Actor, *, query: AuditQuery, after: str = "", limit: int = 0,
     deps: Deps, labels: Mapping[str, str],
 ) -> tuple[int, list[AuditLog], str]:
     """(total, one page of the account's entries newest first, the next page's cursor or "").
@@ -117,10 +118,10 @@ async def search(
         only_dangerous=bool(query.is_dangerous),
         is_write=query.is_write,
     )
-    total = await repo.count(conn, f)
+    total = repo.count_sync(conn, f)
     # One row more than asked tells whether a next page exists, so the last page's cursor is
     # "" as the reference says, and not a cursor to an empty page.
-    rows = await repo.page(conn, f, after=position, limit=limit + 1)
+    rows = repo.page_sync(conn, f, after=position, limit=limit + 1)
     more = len(rows) > limit
     rows = rows[:limit]
     docs = [
@@ -138,6 +139,16 @@ async def search(
     if more and rows:
         cursor = encode_cursor(deps.settings, account_id, rows[-1].created_at, rows[-1].id)
     return total, docs, cursor
+
+
+@reads(ACCOUNT_MANAGE)
+async def search(
+    conn: AsyncConnection, actor: Actor, *, query: AuditQuery, after: str = "", limit: int = 0,
+    deps: Deps, labels: Mapping[str, str],
+) -> tuple[int, list[AuditLog], str]:
+    """(total, one page of the account's entries newest first, the next page's cursor or "")."""
+    return await conn.run_sync(lambda sync: search_sync(
+        sync, actor, query=query, after=after, limit=limit, deps=deps, labels=labels))
 
 
 def _target_ids(text: str) -> list[str]:
@@ -162,11 +173,11 @@ def labels(runtime: Runtime, locale: str) -> dict[str, str]:
             for op in audited_operations(runtime)}
 
 
-@reads(ACCOUNT_MANAGE)
-async def operation_types(conn: AsyncConnection, actor: Actor, *,
-                          runtime: Runtime) -> list[AuditOperationTypeItem]:
+@reads_sync(ACCOUNT_MANAGE)
+def operation_types_sync(conn: Connection, actor: Actor, *,
+                         runtime: Runtime) -> list[AuditOperationTypeItem]:
     """The operation names the audit log records, with their catalogue names (the same for
-    every account; reading them is part of reading the log)."""
+    every account; reading them is part of reading the log). Reads no row."""
     translator = runtime.translator
     return [
         AuditOperationTypeItem(
@@ -175,3 +186,11 @@ async def operation_types(conn: AsyncConnection, actor: Actor, *,
         )
         for op in audited_operations(runtime)
     ]
+
+
+@reads(ACCOUNT_MANAGE)
+async def operation_types(conn: AsyncConnection, actor: Actor, *,
+                          runtime: Runtime) -> list[AuditOperationTypeItem]:
+    """The operation names the audit log records, with their catalogue names."""
+    return await conn.run_sync(lambda sync: operation_types_sync(sync, actor,
+                                                                 runtime=runtime))

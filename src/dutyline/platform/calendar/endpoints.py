@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import CALENDAR_MANAGE
 from dutyline.platform.calendar import service
@@ -50,15 +52,16 @@ async def calendar_delete(ctx: Context, req: CalendarIDRequest) -> None:
 
 
 @router.post("/calendar/info")
-async def calendar_info(ctx: Context, req: CalendarIDRequest) -> CalendarItem:
+def calendar_info(conn: Connection, ctx: Context, req: CalendarIDRequest) -> CalendarItem:
     """One service calendar."""
-    return await service.calendar_info(ctx.conn, ctx.actor, cal_id=req.cal_id)
+    return service.calendar_info_sync(conn, ctx.actor, cal_id=req.cal_id)
 
 
 @router.post("/calendar/list")
-async def calendar_list(ctx: Context, req: CalendarListRequest) -> CalendarListResponse:
+def calendar_list(conn: Connection, ctx: Context,
+                  req: CalendarListRequest) -> CalendarListResponse:
     """The account's service calendars."""
-    items = await service.list_calendars(ctx.conn, ctx.actor, kind=req.kind)
+    items = service.list_calendars_sync(conn, ctx.actor, kind=req.kind)
     return CalendarListResponse(items=items, total=len(items))
 
 
@@ -82,8 +85,9 @@ async def calendar_event_delete(ctx: Context, req: CalEventIDRequest) -> None:
 
 
 @router.post("/calendar/event/list")
-async def calendar_event_list(ctx: Context, req: CalEventListRequest) -> CalEventListResponse:
+def calendar_event_list(conn: Connection, ctx: Context,
+                        req: CalEventListRequest) -> CalEventListResponse:
     """A calendar's events in a year, month or day, with its weekdays off."""
-    items = await service.list_events(ctx.conn, ctx.actor, cal_id=req.cal_id, year=req.year,
-                                      month=req.month, day=req.day)
+    items = service.list_events_sync(conn, ctx.actor, cal_id=req.cal_id, year=req.year,
+                                     month=req.month, day=req.day)
     return CalEventListResponse(items=items, total=len(items))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,8 +17,7 @@ from dutyline.db.tables.platform_calendar import calendar, calendar_event
 
 
 async def get(conn: AsyncConnection, account_id: int, cal_id: str) -> Row[Any] | None:
-    return (await conn.execute(select(calendar).where(
-        calendar.c.account_id == account_id, calendar.c.cal_id == cal_id))).first()
+    return await conn.run_sync(calendar_sync, account_id, cal_id)
 
 
 async def find_many(conn: AsyncConnection, account_id: int,
@@ -30,9 +29,7 @@ async def find_many(conn: AsyncConnection, account_id: int,
 
 
 async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    return list(await conn.execute(
-        select(calendar).where(calendar.c.account_id == account_id)
-        .order_by(calendar.c.created_at, calendar.c.cal_id)))
+    return await conn.run_sync(list_all_sync, account_id)
 
 
 async def count(conn: AsyncConnection, account_id: int) -> int:
@@ -125,3 +122,20 @@ def events_overlapping_sync(conn: Connection, account_id: int, cal_id: str, star
                             end: str) -> list[Row[Any]]:
     stmt = _overlapping([cal_id], start, end).where(calendar_event.c.account_id == account_id)
     return list(conn.execute(stmt))
+
+
+# -- sync reads: the read operations' one unit of database work (api/operation.py) ------------
+
+_CALENDAR = select(calendar).where(calendar.c.account_id == bindparam("account_id"),
+                                   calendar.c.cal_id == bindparam("cal_id"))
+_CALENDARS = (select(calendar).where(calendar.c.account_id == bindparam("account_id"))
+              .order_by(calendar.c.created_at, calendar.c.cal_id))
+
+
+def calendar_sync(conn: Connection, account_id: int, cal_id: str) -> Row[Any] | None:
+    """The account's calendar (every column), or None."""
+    return conn.execute(_CALENDAR, {"account_id": account_id, "cal_id": cal_id}).first()
+
+
+def list_all_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
+    return list(conn.execute(_CALENDARS, {"account_id": account_id}))

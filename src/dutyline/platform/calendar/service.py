@@ -80,24 +80,38 @@ def _event_item(row: Any) -> CalEventItem:
         created_at=row.created_at, updated_at=row.updated_at)
 
 
-async def _calendar(conn: AsyncConnection, actor: Actor, cal_id: str) -> Any:
-    row = await repo.get(conn, actor.account_id, cal_id)
+def _calendar_sync(conn: Connection, actor: Actor, cal_id: str) -> Any:
+    row = repo.calendar_sync(conn, actor.account_id, cal_id)
     if row is None:
         raise errors.not_found("calendar", cal_id)
     return row
 
 
+async def _calendar(conn: AsyncConnection, actor: Actor, cal_id: str) -> Any:
+    return await conn.run_sync(_calendar_sync, actor, cal_id)
+
+
+def calendar_info_sync(conn: Connection, actor: Actor, *, cal_id: str) -> CalendarItem:
+    return _item(_calendar_sync(conn, actor, cal_id))
+
+
 async def calendar_info(conn: AsyncConnection, actor: Actor, *, cal_id: str) -> CalendarItem:
-    return _item(await _calendar(conn, actor, cal_id))
+    return await conn.run_sync(lambda sync: calendar_info_sync(sync, actor, cal_id=cal_id))
 
 
-async def list_calendars(conn: AsyncConnection, actor: Actor, *,
-                         kind: str = "personal") -> list[CalendarItem]:
+def list_calendars_sync(conn: Connection, actor: Actor, *,
+                        kind: str = "personal") -> list[CalendarItem]:
     """The account's own calendars. No public-holiday calendars are shipped, so the
     `region.official.holiday` kind lists none."""
     if kind not in ("", "personal"):
         return []
-    return [_item(r) for r in await repo.list_all(conn, actor.account_id)]
+    return [_item(r) for r in repo.list_all_sync(conn, actor.account_id)]
+
+
+async def list_calendars(conn: AsyncConnection, actor: Actor, *,
+                         kind: str = "personal") -> list[CalendarItem]:
+    """The account's own calendars."""
+    return await conn.run_sync(lambda sync: list_calendars_sync(sync, actor, kind=kind))
 
 
 # -- calendar writes ---------------------------------------------------------------------------
@@ -333,17 +347,24 @@ def _scope(year: int, month: int, day: int) -> tuple[dt.date, dt.date]:
 
 async def list_events(conn: AsyncConnection, actor: Actor, *, cal_id: str, year: int = 0,
                       month: int = 0, day: int = 0) -> list[CalEventItem]:
+    """The calendar's events in a year, month or day, with its weekdays off."""
+    return await conn.run_sync(lambda sync: list_events_sync(
+        sync, actor, cal_id=cal_id, year=year, month=month, day=day))
+
+
+def list_events_sync(conn: Connection, actor: Actor, *, cal_id: str, year: int = 0,
+                     month: int = 0, day: int = 0) -> list[CalEventItem]:
     """The calendar's events sharing a day with the year, month or day asked (the current
     year in the calendar's time zone when none), and, for each day of it off by its weekday
     that no event covers, a `non_work.YYYYMMDD` entry. Sorted by start date."""
-    row = await _calendar(conn, actor, cal_id)
+    row = _calendar_sync(conn, actor, cal_id)
     if not year:
         year = dt.datetime.fromtimestamp(actor.now_s, zone(row.timezone)).year
     if not FIRST_LIST_YEAR <= year <= LAST_YEAR:
         raise errors.invalid("year", f"must be between {FIRST_LIST_YEAR} and {LAST_YEAR}")
     first, after = _scope(year, month, day)
-    events = await repo.events_overlapping(conn, actor.account_id, [row.cal_id],
-                                           first.isoformat(), after.isoformat())
+    events = repo.events_overlapping_sync(conn, actor.account_id, row.cal_id,
+                                          first.isoformat(), after.isoformat())
     items = [_event_item(e) for e in events]
     workdays = frozenset(parse_workdays(row.workdays))
     covered = [(e.start_date, e.end_date) for e in events]

@@ -26,9 +26,9 @@ router = Router("Members")
 
 
 @router.post("/member/info")
-async def member_info(ctx: Context, req: Empty) -> MemberInfoResponse:
+def member_info(conn: Connection, ctx: Context, req: Empty) -> MemberInfoResponse:
     """The caller's own profile and their account."""
-    return await service.member_info(ctx.conn, ctx.actor)
+    return service.member_info_sync(conn, ctx.actor)
 
 
 @router.post("/member/list")

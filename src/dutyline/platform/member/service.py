@@ -42,11 +42,16 @@ _MAX_LENGTHS = {"email": 255, "phone": 32, "country_code": 8}
 
 async def member_info(conn: AsyncConnection, actor: Actor) -> MemberInfoResponse:
     """The actor's own profile and their account."""
-    me = await repo.get(conn, actor.account_id, actor.person_id)
+    return await conn.run_sync(member_info_sync, actor)
+
+
+def member_info_sync(conn: Connection, actor: Actor) -> MemberInfoResponse:
+    """The actor's own profile and their account; sync, for one unit of database work."""
+    me = repo.get_sync(conn, actor.account_id, actor.person_id)
     if me is None:  # the key resolved a moment ago, in another transaction
         raise errors.Unauthorized()
-    acc = await repo.account_row(conn, actor.account_id)
-    role_ids = await repo.role_ids_by_member(conn, [me.member_id])
+    acc = repo.account_row_sync(conn, actor.account_id)
+    role_ids = repo.role_ids_by_member_sync(conn, [me.member_id])
     return MemberInfoResponse(
         account_id=acc.account_id, account_name=acc.account_name, account_avatar="",
         account_email=acc.email, account_role_ids=role_ids[me.member_id],
@@ -83,12 +88,18 @@ async def list_members(
         limit=limit))
 
 
-async def member_record(conn: AsyncConnection, actor: Actor, *, member_id: int) -> MemberItem:
+def member_record_sync(conn: Connection, actor: Actor, *, member_id: int) -> MemberItem:
     """One live member of the account, as the member list shows them (the console's member
     page); readable by every member, like the list."""
-    row = await _require_member(conn, actor, member_id)
-    role_ids = await repo.role_ids_by_member(conn, [row.member_id])
+    row = _require_member_sync(conn, actor, member_id)
+    role_ids = repo.role_ids_by_member_sync(conn, [row.member_id])
     return _member_item(row, role_ids[row.member_id])
+
+
+async def member_record(conn: AsyncConnection, actor: Actor, *, member_id: int) -> MemberItem:
+    """One live member of the account, as the member list shows them."""
+    return await conn.run_sync(lambda sync: member_record_sync(sync, actor,
+                                                               member_id=member_id))
 
 
 def _member_item(r: Any, role_ids: list[int]) -> MemberItem:
@@ -345,11 +356,15 @@ def _validate_invite(i: int, name: str, email: str, phone: str, time_zone: str) 
         raise errors.invalid(f"members[{i}].time_zone", "is not a known time zone")
 
 
-async def _require_member(conn: AsyncConnection, actor: Actor, member_id: int) -> Any:
-    row = await repo.get(conn, actor.account_id, member_id)
+def _require_member_sync(conn: Connection, actor: Actor, member_id: int) -> Any:
+    row = repo.get_sync(conn, actor.account_id, member_id)
     if row is None or row.status == "deleted":
         raise errors.not_found("member", member_id)
     return row
+
+
+async def _require_member(conn: AsyncConnection, actor: Actor, member_id: int) -> Any:
+    return await conn.run_sync(_require_member_sync, actor, member_id)
 
 
 async def _current_roles(conn: AsyncConnection, member_id: int) -> list[int]:
@@ -454,7 +469,15 @@ async def contacts(conn: AsyncConnection, actor: Actor,
     member is left out (the escalation engine skips them)."""
     if not member_ids:
         return {}
-    rows = await repo.find_many(conn, actor.account_id, sorted(set(member_ids)))
+    return await conn.run_sync(contacts_sync, actor, member_ids)
+
+
+def contacts_sync(conn: Connection, actor: Actor,
+                  member_ids: list[int]) -> dict[int, Contact]:
+    """`contacts` inside a sync unit of database work."""
+    if not member_ids:
+        return {}
+    rows = repo.find_many_sync(conn, actor.account_id, sorted(set(member_ids)))
     return {
         r.member_id: Contact(r.member_id, r.member_name, r.email, r.phone, r.country_code)
         for r in rows if r.status != "deleted"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.role import grants, service
@@ -24,16 +26,16 @@ router = Router("Roles")
 
 
 @router.post("/role/list")
-async def role_list(ctx: Context, req: RoleListRequest) -> RoleListResponse:
+def role_list(conn: Connection, ctx: Context, req: RoleListRequest) -> RoleListResponse:
     """List the roles of the current account, built-in ones included."""
-    items = await service.list_roles(ctx.conn, ctx.actor, orderby=req.orderby, asc=req.asc)
+    items = service.list_roles_sync(conn, ctx.actor, orderby=req.orderby, asc=req.asc)
     return RoleListResponse(total=len(items), items=items)
 
 
 @router.post("/role/info")
-async def role_info(ctx: Context, req: RoleIdRequest) -> RoleItem:
+def role_info(conn: Connection, ctx: Context, req: RoleIdRequest) -> RoleItem:
     """Get one role by id."""
-    return await service.role_info(ctx.conn, ctx.actor, role_id=req.role_id)
+    return service.role_info_sync(conn, ctx.actor, role_id=req.role_id)
 
 
 @router.post("/role/upsert", permissions=(ACCOUNT_MANAGE,), write=True)
@@ -64,17 +66,17 @@ async def role_delete(ctx: Context, req: RoleIdRequest) -> None:
 
 
 @router.post("/role/permission/list")
-async def role_permission_list(
-    ctx: Context, req: RolePermissionListRequest
+def role_permission_list(
+    conn: Connection, ctx: Context, req: RolePermissionListRequest
 ) -> RolePermissionListResponse:
     """The permission catalog, or the permissions the given roles grant."""
-    return RolePermissionListResponse(items=await service.list_permissions(
-        ctx.conn, ctx.actor, role_ids=req.role_ids, with_all=req.with_all))
+    return RolePermissionListResponse(items=service.list_permissions_sync(
+        conn, ctx.actor, role_ids=req.role_ids, with_all=req.with_all))
 
 
 @router.post("/role/permission/factor/list")
-async def role_permission_factor_list(
-    ctx: Context, req: PermissionFactorListRequest
+def role_permission_factor_list(
+    conn: Connection, ctx: Context, req: PermissionFactorListRequest
 ) -> list[PermissionFactorItem]:
     """The permission factors (one `api` factor per operation), optionally of some types."""
     return permission_factors(ctx.runtime.operations, factor_types=req.factor_types)

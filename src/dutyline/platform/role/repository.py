@@ -2,42 +2,85 @@
 
 from __future__ import annotations
 
+import functools
+from collections import defaultdict
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Connection, Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.paging import ids_by_key, ordered
+from dutyline.db.paging import ordered
 from dutyline.db.tables.platform import member, member_role, role, role_permission
 from dutyline.db.upsert import insert_for
 
 _ORDER_COLUMNS = {"created_at": role.c.created_at, "updated_at": role.c.updated_at}
 
 
+@functools.cache
+def _list_statement(orderby: str, asc: bool) -> Select[Any]:
+    return (select(role).where(role.c.account_id == bindparam("account_id"))
+            .order_by(*ordered(_ORDER_COLUMNS[orderby], role.c.role_id, asc=asc)))
+
+
+_ROLE = select(role).where(role.c.account_id == bindparam("account_id"),
+                           role.c.role_id == bindparam("role_id"))
+_ROLES = select(role).where(role.c.account_id == bindparam("account_id"),
+                            role.c.role_id.in_(bindparam("role_ids", expanding=True)))
+_BUILTIN = select(role).where(role.c.account_id == bindparam("account_id"),
+                              role.c.builtin == bindparam("builtin")).limit(1)
+_PERMISSIONS_OF = (
+    select(role_permission.c.role_id, role_permission.c.permission_id)
+    .where(role_permission.c.role_id.in_(bindparam("role_ids", expanding=True)))
+    .order_by(role_permission.c.role_id, role_permission.c.permission_id))
+
+
+def list_all_sync(conn: Connection, account_id: int, *, orderby: str,
+                  asc: bool) -> list[Row[Any]]:
+    return list(conn.execute(_list_statement(orderby, asc), {"account_id": account_id}))
+
+
+def find_sync(conn: Connection, account_id: int, role_id: int) -> Row[Any] | None:
+    return conn.execute(_ROLE, {"account_id": account_id, "role_id": role_id}).first()
+
+
+def find_many_sync(conn: Connection, account_id: int, role_ids: set[int]) -> list[Row[Any]]:
+    if not role_ids:
+        return []
+    return list(conn.execute(_ROLES, {"account_id": account_id,
+                                      "role_ids": sorted(role_ids)}))
+
+
+def find_builtin_sync(conn: Connection, account_id: int, builtin: str) -> Row[Any] | None:
+    return conn.execute(_BUILTIN, {"account_id": account_id, "builtin": builtin}).first()
+
+
+def permission_ids_by_role_sync(conn: Connection, role_ids: list[int]) -> dict[int, list[int]]:
+    """role_id -> permission ids, ascending; a role without any reads as an empty list."""
+    result: dict[int, list[int]] = defaultdict(list)
+    if role_ids:
+        for role_id, permission_id in conn.execute(_PERMISSIONS_OF, {"role_ids": role_ids}):
+            result[role_id].append(permission_id)
+    return result
+
+
 async def list_all(
     conn: AsyncConnection, account_id: int, *, orderby: str, asc: bool
 ) -> list[Row[Any]]:
-    order = ordered(_ORDER_COLUMNS[orderby], role.c.role_id, asc=asc)
-    rows = await conn.execute(select(role).where(role.c.account_id == account_id).order_by(*order))
-    return list(rows)
+    return await conn.run_sync(lambda sync: list_all_sync(sync, account_id, orderby=orderby,
+                                                          asc=asc))
 
 
 async def find(conn: AsyncConnection, account_id: int, role_id: int) -> Row[Any] | None:
-    stmt = select(role).where(role.c.account_id == account_id, role.c.role_id == role_id)
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(find_sync, account_id, role_id)
 
 
 async def find_many(conn: AsyncConnection, account_id: int, role_ids: set[int]) -> list[Row[Any]]:
-    if not role_ids:
-        return []
-    stmt = select(role).where(role.c.account_id == account_id, role.c.role_id.in_(role_ids))
-    return list(await conn.execute(stmt))
+    return await conn.run_sync(find_many_sync, account_id, role_ids)
 
 
 async def find_builtin(conn: AsyncConnection, account_id: int, builtin: str) -> Row[Any] | None:
-    stmt = select(role).where(role.c.account_id == account_id, role.c.builtin == builtin)
-    return (await conn.execute(stmt.limit(1))).first()
+    return await conn.run_sync(find_builtin_sync, account_id, builtin)
 
 
 async def find_by_name(conn: AsyncConnection, account_id: int, name: str) -> Row[Any] | None:
@@ -51,8 +94,7 @@ async def find_by_name(conn: AsyncConnection, account_id: int, name: str) -> Row
 async def permission_ids_by_role(
     conn: AsyncConnection, role_ids: list[int]
 ) -> dict[int, list[int]]:
-    return await ids_by_key(conn, role_permission.c.role_id, role_permission.c.permission_id,
-                            role_ids)
+    return await conn.run_sync(permission_ids_by_role_sync, role_ids)
 
 
 async def insert_role(conn: AsyncConnection, values: dict[str, Any]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -22,16 +23,27 @@ from dutyline.platform.role.schemas import PermissionItem, RoleItem
 _ALL_PERMISSION_BUILTINS = frozenset({"owner", "admin"})
 
 
+def list_roles_sync(conn: Connection, actor: Actor, *, orderby: str = "created_at",
+                    asc: bool = False) -> list[RoleItem]:
+    """Every role of the account, built-in ones included."""
+    rows = repo.list_all_sync(conn, actor.account_id, orderby=orderby, asc=asc)
+    return _items_sync(conn, rows)
+
+
 async def list_roles(conn: AsyncConnection, actor: Actor, *, orderby: str = "created_at",
                      asc: bool = False) -> list[RoleItem]:
     """Every role of the account, built-in ones included."""
-    rows = await repo.list_all(conn, actor.account_id, orderby=orderby, asc=asc)
-    return await _items(conn, rows)
+    return await conn.run_sync(lambda sync: list_roles_sync(sync, actor, orderby=orderby,
+                                                            asc=asc))
+
+
+def role_info_sync(conn: Connection, actor: Actor, *, role_id: int) -> RoleItem:
+    row = _require_sync(conn, actor, role_id)
+    return _items_sync(conn, [row])[0]
 
 
 async def role_info(conn: AsyncConnection, actor: Actor, *, role_id: int) -> RoleItem:
-    row = await _require(conn, actor, role_id)
-    return (await _items(conn, [row]))[0]
+    return await conn.run_sync(lambda sync: role_info_sync(sync, actor, role_id=role_id))
 
 
 @writes("/role/upsert", ACCOUNT_MANAGE)
@@ -119,13 +131,22 @@ async def list_permissions(
     conn: AsyncConnection, actor: Actor, *, role_ids: Sequence[int] | None = None,
     with_all: bool = False,
 ) -> list[PermissionItem]:
+    """The permission catalog, or the permissions these roles grant."""
+    return await conn.run_sync(lambda sync: list_permissions_sync(
+        sync, actor, role_ids=role_ids, with_all=with_all))
+
+
+def list_permissions_sync(
+    conn: Connection, actor: Actor, *, role_ids: Sequence[int] | None = None,
+    with_all: bool = False,
+) -> list[PermissionItem]:
     """The permission catalog, or the permissions these roles grant (`with_all`: the whole
     catalog, each marked granted or not)."""
     granted: set[int] | None = None
     if role_ids is not None:
-        rows = await require_roles(conn, actor, role_ids=role_ids)
+        rows = require_roles_sync(conn, actor, role_ids=role_ids)
         granted = set()
-        for ids in (await _permission_ids(conn, rows)).values():
+        for ids in _permission_ids_sync(conn, rows).values():
             granted.update(ids)
     items = []
     for p in permissions.CATALOG:
@@ -143,23 +164,33 @@ async def list_permissions(
 # --- used by the member service ---------------------------------------------------------
 
 
-async def require_roles(conn: AsyncConnection, actor: Actor, *,
-                        role_ids: Sequence[int]) -> list[Any]:
+def require_roles_sync(conn: Connection, actor: Actor, *,
+                       role_ids: Sequence[int]) -> list[Any]:
     """The actor's account's roles with these ids; any other id is refused by name, so a
     role of another account is indistinguishable from one that never existed."""
     wanted = list(dict.fromkeys(role_ids))
-    rows = await repo.find_many(conn, actor.account_id, set(wanted))
+    rows = repo.find_many_sync(conn, actor.account_id, set(wanted))
     found = {r.role_id for r in rows}
     if missing := [r for r in wanted if r not in found]:
         raise errors.not_found("role", missing[0])
     return rows
 
 
-async def builtin_role_id(conn: AsyncConnection, actor: Actor, *, builtin: str) -> int:
-    row = await repo.find_builtin(conn, actor.account_id, builtin)
+async def require_roles(conn: AsyncConnection, actor: Actor, *,
+                        role_ids: Sequence[int]) -> list[Any]:
+    """The actor's account's roles with these ids (`require_roles_sync`)."""
+    return await conn.run_sync(lambda sync: require_roles_sync(sync, actor, role_ids=role_ids))
+
+
+def builtin_role_id_sync(conn: Connection, actor: Actor, *, builtin: str) -> int:
+    row = repo.find_builtin_sync(conn, actor.account_id, builtin)
     if row is None:  # every account is created with its built-in roles
         raise errors.InternalError()
     return int(row.role_id)
+
+
+async def builtin_role_id(conn: AsyncConnection, actor: Actor, *, builtin: str) -> int:
+    return await conn.run_sync(lambda sync: builtin_role_id_sync(sync, actor, builtin=builtin))
 
 
 async def member_permissions(conn: AsyncConnection, actor: Actor, *,
@@ -205,11 +236,15 @@ def _require_held(actor: Actor, *, role_name: str, permission_ids: Sequence[int]
 # --- helpers ---------------------------------------------------------------------------
 
 
-async def _require(conn: AsyncConnection, actor: Actor, role_id: int) -> Any:
-    row = await repo.find(conn, actor.account_id, role_id)
+def _require_sync(conn: Connection, actor: Actor, role_id: int) -> Any:
+    row = repo.find_sync(conn, actor.account_id, role_id)
     if row is None:
         raise errors.not_found("role", role_id)
     return row
+
+
+async def _require(conn: AsyncConnection, actor: Actor, role_id: int) -> Any:
+    return await conn.run_sync(_require_sync, actor, role_id)
 
 
 async def _require_custom(conn: AsyncConnection, actor: Actor, role_id: int) -> Any:
@@ -219,8 +254,8 @@ async def _require_custom(conn: AsyncConnection, actor: Actor, role_id: int) -> 
     return row
 
 
-async def _permission_ids(conn: AsyncConnection, rows: list[Any]) -> dict[int, list[int]]:
-    stored = await repo.permission_ids_by_role(conn, [r.role_id for r in rows])
+def _permission_ids_sync(conn: Connection, rows: list[Any]) -> dict[int, list[int]]:
+    stored = repo.permission_ids_by_role_sync(conn, [r.role_id for r in rows])
     every = sorted(permissions.ALL_IDS)
     return {
         r.role_id: every if r.builtin in _ALL_PERMISSION_BUILTINS else stored[r.role_id]
@@ -228,8 +263,12 @@ async def _permission_ids(conn: AsyncConnection, rows: list[Any]) -> dict[int, l
     }
 
 
-async def _items(conn: AsyncConnection, rows: list[Any]) -> list[RoleItem]:
-    granted = await _permission_ids(conn, rows)
+async def _permission_ids(conn: AsyncConnection, rows: list[Any]) -> dict[int, list[int]]:
+    return await conn.run_sync(_permission_ids_sync, rows)
+
+
+def _items_sync(conn: Connection, rows: list[Any]) -> list[RoleItem]:
+    granted = _permission_ids_sync(conn, rows)
     return [
         RoleItem(
             role_id=r.role_id, role_name=r.role_name, description=r.description,

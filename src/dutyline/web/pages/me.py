@@ -22,9 +22,7 @@ ME = "/console/me"
 
 @pages.get(ME)
 async def me(ctx: ConsoleContext) -> Response:
-    async with ctx.read() as conn:
-        page = await me_view.load(ctx, conn)
-    return ctx.render("me.html", **page)
+    return ctx.render("me.html", **await me_view.load(ctx))
 
 
 @pages.post(ME + "/sessions/revoke")
@@ -41,6 +39,14 @@ async def revoke(ctx: ConsoleContext) -> Response:
     return ctx.redirect(ME)
 
 
+async def _password_matches(ctx: ConsoleContext, password: str) -> bool:
+    """The signed-in person's own password, asked again before a change that needs it."""
+    person_id = ctx.actor.person_id
+    hashed = await ctx.runtime.db.run_sync(
+        lambda conn: signin.password_hash_sync(conn, person_id=person_id), write=False)
+    return await signin.password_matches(hashed, password)
+
+
 @pages.get(ME + "/password")
 async def password_form(ctx: ConsoleContext) -> Response:
     return ctx.render("me_password.html")
@@ -49,10 +55,7 @@ async def password_form(ctx: ConsoleContext) -> Response:
 @pages.post(ME + "/password", template="me_password.html")
 async def change_password(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
-    async with ctx.read() as conn:
-        right = await signin.password_matches(conn, person_id=ctx.actor.person_id,
-                                              password=form.get("current_password", ""))
-    if not right:
+    if not await _password_matches(ctx, form.get("current_password", "")):
         raise errors.invalid("current_password", "is not right")
     password = form.get("password", "")
     if password != form.get("password_again", ""):
@@ -69,8 +72,9 @@ async def change_password(ctx: ConsoleContext) -> Response:
 
 @pages.get(ME + "/two-factor")
 async def two_factor_form(ctx: ConsoleContext) -> Response:
-    async with ctx.read() as conn:
-        enrolled = await second_factor.enrolled(conn, ctx.actor.person_id)
+    person_id = ctx.actor.person_id
+    enrolled = await ctx.runtime.db.run_sync(
+        lambda conn: second_factor.enrolled_sync(conn, person_id), write=False)
     if enrolled:
         return ctx.render("me_2fa.html", enrolled=True)
     return ctx.render("me_2fa.html", **_new_enrolment(ctx))
@@ -102,10 +106,7 @@ async def enable_two_factor(ctx: ConsoleContext) -> Response:
 async def disable_two_factor(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     ctx.kept["enrolled"] = True
-    async with ctx.read() as conn:
-        right = await signin.password_matches(conn, person_id=ctx.actor.person_id,
-                                              password=form.get("password", ""))
-    if not right:
+    if not await _password_matches(ctx, form.get("password", "")):
         raise errors.invalid("password", "is not right")
     async with ctx.write() as conn:
         await second_factor.disable(conn, ctx.actor)

@@ -30,8 +30,7 @@ _CONTACT_FIELDS = ("email", "country_code", "phone")
 
 async def _keep_page(ctx: ConsoleContext) -> me_view.PageState:
     """Load the page into what a failed form shows again, and return the saved state."""
-    async with ctx.read() as conn:
-        page = await me_view.load(ctx, conn)
+    page = await me_view.load(ctx)
     ctx.kept.update(page)
     return me_view.PageState(page["person"], page["preference"])
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection
 
 from dutyline.api.types import SaveWarning
 from dutyline.kit.channels import BY_NAME, IM_PLATFORMS, PERSONAL_CHANNELS, address_key
@@ -95,20 +95,24 @@ def _by_field(warnings: list[SaveWarning]) -> dict[str, str]:
     return out
 
 
-async def load(ctx: ConsoleContext, conn: AsyncConnection) -> dict[str, Any]:
-    """The whole page's context."""
+async def load(ctx: ConsoleContext) -> dict[str, Any]:
+    """The whole page's context, its reads as one unit of database work."""
+    return await ctx.runtime.db.run_sync(lambda conn: _load(ctx, conn), write=False)
+
+
+def _load(ctx: ConsoleContext, conn: Connection) -> dict[str, Any]:
     actor = ctx.actor
     settings = ctx.runtime.settings
-    info = await members.member_info(conn, actor)
-    person, pref = await preferences.reach(conn, actor, member_id=0)
-    notify = await preferences.notify_info(conn, actor, member_id=0)
+    info = members.member_info_sync(conn, actor)
+    person, pref = preferences.reach_sync(conn, actor, member_id=0)
+    notify = preferences.notify_info_sync(conn, actor, member_id=0)
     contact_warnings = _by_field([
         *members.contact_warnings(ctx.runtime.reach_gap, email=person.email,
                                   phone=person.phone),
         *preferences.delivery_warnings(settings, im=pref.im, by_severity={})])
     chosen: dict[str, list[str] | None] = {s: list(getattr(notify, s))
                                            for s in preferences.SEVERITIES}
-    sessions = await signin.sessions_of(conn, actor)
+    sessions = signin.sessions_of_sync(conn, actor)
     current = ctx.session.session_hash if ctx.session else ""
     return {
         "info": info,
@@ -121,7 +125,7 @@ async def load(ctx: ConsoleContext, conn: AsyncConnection) -> dict[str, Any]:
         "chosen": chosen,
         "preference_warnings": _by_field(preferences.delivery_warnings(
             settings, im=None, by_severity=chosen)),
-        "enrolled": await second_factor.enrolled(conn, actor.person_id),
+        "enrolled": second_factor.enrolled_sync(conn, actor.person_id),
         "sessions": [{"id": signin.public_id(s), "current": s.session_hash == current,
                       "session": s} for s in sessions],
     }

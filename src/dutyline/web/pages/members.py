@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
@@ -97,13 +98,13 @@ async def all_members(conn: AsyncConnection, ctx: ConsoleContext) -> list[Any]:
     return sorted(found, key=lambda m: m.member_name.lower())
 
 
-async def team_names_by_person(conn: AsyncConnection, ctx: ConsoleContext,
-                               person_id: int | None = None) -> dict[int, list[str]]:
+def team_names_by_person(conn: Connection, ctx: ConsoleContext,
+                         person_id: int | None = None) -> dict[int, list[str]]:
     """{person_id: names of their teams}, for everyone or for one person."""
     out: dict[int, list[str]] = {}
     seen = 0
     for page in range(MAX_GATHERED_PAGES):
-        total, items = await teams.list_teams(
+        total, items = teams.list_teams_sync(
             conn, ctx.actor, person_id=person_id, orderby="team_name", asc=True,
             offset=page * SERVICE_PAGE, limit=SERVICE_PAGE)
         for team in items:
@@ -118,16 +119,24 @@ async def team_names_by_person(conn: AsyncConnection, ctx: ConsoleContext,
 # --- the list ---------------------------------------------------------------------------
 
 
+def _member_list(conn: Connection, ctx: ConsoleContext, query: str,
+                 number: int) -> tuple[int, list[Any], dict[int, str], dict[int, list[str]],
+                                       set[int]]:
+    """The list page's reads: the page of members, role and team names, who signed up."""
+    total, items = members.list_members_sync(
+        conn, ctx.actor, query=query, orderby="created_at", asc=True,
+        offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
+    role_names = {r.role_id: r.role_name for r in roles.list_roles_sync(conn, ctx.actor)}
+    team_names = team_names_by_person(conn, ctx)
+    signed_up = signin.have_passwords_sync(conn, [m.member_id for m in items])
+    return total, items, role_names, team_names, signed_up
+
+
 @pages.get(MEMBERS)
 async def member_list(ctx: ConsoleContext) -> Response:
     query, number = search_text(ctx), page_number(ctx)
-    async with ctx.read() as conn:
-        total, items = await members.list_members(
-            conn, ctx.actor, query=query, orderby="created_at", asc=True,
-            offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
-        role_names = {r.role_id: r.role_name for r in await roles.list_roles(conn, ctx.actor)}
-        team_names = await team_names_by_person(conn, ctx)
-        signed_up = await signin.have_passwords(conn, [m.member_id for m in items])
+    total, items, role_names, team_names, signed_up = await ctx.runtime.db.run_sync(
+        lambda conn: _member_list(conn, ctx, query, number), write=False)
     return ctx.render(
         "members.html", query=query, page=number, total=total,
         last_page=max(1, -(-total // PAGE_SIZE)), can_manage=ctx.actor.has(ACCOUNT_MANAGE),
@@ -144,11 +153,16 @@ def _assignable(all_roles: Sequence[Any], owner_role: int) -> list[Any]:
     return [r for r in all_roles if r.role_id != owner_role]
 
 
+def _invite_roles(conn: Connection, ctx: ConsoleContext) -> tuple[list[Any], int, int]:
+    actor = ctx.actor
+    return (roles.list_roles_sync(conn, actor, asc=True),
+            roles.builtin_role_id_sync(conn, actor, builtin="owner"),
+            roles.builtin_role_id_sync(conn, actor, builtin="member"))
+
+
 async def _invite_form_context(ctx: ConsoleContext) -> dict[str, Any]:
-    async with ctx.read() as conn:
-        all_roles = await roles.list_roles(conn, ctx.actor, asc=True)
-        owner_role = await roles.builtin_role_id(conn, ctx.actor, builtin="owner")
-        member_role = await roles.builtin_role_id(conn, ctx.actor, builtin="member")
+    all_roles, owner_role, member_role = await ctx.runtime.db.run_sync(
+        lambda conn: _invite_roles(conn, ctx), write=False)
     return {"roles": _assignable(all_roles, owner_role), "default_role": member_role,
             "mails_sent": ctx.runtime.reach_gap("email") is None}
 
@@ -199,13 +213,18 @@ def _form_field(exc: errors.InvalidParameter) -> errors.InvalidParameter:
 # --- one member -------------------------------------------------------------------------
 
 
-async def _member_context(conn: AsyncConnection, ctx: ConsoleContext,
-                          member_id: int) -> dict[str, Any]:
-    item = await members.member_record(conn, ctx.actor, member_id=member_id)
-    all_roles = await roles.list_roles(conn, ctx.actor, asc=True)
-    owner_role = await roles.builtin_role_id(conn, ctx.actor, builtin="owner")
-    team_names = await team_names_by_person(conn, ctx, person_id=member_id)
-    signed_up = bool(await signin.have_passwords(conn, [member_id]))
+async def _member_context(ctx: ConsoleContext, member_id: int) -> dict[str, Any]:
+    """The member page's context, its reads as one unit of database work."""
+    return await ctx.runtime.db.run_sync(lambda conn: _member_reads(conn, ctx, member_id),
+                                         write=False)
+
+
+def _member_reads(conn: Connection, ctx: ConsoleContext, member_id: int) -> dict[str, Any]:
+    item = members.member_record_sync(conn, ctx.actor, member_id=member_id)
+    all_roles = roles.list_roles_sync(conn, ctx.actor, asc=True)
+    owner_role = roles.builtin_role_id_sync(conn, ctx.actor, builtin="owner")
+    team_names = team_names_by_person(conn, ctx, person_id=member_id)
+    signed_up = bool(signin.have_passwords_sync(conn, [member_id]))
     return {
         "member": item, "is_owner": owner_role in item.account_role_ids,
         "is_self": member_id == ctx.actor.person_id,
@@ -220,9 +239,7 @@ async def _member_context(conn: AsyncConnection, ctx: ConsoleContext,
 @pages.get(MEMBERS + "/{person_id}")
 async def member_page(ctx: ConsoleContext) -> Response:
     member_id = path_id(ctx, "person_id", "member")
-    async with ctx.read() as conn:
-        context = await _member_context(conn, ctx, member_id)
-    return ctx.render("member.html", **context)
+    return ctx.render("member.html", **await _member_context(ctx, member_id))
 
 
 # These forms name no `template` for the page layer: a member that does not exist is a
@@ -231,8 +248,7 @@ async def member_page(ctx: ConsoleContext) -> Response:
 async def change_roles(ctx: ConsoleContext) -> Response:
     member_id = path_id(ctx, "person_id", "member")
     chosen = (await ctx.form_lists()).get("role_ids", [])
-    async with ctx.read() as conn:
-        context = await _member_context(conn, ctx, member_id)
+    context = await _member_context(ctx, member_id)
     try:
         if not all(r.isdigit() and len(r) <= 19 for r in chosen):
             raise errors.invalid("role_ids", "is invalid")
@@ -251,20 +267,23 @@ async def change_roles(ctx: ConsoleContext) -> Response:
     return ctx.redirect(f"{MEMBERS}/{member_id}")
 
 
+async def _member_record(ctx: ConsoleContext, member_id: int) -> Any:
+    actor = ctx.actor
+    return await ctx.runtime.db.run_sync(
+        lambda conn: members.member_record_sync(conn, actor, member_id=member_id), write=False)
+
+
 @pages.get(MEMBERS + "/{person_id}/remove")
 async def remove_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
     member_id = path_id(ctx, "person_id", "member")
-    async with ctx.read() as conn:
-        item = await members.member_record(conn, ctx.actor, member_id=member_id)
-    return ctx.render("members_remove.html", member=item)
+    return ctx.render("members_remove.html", member=await _member_record(ctx, member_id))
 
 
 @pages.post(MEMBERS + "/{person_id}/remove")
 async def remove(ctx: ConsoleContext) -> Response:
     member_id = path_id(ctx, "person_id", "member")
-    async with ctx.read() as conn:
-        item = await members.member_record(conn, ctx.actor, member_id=member_id)
+    item = await _member_record(ctx, member_id)
     try:
         async with ctx.write() as conn:
             await members.delete_member(conn, ctx.actor, member_id=member_id)
