@@ -87,13 +87,13 @@ async def war_room_add_member(ctx: Context, req: AddWarRoomMembersRequest) -> Wa
 
 
 @router.post("/incident/war-room/default-observers", permissions=service.VIEW)
-async def war_room_default_observers(ctx: Context,
-                                     req: DefaultObserversRequest) -> DefaultObserversResponse:
+def war_room_default_observers(conn: Connection, ctx: Context,
+                               req: DefaultObserversRequest) -> DefaultObserversResponse:
     """List a war room's default observers.
 
     The incident's responders, with when each was assigned: who `add_observers` invites."""
-    return DefaultObserversResponse(observers=await service.default_observers(
-        ctx.conn, ctx.actor, deps=ctx.runtime.deps, incident_id=req.incident_id))
+    return DefaultObserversResponse(observers=service.default_observers_sync(
+        conn, ctx.actor, deps=ctx.runtime.deps, incident_id=req.incident_id))
 
 
 @router.post("/datasource/im/war-room-enabled/list")

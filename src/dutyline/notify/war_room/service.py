@@ -281,10 +281,18 @@ async def delete_room(conn: AsyncConnection, actor: Actor, *, incident_id: str,
 @reads(*VIEW)
 async def default_observers(conn: AsyncConnection, actor: Actor, *, deps: Deps,
                             incident_id: str) -> list[Observer]:
+    return await conn.run_sync(lambda sync: default_observers_sync(
+        sync, actor, deps=deps, incident_id=incident_id))
+
+
+@reads_sync(*VIEW)
+def default_observers_sync(conn: Connection, actor: Actor, *, deps: Deps,
+                           incident_id: str) -> list[Observer]:
     """The incident's responders, first assigned first: who `add_observers` invites."""
-    incident = await _incident(conn, actor, deps, incident_id)
+    incident = query.find_incident_sync(conn, actor, incident_id=incident_id, deps=deps,
+                                        sources=False)
     assigned = {r.person_id: r.assigned_at for r in incident.responders}
-    people = await members.contacts(conn, actor, list(assigned))
+    people = members.contacts_sync(conn, actor, list(assigned))
     return [Observer(person_id=p.person_id, person_name=p.person_name,
                      nickname=p.person_name, name=p.person_name, email=p.email,
                      phone=members.mask_phone(p.phone), status=ENABLED,
