@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.platform import account, member, member_role, role, role_permission
@@ -20,8 +20,14 @@ async def any_account(conn: AsyncConnection) -> bool:
 
 
 async def time_zone(conn: AsyncConnection, account_id: int) -> str | None:
-    return (await conn.execute(
-        select(account.c.time_zone).where(account.c.account_id == account_id))).scalar()
+    return await conn.run_sync(time_zone_sync, account_id)
+
+
+_TIME_ZONE = select(account.c.time_zone).where(account.c.account_id == bindparam("account_id"))
+
+
+def time_zone_sync(conn: Connection, account_id: int) -> str | None:
+    return conn.execute(_TIME_ZONE, {"account_id": account_id}).scalar()
 
 
 async def insert_account(conn: AsyncConnection, values: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, permissions
@@ -78,3 +79,8 @@ async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
     """The actor's account's IANA time zone, "UTC" when none is set (for other domains'
     defaults: schedules, monitor rules' enabled times, insight day buckets)."""
     return await repository.time_zone(conn, actor.account_id) or "UTC"
+
+
+def account_time_zone_sync(conn: Connection, actor: Actor) -> str:
+    """`account_time_zone` inside a sync unit of database work."""
+    return repository.time_zone_sync(conn, actor.account_id) or "UTC"
