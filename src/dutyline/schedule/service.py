@@ -94,6 +94,17 @@ async def oncall_for_schedules(
         conn, actor, schedule_role_ids=schedule_role_ids, at_s=at_s)
 
 
+def oncall_for_schedules_sync(
+    conn: Connection, actor: Actor, *, schedule_role_ids: Mapping[int, Sequence[int]],
+    at_s: int,
+) -> dict[int, list[int]]:
+    """`oncall_for_schedules` inside a sync unit of database work."""
+    if not schedule_role_ids:
+        return {}
+    return oncall.oncall_for_schedules_sync(
+        conn, actor, schedule_role_ids=schedule_role_ids, at_s=at_s)
+
+
 # -- writes ---------------------------------------------------------------------------------
 
 

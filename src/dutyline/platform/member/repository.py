@@ -26,13 +26,25 @@ from dutyline.db.tables.platform import (
 _ORDER_COLUMNS = {"created_at": member.c.created_at, "updated_at": member.c.updated_at}
 
 
+_ACCOUNT_ROW = select(account).where(account.c.account_id == bindparam("account_id"))
+_GET = select(member).where(member.c.account_id == bindparam("account_id"),
+                            member.c.member_id == bindparam("member_id"))
+
+
+def account_row_sync(conn: Connection, account_id: int) -> Row[Any]:
+    return conn.execute(_ACCOUNT_ROW, {"account_id": account_id}).one()
+
+
 async def account_row(conn: AsyncConnection, account_id: int) -> Row[Any]:
-    return (await conn.execute(select(account).where(account.c.account_id == account_id))).one()
+    return await conn.run_sync(account_row_sync, account_id)
+
+
+def get_sync(conn: Connection, account_id: int, member_id: int) -> Row[Any] | None:
+    return conn.execute(_GET, {"account_id": account_id, "member_id": member_id}).first()
 
 
 async def get(conn: AsyncConnection, account_id: int, member_id: int) -> Row[Any] | None:
-    stmt = select(member).where(member.c.account_id == account_id, member.c.member_id == member_id)
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_sync, account_id, member_id)
 
 
 # --- hot sync reads: one unit of database work per request (api/operation.py) ----------

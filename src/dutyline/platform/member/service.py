@@ -42,11 +42,16 @@ _MAX_LENGTHS = {"email": 255, "phone": 32, "country_code": 8}
 
 async def member_info(conn: AsyncConnection, actor: Actor) -> MemberInfoResponse:
     """The actor's own profile and their account."""
-    me = await repo.get(conn, actor.account_id, actor.person_id)
+    return await conn.run_sync(member_info_sync, actor)
+
+
+def member_info_sync(conn: Connection, actor: Actor) -> MemberInfoResponse:
+    """`member_info` inside a sync unit of database work."""
+    me = repo.get_sync(conn, actor.account_id, actor.person_id)
     if me is None:  # the key resolved a moment ago, in another transaction
         raise errors.Unauthorized()
-    acc = await repo.account_row(conn, actor.account_id)
-    role_ids = await repo.role_ids_by_member(conn, [me.member_id])
+    acc = repo.account_row_sync(conn, actor.account_id)
+    role_ids = repo.role_ids_by_member_sync(conn, [me.member_id])
     return MemberInfoResponse(
         account_id=acc.account_id, account_name=acc.account_name, account_avatar="",
         account_email=acc.email, account_role_ids=role_ids[me.member_id],
