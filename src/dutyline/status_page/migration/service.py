@@ -110,10 +110,6 @@ def get_status_sync(conn: Connection, actor: Actor, *, job_id: str) -> Migration
     return job_record(row)
 
 
-async def get_status(conn: AsyncConnection, actor: Actor, *, job_id: str) -> MigrationJob:
-    return await conn.run_sync(lambda sync: get_status_sync(sync, actor, job_id=job_id))
-
-
 @writes("/status-page/migration/cancel", STATUS_PAGE_MANAGE)
 async def cancel(conn: AsyncConnection, actor: Actor, *, job_id: str) -> None:
     row = await repo.get_job(conn, job_id, actor.account_id)
