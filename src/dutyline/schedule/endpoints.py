@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import SCHEDULE_MANAGE, SCHEDULE_VIEW
 from dutyline.api.types import SaveWarnings
@@ -57,42 +59,46 @@ async def schedule_delete(ctx: Context, req: ScheduleIDsBodyRequest) -> None:
 
 
 @router.post("/schedule/info", permissions=_VIEW)
-async def schedule_info(ctx: Context, req: ScheduleInfoRequest) -> ScheduleItem:
+def schedule_info(conn: Connection, ctx: Context, req: ScheduleInfoRequest) -> ScheduleItem:
     """A schedule with its computed layers and final timeline for a window (≤ 45 days)."""
-    return await service.schedule_info(ctx.conn, ctx.actor, schedule_id=req.schedule_id,
-                                       start=req.start, end=req.end)
+    return service.schedule_info_sync(conn, ctx.actor, schedule_id=req.schedule_id,
+                                      start=req.start, end=req.end)
 
 
 @router.post("/schedule/infos", permissions=_VIEW)
-async def schedule_infos(ctx: Context, req: ScheduleIDsBodyRequest) -> ScheduleSelfResponse:
+def schedule_infos(conn: Connection, ctx: Context,
+                   req: ScheduleIDsBodyRequest) -> ScheduleSelfResponse:
     """Schedules by id; unknown ids are left out."""
-    return ScheduleSelfResponse(items=await service.schedule_infos(
-        ctx.conn, ctx.actor, schedule_ids=req.schedule_ids))
+    return ScheduleSelfResponse(items=service.schedule_infos_sync(
+        conn, ctx.actor, schedule_ids=req.schedule_ids))
 
 
 @router.post("/schedule/list")
-async def schedule_list(ctx: Context, req: ScheduleListRequest) -> ScheduleListResponse:
+def schedule_list(conn: Connection, ctx: Context,
+                  req: ScheduleListRequest) -> ScheduleListResponse:
     """The account's schedules, a page at a time; with start and end, their timelines."""
-    total, items = await service.list_schedules(
-        ctx.conn, ctx.actor, query=req.query, p=req.p, limit=req.limit,
+    total, items = service.list_schedules_sync(
+        conn, ctx.actor, query=req.query, p=req.p, limit=req.limit,
         is_my_team=req.is_my_team, is_my_manage=req.is_my_manage, team_ids=req.team_ids,
         start=req.start, end=req.end)
     return ScheduleListResponse(items=items, total=total)
 
 
 @router.post("/schedule/preview", permissions=_VIEW)
-async def schedule_preview(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleItem:
+def schedule_preview(conn: Connection, ctx: Context,
+                     req: ScheduleUpsertRequest) -> ScheduleItem:
     """The timeline a definition would give in a window (≤ 45 days); nothing is stored."""
-    return await service.preview(ctx.conn, ctx.actor, time_zone=req.time_zone,
-                                 layers=req.layers, start=req.start, end=req.end)
+    return service.preview_sync(conn, ctx.actor, time_zone=req.time_zone,
+                                layers=req.layers, start=req.start, end=req.end)
 
 
 @router.post("/schedule/self", permissions=_VIEW)
-async def schedule_self(ctx: Context, req: ScheduleSelfRequest) -> ScheduleSelfResponse:
+def schedule_self(conn: Connection, ctx: Context,
+                  req: ScheduleSelfRequest) -> ScheduleSelfResponse:
     """The caller's schedules with only the caller's shifts (window ≤ 30 days; default the
     next 7 days)."""
-    return ScheduleSelfResponse(items=await service.my_schedules(
-        ctx.conn, ctx.actor, start=req.start, end=req.end))
+    return ScheduleSelfResponse(items=service.my_schedules_sync(
+        conn, ctx.actor, start=req.start, end=req.end))
 
 
 @router.post("/schedule/feed/create", write=True)
@@ -104,9 +110,9 @@ async def feed_create(ctx: Context, req: Empty) -> FeedCreateResponse:
 
 
 @router.post("/schedule/feed/info")
-async def feed_info(ctx: Context, req: Empty) -> FeedInfoResponse:
+def feed_info(conn: Connection, ctx: Context, req: Empty) -> FeedInfoResponse:
     """Whether the caller has a feed URL (never the URL itself)."""
-    created_at = await feed.feed_created_at(ctx.conn, ctx.actor)
+    created_at = feed.feed_created_at_sync(conn, ctx.actor)
     return FeedInfoResponse(enabled=created_at is not None, created_at=created_at or 0)
 
 

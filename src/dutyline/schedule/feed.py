@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -47,9 +48,13 @@ async def create_feed(conn: AsyncConnection, actor: Actor, *, deps: Deps) -> tup
     return feed_url(deps.base_url, token), actor.now_s
 
 
-async def feed_created_at(conn: AsyncConnection, actor: Actor) -> int | None:
-    row = await repository.feed_of(conn, actor.account_id, actor.person_id)
+def feed_created_at_sync(conn: Connection, actor: Actor) -> int | None:
+    row = repository.feed_of_sync(conn, actor.account_id, actor.person_id)
     return None if row is None else int(row.created_at)
+
+
+async def feed_created_at(conn: AsyncConnection, actor: Actor) -> int | None:
+    return await conn.run_sync(feed_created_at_sync, actor)
 
 
 @writes("/schedule/feed/revoke")

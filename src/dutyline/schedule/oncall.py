@@ -11,9 +11,11 @@ the calendar or its events bumps the schedule's revision, so it is compiled agai
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
@@ -30,13 +32,15 @@ WINDOW_MAX_S = 45 * timeline.DAY
 
 
 class CompiledSchedule:
+    """Safe to share between threads (sync read units run on database threads): the window
+    kept is one tuple, replaced whole, so a reader sees either the old one or the new one."""
+
     def __init__(self, layers: list[timeline.Layer], time_zone: str) -> None:
         self.layers = layers
         self.by_index = timeline.layers_by_index(layers)
         self.tz = zone(time_zone)
-        self._lo = self._hi = 0
-        self._starts: list[int] = []
-        self._shifts: list[timeline.Shift] = []
+        # (lo, hi, shift starts, shifts) of the final timeline of [lo, hi)
+        self._window: tuple[int, int, list[int], list[timeline.Shift]] = (0, 0, [], [])
 
     @classmethod
     def from_stored(cls, layers: list[ScheduleLayer], time_zone: str,
@@ -44,18 +48,19 @@ class CompiledSchedule:
         return cls(definition.compile_layers(layers, calendars), time_zone)
 
     def shift_at(self, at_s: int) -> timeline.Shift | None:
-        if not self._lo <= at_s < self._hi:
+        kept_lo, kept_hi, starts, shifts = self._window
+        if not kept_lo <= at_s < kept_hi:
             lo, hi = at_s - WINDOW_BEFORE_S, at_s + WINDOW_AFTER_S
-            if self._hi > self._lo and max(hi, self._hi) - min(lo, self._lo) <= WINDOW_MAX_S:
+            if kept_hi > kept_lo and max(hi, kept_hi) - min(lo, kept_lo) <= WINDOW_MAX_S:
                 # Near the window kept: widen it, so instants that go back and forth (the
                 # engine's timers, several incidents) do not recompute it each time.
-                lo, hi = min(lo, self._lo), max(hi, self._hi)
-            self._lo, self._hi = lo, hi
-            self._shifts = timeline.compute(self.layers, self.tz, self._lo, self._hi).final
-            self._starts = [s.start for s in self._shifts]
-        i = bisect.bisect_right(self._starts, at_s) - 1
-        if i >= 0 and self._shifts[i].end > at_s:
-            return self._shifts[i]
+                lo, hi = min(lo, kept_lo), max(hi, kept_hi)
+            shifts = timeline.compute(self.layers, self.tz, lo, hi).final
+            starts = [s.start for s in shifts]
+            self._window = (lo, hi, starts, shifts)
+        i = bisect.bisect_right(starts, at_s) - 1
+        if i >= 0 and shifts[i].end > at_s:
+            return shifts[i]
         return None
 
     def persons_at(self, at_s: int, role_ids: frozenset[int] | None) -> list[int]:
@@ -71,35 +76,41 @@ class CompiledSchedule:
 
 
 class ScheduleCache:
-    """schedule_id -> (revision, compiled), least recently used out first."""
+    """schedule_id -> (revision, compiled), least recently used out first. Shared by the
+    event loop and the database threads of sync read units: a lock keeps it whole."""
 
     def __init__(self, size: int = CACHE_SIZE) -> None:
         self._size = size
         self._entries: OrderedDict[int, tuple[int, CompiledSchedule]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, schedule_id: int, revision: int) -> CompiledSchedule | None:
-        entry = self._entries.get(schedule_id)
-        if entry is None or entry[0] != revision:
-            return None
-        self._entries.move_to_end(schedule_id)
-        return entry[1]
+        with self._lock:
+            entry = self._entries.get(schedule_id)
+            if entry is None or entry[0] != revision:
+                return None
+            self._entries.move_to_end(schedule_id)
+            return entry[1]
 
     def peek(self, schedule_id: int) -> tuple[int, CompiledSchedule] | None:
         """The entry whatever its revision (the caller checks it against the database)."""
         return self._entries.get(schedule_id)
 
     def touch(self, schedule_id: int) -> None:
-        if schedule_id in self._entries:
-            self._entries.move_to_end(schedule_id)
+        with self._lock:
+            if schedule_id in self._entries:
+                self._entries.move_to_end(schedule_id)
 
     def put(self, schedule_id: int, revision: int, compiled: CompiledSchedule) -> None:
-        self._entries[schedule_id] = (revision, compiled)
-        self._entries.move_to_end(schedule_id)
-        if len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        with self._lock:
+            self._entries[schedule_id] = (revision, compiled)
+            self._entries.move_to_end(schedule_id)
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -117,6 +128,15 @@ async def oncall_for_schedules(
     conn: AsyncConnection, actor: Actor, *, schedule_role_ids: Mapping[int, Sequence[int]],
     at_s: int,
 ) -> dict[int, list[int]]:
+    """`oncall_for_schedules_sync` on an async connection (the escalation engine's)."""
+    return await conn.run_sync(lambda sync: oncall_for_schedules_sync(
+        sync, actor, schedule_role_ids=schedule_role_ids, at_s=at_s))
+
+
+def oncall_for_schedules_sync(
+    conn: Connection, actor: Actor, *, schedule_role_ids: Mapping[int, Sequence[int]],
+    at_s: int,
+) -> dict[int, list[int]]:
     """Persons on call at `at_s` per schedule for its roles; unknown ids are left out.
 
     The answer is first computed from the compiled schedules in memory, whatever their
@@ -131,7 +151,7 @@ async def oncall_for_schedules(
         if entry is not None:
             guesses[sid] = (entry[0], entry[1].persons_at(at_s, _roles(schedule_role_ids[sid])))
     named = sorted({p for _, persons in guesses.values() for p in persons})
-    revisions, live = await repository.revisions_and_live(conn, account_id, ids, named)
+    revisions, live = repository.revisions_and_live_sync(conn, account_id, ids, named)
     out: dict[int, list[int]] = {}
     stale: list[int] = []
     for sid, revision in revisions.items():
@@ -143,27 +163,34 @@ async def oncall_for_schedules(
             stale.append(sid)
     if stale:
         wanted: dict[int, list[int]] = {}
-        rows = await repository.definitions(conn, account_id, stale)
+        rows = repository.definitions_sync(conn, account_id, stale)
         decoded = [definition.decode_layers(row.layers) for row in rows]
         # Calendar writes bump the revision of the schedules following them (service.py).
-        calendars = await calendars_of(conn, actor, decoded)
+        calendars = calendars_of_sync(conn, actor, decoded)
         for row, layers in zip(rows, decoded, strict=True):
             compiled = CompiledSchedule.from_stored(layers, row.time_zone, calendars)
             CACHE.put(row.schedule_id, row.revision, compiled)
             wanted[row.schedule_id] = compiled.persons_at(
                 at_s, _roles(schedule_role_ids[row.schedule_id]))
         everyone = sorted({p for persons in wanted.values() for p in persons})
-        alive = (await member_service.existing_member_ids(conn, actor, everyone)
+        alive = (member_service.existing_member_ids_sync(conn, actor, everyone)
                  if everyone else set())
         out.update({sid: [p for p in persons if p in alive] for sid, persons in wanted.items()})
     return out
 
 
-async def calendars_of(conn: AsyncConnection, actor: Actor,
-                       layer_lists: Sequence[list[ScheduleLayer]]
-                       ) -> dict[str, calendar_service.CalendarDays]:
+def calendars_of_sync(conn: Connection, actor: Actor,
+                      layer_lists: Sequence[list[ScheduleLayer]]
+                      ) -> dict[str, calendar_service.CalendarDays]:
     """What the calendars these layers follow say, read once for all of them."""
     cal_ids = {c for layers in layer_lists for _, c in definition.calendar_fields(layers)}
     if not cal_ids:
         return {}
-    return await calendar_service.calendar_days_of(conn, actor, cal_ids=cal_ids)
+    return calendar_service.calendar_days_of_sync(conn, actor, cal_ids=cal_ids)
+
+
+async def calendars_of(conn: AsyncConnection, actor: Actor,
+                       layer_lists: Sequence[list[ScheduleLayer]]
+                       ) -> dict[str, calendar_service.CalendarDays]:
+    """`calendars_of_sync` on an async connection."""
+    return await conn.run_sync(calendars_of_sync, actor, layer_lists)

@@ -15,11 +15,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store
@@ -35,7 +36,7 @@ from dutyline.platform.calendar import service as calendar_service
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
 from dutyline.schedule import definition, oncall, render, repository
-from dutyline.schedule.feed import create_feed, feed_created_at, revoke_feed
+from dutyline.schedule.feed import create_feed, feed_created_at, feed_created_at_sync, revoke_feed
 from dutyline.schedule.schemas import (
     LayerIn,
     NotifyIn,
@@ -52,7 +53,7 @@ from dutyline.schedule.schemas import (
 # Published for the domains that reach this one through its service (the console): the
 # member's calendar feed and the records of a schedule's timeline.
 __all__ = ["ScheduleGroup", "ScheduleItem", "ScheduleOncallGroup", "create_feed",
-           "feed_created_at", "revoke_feed"]
+           "feed_created_at", "feed_created_at_sync", "revoke_feed"]
 
 WINDOW_MAX_S = 45 * 86_400
 SELF_WINDOW_MAX_S = 30 * 86_400
@@ -93,23 +94,38 @@ async def oncall_for_schedules(
         conn, actor, schedule_role_ids=schedule_role_ids, at_s=at_s)
 
 
+def oncall_for_schedules_sync(
+    conn: Connection, actor: Actor, *, schedule_role_ids: Mapping[int, Sequence[int]],
+    at_s: int,
+) -> dict[int, list[int]]:
+    """`oncall_for_schedules` inside a sync unit of database work."""
+    if not schedule_role_ids:
+        return {}
+    return oncall.oncall_for_schedules_sync(
+        conn, actor, schedule_role_ids=schedule_role_ids, at_s=at_s)
+
+
 # -- writes ---------------------------------------------------------------------------------
 
 
 async def _validated_layers(conn: AsyncConnection, actor: Actor, layers: list[LayerIn],
                             schedule_id: int) -> list[ScheduleLayer]:
+    return await conn.run_sync(_validated_layers_sync, actor, layers, schedule_id)
+
+
+def _validated_layers_sync(conn: Connection, actor: Actor, layers: list[LayerIn],
+                           schedule_id: int) -> list[ScheduleLayer]:
     stored = definition.normalize_layers(
         layers, account_id=actor.account_id, schedule_id=schedule_id,
         person_id=actor.person_id, now_s=actor.now_s)
     named = list(definition.person_fields(stored))
-    live = await member_service.existing_member_ids(
-        conn, actor, [p for _, p in named])
+    live = member_service.existing_member_ids_sync(conn, actor, [p for _, p in named])
     for field, person_id in named:
         if person_id not in live:
             raise errors.invalid(field, f"{person_id} is not a member of the account")
     followed = list(definition.calendar_fields(stored))
     if followed:
-        known = await calendar_service.calendar_days_of(
+        known = calendar_service.calendar_days_of_sync(
             conn, actor, cal_ids={c for _, c in followed})
         for field, cal_id in followed:
             if cal_id not in known:
@@ -309,20 +325,19 @@ def _window(start: int, end: int, limit_s: int) -> tuple[int, int] | None:
     return start, end
 
 
-async def _live(conn: AsyncConnection, actor: Actor,
-                layer_lists: Sequence[list[ScheduleLayer]]) -> set[int]:
+def _live(conn: Connection, actor: Actor,
+          layer_lists: Sequence[list[ScheduleLayer]]) -> set[int]:
     """Who of the persons these layers name may be on call: the engine's rule (its
     `oncall_for_schedules`), asked once for a whole page of schedules."""
     named = {p for layers in layer_lists for _, p in definition.person_fields(layers)}
-    return await member_service.existing_member_ids(conn, actor, sorted(named))
+    return member_service.existing_member_ids_sync(conn, actor, sorted(named))
 
 
-async def _items(conn: AsyncConnection, actor: Actor, rows: Sequence[Row[Any]],
-                 window: tuple[int, int] | None,
-                 only_person: int | None = None) -> list[ScheduleItem]:
+def _items(conn: Connection, actor: Actor, rows: Sequence[Row[Any]],
+           window: tuple[int, int] | None, only_person: int | None = None) -> list[ScheduleItem]:
     decoded = [_layers(row.layers) for row in rows]
-    live = await _live(conn, actor, decoded)
-    calendars = await oncall.calendars_of(conn, actor, decoded)
+    live = _live(conn, actor, decoded)
+    calendars = oncall.calendars_of_sync(conn, actor, decoded)
     return [render.schedule_item(
         layers=layers, calendars=calendars, time_zone=row.time_zone, window=window,
         now_s=actor.now_s,
@@ -331,28 +346,47 @@ async def _items(conn: AsyncConnection, actor: Actor, rows: Sequence[Row[Any]],
         for row, layers in zip(rows, decoded, strict=True)]
 
 
+# The reads are sync, so a read operation runs them as one unit of database work
+# (api/operation.py); the async forms run the same functions on an async connection.
+
+
+@reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)
+def schedule_info_sync(conn: Connection, actor: Actor, *, schedule_id: int, start: int,
+                       end: int) -> ScheduleItem:
+    window = _window(start, end, WINDOW_MAX_S)
+    row = repository.get_sync(conn, actor.account_id, schedule_id)
+    if row is None:
+        raise errors.not_found("schedule", schedule_id)
+    return _items(conn, actor, [row], window)[0]
+
+
 @reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 async def schedule_info(conn: AsyncConnection, actor: Actor, *, schedule_id: int, start: int,
                         end: int) -> ScheduleItem:
-    window = _window(start, end, WINDOW_MAX_S)
-    row = await repository.get(conn, actor.account_id, schedule_id)
-    if row is None:
-        raise errors.not_found("schedule", schedule_id)
-    return (await _items(conn, actor, [row], window))[0]
+    return await conn.run_sync(lambda sync: schedule_info_sync(
+        sync, actor, schedule_id=schedule_id, start=start, end=end))
+
+
+@reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)
+def schedule_infos_sync(conn: Connection, actor: Actor, *,
+                        schedule_ids: Sequence[int]) -> list[ScheduleItem]:
+    """Unknown ids (or another account's) are left out."""
+    ids = list(dict.fromkeys(schedule_ids))
+    if len(ids) > 100:
+        raise errors.invalid("schedule_ids", "has more than 100 ids")
+    return _items(conn, actor, repository.get_many_sync(conn, actor.account_id, ids), None)
 
 
 @reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 async def schedule_infos(conn: AsyncConnection, actor: Actor, *,
                          schedule_ids: Sequence[int]) -> list[ScheduleItem]:
     """Unknown ids (or another account's) are left out."""
-    ids = list(dict.fromkeys(schedule_ids))
-    if len(ids) > 100:
-        raise errors.invalid("schedule_ids", "has more than 100 ids")
-    return await _items(conn, actor, await repository.get_many(conn, actor.account_id, ids), None)
+    return await conn.run_sync(lambda sync: schedule_infos_sync(
+        sync, actor, schedule_ids=schedule_ids))
 
 
-async def list_schedules(
-    conn: AsyncConnection, actor: Actor, *, query: str, p: int, limit: int, is_my_team: bool,
+def list_schedules_sync(
+    conn: Connection, actor: Actor, *, query: str, p: int, limit: int, is_my_team: bool,
     is_my_manage: bool, team_ids: Sequence[int] | None, start: int, end: int,
 ) -> tuple[int, list[ScheduleItem]]:
     if p < 1:
@@ -366,13 +400,36 @@ async def list_schedules(
     window = _window(start, end, WINDOW_MAX_S)
     teams: list[int] | None = list(team_ids) if team_ids else None
     if is_my_team:
-        mine = await actor.team_ids()
+        mine = actor.team_ids_sync(conn)
         teams = [t for t in (teams if teams is not None else mine) if t in mine]
-    total, rows = await repository.list_page(
+    total, rows = repository.list_page_sync(
         conn, actor.account_id, query=query.strip(), team_ids=teams,
         created_by=actor.person_id if is_my_manage else None, offset=(p - 1) * limit,
         limit=limit)
-    return total, await _items(conn, actor, rows, window)
+    return total, _items(conn, actor, rows, window)
+
+
+async def list_schedules(
+    conn: AsyncConnection, actor: Actor, *, query: str, p: int, limit: int, is_my_team: bool,
+    is_my_manage: bool, team_ids: Sequence[int] | None, start: int, end: int,
+) -> tuple[int, list[ScheduleItem]]:
+    if is_my_team:
+        await actor.team_ids()  # loaded on the async side, kept for the sync form
+    return await conn.run_sync(lambda sync: list_schedules_sync(
+        sync, actor, query=query, p=p, limit=limit, is_my_team=is_my_team,
+        is_my_manage=is_my_manage, team_ids=team_ids, start=start, end=end))
+
+
+@reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)
+def my_schedules_sync(conn: Connection, actor: Actor, *, start: int,
+                      end: int) -> list[ScheduleItem]:
+    """The schedules naming the caller, each with only the caller's own shifts in the window
+    (default: the next 7 days)."""
+    window = _window(start, end, SELF_WINDOW_MAX_S) or (
+        actor.now_s, actor.now_s + SELF_DEFAULT_WINDOW_S)
+    ids = repository.schedule_ids_of_person_sync(conn, actor.account_id, actor.person_id)
+    rows = repository.get_many_sync(conn, actor.account_id, ids)
+    return _items(conn, actor, rows, window, only_person=actor.person_id)
 
 
 @reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
@@ -380,16 +437,13 @@ async def my_schedules(conn: AsyncConnection, actor: Actor, *, start: int,
                        end: int) -> list[ScheduleItem]:
     """The schedules naming the caller, each with only the caller's own shifts in the window
     (default: the next 7 days)."""
-    window = _window(start, end, SELF_WINDOW_MAX_S) or (
-        actor.now_s, actor.now_s + SELF_DEFAULT_WINDOW_S)
-    ids = await repository.schedule_ids_of_person(conn, actor.account_id, actor.person_id)
-    rows = await repository.get_many(conn, actor.account_id, ids)
-    return await _items(conn, actor, rows, window, only_person=actor.person_id)
+    return await conn.run_sync(lambda sync: my_schedules_sync(sync, actor, start=start,
+                                                              end=end))
 
 
-@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
-async def preview(
-    conn: AsyncConnection, actor: Actor, *, time_zone: str | None, layers: list[LayerIn] | None,
+@reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)
+def preview_sync(
+    conn: Connection, actor: Actor, *, time_zone: str | None, layers: list[LayerIn] | None,
     start: int, end: int,
 ) -> ScheduleItem:
     """The timeline of a definition that is not stored (nothing is written)."""
@@ -398,11 +452,21 @@ async def preview(
         raise errors.invalid("start", "start and end are required")
     if time_zone is not None and time_zone not in _TIME_ZONES:
         raise errors.invalid("time_zone", "is not an IANA time zone name")
-    zone_name = time_zone or await account_service.account_time_zone(conn, actor)
-    stored = await _validated_layers(conn, actor, layers or [], 0)
+    zone_name = time_zone or account_service.account_time_zone_sync(conn, actor)
+    stored = _validated_layers_sync(conn, actor, layers or [], 0)
     return render.schedule_item(
-        layers=stored, calendars=await oncall.calendars_of(conn, actor, [stored]),
+        layers=stored, calendars=oncall.calendars_of_sync(conn, actor, [stored]),
         time_zone=zone_name, window=window, now_s=actor.now_s,
         account_id=actor.account_id, stored=None, notify=ScheduleNotify(),
         # Validation refused any person who is not a live member.
         live={p for _, p in definition.person_fields(stored)})
+
+
+@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
+async def preview(
+    conn: AsyncConnection, actor: Actor, *, time_zone: str | None, layers: list[LayerIn] | None,
+    start: int, end: int,
+) -> ScheduleItem:
+    """The timeline of a definition that is not stored (nothing is written)."""
+    return await conn.run_sync(lambda sync: preview_sync(
+        sync, actor, time_zone=time_zone, layers=layers, start=start, end=end))

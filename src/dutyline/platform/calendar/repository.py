@@ -22,10 +22,18 @@ async def get(conn: AsyncConnection, account_id: int, cal_id: str) -> Row[Any] |
 
 async def find_many(conn: AsyncConnection, account_id: int,
                     cal_ids: Collection[str]) -> list[Row[Any]]:
+    return await conn.run_sync(find_many_sync, account_id, cal_ids)
+
+
+_FIND_MANY = select(calendar).where(calendar.c.account_id == bindparam("account_id"),
+                                    calendar.c.cal_id.in_(bindparam("cal_ids", expanding=True)))
+
+
+def find_many_sync(conn: Connection, account_id: int,
+                   cal_ids: Collection[str]) -> list[Row[Any]]:
     if not cal_ids:
         return []
-    return list(await conn.execute(select(calendar).where(
-        calendar.c.account_id == account_id, calendar.c.cal_id.in_(list(cal_ids)))))
+    return list(conn.execute(_FIND_MANY, {"account_id": account_id, "cal_ids": list(cal_ids)}))
 
 
 async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
@@ -97,10 +105,26 @@ def _overlapping(cal_ids: Collection[str], start: str, end: str) -> Any:
 
 async def events_overlapping(conn: AsyncConnection, account_id: int, cal_ids: Collection[str],
                              start: str, end: str) -> list[Row[Any]]:
+    return await conn.run_sync(events_of_calendars_sync, account_id, cal_ids, start, end)
+
+
+_EVENTS_OF_CALENDARS = (
+    select(calendar_event)
+    .where(calendar_event.c.cal_id.in_(bindparam("cal_ids", expanding=True)),
+           calendar_event.c.start_date < bindparam("end"),
+           calendar_event.c.end_date > bindparam("start"),
+           calendar_event.c.account_id == bindparam("account_id"))
+    .order_by(calendar_event.c.start_date, calendar_event.c.created_at,
+              calendar_event.c.event_id))
+
+
+def events_of_calendars_sync(conn: Connection, account_id: int, cal_ids: Collection[str],
+                             start: str, end: str) -> list[Row[Any]]:
+    """Events of these calendars that share a day with [start, end) (ISO dates)."""
     if not cal_ids:
         return []
-    stmt = _overlapping(cal_ids, start, end).where(calendar_event.c.account_id == account_id)
-    return list(await conn.execute(stmt))
+    return list(conn.execute(_EVENTS_OF_CALENDARS, {
+        "account_id": account_id, "cal_ids": list(cal_ids), "start": start, "end": end}))
 
 
 # -- hot path (ingestion, sync) ------------------------------------------------------------------

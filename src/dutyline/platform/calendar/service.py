@@ -423,10 +423,16 @@ async def calendar_days_of(conn: AsyncConnection, actor: Actor, *,
                            cal_ids: Collection[str]) -> dict[str, CalendarDays]:
     """What these calendars of the actor's account say about every day (all their events:
     at most a few thousand rows); calendars not found are left out."""
-    rows = await repo.find_many(conn, actor.account_id, set(cal_ids))
+    return await conn.run_sync(lambda sync: calendar_days_of_sync(sync, actor, cal_ids=cal_ids))
+
+
+def calendar_days_of_sync(conn: Connection, actor: Actor, *,
+                          cal_ids: Collection[str]) -> dict[str, CalendarDays]:
+    """`calendar_days_of` inside a sync unit of database work."""
+    rows = repo.find_many_sync(conn, actor.account_id, set(cal_ids))
     if not rows:
         return {}
-    events = await repo.events_overlapping(conn, actor.account_id, [r.cal_id for r in rows],
+    events = repo.events_of_calendars_sync(conn, actor.account_id, [r.cal_id for r in rows],
                                            f"{FIRST_YEAR}-01-01", f"{LAST_YEAR + 1}-01-01")
     return {r.cal_id: calendar_days(r.workdays, [e for e in events if e.cal_id == r.cal_id])
             for r in rows}

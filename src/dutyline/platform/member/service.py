@@ -426,7 +426,13 @@ async def existing_member_ids(conn: AsyncConnection, actor: Actor,
                               member_ids: list[int]) -> set[int]:
     """Which of these ids are live members of the actor's account (for other domains that
     reference members, e.g. status page event responders)."""
-    rows = await repo.find_many(conn, actor.account_id, sorted(set(member_ids)))
+    return await conn.run_sync(existing_member_ids_sync, actor, member_ids)
+
+
+def existing_member_ids_sync(conn: Connection, actor: Actor,
+                             member_ids: Iterable[int]) -> set[int]:
+    """`existing_member_ids` inside a sync unit of database work."""
+    rows = repo.find_many_sync(conn, actor.account_id, sorted(set(member_ids)))
     return {r.member_id for r in rows if r.status != "deleted"}
 
 

@@ -3,6 +3,8 @@ management; reads are open to either status page permission (GET and POST)."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.status_page.change import service, timeline
@@ -70,10 +72,10 @@ async def change_delete(ctx: Context, req: ChangeLookup) -> None:
 
 
 @router.post("/status-page/change/list", permissions=READ, also_get=True)
-async def change_list(ctx: Context, req: ChangeListRequest) -> ChangeListResponse:
+def change_list(conn: Connection, ctx: Context, req: ChangeListRequest) -> ChangeListResponse:
     """List a page's events of one type, newest start first."""
-    total, items = await service.list_changes(
-        ctx.conn, ctx.actor, page_id=req.page_id, change_type=req.type, status=req.status,
+    total, items = service.list_changes_sync(
+        conn, ctx.actor, page_id=req.page_id, change_type=req.type, status=req.status,
         start_from=req.start_at_seconds, start_to=req.end_at_seconds, offset=req.offset,
         limit=req.limit)
     return ChangeListResponse(p=req.p, limit=req.limit, total=total,
@@ -81,20 +83,20 @@ async def change_list(ctx: Context, req: ChangeListRequest) -> ChangeListRespons
 
 
 @router.post("/status-page/change/active/list", permissions=READ, also_get=True)
-async def change_active_list(
-    ctx: Context, req: ActiveChangeListRequest
+def change_active_list(
+    conn: Connection, ctx: Context, req: ActiveChangeListRequest
 ) -> ActiveChangeListResponse:
     """A page's open incidents and maintenances, with their timelines."""
-    items = await service.active_changes(ctx.conn, ctx.actor, page_id=req.page_id,
-                                         change_type=req.type)
+    items = service.active_changes_sync(conn, ctx.actor, page_id=req.page_id,
+                                        change_type=req.type)
     return ActiveChangeListResponse(items=items, total=len(items))
 
 
 @router.post("/status-page/change/info", permissions=READ, also_get=True)
-async def change_info(ctx: Context, req: ChangeLookup) -> ChangeItem:
+def change_info(conn: Connection, ctx: Context, req: ChangeLookup) -> ChangeItem:
     """Get one event with its timeline."""
-    return await service.change_info(ctx.conn, ctx.actor, page_id=req.page_id,
-                                     change_id=req.change_id)
+    return service.change_info_sync(conn, ctx.actor, page_id=req.page_id,
+                                    change_id=req.change_id)
 
 
 @router.post("/status-page/change/timeline/create", permissions=EVENTS, write=True)

@@ -4,9 +4,10 @@ that is the visibility rule."""
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import cache
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Connection, Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -17,15 +18,26 @@ _ENTRY_ORDER = (status_change_update.c.at_seconds, status_change_update.c.seq,
                 status_change_update.c.update_id)
 
 
+# -- reads: sync, for read operations' units of database work (api/operation.py); the async
+# forms run the same functions. Statements are built once, with bound parameters.
+
+_GET_CHANGE = select(status_change).where(
+    status_change.c.account_id == bindparam("account_id"),
+    status_change.c.page_id == bindparam("page_id"),
+    status_change.c.change_id == bindparam("change_id"),
+)
+
+
+def get_change_sync(conn: Connection, account_id: int, page_id: int,
+                    change_id: int) -> Row[Any] | None:
+    return conn.execute(_GET_CHANGE, {"account_id": account_id, "page_id": page_id,
+                                      "change_id": change_id}).first()
+
+
 async def get_change(
     conn: AsyncConnection, account_id: int, page_id: int, change_id: int
 ) -> Row[Any] | None:
-    stmt = select(status_change).where(
-        status_change.c.account_id == account_id,
-        status_change.c.page_id == page_id,
-        status_change.c.change_id == change_id,
-    )
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_change_sync, account_id, page_id, change_id)
 
 
 async def own_change_ids(conn: AsyncConnection, account_id: int, change_ids: list[int]) -> set[int]:
@@ -37,26 +49,49 @@ async def own_change_ids(conn: AsyncConnection, account_id: int, change_ids: lis
     return {int(r[0]) for r in rows}
 
 
+@cache
+def _list_statements(by_status: bool, from_: bool, to: bool) -> tuple[Select[Any], Select[Any]]:
+    """The (count, page) queries of one page's changes for one combination of filters."""
+    conditions = [status_change.c.account_id == bindparam("account_id"),
+                  status_change.c.page_id == bindparam("page_id"),
+                  status_change.c.type == bindparam("change_type")]
+    if by_status:
+        conditions.append(status_change.c.status == bindparam("status"))
+    if from_:
+        conditions.append(status_change.c.start_at_seconds >= bindparam("start_from"))
+    if to:
+        conditions.append(status_change.c.start_at_seconds <= bindparam("start_to"))
+    count = select(func.count()).select_from(status_change).where(*conditions)
+    page = (select(status_change).where(*conditions)
+            .order_by(status_change.c.start_at_seconds.desc(), status_change.c.change_id.desc())
+            .offset(bindparam("offset")).limit(bindparam("limit")))
+    return count, page
+
+
+def list_changes_sync(
+    conn: Connection, account_id: int, page_id: int, *, change_type: str,
+    status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
+) -> tuple[int, list[Row[Any]]]:
+    count, page = _list_statements(status is not None, start_from is not None,
+                                   start_to is not None)
+    params: dict[str, Any] = {"account_id": account_id, "page_id": page_id,
+                              "change_type": change_type, "offset": offset, "limit": limit}
+    for name, value in (("status", status), ("start_from", start_from),
+                        ("start_to", start_to)):
+        if value is not None:
+            params[name] = value
+    total = conn.execute(count, params).scalar_one()
+    rows = conn.execute(page, params)
+    return int(total), list(rows.all())
+
+
 async def list_changes(
     conn: AsyncConnection, account_id: int, page_id: int, *, change_type: str,
     status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
 ) -> tuple[int, list[Row[Any]]]:
-    conditions = [status_change.c.account_id == account_id, status_change.c.page_id == page_id,
-                  status_change.c.type == change_type]
-    if status is not None:
-        conditions.append(status_change.c.status == status)
-    if start_from is not None:
-        conditions.append(status_change.c.start_at_seconds >= start_from)
-    if start_to is not None:
-        conditions.append(status_change.c.start_at_seconds <= start_to)
-    total = (await conn.execute(
-        select(func.count()).select_from(status_change).where(*conditions))).scalar_one()
-    rows = await conn.execute(
-        select(status_change).where(*conditions)
-        .order_by(status_change.c.start_at_seconds.desc(), status_change.c.change_id.desc())
-        .offset(offset).limit(limit)
-    )
-    return int(total), list(rows.all())
+    return await conn.run_sync(lambda sync: list_changes_sync(
+        sync, account_id, page_id, change_type=change_type, status=status,
+        start_from=start_from, start_to=start_to, offset=offset, limit=limit))
 
 
 async def insert_change(conn: AsyncConnection, values: dict[str, Any]) -> None:
@@ -76,19 +111,24 @@ async def delete_change(conn: AsyncConnection, change_id: int) -> None:
     await conn.execute(delete(status_change).where(status_change.c.change_id == change_id))
 
 
-async def entries(conn: AsyncConnection, change_ids: list[int]) -> dict[int, list[Row[Any]]]:
+_ENTRIES = (select(status_change_update)
+            .where(status_change_update.c.change_id.in_(bindparam("change_ids", expanding=True)))
+            .order_by(status_change_update.c.change_id, *_ENTRY_ORDER))
+
+
+def entries_sync(conn: Connection, change_ids: list[int]) -> dict[int, list[Row[Any]]]:
     """Timeline entries per change, oldest first (ties: the order they were added)."""
     result: dict[int, list[Row[Any]]] = defaultdict(list)
     if not change_ids:
         return result
-    rows = await conn.execute(
-        select(status_change_update)
-        .where(status_change_update.c.change_id.in_(change_ids))
-        .order_by(status_change_update.c.change_id, *_ENTRY_ORDER)
-    )
-    for r in rows:
+    for r in conn.execute(_ENTRIES, {"change_ids": change_ids}):
         result[r.change_id].append(r)
     return result
+
+
+async def entries(conn: AsyncConnection, change_ids: list[int]) -> dict[int, list[Row[Any]]]:
+    """Timeline entries per change, oldest first (ties: the order they were added)."""
+    return await conn.run_sync(entries_sync, change_ids)
 
 
 async def get_entry(
@@ -161,20 +201,34 @@ async def open_change_entries(conn: AsyncConnection, page_id: int) -> list[Row[A
 MAX_ACTIVE = 500
 
 
+@cache
+def _active_statement(by_type: bool) -> Select[Any]:
+    conditions = [status_change.c.account_id == bindparam("account_id"),
+                  status_change.c.page_id == bindparam("page_id"),
+                  status_change.c.status.not_in(CLOSED_STATUSES)]
+    if by_type:
+        conditions.append(status_change.c.type == bindparam("change_type"))
+    return (select(status_change).where(*conditions)
+            .order_by(status_change.c.start_at_seconds.desc(), status_change.c.change_id.desc())
+            .limit(MAX_ACTIVE))
+
+
+def active_changes_sync(conn: Connection, account_id: int, page_id: int,
+                        change_type: str | None) -> list[Row[Any]]:
+    """The page's open incidents and maintenances (every status but resolved and
+    completed), of one type or both, newest start first."""
+    params: dict[str, Any] = {"account_id": account_id, "page_id": page_id}
+    if change_type is not None:
+        params["change_type"] = change_type
+    rows = conn.execute(_active_statement(change_type is not None), params)
+    return list(rows.all())
+
+
 async def active_changes(conn: AsyncConnection, account_id: int, page_id: int,
                          change_type: str | None) -> list[Row[Any]]:
     """The page's open incidents and maintenances (every status but resolved and
     completed), of one type or both, newest start first."""
-    conditions = [status_change.c.account_id == account_id, status_change.c.page_id == page_id,
-                  status_change.c.status.not_in(CLOSED_STATUSES)]
-    if change_type is not None:
-        conditions.append(status_change.c.type == change_type)
-    rows = await conn.execute(
-        select(status_change).where(*conditions)
-        .order_by(status_change.c.start_at_seconds.desc(), status_change.c.change_id.desc())
-        .limit(MAX_ACTIVE)
-    )
-    return list(rows.all())
+    return await conn.run_sync(active_changes_sync, account_id, page_id, change_type)
 
 
 # --- by page alone: the public page and the notification job --------------------------

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.kit.ids import hex_id, numeric_id
@@ -83,6 +84,16 @@ async def require_change(
     so an unknown page is named as such; `lock` holds it (see pages.require_page)."""
     await pages.require_page(conn, actor, page_id=page_id, lock=lock)
     row = await repo.get_change(conn, actor.account_id, page_id, change_id)
+    if row is None:
+        raise errors.not_found(CHANGE, change_id)
+    return row
+
+
+def require_change_sync(conn: Connection, actor: Actor, *, page_id: int,
+                        change_id: int) -> Any:
+    """`require_change` inside a sync unit of database work (never locking: it reads)."""
+    pages.require_page_sync(conn, actor, page_id=page_id)
+    row = repo.get_change_sync(conn, actor.account_id, page_id, change_id)
     if row is None:
         raise errors.not_found(CHANGE, change_id)
     return row
@@ -269,30 +280,41 @@ async def delete_change(
     actor.note_audit_targets(page_id, change_id)
 
 
+@reads_sync(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
+def list_changes_sync(
+    conn: Connection, actor: Actor, *, page_id: int, change_type: str,
+    status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
+) -> tuple[int, list[ChangeItem]]:
+    """(total, one page of the page's events of one type), newest start first."""
+    pages.require_page_sync(conn, actor, page_id=page_id)
+    if status is not None:
+        rules.check_status("status", change_type, status)
+    total, rows = repo.list_changes_sync(
+        conn, actor.account_id, page_id, change_type=change_type, status=status,
+        start_from=start_from, start_to=start_to, offset=offset, limit=limit,
+    )
+    return total, change_items_sync(conn, page_id, rows)
+
+
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def list_changes(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str,
     status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
 ) -> tuple[int, list[ChangeItem]]:
     """(total, one page of the page's events of one type), newest start first."""
-    await pages.require_page(conn, actor, page_id=page_id)
-    if status is not None:
-        rules.check_status("status", change_type, status)
-    total, rows = await repo.list_changes(
-        conn, actor.account_id, page_id, change_type=change_type, status=status,
-        start_from=start_from, start_to=start_to, offset=offset, limit=limit,
-    )
-    return total, await change_items(conn, page_id, rows)
+    return await conn.run_sync(lambda sync: list_changes_sync(
+        sync, actor, page_id=page_id, change_type=change_type, status=status,
+        start_from=start_from, start_to=start_to, offset=offset, limit=limit))
 
 
-@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
-async def active_changes(
-    conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str | None = None
+@reads_sync(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
+def active_changes_sync(
+    conn: Connection, actor: Actor, *, page_id: int, change_type: str | None = None
 ) -> list[ActiveChangeItem]:
     """The page's open changes (not resolved or completed), of one type or both."""
-    await pages.require_page(conn, actor, page_id=page_id)
-    rows = await repo.active_changes(conn, actor.account_id, page_id, change_type)
-    items = await change_items(conn, page_id, rows)
+    pages.require_page_sync(conn, actor, page_id=page_id)
+    rows = repo.active_changes_sync(conn, actor.account_id, page_id, change_type)
+    items = change_items_sync(conn, page_id, rows)
     return [
         ActiveChangeItem(
             **msgspec.structs.asdict(item), created_at=r.created_at, updated_at=r.updated_at,
@@ -304,29 +326,45 @@ async def active_changes(
     ]
 
 
+@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
+async def active_changes(
+    conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str | None = None
+) -> list[ActiveChangeItem]:
+    """The page's open changes (not resolved or completed), of one type or both."""
+    return await conn.run_sync(lambda sync: active_changes_sync(
+        sync, actor, page_id=page_id, change_type=change_type))
+
+
 def timeline_id(update_id: str) -> int:
     """An update's id as a JSON integer: its first 52 random bits (update ids are random hex),
     below 2**53 so JavaScript reads it exactly."""
     return int(update_id[:13], 16)
 
 
+@reads_sync(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
+def change_info_sync(conn: Connection, actor: Actor, *, page_id: int,
+                     change_id: int) -> ChangeItem:
+    row = require_change_sync(conn, actor, page_id=page_id, change_id=change_id)
+    return change_items_sync(conn, page_id, [row])[0]
+
+
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def change_info(
     conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int
 ) -> ChangeItem:
-    row = await require_change(conn, actor, page_id=page_id, change_id=change_id)
-    return (await change_items(conn, page_id, [row]))[0]
+    return await conn.run_sync(lambda sync: change_info_sync(
+        sync, actor, page_id=page_id, change_id=change_id))
 
 
-async def change_items(conn: AsyncConnection, page_id: int, rows: list[Any]) -> list[ChangeItem]:
+def change_items_sync(conn: Connection, page_id: int, rows: list[Any]) -> list[ChangeItem]:
     """Records for changes of one page: two queries however many changes."""
-    entries = await repo.entries(conn, [r.change_id for r in rows])
+    entries = repo.entries_sync(conn, [r.change_id for r in rows])
     decoded = {e.update_id: rules.decode_component_changes(e.component_changes)
                for es in entries.values() for e in es}
     affected = {r.change_id: rules.affected_of(r.affected_components) for r in rows}
     wanted = {cid for changes in decoded.values() for cid, _ in changes}
     wanted.update(cid for a in affected.values() for cid in a)
-    components = await page_repo.components_by_id(conn, page_id, wanted)
+    components = page_repo.components_by_id_sync(conn, page_id, wanted)
     items = []
     for r in rows:
         items.append(ChangeItem(

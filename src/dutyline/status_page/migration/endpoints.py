@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.status_page.migration import service
@@ -40,9 +42,9 @@ async def migrate_email_subscribers(
 
 
 @router.post("/status-page/migration/status", also_get=True)
-async def migration_status(ctx: Context, req: MigrationJobLookup) -> MigrationJob:
+def migration_status(conn: Connection, ctx: Context, req: MigrationJobLookup) -> MigrationJob:
     """The state and progress of one of the account's migration jobs."""
-    return await service.get_status(ctx.conn, ctx.actor, job_id=req.job_id)
+    return service.get_status_sync(conn, ctx.actor, job_id=req.job_id)
 
 
 @router.post("/status-page/migration/cancel", permissions=(STATUS_PAGE_MANAGE,), write=True)

@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Connection, bindparam, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -39,12 +39,20 @@ async def insert_job(conn: AsyncConnection, **values: Any) -> None:
     await conn.execute(insert(status_migration_job).values(**values))
 
 
+_JOB = select(status_migration_job).where(status_migration_job.c.job_id == bindparam("job_id"))
+_JOB_OF_ACCOUNT = _JOB.where(status_migration_job.c.account_id == bindparam("account_id"))
+
+
+def get_job_sync(conn: Connection, job_id: str, account_id: int | None = None
+                 ) -> Row[Any] | None:
+    if account_id is None:
+        return conn.execute(_JOB, {"job_id": job_id}).first()
+    return conn.execute(_JOB_OF_ACCOUNT, {"job_id": job_id, "account_id": account_id}).first()
+
+
 async def get_job(conn: AsyncConnection, job_id: str, account_id: int | None = None
                   ) -> Row[Any] | None:
-    query = select(status_migration_job).where(status_migration_job.c.job_id == job_id)
-    if account_id is not None:
-        query = query.where(status_migration_job.c.account_id == account_id)
-    return (await conn.execute(query)).first()
+    return await conn.run_sync(get_job_sync, job_id, account_id)
 
 
 async def lock_job(conn: AsyncConnection, job_id: str) -> Row[Any] | None:

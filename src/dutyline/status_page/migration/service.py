@@ -8,6 +8,7 @@ import json
 import re
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.access import writes
@@ -102,8 +103,8 @@ def job_record(row: object) -> MigrationJob:
     )
 
 
-async def get_status(conn: AsyncConnection, actor: Actor, *, job_id: str) -> MigrationJob:
-    row = await repo.get_job(conn, job_id, actor.account_id)
+def get_status_sync(conn: Connection, actor: Actor, *, job_id: str) -> MigrationJob:
+    row = repo.get_job_sync(conn, job_id, actor.account_id)
     if row is None:
         raise not_found("migration job", job_id)
     return job_record(row)

@@ -3,6 +3,8 @@ Reads are open to either status page permission; writes need status page managem
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.status_page.page import service
@@ -60,19 +62,19 @@ async def page_delete(ctx: Context, req: PageLookup) -> None:
 
 
 @router.post("/status-page/list", permissions=READ, also_get=True)
-async def page_list(ctx: Context, req: PageListRequest) -> PageListResponse:
+def page_list(conn: Connection, ctx: Context, req: PageListRequest) -> PageListResponse:
     """List the account's status pages, newest first."""
-    total, items = await service.list_pages(ctx.conn, ctx.actor, offset=req.offset,
-                                            limit=req.limit, deps=ctx.runtime.deps)
+    total, items = service.list_pages_sync(conn, ctx.actor, offset=req.offset,
+                                           limit=req.limit, deps=ctx.runtime.deps)
     return PageListResponse(p=req.p, limit=req.limit, total=total,
                             has_next_page=req.offset + len(items) < total, items=items)
 
 
 @router.post("/status-page/info", permissions=READ, also_get=True)
-async def page_info(ctx: Context, req: PageLookup) -> PageInfo:
+def page_info(conn: Connection, ctx: Context, req: PageLookup) -> PageInfo:
     """Get a status page with its sections and components."""
-    return await service.page_info(ctx.conn, ctx.actor, page_id=req.page_id,
-                                   deps=ctx.runtime.deps)
+    return service.page_info_sync(conn, ctx.actor, page_id=req.page_id,
+                                  deps=ctx.runtime.deps)
 
 
 @router.post("/status-page/section/upsert", permissions=MANAGE, write=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, delete, func, insert, select, update
+from sqlalchemy import Connection, Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -24,14 +24,23 @@ from dutyline.db.tables.status_page import (
 async def get_page(
     conn: AsyncConnection, account_id: int, page_id: int, *, for_update: bool = False
 ) -> Row[Any] | None:
-    stmt = select(status_page).where(
-        status_page.c.account_id == account_id, status_page.c.page_id == page_id
-    )
-    if for_update:
-        # PostgreSQL: writes under one page queue here, so each recomputes statuses from
-        # what the one before it committed. SQLite has one writer already (no FOR UPDATE).
-        stmt = stmt.with_for_update()
-    return (await conn.execute(stmt)).first()
+    if not for_update:
+        return await conn.run_sync(get_page_sync, account_id, page_id)
+    # PostgreSQL: writes under one page queue here, so each recomputes statuses from
+    # what the one before it committed. SQLite has one writer already (no FOR UPDATE).
+    return (await conn.execute(_GET_PAGE.with_for_update(), {
+        "account_id": account_id, "page_id": page_id})).first()
+
+
+# -- reads: sync, for read operations' units of database work (api/operation.py); the async
+# forms run the same functions. Statements are built once, with bound parameters.
+
+_GET_PAGE = select(status_page).where(status_page.c.account_id == bindparam("account_id"),
+                                      status_page.c.page_id == bindparam("page_id"))
+
+
+def get_page_sync(conn: Connection, account_id: int, page_id: int) -> Row[Any] | None:
+    return conn.execute(_GET_PAGE, {"account_id": account_id, "page_id": page_id}).first()
 
 
 async def page_by_id(conn: AsyncConnection, page_id: int) -> Row[Any] | None:
@@ -46,20 +55,26 @@ async def page_by_url_name(conn: AsyncConnection, url_name: str) -> Row[Any] | N
     return (await conn.execute(stmt)).first()
 
 
+_COUNT_PAGES = select(func.count()).select_from(status_page).where(
+    status_page.c.account_id == bindparam("account_id"))
+_PAGES = (select(status_page).where(status_page.c.account_id == bindparam("account_id"))
+          .order_by(status_page.c.created_at.desc(), status_page.c.page_id.desc())
+          .offset(bindparam("offset")).limit(bindparam("limit")))
+
+
+def list_pages_sync(
+    conn: Connection, account_id: int, *, offset: int, limit: int
+) -> tuple[int, list[Row[Any]]]:
+    total = conn.execute(_COUNT_PAGES, {"account_id": account_id}).scalar_one()
+    rows = conn.execute(_PAGES, {"account_id": account_id, "offset": offset, "limit": limit})
+    return int(total), list(rows.all())
+
+
 async def list_pages(
     conn: AsyncConnection, account_id: int, *, offset: int, limit: int
 ) -> tuple[int, list[Row[Any]]]:
-    total = (await conn.execute(
-        select(func.count()).select_from(status_page)
-        .where(status_page.c.account_id == account_id)
-    )).scalar_one()
-    rows = await conn.execute(
-        select(status_page)
-        .where(status_page.c.account_id == account_id)
-        .order_by(status_page.c.created_at.desc(), status_page.c.page_id.desc())
-        .offset(offset).limit(limit)
-    )
-    return int(total), list(rows.all())
+    return await conn.run_sync(lambda sync: list_pages_sync(sync, account_id, offset=offset,
+                                                            limit=limit))
 
 
 async def insert_page(conn: AsyncConnection, values: dict[str, Any]) -> None:
@@ -93,37 +108,61 @@ def _in_display_order(table: Any, id_column: Any) -> Select[Any]:
     return select(table).order_by(table.c.order_id, table.c.created_at, id_column)
 
 
-async def _by_page(conn: AsyncConnection, table: Any, id_column: Any,
-                   page_ids: list[int]) -> dict[int, list[Row[Any]]]:
+_SECTIONS_OF = _in_display_order(status_section, status_section.c.section_id).where(
+    status_section.c.page_id.in_(bindparam("page_ids", expanding=True)))
+_COMPONENTS_OF = _in_display_order(status_component, status_component.c.component_id).where(
+    status_component.c.page_id.in_(bindparam("page_ids", expanding=True)))
+_SECTIONS = _in_display_order(status_section, status_section.c.section_id).where(
+    status_section.c.page_id == bindparam("page_id"))
+_COMPONENTS = _in_display_order(status_component, status_component.c.component_id).where(
+    status_component.c.page_id == bindparam("page_id"))
+
+
+def _by_page_sync(conn: Connection, stmt: Select[Any],
+                  page_ids: list[int]) -> dict[int, list[Row[Any]]]:
     found: dict[int, list[Row[Any]]] = {p: [] for p in page_ids}
     if page_ids:
-        rows = await conn.execute(
-            _in_display_order(table, id_column).where(table.c.page_id.in_(page_ids)))
-        for r in rows.all():
+        for r in conn.execute(stmt, {"page_ids": page_ids}).all():
             found[r.page_id].append(r)
     return found
 
 
+def sections_sync(conn: Connection, page_id: int) -> list[Row[Any]]:
+    return list(conn.execute(_SECTIONS, {"page_id": page_id}).all())
+
+
+def components_sync(conn: Connection, page_id: int) -> list[Row[Any]]:
+    return list(conn.execute(_COMPONENTS, {"page_id": page_id}).all())
+
+
+def sections_of_sync(conn: Connection, page_ids: list[int]) -> dict[int, list[Row[Any]]]:
+    """The sections of several pages (one query), each page's in display order."""
+    return _by_page_sync(conn, _SECTIONS_OF, page_ids)
+
+
+def components_of_sync(conn: Connection, page_ids: list[int]) -> dict[int, list[Row[Any]]]:
+    """The components of several pages (one query), each page's in display order."""
+    return _by_page_sync(conn, _COMPONENTS_OF, page_ids)
+
+
 async def sections(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
-    stmt = _in_display_order(status_section, status_section.c.section_id)
-    return list((await conn.execute(stmt.where(status_section.c.page_id == page_id))).all())
+    return await conn.run_sync(sections_sync, page_id)
 
 
 async def components(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
-    stmt = _in_display_order(status_component, status_component.c.component_id)
-    return list((await conn.execute(stmt.where(status_component.c.page_id == page_id))).all())
+    return await conn.run_sync(components_sync, page_id)
 
 
 async def sections_of(conn: AsyncConnection, page_ids: list[int]) -> dict[int, list[Row[Any]]]:
     """The sections of several pages (one query), each page's in display order."""
-    return await _by_page(conn, status_section, status_section.c.section_id, page_ids)
+    return await conn.run_sync(sections_of_sync, page_ids)
 
 
 async def components_of(
     conn: AsyncConnection, page_ids: list[int]
 ) -> dict[int, list[Row[Any]]]:
     """The components of several pages (one query), each page's in display order."""
-    return await _by_page(conn, status_component, status_component.c.component_id, page_ids)
+    return await conn.run_sync(components_of_sync, page_ids)
 
 
 async def get_section(conn: AsyncConnection, page_id: int, section_id: str) -> Row[Any] | None:
@@ -170,18 +209,24 @@ async def get_component(
     return (await conn.execute(stmt)).first()
 
 
+_COMPONENTS_BY_ID = select(status_component).where(
+    status_component.c.page_id == bindparam("page_id"),
+    status_component.c.component_id.in_(bindparam("component_ids", expanding=True)))
+
+
+def components_by_id_sync(conn: Connection, page_id: int,
+                          component_ids: set[str]) -> dict[str, Row[Any]]:
+    if not component_ids:
+        return {}
+    rows = conn.execute(_COMPONENTS_BY_ID, {"page_id": page_id,
+                                            "component_ids": sorted(component_ids)})
+    return {r.component_id: r for r in rows}
+
+
 async def components_by_id(
     conn: AsyncConnection, page_id: int, component_ids: set[str]
 ) -> dict[str, Row[Any]]:
-    if not component_ids:
-        return {}
-    rows = await conn.execute(
-        select(status_component).where(
-            status_component.c.page_id == page_id,
-            status_component.c.component_id.in_(sorted(component_ids)),
-        )
-    )
-    return {r.component_id: r for r in rows}
+    return await conn.run_sync(components_by_id_sync, page_id, component_ids)
 
 
 async def insert_component(conn: AsyncConnection, values: dict[str, Any]) -> None:

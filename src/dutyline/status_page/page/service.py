@@ -19,11 +19,12 @@ from functools import lru_cache
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
@@ -79,6 +80,14 @@ async def require_page(
     """The actor's page, or 400 ResourceNotFound (another account's page included).
     `lock`: hold the page row until commit (writes that recompute statuses)."""
     row = await repo.get_page(conn, actor.account_id, page_id, for_update=lock)
+    if row is None:
+        raise errors.not_found(PAGE, page_id)
+    return row
+
+
+def require_page_sync(conn: Connection, actor: Actor, *, page_id: int) -> Any:
+    """`require_page` inside a sync unit of database work (never locking: it reads)."""
+    row = repo.get_page_sync(conn, actor.account_id, page_id)
     if row is None:
         raise errors.not_found(PAGE, page_id)
     return row
@@ -320,17 +329,26 @@ def component_item(row: Any) -> ComponentItem:
     return ComponentItem(**component_fields(row), status=row.status)
 
 
+@reads_sync(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
+def list_pages_sync(
+    conn: Connection, actor: Actor, *, offset: int, limit: int, deps: Deps
+) -> tuple[int, list[PageInfo]]:
+    """(total, one page of the account's pages with their structure), newest first."""
+    total, rows = repo.list_pages_sync(conn, actor.account_id, offset=offset, limit=limit)
+    page_ids = [r.page_id for r in rows]
+    sections = repo.sections_of_sync(conn, page_ids)
+    components = repo.components_of_sync(conn, page_ids)
+    return total, [_page_info(page_item(r, deps.base_url), sections[r.page_id],
+                              components[r.page_id]) for r in rows]
+
+
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def list_pages(
     conn: AsyncConnection, actor: Actor, *, offset: int, limit: int, deps: Deps
 ) -> tuple[int, list[PageInfo]]:
     """(total, one page of the account's pages with their structure), newest first."""
-    total, rows = await repo.list_pages(conn, actor.account_id, offset=offset, limit=limit)
-    page_ids = [r.page_id for r in rows]
-    sections = await repo.sections_of(conn, page_ids)
-    components = await repo.components_of(conn, page_ids)
-    return total, [_page_info(page_item(r, deps.base_url), sections[r.page_id],
-                              components[r.page_id]) for r in rows]
+    return await conn.run_sync(lambda sync: list_pages_sync(
+        sync, actor, offset=offset, limit=limit, deps=deps))
 
 
 def _page_info(item: PageItem, sections: list[Any], components: list[Any]) -> PageInfo:
@@ -346,10 +364,16 @@ def section_item(row: Any) -> SectionItem:
                        order_id=row.order_id)
 
 
+@reads_sync(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
+def page_info_sync(conn: Connection, actor: Actor, *, page_id: int, deps: Deps) -> PageInfo:
+    row = require_page_sync(conn, actor, page_id=page_id)
+    return _page_info(page_item(row, deps.base_url), repo.sections_sync(conn, page_id),
+                      repo.components_sync(conn, page_id))
+
+
 @reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 async def page_info(
     conn: AsyncConnection, actor: Actor, *, page_id: int, deps: Deps
 ) -> PageInfo:
-    row = await require_page(conn, actor, page_id=page_id)
-    return _page_info(page_item(row, deps.base_url), list(await repo.sections(conn, page_id)),
-                      list(await repo.components(conn, page_id)))
+    return await conn.run_sync(lambda sync: page_info_sync(sync, actor, page_id=page_id,
+                                                           deps=deps))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.status_page import tokens
@@ -23,10 +25,11 @@ MANAGE = (STATUS_PAGE_MANAGE,)
 
 
 @router.post("/status-page/subscriber/list", permissions=MANAGE, also_get=True)
-async def subscriber_list(ctx: Context, req: SubscriberListRequest) -> SubscriberListResponse:
+def subscriber_list(conn: Connection, ctx: Context,
+                    req: SubscriberListRequest) -> SubscriberListResponse:
     """List a page's confirmed subscribers, a page at a time."""
-    total, items = await service.list_subscribers(
-        ctx.conn, ctx.actor, page_id=req.page_id,
+    total, items = service.list_subscribers_sync(
+        conn, ctx.actor, page_id=req.page_id,
         component_ids=[p.strip() for p in req.component_ids.split(",") if p.strip()],
         offset=req.offset, limit=req.limit)
     return SubscriberListResponse(total=total, has_next_page=req.offset + len(items) < total,

@@ -3,9 +3,10 @@ whose public address the visitor named)."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from sqlalchemy import func, insert, or_, select, update
+from sqlalchemy import Connection, Select, bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -14,28 +15,40 @@ from dutyline.db.tables.status_page import status_subscriber
 CONFIRMED = "confirmed"
 
 
-def _component_filter(component_ids: list[str]) -> Any:
-    """Follows every component, or one of these (ids are [0-9a-f] so LIKE needs no escape)."""
-    return or_(
-        status_subscriber.c.component_ids == "[]",
-        *(status_subscriber.c.component_ids.like(f'%"{cid}"%') for cid in component_ids),
-    )
+@cache
+def _confirmed_statements(components: int) -> tuple[Select[Any], Select[Any]]:
+    """The (count, page) queries of confirmed subscribers following every component or one
+    of `components` ids (bound as patterns "c0", "c1", ...), built once per count."""
+    conditions = [status_subscriber.c.page_id == bindparam("page_id"),
+                  status_subscriber.c.status == CONFIRMED]
+    if components:
+        conditions.append(or_(
+            status_subscriber.c.component_ids == "[]",
+            *(status_subscriber.c.component_ids.like(bindparam(f"c{i}"))
+              for i in range(components))))
+    count = select(func.count()).select_from(status_subscriber).where(*conditions)
+    page = (select(status_subscriber).where(*conditions).order_by(status_subscriber.c.email)
+            .offset(bindparam("offset")).limit(bindparam("limit")))
+    return count, page
+
+
+def confirmed_page_sync(
+    conn: Connection, page_id: int, *, component_ids: list[str], offset: int, limit: int
+) -> tuple[int, list[Row[Any]]]:
+    count, page = _confirmed_statements(len(component_ids))
+    params: dict[str, Any] = {"page_id": page_id, "offset": offset, "limit": limit}
+    # Component ids are [0-9a-f]: the LIKE pattern needs no escape.
+    params.update({f"c{i}": f'%"{cid}"%' for i, cid in enumerate(component_ids)})
+    total = conn.execute(count, params).scalar_one()
+    rows = conn.execute(page, params)
+    return int(total), list(rows.all())
 
 
 async def confirmed_page(
     conn: AsyncConnection, page_id: int, *, component_ids: list[str], offset: int, limit: int
 ) -> tuple[int, list[Row[Any]]]:
-    conditions = [status_subscriber.c.page_id == page_id,
-                  status_subscriber.c.status == CONFIRMED]
-    if component_ids:
-        conditions.append(_component_filter(component_ids))
-    total = (await conn.execute(
-        select(func.count()).select_from(status_subscriber).where(*conditions))).scalar_one()
-    rows = await conn.execute(
-        select(status_subscriber).where(*conditions)
-        .order_by(status_subscriber.c.email).offset(offset).limit(limit)
-    )
-    return int(total), list(rows.all())
+    return await conn.run_sync(lambda sync: confirmed_page_sync(
+        sync, page_id, component_ids=component_ids, offset=offset, limit=limit))
 
 
 async def confirmed_after(

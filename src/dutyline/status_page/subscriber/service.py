@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.kit.ids import hex_id
@@ -121,6 +122,21 @@ def _items(rows: list[Any], components: dict[str, Any]) -> list[SubscriberItem]:
     return items
 
 
+@reads_sync(STATUS_PAGE_MANAGE)
+def list_subscribers_sync(
+    conn: Connection, actor: Actor, *, page_id: int, component_ids: Sequence[str],
+    offset: int, limit: int,
+) -> tuple[int, list[SubscriberItem]]:
+    """(total, one page of the page's confirmed subscribers following any of these
+    components, or all of them), by address."""
+    pages.require_page_sync(conn, actor, page_id=page_id)
+    components = {c.component_id: c for c in page_repo.components_sync(conn, page_id)}
+    wanted = _known_ids("component_ids", list(component_ids), components)
+    total, rows = repo.confirmed_page_sync(
+        conn, page_id, component_ids=wanted, offset=offset, limit=limit)
+    return total, _items(rows, components)
+
+
 @reads(STATUS_PAGE_MANAGE)
 async def list_subscribers(
     conn: AsyncConnection, actor: Actor, *, page_id: int, component_ids: Sequence[str],
@@ -128,12 +144,9 @@ async def list_subscribers(
 ) -> tuple[int, list[SubscriberItem]]:
     """(total, one page of the page's confirmed subscribers following any of these
     components, or all of them), by address."""
-    await pages.require_page(conn, actor, page_id=page_id)
-    components = {c.component_id: c for c in await page_repo.components(conn, page_id)}
-    wanted = _known_ids("component_ids", list(component_ids), components)
-    total, rows = await repo.confirmed_page(
-        conn, page_id, component_ids=wanted, offset=offset, limit=limit)
-    return total, _items(rows, components)
+    return await conn.run_sync(lambda sync: list_subscribers_sync(
+        sync, actor, page_id=page_id, component_ids=component_ids, offset=offset,
+        limit=limit))
 
 
 def _cell(value: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
@@ -45,8 +46,13 @@ class OnCall:
 
 @pages.get(PATH)
 async def on_call(ctx: ConsoleContext) -> Response:
+    actor = ctx.actor
+    # The channels and their escalation rules are read through their async services; the
+    # rest, as the /schedule/* reads do, as one unit on the database (api/operation.py).
     async with ctx.read() as conn:
-        page = await gather(conn, ctx.actor)
+        found_rules = await _rules(conn, actor)
+    page = await ctx.runtime.db.run_sync(lambda sync: gather(sync, actor, found_rules),
+                                         write=False)
     return ctx.render("oncall.html", title="On call", page=page)
 
 
@@ -76,31 +82,30 @@ async def revoke_calendar_link(ctx: ConsoleContext) -> Response:
 # --- reading -------------------------------------------------------------------------------
 
 
-async def gather(conn: AsyncConnection, actor: Actor) -> OnCall:
-    me = await members.member_info(conn, actor)
+def gather(conn: Connection, actor: Actor,
+           found_rules: list[tuple[str, Any]] | None) -> OnCall:
+    """The page from the services' sync forms; `found_rules`: what `_rules` found."""
+    me = members.member_info_sync(conn, actor)
     zone_name, tz = view.zone_of(me.time_zone, me.account_time_zone)
     now = actor.now_s
     horizon = now + MY_SHIFTS_S
     try:
-        mine: list[schedules.ScheduleItem] | None = await schedules.my_schedules(
+        mine: list[schedules.ScheduleItem] | None = schedules.my_schedules_sync(
             conn, actor, start=now, end=horizon)
     except errors.AccessDenied:
         mine = None
     # Without the person's own view, the list's timelines of the same four weeks hold them.
-    listed = await _all_schedules(conn, actor, window=(now, horizon) if mine is None
-                                  else (0, 0))
-    found_rules = await _rules(conn, actor)
-
+    listed = _all_schedules(conn, actor, window=(now, horizon) if mine is None else (0, 0))
     targets = [view.first_target(r.layers) for _, r in found_rules or []]
     team_ids = sorted({int(t) for target in targets for t in target.get("team_ids") or ()})
-    team_names = await teams.team_names(conn, actor, team_ids)
-    team_members = await teams.person_ids_of_teams(conn, actor, team_ids)
-    on_call = await _on_call(conn, actor, targets, now)
-
+    named_teams = teams.team_infos_sync(conn, actor, team_ids=team_ids)
+    team_names = {t.team_id: t.team_name for t in named_teams}
+    team_members = {t.team_id: t.person_ids for t in named_teams}
+    on_call = _on_call(conn, actor, targets, now)
     wanted = view.person_ids_of_turns(listed) | {
         int(p) for target in targets for p in target.get("person_ids") or ()}
     wanted |= {p for persons in [*team_members.values(), *on_call.values()] for p in persons}
-    infos = await members.person_infos(conn, actor, person_ids=sorted(wanted))
+    infos = members.person_infos_sync(conn, actor, person_ids=sorted(wanted))
     # Who is on call (schedules, and the teams and schedules rules name) is the services'
     # answer, removed members already left out as the engine leaves them out.
     names = view.Names({i.person_id: i.person_name for i in infos}, actor.person_id)
@@ -113,8 +118,7 @@ async def gather(conn: AsyncConnection, actor: Actor) -> OnCall:
         view.RuleRow(rule.rule_name, channel_name, rule.status == "enabled",
                      view.targets(target, resolved))
         for (channel_name, rule), target in zip(found_rules, targets, strict=True)]
-
-    since = await schedules.feed_created_at(conn, actor)
+    since = schedules.feed_created_at_sync(conn, actor)
     return OnCall(
         zone_name=zone_name,
         schedules=view.schedule_rows(listed, names, tz),
@@ -124,12 +128,12 @@ async def gather(conn: AsyncConnection, actor: Actor) -> OnCall:
         feed_since=None if since is None else view.moment(since, tz))
 
 
-async def _all_schedules(conn: AsyncConnection, actor: Actor, *,
-                         window: tuple[int, int]) -> list[schedules.ScheduleItem]:
+def _all_schedules(conn: Connection, actor: Actor, *,
+                   window: tuple[int, int]) -> list[schedules.ScheduleItem]:
     out: list[schedules.ScheduleItem] = []
     p = 1
     while True:
-        total, items = await schedules.list_schedules(
+        total, items = schedules.list_schedules_sync(
             conn, actor, query="", p=p, limit=_PAGE, is_my_team=False, is_my_manage=False,
             team_ids=None, start=window[0], end=window[1])
         out += items
@@ -161,8 +165,8 @@ async def _rules(conn: AsyncConnection,
     return [(c.channel_name, rule) for c in visible for rule in by_channel.get(c.channel_id, [])]
 
 
-async def _on_call(conn: AsyncConnection, actor: Actor, targets: list[dict[str, Any]],
-                   at_s: int) -> dict[tuple[int, tuple[int, ...]], list[int]]:
+def _on_call(conn: Connection, actor: Actor, targets: list[dict[str, Any]],
+             at_s: int) -> dict[tuple[int, tuple[int, ...]], list[int]]:
     """Who each (schedule, roles) the rules name has on call now, as the engine would page."""
     by_roles: dict[tuple[int, ...], set[int]] = {}
     for target in targets:
@@ -170,7 +174,7 @@ async def _on_call(conn: AsyncConnection, actor: Actor, targets: list[dict[str, 
             by_roles.setdefault(roles, set()).add(sid)
     out: dict[tuple[int, tuple[int, ...]], list[int]] = {}
     for roles, sids in by_roles.items():
-        found = await schedules.oncall_for_schedules(
+        found = schedules.oncall_for_schedules_sync(
             conn, actor, schedule_role_ids={sid: list(roles) for sid in sids}, at_s=at_s)
         out.update({(sid, roles): persons for sid, persons in found.items()})
     return out
