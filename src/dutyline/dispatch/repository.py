@@ -61,16 +61,26 @@ async def list_rules(conn: AsyncConnection, account_id: int, channel_id: int,
         sync, account_id, channel_id, enabled_only=enabled_only))
 
 
-async def rules_of_channels(conn: AsyncConnection, account_id: int,
-                            channel_ids: list[int]) -> list[Row[Any]]:
+_RULES_OF_CHANNELS = (
+    select(escalate_rule)
+    .where(escalate_rule.c.account_id == bindparam("account_id"),
+           escalate_rule.c.channel_id.in_(bindparam("channel_ids", expanding=True)))
+    .order_by(escalate_rule.c.channel_id, escalate_rule.c.priority,
+              escalate_rule.c.created_at, escalate_rule.c.rule_id))
+
+
+def rules_of_channels_sync(conn: Connection, account_id: int,
+                           channel_ids: list[int]) -> list[Row[Any]]:
     """The rules of these channels, by channel, then in the order they are tried."""
     if not channel_ids:
         return []
-    stmt = select(escalate_rule).where(escalate_rule.c.account_id == account_id,
-                                       escalate_rule.c.channel_id.in_(channel_ids))
-    stmt = stmt.order_by(escalate_rule.c.channel_id, escalate_rule.c.priority,
-                         escalate_rule.c.created_at, escalate_rule.c.rule_id)
-    return list((await conn.execute(stmt)).all())
+    return list(conn.execute(_RULES_OF_CHANNELS,
+                             {"account_id": account_id, "channel_ids": channel_ids}).all())
+
+
+async def rules_of_channels(conn: AsyncConnection, account_id: int,
+                            channel_ids: list[int]) -> list[Row[Any]]:
+    return await conn.run_sync(rules_of_channels_sync, account_id, channel_ids)
 
 
 async def rules_naming(conn: AsyncConnection, account_id: int, needle: str) -> list[Row[Any]]:

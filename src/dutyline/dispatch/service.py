@@ -359,14 +359,24 @@ async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Escala
 @reads(CHANNEL_VIEW)
 async def rules_of_channels(conn: Any, actor: Actor, *,
                             channel_ids: list[int]) -> list[EscalateRuleItem]:
+    if not actor.is_admin:
+        await actor.team_ids()  # the sync form then reads no teams
+    items: list[EscalateRuleItem] = await conn.run_sync(
+        lambda sync: rules_of_channels_sync(sync, actor, channel_ids=channel_ids))
+    return items
+
+
+@reads_sync(CHANNEL_VIEW)
+def rules_of_channels_sync(conn: Connection, actor: Actor, *,
+                           channel_ids: list[int]) -> list[EscalateRuleItem]:
     """The rules of several channels at once (a page showing many channels), by channel then
     in the order they are tried. Unlike one channel's list, which answers not found, channels
     deleted, of another account or private to teams the actor is not in are left out."""
     ids = list(dict.fromkeys(channel_ids))
     if len(ids) > 100:
         raise errors.invalid("channel_ids", "has more than 100 ids")
-    seen = await channels.channel_infos(conn, actor, channel_ids=ids)
-    rows = await repo.rules_of_channels(conn, actor.account_id, [c.channel_id for c in seen])
+    seen = channels.channel_infos_sync(conn, actor, channel_ids=ids)
+    rows = repo.rules_of_channels_sync(conn, actor.account_id, [c.channel_id for c in seen])
     return [rule_item(r) for r in rows]
 
 

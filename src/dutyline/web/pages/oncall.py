@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from dutyline.api import errors
@@ -47,11 +46,8 @@ class OnCall:
 @pages.get(PATH)
 async def on_call(ctx: ConsoleContext) -> Response:
     actor = ctx.actor
-    # The channels and their escalation rules are read through their async services; the
-    # rest, as the /schedule/* reads do, as one unit on the database (api/operation.py).
-    async with ctx.read() as conn:
-        found_rules = await _rules(conn, actor)
-    page = await ctx.runtime.db.run_sync(lambda sync: gather(sync, actor, found_rules),
+    # As the /schedule/* reads do: one unit on the database (api/operation.py).
+    page = await ctx.runtime.db.run_sync(lambda sync: gather(sync, actor, _rules(sync, actor)),
                                          write=False)
     return ctx.render("oncall.html", title="On call", page=page)
 
@@ -142,23 +138,22 @@ def _all_schedules(conn: Connection, actor: Actor, *,
         p += 1
 
 
-async def _rules(conn: AsyncConnection,
-                 actor: Actor) -> list[tuple[str, Any]] | None:
+def _rules(conn: Connection, actor: Actor) -> list[tuple[str, Any]] | None:
     """(channel name, rule) of every channel the person sees, channels by name."""
     try:
         visible: list[Any] = []
         by_name = channels.ChannelQuery(orderby="channel_name", asc=True, is_brief=True)
         while True:
-            total, page = await channels.list_channels(conn, actor, q=by_name,
-                                                       offset=len(visible), limit=_PAGE)
+            total, page = channels.list_channels_sync(conn, actor, q=by_name,
+                                                   offset=len(visible), limit=_PAGE)
             visible += page
             if not page or len(visible) >= total:
                 break
         by_channel: dict[int, list[Any]] = {}
         ids = [c.channel_id for c in visible]
         for i in range(0, len(ids), _PAGE):
-            for rule in await rules.rules_of_channels(conn, actor,
-                                                      channel_ids=ids[i:i + _PAGE]):
+            for rule in rules.rules_of_channels_sync(conn, actor,
+                                                    channel_ids=ids[i:i + _PAGE]):
                 by_channel.setdefault(rule.channel_id, []).append(rule)
     except errors.AccessDenied:
         return None
