@@ -140,15 +140,13 @@ def shown_labels(item: IncidentInfo, limit: int = 3) -> list[tuple[str, str]]:
     return out
 
 
-async def _channel_options(ctx: ConsoleContext) -> list[Any]:
+def _channel_options(conn: Connection, ctx: ConsoleContext) -> list[Any]:
     """Channels for the filter: those the person may see; none if they may not list them."""
     found: list[Any] = []
     with contextlib.suppress(errors.AccessDenied):
-        async with ctx.read() as conn:
-            _, found = await channels.list_channels(
-                conn, ctx.actor, q=ChannelQuery(is_brief=True, orderby="channel_name",
-                                                asc=True),
-                offset=0, limit=MAX_OPTIONS)
+        _, found = channels.list_channels_sync(
+            conn, ctx.actor, q=ChannelQuery(is_brief=True, orderby="channel_name", asc=True),
+            offset=0, limit=MAX_OPTIONS)
     return found
 
 
@@ -168,6 +166,7 @@ class _ListPage:
     counts: dict[str, int]
     live_from: int
     team_options: list[Any]
+    channel_options: list[Any]
 
 
 @pages.get(HOME)
@@ -185,13 +184,12 @@ async def incident_list(ctx: ConsoleContext) -> Response:
             page = read_list(conn, ctx, view, total=False)
         return _ListPage(view, page, read_counts(conn, ctx, view),
                          incidents.live_cursor_sync(conn, ctx.actor).last_id,
-                         _team_options(conn, ctx))
+                         _team_options(conn, ctx), _channel_options(conn, ctx))
 
     # The reads /incident/list does, as one unit on the database (api/operation.py).
     found = await ctx.runtime.db.run_sync(read, write=False)
     view, page, counts, live_from = found.view, found.page, found.counts, found.live_from
-    team_options = found.team_options
-    channel_options = await _channel_options(ctx)
+    team_options, channel_options = found.team_options, found.channel_options
     return ctx.render(
         "incidents.html", title="Incidents", view=view, page=page, counts=counts,
         total=sum(counts.values()), progresses=PROGRESSES, severities=SEVERITIES,
