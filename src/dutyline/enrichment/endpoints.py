@@ -146,14 +146,16 @@ async def enrichment_upsert(ctx: Context, req: EnrichmentUpsertRequest) -> None:
 
 
 @router.post("/enrichment/info", permissions=READ)
-async def enrichment_info(ctx: Context, req: EnrichmentInfoRequest) -> EnrichmentItem:
+def enrichment_info(conn: Connection, ctx: Context,
+                    req: EnrichmentInfoRequest) -> EnrichmentItem:
     """An integration's enrichment rules (an empty, enabled set when none were written)."""
-    return await settings.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
+    return settings.info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
 @router.post("/enrichment/list", permissions=READ)
-async def enrichment_list(ctx: Context, req: EnrichmentListRequest) -> EnrichmentListResponse:
+def enrichment_list(conn: Connection, ctx: Context,
+                    req: EnrichmentListRequest) -> EnrichmentListResponse:
     """The enrichment rules written for these integrations of the account."""
-    items = await settings.list_settings(ctx.conn, ctx.actor,
-                                         integration_ids=list(dict.fromkeys(req.integration_ids)))
+    items = settings.list_settings_sync(
+        conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids)))
     return EnrichmentListResponse(items=items)
