@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from sqlalchemy import Connection
+
 from dutyline.api import errors
 from dutyline.api.operation import Context, Empty, Router, StreamedDownload
 from dutyline.enrichment import service, settings
@@ -48,15 +50,15 @@ async def schema_create(ctx: Context, req: SchemaCreateRequest) -> SchemaCreateR
 
 
 @router.post("/enrichment/mapping/schema/info", permissions=READ)
-async def schema_info(ctx: Context, req: SchemaIDRequest) -> MappingSchemaItem:
+def schema_info(conn: Connection, ctx: Context, req: SchemaIDRequest) -> MappingSchemaItem:
     """One mapping schema."""
-    return await service.schema_info(ctx.conn, ctx.actor, schema_id=req.schema_id)
+    return service.schema_info_sync(conn, ctx.actor, schema_id=req.schema_id)
 
 
 @router.post("/enrichment/mapping/schema/list", permissions=READ)
-async def schema_list(ctx: Context, req: Empty) -> SchemaListResponse:
+def schema_list(conn: Connection, ctx: Context, req: Empty) -> SchemaListResponse:
     """The account's mapping schemas, oldest first."""
-    items = await service.list_schemas(ctx.conn, ctx.actor)
+    items = service.list_schemas_sync(conn, ctx.actor)
     return SchemaListResponse(total=len(items), items=items)
 
 
@@ -78,10 +80,10 @@ async def schema_delete(ctx: Context, req: SchemaIDRequest) -> None:
 
 
 @router.post("/enrichment/mapping/data/list", permissions=READ)
-async def data_list(ctx: Context, req: DataListRequest) -> DataListResponse:
+def data_list(conn: Connection, ctx: Context, req: DataListRequest) -> DataListResponse:
     """A page of a schema's rows; `query` (every source label) finds one row."""
-    return await service.list_data(
-        ctx.conn, ctx.actor, schema_id=req.schema_id, query=req.query, orderby=req.orderby,
+    return service.list_data_sync(
+        conn, ctx.actor, schema_id=req.schema_id, query=req.query, orderby=req.orderby,
         asc=req.asc, p=req.p, limit=req.limit, search_after_ctx=req.search_after_ctx)
 
 
@@ -144,14 +146,16 @@ async def enrichment_upsert(ctx: Context, req: EnrichmentUpsertRequest) -> None:
 
 
 @router.post("/enrichment/info", permissions=READ)
-async def enrichment_info(ctx: Context, req: EnrichmentInfoRequest) -> EnrichmentItem:
+def enrichment_info(conn: Connection, ctx: Context,
+                    req: EnrichmentInfoRequest) -> EnrichmentItem:
     """An integration's enrichment rules (an empty, enabled set when none were written)."""
-    return await settings.info(ctx.conn, ctx.actor, integration_id=req.integration_id)
+    return settings.info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
 @router.post("/enrichment/list", permissions=READ)
-async def enrichment_list(ctx: Context, req: EnrichmentListRequest) -> EnrichmentListResponse:
+def enrichment_list(conn: Connection, ctx: Context,
+                    req: EnrichmentListRequest) -> EnrichmentListResponse:
     """The enrichment rules written for these integrations of the account."""
-    items = await settings.list_settings(ctx.conn, ctx.actor,
-                                         integration_ids=list(dict.fromkeys(req.integration_ids)))
+    items = settings.list_settings_sync(
+        conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids)))
     return EnrichmentListResponse(items=items)

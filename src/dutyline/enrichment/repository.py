@@ -37,13 +37,27 @@ MAX_SCHEMAS = 1000
 # -- schemas ----------------------------------------------------------------------------------
 
 
+_GET_SCHEMA = select(mapping_schema).where(
+    mapping_schema.c.account_id == bindparam("account_id"),
+    mapping_schema.c.schema_id == bindparam("schema_id"))
+_GET_SCHEMA_FOR_UPDATE = _GET_SCHEMA.with_for_update()
+_LIST_SCHEMAS = (select(mapping_schema)
+                 .where(mapping_schema.c.account_id == bindparam("account_id"))
+                 .order_by(mapping_schema.c.created_at, mapping_schema.c.schema_id))
+
+
+def get_schema_sync(conn: Connection, account_id: int, schema_id: str,
+                    *, for_update: bool = False) -> Row[Any] | None:
+    stmt = _GET_SCHEMA_FOR_UPDATE if for_update and conn.dialect.name == "postgresql" \
+        else _GET_SCHEMA
+    return conn.execute(stmt, {"account_id": account_id,
+                               "schema_id": schema_id.lower()}).first()
+
+
 async def get_schema(conn: AsyncConnection, account_id: int, schema_id: str,
                      *, for_update: bool = False) -> Row[Any] | None:
-    stmt = select(mapping_schema).where(mapping_schema.c.account_id == account_id,
-                                        mapping_schema.c.schema_id == schema_id.lower())
-    if for_update and conn.dialect.name == "postgresql":
-        stmt = stmt.with_for_update()
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(lambda c: get_schema_sync(c, account_id, schema_id,
+                                                         for_update=for_update))
 
 
 async def schema_name_taken(conn: AsyncConnection, account_id: int, name: str,
@@ -60,10 +74,12 @@ async def count_schemas(conn: AsyncConnection, account_id: int) -> int:
     return int((await conn.execute(stmt)).scalar_one())
 
 
+def list_schemas_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
+    return list(conn.execute(_LIST_SCHEMAS, {"account_id": account_id}).all())
+
+
 async def list_schemas(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    stmt = (select(mapping_schema).where(mapping_schema.c.account_id == account_id)
-            .order_by(mapping_schema.c.created_at, mapping_schema.c.schema_id))
-    return list((await conn.execute(stmt)).all())
+    return await conn.run_sync(list_schemas_sync, account_id)
 
 
 async def insert_schema(conn: AsyncConnection, values: dict[str, Any]) -> None:
@@ -128,17 +144,29 @@ async def truncate_rows(conn: AsyncConnection, schema_id: str) -> None:
     await conn.execute(delete(mapping_row).where(mapping_row.c.schema_id == schema_id))
 
 
-async def count_rows(conn: AsyncConnection, schema_id: str, key: str | None = None) -> int:
+def count_rows_sync(conn: Connection, schema_id: str, key: str | None = None) -> int:
     stmt = select(func.count()).select_from(mapping_row).where(
         mapping_row.c.schema_id == schema_id)
     if key is not None:
         stmt = stmt.where(mapping_row.c.row_key == key)
-    return int((await conn.execute(stmt)).scalar_one())
+    return int(conn.execute(stmt).scalar_one())
+
+
+async def count_rows(conn: AsyncConnection, schema_id: str, key: str | None = None) -> int:
+    return await conn.run_sync(count_rows_sync, schema_id, key)
 
 
 async def page_rows(conn: AsyncConnection, schema_id: str, *, key: str | None, orderby: str,
                     asc: bool, offset: int, limit: int,
                     after: tuple[int, str] | None = None) -> list[Row[Any]]:
+    return await conn.run_sync(lambda c: page_rows_sync(
+        c, schema_id, key=key, orderby=orderby, asc=asc, offset=offset, limit=limit,
+        after=after))
+
+
+def page_rows_sync(conn: Connection, schema_id: str, *, key: str | None, orderby: str,
+                   asc: bool, offset: int, limit: int,
+                   after: tuple[int, str] | None = None) -> list[Row[Any]]:
     """One page in (orderby, row_key) order: by offset, or after the (value, key) of the last
     row seen (keyset: a range read from there, whatever the page number)."""
     column = mapping_row.c[orderby]
@@ -150,7 +178,7 @@ async def page_rows(conn: AsyncConnection, schema_id: str, *, key: str | None, o
         bound = tuple_(literal(after[0]), literal(after[1]))
         stmt = stmt.where(position > bound if asc else position < bound)
     stmt = stmt.order_by(*ordered(column, mapping_row.c.row_key, asc=asc))
-    return list((await conn.execute(stmt.offset(offset).limit(limit))).all())
+    return list(conn.execute(stmt.offset(offset).limit(limit)).all())
 
 
 _LINES_AFTER = text(
@@ -171,15 +199,35 @@ def lines_after_sync(conn: Connection, schema_id: str, after: str,
 # -- enrichment settings ------------------------------------------------------------------------
 
 
+_GET_SETTING = select(enrichment_setting).where(
+    enrichment_setting.c.account_id == bindparam("account_id"),
+    enrichment_setting.c.integration_id == bindparam("integration_id"))
+_LIST_SETTINGS = (select(enrichment_setting)
+                  .where(enrichment_setting.c.account_id == bindparam("account_id"),
+                         enrichment_setting.c.integration_id.in_(
+                             bindparam("integration_ids", expanding=True)))
+                  .order_by(enrichment_setting.c.integration_id))
+
+
+def get_setting_sync(conn: Connection, account_id: int, integration_id: int) -> Row[Any] | None:
+    return conn.execute(_GET_SETTING, {"account_id": account_id,
+                                       "integration_id": integration_id}).first()
+
+
 async def get_setting(conn: AsyncConnection, account_id: int,
                       integration_id: int) -> Row[Any] | None:
-    return await per_integration.get(conn, enrichment_setting, account_id, integration_id)
+    return await conn.run_sync(get_setting_sync, account_id, integration_id)
+
+
+def list_settings_sync(conn: Connection, account_id: int,
+                       integration_ids: Sequence[int]) -> list[Row[Any]]:
+    return list(conn.execute(_LIST_SETTINGS, {"account_id": account_id,
+                                              "integration_ids": list(integration_ids)}).all())
 
 
 async def list_settings(conn: AsyncConnection, account_id: int,
                         integration_ids: Sequence[int]) -> list[Row[Any]]:
-    return await per_integration.list_for(conn, enrichment_setting, account_id,
-                                          integration_ids)
+    return await conn.run_sync(list_settings_sync, account_id, integration_ids)
 
 
 async def save_setting(conn: AsyncConnection, *, exists: bool, integration_id: int,

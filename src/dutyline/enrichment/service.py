@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.db.engine import Database
 from dutyline.enrichment import cursor, references
@@ -65,12 +65,18 @@ def _item(row: Any) -> MappingSchemaItem:
         created_at=row.created_at, updated_at=row.updated_at)
 
 
-async def _schema(conn: AsyncConnection, actor: Actor, schema_id: str,
-                  *, for_update: bool = False) -> Any:
-    row = await repo.get_schema(conn, actor.account_id, schema_id, for_update=for_update)
+def _schema_sync(conn: Connection, actor: Actor, schema_id: str,
+                 *, for_update: bool = False) -> Any:
+    row = repo.get_schema_sync(conn, actor.account_id, schema_id, for_update=for_update)
     if row is None:
         raise errors.not_found("mapping schema", schema_id)
     return row
+
+
+async def _schema(conn: AsyncConnection, actor: Actor, schema_id: str,
+                  *, for_update: bool = False) -> Any:
+    return await conn.run_sync(lambda c: _schema_sync(c, actor, schema_id,
+                                                      for_update=for_update))
 
 
 async def _check_team(conn: AsyncConnection, actor: Actor, team_id: int) -> None:
@@ -117,15 +123,25 @@ async def create_schema(conn: AsyncConnection, actor: Actor, *, schema_name: str
     return SchemaCreateResponse(schema_id=schema_id, schema_name=name)
 
 
+@reads_sync(*READ)
+def schema_info_sync(conn: Connection, actor: Actor, *, schema_id: str) -> MappingSchemaItem:
+    return _item(_schema_sync(conn, actor, schema_id))
+
+
 @reads(*READ)
 async def schema_info(conn: AsyncConnection, actor: Actor, *,
                       schema_id: str) -> MappingSchemaItem:
-    return _item(await _schema(conn, actor, schema_id))
+    return await conn.run_sync(lambda c: schema_info_sync(c, actor, schema_id=schema_id))
+
+
+@reads_sync(*READ)
+def list_schemas_sync(conn: Connection, actor: Actor) -> list[MappingSchemaItem]:
+    return [_item(r) for r in repo.list_schemas_sync(conn, actor.account_id)]
 
 
 @reads(*READ)
 async def list_schemas(conn: AsyncConnection, actor: Actor) -> list[MappingSchemaItem]:
-    return [_item(r) for r in await repo.list_schemas(conn, actor.account_id)]
+    return await conn.run_sync(list_schemas_sync, actor)
 
 
 @writes("/enrichment/mapping/schema/update", *WRITE)
@@ -286,9 +302,18 @@ async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, da
 async def list_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
                     query: dict[str, str], orderby: str, asc: bool, p: int, limit: int,
                     search_after_ctx: str) -> DataListResponse:
+    return await conn.run_sync(lambda c: list_data_sync(
+        c, actor, schema_id=schema_id, query=query, orderby=orderby, asc=asc, p=p,
+        limit=limit, search_after_ctx=search_after_ctx))
+
+
+@reads_sync(*READ)
+def list_data_sync(conn: Connection, actor: Actor, *, schema_id: str,
+                   query: dict[str, str], orderby: str, asc: bool, p: int, limit: int,
+                   search_after_ctx: str) -> DataListResponse:
     """A page of the schema's rows (`query`: one row by its source labels), by `p` and
     `limit` or after a cursor (`search_after_ctx`)."""
-    row = await _schema(conn, actor, schema_id)
+    row = _schema_sync(conn, actor, schema_id)
     source, result = _labels_of(row)
     key: str | None = None
     if query:
@@ -301,12 +326,12 @@ async def list_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
     orderby = orderby or "updated_at"
     after = None if not search_after_ctx else cursor.read(
         search_after_ctx, schema_id=row.schema_id, orderby=orderby, asc=asc)
-    total = await repo.count_rows(conn, row.schema_id, key)
+    total = repo.count_rows_sync(conn, row.schema_id, key)
     # One row past the page tells whether there is a next one. With a cursor the page starts
     # after it (keyset) and `p` is not used.
-    rows = await repo.page_rows(conn, row.schema_id, key=key, orderby=orderby, asc=asc,
-                                offset=0 if after else (p - 1) * limit,
-                                limit=limit + 1, after=after)
+    rows = repo.page_rows_sync(conn, row.schema_id, key=key, orderby=orderby, asc=asc,
+                               offset=0 if after else (p - 1) * limit,
+                               limit=limit + 1, after=after)
     more, rows = len(rows) > limit, rows[:limit]
     labels = source + result
     items = [MappingDataItem(key=r.row_key, fields=dict(zip(labels, _labels.decode(r.vals),

@@ -30,7 +30,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.channel.integration import service as integrations
 from dutyline.db.per_integration import saved_values
@@ -263,10 +263,10 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                             values=values, schema_ids=ids + api_ids)
 
 
-@reads(*READ)
-async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> EnrichmentItem:
-    await integrations.require_live(conn, actor, integration_id=integration_id)
-    row = await repo.get_setting(conn, actor.account_id, integration_id)
+@reads_sync(*READ)
+def info_sync(conn: Connection, actor: Actor, *, integration_id: int) -> EnrichmentItem:
+    integrations.require_live_sync(conn, actor, integration_id=integration_id)
+    row = repo.get_setting_sync(conn, actor.account_id, integration_id)
     if row is None:
         return EnrichmentItem(integration_id=integration_id, rules=[], status="enabled",
                               updated_by=0, creator_id=0, created_at=0, updated_at=0)
@@ -274,12 +274,24 @@ async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> E
 
 
 @reads(*READ)
-async def list_settings(conn: AsyncConnection, actor: Actor, *,
-                        integration_ids: list[int]) -> list[EnrichmentItem]:
+async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> EnrichmentItem:
+    return await conn.run_sync(lambda c: info_sync(c, actor, integration_id=integration_id))
+
+
+@reads_sync(*READ)
+def list_settings_sync(conn: Connection, actor: Actor, *,
+                       integration_ids: list[int]) -> list[EnrichmentItem]:
     if not integration_ids:
         return []
-    return [_item(r) for r in await repo.list_settings(conn, actor.account_id,
-                                                        integration_ids)]
+    return [_item(r) for r in repo.list_settings_sync(conn, actor.account_id,
+                                                       integration_ids)]
+
+
+@reads(*READ)
+async def list_settings(conn: AsyncConnection, actor: Actor, *,
+                        integration_ids: list[int]) -> list[EnrichmentItem]:
+    return await conn.run_sync(lambda c: list_settings_sync(
+        c, actor, integration_ids=integration_ids))
 
 
 # -- ingest (sync, on the push's connection) -------------------------------------------------------

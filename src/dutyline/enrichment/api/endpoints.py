@@ -5,6 +5,8 @@ id not in the account)."""
 
 from __future__ import annotations
 
+from sqlalchemy import Connection
+
 from dutyline.api.operation import Context, Empty, Router
 from dutyline.api.permissions import MAPPING_DATA_MANAGE, MAPPING_DATA_VIEW
 from dutyline.enrichment.api import service
@@ -31,17 +33,16 @@ async def api_create(ctx: Context, req: ApiCreateRequest) -> ApiCreateResponse:
 
 
 @router.post("/enrichment/mapping/api/info")
-async def api_info(ctx: Context, req: ApiIDRequest) -> MappingApiItem:
+def api_info(conn: Connection, ctx: Context, req: ApiIDRequest) -> MappingApiItem:
     """One mapping API (headers masked); ResourceNotFound when the account has no such API."""
-    return await service.api_info(ctx.conn, ctx.actor, api_id=req.api_id,
-                                  deps=ctx.runtime.deps)
+    return service.api_info_sync(conn, ctx.actor, api_id=req.api_id, deps=ctx.runtime.deps)
 
 
 @router.post("/enrichment/mapping/api/list",
              permissions=(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE))
-async def api_list(ctx: Context, req: Empty) -> ApiListResponse:
+def api_list(conn: Connection, ctx: Context, req: Empty) -> ApiListResponse:
     """Every mapping API of the account (headers masked)."""
-    items = await service.list_apis(ctx.conn, ctx.actor, deps=ctx.runtime.deps)
+    items = service.list_apis_sync(conn, ctx.actor, deps=ctx.runtime.deps)
     return ApiListResponse(total=len(items), items=items)
 
 

@@ -6,23 +6,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.enrichment import enrichment_schema_ref, enrichment_setting, mapping_api
 
+_GET = select(mapping_api).where(mapping_api.c.account_id == bindparam("account_id"),
+                                 mapping_api.c.api_id == bindparam("api_id"))
+_LIST_ALL = (select(mapping_api).where(mapping_api.c.account_id == bindparam("account_id"))
+             .order_by(mapping_api.c.created_at, mapping_api.c.api_id))
+
+
+def get_sync(conn: Connection, account_id: int, api_id: str) -> Row[Any] | None:
+    return conn.execute(_GET, {"account_id": account_id, "api_id": api_id.lower()}).first()
+
 
 async def get(conn: AsyncConnection, account_id: int, api_id: str) -> Row[Any] | None:
-    stmt = select(mapping_api).where(mapping_api.c.account_id == account_id,
-                                     mapping_api.c.api_id == api_id.lower())
-    return (await conn.execute(stmt)).first()
+    return await conn.run_sync(get_sync, account_id, api_id)
+
+
+def list_all_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
+    return list(conn.execute(_LIST_ALL, {"account_id": account_id}).all())
 
 
 async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    stmt = (select(mapping_api).where(mapping_api.c.account_id == account_id)
-            .order_by(mapping_api.c.created_at, mapping_api.c.api_id))
-    return list((await conn.execute(stmt)).all())
+    return await conn.run_sync(list_all_sync, account_id)
 
 
 async def count(conn: AsyncConnection, account_id: int) -> int:

@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import headers_to_store
@@ -106,17 +107,30 @@ async def create_api(
     return ApiCreateResponse(api_id=api_id, api_name=name)
 
 
-async def api_info(conn: AsyncConnection, actor: Actor, *, api_id: str,
-                   deps: Deps) -> MappingApiItem:
+def api_info_sync(conn: Connection, actor: Actor, *, api_id: str,
+                  deps: Deps) -> MappingApiItem:
     """The API; an unknown id (or another account's) is ResourceNotFound, as for every
     other info operation."""
-    return _item(await _existing(conn, actor, api_id), deps.box)
+    row = repo.get_sync(conn, actor.account_id, api_id)
+    if row is None:
+        raise errors.not_found("mapping API", api_id)
+    return _item(row, deps.box)
+
+
+async def api_info(conn: AsyncConnection, actor: Actor, *, api_id: str,
+                   deps: Deps) -> MappingApiItem:
+    return await conn.run_sync(lambda c: api_info_sync(c, actor, api_id=api_id, deps=deps))
+
+
+@reads_sync(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
+def list_apis_sync(conn: Connection, actor: Actor, *, deps: Deps) -> list[MappingApiItem]:
+    return [_item(r, deps.box) for r in repo.list_all_sync(conn, actor.account_id)]
 
 
 @reads(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
 async def list_apis(conn: AsyncConnection, actor: Actor, *,
                     deps: Deps) -> list[MappingApiItem]:
-    return [_item(r, deps.box) for r in await repo.list_all(conn, actor.account_id)]
+    return await conn.run_sync(lambda c: list_apis_sync(c, actor, deps=deps))
 
 
 async def _existing(conn: AsyncConnection, actor: Actor, api_id: str) -> Any:
