@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import Connection, Table, bindparam, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -32,6 +32,32 @@ def saved_values(actor: Writer, values: dict[str, Any], *, new: bool) -> dict[st
     if new:
         stamped.update(account_id=actor.account_id, creator_id=actor.person_id, created_at=now)
     return stamped
+
+
+class Reads:
+    """A table's two reads, built once, for sync units of database work (a read operation's,
+    api/operation.py): one integration's row, unlocked, and the rows of several."""
+
+    def __init__(self, table: Table) -> None:
+        self._get = select(table).where(table.c.account_id == bindparam("account_id"),
+                                        table.c.integration_id == bindparam("integration_id"))
+        self._list_for = (
+            select(table)
+            .where(table.c.account_id == bindparam("account_id"),
+                   table.c.integration_id.in_(bindparam("integration_ids", expanding=True)))
+            .order_by(table.c.integration_id))
+
+    def get(self, conn: Connection, account_id: int, integration_id: int) -> Row[Any] | None:
+        return conn.execute(self._get, {"account_id": account_id,
+                                        "integration_id": integration_id}).first()
+
+    def list_for(self, conn: Connection, account_id: int,
+                 integration_ids: Sequence[int]) -> list[Row[Any]]:
+        """The rows of these integrations of the account, by integration id."""
+        if not integration_ids:
+            return []
+        return list(conn.execute(self._list_for, {
+            "account_id": account_id, "integration_ids": list(integration_ids)}).all())
 
 
 async def get(conn: AsyncConnection, table: Table, account_id: int, integration_id: int, *,

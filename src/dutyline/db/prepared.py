@@ -25,6 +25,22 @@ from sqlalchemy.engine.interfaces import Dialect
 _POSTCOMPILE = re.compile(r"__\[POSTCOMPILE_(\w+)\]")
 
 
+def _run(conn: Connection, sql: str, values: tuple[Any, ...]) -> Sequence[Any]:
+    """Every row of `sql` run on the connection's DBAPI cursor, inside its transaction."""
+    dbapi = conn.connection.dbapi_connection
+    assert dbapi is not None, "the connection is open, inside its transaction"
+    cursor = dbapi.cursor()
+    try:
+        # Whoever listens for statements on the engine (a bench recording what a request
+        # sends, a test reading plans) sees this one too; nothing is done when none does.
+        for listener in conn.dispatch.before_cursor_execute:
+            listener(conn, cursor, sql, values, None, False)
+        cursor.execute(sql, values)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
 class Prepared:
     __slots__ = ("_compiled", "columns", "statement")
 
@@ -44,19 +60,7 @@ class Prepared:
         if compiled is None:
             compiled = self._compiled[conn.dialect.name] = self._compile(conn.dialect)
         sql, names, bound = compiled
-        values = tuple(params[n] if n in params else bound[n] for n in names)
-        dbapi = conn.connection.dbapi_connection
-        assert dbapi is not None, "the connection is open, inside its transaction"
-        cursor = dbapi.cursor()
-        try:
-            # Whoever listens for statements on the engine (a bench recording what a request
-            # sends, a test reading plans) sees this one too; nothing is done when none does.
-            for listener in conn.dispatch.before_cursor_execute:
-                listener(conn, cursor, sql, values, None, False)
-            cursor.execute(sql, values)
-            return cursor.fetchall()
-        finally:
-            cursor.close()
+        return _run(conn, sql, tuple(params[n] if n in params else bound[n] for n in names))
 
     def _compile(self, dialect: Dialect) -> tuple[str, tuple[str, ...], dict[str, Any]]:
         compiled: Any = self.statement.compile(dialect=dialect)
@@ -111,16 +115,7 @@ class PreparedIn:
         values = tuple(
             (params[s.name] if s.index is None else params[s.name][s.index])
             if type(s) is _Slot else s for s in slots)
-        dbapi = conn.connection.dbapi_connection
-        assert dbapi is not None, "the connection is open, inside its transaction"
-        cursor = dbapi.cursor()
-        try:
-            for listener in conn.dispatch.before_cursor_execute:
-                listener(conn, cursor, sql, values, None, False)
-            cursor.execute(sql, values)
-            return cursor.fetchall()
-        finally:
-            cursor.close()
+        return _run(conn, sql, values)
 
     def _expand(self, dialect: Dialect, params: Mapping[str, Any]
                 ) -> tuple[str, tuple[Any, ...]]:

@@ -199,19 +199,8 @@ def lines_after_sync(conn: Connection, schema_id: str, after: str,
 # -- enrichment settings ------------------------------------------------------------------------
 
 
-_GET_SETTING = select(enrichment_setting).where(
-    enrichment_setting.c.account_id == bindparam("account_id"),
-    enrichment_setting.c.integration_id == bindparam("integration_id"))
-_LIST_SETTINGS = (select(enrichment_setting)
-                  .where(enrichment_setting.c.account_id == bindparam("account_id"),
-                         enrichment_setting.c.integration_id.in_(
-                             bindparam("integration_ids", expanding=True)))
-                  .order_by(enrichment_setting.c.integration_id))
-
-
-def get_setting_sync(conn: Connection, account_id: int, integration_id: int) -> Row[Any] | None:
-    return conn.execute(_GET_SETTING, {"account_id": account_id,
-                                       "integration_id": integration_id}).first()
+_setting_reads = per_integration.Reads(enrichment_setting)
+get_setting_sync = _setting_reads.get
 
 
 async def get_setting(conn: AsyncConnection, account_id: int,
@@ -219,10 +208,7 @@ async def get_setting(conn: AsyncConnection, account_id: int,
     return await conn.run_sync(get_setting_sync, account_id, integration_id)
 
 
-def list_settings_sync(conn: Connection, account_id: int,
-                       integration_ids: Sequence[int]) -> list[Row[Any]]:
-    return list(conn.execute(_LIST_SETTINGS, {"account_id": account_id,
-                                              "integration_ids": list(integration_ids)}).all())
+list_settings_sync = _setting_reads.list_for
 
 
 async def list_settings(conn: AsyncConnection, account_id: int,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, select
@@ -14,28 +13,9 @@ from dutyline.db.tables.channel import alert_pipeline
 
 # -- reads (sync: a read operation's one unit of database work, api/operation.py) --------
 
-_t = alert_pipeline
-_GET = select(_t).where(_t.c.account_id == bindparam("account_id"),
-                        _t.c.integration_id == bindparam("integration_id"))
-_LIST_FOR = (select(_t)
-             .where(_t.c.account_id == bindparam("account_id"),
-                    _t.c.integration_id.in_(bindparam("integration_ids", expanding=True)))
-             .order_by(_t.c.integration_id))
-
-
-def get_sync(conn: Connection, account_id: int, integration_id: int) -> Row[Any] | None:
-    """The integration's row, unlocked (a read)."""
-    return conn.execute(_GET, {"account_id": account_id,
-                               "integration_id": integration_id}).first()
-
-
-def list_for_sync(conn: Connection, account_id: int,
-                  integration_ids: Sequence[int]) -> list[Row[Any]]:
-    """The rows of these integrations of the account, by integration id."""
-    if not integration_ids:
-        return []
-    return list(conn.execute(_LIST_FOR, {"account_id": account_id,
-                                         "integration_ids": list(integration_ids)}).all())
+_reads = per_integration.Reads(alert_pipeline)
+get_sync = _reads.get
+list_for_sync = _reads.list_for
 
 
 async def get(conn: AsyncConnection, account_id: int, integration_id: int) -> Row[Any] | None:
