@@ -37,14 +37,19 @@ PAGE_SIZE = 25
 
 
 class Statements:
-    """Counts the statements the engine sends (and keeps the last request's, to print)."""
+    """Counts the statements the database sends (and keeps the last request's, to print): on
+    both engines of a SQLite database (the read units run on its sync one)."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, db: Any) -> None:
         from sqlalchemy import event
 
         self.count = 0
         self.last: list[str] = []
-        event.listen(engine.sync_engine, "before_cursor_execute", self._seen)
+        engines = [db.engine.sync_engine]
+        if db._sync is not None:
+            engines.append(db._sync.engine)
+        for engine in engines:
+            event.listen(engine, "before_cursor_execute", self._seen)
 
     def _seen(self, conn: Any, cursor: Any, statement: str, *_: Any) -> None:
         self.count += 1
@@ -123,7 +128,7 @@ async def measure(url: str, key: str, requests: int) -> dict[str, Any]:
     timings: dict[str, list[float]] = {"page": [], "page (CPU)": [], "api": [], "api (CPU)": []}
     statements: dict[str, Any] = {}
     async with app.router.lifespan_context(app):
-        stmts = Statements(runtime.db.engine)
+        stmts = Statements(runtime.db)
         token, _ = await _session(runtime)
         async with runtime.db.connect() as conn:
             owner = (await conn.execute(select(member.c.account_id, member.c.member_id).where(
