@@ -16,7 +16,7 @@ from sqlalchemy.engine import make_url
 
 from dutyline.db.engine import Database
 from dutyline.db.tables.incident import incident
-from dutyline.incident.query.repository import title_contains
+from dutyline.incident.query.title_search import title_contains
 from dutyline.kit.ids import hex_id
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api
