@@ -8,10 +8,11 @@ incidents is then a fixed handful of round trips whatever its size."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,7 @@ from dutyline.db.tables.incident import (
 )
 from dutyline.db.tables.platform import account, member
 from dutyline.incident import visibility
-from dutyline.incident.query.title_search import custom_plans, title_contains
+from dutyline.incident.query.title_search import title_contains
 from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
 
@@ -518,3 +519,30 @@ def past_candidates_sync(conn: Connection, scope: Scope, ref: Row[Any]) -> list[
         for r in conn.execute(same_group).all():
             found.setdefault(r.incident_id, r)
     return list(found.values())
+
+
+# --- title search plans (the condition itself: title_search.py) -----------------------------
+
+@contextlib.contextmanager
+def custom_plans(conn: Connection, query: str) -> Iterator[None]:
+    """On PostgreSQL, plan the statements run inside for their actual values.
+
+    Statements are prepared, and after five runs PostgreSQL may keep one generic plan, made
+    without knowing the pattern. With the trigram index that plan reads every match of the
+    window and sorts it for a page (13 ms instead of 0.4 for 'disk' in 100,000 incidents),
+    or, for a 1-2 character query that no trigram narrows, scans the whole index. Only the
+    actual pattern tells whether walking the window in order or asking the index is
+    cheaper. One SET LOCAL per title search (in a transaction of its own when the connection
+    reads in autocommit, as a read unit does); nothing for other lists or on SQLite."""
+    if not query or conn.dialect.name != "postgresql":
+        yield
+        return
+    autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
+    if autocommit:
+        conn.exec_driver_sql("BEGIN")
+    try:
+        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
+        yield
+    finally:
+        if autocommit:
+            conn.exec_driver_sql("COMMIT")

@@ -11,11 +11,9 @@ the LIKE (a full read of the window)."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
-from sqlalchemy import Boolean, ColumnElement, Connection, func, literal_column, select
+from sqlalchemy import Boolean, ColumnElement, func, literal_column, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.visitors import InternalTraversal, _TraverseInternalsType
@@ -36,31 +34,6 @@ def title_contains(query: str) -> ColumnElement[bool]:
     if len(needle) < TRIGRAM:
         return like
     return _IndexedTitleMatch(like, _fts_match(needle))
-
-
-@contextlib.contextmanager
-def custom_plans(conn: Connection, query: str) -> Iterator[None]:
-    """On PostgreSQL, plan the statements run inside for their actual values.
-
-    Statements are prepared, and after five runs PostgreSQL may keep one generic plan, made
-    without knowing the pattern. With the trigram index that plan reads every match of the
-    window and sorts it for a page (13 ms instead of 0.4 for 'disk' in 100,000 incidents),
-    or, for a 1-2 character query that no trigram narrows, scans the whole index. Only the
-    actual pattern tells whether walking the window in order or asking the index is
-    cheaper. One SET LOCAL per title search (in a transaction of its own when the connection
-    reads in autocommit, as a read unit does); nothing for other lists or on SQLite."""
-    if not query or conn.dialect.name != "postgresql":
-        yield
-        return
-    autocommit = conn.get_execution_options().get("isolation_level") == "AUTOCOMMIT"
-    if autocommit:
-        conn.exec_driver_sql("BEGIN")
-    try:
-        conn.exec_driver_sql("SET LOCAL plan_cache_mode = force_custom_plan")
-        yield
-    finally:
-        if autocommit:
-            conn.exec_driver_sql("COMMIT")
 
 
 def _fts_match(needle: str) -> ColumnElement[bool]:
