@@ -360,13 +360,6 @@ def schedule_info_sync(conn: Connection, actor: Actor, *, schedule_id: int, star
     return _items(conn, actor, [row], window)[0]
 
 
-@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
-async def schedule_info(conn: AsyncConnection, actor: Actor, *, schedule_id: int, start: int,
-                        end: int) -> ScheduleItem:
-    return await conn.run_sync(lambda sync: schedule_info_sync(
-        sync, actor, schedule_id=schedule_id, start=start, end=end))
-
-
 @reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 def schedule_infos_sync(conn: Connection, actor: Actor, *,
                         schedule_ids: Sequence[int]) -> list[ScheduleItem]:
@@ -375,14 +368,6 @@ def schedule_infos_sync(conn: Connection, actor: Actor, *,
     if len(ids) > 100:
         raise errors.invalid("schedule_ids", "has more than 100 ids")
     return _items(conn, actor, repository.get_many_sync(conn, actor.account_id, ids), None)
-
-
-@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
-async def schedule_infos(conn: AsyncConnection, actor: Actor, *,
-                         schedule_ids: Sequence[int]) -> list[ScheduleItem]:
-    """Unknown ids (or another account's) are left out."""
-    return await conn.run_sync(lambda sync: schedule_infos_sync(
-        sync, actor, schedule_ids=schedule_ids))
 
 
 def list_schedules_sync(
@@ -460,13 +445,3 @@ def preview_sync(
         account_id=actor.account_id, stored=None, notify=ScheduleNotify(),
         # Validation refused any person who is not a live member.
         live={p for _, p in definition.person_fields(stored)})
-
-
-@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
-async def preview(
-    conn: AsyncConnection, actor: Actor, *, time_zone: str | None, layers: list[LayerIn] | None,
-    start: int, end: int,
-) -> ScheduleItem:
-    """The timeline of a definition that is not stored (nothing is written)."""
-    return await conn.run_sync(lambda sync: preview_sync(
-        sync, actor, time_zone=time_zone, layers=layers, start=start, end=end))
