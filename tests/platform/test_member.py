@@ -187,13 +187,16 @@ async def test_delete_member_by_each_identifier(api: Api, owner: Person) -> None
 
 async def test_owner_and_self_cannot_be_deleted(api: Api, owner: Person) -> None:
     admin = await new_member(api, owner, name="Admin", builtin="admin")
+    # Only the Owner acts on the Owner, and the Owner cannot delete themselves.
     by_admin = await api.call("/member/delete", {"member_id": owner.person_id}, key=admin.key)
-    assert by_admin.status == 400 and by_admin.code == "BadRequest"
-    self_delete = await api.call("/member/delete", {"member_id": admin.person_id}, key=admin.key)
-    assert self_delete.status == 400 and self_delete.code == "BadRequest"
+    assert by_admin.status == 403 and by_admin.code == "AccessDenied"
     zh = await api.call("/member/delete", {"member_id": owner.person_id}, key=admin.key,
                         headers={"Accept-Language": "zh-CN"})
-    assert zh.message == "不能删除账户所有者"
+    assert zh.message == "只有账户所有者可以操作账户所有者"
+    self_delete = await api.call("/member/delete", {"member_id": admin.person_id}, key=admin.key)
+    assert self_delete.status == 400 and self_delete.code == "BadRequest"
+    by_owner = await api.call("/member/delete", {"member_id": owner.person_id}, key=owner.key)
+    assert by_owner.status == 400 and by_owner.code == "BadRequest"
     assert set(await members(api, owner)) == {owner.person_id, admin.person_id}
 
 

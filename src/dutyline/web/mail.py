@@ -18,6 +18,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit import mail
 from dutyline.platform.member import service as members
+from dutyline.platform.role import service as roles
 from dutyline.web import service as signin
 from dutyline.work.queue import enqueue
 from dutyline.work.registry import JobContext, job_handler
@@ -55,6 +56,8 @@ async def invite(conn: AsyncConnection, actor: Actor, *, person_id: int) -> int:
     person = found.get(person_id)
     if person is None:
         raise errors.not_found("member", person_id)
+    # A welcome link sets a password: inviting again is acting on the member.
+    await roles.require_over(conn, actor, member_ids=[person_id])
     if not person.email:
         raise errors.invalid("email", "the member has no e-mail address")
     await enqueue_link_mail(conn, purpose="welcome", account_id=actor.account_id,

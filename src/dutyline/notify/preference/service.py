@@ -1,6 +1,7 @@
 """Members' contact methods and notification preferences.
 
-A member reads and sets their own; another member's need `account_manage`. The channels a
+A member reads and sets their own; another member's need `account_manage`, and changing them
+or sending them a test also every right that member holds (role.service.require_over). The channels a
 member may choose are those a person can be reached by (e-mail, SMS, voice, a direct message
 on Telegram, Slack, Feishu, DingTalk, WeCom or Zoom, to their handle in `im`); a severity
 without a choice uses e-mail. The escalation engine reads `preferences` when a
@@ -26,6 +27,7 @@ from dutyline.notify.delivery.adapters import needs
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
 from dutyline.platform.member import service as members
+from dutyline.platform.role import service as roles
 
 SEVERITIES = ("critical", "warning", "info")
 DEFAULT_CHANNELS = ("email",)
@@ -84,8 +86,12 @@ def reach_sync(conn: Connection, actor: Actor, *,
 
 async def reach(conn: AsyncConnection, actor: Actor, *,
                 member_id: int) -> tuple[members.Contact, Preference]:
-    """A member's contacts and preference (`reach_sync`)."""
-    return await conn.run_sync(lambda sync: reach_sync(sync, actor, member_id=member_id))
+    """A member's contacts and preference (`reach_sync`), for a test sent to them: acting
+    on them."""
+    person, pref = await conn.run_sync(lambda sync: reach_sync(sync, actor,
+                                                               member_id=member_id))
+    await roles.require_over(conn, actor, member_ids=[person.person_id])
+    return person, pref
 
 
 def address(person: members.Contact, pref: Preference, channel: str) -> str:
@@ -159,6 +165,7 @@ async def notify_reset(conn: AsyncConnection, actor: Actor, *, member_id: int,
                        warning: list[str] | None, info: list[str] | None) -> int:
     """Set what was given; returns the member's id (for the audit log)."""
     person = await _target(conn, actor, member_id)
+    await roles.require_over(conn, actor, member_ids=[person.person_id])
     given = {"critical": critical, "warning": warning, "info": info}
     values: dict[str, Any] = {s: _dump(_checked_channels(s, v))
                               for s, v in given.items() if v is not None}

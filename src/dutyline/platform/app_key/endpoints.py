@@ -20,7 +20,8 @@ router = Router("App keys")
 
 @router.post("/app-key/create", write=True)
 async def app_key_create(ctx: Context, req: AppKeyCreateRequest) -> AppKeyCreateResponse:
-    """Issue an app key for oneself, or for another member with account_manage."""
+    """Issue an app key for oneself, or for another member with account_manage and every
+    permission that member holds (only the Owner issues the Owner's keys)."""
     issued = await service.create_key(ctx.conn, ctx.actor, key_name=req.key_name,
                                       person_id=req.person_id)
     return AppKeyCreateResponse(key_id=issued.key_id, key_name=issued.key_name,
@@ -37,5 +38,6 @@ def app_key_list(conn: Connection, ctx: Context, req: AppKeyListRequest) -> AppK
 
 @router.post("/app-key/delete", write=True, dangerous=True)
 async def app_key_delete(ctx: Context, req: AppKeyDeleteRequest) -> None:
-    """Delete a key: one's own, or any key of the account with account_manage."""
+    """Delete a key: one's own, or another member's with account_manage and every
+    permission that member holds (only the Owner deletes the Owner's keys)."""
     await service.delete_key(ctx.conn, ctx.actor, key_id=req.key_id)

@@ -1,6 +1,9 @@
-"""Rules of app keys: anyone manages their own keys; another member's keys need
-account_manage; the plaintext is returned once, at creation. Issuing and deleting a key are
-audited whoever calls them (any member may, for their own keys).
+"""Rules of app keys: anyone manages their own keys; listing another member's keys needs
+account_manage (a list shows no key); issuing or deleting one also needs every right that
+member holds, since a key acts with its member's rights, and only the Owner touches the
+Owner's keys (role.service.require_over). The plaintext is returned once, at creation.
+Issuing and deleting a key are audited whoever calls them (any member may, for their own
+keys).
 
 The operator's `dutyline app-key` command calls these too, acting for the key's account as
 `Actor.system`; only listing across every account is the operator's alone (`operator_list`)."""
@@ -19,6 +22,7 @@ from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.app_key import keys
 from dutyline.platform.app_key import repository as repo
 from dutyline.platform.app_key.schemas import AppKeyItem
+from dutyline.platform.role import service as roles
 
 
 @writes("/app-key/create", targets=lambda issued: [issued.key_id])
@@ -29,6 +33,8 @@ async def create_key(conn: AsyncConnection, actor: Actor, *, key_name: str,
     if not name:
         raise errors.invalid("key_name", "is required")
     person_id = await _target_person(conn, actor, person_id)
+    # A key acts with its member's rights: issuing one is acting as them.
+    await roles.require_over(conn, actor, member_ids=[person_id])
     return await keys.issue(conn, account_id=actor.account_id, person_id=person_id,
                             key_name=name, now_s=actor.now_s)
 
@@ -55,6 +61,7 @@ async def delete_key(conn: AsyncConnection, actor: Actor, *, key_id: int) -> Non
         raise errors.not_found("app key", key_id)
     if row.person_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
+    await roles.require_over(conn, actor, member_ids=[row.person_id])
     actor.note_audit_targets(row.key_id)
     # Authentication reads the table on every request (no cache), so the key fails on the
     # very next call, in every process.

@@ -1,5 +1,6 @@
 """Rules of members: contacts unique per account, roles only from the account, the Owner
-fixed (never deleted, its role never granted or revoked here), nobody deletes themselves."""
+fixed (never deleted, its role never granted or revoked here), nobody deletes themselves,
+and nobody acts on a member holding rights they lack (role.service.require_over)."""
 
 from __future__ import annotations
 
@@ -199,6 +200,7 @@ async def delete_member(
     target = await _find_for_delete(conn, actor, member_id=member_id, member_name=member_name,
                                     email=email, phone=phone, country_code=country_code,
                                     ref_id=ref_id)
+    await roles.require_over(conn, actor, member_ids=[target.member_id])
     if target.member_id == actor.person_id:
         raise errors.BadRequest("You cannot delete yourself")
     if await repo.owner_ids(conn, actor.account_id, [target.member_id]):
@@ -233,6 +235,7 @@ async def update_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
     """Replace a member's roles (the Owner role stays as it is)."""
     target = await _require_member(conn, actor, member_id)
     actor.note_audit_targets(target.member_id)
+    await roles.require_over(conn, actor, member_ids=[target.member_id])
     wanted = list(dict.fromkeys(role_ids))
     await roles.require_roles(conn, actor, role_ids=wanted)
     owner_role = await roles.builtin_role_id(conn, actor, builtin="owner")
@@ -279,13 +282,15 @@ async def person_infos(conn: AsyncConnection, actor: Actor, *,
 async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
                      changes: dict[str, str | None]) -> None:
     """Update a member's profile and contacts (reference /member/info/reset): one's own, or
-    anyone's with account management. Fields given as None are left unchanged; e-mail and
-    phone stay unique among the account's live members, and one of them must remain."""
+    with account management another's whose every right one holds (the e-mail signs in and
+    receives password resets). Fields given as None are left unchanged; e-mail and phone
+    stay unique among the account's live members, and one of them must remain."""
     if member_id != actor.person_id and not actor.has(ACCOUNT_MANAGE):
         raise errors.AccessDenied()
     row = await repo.get(conn, actor.account_id, member_id)
     if row is None or row.status == "deleted":
         raise errors.not_found("member", member_id)
+    await roles.require_over(conn, actor, member_ids=[row.member_id])
     actor.note_audit_targets(row.member_id)
     values = {k: v.strip() for k, v in changes.items() if v is not None}
     if "email" in values:
@@ -374,6 +379,7 @@ async def _current_roles(conn: AsyncConnection, member_id: int) -> list[int]:
 async def _role_change(conn: AsyncConnection, actor: Actor, member_id: int,
                        role_ids: Sequence[int]) -> tuple[Any, list[int]]:
     target = await _require_member(conn, actor, member_id)
+    await roles.require_over(conn, actor, member_ids=[target.member_id])
     wanted = list(dict.fromkeys(role_ids))
     rows = await roles.require_roles(conn, actor, role_ids=wanted)
     if await roles.builtin_role_id(conn, actor, builtin="owner") in wanted:
@@ -434,7 +440,6 @@ def existing_member_ids_sync(conn: Connection, actor: Actor,
     """`existing_member_ids` inside a sync unit of database work."""
     rows = repo.find_many_sync(conn, actor.account_id, sorted(set(member_ids)))
     return {r.member_id for r in rows if r.status != "deleted"}
-
 
 
 def live_member_ids_statement() -> Select[tuple[int]]:

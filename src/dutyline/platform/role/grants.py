@@ -4,7 +4,8 @@ All or nothing: the role and every member must be the caller's account's (a fore
 deleted id is not found, and nothing changes). Members who already hold the role (grant) or
 do not (revoke) are skipped. The Owner role is fixed: it is never granted or revoked, so an
 account keeps its one owner. A caller may only move a role whose permissions they hold
-themselves (role.service.require_within_rights). Permissions are read afresh on every
+themselves (role.service.require_within_rights), and only on members whose every right they
+hold (role.service.require_over). Permissions are read afresh on every
 request (platform/auth.py), so a change applies to the member's very next call."""
 
 from __future__ import annotations
@@ -56,4 +57,5 @@ async def _prepare(conn: AsyncConnection, actor: Actor, role_id: int,
     if missing := [m for m in wanted if m not in live]:
         raise errors.not_found("member", missing[0])
     await roles.require_within_rights(conn, actor, rows=[row])
+    await roles.require_over(conn, actor, member_ids=wanted)
     return row, wanted

@@ -142,6 +142,26 @@ async def member_grants(conn: AsyncConnection, account_id: int, member_id: int) 
     return list(await conn.execute(stmt))
 
 
+_HELD = (
+    select(member_role.c.member_id, role.c.builtin, role_permission.c.permission_id)
+    .select_from(member_role)
+    .join(member, member.c.member_id == member_role.c.member_id)
+    .join(role, role.c.role_id == member_role.c.role_id)
+    .outerjoin(role_permission, role_permission.c.role_id == role.c.role_id)
+    .where(member.c.account_id == bindparam("account_id"),
+           member.c.member_id.in_(bindparam("member_ids", expanding=True)),
+           member.c.status != "deleted"))
+
+
+def held_grants_sync(conn: Connection, account_id: int,
+                     member_ids: list[int]) -> list[Row[Any]]:
+    """(member_id, builtin, permission_id) of every role these live members of the account
+    hold, disabled roles included (one row per permission; NULL for a role without any)."""
+    if not member_ids:
+        return []
+    return list(conn.execute(_HELD, {"account_id": account_id, "member_ids": member_ids}))
+
+
 # --- holders (member_role) ----------------------------------------------------------------
 
 

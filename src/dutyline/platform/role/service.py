@@ -60,6 +60,8 @@ async def upsert_role(
     existing = None
     if role_id:
         existing = await _require_custom(conn, actor, role_id)
+        # Its holders' rights change with it: only someone holding all it grants edits it.
+        await _require_held_role(conn, actor, existing)
     same_name = await repo.find_by_name(conn, account_id, name)
     if same_name is not None and (existing is None or same_name.role_id != existing.role_id):
         raise errors.invalid("role_name", "already exists")
@@ -112,6 +114,9 @@ async def disable_role(conn: AsyncConnection, actor: Actor, *, role_id: int) -> 
 async def _set_status(conn: AsyncConnection, actor: Actor, role_id: int, status: str) -> None:
     row = await _require_custom(conn, actor, role_id)
     actor.note_audit_targets(row.role_id)
+    # Enabling hands its permissions back to its holders, disabling takes them away: both
+    # are granting or revoking them, so the same rule as for grant and revoke.
+    await _require_held_role(conn, actor, row)
     if row.status != status:
         await repo.update_role(conn, row.role_id, {"status": status, "updated_at": actor.now_s})
 
@@ -120,6 +125,7 @@ async def _set_status(conn: AsyncConnection, actor: Actor, role_id: int, status:
 async def delete_role(conn: AsyncConnection, actor: Actor, *, role_id: int) -> None:
     row = await _require_custom(conn, actor, role_id)
     actor.note_audit_targets(row.role_id)
+    await _require_held_role(conn, actor, row)
     if await repo.holder_count(conn, row.role_id):
         raise errors.ReferenceExist(
             "Role {id} is still held by members; revoke it from them first", id=row.role_id
@@ -223,6 +229,51 @@ async def require_within_rights(conn: AsyncConnection, actor: Actor, *,
     granted = await _permission_ids(conn, list(rows))
     for row in rows:
         _require_held(actor, role_name=row.role_name, permission_ids=granted[row.role_id])
+
+
+async def require_over(conn: AsyncConnection, actor: Actor, *,
+                       member_ids: Sequence[int]) -> None:
+    """Refuse (403 AccessDenied) acting on other members (`require_over_sync`)."""
+    await conn.run_sync(lambda sync: require_over_sync(sync, actor, member_ids=member_ids))
+
+
+def require_over_sync(conn: Connection, actor: Actor, *, member_ids: Sequence[int]) -> None:
+    """Nobody acts above their own rights: an operation on another member (their keys,
+    contacts, profile, roles, invitation, removal) needs every permission that member holds,
+    disabled roles included (enabling one again would hand them back); an Admin holds all.
+    Only the Owner acts on the Owner. Acting on oneself is always allowed, and so is the
+    server itself (jobs, the operator's shell). Ids that are no live member of the account
+    pass: the caller answers them as not found."""
+    others = sorted({m for m in member_ids if m and m != actor.person_id})
+    if not others or actor.credential == "system":
+        return
+    rows = repo.held_grants_sync(conn, actor.account_id, [*others, actor.person_id])
+    owners = {r.member_id for r in rows if r.builtin == "owner"}
+    if actor.person_id in owners:
+        return
+    if owners.intersection(others):
+        raise errors.AccessDenied("Only the Owner may act on the Owner")
+    if actor.is_admin:
+        return
+    held: dict[int, set[int]] = {}
+    for r in rows:
+        ids = held.setdefault(r.member_id, set())
+        if r.builtin in _ALL_PERMISSION_BUILTINS:
+            ids |= permissions.ALL_IDS
+        elif r.permission_id is not None:
+            ids.add(r.permission_id)
+    for member_id in others:
+        beyond = sorted(n for n in permissions.expand(held.get(member_id, set()))
+                        if not actor.has(n))
+        if beyond:
+            raise errors.AccessDenied(
+                "Member {id} holds permissions you do not hold: {names}",
+                id=member_id, names=", ".join(beyond))
+
+
+async def _require_held_role(conn: AsyncConnection, actor: Actor, row: Any) -> None:
+    granted = await _permission_ids(conn, [row])
+    _require_held(actor, role_name=row.role_name, permission_ids=granted[row.role_id])
 
 
 def _require_held(actor: Actor, *, role_name: str, permission_ids: Sequence[int]) -> None:
