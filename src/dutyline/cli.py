@@ -49,8 +49,19 @@ def init(account_name: str, owner_name: str, owner_email: str) -> None:
 
     settings = _settings()
     upgrade(settings.database_url)
-    created = asyncio.run(_create_account(settings, account_name, owner_name, owner_email))
+    created = asyncio.run(_create_account(settings, account_name, owner_name,
+                                          _owner_email(owner_email)))
     click.echo(json.dumps(created))
+
+
+def _owner_email(value: str) -> str:
+    """The Owner's e-mail address as given, refused here when it is none."""
+    from dutyline.platform.member.service import is_email
+
+    value = value.strip().lower()
+    if value and not is_email(value):
+        raise click.BadParameter(f"{value!r} is no e-mail address", param_hint="--owner-email")
+    return value
 
 
 async def _create_account(
@@ -72,7 +83,8 @@ async def _create_account(
     return {"account_id": new.account_id, "person_id": new.person_id, "app_key": new.app_key}
 
 
-async def _bootstrap_if_empty(settings: Settings) -> dict[str, Any] | None:
+async def _bootstrap_if_empty(settings: Settings,
+                              owner_email: str = "") -> dict[str, Any] | None:
     from dutyline.db.engine import Database
     from dutyline.platform.account.service import has_any_account
 
@@ -83,7 +95,7 @@ async def _bootstrap_if_empty(settings: Settings) -> dict[str, Any] | None:
                 return None
     finally:
         await db.dispose()
-    return await _create_account(settings, "My team", "Owner", "")
+    return await _create_account(settings, "My team", "Owner", owner_email)
 
 
 async def _welcome_link(settings: Settings, *, person_id: int | None = None,
@@ -153,29 +165,35 @@ def _require_secret_key(settings: Settings) -> None:
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--workers", default=1, show_default=True, type=int,
               help="Server processes; use PostgreSQL and Redis when more than one.")
-def serve(host: str, port: int, workers: int) -> None:
+@click.option("--owner-email", envvar="DUTYLINE_OWNER_EMAIL", default="", metavar="ADDRESS",
+              help="First start only: the Owner's e-mail address, with which they sign in "
+                   "(also DUTYLINE_OWNER_EMAIL). Without it, the welcome link asks for it.")
+def serve(host: str, port: int, workers: int, owner_email: str) -> None:
     """Apply migrations and serve the API (durable-work loops run inside)."""
     import uvicorn
 
     from dutyline.db.migrate import upgrade
 
+    owner_email = _owner_email(owner_email)
     _settings()  # the extras its settings need are installed, or stop here
     loaded = _loaded()
     settings = _follow_listen_address(loaded, host, port)
     _require_secret_key(settings)
     upgrade(settings.database_url)
-    created = asyncio.run(_bootstrap_if_empty(settings))
+    created = asyncio.run(_bootstrap_if_empty(settings, owner_email))
     if created:
         base = link_base_url(host, port)[0]
         welcome = asyncio.run(_welcome_link(settings, person_id=created["person_id"]))
+        sets = (f"password (they sign in as {owner_email})" if owner_email
+                else "e-mail address and password")
         click.echo(
             "\nFirst start: created an account and its Owner. This app key is shown once:\n\n"
             f"  {created['app_key']}\n\n"
             "Try it:\n\n"
             f"  curl -s -X POST '{base}/team/list?app_key={created['app_key']}' "
             "-H 'Content-Type: application/json' -d '{}'\n\n"
-            "Sign in to the console: this one-time link sets the Owner's e-mail address and "
-            "password (it works once, within 7 days):\n\n"
+            f"Sign in to the console: this one-time link sets the Owner's {sets} (it works "
+            "once, within 7 days):\n\n"
             f"  {welcome}\n",
             err=True,
         )

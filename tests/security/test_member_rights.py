@@ -325,3 +325,18 @@ async def test_the_console_refuses_alike(api: Api, owner: Person, action: str) -
             assert changed(before, await snapshot(api)) == []
     finally:
         await browser.aclose()
+
+
+async def test_the_member_page_offers_only_what_they_may_do(api: Api, owner: Person) -> None:
+    acc = await account(api, owner)
+    actor = await lesser(api, acc, "account_manage")
+    peer = await new_member(api, owner, name="Peer", builtin=None,
+                            role_ids=[acc.roles["Managers"]])
+    browser = await signed_in(api, actor)
+    try:
+        for target, offered in ((acc.owner, False), (acc.admin, False), (peer, True)):
+            page = await browser.get(f"/console/members/{target.person_id}")
+            assert page.status_code == 200
+            assert (f"/console/members/{target.person_id}/roles" in page.text) is offered
+    finally:
+        await browser.aclose()

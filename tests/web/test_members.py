@@ -316,8 +316,8 @@ async def test_the_owner_and_oneself_cannot_be_removed(
     admin = await new_member(api, owner, name="Admin", builtin="admin")
     b = await signed_in(api, admin)
     refused = await b.post(f"/console/members/{owner.person_id}/remove")
-    assert refused.status_code == 400
-    assert "Owner cannot be deleted" in refused.text
+    assert refused.status_code == 403  # only the Owner acts on the Owner
+    assert "Only the Owner may act on the Owner" in refused.text
     self_remove = await b.post(f"/console/members/{admin.person_id}/remove")
     assert self_remove.status_code == 400 and "cannot delete yourself" in self_remove.text
     assert await _status(api, owner.person_id) == "enabled"

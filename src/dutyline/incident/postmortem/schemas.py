@@ -39,8 +39,9 @@ class PostMortemMeta(msgspec.Struct, kw_only=True):
     updated_at_seconds: int
 
 
-class PostMortemResponder(msgspec.Struct, kw_only=True):
-    """Reference Responder: a member the incidents were assigned to."""
+class PostMortemResponder(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Reference Responder: a member the incidents were assigned to (a name or e-mail not
+    known is left out: the reference's `format: email` refuses "")."""
 
     person_id: int
     assigned_at: int

@@ -26,7 +26,9 @@ FeedType = Literal[
 ]
 
 
-class Responder(msgspec.Struct, kw_only=True):
+class Responder(msgspec.Struct, kw_only=True, omit_defaults=True):
+    # A name or e-mail not known (a member without an e-mail address) is left out: the
+    # reference's `format: email` refuses "".
     person_id: int
     assigned_at: int
     acknowledged_at: int
@@ -34,12 +36,13 @@ class Responder(msgspec.Struct, kw_only=True):
     email: str = ""
 
 
-class PersonShort(msgspec.Struct, kw_only=True):
-    """Reference PersonShort: a member named by an incident (creator, closer, owner)."""
+class PersonShort(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Reference PersonShort: a member named by an incident (creator, closer, owner); an
+    e-mail address left out when the member has none (`format: email` refuses "")."""
 
     person_id: int
     person_name: str
-    email: str
+    email: str = ""
 
 
 class LinkItem(msgspec.Struct, kw_only=True):

@@ -1,11 +1,11 @@
 """Members' contact methods and notification preferences.
 
 A member reads and sets their own; another member's need `account_manage`, and changing them
-or sending them a test also every right that member holds (role.service.require_over). The channels a
-member may choose are those a person can be reached by (e-mail, SMS, voice, a direct message
-on Telegram, Slack, Feishu, DingTalk, WeCom or Zoom, to their handle in `im`); a severity
-without a choice uses e-mail. The escalation engine reads `preferences` when a
-layer says `by.follow_preference`. Setting one is audited (the member's id), whoever asks."""
+or sending them a test also every right that member holds (role.service.require_over). The
+channels a member may choose are those a person can be reached by (e-mail, SMS, voice, a
+direct message on Telegram, Slack, Feishu, DingTalk, WeCom or Zoom, to their handle in
+`im`); a severity without a choice uses e-mail. The escalation engine reads `preferences`
+when a layer says `by.follow_preference`. Setting one is audited (the member's id), whoever asks."""
 
 from __future__ import annotations
 

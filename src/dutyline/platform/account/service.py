@@ -14,6 +14,7 @@ from dutyline.kit.ids import numeric_id
 from dutyline.platform.account import repository
 from dutyline.platform.account.schemas import AccountItem
 from dutyline.platform.app_key import keys
+from dutyline.platform.member import service as members
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,15 @@ async def create_account(
     now_s: int,
 ) -> NewAccount:
     """A new account with its built-in roles, its Owner and the Owner's first key (no actor:
-    nobody acts inside an account that does not exist yet; the CLI passes its clock's time)."""
+    nobody acts inside an account that does not exist yet; the CLI passes its clock's time).
+    Without `owner_email` the Owner sets theirs with their welcome link."""
+    owner_email = owner_email.strip().lower()
+    if owner_email and not members.is_email(owner_email):
+        raise errors.invalid("owner_email", "is invalid")
     account_id = numeric_id()
     await repository.insert_account(conn, {
         "account_id": account_id, "account_name": account_name,
-        "email": owner_email.lower(), "created_at": now_s, "updated_at": now_s,
+        "email": owner_email, "created_at": now_s, "updated_at": now_s,
     })
     role_ids: dict[str, int] = {}
     for builtin, name, description, permission_ids in permissions.BUILTIN_ROLES:
@@ -50,7 +55,7 @@ async def create_account(
     person_id = numeric_id()
     await repository.insert_owner(conn, {
         "member_id": person_id, "account_id": account_id, "member_name": owner_name,
-        "email": owner_email.lower(), "status": "enabled",
+        "email": owner_email, "status": "enabled",
         "created_at": now_s, "updated_at": now_s,
     }, role_ids["owner"])
     issued = await keys.issue(

@@ -15,20 +15,23 @@ CountryCode = Annotated[str, msgspec.Meta(max_length=8)]
 RefId = Annotated[str, msgspec.Meta(max_length=128)]
 
 
-class MemberInfoResponse(msgspec.Struct, kw_only=True):
+class MemberInfoResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Contacts a member has not given (the Owner made at first start has no e-mail) are
+    left out, as the reference allows, rather than answered empty."""
+
     account_id: int
     account_name: str
     account_avatar: str
-    account_email: str
+    account_email: str = ""
     account_role_ids: list[int]
     account_locale: str
     account_time_zone: str
     domain: str
     member_id: int
     member_name: str
-    phone: str
+    phone: str = ""
     phone_verified: bool
-    email: str
+    email: str = ""
     email_verified: bool
     country_code: str
     avatar: str
@@ -53,7 +56,7 @@ class MemberItem(msgspec.Struct, kw_only=True):
     member_name: str
     country_code: str
     phone: str
-    email: str
+    email: str  # the reference requires it (no format): "" for a member without one
     locale: str
     time_zone: str
     phone_verified: bool
@@ -139,15 +142,17 @@ class PersonInfosRequest(msgspec.Struct, kw_only=True):
     person_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
 
 
-class PersonItem(msgspec.Struct, kw_only=True, rename={"login_as": "as"}):
+class PersonItem(msgspec.Struct, kw_only=True, rename={"login_as": "as"}, omit_defaults=True):
+    """A contact the person has not given is left out, as the reference allows."""
+
     account_id: int
     person_id: int
     person_name: str
     avatar: str
     locale: str
     time_zone: str
-    email: str
-    phone: str
+    email: str = ""
+    phone: str = ""
     phone_verified: bool
     email_verified: bool
     login_as: str

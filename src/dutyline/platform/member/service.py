@@ -325,6 +325,11 @@ async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
         raise errors.invalid("email", "already belongs to a member") from None
 
 
+def is_email(value: str) -> bool:
+    """Whether `value` is an e-mail address as a member's is checked."""
+    return bool(_EMAIL.match(value))
+
+
 def contact_warnings(reach_gap: Callable[[str], str | None], *, email: str | None,
                      phone: str | None) -> list[SaveWarning]:
     """A contact being saved that no channel of this server can use (`reach_gap`: the

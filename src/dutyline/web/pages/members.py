@@ -1,7 +1,8 @@
 """The Members pages: the account's members (what /member/list shows, to every member),
 one member's page, and, for those who manage the account, inviting a member by e-mail,
-changing their roles and removing them. Every change goes through the member service the
-API calls, which checks the permission and notes the audit entry."""
+changing their roles and removing them (of a member whose every right they hold: only the
+Owner acts on the Owner). Every change goes through the member service the API calls, which
+checks the permission and notes the audit entry."""
 
 from __future__ import annotations
 
@@ -231,9 +232,20 @@ def _member_reads(conn: Connection, ctx: ConsoleContext, member_id: int) -> dict
         "role_names": [r.role_name for r in all_roles if r.role_id in item.account_role_ids],
         "roles": _assignable(all_roles, owner_role),
         "teams": team_names.get(member_id, []), "signed_up": signed_up,
-        "can_manage": ctx.actor.has(ACCOUNT_MANAGE),
+        "can_manage": ctx.actor.has(ACCOUNT_MANAGE) and _outranks(conn, ctx, member_id),
         "mails_sent": ctx.runtime.reach_gap("email") is None,
     }
+
+
+def _outranks(conn: Connection, ctx: ConsoleContext, member_id: int) -> bool:
+    """Whether the actor may act on this member at all (they hold every right the member
+    holds; only the Owner acts on the Owner): the page offers only changes the services
+    would make."""
+    try:
+        roles.require_over_sync(conn, ctx.actor, member_ids=[member_id])
+    except errors.AccessDenied:
+        return False
+    return True
 
 
 @pages.get(MEMBERS + "/{person_id}")
