@@ -6,7 +6,6 @@ the engine."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
@@ -22,6 +21,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 from dutyline.incident.service import references
+from dutyline.kit.filters import FilterError, compile_regex
 from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
 from dutyline.kit.ids import hex_id
 from dutyline.notify.template import engine
@@ -156,16 +156,17 @@ references.register_template_check(template_exists)
 
 
 def _name_matcher(query: str) -> Any:
+    """A list's `query` (the reference: "regex or substring match on template_name"): a
+    case-insensitive substring of the name, or an RE2 expression found in it. RE2 runs in
+    linear time, so no query can backtrack; one that is not valid RE2 is a substring only."""
     query = query.strip()
     if not query:
         return lambda _name: True
-    try:
-        pattern = re.compile(query, re.IGNORECASE)
-    except re.error:
-        low = query.lower()
-        return lambda name: low in name.lower()
     low = query.lower()
-    # names are at most 39 characters: a pattern's cost stays bounded
+    try:
+        pattern = compile_regex("(?i)" + query, "query")
+    except FilterError:
+        return lambda name: low in name.lower()
     return lambda name: low in name.lower() or pattern.search(name) is not None
 
 
