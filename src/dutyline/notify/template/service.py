@@ -271,8 +271,8 @@ async def preview(conn: AsyncConnection, actor: Actor, *, channel: str, content:
     else:
         data = sample_data(actor.now_s, deps.base_url)
     try:
-        tmpl = engine.compile_for(channel, content)
-        text = await engine.render_off_loop(tmpl, data, tz=str(data.get("AccountTimeZone") or ""),
+        text = await engine.render_off_loop(channel, content, data,
+                                            tz=str(data.get("AccountTimeZone") or ""),
                                             now=actor.clock.now)
     except TemplateLimitError as e:
         raise errors.invalid("content", str(e)) from None
@@ -317,8 +317,8 @@ async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_i
     text = ""
     if source:
         try:
-            text = await engine.render_off_loop(engine.compile_for(channel, source), data,
-                                                tz=tz, now=actor.clock.now)
+            text = await engine.render_off_loop(channel, source, data, tz=tz,
+                                                now=actor.clock.now)
         except TemplateError as e:
             error, fell_back = str(e), True
     if error:
@@ -326,8 +326,9 @@ async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_i
         log.warning("template_render_failed", template_id=template_id, channel=channel,
                     incident_id=incident_id, error=error)
     if not source or fell_back:
-        text = engine.render(engine.compile_for(channel, DEFAULT_BODIES[channel]), data, tz=tz,
-                             now=actor.clock.now)
+        # the incident's own text (a long description) is input too: off the loop as well
+        text = await engine.render_off_loop(channel, DEFAULT_BODIES[channel], data, tz=tz,
+                                            now=actor.clock.now)
     limit = SIZE_LIMITS.get(channel)
     if limit is not None:
         text = truncate_bytes(text, limit)
