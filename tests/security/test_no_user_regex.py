@@ -40,9 +40,7 @@ def _assigned_names(tree: ast.AST) -> dict[str, int]:
         targets: list[ast.expr] = []
         if isinstance(node, ast.Assign):
             targets = node.targets
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            targets = [node.target]
-        elif isinstance(node, ast.For | ast.comprehension):
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.For | ast.comprehension):
             targets = [node.target]
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             for a in [*node.args.args, *node.args.kwonlyargs, *node.args.posonlyargs]:

@@ -40,21 +40,21 @@ class Meter:
 
 
 # Outside a render (a function called directly): the size bound, no deadline.
-_METER: ContextVar[Meter] = ContextVar("gotemplate_meter",
-                                       default=Meter(DEFAULT_MAX_VALUE))
+_UNBOUND = Meter(DEFAULT_MAX_VALUE)
+_METER: ContextVar[Meter | None] = ContextVar("gotemplate_meter", default=None)
 
 
 def meter() -> Meter:
-    return _METER.get()
+    return _METER.get() or _UNBOUND
 
 
 def max_value() -> int:
-    return _METER.get().cap
+    return meter().cap
 
 
 def check_size(size: int, what: str) -> None:
     """Refuse to build a value of `size` characters when it is over the bound."""
-    cap = _METER.get().cap
+    cap = meter().cap
     if size > cap:
         raise TemplateLimitError(
             f"{what} would build a value of {size} characters, over the limit of {cap}")
@@ -62,7 +62,7 @@ def check_size(size: int, what: str) -> None:
 
 def check_time(what: str) -> None:
     """Refuse to go on past the render's deadline."""
-    _METER.get().check_time(what)
+    meter().check_time(what)
 
 
 def bind(m: Meter) -> object:

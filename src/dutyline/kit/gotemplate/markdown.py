@@ -73,7 +73,8 @@ def md_to_html(text: str) -> str:
     env: dict[str, Any] = {"budget": _Ticker(budget.meter())}
     tokens = _MD.parseInline(text, env)
     budget.check_time("mdToHtml")
-    return _MD.renderer.render(tokens, _MD.options, env).rstrip("\n")
+    html: str = _MD.renderer.render(tokens, _MD.options, env)
+    return html.rstrip("\n")
 
 
 def parse_work(text: str) -> int:
