@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -169,6 +170,21 @@ async def test_list_paging_order_and_filters(api: Api, owner: Person) -> None:
     for bad in ({"p": 0}, {"limit": 0}, {"limit": 101}, {"orderby": "template_name"}):
         reply = await api.call("/template/list", bad, key=owner.key)
         assert (reply.status, reply.code) == (400, "InvalidParameter"), bad
+
+
+async def test_a_list_query_never_backtracks(api: Api, owner: Person) -> None:
+    # `(a+)+$` against 27 a's and a `!` backtracks 2^27 times in Python's `re` (seconds,
+    # holding the interpreter); RE2 answers it in linear time. A substring still matches.
+    await create(api, owner, "a" * 27 + "!")
+    await create(api, owner, "Disk (a+)+$ alerts")
+    started = time.perf_counter()
+    reply = await api.call("/template/list", {"query": "(a+)+$"}, key=owner.key)
+    elapsed = time.perf_counter() - started
+    assert reply.status == 200, reply.body
+    assert sorted(i["template_name"] for i in reply.data["items"]) == ["Disk (a+)+$ alerts"]
+    assert elapsed < 1.0, elapsed
+    upper = await api.call("/template/list", {"query": "DISK (A+)"}, key=owner.key)
+    assert [i["template_name"] for i in upper.data["items"]] == ["Disk (a+)+$ alerts"]
 
 
 async def test_permissions_and_other_accounts(api: Api, owner: Person,

@@ -10,10 +10,12 @@ once and the rows follow in key order, one batch per short read transaction."""
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Iterable
+import itertools
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio.to_thread
 import msgspec
 from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
@@ -267,6 +269,16 @@ async def truncate_data(conn: AsyncConnection, actor: Actor, *, schema_id: str) 
     await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
 
 
+async def _off_loop(lines: Iterator[list[str]]) -> AsyncIterator[list[str]]:
+    while chunk := await anyio.to_thread.run_sync(_take, lines, UPLOAD_BATCH):
+        for values in chunk:
+            yield values
+
+
+def _take(lines: Iterator[list[str]], n: int) -> list[list[str]]:
+    return list(itertools.islice(lines, n))
+
+
 # The audit names the schema, not the count of rows the service returns.
 @writes("/enrichment/mapping/data/upload", *WRITE, targets=lambda _loaded: ())
 async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, data: bytes,
@@ -276,7 +288,9 @@ async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, da
     row = await _schema(conn, actor, schema_id, for_update=True)
     actor.note_audit_targets(row.schema_id)
     source, result = _labels_of(row)
-    lines = parse_upload(data, source, result)  # checks encoding and header first
+    # decoding and parsing cost the file's size (50 MiB of blank lines is a long loop): they
+    # run in a worker thread, a batch at a time, never on the event loop
+    lines = _off_loop(parse_upload(data, source, result))
     if truncate:
         await repo.truncate_rows(conn, row.schema_id)
         cap = _RowCap(conn, row.schema_id, 0, "file")
@@ -284,7 +298,7 @@ async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, da
         cap = await _RowCap.of(conn, row.schema_id, "file")
     n_source, loaded = len(source), 0
     batch: dict[str, list[str]] = {}
-    for values in lines:
+    async for values in lines:
         batch[row_key(values[:n_source])] = values
         if len(batch) >= UPLOAD_BATCH:
             await _write_rows(conn, row.schema_id, batch.items(), actor.now_s)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import re2
 
 # --- PromQL text -----------------------------------------------------------------------
 
@@ -331,7 +332,7 @@ def check_params(schema: dict[str, Any], params: dict[str, Any]) -> str:
             if not spec.get("minLength", 0) <= len(value) <= spec.get("maxLength", len(value)):
                 return (f"params.{name} must be {spec.get('minLength', 0)} to "
                         f"{spec.get('maxLength')} characters")
-            if "pattern" in spec and not re.search(spec["pattern"], value):
+            if "pattern" in spec and not re2.search(spec["pattern"], value):
                 return f"params.{name} must match {spec['pattern']}"
     return ""
 

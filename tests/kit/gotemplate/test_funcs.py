@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from dutyline.kit.gotemplate import Template, TemplateExecError
+from dutyline.kit.gotemplate import Limits, Template, TemplateExecError, TemplateLimitError
 from dutyline.kit.gotemplate.funcs import notification_funcs
+from dutyline.kit.gotemplate.markdown import md_to_html, parse_work
 
 NOW = 1_700_003_723  # 2023-11-14 23:15:23 UTC
 DATA: dict[str, Any] = {
@@ -81,3 +83,77 @@ def test_wrong_arguments_are_render_errors() -> None:
 
 def test_unknown_time_zone_falls_back_to_utc() -> None:
     assert render('{{date "15:04" .T}}', tz="Nowhere/City") == "22:13"
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a **b** _c_ `d`", "a <strong>b</strong> <em>c</em> <code>d</code>"),
+    ("<img src=x onerror=alert(1)> & \"q\"",
+     "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;q&quot;"),
+    ("[a](http://e.io/x?y=1&z=2)", '<a href="http://e.io/x?y=1&amp;z=2">a</a>'),
+    ('[a](https://e.io/" onclick="x)', '[a](https://e.io/&quot; onclick=&quot;x)'),
+    ("[rel](/x) [m](mailto:a@b.c) [d](data:text/html,x) [v](vbscript:x)",
+     "[rel](/x) [m](mailto:a@b.c) [d](data:text/html,x) [v](vbscript:x)"),
+    ("[j](JavaScript:alert(1))", "[j](JavaScript:alert(1))"),
+    ("# not a heading\n- not a list", "# not a heading<br>- not a list"),
+    (r"\*kept\*", "*kept*"),
+    ("`<b>`", "<code>&lt;b&gt;</code>"),
+])
+def test_md_to_html_is_safe_markdown(text: str, expected: str) -> None:
+    assert md_to_html(text) == expected
+
+
+PATHOLOGICAL = {"brackets": "[", "links": "[a](", "images": "![", "emphasis": "*_",
+                "code": "``a`", "strong": "**a"}
+
+
+@pytest.mark.parametrize("unit", PATHOLOGICAL.values(), ids=PATHOLOGICAL.keys())
+def test_md_to_html_work_grows_linearly(unit: str) -> None:
+    # the parser's positions visited, counted inside it: twice the input, twice the work
+    small, large = (parse_work(unit * (n // len(unit))) for n in (10_000, 20_000))
+    assert small > 0
+    assert large <= 2.2 * small, (small, large)
+
+
+def test_md_to_html_of_60000_brackets_is_fast() -> None:
+    # the old regex took ~8 s here (17 s under load): each `[` looked to the end for a `]`
+    started = time.perf_counter()
+    md_to_html("[" * 60_000)
+    assert time.perf_counter() - started < 5
+
+
+class JumpingClock:
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        return float(self.reads)
+
+
+def test_md_to_html_looks_at_the_clock_inside_one_call() -> None:
+    # one step for the executor; the time bound still holds inside the function
+    tmpl = Template.parse("{{mdToHtml .S}}", funcs=notification_funcs())
+    clock = JumpingClock()
+    with pytest.raises(TemplateLimitError, match=r"mdToHtml exceeded the time limit \(5 s\)"):
+        tmpl.render({"S": "[" * 20_000}, Limits(max_seconds=5, clock=clock))
+    assert clock.reads == 7  # started at 1, deadline 6: the 6th look inside stops it
+
+
+def test_md_to_html_refuses_an_argument_over_the_value_bound() -> None:
+    tmpl = Template.parse("{{mdToHtml .S}}", funcs=notification_funcs())
+    with pytest.raises(TemplateLimitError, match="over the limit of 1000"):
+        tmpl.render({"S": "x" * 1001}, Limits(max_value=1000))
+
+
+def test_large_results_and_large_json_look_at_the_clock() -> None:
+    # 100 steps: under the step counter's 256, yet each builds 5,000 characters
+    clock = JumpingClock()
+    tmpl = Template.parse('{{range 50}}{{$t := printf "%05000d" 1}}{{end}}')
+    with pytest.raises(TemplateLimitError, match=r"time limit \(10 s\)"):
+        tmpl.render({}, Limits(max_seconds=10, clock=clock))
+    clock = JumpingClock()
+    doc = '{"a": "' + "x" * 5000 + '"}'
+    tmpl = Template.parse('{{range 50}}{{$t := jsonGet $.J "b"}}{{end}}',
+                          funcs=notification_funcs())
+    with pytest.raises(TemplateLimitError, match=r"jsonGet exceeded the time limit"):
+        tmpl.render({"J": doc}, Limits(max_seconds=10, clock=clock))

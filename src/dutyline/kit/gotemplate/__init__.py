@@ -58,13 +58,18 @@ class Template:
         all_funcs: dict[str, GoFunc] = dict(BUILTINS)
         if funcs:
             all_funcs.update(funcs)
-        trees = parse(src, name, all_funcs)
-        if html:
-            from .htmlescape import escape_trees
+        try:
+            trees = parse(src, name, all_funcs)
+            if html:
+                from .htmlescape import escape_trees
 
-            trees, extra = escape_trees(trees, name)
-            all_funcs.update(extra)
-        return cls(name, trees, all_funcs, html)
+                trees, extra = escape_trees(trees, name)
+                all_funcs.update(extra)
+            return cls(name, trees, all_funcs, html)
+        except RecursionError:
+            # the parser and the compiler recurse once per nested action: thousands of
+            # `{{if}}` inside each other are refused rather than crash the request
+            raise TemplateSyntaxError(f"template: {name}: nesting too deep") from None
 
     def render(self, data: Any, limits: Limits | None = None,
                funcs: Mapping[str, GoFunc] | None = None) -> str:

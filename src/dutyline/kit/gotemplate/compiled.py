@@ -14,7 +14,7 @@ from typing import Any
 from . import nodes as n
 from .builtins import is_true
 from .errors import TemplateLimitError
-from .executor import State, _Break, _Continue
+from .executor import LARGE_RESULT, State, _Break, _Continue
 from .gofmt import sprint
 from .htmlescape import ONE_ARG_ESCAPERS
 from .values import MISSING
@@ -94,7 +94,7 @@ def _compile_cmd(cmd: n.Command, first_stage: bool) -> CmdOp | None:
             if final is not _NONE:
                 args.append(final)
             v = fn(args)
-            if type(v) is str and len(v) > s.max_value:
+            if type(v) is str and len(v) > LARGE_RESULT:
                 s.built(name, v)
             return MISSING if v is None else v
 

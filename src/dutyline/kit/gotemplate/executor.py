@@ -33,6 +33,10 @@ class Limits:
 # Steps between two looks at the clock: a step is bounded work (no value over max_value), so
 # a render overshoots its time budget by at most this many steps.
 _CLOCK_EVERY = 256
+# A function result longer than this took work in proportion to its size (a copy, an escape,
+# a format): the clock is looked at after it, so 256 such steps cannot add up past the budget.
+# Functions whose cost is not in their result's size look at it themselves (budget.py).
+LARGE_RESULT = 4096
 
 
 class _Break(Exception):
@@ -45,7 +49,8 @@ class _Continue(Exception):
 
 class State:
     __slots__ = ("check_at", "compiled", "deadline", "depth", "funcs", "iterations", "limits",
-                 "max_output", "max_value", "name", "out", "size", "steps", "trees", "vars")
+                 "max_output", "max_value", "meter", "name", "out", "size", "steps", "trees",
+                 "vars")
 
     def __init__(
         self, trees: dict[str, n.ListNode], funcs: dict[str, GoFunc], limits: Limits, name: str
@@ -55,7 +60,9 @@ class State:
         self.limits = limits
         # the fast paths compare `steps` with `check_at` inline and call checkpoint() past it
         self.check_at = min(limits.max_steps, _CLOCK_EVERY)
-        self.deadline = limits.clock() + limits.max_seconds
+        # the functions' bounds (budget.py): the same deadline, one read of the clock
+        self.meter = budget.Meter(limits.max_value, limits.max_seconds, limits.clock)
+        self.deadline = self.meter.deadline
         self.max_output = limits.max_output
         self.max_value = limits.max_value
         self.iterations = 0
@@ -82,19 +89,25 @@ class State:
             raise TemplateLimitError(
                 f"template: {self.name}: exceeded the step limit ({limits.max_steps})"
             )
-        if limits.clock() > self.deadline:
-            raise TemplateLimitError(
-                f"template: {self.name}: exceeded the time limit ({limits.max_seconds:g} s)"
-            )
+        self.check_time()
         self.check_at = min(limits.max_steps, self.steps + _CLOCK_EVERY)
 
-    def built(self, name: str, value: Any) -> Any:
-        """A function's result, refused when it is a string over the value bound."""
-        if type(value) is str and len(value) > self.max_value:
+    def check_time(self) -> None:
+        if self.limits.clock() > self.deadline:
             raise TemplateLimitError(
-                f"template: {self.name}: {name} built a value of {len(value)} characters, "
-                f"over the limit of {self.max_value}"
+                f"template: {self.name}: exceeded the time limit ({self.limits.max_seconds:g} s)"
             )
+
+    def built(self, name: str, value: Any) -> Any:
+        """A function's result, refused when it is a string over the value bound; after a
+        large one, a look at the clock."""
+        if type(value) is str and len(value) > LARGE_RESULT:
+            if len(value) > self.max_value:
+                raise TemplateLimitError(
+                    f"template: {self.name}: {name} built a value of {len(value)} characters, "
+                    f"over the limit of {self.max_value}"
+                )
+            self.check_time()
         return value
 
     def write(self, s: str) -> None:
@@ -377,7 +390,7 @@ def execute(trees: dict[str, n.ListNode], name: str, funcs: dict[str, GoFunc], d
         raise TemplateExecError(f'template: no template "{name}" associated')
     state = State(trees, funcs, limits, name)
     state.vars = [["$", data]]
-    token = budget.bind(limits.max_value)
+    token = budget.bind(state.meter)
     try:
         if compiled is None:
             state.walk(data, tree)

@@ -17,15 +17,18 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from .budget import check_size, max_value
+from .budget import check_size, check_time, max_value
 from .builtins import GoFunc, is_true
 from .errors import TemplateExecError
 from .gofmt import sprint
 from .gotime import format_time
+from .markdown import md_to_html
 from .values import to_any
 
 SEVERITY_COLORS = {"Critical": "#C80000", "Warning": "#FA7D00", "Info": "#FABE00",
                    "Ok": "#008800"}
+# An argument longer than this cost its length to read: the function looks at the clock after.
+LARGE_INPUT = 4096
 _SEVERITY_NAMES = {"critical": "Critical", "warning": "Warning", "info": "Info", "ok": "Ok",
                    "p1": "Critical", "p2": "Warning", "p3": "Info"}
 
@@ -105,10 +108,13 @@ def _alert_values(alerts: Any, key: str) -> list[str]:
 
 def _json_get(doc: Any, path: str) -> Any:
     if isinstance(doc, str):
+        size = len(doc)
         try:
             doc = json.loads(doc)
         except ValueError:
             return ""
+        if size > LARGE_INPUT:
+            check_time("jsonGet")  # parsing costs its input's size, whatever it returns
     cur = doc
     for part in re.split(r"(?<!\\)\.", path) if path else []:
         part = part.replace("\\.", ".")
@@ -148,20 +154,6 @@ def _check_tree(value: Any) -> None:
             size += 4
         if size > cap:
             check_size(size, "jsonGet")
-
-
-_MD_LINK = re.compile(r"\[([^\]]+)\]\((https?://[^\s)]+)\)")
-
-
-def md_to_html(text: str) -> str:
-    """A small, safe Markdown subset: everything is escaped first, then **bold**, *em*,
-    `code`, [links](http...) and line breaks; no raw HTML ever passes."""
-    out = html.escape(text, quote=True)
-    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
-    out = re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", out)
-    out = re.sub(r"(?<![*\w])\*([^*]+)\*(?!\*)", r"<em>\1</em>", out)
-    out = _MD_LINK.sub(r'<a href="\2">\1</a>', out)
-    return out.replace("\n", "<br>")
 
 
 def _empty(v: Any) -> bool:

@@ -100,6 +100,16 @@ def transition(ctx: Ctx, s: str) -> tuple[Ctx, str]:
     return ctx, text
 
 
+# The end tags that close an element whose content is not markup (script, style, RCDATA).
+_END_TAGS = {"script": re.compile("</script", re.I), "style": re.compile("</style", re.I),
+             "textarea": re.compile("</textarea", re.I), "title": re.compile("</title", re.I)}
+_ANY_END_TAG = re.compile("</")
+
+
+def _end_tag(element: str) -> re.Pattern[str]:
+    return _END_TAGS.get(element, _ANY_END_TAG)
+
+
 def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
     out: list[str] = []
     i = 0
@@ -107,7 +117,7 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
         st = ctx.state
         if st in (TEXT, RCDATA):
             if st == RCDATA:
-                m = re.compile(r"</" + ctx.element, re.I).search(s, i)
+                m = _end_tag(ctx.element).search(s, i)
                 chunk = s[i:] if not m else s[i : m.start()]
                 if "<" in chunk:
                     chunk = _STRAY_LT.sub("&lt;", chunk)
@@ -224,7 +234,7 @@ def _scan(ctx: Ctx, s: str, edits: list[bool]) -> tuple[Ctx, str]:
         elif st in (ATTR, URL, JS):
             if st == JS and ctx.delim == D_NONE:
                 # element content: skip to the end tag
-                m = re.compile(r"</" + ctx.element, re.I).search(s, i)
+                m = _end_tag(ctx.element).search(s, i)
                 if not m:
                     out.append(s[i:])
                     return ctx, "".join(out)

@@ -4,8 +4,10 @@ Sources compile once (an LRU cache keyed by channel kind and source), so deliver
 precompiled template. Rendering is bounded while it runs (kit.gotemplate Limits): steps,
 output size, the size of any value built (`printf`, `replace`, `join`...), `range` iterations,
 `template` call depth and wall-clock time. Bodies written by members render off the event
-loop (`render_off_loop`): one that runs to its time budget holds a worker thread, not the
-server; each of its steps is bounded, so the thread keeps yielding the interpreter.
+loop (`render_off_loop`), parsed there too: one that runs to its time budget holds a worker
+thread, not the server; each of its steps is bounded, and a function whose cost grows with its
+input looks at the clock itself (kit/gotemplate/budget.py), so the thread keeps yielding the
+interpreter.
 """
 
 from __future__ import annotations
@@ -47,7 +49,14 @@ def render(tmpl: Template, data: dict[str, Any], *, tz: str = "",
     return tmpl.render(data, LIMITS, funcs=_funcs_for(tz, now))
 
 
-async def render_off_loop(tmpl: Template, data: dict[str, Any], *, tz: str = "",
+def compile_and_render(channel: str, source: str, data: dict[str, Any], *, tz: str = "",
+                       now: Callable[[], float] | None = None) -> str:
+    return render(compile_for(channel, source), data, tz=tz, now=now)
+
+
+async def render_off_loop(channel: str, source: str, data: dict[str, Any], *, tz: str = "",
                           now: Callable[[], float] | None = None) -> str:
-    """`render` in a worker thread."""
-    return await anyio.to_thread.run_sync(functools.partial(render, tmpl, data, tz=tz, now=now))
+    """Compile (a member's body of 64 KiB parses in a good part of a second) and render,
+    in a worker thread."""
+    return await anyio.to_thread.run_sync(functools.partial(
+        compile_and_render, channel, source, data, tz=tz, now=now))

@@ -6,7 +6,6 @@ the engine."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Any
 
@@ -22,6 +21,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 from dutyline.incident.service import references
+from dutyline.kit.filters import FilterError, compile_regex
 from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
 from dutyline.kit.ids import hex_id
 from dutyline.notify.template import engine
@@ -156,16 +156,17 @@ references.register_template_check(template_exists)
 
 
 def _name_matcher(query: str) -> Any:
+    """A list's `query` (the reference: "regex or substring match on template_name"): a
+    case-insensitive substring of the name, or an RE2 expression found in it. RE2 runs in
+    linear time, so no query can backtrack; one that is not valid RE2 is a substring only."""
     query = query.strip()
     if not query:
         return lambda _name: True
-    try:
-        pattern = re.compile(query, re.IGNORECASE)
-    except re.error:
-        low = query.lower()
-        return lambda name: low in name.lower()
     low = query.lower()
-    # names are at most 39 characters: a pattern's cost stays bounded
+    try:
+        pattern = compile_regex("(?i)" + query, "query")
+    except FilterError:
+        return lambda name: low in name.lower()
     return lambda name: low in name.lower() or pattern.search(name) is not None
 
 
@@ -270,8 +271,8 @@ async def preview(conn: AsyncConnection, actor: Actor, *, channel: str, content:
     else:
         data = sample_data(actor.now_s, deps.base_url)
     try:
-        tmpl = engine.compile_for(channel, content)
-        text = await engine.render_off_loop(tmpl, data, tz=str(data.get("AccountTimeZone") or ""),
+        text = await engine.render_off_loop(channel, content, data,
+                                            tz=str(data.get("AccountTimeZone") or ""),
                                             now=actor.clock.now)
     except TemplateLimitError as e:
         raise errors.invalid("content", str(e)) from None
@@ -316,8 +317,8 @@ async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_i
     text = ""
     if source:
         try:
-            text = await engine.render_off_loop(engine.compile_for(channel, source), data,
-                                                tz=tz, now=actor.clock.now)
+            text = await engine.render_off_loop(channel, source, data, tz=tz,
+                                                now=actor.clock.now)
         except TemplateError as e:
             error, fell_back = str(e), True
     if error:
@@ -325,8 +326,9 @@ async def render_for_incident(conn: AsyncConnection, actor: Actor, *, template_i
         log.warning("template_render_failed", template_id=template_id, channel=channel,
                     incident_id=incident_id, error=error)
     if not source or fell_back:
-        text = engine.render(engine.compile_for(channel, DEFAULT_BODIES[channel]), data, tz=tz,
-                             now=actor.clock.now)
+        # the incident's own text (a long description) is input too: off the loop as well
+        text = await engine.render_off_loop(channel, DEFAULT_BODIES[channel], data, tz=tz,
+                                            now=actor.clock.now)
     limit = SIZE_LIMITS.get(channel)
     if limit is not None:
         text = truncate_bytes(text, limit)
