@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -193,11 +194,14 @@ class ConsoleContext:
         if self.request.method != "POST":
             return parse_qsl(self.request.url.query, keep_blank_values=True)
         kind = self.request.headers.get("content-type", "").split(";")[0].strip().lower()
+        declared = self.request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+            raise errors.EntityTooLarge(limit=MAX_FORM_BYTES)
         body = b""
         async for chunk in self.request.stream():
             body += chunk
             if len(body) > MAX_FORM_BYTES:
-                raise errors.EntityTooLarge()
+                raise errors.EntityTooLarge(limit=MAX_FORM_BYTES)
         if not body:
             return []
         if kind != "application/x-www-form-urlencoded":
@@ -310,7 +314,9 @@ class ConsoleContext:
     def finish(self, response: Response) -> Response:
         """Cookies this request changed, and the security headers."""
         if self._flashes_out:
-            value = msgspec.json.encode(self._flashes_out).decode()
+            # ASCII only (JSON escapes the rest): a header value is Latin-1, and a team's or
+            # a translated message's text may be anything.
+            value = json.dumps(self._flashes_out, ensure_ascii=True, separators=(",", ":"))
             self._cookie_changes.append(
                 (security.FLASH_COOKIE, security.sign(self.console.keys.flash, value)))
         if self._new_visitor:
