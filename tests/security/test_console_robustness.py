@@ -14,10 +14,10 @@ import structlog
 from dutyline.config import Settings
 from dutyline.web.context import MAX_FORM_BYTES
 from dutyline.web.routes import all_pages
-from tests.fixtures.accounts import Person
+from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.clock import FakeClock
-from tests.fixtures.console import Browser, browser, signed_in
+from tests.fixtures.console import Browser, browser, set_password, signed_in
 
 pytestmark = pytest.mark.anyio
 
@@ -167,3 +167,148 @@ async def behind_proxy(settings: Settings, clock: FakeClock) -> AsyncIterator[Ap
     """The app behind a reverse proxy at the browsers' address (tests/fixtures/console.py)."""
     async with make_api(settings.with_(trusted_proxies=("127.0.0.7",)), clock=clock) as api:
         yield api
+
+
+# --- the lock-out: per account, per client, per known device; behind a proxy ---------------
+
+EMAIL = "owner@acme.example"
+PASSWORD = "correct horse battery"
+
+
+async def _sign_in(b: Browser, email: str, password: str, *, via: str | None = None) -> int:
+    """A sign-in from this browser; `via`: the client address a proxy forwards."""
+    headers = {"X-Forwarded-For": via} if via else {}
+    await b.get("/console/sign-in", headers=headers)
+    page = await b.post("/console/sign-in", {"email": email, "password": password},
+                        headers=headers)
+    return page.status_code
+
+
+async def _failure_subjects(api: Api) -> set[str]:
+    from sqlalchemy import select
+
+    from dutyline.db.tables.web import console_sign_in_failure as t
+
+    async with api.runtime.db.transaction(write=False) as conn:
+        return set((await conn.execute(select(t.c.subject))).scalars())
+
+
+async def test_a_forged_forwarding_header_from_a_peer_not_trusted_is_ignored(
+        api: Api, owner: Person) -> None:
+    await set_password(api, owner, PASSWORD)
+    b = browser(api)
+    assert await _sign_in(b, "someone@acme.example", "wrong guess!", via="203.0.113.5") == 401
+    assert await _failure_subjects(api) == {"email:someone@acme.example", "ip:127.0.0.7"}
+    # Every forged address is still the one peer: it is locked as one client.
+    for i in range(1, 20):
+        assert await _sign_in(b, f"g{i}@acme.example", "wrong guess!",
+                              via=f"203.0.113.{i}") == 401
+    assert await _sign_in(browser(api), EMAIL, PASSWORD, via="198.51.100.7") == 429
+
+
+async def test_behind_a_trusted_proxy_one_client_locks_only_itself(
+        behind_proxy: Api) -> None:
+    api = behind_proxy
+    owner = await new_account(api, "Acme")
+    await set_password(api, owner, PASSWORD)
+    attacker = browser(api)
+    for i in range(20):
+        assert await _sign_in(attacker, f"g{i}@acme.example", "wrong guess!",
+                              via="203.0.113.5") == 401
+    assert await _sign_in(attacker, EMAIL, PASSWORD, via="203.0.113.5") == 429
+    assert "ip:127.0.0.7" not in await _failure_subjects(api)
+    # Someone else behind the same proxy signs in.
+    assert await _sign_in(browser(api), EMAIL, PASSWORD, via="198.51.100.7") == 303
+
+
+async def test_behind_a_trusted_proxy_reset_requests_lock_only_their_client(
+        behind_proxy: Api) -> None:
+    api = behind_proxy
+    flooder, other = browser(api), browser(api)
+
+    async def forgot(b: Browser, email: str, via: str) -> int:
+        headers = {"X-Forwarded-For": via}
+        await b.get("/console/forgot", headers=headers)
+        return (await b.post("/console/forgot", {"email": email}, headers=headers)
+                ).status_code
+
+    codes = [await forgot(flooder, f"n{i}@acme.example", "203.0.113.5") for i in range(21)]
+    assert codes == [200] * 20 + [429]
+    assert await forgot(other, "someone@acme.example", "198.51.100.7") == 200
+
+
+async def test_reset_requests_for_one_address_are_spaced_out(api: Api,
+                                                            clock: FakeClock) -> None:
+    codes = []
+    for _ in range(4):
+        b = browser(api)
+        await b.get("/console/forgot")
+        codes.append((await b.post("/console/forgot", {"email": EMAIL})).status_code)
+    assert codes == [200, 200, 200, 429]
+    b = browser(api)
+    await b.get("/console/forgot")
+    assert (await b.post("/console/forgot", {"email": "other@acme.example"})
+            ).status_code == 200
+
+
+async def test_a_known_device_signs_in_through_a_flood_against_its_account(
+        api: Api, owner: Person, clock: FakeClock) -> None:
+    await set_password(api, owner, PASSWORD)
+    mine = browser(api)
+    assert await _sign_in(mine, EMAIL, PASSWORD) == 303
+    assert mine.cookie("dutyline_device")
+    await mine.post("/console/sign-out", {})
+    # From the same client address (an office, a proxy): the account and the client locked.
+    attacker = browser(api)
+    for i in range(20):
+        await _sign_in(attacker, EMAIL if i < 6 else f"g{i}@acme.example", "wrong guess!")
+    assert await _sign_in(attacker, EMAIL, PASSWORD) == 429
+    assert await _sign_in(browser(api), EMAIL, PASSWORD) == 429
+    # The owner's own browser is not locked out by others' failures.
+    assert await _sign_in(mine, EMAIL, PASSWORD) == 303
+    await mine.post("/console/sign-out", {})
+    # Its own failures back it off, briefly.
+    assert [await _sign_in(mine, EMAIL, "my typo!!!") for _ in range(5)] == [401] * 5
+    assert await _sign_in(mine, EMAIL, PASSWORD) == 429
+    clock.advance(6)
+    assert await _sign_in(mine, EMAIL, PASSWORD) == 303
+
+
+async def test_a_device_cookie_is_known_only_for_whom_signed_in_and_cannot_be_forged(
+        api: Api, owner: Person) -> None:
+    await set_password(api, owner, PASSWORD)
+    other = await new_account(api, "Globex")
+    await set_password(api, other, PASSWORD)
+    mine = browser(api)
+    assert await _sign_in(mine, EMAIL, PASSWORD) == 303
+    await mine.post("/console/sign-out", {})
+    for _ in range(5):
+        assert await _sign_in(browser(api), "owner@globex.example", "wrong guess!") == 401
+    # Known for Acme's owner, not for Globex's: the account's lock holds here too.
+    assert await _sign_in(mine, "owner@globex.example", PASSWORD) == 429
+    forged = browser(api)
+    forged.plant("dutyline_device", "0" * 64 + "." + mine.cookie("dutyline_device")
+                 .partition(".")[2])
+    for _ in range(5):
+        assert await _sign_in(browser(api), EMAIL, "wrong guess!") == 401
+    assert await _sign_in(forged, EMAIL, PASSWORD) == 429
+
+
+def test_serve_leaves_uvicorn_trusting_no_forwarding_header(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+    from click.testing import CliRunner
+
+    from dutyline.cli import main
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(kw))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DUTYLINE_DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path}/d.db")
+    monkeypatch.setenv("FORWARDED_ALLOW_IPS", "*")
+    result = CliRunner().invoke(main, ["serve"])
+    assert result.exit_code == 0, result.output
+    config = uvicorn.Config("dutyline.app:create_app_from_env", **{
+        k: v for k, v in seen.items() if k != "timeout_graceful_shutdown"})
+    assert config.proxy_headers is False
+    assert config.forwarded_allow_ips == ""
