@@ -312,3 +312,70 @@ def test_serve_leaves_uvicorn_trusting_no_forwarding_header(
         k: v for k, v in seen.items() if k != "timeout_graceful_shutdown"})
     assert config.proxy_headers is False
     assert config.forwarded_allow_ips == ""
+
+
+# --- two-factor enrolment: no decryption oracle -----------------------------------------------
+
+
+async def test_the_enrolment_form_opens_nothing_a_client_posts(
+        api: Api, owner: Person, console: Browser) -> None:
+    await set_password(api, owner, PASSWORD)
+    credential = "WEBHOOKCREDENTIALSEALEDBYAPI2345"  # base32: a secret it could pass for
+    sealed = api.runtime.secrets.seal(credential)  # as a webhook's stored credential is
+    page = await console.get("/console/me/two-factor")
+    assert page.status_code == 200
+    for field in ("sealed_secret", "nonce", "secret"):
+        answer = await console.post("/console/me/two-factor", {field: sealed, "code": "1"})
+        assert answer.status_code == 400
+        assert credential not in answer.text
+
+
+async def test_an_enrolment_page_is_bound_to_its_session(
+        api: Api, owner: Person, console: Browser, clock: FakeClock) -> None:
+    import pyotp
+
+    await set_password(api, owner, PASSWORD)
+    page = await console.get("/console/me/two-factor")
+    nonce = re.search(r'name="nonce" value="([^"]+)"', page.text)
+    secret = re.search(r'id="secret">([A-Z2-7]+)<', page.text)
+    assert nonce and secret
+    other = await signed_in(api, owner)  # another session of the same person
+    code = pyotp.TOTP(secret[1]).at(clock.now())
+    refused = await other.post("/console/me/two-factor", {"nonce": nonce[1], "code": code})
+    assert refused.status_code == 400
+    assert secret[1] not in refused.text
+    done = await console.post("/console/me/two-factor", {"nonce": nonce[1], "code": code})
+    assert done.status_code == 303
+    await other.aclose()
+
+
+def test_a_value_sealed_for_a_purpose_opens_only_for_it() -> None:
+    from dutyline.kit.secretbox import SecretBox, SecretBoxError
+
+    box = SecretBox("server-key")
+    plain = box.seal("legacy")
+    totp = box.seal("JBSWY3DPEHPK3PXP", purpose="console-totp")
+    assert box.open(plain) == "legacy"  # values sealed before purposes still open
+    assert box.open(totp, purpose="console-totp") == "JBSWY3DPEHPK3PXP"
+    for token, purpose in ((totp, ""), (totp, "other"), (plain, "console-totp")):
+        with pytest.raises(SecretBoxError):
+            box.open(token, purpose=purpose)
+
+
+async def test_a_second_factor_enrolled_before_purposes_still_signs_in(
+        api: Api, owner: Person, clock: FakeClock) -> None:
+    import pyotp
+
+    from dutyline.web import repository as web_repo
+
+    await set_password(api, owner, PASSWORD)
+    secret = pyotp.random_base32()
+    async with api.runtime.db.transaction() as conn:
+        await web_repo.set_totp(conn, owner.person_id, sealed_secret=api.runtime.secrets.seal(
+            secret), last_step=0, now_s=int(clock.now()))
+    b = browser(api)
+    assert await _sign_in(b, EMAIL, PASSWORD) == 303
+    await b.get("/console/sign-in/code")
+    done = await b.post("/console/sign-in/code", {"code": pyotp.TOTP(secret).at(clock.now())})
+    assert done.status_code == 303
+    assert done.headers["location"] == "/console/incidents"
