@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
@@ -16,7 +16,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from dutyline.api import docs, errors, openapi
 from dutyline.api.envelope import encode, error_body, request_id_headers
@@ -207,13 +208,27 @@ class Lifespan:
 
 class _App(Starlette):
     """Starlette, with the runtime's front answers (api/runtime.py) tried first: what the
-    process serves from memory under a flood skips routing and the middleware stack."""
+    process serves from memory under a flood skips routing and the middleware stack.
+
+    Behind a configured reverse proxy (DUTYLINE_TRUSTED_PROXIES), uvicorn's
+    ProxyHeadersMiddleware comes first of all: `request.client` and the scheme are then the
+    ones the proxy forwarded, for every route and the front answers alike, and a forwarding
+    header from any other peer is ignored."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.front_answers: list[FrontAnswer] = []
+        self._entry: ASGIApp = self._dispatch
+
+    def trust_proxies(self, proxies: tuple[str, ...]) -> None:
+        if proxies:
+            self._entry = cast(ASGIApp, ProxyHeadersMiddleware(
+                cast(Any, self._dispatch), trusted_hosts=list(proxies)))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._entry(scope, receive, send)
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             for answer in self.front_answers:
                 if await answer(scope, send):
@@ -244,6 +259,7 @@ def create_app(
                                  priority=runtime.priority, yielding=PUBLIC_PREFIXES)
     app.state.runtime = runtime
     app.front_answers = runtime.front_answers
+    app.trust_proxies(settings.trusted_proxies)
     app.state.operations = operations
     configure_logging(settings.log_level, settings.log_json)
     return app

@@ -214,7 +214,10 @@ def serve(host: str, port: int, workers: int, owner_email: str) -> None:
         workers=workers,
         log_level="warning",
         access_log=False,
+        # uvicorn's own proxy headers would trust 127.0.0.1 (or FORWARDED_ALLOW_IPS) behind
+        # the operator's back: the app trusts only DUTYLINE_TRUSTED_PROXIES (app.py).
         proxy_headers=False,
+        forwarded_allow_ips="",
         # Open event streams (the console's live incident list) never finish by themselves:
         # at shutdown they get this long, then are closed and the browsers reconnect.
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,

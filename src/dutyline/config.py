@@ -100,6 +100,9 @@ class Settings:
     telegram_api_url: str = url_setting("https://api.telegram.org")
     telegram_bot_token: str | None = secret()
     chat_apps: ChatApps = field(default_factory=ChatApps, metadata={GROUP: True})
+    # Reverse proxies (addresses or CIDRs) whose X-Forwarded-For and X-Forwarded-Proto name
+    # the client; from any other peer they are ignored. Empty: the peer is the client.
+    trusted_proxies: tuple[str, ...] = ()
     max_body_bytes: int = 1024 * 1024
     rate_limit_per_second: int = 50
     rate_limit_per_minute: int = 1000
@@ -120,6 +123,14 @@ class Settings:
     otel: bool = False
     # Knobs set in code only (the tests' loopback allowances), never from env or file.
     extra: dict[str, Any] = field(default_factory=dict, metadata={NOT_A_SETTING: True})
+
+    def __post_init__(self) -> None:
+        for proxy in self.trusted_proxies:
+            try:
+                ipaddress.ip_network(proxy, strict=False)
+            except ValueError:
+                raise ConfigError(f"DUTYLINE_TRUSTED_PROXIES: {proxy!r} is not an IP address "
+                                  "or network (CIDR)") from None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

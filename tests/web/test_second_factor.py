@@ -22,16 +22,17 @@ async def _enrol(console: Browser, clock: FakeClock) -> str:
     page = await console.get("/console/me/two-factor")
     secret = re.search(r'<p class="secret" id="secret">([A-Z2-7]+)</p>', page.text)
     assert secret, page.text
-    sealed = re.search(r'name="sealed_secret" value="([^"]+)"', page.text)
-    assert sealed
+    nonce = re.search(r'name="nonce" value="([^"]+)"', page.text)
+    assert nonce
+    assert "sealed" not in page.text  # the secret never travels back, sealed or not
     wrong = await console.post("/console/me/two-factor",
-                               {"sealed_secret": sealed[1], "code": "000000"})
+                               {"nonce": nonce[1], "code": "000000"})
     assert wrong.status_code == 400
     assert 'id="e-code"' in wrong.text
     assert secret[1] in wrong.text  # the same key is shown again to retry with
     code = pyotp.TOTP(secret[1]).at(clock.now())
     done = await console.post("/console/me/two-factor",
-                              {"sealed_secret": sealed[1], "code": code})
+                              {"nonce": nonce[1], "code": code})
     assert done.status_code == 303, done.text
     return secret[1]
 

@@ -28,7 +28,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.datastructures import Headers
 from starlette.formparsers import MultiPartParser
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
 from dutyline.api import errors
@@ -126,6 +126,11 @@ class Pipeline:
         except errors.ApiError as exc:
             status, code, content = failure(runtime, call.locale, call.rid, exc)
             await self._failed(call, code)
+        except ClientDisconnect:
+            # The client hung up before its body was in: nothing ran and nobody reads an
+            # answer, so it is neither an error nor a request served (no metric).
+            log.info("client went away", request_id=call.rid, operation=self.path)
+            return Response(status_code=400)
         except Exception:
             log.exception("unhandled error", request_id=call.rid, operation=self.path)
             status, code, content = failure(runtime, call.locale, call.rid, None)

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,7 +35,7 @@ from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.api.i18n import negotiate
 from dutyline.kit.ids import request_id as new_request_id
-from dutyline.web import security
+from dutyline.web import devices, security
 from dutyline.web import service as signin
 from dutyline.web.service import Session
 from dutyline.web.session_cache import SessionCache
@@ -73,6 +74,8 @@ class ConsoleContext:
         self._conn: AsyncConnection | None = None
         self._visitor = self._cookie(security.VISITOR_COOKIE)
         self._new_visitor = False
+        self._device = devices.read(console.keys.device, self._cookie(devices.COOKIE))
+        self._device_cookie = ""
         self._form: dict[str, str] | None = None
         # The body can be read once: `form` and `form_lists` share what it held.
         self._form_pairs: list[tuple[str, str]] | None = None
@@ -193,11 +196,14 @@ class ConsoleContext:
         if self.request.method != "POST":
             return parse_qsl(self.request.url.query, keep_blank_values=True)
         kind = self.request.headers.get("content-type", "").split(";")[0].strip().lower()
+        declared = self.request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+            raise errors.EntityTooLarge(limit=MAX_FORM_BYTES)
         body = b""
         async for chunk in self.request.stream():
             body += chunk
             if len(body) > MAX_FORM_BYTES:
-                raise errors.EntityTooLarge()
+                raise errors.EntityTooLarge(limit=MAX_FORM_BYTES)
         if not body:
             return []
         if kind != "application/x-www-form-urlencoded":
@@ -252,6 +258,16 @@ class ConsoleContext:
             ip=self.client_ip, second_factor_pending=second_factor_pending)
         self._cookie_changes.append((security.SESSION_COOKIE, token))
         self._session_token = token
+
+    def device_subject(self, subject: str) -> str | None:
+        """The lock-out subject of this browser when `subject` (an e-mail address's, a
+        person's) signed in here before (web/devices.py), else None."""
+        return devices.lock_subject(self.console.keys.device, self._device, subject)
+
+    def remember_device(self, *subjects: str) -> None:
+        """This browser now knows these subjects: sent with this response."""
+        self._device, self._device_cookie = devices.remember(
+            self.console.keys.device, self._device, list(subjects))
 
     def end_session(self) -> None:
         self._cookie_changes.append((security.SESSION_COOKIE, None))
@@ -310,11 +326,16 @@ class ConsoleContext:
     def finish(self, response: Response) -> Response:
         """Cookies this request changed, and the security headers."""
         if self._flashes_out:
-            value = msgspec.json.encode(self._flashes_out).decode()
+            # ASCII only (JSON escapes the rest): a header value is Latin-1, and a team's or
+            # a translated message's text may be anything.
+            value = json.dumps(self._flashes_out, ensure_ascii=True, separators=(",", ":"))
             self._cookie_changes.append(
                 (security.FLASH_COOKIE, security.sign(self.console.keys.flash, value)))
         if self._new_visitor:
             self._cookie_changes.append((security.VISITOR_COOKIE, self._visitor))
+        if self._device_cookie:
+            security.set_cookie(response, devices.COOKIE, self._device_cookie,
+                                is_secure=self.is_secure, max_age=devices.KEEP_S)
         for name, change in dict(self._cookie_changes).items():  # the last change wins
             if change is None:
                 security.clear_cookie(response, name, is_secure=self.is_secure)

@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import jinja2
 import structlog
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from dutyline.api import errors
@@ -124,6 +124,11 @@ class Console:
             ctx = ConsoleContext(request, self)
             try:
                 response = await self._run(ctx, page)
+            except ClientDisconnect:
+                # Nobody reads the answer; a hang-up is the client's business, not an error.
+                log.info("console client went away", path=page.path,
+                         request_id=ctx.request_id)
+                return Response(status_code=400)
             except errors.ApiError as exc:
                 response = self.failed(ctx, page, exc)
             except Exception as exc:  # the page shows an error; the log has the cause
@@ -137,8 +142,13 @@ class Console:
 
     async def _run(self, ctx: ConsoleContext, page: Page) -> Response:
         await ctx.identify()
-        if page.method == "POST" and not await ctx.csrf_passed():
-            return forbidden(ctx)
+        if page.method == "POST":
+            try:
+                await ctx.form()  # a body refused as a whole is no form to show again
+            except errors.ApiError as exc:
+                return body_refused(ctx, exc)
+            if not await ctx.csrf_passed():
+                return forbidden(ctx)
         if not page.public:
             if ctx.session is None:
                 return ctx.redirect(sign_in_url(ctx.request))
@@ -169,6 +179,11 @@ def forbidden(ctx: ConsoleContext) -> Response:
         "error.html", status=403, title="This form has expired",
         message="The form was not sent from this page, or it was open for too long. "
                 "Reload the page and try again.")
+
+
+def body_refused(ctx: ConsoleContext, exc: errors.ApiError) -> Response:
+    title = "Form too large" if isinstance(exc, errors.EntityTooLarge) else "Form not readable"
+    return ctx.render("error.html", status=exc.status, title=title, message=ctx.message(exc))
 
 
 def sign_in_url(request: Request) -> str:

@@ -2,12 +2,19 @@
 authenticator apps make them. The secret is sealed with the server key at rest; a code is
 accepted once (the step it matched is remembered), one step early or late for clock drift.
 
-Enrolment shows a new secret once and stores it only when a code made from it comes back:
-until then it travels in the form, sealed, so an abandoned enrolment leaves nothing behind."""
+Enrolment shows a new secret once and stores it only when a code made from it comes back.
+Until then nothing is stored and no secret travels in the form: the secret is derived, under a
+key of the server's, from the session and a random nonce the form carries
+(`enrolment_secret`), so an abandoned enrolment leaves nothing behind, a form can only ever
+lead to its own session's secret, and no value a client posts is ever opened and shown. The
+enrolled secret is sealed for this purpose only (kit/secretbox.py)."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
+import secrets
 
 import pyotp
 from sqlalchemy import Connection
@@ -22,6 +29,7 @@ from dutyline.web import repository as repo
 
 STEP_S = 30
 ISSUER = "dutyline"
+SEALED_FOR = "console-totp"
 
 
 def new_secret() -> str:
@@ -45,11 +53,31 @@ def matched_step(secret: str, code: str, now: float) -> int | None:
     return None
 
 
-def _open(box: SecretBox, sealed: str) -> str | None:
-    try:
-        return box.open(sealed) if sealed else None
-    except SecretBoxError:
+def new_nonce() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def enrolment_secret(key: bytes, *, session_hash: str, nonce: str) -> str | None:
+    """The secret an enrolment page of this session shows for this nonce (None: no nonce).
+    HMAC-SHA256 under the server's enrolment key: 160 bits, as authenticator apps expect."""
+    if not nonce or len(nonce) > 64:
         return None
+    mac = hmac.new(key, f"{session_hash}:{nonce}".encode("utf-8", "surrogatepass"),
+                   hashlib.sha256).digest()
+    return base64.b32encode(mac[:20]).decode("ascii")
+
+
+def _open(box: SecretBox, sealed: str) -> str | None:
+    """The enrolled secret: sealed for its purpose, or (enrolled before secrets were sealed
+    per purpose) with the server's plain key. It is only ever checked, never shown."""
+    if not sealed:
+        return None
+    for purpose in (SEALED_FOR, ""):
+        try:
+            return box.open(sealed, purpose=purpose)
+        except SecretBoxError:
+            continue
+    return None
 
 
 def enrolled_sync(conn: Connection, person_id: int) -> bool:
@@ -73,11 +101,10 @@ async def check_code(conn: AsyncConnection, box: SecretBox, *, person_id: int, c
 
 
 @writes("/console/second-factor/enable")
-async def enable(conn: AsyncConnection, actor: Actor, *, deps: Deps, sealed_secret: str,
+async def enable(conn: AsyncConnection, actor: Actor, *, deps: Deps, secret: str | None,
                  code: str) -> None:
-    """Enrol the secret shown (sealed in the form) once a code made from it is given."""
+    """Enrol the secret shown (`enrolment_secret`) once a code made from it is given."""
     box = deps.box
-    secret = _open(box, sealed_secret)
     if secret is None:
         raise errors.invalid("code", "is not right: start again")
     step = matched_step(secret, code, actor.now)
@@ -85,7 +112,8 @@ async def enable(conn: AsyncConnection, actor: Actor, *, deps: Deps, sealed_secr
         raise errors.invalid("code", "is not right")
     if await repo.credential(conn, actor.person_id) is None:
         raise errors.invalid("code", "needs a password first")
-    await repo.set_totp(conn, actor.person_id, sealed_secret=box.seal(secret), last_step=step,
+    await repo.set_totp(conn, actor.person_id,
+                        sealed_secret=box.seal(secret, purpose=SEALED_FOR), last_step=step,
                         now_s=actor.now_s)
 
 

@@ -45,6 +45,8 @@ class ConsoleKeys:
         self._settings = settings
         self._csrf: bytes | None = None
         self._flash: bytes | None = None
+        self._device: bytes | None = None
+        self._enrolment: bytes | None = None
 
     async def load(self) -> None:
         if self._csrf is None:
@@ -54,6 +56,9 @@ class ConsoleKeys:
             root = secret.encode("utf-8")
             self._csrf = hmac.new(root, b"dutyline:console-csrf", hashlib.sha256).digest()
             self._flash = hmac.new(root, b"dutyline:console-flash", hashlib.sha256).digest()
+            self._device = hmac.new(root, b"dutyline:console-device", hashlib.sha256).digest()
+            self._enrolment = hmac.new(root, b"dutyline:console-totp-enrolment",
+                                       hashlib.sha256).digest()
 
     @property
     def csrf(self) -> bytes:
@@ -64,6 +69,18 @@ class ConsoleKeys:
     def flash(self) -> bytes:
         assert self._flash is not None, "ConsoleKeys.load() first"
         return self._flash
+
+
+    @property
+    def device(self) -> bytes:
+        assert self._device is not None, "ConsoleKeys.load() first"
+        return self._device
+
+
+    @property
+    def enrolment(self) -> bytes:
+        assert self._enrolment is not None, "ConsoleKeys.load() first"
+        return self._enrolment
 
 
 def csrf_token(keys: ConsoleKeys, kind: str, secret: str) -> str:

@@ -134,6 +134,14 @@ async def caller_of(conn: AsyncConnection, *, account_id: int, person_id: int) -
     return await members.signed_in_caller(conn, account_id=account_id, person_id=person_id)
 
 
+async def email_of(conn: AsyncConnection, actor: Actor) -> str:
+    """The e-mail address the actor's person signs in with ("" when none)."""
+    found = await members.contacts(conn, Actor.system(actor.account_id, actor.clock),
+                                   [actor.person_id])
+    person = found.get(actor.person_id)
+    return person.email if person is not None else ""
+
+
 @writes("/console/sign-in", targets=_nothing)
 async def start_session(conn: AsyncConnection, actor: Actor, *, user_agent: str, ip: str,
                         second_factor_pending: bool = False) -> str:

@@ -3,7 +3,8 @@ one-time welcome link that sets a first password.
 
 A wrong password and an unknown address get the same answer, in the same time (one Argon2
 verification either way), so the sign-in form does not tell which addresses have accounts.
-Failures back off per address and per client (web/lockout.py)."""
+Failures back off per account and per client, or on a known device alone (web/lockout.py);
+a full sign-in makes the browser a known device of the account (web/devices.py)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,9 @@ async def sign_in(ctx: ConsoleContext) -> Response:
     email, password = form.get("email", "").strip(), form.get("password", "")
     target = safe_next(form.get("next", ""))
     ctx.kept["next"] = target
-    subjects = [lockout.email_subject(email), lockout.client_subject(ctx.client_ip)]
+    account = lockout.email_subject(email)
+    device = ctx.device_subject(account)
+    subjects = lockout.subjects(account, ctx.client_ip, device)
     now = int(ctx.runtime.clock.now())
     async with ctx.read() as conn:
         wait = await lockout.locked_for(conn, subjects, now)
@@ -52,11 +55,13 @@ async def sign_in(ctx: ConsoleContext) -> Response:
         return ctx.render("sign_in.html", status=401, error=WRONG, form={"email": email},
                           next=target)
     async with ctx.runtime.db.transaction(write=True) as conn:
-        await lockout.note_success(conn, subjects)
+        await lockout.note_success(conn, [account, *subjects])
     await ctx.start_session(signin.person_actor(caller, ctx.runtime.clock),
                             second_factor_pending=second)
     if second:
         return ctx.redirect(f"{SECOND_FACTOR}?next={quote(target, safe='')}")
+    # Known only once fully signed in: a right password alone never escapes the code's lock.
+    ctx.remember_device(account, lockout.person_subject(caller.person_id))
     return ctx.redirect(target)
 
 
@@ -85,8 +90,8 @@ async def code(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     target = safe_next(form.get("next", ""))
     ctx.kept["next"] = target
-    subjects = [lockout.person_subject(session.person_id),
-                lockout.client_subject(ctx.client_ip)]
+    person = lockout.person_subject(session.person_id)
+    subjects = lockout.subjects(person, ctx.client_ip, ctx.device_subject(person))
     now = int(ctx.runtime.clock.now())
     async with ctx.read() as conn:
         wait = await lockout.locked_for(conn, subjects, now)
@@ -97,12 +102,14 @@ async def code(ctx: ConsoleContext) -> Response:
             conn, ctx.runtime.secrets, person_id=session.person_id,
             code=form.get("code", ""), now=ctx.runtime.clock.now())
         if right:
-            await lockout.note_success(conn, subjects)
+            await lockout.note_success(conn, [person, *subjects])
+            email = await signin.email_of(conn, ctx.actor)
         else:
             await lockout.note_failure(conn, subjects, now)
     if not right:
         raise errors.invalid("code", "is not right")
     await ctx.start_session(ctx.actor)
+    ctx.remember_device(person, *([lockout.email_subject(email)] if email else []))
     return ctx.redirect(target)
 
 

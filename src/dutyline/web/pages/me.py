@@ -8,7 +8,6 @@ from typing import Any
 from starlette.responses import Response
 
 from dutyline.api import errors
-from dutyline.kit.secretbox import SecretBoxError
 from dutyline.web import passwords, second_factor
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
@@ -80,24 +79,28 @@ async def two_factor_form(ctx: ConsoleContext) -> Response:
     return ctx.render("me_2fa.html", **_new_enrolment(ctx))
 
 
-def _new_enrolment(ctx: ConsoleContext, secret: str | None = None) -> dict[str, Any]:
-    secret = secret or second_factor.new_secret()
-    return {"enrolled": False, "secret": secret,
-            "sealed": ctx.runtime.secrets.seal(secret),
+def _new_enrolment(ctx: ConsoleContext, nonce: str | None = None) -> dict[str, Any]:
+    """The page of an enrolment: its nonce (the form's only trace of it) and the secret this
+    session derives from it (web/second_factor.py)."""
+    assert ctx.session is not None
+    nonce = nonce or second_factor.new_nonce()
+    secret = second_factor.enrolment_secret(
+        ctx.console.keys.enrolment, session_hash=ctx.session.session_hash, nonce=nonce)
+    if secret is None:  # a nonce no page of ours made: a fresh enrolment instead
+        return _new_enrolment(ctx)
+    return {"enrolled": False, "secret": secret, "nonce": nonce,
             "uri": second_factor.provisioning_uri(secret, name=ctx.actor.person_name)}
 
 
 @pages.post(ME + "/two-factor", template="me_2fa.html")
 async def enable_two_factor(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
-    sealed = form.get("sealed_secret", "")
-    try:
-        ctx.kept.update(_new_enrolment(ctx, ctx.runtime.secrets.open(sealed)))
-    except SecretBoxError:
-        ctx.kept.update(_new_enrolment(ctx))
+    shown = _new_enrolment(ctx, form.get("nonce", ""))
+    ctx.kept.update(shown)
+    secret = shown["secret"] if shown["nonce"] == form.get("nonce") else None
     async with ctx.write() as conn:
-        await second_factor.enable(conn, ctx.actor, deps=ctx.runtime.deps,
-                                   sealed_secret=sealed, code=form.get("code", ""))
+        await second_factor.enable(conn, ctx.actor, deps=ctx.runtime.deps, secret=secret,
+                                   code=form.get("code", ""))
     ctx.flash("Two-factor sign-in is on: signing in now asks for a code.")
     return ctx.redirect(ME)
 

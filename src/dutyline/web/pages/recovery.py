@@ -1,9 +1,10 @@
 """A forgotten password: ask for a reset link by e-mail, then choose a new password with it.
 
 The request page answers the same whatever the address (and mails nothing for an unknown
-one); requests count toward the client's back-off, so the form cannot be used to flood
-mailboxes. A reset ends every session of the person and signs nobody in: they sign in with
-the new password (and their second factor, when they have one)."""
+one); requests count toward the address's and the client's back-off (or a known device's
+alone, web/lockout.py), so the form cannot be used to flood mailboxes. A reset ends every
+session of the person and signs nobody in: they sign in with the new password (and their
+second factor, when they have one)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ async def forgot(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     email = form.get("email", "").strip()
     ctx.kept["sent"] = False
-    subjects = [lockout.client_subject(ctx.client_ip)]
+    device = ctx.device_subject(lockout.email_subject(email))
+    subjects = lockout.subjects(lockout.reset_subject(email), ctx.client_ip, device)
     now = int(ctx.runtime.clock.now())
     async with ctx.read() as conn:
         wait = await lockout.locked_for(conn, subjects, now)
