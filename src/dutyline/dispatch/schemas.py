@@ -10,7 +10,7 @@ import msgspec
 
 from dutyline.api.outbound_secrets import outbound_settings
 from dutyline.api.secret import secret_keys
-from dutyline.api.types import Id, SaveWarning
+from dutyline.api.types import Id, NonNegInt64, SaveWarning
 
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
 Priority = Annotated[int, msgspec.Meta(ge=0, le=200)]
@@ -45,7 +45,8 @@ class WebhookTarget(msgspec.Struct, kw_only=True):
 class EscalateTarget(msgspec.Struct, kw_only=True, omit_defaults=True):
     person_ids: list[Id] = msgspec.field(default_factory=list)
     team_ids: list[Id] = msgspec.field(default_factory=list)
-    schedule_to_role_ids: dict[str, list[int]] = msgspec.field(default_factory=dict)
+    # Schedule id -> the roles of it paged (JSON object keys, decoded as ids).
+    schedule_to_role_ids: dict[Id, list[NonNegInt64]] = msgspec.field(default_factory=dict)
     emails: list[str] = msgspec.field(default_factory=list)
     by: NotifyBy | None = None
     webhooks: list[WebhookTarget] | None = None

@@ -139,12 +139,8 @@ async def check_targets(conn: Any, actor: Actor, *, targets: list[tuple[str, Esc
                     isinstance(chat_id, int) or (isinstance(chat_id, str) and chat_id.strip())):
                 raise errors.invalid(f"{path}.webhooks[{j}].settings.chat_id",
                                      "is required for telegram (the group's chat id)")
-        for key, roles in t.schedule_to_role_ids.items():
-            if not key.isdigit() or int(key) <= 0:
-                raise errors.invalid(f"{path}.schedule_to_role_ids", f"bad schedule id {key!r}")
-            if any(r < 0 for r in roles):
-                raise errors.invalid(f"{path}.schedule_to_role_ids", "bad role id")
-            schedule_ids.add(int(key))
+        # Its keys and roles are ids bounded at decode (api/types.py).
+        schedule_ids.update(t.schedule_to_role_ids)
         person_ids.update(t.person_ids)
         team_ids.update(t.team_ids)
     missing = person_ids - await members.existing_member_ids(conn, actor,
