@@ -25,6 +25,7 @@ from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
+from dutyline.api.outbound_secrets import mask_url, url_to_store
 from dutyline.api.permissions import AGENT_MANAGE
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
@@ -156,7 +157,8 @@ async def prepare_update(
         values["streaming"] = streaming
     box = deps.box
     changes_auth = auth_type is not None or auth_config is not None
-    new_card_url = None if card_url is None else card_url.strip()
+    new_card_url = None if card_url is None else url_to_store(
+        card_url.strip(), row.card_url, keep=True, field="card_url")
     # The stored secret was entered for the card URL's origin: moving it elsewhere drops the
     # secret unless this update supplies it anew, and the new card is fetched without it.
     moved = new_card_url is not None and not same_origin(row.card_url, new_card_url)
@@ -290,7 +292,7 @@ def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:
         team_id=row.team_id,
         agent_name=row.agent_name,
         instructions=row.instructions,
-        card_url=row.card_url,
+        card_url=mask_url(row.card_url),  # the credentials it carries are write-only
         agent_card_name=row.agent_card_name,
         agent_card_skills=msgspec.json.decode(row.agent_card_skills, type=list[A2aSkill]),
         agent_card=msgspec.json.decode(row.agent_card, type=dict[str, Any]),
