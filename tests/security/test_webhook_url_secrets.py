@@ -73,6 +73,17 @@ def test_masking_round_trips() -> None:
     assert mask_url("https://api.telegram.org/bot12:AAx-y/sendMessage") == \
         "https://api.telegram.org/bot******/sendMessage"
     assert restore_url("https://h/hook?token=******", "https://h/hook?other=1") is None
+    # Chat robots addressed by a secret path segment.
+    for url, masked in (
+            ("https://open.feishu.cn/open-apis/bot/v2/hook/0b2f-ab12",
+             "https://open.feishu.cn/open-apis/bot/v2/hook/******"),
+            ("https://hooks.slack.com/services/T0001/B0002/XXXXyyyy",
+             "https://hooks.slack.com/services/******"),
+            ("https://discord.com/api/webhooks/123/abc-DEF",
+             "https://discord.com/api/webhooks/******")):
+        assert mask_url(url) == masked
+        assert restore_url(masked, url) == url
+        assert restore_url(masked, "https://example.com/") is None
 
 
 @pytest.fixture

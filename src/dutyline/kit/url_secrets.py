@@ -1,7 +1,10 @@
 """Credentials carried inside a URL: the userinfo (`https://user:pass@host/`), query values
 whose names say they are secret (`?access_token=`, `?key=`, `?token=`, `?secret=`, `?sig=`
-...), and a Telegram bot token in the path (`/bot<id>:<secret>/`). A chat robot's webhook is
-often authenticated by nothing else, so such a URL is a secret of its own.
+...), and the path segments chat robots are addressed by (a Telegram bot token
+`/bot<id>:<secret>/`, a Feishu or Lark robot's `/open-apis/bot/v2/hook/<token>`, a Slack
+incoming webhook's `/services/T…/B…/<token>`, a Discord webhook's `/api/webhooks/<id>/<token>`).
+A chat robot's webhook is often authenticated by nothing else, so such a URL is a secret of
+its own.
 
 `redact_url` (kit/outbound.py) drops or masks them for logs and delivery records. A stored
 target's URL is shown masked instead (`mask_url`), in a form a client can send back
@@ -17,7 +20,35 @@ MASK = "******"
 SECRET_QUERY_WORDS = ("token", "key", "secret", "password", "sig", "auth", "code")
 # Telegram's bot API carries the bot token in the path: /bot<id>:<secret>/method.
 BOT_TOKEN_IN_PATH = re.compile(r"/bot\d+:[A-Za-z0-9_-]+")
-_MASKED_BOT = "/bot" + MASK
+_SECRET = r"([A-Za-z0-9_:-]+|\*{6})"
+# The secret path segments of stored URLs, each the group of its pattern (a mask included,
+# so a read-back is recognised).
+_PATH_SECRETS = (
+    re.compile(r"(?<=/bot)(\d+:[A-Za-z0-9_-]+|\*{6})"),
+    re.compile(r"(?<=/open-apis/bot/v2/hook/)" + _SECRET),
+    re.compile(r"(?<=/services/)(T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+|\*{6})"),
+    re.compile(r"(?<=/api/webhooks/)(\d+/[A-Za-z0-9_-]+|\*{6})"),
+)
+
+
+def _mask_path(path: str) -> str:
+    for pattern in _PATH_SECRETS:
+        path = pattern.sub(MASK, path)
+    return path
+
+
+def _restore_path(given: str, stored: str) -> str | None:
+    """`given` with each masked segment taken from the same pattern's in `stored`."""
+    for pattern in _PATH_SECRETS:
+        masked = [m for m in pattern.finditer(given) if m.group(1) == MASK]
+        if not masked:
+            continue
+        kept = [m.group(1) for m in pattern.finditer(stored) if m.group(1) != MASK]
+        if len(kept) < len(masked):
+            return None
+        for m, value in zip(reversed(masked), reversed(kept[:len(masked)]), strict=True):
+            given = given[:m.start(1)] + value + given[m.end(1):]
+    return given
 
 
 def secret_query_name(name: str) -> bool:
@@ -51,7 +82,7 @@ def mask_url(url: str) -> str:
         return MASK if url else url
     userinfo, host = _userinfo(parts)
     netloc = f"{MASK}@{host}" if userinfo else host
-    path = BOT_TOKEN_IN_PATH.sub(_MASKED_BOT, parts.path)
+    path = _mask_path(parts.path)
     query = "&".join(
         f"{name}{eq}{MASK}" if eq and value and secret_query_name(name) else name + eq + value
         for name, eq, value in _pairs(parts.query))
@@ -65,7 +96,8 @@ def has_mask(url: str) -> bool:
     parts = _split(url)
     if parts is None:
         return url == MASK
-    return (_userinfo(parts)[0] == MASK or _MASKED_BOT in parts.path
+    return (_userinfo(parts)[0] == MASK
+            or any(m.group(1) == MASK for p in _PATH_SECRETS for m in p.finditer(parts.path))
             or any(value == MASK for _, _, value in _pairs(parts.query)))
 
 
@@ -82,12 +114,9 @@ def restore_url(given: str, stored: str) -> str | None:
         userinfo = _userinfo(old)[0]
         if not userinfo:
             return None
-    path = new.path
-    if _MASKED_BOT in path:
-        found = BOT_TOKEN_IN_PATH.search(old.path)
-        if found is None:
-            return None
-        path = path.replace(_MASKED_BOT, found.group(0))
+    path = _restore_path(new.path, old.path)
+    if path is None:
+        return None
     kept: dict[str, list[str]] = {}
     for name, eq, value in _pairs(old.query):
         if eq and value:
