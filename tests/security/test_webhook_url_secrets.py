@@ -21,6 +21,7 @@ from sqlalchemy import select
 
 from dutyline.config import Settings
 from dutyline.db.tables.platform import audit_log
+from dutyline.kit.outbound import redact_url
 from dutyline.kit.url_secrets import mask_url, restore_url
 from tests.aisre.a2a_peers import a2a_peer
 from tests.dispatch.receiver import Receiver, build
@@ -84,6 +85,7 @@ def test_masking_round_trips() -> None:
         assert mask_url(url) == masked
         assert restore_url(masked, url) == url
         assert restore_url(masked, "https://example.com/") is None
+        assert redact_url(url) == masked  # and so do delivery records and logs
 
 
 @pytest.fixture

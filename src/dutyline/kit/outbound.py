@@ -41,7 +41,7 @@ import structlog
 from dutyline.kit.ipv4_forms import NotAnAddress, legacy_ipv4
 from dutyline.kit.outbound_retry import IDEMPOTENT as IDEMPOTENT
 from dutyline.kit.outbound_retry import Flavour, RetryingTransport, RetryPolicy
-from dutyline.kit.url_secrets import BOT_TOKEN_IN_PATH, secret_query_name
+from dutyline.kit.url_secrets import mask_path, secret_query_name
 
 log = structlog.get_logger("dutyline.outbound")
 
@@ -533,13 +533,14 @@ def guarded_httpx2_client(
 # Every delivery attempt records its endpoint redacted, and a receiver's URL repeats.
 @functools.lru_cache(maxsize=1024)
 def redact_url(url: str) -> str:
-    """The URL without userinfo and with secret-looking query values masked, for logs."""
+    """The URL without userinfo, with secret-looking query values and chat robots' secret
+    path segments masked (kit/url_secrets.py), for logs and delivery records."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<malformed url>"
     netloc = parts.netloc.rsplit("@", 1)[-1]
-    path = BOT_TOKEN_IN_PATH.sub("/bot******", parts.path)
+    path = mask_path(parts.path)
     query = "&".join(
         f"{k}=******" if secret_query_name(k) else f"{k}={v}"
         for k, _, v in (pair.partition("=") for pair in parts.query.split("&") if pair)

@@ -18,8 +18,6 @@ from urllib.parse import SplitResult, urlsplit, urlunsplit
 MASK = "******"
 # Names of query parameters whose values are secrets (a substring, case-insensitive).
 SECRET_QUERY_WORDS = ("token", "key", "secret", "password", "sig", "auth", "code")
-# Telegram's bot API carries the bot token in the path: /bot<id>:<secret>/method.
-BOT_TOKEN_IN_PATH = re.compile(r"/bot\d+:[A-Za-z0-9_-]+")
 _SECRET = r"([A-Za-z0-9_:-]+|\*{6})"
 # The secret path segments of stored URLs, each the group of its pattern (a mask included,
 # so a read-back is recognised).
@@ -31,7 +29,8 @@ _PATH_SECRETS = (
 )
 
 
-def _mask_path(path: str) -> str:
+def mask_path(path: str) -> str:
+    """The path with each secret segment masked."""
     for pattern in _PATH_SECRETS:
         path = pattern.sub(MASK, path)
     return path
@@ -82,7 +81,7 @@ def mask_url(url: str) -> str:
         return MASK if url else url
     userinfo, host = _userinfo(parts)
     netloc = f"{MASK}@{host}" if userinfo else host
-    path = _mask_path(parts.path)
+    path = mask_path(parts.path)
     query = "&".join(
         f"{name}{eq}{MASK}" if eq and value and secret_query_name(name) else name + eq + value
         for name, eq, value in _pairs(parts.query))
