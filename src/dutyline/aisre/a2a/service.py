@@ -114,7 +114,7 @@ async def prepare_create(
     await _require_manage(actor, team_id)
     await _check_team(conn, actor, team_id)
     auth = build_auth(auth_type, auth_config, None)
-    card_url = card_url.strip()
+    card_url = url_to_store(card_url.strip(), "", keep=False, field="card_url")
     resolved = await _resolve(deps.policy, card_url, auth)
     return Prepared(prefixed_id("a2a"), {
         "team_id": team_id, "agent_name": name, "instructions": instructions,

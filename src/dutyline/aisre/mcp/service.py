@@ -113,7 +113,8 @@ async def create_server(
         raise errors.invalid("server_name", "already exists")
     _check_environment(spec.transport, spec.environment_kind)
     await _check_worknode(conn, actor, spec.environment_kind, spec.environment_id.strip())
-    url = await _checked_url(deps.policy, spec.transport, spec.url)
+    url = await _checked_url(deps.policy, spec.transport,
+                             url_to_store(spec.url, "", keep=False, field="url"))
     headers = _validated_headers(spec.headers, {})
     now = actor.now_ms
     server_id = prefixed_id("mcp")

@@ -89,7 +89,7 @@ async def create_api(
     name = await _checks(conn, actor, name=api_name, insecure=insecure_skip_verify,
                          team_id=team_id)
     assert name is not None
-    url = await _check_url(url, deps.policy)
+    url = await _check_url(url_to_store(url, "", keep=False, field="url"), deps.policy)
     if await repo.count(conn, actor.account_id) >= MAX_APIS:
         raise errors.invalid("api_name", f"an account has at most {MAX_APIS} mapping APIs")
     api_id, now = hex_id(), actor.now_s
