@@ -55,7 +55,8 @@ _JSON = "application/json"
 # A JSON escape that could smuggle a NUL or a lone surrogate into a string; rare in real
 # traffic, so the slow check below runs only when this matches.
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
-_AT_PATH = re.compile(r"^(?P<reason>.*?) - at `\$\.?(?P<path>[^`]*)`$")
+# msgspec names a bad mapping key "at `key` in `$.path`": the field is the mapping.
+_AT_PATH = re.compile(r"^(?P<reason>.*?) - at (?P<key>`key` in )?`\$\.?(?P<path>[^`]*)`$")
 _MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`")
 
 
@@ -444,6 +445,8 @@ def _invalid_parameter(detail: str) -> errors.InvalidParameter:
     field, reason = "body", detail
     if m := _AT_PATH.match(detail):
         reason, field = m["reason"], m["path"] or "body"
+        if m["key"]:
+            reason = f"{reason} (a key)"
     if m := _MISSING.match(reason):
         missing = m["field"]
         field = f"{field}.{missing}" if field != "body" else missing

@@ -11,6 +11,12 @@ sources, mapping APIs, MCP servers, A2A agents. For all of them:
   "store these asterisks". A mask with nothing to keep (none stored, or dropped by a move)
   is refused, naming the field.
 
+The address itself may carry credentials (`https://user:pass@host/`, `?access_token=`,
+`?key=`: a chat robot's webhook is often authenticated by nothing else). Those are secrets
+too, under the same two rules: reads and the audit log show the URL with them masked
+(kit/url_secrets.py), and an update that sends the masked URL back keeps them only on the
+same origin (`url_to_store`).
+
 The schemas mark the fields these rules cover: `OUTBOUND_URL` on the address a target is
 called at, `OUTBOUND_SECRET` on a secret (a string, or a mapping whose values are secrets),
 and `outbound_settings(...)` on a free-form settings object naming its URL and secret keys.
@@ -26,6 +32,10 @@ from typing import Any
 import msgspec
 
 from dutyline.api import errors
+from dutyline.kit.origin import same_origin
+from dutyline.kit.url_secrets import has_mask, mask_url, restore_url
+
+__all__ = ["mask_url"]  # what reads show of a stored target's URL
 
 # What a read shows in place of a secret ("***" is the mapping APIs' form of it).
 MASKS = frozenset({"******", "***"})
@@ -66,6 +76,21 @@ def secret_to_store(given: str | None, stored: str, *, keep: bool, field: str,
     if not given:
         return stored if blank_keeps and keep else ""
     return seal(given)
+
+
+def url_to_store(given: str, stored: str, *, keep: bool, field: str) -> str:
+    """The URL to store for a target's address. Credentials masked in `given` (a URL sent
+    back as it was read) are those of `stored`, when they may still be used: `keep` (the
+    same target) and the same origin. Otherwise the mask is refused, naming the field."""
+    if not has_mask(given):
+        return given
+    moved = bool(stored) and not same_origin(stored, given)
+    restored = restore_url(given, stored) if keep and stored and not moved else None
+    if restored is None:
+        why = ("the address moved to another origin: send the secret in full" if moved
+               else "there is no stored secret to keep")
+        raise errors.invalid(field, f"is masked, but {why}")
+    return restored
 
 
 def headers_to_store(given: Mapping[str, str], stored: Mapping[str, str], *, keep: bool,

@@ -8,7 +8,10 @@ A request Struct marks its secret fields on the type, where the field is declare
 
 `for_audit` walks a decoded JSON body by the request type's msgspec type info: marked values
 become "***", keys the type does not know are left out (the operation ignores them too), and
-open maps keep their other keys. No list of names decides what is secret.
+open maps keep their other keys. No list of names decides what is secret. The address of an
+outbound target (marked `OUTBOUND_URL`, or the URL key of an `outbound_settings` map) keeps
+its shape with the credentials it carries masked (kit/url_secrets.py): `?access_token=`, the
+userinfo.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ from typing import Any
 
 import msgspec
 from msgspec import inspect as mi
+
+from dutyline.api.outbound_secrets import OUTBOUND_MARK
+from dutyline.kit.url_secrets import mask_url
 
 SECRET = msgspec.Meta(extra={"secret": True})
 MASK = "***"
@@ -30,11 +36,14 @@ def secret_keys(*keys: str) -> msgspec.Meta:
 
 # The shape of a type, as far as the audit copy cares: None keeps a value as it is.
 #   ("mask",)                       a secret
+#   ("url",)                        an address: the credentials inside it masked
 #   ("struct", {name: shape})       a Struct: known keys only
 #   ("list", shape)                 each item
-#   ("map", shape, secret keys)     each value; the secret keys masked
+#   ("map", shape, secret keys, url keys)  each value; the secret keys masked, the url keys'
+#                                   credentials masked
 Shape = tuple[Any, ...] | None
 _MASK: Shape = ("mask",)
+_URL: Shape = ("url",)
 
 
 def _merge(a: Shape, b: Shape) -> Shape:
@@ -42,6 +51,8 @@ def _merge(a: Shape, b: Shape) -> Shape:
         return a if b is None else b
     if a == _MASK or b == _MASK:
         return _MASK
+    if a == _URL or b == _URL:
+        return _URL
     if a[0] == b[0] == "struct":
         fields = dict(a[1])
         for name, shape in b[1].items():
@@ -50,7 +61,7 @@ def _merge(a: Shape, b: Shape) -> Shape:
     if a[0] == b[0] == "list":
         return ("list", _merge(a[1], b[1]))
     if a[0] == b[0] == "map":
-        return ("map", _merge(a[1], b[1]), a[2] | b[2])
+        return ("map", _merge(a[1], b[1]), a[2] | b[2], a[3] | b[3])
     return a if a[0] == "struct" else b  # a JSON object read as the Struct alternative
 
 
@@ -59,11 +70,15 @@ def _shape(t: mi.Type, active: frozenset[type]) -> Shape:
         extra = t.extra or {}
         if extra.get("secret"):
             return _MASK
+        mark = extra.get(OUTBOUND_MARK)
+        if mark == "url":
+            return _URL
         inner = _shape(t.type, active)
         keys = extra.get("secret_keys")
-        if keys:
+        urls = frozenset([extra["url"]] if mark == "settings" else [])
+        if keys or urls:
             values = inner[1] if inner is not None and inner[0] == "map" else None
-            return ("map", values, frozenset(keys))
+            return ("map", values, frozenset(keys or ()), urls)
         return inner
     if isinstance(t, mi.StructType):
         if t.cls in active:
@@ -80,7 +95,7 @@ def _shape(t: mi.Type, active: frozenset[type]) -> Shape:
         return None if merged is None else ("list", merged)
     if isinstance(t, mi.DictType):
         value = _shape(t.value_type, active)
-        return None if value is None else ("map", value, frozenset())
+        return None if value is None else ("map", value, frozenset(), frozenset())
     if isinstance(t, mi.UnionType):
         out: Shape = None
         for x in t.types:
@@ -107,9 +122,18 @@ FREE_FORM_SECRET_KEYS = frozenset({
 })
 
 
+# ... and a key naming an address keeps it with its credentials masked.
+FREE_FORM_URL_KEYS = frozenset({"url", "webhook", "webhook_url", "address", "endpoint"})
+
+
+def _url(value: Any) -> Any:
+    return mask_url(value) if isinstance(value, str) else value
+
+
 def _free_form(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _masked(v) if str(k).lower() in FREE_FORM_SECRET_KEYS else _free_form(v)
+        return {k: _masked(v) if str(k).lower() in FREE_FORM_SECRET_KEYS
+                else _url(v) if str(k).lower() in FREE_FORM_URL_KEYS else _free_form(v)
                 for k, v in value.items()}
     if isinstance(value, list):
         return [_free_form(v) for v in value]
@@ -122,6 +146,8 @@ def _apply(value: Any, shape: Shape) -> Any:
     kind = shape[0]
     if kind == "mask":
         return _masked(value)
+    if kind == "url":
+        return _url(value)
     if kind == "struct":
         if not isinstance(value, dict):
             return value
@@ -131,8 +157,9 @@ def _apply(value: Any, shape: Shape) -> Any:
         return [_apply(v, shape[1]) for v in value] if isinstance(value, list) else value
     if not isinstance(value, dict):
         return value
-    child, keys = shape[1], shape[2]
-    return {k: _masked(v) if k in keys else _apply(v, child) for k, v in value.items()}
+    child, keys, urls = shape[1], shape[2], shape[3]
+    return {k: _masked(v) if k in keys else _url(v) if k in urls else _apply(v, child)
+            for k, v in value.items()}
 
 
 def for_audit(value: Any, request_type: Any) -> Any:
@@ -150,6 +177,8 @@ def secret_paths(request_type: Any) -> list[str]:
             return
         if shape == _MASK:
             out.append(path)
+        elif shape == _URL:
+            return
         elif shape[0] == "struct":
             for name, inner in shape[1].items():
                 walk(inner, f"{path}.{name}" if path else name)
@@ -168,6 +197,8 @@ def _has_mask(shape: Shape) -> bool:
         return False
     if shape == _MASK:
         return True
+    if shape == _URL:
+        return False
     if shape[0] == "struct":
         return any(_has_mask(s) for s in shape[1].values())
     if shape[0] == "list":

@@ -8,10 +8,18 @@ import msgspec
 
 MAX_INT64 = 2**63 - 1
 
-# Ids of accounts, persons, teams, ...: positive int64. 0 is allowed where a field says
-# "0 means none" and is typed NonNegInt64 there.
+MIN_INT64 = -(2**63)
+
+# Every integer a request carries is bounded at decode, so a number no int64 column can hold
+# is a 400 naming the field, never an overflow at the database (tests/security/
+# test_integer_bounds.py walks every request schema for an unbounded one).
+# Ids of accounts, persons, teams, ...: positive int64, in fields, list elements and the keys
+# of id-keyed mappings alike. 0 is allowed where a field says "0 means none" and is typed
+# NonNegInt64 there.
 Id = Annotated[int, msgspec.Meta(ge=1, le=MAX_INT64)]
 NonNegInt64 = Annotated[int, msgspec.Meta(ge=0, le=MAX_INT64)]
+# A signed number whose range the service checks itself, with its own message.
+Int64 = Annotated[int, msgspec.Meta(ge=MIN_INT64, le=MAX_INT64)]
 PageNumber = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
 PageSize = Annotated[int, msgspec.Meta(ge=1, le=100)]
 MAX_PAGE_WINDOW = 10_000

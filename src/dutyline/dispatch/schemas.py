@@ -8,9 +8,9 @@ from typing import Annotated, Any
 
 import msgspec
 
-from dutyline.api.outbound_secrets import outbound_settings
+from dutyline.api.outbound_secrets import mask_url, outbound_settings
 from dutyline.api.secret import secret_keys
-from dutyline.api.types import Id, SaveWarning
+from dutyline.api.types import Id, NonNegInt64, SaveWarning
 
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
 Priority = Annotated[int, msgspec.Meta(ge=0, le=200)]
@@ -45,7 +45,8 @@ class WebhookTarget(msgspec.Struct, kw_only=True):
 class EscalateTarget(msgspec.Struct, kw_only=True, omit_defaults=True):
     person_ids: list[Id] = msgspec.field(default_factory=list)
     team_ids: list[Id] = msgspec.field(default_factory=list)
-    schedule_to_role_ids: dict[str, list[int]] = msgspec.field(default_factory=dict)
+    # Schedule id -> the roles of it paged (JSON object keys, decoded as ids).
+    schedule_to_role_ids: dict[Id, list[NonNegInt64]] = msgspec.field(default_factory=dict)
     emails: list[str] = msgspec.field(default_factory=list)
     by: NotifyBy | None = None
     webhooks: list[WebhookTarget] | None = None
@@ -116,17 +117,23 @@ class ListEscalationRulesResponse(msgspec.Struct, kw_only=True):
 _json = msgspec.json.Decoder()
 
 
+def public_webhook(stored: dict[str, Any]) -> dict[str, Any]:
+    settings = {k: v for k, v in stored["settings"].items() if k not in SECRET_SETTINGS}
+    if isinstance(settings.get("url"), str):
+        settings["url"] = mask_url(settings["url"])
+    return {"type": stored["type"], "settings": settings}
+
+
 def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as a caller reads them: webhook secrets are write-only, so they are left out.
+    """Layers as a caller reads them: webhook secrets are write-only, so they are left out
+    (and the credentials a webhook's URL carries are masked).
     Clients read `webhooks` (an array, empty when the layer has none: the reference's
     schema allows no null) and `by.follow_preference` (false included) by name."""
     out: list[dict[str, Any]] = []
     for layer in stored:
         target = dict(layer.get("target") or {})
         target["webhooks"] = [
-            {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
-                                             if k not in SECRET_SETTINGS}}
-            for h in target.get("webhooks") or ()
+            public_webhook(h) for h in target.get("webhooks") or ()
         ]
         if target.get("by") is not None:
             target["by"] = {"follow_preference": False, **target["by"]}
@@ -136,13 +143,12 @@ def public_layers(stored: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def public_target(stored: dict[str, Any]) -> dict[str, Any]:
     """A notification rule's target as a caller reads it: webhook secrets are write-only, so
-    they are left out; `webhooks` is an array (empty when there are none) and `by` names
-    `follow_preference` (false included), as clients read escalation layers' targets."""
+    they are left out (and the credentials in a webhook's URL masked); `webhooks` is an
+    array (empty when there are none) and `by` names `follow_preference` (false included),
+    as clients read escalation layers' targets."""
     target = dict(stored)
     target["webhooks"] = [
-        {"type": h["type"], "settings": {k: v for k, v in h["settings"].items()
-                                         if k not in SECRET_SETTINGS}}
-        for h in target.get("webhooks") or ()
+        public_webhook(h) for h in target.get("webhooks") or ()
     ]
     if target.get("by") is not None:
         target["by"] = {"follow_preference": False, **target["by"]}

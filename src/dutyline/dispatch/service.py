@@ -19,7 +19,7 @@ from dutyline.api import errors, outbound_urls
 from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
-from dutyline.api.outbound_secrets import secret_to_store
+from dutyline.api.outbound_secrets import secret_to_store, url_to_store
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.channel import service as channels
@@ -139,12 +139,8 @@ async def check_targets(conn: Any, actor: Actor, *, targets: list[tuple[str, Esc
                     isinstance(chat_id, int) or (isinstance(chat_id, str) and chat_id.strip())):
                 raise errors.invalid(f"{path}.webhooks[{j}].settings.chat_id",
                                      "is required for telegram (the group's chat id)")
-        for key, roles in t.schedule_to_role_ids.items():
-            if not key.isdigit() or int(key) <= 0:
-                raise errors.invalid(f"{path}.schedule_to_role_ids", f"bad schedule id {key!r}")
-            if any(r < 0 for r in roles):
-                raise errors.invalid(f"{path}.schedule_to_role_ids", "bad role id")
-            schedule_ids.add(int(key))
+        # Its keys and roles are ids bounded at decode (api/types.py).
+        schedule_ids.update(t.schedule_to_role_ids)
         person_ids.update(t.person_ids)
         team_ids.update(t.team_ids)
     missing = person_ids - await members.existing_member_ids(conn, actor,
@@ -209,15 +205,19 @@ def seal_target(target: dict[str, Any], previous: dict[str, Any], box: SecretBox
     """A target (as builtins) as stored, changed in place: secrets given are sealed; a
     secret left out or sent back masked keeps the stored one of the webhook in the same
     place of `previous` (the stored target), unless that webhook changed type or its URL
-    moved to another origin."""
+    moved to another origin. So do the credentials masked in a URL read back."""
     hooks = target.get("webhooks") or []
     old_hooks: list[dict[str, Any]] = previous.get("webhooks") or []
     for j, hook in enumerate(hooks):
         settings = hook["settings"]
         before = old_hooks[j] if j < len(old_hooks) else {}
         old = before.get("settings") or {}
-        keep = before.get("type") == hook["type"] and same_origin(
-            str(old.get("url", "")), str(settings.get("url", "")))
+        same_hook = before.get("type") == hook["type"]
+        keep = same_hook and same_origin(str(old.get("url", "")), str(settings.get("url", "")))
+        if isinstance(settings.get("url"), str):
+            settings["url"] = url_to_store(settings["url"], str(old.get("url") or ""),
+                                           keep=same_hook,
+                                           field=f"{path}.webhooks[{j}].settings.url")
         for key in SECRET_SETTINGS:
             given = settings.get(key)
             if given is not None and not isinstance(given, str):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import re
 import select
 import socket
 import ssl
@@ -42,6 +41,7 @@ import structlog
 from dutyline.kit.ipv4_forms import NotAnAddress, legacy_ipv4
 from dutyline.kit.outbound_retry import IDEMPOTENT as IDEMPOTENT
 from dutyline.kit.outbound_retry import Flavour, RetryingTransport, RetryPolicy
+from dutyline.kit.url_secrets import mask_path, secret_query_name
 
 log = structlog.get_logger("dutyline.outbound")
 
@@ -57,9 +57,6 @@ _METADATA = {
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _MAX_REDIRECTS = 5
 _SECRET_HEADER_WORDS = ("authorization", "token", "secret", "key", "cookie", "password", "auth")
-# Telegram's bot API carries the bot token in the path: /bot<id>:<secret>/method.
-_BOT_TOKEN_IN_PATH = re.compile(r"/bot\d+:[A-Za-z0-9_-]+")
-_SECRET_QUERY_WORDS = ("token", "key", "secret", "password", "sig", "auth", "code")
 
 
 class OutboundBlocked(Exception):
@@ -536,15 +533,16 @@ def guarded_httpx2_client(
 # Every delivery attempt records its endpoint redacted, and a receiver's URL repeats.
 @functools.lru_cache(maxsize=1024)
 def redact_url(url: str) -> str:
-    """The URL without userinfo and with secret-looking query values masked, for logs."""
+    """The URL without userinfo, with secret-looking query values and chat robots' secret
+    path segments masked (kit/url_secrets.py), for logs and delivery records."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return "<malformed url>"
     netloc = parts.netloc.rsplit("@", 1)[-1]
-    path = _BOT_TOKEN_IN_PATH.sub("/bot******", parts.path)
+    path = mask_path(parts.path)
     query = "&".join(
-        f"{k}=******" if any(w in k.lower() for w in _SECRET_QUERY_WORDS) else f"{k}={v}"
+        f"{k}=******" if secret_query_name(k) else f"{k}={v}"
         for k, _, v in (pair.partition("=") for pair in parts.query.split("&") if pair)
     )
     return urlunsplit((parts.scheme, netloc, path, query, ""))

@@ -20,7 +20,12 @@ from dutyline.api import errors, outbound_urls
 from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
-from dutyline.api.outbound_secrets import headers_to_store, secret_to_store
+from dutyline.api.outbound_secrets import (
+    headers_to_store,
+    mask_url,
+    secret_to_store,
+    url_to_store,
+)
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.kit.origin import origin_of, same_origin
@@ -155,7 +160,7 @@ def _public_payload(payload: DSPayload) -> DSPayload:
 def _ds_item(box: SecretBox, row: Any) -> DataSourceItem:
     return DataSourceItem(
         id=row.id, account_id=row.account_id, type_ident=row.type_ident, name=row.name,
-        enabled=row.enabled, note=row.note, address=row.address,
+        enabled=row.enabled, note=row.note, address=mask_url(row.address),
         payload=_public_payload(open_payload(box, row.payload_sealed)),
         edge_cluster_name=row.edge_cluster_name, updated_at=row.updated_at,
     )
@@ -196,6 +201,9 @@ async def _upsert(conn: AsyncConnection, actor: Actor, *, spec: DataSourceSpec, 
         if old is None:
             raise errors.not_found("datasource", req.id)
     ds_id = old.id if old is not None else numeric_id()
+    # An address read back with its credentials masked keeps the stored ones.
+    address = url_to_store(address, old.address if old is not None else "",
+                           keep=old is not None, field="address")
     if await repo.datasource_name_taken(conn, actor.account_id, name, ds_id):
         raise errors.invalid("name", "already exists")
     # Secrets stay with their origin and their type: a data source that changes type asks

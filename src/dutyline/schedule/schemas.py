@@ -14,10 +14,7 @@ import msgspec
 
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET
 from dutyline.api.secret import SECRET
-from dutyline.api.types import MAX_INT64, SaveWarning
-
-# Every integer a client sends fits a BIGINT column (larger ones are 400 naming the field).
-Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=MAX_INT64)]
+from dutyline.api.types import Int64, SaveWarning
 
 # -- pieces shared by requests and records ------------------------------------------------
 

@@ -311,6 +311,11 @@ COVERED: dict[tuple[str, str], str] = {
     **{(f"dutyline.aisre.a2a.schemas.A2aAgent{kind}Request", "card_url"):
        f"{_SECRET_ORIGIN_TESTS}::test_a2a_auth_dropped_when_card_url_changes_origin"
        for kind in ("Create", "Update")},
+    # A custom action's webhook: set once at creation (no update can move it); the
+    # credentials its URL carries are masked in answers and the audit log.
+    ("dutyline.channel.integration.schemas.CreateIntegrationRequest", "url"):
+        "tests/security/test_webhook_url_secrets.py::"
+        "test_credentials_in_stored_urls_are_write_only",
     **{("dutyline.aisre.a2a.schemas.AuthConfig", k):
        f"{_SECRET_ORIGIN_TESTS}::test_a2a_auth_dropped_when_card_url_changes_origin"
        for k in ("token", "api_key")},
@@ -324,10 +329,6 @@ NOT_OUTBOUND: dict[tuple[str, str], str] = {
        for kind in ("Create", "Update")},
     ("dutyline.aisre.automation.schemas.RuleUpdateRequest", "rotate_http_post_trigger_token"):
         "an inbound trigger token, rotated by the server",
-    ("dutyline.channel.integration.schemas.CreateIntegrationRequest", "url"):
-        "a custom action's webhook, refused by the guard when saved and when called "
-        "(tests/incident/test_custom_action.py); set once at creation (no update can move "
-        "it) and signed with a key the server makes, so there is no tenant secret to keep",
     **{(f"dutyline.channel.schemas.{kind}ChannelRequest", "external_report_token"):
        "an inbound token external reporters present, kept as a hash"
        for kind in ("Create", "Update")},

@@ -25,6 +25,7 @@ from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
+from dutyline.api.outbound_secrets import mask_url, url_to_store
 from dutyline.api.permissions import AGENT_MANAGE
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
@@ -113,7 +114,7 @@ async def prepare_create(
     await _require_manage(actor, team_id)
     await _check_team(conn, actor, team_id)
     auth = build_auth(auth_type, auth_config, None)
-    card_url = card_url.strip()
+    card_url = url_to_store(card_url.strip(), "", keep=False, field="card_url")
     resolved = await _resolve(deps.policy, card_url, auth)
     return Prepared(prefixed_id("a2a"), {
         "team_id": team_id, "agent_name": name, "instructions": instructions,
@@ -156,7 +157,8 @@ async def prepare_update(
         values["streaming"] = streaming
     box = deps.box
     changes_auth = auth_type is not None or auth_config is not None
-    new_card_url = None if card_url is None else card_url.strip()
+    new_card_url = None if card_url is None else url_to_store(
+        card_url.strip(), row.card_url, keep=True, field="card_url")
     # The stored secret was entered for the card URL's origin: moving it elsewhere drops the
     # secret unless this update supplies it anew, and the new card is fetched without it.
     moved = new_card_url is not None and not same_origin(row.card_url, new_card_url)
@@ -290,7 +292,7 @@ def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:
         team_id=row.team_id,
         agent_name=row.agent_name,
         instructions=row.instructions,
-        card_url=row.card_url,
+        card_url=mask_url(row.card_url),  # the credentials it carries are write-only
         agent_card_name=row.agent_card_name,
         agent_card_skills=msgspec.json.decode(row.agent_card_skills, type=list[A2aSkill]),
         agent_card=msgspec.json.decode(row.agent_card, type=dict[str, Any]),

@@ -10,13 +10,14 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from dutyline.api.types import Id, NonNegInt64
 from dutyline.kit.vocabulary import Severity
 
 EnvironmentKind = Literal["", "cloud", "byoc"]
 _Page = Annotated[int, msgspec.Meta(ge=1, le=10_000)]
 _Limit = Annotated[int, msgspec.Meta(ge=1, le=100)]
 _Id = Annotated[str, msgspec.Meta(max_length=64)]
-_ChannelIds = Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(max_length=100)]
+_ChannelIds = Annotated[list[Id], msgspec.Meta(max_length=100)]
 _Severities = Annotated[list[Severity], msgspec.Meta(max_length=3)]
 
 
@@ -25,7 +26,7 @@ class RuleCreateRequest(msgspec.Struct, kw_only=True):
     name: str = ""
     prompt: str = ""
     cron_expr: str = ""
-    team_id: Annotated[int, msgspec.Meta(ge=0)] = 0
+    team_id: NonNegInt64 = 0
     enabled: bool = False
     timezone: Annotated[str, msgspec.Meta(max_length=64)] = "UTC"
     environment_kind: EnvironmentKind = ""
@@ -42,7 +43,7 @@ class RuleUpdateRequest(msgspec.Struct, kw_only=True):
 
     rule_id: _Id
     name: str | None = None
-    team_id: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    team_id: NonNegInt64 | None = None
     enabled: bool | None = None
     cron_expr: str | None = None
     timezone: Annotated[str, msgspec.Meta(max_length=64)] | None = None
@@ -64,7 +65,7 @@ class RuleLookup(msgspec.Struct, kw_only=True):
 class RuleListRequest(msgspec.Struct, kw_only=True):
     p: _Page = 1
     limit: _Limit = 20
-    team_ids: Annotated[list[int], msgspec.Meta(max_length=100)] | None = None
+    team_ids: Annotated[list[NonNegInt64], msgspec.Meta(max_length=100)] | None = None
     query: Annotated[str, msgspec.Meta(max_length=255)] = ""
 
     def __post_init__(self) -> None:

@@ -28,7 +28,7 @@ from dutyline.api import errors, outbound_urls
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
-from dutyline.api.outbound_secrets import is_mask, secret_to_store
+from dutyline.api.outbound_secrets import is_mask, mask_url, secret_to_store, url_to_store
 from dutyline.api.permissions import MCP_MANAGE
 from dutyline.kit.ids import prefixed_id
 from dutyline.kit.origin import same_origin
@@ -113,7 +113,8 @@ async def create_server(
         raise errors.invalid("server_name", "already exists")
     _check_environment(spec.transport, spec.environment_kind)
     await _check_worknode(conn, actor, spec.environment_kind, spec.environment_id.strip())
-    url = await _checked_url(deps.policy, spec.transport, spec.url)
+    url = await _checked_url(deps.policy, spec.transport,
+                             url_to_store(spec.url, "", keep=False, field="url"))
     headers = _validated_headers(spec.headers, {})
     now = actor.now_ms
     server_id = prefixed_id("mcp")
@@ -236,7 +237,8 @@ async def update_server(
                               values.get("environment_id", row.environment_id),
                               named_id=c.environment_id is not None)
     if c.url is not None or c.transport is not None:
-        url = row.url if c.url is None else c.url
+        url = row.url if c.url is None else url_to_store(c.url, row.url, keep=True,
+                                                        field="url")
         values["url"] = await _checked_url(deps.policy, transport, url)
     if c.connect_timeout is not None:
         values["connect_timeout"] = c.connect_timeout or DEFAULT_CONNECT_TIMEOUT
@@ -481,7 +483,7 @@ def _record(row: Any, *, can_edit: bool) -> McpServerRecord:
         server_name=m["server_name"],
         description=m["description"],
         transport=m["transport"],
-        url=m["url"],
+        url=mask_url(m["url"]),  # the credentials it carries are write-only
         environment_kind=m["environment_kind"],
         environment_id=m["environment_id"],
         status=m["status"],

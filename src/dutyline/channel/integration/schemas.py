@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from dutyline.api.outbound_secrets import OUTBOUND_URL
 from dutyline.api.types import Id, PageRequest
 
 IntegrationName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
@@ -13,7 +14,8 @@ IntegrationName = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 # `custom_action`: an action members run on the channel's incidents
 # (/incident/custom-action/do), a signed POST to `url`.
 IntegrationType = Literal["standard", "change", "custom_action"]
-ActionUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048)]
+# Its credentials (userinfo, `?token=`) are write-only: masked in answers and the audit log.
+ActionUrl = Annotated[str, msgspec.Meta(min_length=1, max_length=2048), OUTBOUND_URL]
 
 
 # What an integration's key pushes: alerts (/event/push/alert/*) or change events

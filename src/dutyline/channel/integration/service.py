@@ -16,13 +16,13 @@ from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
 from dutyline.api.deps import Deps
+from dutyline.api.outbound_secrets import mask_url, url_to_store
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel import service as channels
 from dutyline.channel.integration import repository as repo
 from dutyline.channel.integration.schemas import IntegrationItem
 from dutyline.channel.settings import ChannelSettings, settings_from_row
 from dutyline.kit.ids import numeric_id
-from dutyline.kit.outbound import redact_url
 
 KEY_PREFIX = "ik_"
 SUFFIX_LENGTH = 6
@@ -194,6 +194,7 @@ def _custom_action_url(integration_type: str, url: str | None, deps: Deps | None
     action_url = (url or "").strip()
     if not action_url:
         raise errors.invalid("url", "is required")
+    url_to_store(action_url, "", keep=False, field="url")  # a mask has nothing to keep
     outbound_urls.check_static(action_url, deps.policy, field="url")
     return action_url
 
@@ -298,5 +299,5 @@ def _item(row: Any) -> IntegrationItem:
         integration_type=row.integration_type, channel_id=row.channel_id,
         channel_name=row.channel_name, account_id=row.account_id, status=row.status,
         key_suffix=row.key_suffix, creator_id=row.creator_id, created_at=row.created_at,
-        updated_at=row.updated_at, url=None if row.url is None else redact_url(row.url),
+        updated_at=row.updated_at, url=None if row.url is None else mask_url(row.url),
     )

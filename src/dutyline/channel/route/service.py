@@ -24,6 +24,7 @@ from dutyline.api import errors
 from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
+from dutyline.api.types import Id, Int64
 from dutyline.channel import service as channels
 from dutyline.channel.integration import service as integrations
 from dutyline.channel.route import repository as repo
@@ -39,7 +40,7 @@ _decode = msgspec.json.Decoder(dict[str, Any])
 class RouteCase(msgspec.Struct, kw_only=True):
     if_: list[Any] = msgspec.field(name="if", default_factory=list)
     # null in the reference's name_mapping example; stored and shown as [].
-    channel_ids: list[int] | None = None
+    channel_ids: list[Id] | None = None
     fallthrough: bool = False
     routing_mode: str = ""
     name_mapping_label: str = ""
@@ -47,11 +48,11 @@ class RouteCase(msgspec.Struct, kw_only=True):
 
 class RouteSection(msgspec.Struct, kw_only=True):
     name: str
-    position: int
+    position: Int64  # checked against the cases by the service
 
 
 class RouteDefault(msgspec.Struct, kw_only=True):
-    channel_ids: list[int] = msgspec.field(default_factory=list)
+    channel_ids: list[Id] = msgspec.field(default_factory=list)
 
 
 class RouteItem(msgspec.Struct, kw_only=True):

@@ -18,7 +18,7 @@ from dutyline.api import errors, outbound_urls
 from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
-from dutyline.api.outbound_secrets import headers_to_store
+from dutyline.api.outbound_secrets import headers_to_store, mask_url, url_to_store
 from dutyline.api.permissions import MAPPING_DATA_MANAGE, MAPPING_DATA_VIEW
 from dutyline.enrichment import references
 from dutyline.enrichment.api import repository as repo
@@ -41,7 +41,8 @@ def _item(row: Any, secrets: SecretBox) -> MappingApiItem:
     names = _decode_headers.decode(secrets.open(row.headers_sealed)) if row.headers_sealed \
         else {}
     return MappingApiItem(
-        api_id=row.api_id, api_name=row.api_name, description=row.description, url=row.url,
+        api_id=row.api_id, api_name=row.api_name, description=row.description,
+        url=mask_url(row.url),
         headers=dict.fromkeys(names, MASK), timeout=row.timeout, retry_count=row.retry_count,
         insecure_skip_verify=bool(row.insecure_skip_verify), status=row.status,
         team_id=row.team_id, creator_id=row.creator_id, updated_by=row.updated_by,
@@ -88,7 +89,7 @@ async def create_api(
     name = await _checks(conn, actor, name=api_name, insecure=insecure_skip_verify,
                          team_id=team_id)
     assert name is not None
-    url = await _check_url(url, deps.policy)
+    url = await _check_url(url_to_store(url, "", keep=False, field="url"), deps.policy)
     if await repo.count(conn, actor.account_id) >= MAX_APIS:
         raise errors.invalid("api_name", f"an account has at most {MAX_APIS} mapping APIs")
     api_id, now = hex_id(), actor.now_s
@@ -160,7 +161,8 @@ async def update_api(
     if name is not None:
         values["api_name"] = name
     if url is not None:
-        values["url"] = await _check_url(url, deps.policy)
+        values["url"] = await _check_url(url_to_store(url, row.url, keep=True, field="url"),
+                                         deps.policy)
     # The stored headers were entered for the URL's origin (api/outbound_secrets.py).
     keep = same_origin(row.url, values.get("url", row.url))
     if headers is not None:

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from dutyline.api.types import Id
+from dutyline.api.types import Id, NonNegInt64
 from dutyline.incident.query.schemas import IncidentId, UnixSeconds
 
 PostMortemStatus = Literal["drafting", "published"]
@@ -106,7 +106,7 @@ class ListPostMortemsRequest(msgspec.Struct, kw_only=True):
     # The reference: published when left out.
     status: PostMortemStatus = "published"
     team_ids: _IdList = msgspec.field(default_factory=list)
-    channel_ids: Annotated[list[Annotated[int, msgspec.Meta(ge=0)]],
+    channel_ids: Annotated[list[NonNegInt64],
                            msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
     created_at_start_seconds: UnixSeconds = 0
     created_at_end_seconds: UnixSeconds = 0

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from dutyline.api.types import Id, NonNegInt64, PageRequest
+from dutyline.api.types import Id, NonNegInt64, PageNumber, PageRequest
 from dutyline.incident.alert.schemas import AlertInfo, Image
 from dutyline.incident.change.schemas import ChangeItem
 
@@ -208,7 +208,7 @@ class ListPastIncidentsRequest(msgspec.Struct, kw_only=True):
     # 0 (a client's unset value) means the default, as in the reference's Go clients.
     limit: Annotated[int, msgspec.Meta(ge=0, le=100)] = 5
     # Not in the reference; a published client of the live service pages with it.
-    p: Annotated[int, msgspec.Meta(ge=1)] = 1
+    p: PageNumber = 1
 
 
 class PastIncidentItem(IncidentInfo, kw_only=True):

@@ -42,10 +42,13 @@ class PlatformError(Exception):
 
 
 def unreachable(platform: str, call: str, attempt: Attempt) -> PlatformError:
-    """A call that got no usable answer: refused when the platform said 4xx or the outbound
-    guard stopped it (trying again will not help), else unavailable."""
-    return PlatformError(platform, f"{call}: {attempt.error or 'no answer'}",
-                         refused=attempt.status_code in range(400, 500) or
+    """A call that got no usable answer: refused when the platform said 4xx, answered 2xx
+    in a shape that is not its API's (an HTML page, a body that is not JSON), or the
+    outbound guard stopped it (trying again will not help), else unavailable."""
+    answered = attempt.status_code in range(200, 300)
+    why = attempt.error or ("the answer is not the platform's" if answered else "no answer")
+    return PlatformError(platform, f"{call}: {why}",
+                         refused=attempt.status_code in range(200, 500) or
                          "outbound guard" in attempt.error)
 
 

@@ -12,8 +12,11 @@
 - `POST {api}/conversations.archive` `{"channel"}`: undo a room whose set-up failed.
 
 Each with `Authorization: Bearer <bot token>`. Slack answers HTTP 200 `{"ok": false, "error"}`
-for its refusals: that error is the reason given. A channel's link is Slack's documented deep
-link, `https://slack.com/app_redirect?channel=<id>`."""
+for its refusals: that error is the reason given. An answer of another shape (an HTML page
+from a proxy, a body that is not JSON, an `ok` without the channel it should carry) is a
+refusal too, as the other platforms' are: the caller gets a 400 naming the method. A
+channel's link is Slack's documented deep link, `https://slack.com/app_redirect?channel=<id>`.
+"""
 
 from __future__ import annotations
 
@@ -60,8 +63,19 @@ async def call(env: SendEnv, method: str, body: dict[str, Any], *,
         raise unreachable(NAME, method, attempt)
     answer = answer_of(attempt)
     if answer.get("ok") is not True:
-        raise PlatformError(NAME, f"{method}: {answer.get('error') or 'no ok in the answer'}")
+        error = answer.get("error")
+        raise PlatformError(NAME, f"{method}: " + (
+            error if isinstance(error, str) and error else "no ok in the answer"))
     return answer
+
+
+def _channel(answer: dict[str, Any], method: str) -> dict[str, Any]:
+    """The answer's `channel` object, with its id: anything else is a refusal."""
+    channel = answer.get("channel")
+    if not isinstance(channel, dict) or not isinstance(channel.get("id"), str) \
+            or not channel["id"]:
+        raise PlatformError(NAME, f"{method}: no channel id in the answer")
+    return channel
 
 
 class _AlreadyIn(Exception):
@@ -91,11 +105,11 @@ class Slack:
             # The same number in another account, or a room made by hand: one more try.
             wanted = f"{wanted[:MAX_NAME - 5]}-{secrets.token_hex(2)}"
             made = await call(env, "conversations.create", {"name": wanted, "is_private": False})
-        channel = made.get("channel") or {}
-        chat_id = str(channel.get("id", ""))
-        if not chat_id:
-            raise PlatformError(NAME, "conversations.create: no channel id in the answer")
-        room = Room(chat_id, str(channel.get("name") or wanted), link(chat_id))
+        channel = _channel(made, "conversations.create")
+        chat_id = channel["id"]
+        made_name = channel.get("name")
+        room = Room(chat_id, made_name if isinstance(made_name, str) and made_name else wanted,
+                    link(chat_id))
         try:
             await self.invite(env, chat_id, handles)
         except PlatformError:
@@ -128,10 +142,11 @@ class Slack:
             if exc.reason.rpartition(": ")[2] in GONE:
                 return None
             raise
-        channel = answer.get("channel") or {}
-        if channel.get("is_archived"):
+        channel = _channel(answer, "conversations.info")
+        if channel.get("is_archived") is True:
             return None
-        return Room(chat_id, str(channel.get("name", "")), link(chat_id))
+        name = channel.get("name")
+        return Room(chat_id, name if isinstance(name, str) else "", link(chat_id))
 
     async def close(self, env: SendEnv, chat_id: str) -> None:
         # Best effort: the error the caller reports is the one that stopped the set-up.
