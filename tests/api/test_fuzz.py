@@ -4,12 +4,16 @@ Schemathesis reads our own /openapi.json, generates schema-valid and schema-viol
 for each operation and sends them with a valid app_key. Whatever it sends, the answer must be
 the envelope with a request_id (data xor error), an error code from the 20, and no 5xx.
 Bounded and derandomized, so the run is stable. `make test` runs a few examples of each
-operation; the run marked `fuzz_long` (CI runs it after `make test`) runs many more."""
+operation; the run marked `fuzz_long` (CI runs it after `make test`) runs many more.
+`DUTYLINE_FUZZ_SEED=<int>` draws other examples from that seed (each seed its own stable
+run), to search further than the fixed one. Each test records the requests it sent per
+status as its `requests` property (`--junitxml` reports them)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +47,8 @@ GET_OPERATIONS = [op.path for router in all_routers() for op in router.operation
                   if "GET" in op.methods]
 QUICK_EXAMPLES = 5  # per operation, in `make test`
 LONG_EXAMPLES = 30  # per operation, in the `fuzz_long` run
+# None: derandomized (the fixed examples CI runs).
+SEED = int(os.environ["DUTYLINE_FUZZ_SEED"]) if os.environ.get("DUTYLINE_FUZZ_SEED") else None
 
 
 async def _new_owner_key(database_url: str, name: str) -> str:
@@ -122,31 +128,39 @@ def envelope_check(response: Any) -> None:
 
 
 @pytest.mark.parametrize("path", OPERATIONS)
-def test_fuzz_operation(fuzz_target: tuple[Any, str], path: str) -> None:
-    fuzz(fuzz_target, path, QUICK_EXAMPLES)
+def test_fuzz_operation(fuzz_target: tuple[Any, str], path: str,
+                        record_property: Any) -> None:
+    fuzz(fuzz_target, path, QUICK_EXAMPLES, record=record_property)
 
 
 @pytest.mark.fuzz_long
 @pytest.mark.parametrize("path", OPERATIONS)
-def test_fuzz_operation_long(fuzz_target: tuple[Any, str], path: str) -> None:
-    fuzz(fuzz_target, path, LONG_EXAMPLES)
+def test_fuzz_operation_long(fuzz_target: tuple[Any, str], path: str,
+                             record_property: Any) -> None:
+    fuzz(fuzz_target, path, LONG_EXAMPLES, record=record_property)
 
 
 @pytest.mark.parametrize("path", GET_OPERATIONS)
-def test_fuzz_get_form(fuzz_target: tuple[Any, str], path: str) -> None:
-    fuzz(fuzz_target, path, QUICK_EXAMPLES * 2, method="GET")
+def test_fuzz_get_form(fuzz_target: tuple[Any, str], path: str,
+                       record_property: Any) -> None:
+    fuzz(fuzz_target, path, QUICK_EXAMPLES * 2, method="GET", record=record_property)
 
 
 def fuzz(fuzz_target: tuple[Any, str], path: str, max_examples: int,
-         method: str = "POST") -> None:
+         method: str = "POST", record: Any = None) -> None:
     schema, key = fuzz_target
     operation = schema[path][method]
     seen: dict[int, int] = {}
-    # Each kind of input gets its share of the examples: drawn from one mix, a handful could
-    # all come out valid, and the refusals would go unchecked.
-    for mode, share in ((GenerationMode.NEGATIVE, max(1, max_examples // 2)),
-                        (GenerationMode.POSITIVE, max(1, max_examples - max_examples // 2))):
-        _fuzz_mode(operation.as_strategy(mode, query={"app_key": key}), key, share, seen)
+    try:
+        # Each kind of input gets its share of the examples: drawn from one mix, a handful
+        # could all come out valid, and the refusals would go unchecked.
+        for mode, share in ((GenerationMode.NEGATIVE, max(1, max_examples // 2)),
+                            (GenerationMode.POSITIVE,
+                             max(1, max_examples - max_examples // 2))):
+            _fuzz_mode(operation.as_strategy(mode, query={"app_key": key}), key, share, seen)
+    finally:
+        if record is not None:
+            record("requests", json.dumps(seen, sort_keys=True))
     # Both kinds of input reached the handler: some succeeded or failed validation, none were
     # turned away at the door for a missing key.
     assert sum(seen.values()) >= max_examples // 2
@@ -156,10 +170,11 @@ def fuzz(fuzz_target: tuple[Any, str], path: str, max_examples: int,
 
 def _fuzz_mode(strategy: Any, key: str, max_examples: int, seen: dict[int, int]) -> None:
     @hypothesis.settings(
-        max_examples=max_examples, deadline=None, derandomize=True, database=None,
+        max_examples=max_examples, deadline=None, derandomize=SEED is None, database=None,
         suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate],
         print_blob=False,
     )
+    @hypothesis.seed(SEED or 0)
     @hypothesis.given(case=strategy)
     def run(case: Any) -> None:
         # Negative generation may drop or mangle the query; the key must always be sent.

@@ -241,6 +241,15 @@ async def test_webhook_history_list_and_detail(papi: Api, owner: Person, clock: 
     detail = check("/webhook/history/detail", response)["data"]
     assert json.loads(detail["request_body"])["incident"]["incident_id"] == incident_id
     assert json.loads(detail["response_body"]) == {"ok": True}
+    # Resolved when read, as the reference's detail has them: what the delivery was about.
+    assert (detail["ref_title"], detail["channel_name"]) == ("checkout latency high",
+                                                             "Checkout")
+    # Renamed since: the name of now.
+    await papi.call("/channel/update", {"channel_id": items[0]["channel_id"],
+                                        "channel_name": "Payments"}, key=owner.key)
+    response = await papi.raw("POST", "/webhook/history/detail", params={"app_key": owner.key},
+                              json={"event_id": items[0]["event_id"]})
+    assert check("/webhook/history/detail", response)["data"]["channel_name"] == "Payments"
 
     other = await new_account(papi, "Other")
     nope = await papi.call("/webhook/history/detail", {"event_id": items[0]["event_id"]},

@@ -1,10 +1,12 @@
 """The escalation engine's entry points: its incident-event subscriber and its timer job.
 
 New and reopened incidents start an escalation with the first enabled rule of their channel
-(by priority) whose filters and time filters match; an assignment naming an escalation rule
-starts that rule (a re-trigger). Acknowledging pauses, un-acknowledging and waking resume,
-closing and removing stop; the webhooks an escalation paged hear of the acknowledgement and
-the resolution (announce.py). Each of these runs in the event's own job transaction."""
+(by priority) whose filters and time filters match, unless an incident was created with an
+explicit assignment: that one wins. An assignment naming an escalation rule starts that rule
+(a re-trigger); one naming people only stops the escalation, so they stay assigned.
+Acknowledging pauses, un-acknowledging and waking resume, closing and removing stop; the
+webhooks an escalation paged hear of the acknowledgement and the resolution (announce.py).
+Each of these runs in the event's own job transaction."""
 
 from __future__ import annotations
 
@@ -98,6 +100,11 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
         info = await reads.incident(conn, runtime, event)
         if info is None or info.progress == CLOSED:
             return
+        if event.kind == events.CREATED and info.assigned_to:
+            # Assigned when it was created (or by hand since, before this ran): nothing but
+            # an explicit assignment sets it before dispatch begins. Its own `assigned`
+            # event starts the rule it names, if any.
+            return
         rule = await _pick_rule(conn, reads, actor, info)
         if rule is None:
             await engine.stop(conn, actor, incident_id)
@@ -113,6 +120,10 @@ async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEven
             await _start(conn, runtime, actor, incident_id, rule, outbox=reads.outbox,
                          assign_type=str(assignment.get("type") or "reassign"),
                          layer_idx=int(assignment.get("layer_idx") or 0))
+        elif assignment.get("person_ids"):
+            # People assigned by hand: a running escalation would assign its next layer
+            # over them.
+            await engine.stop(conn, actor, incident_id)
     elif event.kind == events.ACKED:
         state = await engine.acknowledged(conn, actor, incident_id)
         await announce.state_change(conn, runtime, actor, outbox=reads.outbox, state=state,

@@ -61,7 +61,7 @@ class McpServerRecord(msgspec.Struct, kw_only=True):
 
 class McpServerCreateRequest(msgspec.Struct, kw_only=True):
     server_name: ServerName
-    description: Description
+    description: Description = ""
     transport: Transport = "streamable-http"
     url: Url = ""
     environment_kind: EnvironmentKind = ""

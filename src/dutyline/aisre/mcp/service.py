@@ -62,7 +62,7 @@ class ServerSpec:
     """A server to register (create_server); 0 timeouts take the defaults."""
 
     server_name: str
-    description: str
+    description: str = ""
     transport: str = "streamable-http"
     url: str = ""
     environment_kind: str = ""
@@ -389,10 +389,8 @@ def _server_name(raw: str) -> str:
 
 
 def _description(raw: str) -> str:
-    text = raw.strip()
-    if not text:
-        raise errors.invalid("description", "is required")
-    return text
+    # Empty is allowed: the vendor's command-line client sends "" when given none.
+    return raw.strip()
 
 
 async def _check_worknode(conn: AsyncConnection, actor: Actor, kind: str, environment_id: str,

@@ -77,8 +77,12 @@ async def create(
     if channel_id:
         # A live channel the actor sees: a private one of other teams is not found.
         await channels.require_visible(conn, actor, channel_id)
+    # An assignment naming no one (`{}`, or the `{"notify": {}}` some clients send) is no
+    # assignment: the channel's escalation rule assigns the incident.
+    named = assigned_to is not None and bool(
+        assigned_to.person_ids or assigned_to.escalate_rule_id or assigned_to.emails)
     assignment = (await _assignment(conn, actor, assigned_to, "assigned_to", "assign")
-                  if assigned_to is not None else {})
+                  if assigned_to is not None and named else {})
     incident_id = await open_incident(conn, NewIncident(
         account_id=account_id, title=title, severity=incident_severity,
         channel_id=channel_id, description=description,

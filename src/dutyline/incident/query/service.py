@@ -67,6 +67,13 @@ async def require_visible(conn: AsyncConnection, actor: Actor, *, incident_id: s
     await conn.run_sync(lambda sync: require_visible_sync(sync, actor, incident_id=incident_id))
 
 
+def title_sync(conn: Connection, actor: Actor, *, incident_id: str) -> str:
+    """The title of an incident the actor sees, for records that name one; "" for any
+    other (unknown, removed, or in a channel hidden from the actor)."""
+    row = repo.find_sync(conn, visibility.scope_sync(conn, actor), incident_id.lower())
+    return str(row.title) if row is not None else ""
+
+
 def find_incident_sync(conn: Connection, actor: Actor, *, incident_id: str, deps: Deps,
                        include_alerts: bool = False, sources: bool = True,
                        with_changes: bool = False) -> IncidentInfo:

@@ -18,8 +18,10 @@ from dutyline.api import errors
 from dutyline.api.access import reads, reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
+from dutyline.channel import service as channels
 from dutyline.config import Settings
 from dutyline.incident.service import feed
+from dutyline.incident.service import query as incidents
 from dutyline.kit.clock import Clock, millis
 from dutyline.kit.ids import hex_id
 from dutyline.notify.delivery import repository as repo
@@ -299,5 +301,11 @@ def webhook_history_detail_sync(conn: Connection, actor: Actor, *,
                                          int(number))
     if row is None:
         raise errors.not_found("event", event_id)
-    detail: WebhookHistoryDetail = history_item(row, WebhookHistoryDetail)
+    # What the delivery was about, by the names of now (as the reference resolves them).
+    names = channels.channel_names_sync(conn, actor, [row.channel_id]) if row.channel_id else {}
+    detail: WebhookHistoryDetail = history_item(
+        row, WebhookHistoryDetail,
+        ref_title=incidents.title_sync(conn, actor, incident_id=row.incident_id)
+        if row.incident_id else "",
+        channel_name=names.get(row.channel_id, ("", ""))[0])
     return detail
