@@ -13,7 +13,7 @@ Dimension = Literal["account", "channel", "team"]
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """Incidents started in [start_time, end_time), narrowed by the reference InsightFilter's
+    """Incidents started in [start_time, end_time] (a window in seconds includes its end), narrowed by the reference InsightFilter's
     fields (already validated by the caller)."""
 
     start_time: int

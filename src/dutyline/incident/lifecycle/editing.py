@@ -64,6 +64,13 @@ async def _assignment(conn: AsyncConnection, actor: Actor, given: AssignedTo, fi
     return assignment
 
 
+def names_someone(given: AssignedTo) -> bool:
+    """Whether an assignment names anyone. Clients send `{"notify": {}}` when their caller
+    named no assignee: at creation that means no explicit assignment (the channel's
+    escalation rule applies), as when `assigned_to` is absent."""
+    return bool(given.person_ids or given.escalate_rule_id or given.emails)
+
+
 @writes("/incident/create", INCIDENT_MANAGE, targets=lambda created: [created.incident_id])
 async def create(
     conn: AsyncConnection, actor: Actor, *, incident_severity: str, title: str,
@@ -78,7 +85,7 @@ async def create(
         # A live channel the actor sees: a private one of other teams is not found.
         await channels.require_visible(conn, actor, channel_id)
     assignment = (await _assignment(conn, actor, assigned_to, "assigned_to", "assign")
-                  if assigned_to is not None else {})
+                  if assigned_to is not None and names_someone(assigned_to) else {})
     incident_id = await open_incident(conn, NewIncident(
         account_id=account_id, title=title, severity=incident_severity,
         channel_id=channel_id, description=description,
