@@ -107,7 +107,7 @@ class EscalateRuleItem(msgspec.Struct, kw_only=True):
     updated_by: int
     created_at: int
     updated_at: int
-    channel_name: str = ""  # filled by the lists (the reference's EscalateRuleItem has it)
+    channel_name: str = ""  # filled by info and the lists (the reference's item has it)
 
 
 class ListEscalationRulesResponse(msgspec.Struct, kw_only=True):

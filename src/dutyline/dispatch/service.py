@@ -331,7 +331,8 @@ async def _set_status(conn: Any, actor: Actor, channel_id: int, rule_id: str,
 @reads_sync(CHANNEL_VIEW)
 def rule_info_sync(conn: Connection, actor: Actor, *, channel_id: int,
                    rule_id: str) -> EscalateRuleItem:
-    return rule_item(_require_rule_sync(conn, actor, channel_id, rule_id))
+    channel = channels.require_visible_sync(conn, actor, channel_id)
+    return rule_item(_require_rule_sync(conn, actor, channel_id, rule_id), channel.channel_name)
 
 
 @reads(CHANNEL_VIEW)
