@@ -81,6 +81,7 @@ async def test_push_answers_the_change_id_as_a_string_and_stores_the_change(
         "labels": {"service": "api", "env": "prod"}, "change_key": "deploy-1",
         "link": "https://ci.example/runs/7", "integration_id": deploys.integration_id,
         "event_cnt": 1, "created_at": t, "updated_at": t,
+        "change_status": "Processing", "channel_name": "Payments",
     }
 
 

@@ -245,7 +245,10 @@ async def test_bucket_boundaries_to_the_second(capi: Api, acme: Person,
     reply = await ok(capi, "/insight/account", _window(aggregate_unit="day"), acme)
     assert [(i["ts"], i["total_incident_cnt"]) for i in reply.data["items"]] == [
         (utc(2026, 3, 27, 23), 1), (sunday, 2), (monday, 1)]
-    # The window's own bounds: start included, end excluded.
+    # The window's own bounds, in seconds: both included.
     inside = await ok(capi, "/insight/account",
                       {"start_time": sunday, "end_time": monday}, acme)
-    assert inside.data["items"][0]["total_incident_cnt"] == 2
+    assert inside.data["items"][0]["total_incident_cnt"] == 3
+    before = await ok(capi, "/insight/account",
+                      {"start_time": sunday, "end_time": monday - 1}, acme)
+    assert before.data["items"][0]["total_incident_cnt"] == 2

@@ -175,6 +175,9 @@ class ChannelItem(msgspec.Struct, kw_only=True, omit_defaults=True):
     flapping: Flapping | None = None
     is_starred: bool | None = None
     last_incident_at: int | None = None
+    # /channel/list only (docs/compatibility.md): the names of the team and of the creator.
+    team_name: str | None = None
+    creator_name: str | None = None
 
 
 class ListChannelsResponse(msgspec.Struct, kw_only=True):

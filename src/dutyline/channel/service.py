@@ -40,6 +40,7 @@ from dutyline.channel.settings import (
     load_settings_sync,
 )
 from dutyline.kit.ids import numeric_id
+from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 
 __all__ = [
@@ -271,7 +272,16 @@ def list_channels_sync(conn: Connection, actor: Actor, *, q: ChannelQuery, offse
         channel_name=q.channel_name.strip(), query=q.query.strip(),
         orderby=q.orderby, asc=q.asc, offset=offset, limit=limit,
     )
-    return total, [_brief(r) if q.is_brief else _item(r) for r in rows]
+    if q.is_brief:
+        return total, [_brief(r) for r in rows]
+    items = [_item(r) for r in rows]
+    # Clients show a channel's team and creator by name (docs/compatibility.md).
+    team_names = teams.team_names_sync(conn, actor, (r.team_id for r in rows))
+    people = members.member_names_sync(conn, actor, (r.creator_id for r in rows))
+    for item in items:
+        item.team_name = team_names.get(item.team_id or 0, "")
+        item.creator_name = people.get(item.creator_id or 0, ("", ""))[0]
+    return total, items
 
 
 @reads(CHANNEL_VIEW)

@@ -108,6 +108,7 @@ class EscalateRuleItem(msgspec.Struct, kw_only=True):
     updated_by: int
     created_at: int
     updated_at: int
+    channel_name: str = ""  # filled by info and the lists (the reference's item has it)
 
 
 class ListEscalationRulesResponse(msgspec.Struct, kw_only=True):
@@ -155,7 +156,7 @@ def public_target(stored: dict[str, Any]) -> dict[str, Any]:
     return target
 
 
-def rule_item(row: Any) -> EscalateRuleItem:
+def rule_item(row: Any, channel_name: str = "") -> EscalateRuleItem:
     """The one row -> record mapper."""
     return EscalateRuleItem(
         account_id=row.account_id, channel_id=row.channel_id, priority=row.priority,
@@ -164,4 +165,5 @@ def rule_item(row: Any) -> EscalateRuleItem:
         time_filters=_json.decode(row.time_filters), filters=_json.decode(row.filters),
         status=row.status, template_id=row.template_id, rule_id=row.rule_id,
         updated_by=row.updated_by, created_at=row.created_at, updated_at=row.updated_at,
+        channel_name=channel_name,
     )

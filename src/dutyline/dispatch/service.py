@@ -331,7 +331,8 @@ async def _set_status(conn: Any, actor: Actor, channel_id: int, rule_id: str,
 @reads_sync(CHANNEL_VIEW)
 def rule_info_sync(conn: Connection, actor: Actor, *, channel_id: int,
                    rule_id: str) -> EscalateRuleItem:
-    return rule_item(_require_rule_sync(conn, actor, channel_id, rule_id))
+    channel = channels.require_visible_sync(conn, actor, channel_id)
+    return rule_item(_require_rule_sync(conn, actor, channel_id, rule_id), channel.channel_name)
 
 
 @reads(CHANNEL_VIEW)
@@ -345,8 +346,9 @@ async def rule_info(conn: Any, actor: Actor, *, channel_id: int,
 @reads_sync(CHANNEL_VIEW)
 def list_rules_sync(conn: Connection, actor: Actor, *,
                     channel_id: int) -> list[EscalateRuleItem]:
-    channels.require_visible_sync(conn, actor, channel_id)
-    return [rule_item(r) for r in repo.list_rules_sync(conn, actor.account_id, channel_id)]
+    name = channels.require_visible_sync(conn, actor, channel_id).channel_name
+    return [rule_item(r, name)
+            for r in repo.list_rules_sync(conn, actor.account_id, channel_id)]
 
 
 @reads(CHANNEL_VIEW)
@@ -376,8 +378,9 @@ def rules_of_channels_sync(conn: Connection, actor: Actor, *,
     if len(ids) > 100:
         raise errors.invalid("channel_ids", "has more than 100 ids")
     seen = channels.channel_infos_sync(conn, actor, channel_ids=ids)
-    rows = repo.rules_of_channels_sync(conn, actor.account_id, [c.channel_id for c in seen])
-    return [rule_item(r) for r in rows]
+    names = {c.channel_id: c.channel_name for c in seen}
+    rows = repo.rules_of_channels_sync(conn, actor.account_id, list(names))
+    return [rule_item(r, names[r.channel_id]) for r in rows]
 
 
 async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any]:

@@ -128,11 +128,11 @@ def _prepare(conn: Connection, actor: Actor, q: Query, *, grid: bool = True) -> 
         mine = actor.team_ids_sync(conn)
         team_ids = (team_ids & mine) if team_ids else set(mine)
         empty = not team_ids
-    offsets = localtime.offsets(tz, q.start_time, q.end_time)
+    offsets = localtime.offsets(tz, q.start_time, q.end_time + 1)  # the end is included
     months: tuple[int, ...] = ()
     if unit == "month":
         months = tuple(localtime.month_starts_local(
-            localtime.local_seconds(tz, q.start_time), localtime.local_seconds(tz, q.end_time - 1)))
+            localtime.local_seconds(tz, q.start_time), localtime.local_seconds(tz, q.end_time)))
     return _Prepared(
         filter=analytics.Filter(
             start_time=q.start_time, end_time=q.end_time, team_ids=tuple(sorted(team_ids)),

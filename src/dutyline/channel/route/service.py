@@ -8,7 +8,9 @@ with `routing_mode: name_mapping`, the channel whose name equals the value of th
 `name_mapping_label` (`labels.service` or `service`; compared as channel names are, without
 case). When the matched cases yield no live, enabled channel, `default`'s channels take the
 alert; failing those, the integration's own channel. Writes honour `version` (optimistic
-concurrency: a stale one is a 400)."""
+concurrency: a stale one is a 400). Each save is kept as a version (the newest HISTORY_KEPT
+of each integration), read back by /route/history/list; `preview` answers where an alert
+would go under a proposed route, or the current one, storing nothing."""
 
 from __future__ import annotations
 
@@ -32,6 +34,8 @@ from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 
 MAX_CASES = 100
+HISTORY_KEPT = 100
+DEFAULT_CASE = "default"  # a preview's matched case when the default's channels take the alert
 _LABEL = re.compile(r"(labels\.)?[A-Za-z_][A-Za-z0-9_.\-]{0,127}")
 _encode = msgspec.json.encode
 _decode = msgspec.json.Decoder(dict[str, Any])
@@ -138,6 +142,10 @@ async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
     values = saved_values(actor, {"config": _encode(config).decode()}, new=existing is None)
     await repo.save(conn, exists=existing is not None, integration_id=integration_id,
                     values=values)
+    await repo.add_version(
+        conn, account_id=actor.account_id, integration_id=integration_id,
+        version=1 if existing is None else existing.version + 1, config=values["config"],
+        updated_by=actor.person_id, updated_at=actor.now_s, keep=HISTORY_KEPT)
 
 
 def _item(row: Any) -> RouteItem:
@@ -175,6 +183,36 @@ def list_routes_sync(conn: Connection, actor: Actor, *,
     return [_item(r) for r in repo.list_for_sync(conn, actor.account_id, integration_ids)]
 
 
+class RouteVersion(msgspec.Struct, kw_only=True):
+    """One saved version of a route: what it was, who saved it and when."""
+
+    integration_id: int
+    version: int
+    cases: list[RouteCase]
+    sections: list[RouteSection]
+    default: RouteDefault
+    updated_by: int
+    updated_at: int
+
+
+@reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
+def history_sync(conn: Connection, actor: Actor, *, integration_id: int, offset: int,
+                 limit: int, asc: bool = False) -> tuple[int, list[RouteVersion]]:
+    """(total, one page) of the saved versions of a live integration's route, newest first
+    unless `asc`."""
+    integrations.require_live_sync(conn, actor, integration_id=integration_id)
+    total, rows = repo.history_page_sync(conn, actor.account_id, integration_id,
+                                         offset=offset, limit=limit, asc=asc)
+    items = []
+    for r in rows:
+        config = msgspec.json.decode(r.config, type=_Config)
+        items.append(RouteVersion(
+            integration_id=integration_id, version=r.version, cases=config.cases,
+            sections=config.sections, default=config.default, updated_by=r.updated_by,
+            updated_at=r.updated_at))
+    return total, items
+
+
 @reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 async def list_routes(conn: AsyncConnection, actor: Actor, *,
                       integration_ids: list[int]) -> list[RouteItem]:
@@ -187,6 +225,7 @@ async def list_routes(conn: AsyncConnection, actor: Actor, *,
 
 @dataclass(frozen=True, slots=True)
 class _Case:
+    position: int  # in the route's cases
     when: Filter
     channel_ids: tuple[int, ...]
     label: str  # name_mapping: the label whose value names the channel; "" for standard
@@ -221,15 +260,9 @@ def _load(conn: Connection, integration_id: int, version: int | None) -> _Compil
     row = repo.config_sync(conn, integration_id)
     if row is None:
         return None
-    config = msgspec.json.decode(row.config, type=_Config)
     compiled: _Compiled | None
     try:
-        compiled = _Compiled(
-            cases=tuple(_Case(_filter(c.if_, f"cases[{i}].if"), tuple(c.channel_ids or ()),
-                              _label_name(c.name_mapping_label)
-                              if c.routing_mode == "name_mapping" else "", c.fallthrough)
-                        for i, c in enumerate(config.cases)),
-            default=tuple(config.default.channel_ids))
+        compiled = _compile(msgspec.json.decode(row.config, type=_Config), "")
     except errors.ApiError:
         compiled = None
     if len(_CACHE) >= _CACHE_MAX:
@@ -238,17 +271,24 @@ def _load(conn: Connection, integration_id: int, version: int | None) -> _Compil
     return compiled
 
 
-def plan_sync(conn: Connection, integration_id: int, *, account_id: int, version: int | None,
-              subject: dict[str, Any]) -> Plan | None:
-    """The channels the integration's route (at `version`) gives an alert; None when the
-    integration has no route."""
-    compiled = _load(conn, integration_id, version)
-    if compiled is None:
-        return None
+def _compile(config: _Config, path: str) -> _Compiled:
+    return _Compiled(
+        cases=tuple(_Case(i, _filter(c.if_, f"{path}cases[{i}].if"), tuple(c.channel_ids or ()),
+                          _label_name(c.name_mapping_label)
+                          if c.routing_mode == "name_mapping" else "", c.fallthrough)
+                    for i, c in enumerate(config.cases)),
+        default=tuple(config.default.channel_ids))
+
+
+def _walk(conn: Connection, compiled: _Compiled, account_id: int,
+          subject: dict[str, Any]) -> tuple[list[int], tuple[int, ...]]:
+    """(the positions of the cases the alert matched, their channels in case order)."""
+    positions: list[int] = []
     out: list[int] = []
     for case in compiled.cases:
         if not case.when.matches(subject):
             continue
+        positions.append(case.position)
         if case.label:
             value = subject["labels"].get(case.label, "")
             found = repo.channel_named_sync(conn, account_id, value) if value else None
@@ -258,4 +298,80 @@ def plan_sync(conn: Connection, integration_id: int, *, account_id: int, version
             out.extend(case.channel_ids)
         if not case.fallthrough:
             break
-    return Plan(matched=tuple(dict.fromkeys(out)), default=compiled.default)
+    return positions, tuple(dict.fromkeys(out))
+
+
+def plan_sync(conn: Connection, integration_id: int, *, account_id: int, version: int | None,
+              subject: dict[str, Any]) -> Plan | None:
+    """The channels the integration's route (at `version`) gives an alert; None when the
+    integration has no route."""
+    compiled = _load(conn, integration_id, version)
+    if compiled is None:
+        return None
+    _, matched = _walk(conn, compiled, account_id, subject)
+    return Plan(matched=matched, default=compiled.default)
+
+
+# -- preview (a read: nothing is stored) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Routing:
+    """Where a route sends one alert: the positions (from 0, as strings) of the cases it
+    matched, DEFAULT_CASE when the default's channels take it, and the live, enabled
+    channels it lands in (the integration's own channel when no case or default gives one)."""
+
+    matched_cases: list[str]
+    channel_ids: list[int]
+
+
+class Proposal:
+    """A route checked as a save checks it (channels not required to exist), compiled."""
+
+    def __init__(self, compiled: _Compiled) -> None:
+        self.compiled = compiled
+
+
+def propose(*, cases: list[RouteCase] | None, default: RouteDefault | None,
+            path: str = "route.") -> Proposal | None:
+    """A proposed route to preview alerts against; None when it gives neither cases nor a
+    default (the integration's current route is meant)."""
+    if not cases and default is None:
+        return None
+    cases = cases or []
+    if len(cases) > MAX_CASES:
+        raise errors.invalid(f"{path}cases", f"at most {MAX_CASES} cases")
+    for i, case in enumerate(cases):
+        _check_case(case, f"{path}cases[{i}]")
+    return Proposal(_compile(_Config(cases=cases, default=default or RouteDefault()), path))
+
+
+@reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
+def routing_sync(conn: Connection, actor: Actor, *, integration_id: int,
+                 subject: dict[str, Any], proposal: Proposal | None) -> Routing:
+    """Where an alert of the account's integration (what filters read of it: `subject`)
+    goes under `proposal`, or under the integration's current route when None."""
+    compiled: _Compiled | None
+    if proposal is not None:
+        compiled = proposal.compiled
+    else:
+        row = repo.get_sync(conn, actor.account_id, integration_id)
+        compiled = None if row is None else _load(conn, integration_id, row.version)
+    if compiled is not None:
+        positions, matched = _walk(conn, compiled, actor.account_id, subject)
+        labels = [str(p) for p in positions]
+        if live := _enabled(conn, actor, matched):
+            return Routing(matched_cases=labels, channel_ids=live)
+        if live := _enabled(conn, actor, compiled.default):
+            return Routing(matched_cases=[*labels, DEFAULT_CASE], channel_ids=live)
+    else:
+        labels = []
+    own = repo.own_channel_sync(conn, actor.account_id, integration_id)
+    return Routing(matched_cases=labels, channel_ids=[own] if own else [])
+
+
+def _enabled(conn: Connection, actor: Actor, channel_ids: tuple[int, ...]) -> list[int]:
+    if not channel_ids:
+        return []
+    found = channels.channel_names_sync(conn, actor, list(channel_ids))
+    return [c for c in channel_ids if c in found and found[c][1] == "enabled"]

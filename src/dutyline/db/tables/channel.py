@@ -134,3 +134,16 @@ integration_route = Table(
     Column("created_at", BigInteger, nullable=False),
     Column("updated_at", BigInteger, nullable=False),
 )
+
+# Each saved version of an integration's route (channel/route): who saved it, when, and what.
+# The newest versions of each integration are kept (route service, HISTORY_KEPT).
+integration_route_history = Table(
+    "integration_route_history",
+    metadata,
+    Column("integration_id", BigInteger, primary_key=True, autoincrement=False),
+    Column("version", BigInteger, primary_key=True, autoincrement=False),
+    Column("account_id", BigInteger, nullable=False),
+    Column("config", Text, nullable=False, server_default="{}"),
+    Column("updated_by", BigInteger, nullable=False, server_default="0"),
+    Column("updated_at", BigInteger, nullable=False),
+)

@@ -8,8 +8,14 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
-from dutyline.incident.alert import service
+from dutyline.api.permissions import (
+    CHANNEL_VIEW,
+    INCIDENT_MANAGE,
+    INTEGRATION_MANAGE,
+    INTEGRATION_VIEW,
+)
+from dutyline.incident.alert import route_preview, service
+from dutyline.incident.alert.route_preview import RoutePreviewRequest, RoutePreviewResponse
 from dutyline.incident.alert.schemas import (
     AlertEventGlobalListRequest,
     AlertEventGlobalListResponse,
@@ -88,3 +94,14 @@ async def alert_merge_into_incident(ctx: Context, req: AlertMergeRequest) -> Non
     await alert_merge.merge_alerts(
         ctx.conn, ctx.actor, incident_id=req.incident_id, alert_ids=req.alert_ids,
         comment=req.comment, title=req.title, owner_id=req.owner_id)
+
+
+@router.post("/route/preview", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+def route_preview_alerts(conn: Connection, ctx: Context,
+                         req: RoutePreviewRequest) -> RoutePreviewResponse:
+    """Which cases of a proposed route (or of the current one, when `route` gives neither
+    cases nor a default) these alerts match and the channels they would go to. Nothing is
+    stored."""
+    return RoutePreviewResponse(items=route_preview.preview_sync(
+        conn, ctx.actor, alert_ids=req.alert_ids, cases=req.route.cases,
+        default=req.route.default))

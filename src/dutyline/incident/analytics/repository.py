@@ -132,7 +132,7 @@ def _filtered(scope: Scope, f: Filter, severity: ColumnElement[Any], channel_id:
 def _conditions(dialect: str, scope: Scope, f: Filter) -> list[ColumnElement[bool]]:
     c = incident.c
     conds: list[ColumnElement[bool]] = [
-        *visibility.incidents(scope), c.start_time >= f.start_time, c.start_time < f.end_time,
+        *visibility.incidents(scope), c.start_time >= f.start_time, c.start_time <= f.end_time,
     ]
     conds += _filtered(scope, f, c.incident_severity, c.channel_id, c.incident_id)
     if f.responder_ids:
@@ -438,7 +438,7 @@ def alert_label_totals_sync(conn: Connection, scope: Scope, f: Filter, grid: Gri
     a = alert.c
     value = json_text(dialect, a.labels, label)
     conds: list[ColumnElement[bool]] = [
-        *visibility.alerts(scope), a.start_time >= f.start_time, a.start_time < f.end_time,
+        *visibility.alerts(scope), a.start_time >= f.start_time, a.start_time <= f.end_time,
         value.is_not(None), a.inhibited == false(),
     ]
     conds += _filtered(scope, f, a.alert_severity, a.channel_id, a.incident_id)

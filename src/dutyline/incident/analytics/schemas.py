@@ -13,8 +13,8 @@ Dimension = Literal["account", "channel", "team"]
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """Incidents started in [start_time, end_time), narrowed by the reference InsightFilter's
-    fields (already validated by the caller)."""
+    """Incidents started in [start_time, end_time] (both included), narrowed by the reference
+    InsightFilter's fields (already validated by the caller)."""
 
     start_time: int
     end_time: int

@@ -74,6 +74,10 @@ class ChangeItem(msgspec.Struct, kw_only=True):
     event_cnt: int
     created_at: int
     updated_at: int
+    # Read by the vendor's MCP server (docs/compatibility.md): `status` under its push name,
+    # and the channel's name.
+    change_status: str = ""
+    channel_name: str = ""
 
 
 class ListChangesResponse(msgspec.Struct, kw_only=True):

@@ -26,6 +26,7 @@ from dutyline.api import errors
 from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
+from dutyline.channel import service as channels
 from dutyline.channel.integration.service import CHANGE as CHANGE_INTEGRATION
 from dutyline.channel.integration.service import lookup_key_sync
 from dutyline.incident import visibility
@@ -126,13 +127,19 @@ def _times(req: ChangePushRequest, known_start: int, known_end: int,
 
 # --- reads -------------------------------------------------------------------------------
 
-def _item(r: Any) -> ChangeItem:
+def _items(conn: Connection, actor: Actor, rows: list[Any]) -> list[ChangeItem]:
+    names = channels.channel_names_sync(conn, actor, [r.channel_id for r in rows])
+    return [_item(r, names.get(r.channel_id, ("", ""))[0]) for r in rows]
+
+
+def _item(r: Any, channel_name: str) -> ChangeItem:
     return ChangeItem(
         change_id=str(r.change_id), title=r.title, description=r.description, type=r.type,
         status=r.status, channel_id=r.channel_id, creator_id=r.creator_id,
         start_time=r.start_time, end_time=r.end_time, labels=_labels.decode(r.labels),
         change_key=r.change_key, link=r.link, integration_id=r.integration_id,
         event_cnt=r.event_cnt, created_at=r.created_at, updated_at=r.updated_at,
+        change_status=r.status, channel_name=channel_name,
     )
 
 
@@ -152,7 +159,7 @@ def list_changes_sync(conn: Connection, actor: Actor, *, change_ids: list[str],
         conn, visibility.scope_sync(conn, actor), offset=offset, limit=limit, change_ids=ids,
         channel_ids=list(dict.fromkeys(channel_ids)), start_time=start_time,
         end_time=end_time, type_=type_)
-    return total, [_item(r) for r in rows]
+    return total, _items(conn, actor, rows)
 
 
 def recent_change_items_sync(conn: Connection, actor: Actor, *, channel_id: int,
@@ -165,7 +172,7 @@ def recent_change_items_sync(conn: Connection, actor: Actor, *, channel_id: int,
     rows = repo.before_full_sync(conn, actor.account_id, channel_id, at,
                                  window_s=RECENT_WINDOW_S, lookback_s=LOOKBACK_S,
                                  limit=MAX_RECENT)
-    return [_item(r) for r in rows]
+    return _items(conn, actor, rows)
 
 
 async def recent_changes(conn: AsyncConnection, actor: Actor, *, channel_id: int,

@@ -64,6 +64,13 @@ async def _assignment(conn: AsyncConnection, actor: Actor, given: AssignedTo, fi
     return assignment
 
 
+def names_someone(given: AssignedTo) -> bool:
+    """Whether an assignment names anyone. Clients send `{"notify": {}}` when their caller
+    named no assignee: at creation that means no explicit assignment (the channel's
+    escalation rule applies), as when `assigned_to` is absent."""
+    return bool(given.person_ids or given.escalate_rule_id or given.emails)
+
+
 @writes("/incident/create", INCIDENT_MANAGE, targets=lambda created: [created.incident_id])
 async def create(
     conn: AsyncConnection, actor: Actor, *, incident_severity: str, title: str,
@@ -77,12 +84,8 @@ async def create(
     if channel_id:
         # A live channel the actor sees: a private one of other teams is not found.
         await channels.require_visible(conn, actor, channel_id)
-    # An assignment naming no one (`{}`, or the `{"notify": {}}` some clients send) is no
-    # assignment: the channel's escalation rule assigns the incident.
-    named = assigned_to is not None and bool(
-        assigned_to.person_ids or assigned_to.escalate_rule_id or assigned_to.emails)
     assignment = (await _assignment(conn, actor, assigned_to, "assigned_to", "assign")
-                  if assigned_to is not None and named else {})
+                  if assigned_to is not None and names_someone(assigned_to) else {})
     incident_id = await open_incident(conn, NewIncident(
         account_id=account_id, title=title, severity=incident_severity,
         channel_id=channel_id, description=description,

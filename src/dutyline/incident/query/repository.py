@@ -75,7 +75,7 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     conds: list[ColumnElement[bool]] = [
         *visibility.incidents(scope),
         c.start_time >= f.start_time,
-        c.start_time < f.end_time,
+        c.start_time <= f.end_time,  # a window in seconds includes its end
     ]
     if f.progress:
         conds.append(c.progress.in_(f.progress))
@@ -250,7 +250,7 @@ def _prepared_page(shape: tuple[str, ...], asc: bool, after: bool, total: bool) 
     c = incident.c
     conds: list[ColumnElement[bool]] = [
         c.account_id == bindparam("account_id"), c.deleted_at == 0,
-        c.start_time >= bindparam("start_time"), c.start_time < bindparam("end_time"),
+        c.start_time >= bindparam("start_time"), c.start_time <= bindparam("end_time"),
     ]
     for name in shape:
         if name == "is_snoozed":

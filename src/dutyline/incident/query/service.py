@@ -148,7 +148,7 @@ def find_incidents_sync(
     nums: Sequence[str] = (), query: str = "", is_snoozed: bool = False,
     ever_muted: bool = False, count: bool = True,
 ) -> IncidentListResponse:
-    """Incidents started in [start_time, end_time) (at most 31 days), filtered, a page at a
+    """Incidents started in [start_time, end_time] (at most 31 days), filtered, a page at a
     time by offset or by the opaque `search_after_ctx` cursor (signed with the server's
     secret key). `count=False` skips the total (then 0) for callers that do not show it."""
     f = _list_filter(
