@@ -13,7 +13,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -138,6 +138,11 @@ class HttpErrors:
 
     def __call__(self, request: Request, exc: Exception) -> Response:
         rid = new_request_id()
+        if isinstance(exc, ClientDisconnect):
+            # The client hung up while sending its body: nobody reads an answer, and it is
+            # no failure of ours (no error line, no 5xx in the metrics).
+            log.info("client went away", request_id=rid, path=request.url.path)
+            return Response(status_code=400)
         status = exc.status_code if isinstance(exc, HTTPException) else 500
         error: errors.ApiError
         if status == 404:
@@ -252,7 +257,8 @@ def create_app(
     routes += ServicePages(runtime, operations).routes()
     http_error = HttpErrors(runtime.translator)
     app = _App(
-        exception_handlers={404: http_error, 405: http_error, Exception: http_error},
+        exception_handlers={404: http_error, 405: http_error, ClientDisconnect: http_error,
+                            Exception: http_error},
     )
     # Set before the first request builds the middleware stack around it.
     app.router = ExactPathRouter(routes=routes, lifespan=Lifespan(runtime, background or []),

@@ -379,3 +379,16 @@ async def test_a_second_factor_enrolled_before_purposes_still_signs_in(
     done = await b.post("/console/sign-in/code", {"code": pyotp.TOTP(secret).at(clock.now())})
     assert done.status_code == 303
     assert done.headers["location"] == "/console/incidents"
+
+
+async def test_a_client_hanging_up_on_a_route_outside_operations_is_no_error(api: Api) -> None:
+    # The voice keypress callback reads its form before anything else; whatever route a
+    # client hangs up on, the app's own handlers take it quietly.
+    before = _samples(api)
+    with structlog.testing.capture_logs() as logs:
+        sent = await _hang_up(api, "/incident/voice/anytoken", headers=[
+            (b"content-type", b"application/x-www-form-urlencoded")])
+    assert _errors(logs) == []
+    # Starlette's last-resort handler answered 500 and raised the disconnect on to the server.
+    assert [m["status"] for m in sent if m["type"] == "http.response.start"] == [400]
+    assert _samples(api) == before
