@@ -329,3 +329,24 @@ async def test_email_bodies_style_by_severity_in_css(api: Api, owner: Person) ->
         key=owner.key)
     assert (script.status, script.code) == (400, "InvalidParameter")
     assert "email" in script.message
+
+
+async def test_every_preset_column_says_recovered_once_the_incident_closed(
+        api: Api, owner: Person) -> None:
+    """Closed is the incident's progress (its status is Ok by then): each channel's preset
+    body heads a closed incident's message as a recovery, and an open one's not."""
+    open_id, closed_id = await new_incident(api, owner), await new_incident(api, owner)
+    resolved = await api.call("/incident/resolve", {"incident_ids": [closed_id]}, key=owner.key)
+    assert resolved.status == 200, resolved.body
+    actor = Actor.system(owner.account_id, api.runtime.clock)
+    async with api.runtime.db.transaction() as conn:
+        for channel in CHANNELS:
+            texts = {}
+            for incident_id in (open_id, closed_id):
+                rendered = await service.render_for_incident(
+                    conn, actor, template_id=PRESET_TEMPLATE_ID, channel=channel,
+                    incident_id=incident_id, deps=api.runtime.deps)
+                assert not rendered.fell_back, rendered.error
+                texts[incident_id] = rendered.text
+            assert "Recovered" in texts[closed_id], (channel, texts[closed_id])
+            assert "Recovered" not in texts[open_id], (channel, texts[open_id])

@@ -30,12 +30,13 @@ SIZE_LIMITS: Final[dict[str, int]] = {
 }
 
 _SHORT = (
-    "[{{.IncidentSeverity}}] {{if eq .IncidentStatus \"Closed\"}}Recovered: {{end}}"
+    "[{{.IncidentSeverity}}] {{if eq .Progress \"Closed\"}}Recovered: {{end}}"
     "{{.Title}}"
 )
 
 _HEADLINE = (
-    '{{if eq .IncidentStatus "Closed"}}Recovered{{else}}{{fireReason .FireType}}{{end}}: '
+    # Closed is a progress: IncidentStatus is the severity while open and Ok once closed.
+    '{{if eq .Progress "Closed"}}Recovered{{else}}{{fireReason .FireType}}{{end}}: '
     "{{.Title}}"
 )
 
@@ -68,7 +69,8 @@ _LABEL_VALUE = (
 )
 
 _EMAIL = """<html><body>
-<h3><font color="{{colorSeverity .IncidentSeverity}}">[{{.IncidentSeverity}}]</font> {{.Title}}</h3>
+<h3><font color="{{colorSeverity .IncidentSeverity}}">[{{.IncidentSeverity}}]</font>
+{{if eq .Progress "Closed"}}Recovered: {{end}}{{.Title}}</h3>
 <table>
 <tr><td>Status</td><td>{{.IncidentStatus}} / {{.Progress}}</td></tr>
 <tr><td>Channel</td><td>{{.ChannelName}}</td></tr>
@@ -81,6 +83,7 @@ _EMAIL = """<html><body>
 </body></html>"""
 
 _VOICE = (
+    "{{if eq .Progress \"Closed\"}}Recovered: {{end}}"
     "{{.IncidentSeverity}} incident on channel {{.ChannelName}}: {{.Title}}. "
     "{{if .AlertCnt}}{{.AlertCnt}} alerts.{{end}}"
 )
