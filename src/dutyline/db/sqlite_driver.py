@@ -7,8 +7,9 @@ were about a quarter of the CPU a request cost (bench/README.md). This cursor se
 function to the connection thread that executes, fetches every row and closes the cursor, and
 keeps what SQLAlchemy later asks for (description, rowcount, lastrowid) from that one trip.
 
-It uses aiosqlite's `_execute` and `_conn`, which are internal: pyproject pins aiosqlite below
-its next minor release, and tests/db exercise this driver on every run.
+It uses aiosqlite's internals (the connection's thread queue and its raw connection):
+pyproject pins aiosqlite below its next minor release, and tests/db exercise this driver on
+every run.
 
 A transaction may also hand in the process's writer lock with its deferred BEGIN (db/engine.py
 `Database.lazy_writer`): the lock is then taken just before the BEGIN IMMEDIATE travels, and
@@ -25,11 +26,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from threading import Thread
 from typing import Any
 
+from aiosqlite.core import _STOP_RUNNING_SENTINEL, set_exception, set_result
 from sqlalchemy.dialects import registry
 from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_connection,
@@ -63,6 +66,32 @@ def _run(
         return description, rows, cursor.rowcount, cursor.lastrowid
     finally:
         cursor.close()
+
+
+async def _on_thread(connection: Any, fn: Callable[..., _Result], *args: Any) -> _Result:
+    """aiosqlite's `_execute`, except that an answer for an event loop that has ended is
+    dropped: a statement cancelled as its loop ends (a server stopping) still finishes on the
+    thread, and aiosqlite's own answer would raise there, ending the thread before the close
+    queued behind the statement, with the file left open."""
+    if not connection._running or not connection._connection:
+        raise ValueError("Connection closed")
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[_Result] = loop.create_future()
+
+    def answer(setter: Callable[[asyncio.Future[_Result], Any], None], value: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(setter, future, value)
+
+    def call() -> None:
+        try:
+            result = fn(*args)
+        except BaseException as exc:  # as aiosqlite does: every failure goes to the caller
+            answer(set_exception, exc)
+        else:
+            answer(set_result, result)
+
+    connection._tx.put_nowait((None, call))
+    return await future
 
 
 class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
@@ -107,8 +136,8 @@ class OneHopCursor(AsyncAdapt_aiosqlite_cursor):
             begin, adapt._pending_begin = adapt._pending_begin, None
             # From here on a real rollback/commit is due even if the statement fails: the
             # BEGIN may have run (and a rollback without a transaction is harmless).
-            result: _Result = await connection._execute(
-                _run, connection._conn, begin, operation, parameters, many
+            result: _Result = await _on_thread(
+                connection, _run, connection._conn, begin, operation, parameters, many
             )
         self._description, rows, self._rowcount, self._lastrowid = result
         self._rows = collections.deque(rows)
@@ -188,6 +217,37 @@ class OneHopConnection(AsyncAdapt_aiosqlite_connection):
             super().close()
         finally:
             self._release_writer_lock()
+
+    def terminate(self) -> None:
+        # SQLite has no server to say goodbye to: closing the file on the connection's own
+        # thread is the whole of a terminate, and its queue runs that close after whatever
+        # is in flight. SQLAlchemy's graceful terminate instead awaits the close in a
+        # shielded task that outlives its cancelled caller; when the event loop ends first
+        # (a server stopping, a test ending) that task is left suspended and collected later
+        # mid-await (or waits forever on a thread that already stopped). So the close is
+        # queued here with no future to answer, and nothing waits for it.
+        try:
+            raw = self._connection._connection
+            if raw is not None:
+                raw.interrupt()  # the statement in flight, if any, ends now (thread-safe)
+            _stop_without_answer(self._connection)
+        finally:
+            self._release_writer_lock()
+
+
+def _stop_without_answer(connection: Any) -> None:
+    """aiosqlite's `Connection.stop`, less the future it answers on the caller's loop."""
+    connection._running = False
+
+    def close_and_stop() -> object:
+        raw, connection._connection = connection._connection, None
+        # The thread must end whatever the close did, so no error leaves this function.
+        with contextlib.suppress(sqlite3.Error):
+            if raw is not None:
+                raw.close()
+        return _STOP_RUNNING_SENTINEL
+
+    connection._tx.put_nowait((None, close_and_stop))
 
 
 class OneHopDBAPI(AsyncAdapt_aiosqlite_dbapi):
