@@ -12,9 +12,10 @@ The console declares no limit of its own: the record (`teams.TeamChanges`,
 
 Field names follow the record, nested ones with dots and indices as the API names them:
 `layers[0].target.person_ids`, `im.slack`. A name posted several times (checkboxes, a
-multiple select) fills a list; a scalar takes the last value posted. Text keeps what was
-typed (the service trims), with a textarea's CRLF line breaks read as LF. An empty number
-is left out (the record's default, or "is required"); an empty optional value is None.
+multiple select) fills a list, blank values left out; a scalar takes the last value
+posted. Text keeps what was typed (the service trims), with a textarea's CRLF line breaks
+read as LF. An empty number is left out (the record's default, or "is required"); an
+empty optional value is None.
 A checkbox sends `on` (or its `value`) when ticked and nothing otherwise: the fields a form
 `shows` decode as False or [] when the browser sent nothing for them. `given` holds what
 the page knows itself (the id in its path); no form value overrides it. `names` maps a
@@ -195,7 +196,8 @@ def _value(node: Any, kind: mi.Type) -> Any:
     kind = _without_none(kind)
     if isinstance(kind, mi.ListType | mi.SetType | mi.VarTupleType | mi.FrozenSetType):
         if isinstance(node, _Leaf):
-            return [v for v in (_scalar(v, kind.item_type) for v in node) if v is not _ABSENT]
+            return [v for v in (_scalar(v, kind.item_type) for v in node if v.strip())
+                    if v is not _ABSENT]
         if isinstance(node, dict):
             return [_value(node[i], kind.item_type)
                     for i in sorted(k for k in node if isinstance(k, int))]
