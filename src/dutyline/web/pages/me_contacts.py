@@ -49,13 +49,16 @@ async def save_contacts(ctx: ConsoleContext) -> Response:
     im = {**saved.preference.im, **{p: form[f"im.{p}"] for p in IM_PLATFORMS
                                     if f"im.{p}" in form}}
     im_changed = {k: v.strip() for k, v in im.items() if v.strip()} != saved.preference.im
-    async with ctx.write() as conn:
-        if changes:
-            await members.reset_info(conn, ctx.actor, member_id=ctx.actor.person_id,
-                                     changes=members.ProfileChanges(**changes))
-        if im_changed:
-            await preferences.notify_reset(conn, ctx.actor, member_id=0, im=im,
-                                           critical=None, warning=None, info=None)
+    try:
+        async with ctx.write() as conn:
+            if changes:
+                await members.reset_info(conn, ctx.actor, member_id=ctx.actor.person_id,
+                                         changes=members.ProfileChanges(**changes))
+            if im_changed:  # a handle is refused by its field, `im.slack`, as posted
+                await preferences.notify_reset(conn, ctx.actor, member_id=0, im=im,
+                                               critical=None, warning=None, info=None)
+    except errors.InvalidParameter as exc:
+        raise forms.on_form(exc, form=await ctx.form_lists()) from None
     ctx.flash("Your contacts are saved." if changes or im_changed else "Nothing changed.")
     return ctx.redirect(ME + "#contacts")
 
