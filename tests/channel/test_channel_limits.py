@@ -4,9 +4,11 @@ direct call past a limit is refused as the API refuses it."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from dutyline.channel import service as channels
+from dutyline.channel.noise import service as noise
 from dutyline.channel.route import service as routes
 from dutyline.channel.schemas import Group
 from tests.fixtures.accounts import Person
@@ -66,3 +68,30 @@ async def test_a_route_past_its_limits(api: Api, owner: Person) -> None:
         lambda conn, actor: routes.upsert(
             conn, actor, integration_id=1, cases=None, sections=None, version=None,
             default=routes.RouteDefault(channel_ids=[0])))
+
+
+async def test_a_noise_rule_past_its_limits(api: Api, owner: Person) -> None:
+    made = await api.call("/channel/create", {"channel_name": "Checkout"}, key=owner.key)
+    channel_id = made.data["channel_id"]
+    drop = {"channel_id": channel_id, "filters": [[{"key": "title", "oper": "IN",
+                                                    "vals": ["noise"]}]]}
+    said = await refused_alike(
+        api, owner, "/channel/unsubscribe/rule/create", {**drop, "rule_name": "r" * 40},
+        lambda conn, actor: noise.DROP_RULES.create(
+            conn, actor, channel_id=channel_id, rule_name="r" * 40, description="",
+            priority=0, config={}))
+    assert said == "Invalid parameter rule_name: Expected `str` of length <= 39"
+    await refused_alike(
+        api, owner, "/channel/unsubscribe/rule/create",
+        {**drop, "rule_name": "Drop", "priority": 1_000_001},
+        lambda conn, actor: noise.DROP_RULES.create(
+            conn, actor, channel_id=channel_id, rule_name="Drop", description="",
+            priority=1_000_001, config={}))
+    rule_id = "0" * 24
+    await refused_alike(
+        api, owner, "/channel/unsubscribe/rule/update",
+        {"channel_id": channel_id, "rule_id": rule_id, "rule_name": "Drop",
+         "description": "d" * 501},
+        lambda conn, actor: noise.DROP_RULES.update(
+            conn, actor, channel_id=channel_id, rule_id=rule_id, rule_name="Drop",
+            description="d" * 501, priority=msgspec.UNSET, config=lambda old: old))

@@ -79,7 +79,8 @@ def checked_arguments(record: type[msgspec.Struct],
             out[name] = checked(arguments[name], record)
         return out
     fields = record.__struct_fields__
-    given = {name: _builtins(value) for name, value in arguments.items() if name in fields}
+    given = {name: _builtins(value) for name, value in arguments.items()
+             if name in fields and value is not msgspec.UNSET}
     encoded = {_encoded_name(record, name): value for name, value in given.items()}
     value = convert(encoded, record)
     for name in given:
