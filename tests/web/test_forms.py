@@ -126,3 +126,15 @@ def test_plain_words() -> None:
     assert forms.plain("Expected `array` of length >= 1") == "choose at least one"
     assert forms.plain("Invalid enum value 'Bad'") == "is not one of the choices"
     assert forms.plain("already exists") == "already exists"
+
+
+def test_a_filter_form_leaves_out_what_its_record_refuses() -> None:
+    got = forms.decode_known({"name": ["Edge"], "limit": ["9"], "tags": ["a"]}, Settings)
+    assert got == Settings(name="Edge", tags=["a"])
+    got = forms.decode_known({"name": ["Edge"], "limit": ["x"], "window.minutes": ["0"]},
+                             Settings)
+    assert got == Settings(name="Edge", window=Window())
+    # A value the record needs and refuses is still refused.
+    with pytest.raises(errors.InvalidParameter) as caught:
+        forms.decode_known({"name": ["x" * 11]}, Settings)
+    assert caught.value.fields["field"] == "name"

@@ -79,6 +79,21 @@ def decode(form: Form, record: type[S], *, shown: Iterable[str] = (),
         raise on_form(exc, form=form, names=renamed) from None
 
 
+def decode_known(form: Form, record: type[S]) -> S:
+    """`decode` for a GET form of filters: a value the record refuses is left out (the
+    record's default), as any value the form does not know, so a stale or hand-edited
+    address still opens the page."""
+    left = dict(form)
+    while True:
+        try:
+            return decode(left, record)
+        except errors.InvalidParameter as exc:
+            field = exc.fields.get("field")
+            if not isinstance(field, str) or field not in left:
+                raise
+            del left[field]
+
+
 def on_form(exc: errors.ApiError, *, form: Form | None = None,
             names: Mapping[str, str] | None = None,
             prefix: str | tuple[str, ...] = ()) -> errors.ApiError:
