@@ -74,6 +74,8 @@ async def test_filters_narrow_the_list_and_the_tabs_count_by_progress(
         ("?window=1h", ["cert expires", "index stale", "api slow", "disk full"]),
         # Unknown values are ignored rather than refused: a stale link still opens a list.
         ("?progress=Nope&severity=Bad&window=9y&channel=x", titles(every)),
+        # So is a search or a cursor past the list service's limits (its ListText).
+        ("?q=" + "d" * 256 + "&after=" + "c" * 513, titles(every)),
     ]
     for query, expected in cases:
         assert titles(await _page(console, query)) == expected, query

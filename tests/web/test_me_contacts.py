@@ -107,6 +107,26 @@ async def test_an_invalid_contact_is_refused_by_its_field_with_the_input_kept(
     assert await _audit(api, owner) == []
 
 
+async def test_a_contact_past_its_limit_is_refused_by_its_field_as_the_api_refuses_it(
+        api: Api, owner: Person, console: Browser) -> None:
+    """The page declares no limit: the member and preference services refuse what the API
+    refuses, and the page shows it by the field that carried it."""
+    await console.get(ME)
+    long_email = "e" * 250 + "@acme.example"
+    refused = await console.post(ME + "/contacts", {"email": long_email})
+    assert refused.status_code == 400
+    assert re.search(r'id="e-email">must be at most 255 characters<', refused.text)
+    long_handle = "U" * 129
+    refused = await console.post(ME + "/contacts", {"im.slack": long_handle})
+    assert refused.status_code == 400
+    assert re.search(r'id="e-im.slack">must be at most 128 characters<', refused.text)
+    assert f'value="{long_handle}"' in _field(refused.text, "im.slack")
+    api_says = await api.call("/member/notify/reset", {"im": {"slack": long_handle}},
+                              key=owner.key)
+    assert (api_says.status, api_says.code) == (400, "InvalidParameter")
+    assert (await _api(api, "/member/notify/info", {}, owner))["im"] == {}
+
+
 async def test_a_contact_this_server_cannot_use_is_saved_with_the_apis_warning(
         api: Api, owner: Person, console: Browser) -> None:
     """The test server sends no e-mail and no SMS: each contact is saved, and the page shows

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import re
 
-import msgspec
 import pytest
 from sqlalchemy import func, select
 
 from dutyline.config import Settings
 from dutyline.db.tables.platform import audit_log, member, member_role, role
-from dutyline.platform.member.schemas import InviteMemberItem
-from dutyline.platform.team.schemas import TeamUpsertRequest
-from dutyline.web.pages.members import LIMITS
 from dutyline.work.worker import Worker
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
@@ -340,27 +336,6 @@ async def test_hostile_names_are_escaped(api: Api, owner: Person, console: Brows
     shown = await console.post("/console/members/new", {
         "member_name": HOSTILE, "email": "bad address", "role_id": member_role_id})
     assert shown.status_code == 400 and HOSTILE not in shown.text
-
-
-def test_the_forms_limits_are_the_apis() -> None:
-    """The console checks lengths itself (it may not import the API's request types); they
-    must be the limits of /member/invite and /team/upsert."""
-
-    def bounds(kind: type, name: str) -> tuple[int, int]:
-        info = msgspec.inspect.type_info(kind)
-        assert isinstance(info, msgspec.inspect.StructType)
-        field = next(f for f in info.fields if f.name == name)
-        string = field.type
-        while not isinstance(string, msgspec.inspect.StrType):
-            assert isinstance(string, msgspec.inspect.UnionType)
-            string = next(t for t in string.types
-                          if not isinstance(t, msgspec.inspect.NoneType))
-        return string.min_length or 0, string.max_length or 0
-
-    assert bounds(InviteMemberItem, "member_name") == LIMITS["member_name"]
-    assert bounds(InviteMemberItem, "email")[1] == LIMITS["email"][1]
-    assert bounds(TeamUpsertRequest, "team_name") == LIMITS["team_name"]
-    assert bounds(TeamUpsertRequest, "description")[1] == LIMITS["description"][1]
 
 
 async def test_a_message_after_a_change_is_shown_once(api: Api, owner: Person,

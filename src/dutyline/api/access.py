@@ -22,8 +22,11 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
+import msgspec
+
 from dutyline.api import errors
 from dutyline.api.actor import Actor, AuditEntry
+from dutyline.api.inputs import checked_arguments
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,6 +46,8 @@ class ServiceAccess:
     permissions: tuple[str, ...]
     operation: str | None  # the audited operation of a write; None for a read
     dangerous: bool = False
+    # The record whose limits the service's arguments are checked against on entry.
+    inputs: type[msgspec.Struct] | None = None
 
 
 ACCESS_ATTRIBUTE = "__service_access__"
@@ -86,14 +91,15 @@ def reads_sync(*permissions: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
 
 
 def writes(operation: str, *permissions: str, dangerous: bool = False,
-           targets: Targets | None = None,
+           targets: Targets | None = None, inputs: type[msgspec.Struct] | None = None,
            ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """A write service: refuses an actor without one of `permissions`, then, when it returns,
-    notes one audit entry for `operation` on the actor. Its targets are what `targets` makes
-    of the result (by default: the result itself when it is an id or a list of ids) and what
-    the service noted with `actor.note_audit_targets`. A write service called by another
-    belongs to the outer one's entry."""
-    spec = ServiceAccess(permissions, operation, dangerous)
+    """A write service: refuses an actor without one of `permissions`, then checks its
+    keyword arguments against the limits of the record `inputs` (api/inputs.py), then, when
+    it returns, notes one audit entry for `operation` on the actor. Its targets are what
+    `targets` makes of the result (by default: the result itself when it is an id or a list
+    of ids) and what the service noted with `actor.note_audit_targets`. A write service
+    called by another belongs to the outer one's entry."""
+    spec = ServiceAccess(permissions, operation, dangerous, inputs)
     pick = targets or _ids_in
 
     def decorate(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
@@ -101,6 +107,8 @@ def writes(operation: str, *permissions: str, dangerous: bool = False,
         async def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
             actor = _actor_of(args)
             require(actor, *permissions)
+            if inputs is not None:
+                kwargs = checked_arguments(inputs, kwargs)  # type: ignore[assignment]
             outermost = actor.write_depth == 0
             if outermost:
                 actor.audit_targets = []

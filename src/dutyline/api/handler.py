@@ -35,6 +35,7 @@ from dutyline.api import errors
 from dutyline.api.auth import Caller
 from dutyline.api.envelope import error_body, request_id_headers, success_body
 from dutyline.api.i18n import negotiate
+from dutyline.api.inputs import invalid_parameter
 from dutyline.api.operation import (
     Context,
     Download,
@@ -55,9 +56,6 @@ _JSON = "application/json"
 # A JSON escape that could smuggle a NUL or a lone surrogate into a string; rare in real
 # traffic, so the slow check below runs only when this matches.
 _SUSPECT_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
-# msgspec names a bad mapping key "at `key` in `$.path`": the field is the mapping.
-_AT_PATH = re.compile(r"^(?P<reason>.*?) - at (?P<key>`key` in )?`\$\.?(?P<path>[^`]*)`$")
-_MISSING = re.compile(r"^Object missing required field `(?P<field>[^`]+)`")
 
 
 def failure(runtime: Runtime, locale: str, rid: str,
@@ -358,7 +356,7 @@ async def _decode_raw(op: Operation, request: Request, body: bytes) -> tuple[Any
     try:
         return msgspec.convert(params, op.request_type, strict=False), data
     except msgspec.ValidationError as exc:
-        raise _invalid_parameter(str(exc)) from None
+        raise invalid_parameter(str(exc)) from None
 
 
 def _wants_json(request: Request) -> bool:
@@ -404,7 +402,7 @@ def _decode(
         try:
             return msgspec.convert(params, op.request_type, strict=False)
         except msgspec.ValidationError as exc:
-            raise _invalid_parameter(str(exc)) from None
+            raise invalid_parameter(str(exc)) from None
     return decode_json_body(decoder, request, body)
 
 
@@ -420,7 +418,7 @@ def decode_json_body(decoder: msgspec.json.Decoder[Any], request: Request, body:
     try:
         value = decoder.decode(body)
     except msgspec.ValidationError as exc:
-        raise _invalid_parameter(str(exc)) from None
+        raise invalid_parameter(str(exc)) from None
     except msgspec.DecodeError:
         raise errors.InvalidContentType("The request body is not valid JSON") from None
     except UnicodeDecodeError:
@@ -438,22 +436,6 @@ def decode_json_body(decoder: msgspec.json.Decoder[Any], request: Request, body:
     if _SUSPECT_ESCAPE.search(body):
         _reject_unstorable_strings(body)
     return value
-
-
-def _invalid_parameter(detail: str) -> errors.InvalidParameter:
-    """Turn msgspec's message into ours, naming the field."""
-    field, reason = "body", detail
-    if m := _AT_PATH.match(detail):
-        reason, field = m["reason"], m["path"] or "body"
-        if m["key"]:
-            reason = f"{reason} (a key)"
-    if m := _MISSING.match(reason):
-        missing = m["field"]
-        field = f"{field}.{missing}" if field != "body" else missing
-        reason = "is required"
-    elif reason.startswith("p × limit"):
-        field = "p"
-    return errors.invalid(field, reason)
 
 
 def _reject_unstorable_strings(body: bytes) -> None:

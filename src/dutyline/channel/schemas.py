@@ -85,11 +85,11 @@ class ChannelCreateResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     external_report_token: str = ""
 
 
-class UpdateChannelRequest(msgspec.Struct, kw_only=True):
-    """Only the fields given change."""
+class ChannelChanges(msgspec.Struct, kw_only=True):
+    """A channel's settings to create it with or to change, as the channel service takes
+    them. None leaves a field unchanged (on create: the field's default)."""
 
-    channel_id: Id
-    team_id: NonNegInt64 | None = None
+    team_id: NonNegInt64 | None = None  # 0: no owning team (the account's channel)
     managing_team_ids: ManagingTeamIds | None = None
     channel_name: ChannelName | None = None
     description: Description | None = None
@@ -102,6 +102,12 @@ class UpdateChannelRequest(msgspec.Struct, kw_only=True):
     disable_auto_close: bool | None = None
     is_external_report_enabled: bool | None = None
     external_report_token: ReportToken | None = None
+
+
+class UpdateChannelRequest(ChannelChanges, kw_only=True):
+    """Only the fields given change."""
+
+    channel_id: Id
 
 
 class UpdateChannelResponse(msgspec.Struct, kw_only=True):

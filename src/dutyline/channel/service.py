@@ -25,9 +25,9 @@ from dutyline.channel.repository import Viewer
 from dutyline.channel.schemas import (
     DEFAULT_FLAPPING,
     DEFAULT_GROUP,
+    ChannelChanges,
     ChannelItem,
     ChannelShort,
-    Flapping,
     Group,
 )
 from dutyline.channel.settings import (
@@ -44,6 +44,7 @@ from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 
 __all__ = [
+    "ChannelChanges",
     "ChannelSettings",
     "FlappingSettings",
     "GroupSettings",
@@ -121,26 +122,6 @@ def touch_last_incident_sync(conn: Connection, *, account_id: int, channel_id: i
     repo.touch_last_incident_sync(conn, account_id, channel_id, now_s)
 
 
-@dataclass(frozen=True)
-class ChannelChanges:
-    """A channel's settings to create it with or to change. None leaves a field unchanged
-    (on create: the field's default)."""
-
-    channel_name: str | None = None
-    team_id: int | None = None  # 0: no owning team (the channel belongs to the account)
-    managing_team_ids: Sequence[int] | None = None
-    description: str | None = None
-    group: Group | None = None
-    flapping: Flapping | None = None
-    auto_resolve_timeout: int | None = None
-    auto_resolve_mode: str | None = None
-    is_private: bool | None = None
-    disable_outlier_detection: bool | None = None
-    disable_auto_close: bool | None = None
-    is_external_report_enabled: bool | None = None
-    external_report_token: str | None = None
-
-
 # The plain settings stored as given, and their values on create when not given.
 _PLAIN_DEFAULTS: dict[str, Any] = {
     "description": "", "auto_resolve_timeout": 0, "auto_resolve_mode": "trigger",
@@ -166,7 +147,8 @@ def _report_token(enabled: bool, given: str | None, field: str) -> str:
     return given if given is not None else "ert_" + secrets.token_urlsafe(24)
 
 
-@writes("/channel/create", CHANNEL_MANAGE, targets=lambda created: [created.channel_id])
+@writes("/channel/create", CHANNEL_MANAGE, inputs=ChannelChanges,
+        targets=lambda created: [created.channel_id])
 async def create_channel(conn: AsyncConnection, actor: Actor, *,
                          channel: ChannelChanges) -> CreatedChannel:
     account_id = actor.account_id
@@ -292,7 +274,7 @@ async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery,
                                                                limit=limit))
 
 
-@writes("/channel/update", CHANNEL_MANAGE)
+@writes("/channel/update", CHANNEL_MANAGE, inputs=ChannelChanges)
 async def update_channel(conn: AsyncConnection, actor: Actor, *, channel_id: int,
                          changes: ChannelChanges) -> str:
     """Change the given settings of a live channel the actor sees. Returns the external

@@ -60,7 +60,10 @@ class EscalateLayer(msgspec.Struct, kw_only=True):
     force_escalate: bool = False
 
 
-class CreateEscalationRuleRequest(msgspec.Struct, kw_only=True):
+class RuleSpec(msgspec.Struct, kw_only=True):
+    """An escalation rule as the dispatch service's create and update take it (their keyword
+    arguments, checked on entry with these limits)."""
+
     channel_id: Id
     template_id: HexId
     rule_name: RuleName
@@ -70,6 +73,10 @@ class CreateEscalationRuleRequest(msgspec.Struct, kw_only=True):
     description: Description = ""
     time_filters: list[dict[str, Any]] = msgspec.field(default_factory=list)
     filters: list[list[dict[str, Any]]] = msgspec.field(default_factory=list)
+
+
+class CreateEscalationRuleRequest(RuleSpec, kw_only=True):
+    pass
 
 
 class UpdateEscalationRuleRequest(CreateEscalationRuleRequest, kw_only=True):

@@ -35,6 +35,7 @@ from dutyline.dispatch.schemas import (
     RuleCreateResponse,
     rule_item,
 )
+from dutyline.dispatch.schemas import RuleSpec as RuleSpec  # the record its writes take
 from dutyline.incident.service import references
 from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
@@ -241,7 +242,7 @@ async def _check_template(conn: Any, actor: Actor, template_id: str, stored: str
         raise errors.not_found("template", template_id)
 
 
-@writes("/channel/escalate/rule/create", CHANNEL_MANAGE,
+@writes("/channel/escalate/rule/create", CHANNEL_MANAGE, inputs=RuleSpec,
         targets=lambda created: [created.rule_id])
 async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
                       template_id: str, rule_name: str, description: str, priority: int,
@@ -268,7 +269,7 @@ async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
                               warnings=delivery_warnings(deps.settings, layers))
 
 
-@writes("/channel/escalate/rule/update", CHANNEL_MANAGE)
+@writes("/channel/escalate/rule/update", CHANNEL_MANAGE, inputs=RuleSpec)
 async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, rule_id: str,
                       template_id: str, rule_name: str, description: str, priority: int,
                       aggr_window: int, layers: list[EscalateLayer],

@@ -239,7 +239,8 @@ async def _require_rule(conn: AsyncConnection, actor: Actor, rule_id: int) -> An
     return row
 
 
-@writes("/monit/rule/create", ALERT_RULE_MANAGE, targets=lambda rule: [rule.id])
+@writes("/monit/rule/create", ALERT_RULE_MANAGE, inputs=RuleSpec,
+        targets=lambda rule: [rule.id])
 async def create_rule(conn: AsyncConnection, actor: Actor, *, spec: RuleSpec) -> AlertRule:
     return await _create(conn, actor, spec, "create")
 

@@ -118,15 +118,21 @@ class NotifyIn(msgspec.Struct):
     webhooks: list[ScheduleImNotify] | None = None
 
 
-class ScheduleUpsertRequest(msgspec.Struct):
-    schedule_id: Int64 = 0
+class ScheduleSpec(msgspec.Struct):
+    """A schedule as the schedule service's create and update take it (their keyword
+    arguments, checked on entry; the service checks names, zones and layers further)."""
+
     schedule_name: str | None = None
-    name: str | None = None
     description: str | None = None
     team_id: Int64 | None = None
     time_zone: str | None = None
     layers: list[LayerIn] | None = None
     notify: NotifyIn | None = None
+
+
+class ScheduleUpsertRequest(ScheduleSpec):
+    schedule_id: Int64 = 0
+    name: str | None = None
     start: Int64 = 0  # preview window
     end: Int64 = 0
 

@@ -49,6 +49,7 @@ from dutyline.schedule.schemas import (
     ScheduleNotifyBy,
     ScheduleOncallGroup,
 )
+from dutyline.schedule.schemas import ScheduleSpec as ScheduleSpec  # the record its writes take
 
 # Published for the domains that reach this one through its service (the console): the
 # member's calendar feed and the records of a schedule's timeline.
@@ -232,7 +233,7 @@ def delivery_warnings(settings: Settings, notify: NotifyIn | None) -> list[SaveW
     return out
 
 
-@writes("/schedule/create", SCHEDULE_MANAGE)
+@writes("/schedule/create", SCHEDULE_MANAGE, inputs=ScheduleSpec)
 async def create_schedule(
     conn: AsyncConnection, actor: Actor, *, schedule_name: str | None, description: str | None,
     team_id: int | None, time_zone: str | None, layers: list[LayerIn] | None,
@@ -257,7 +258,7 @@ async def create_schedule(
     return schedule_id
 
 
-@writes("/schedule/update", SCHEDULE_MANAGE)
+@writes("/schedule/update", SCHEDULE_MANAGE, inputs=ScheduleSpec)
 async def update_schedule(
     conn: AsyncConnection, actor: Actor, *, schedule_id: int, schedule_name: str | None,
     description: str | None, team_id: int | None, time_zone: str | None,

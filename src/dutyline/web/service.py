@@ -241,7 +241,7 @@ async def set_password_by_link(conn: AsyncConnection, actor: Actor, *, token: st
     without one), and end every session they had."""
     if email is not None:
         await members.reset_info(conn, actor, member_id=actor.person_id,
-                                 changes={"email": email})
+                                 changes=members.ProfileChanges(email=email))
     if not await repo.use_link(conn, token_hash(token), purpose, actor.now_s):
         raise errors.not_found("link", "")
     await repo.retire_links(conn, actor.person_id, purpose, actor.now_s)

@@ -22,6 +22,17 @@ Equals = Annotated[list[EqualsPath], msgspec.Meta(max_length=20)]
 RuleStatus = Literal["enabled", "disabled"]
 
 
+class RuleFields(msgspec.Struct, kw_only=True):
+    """What every noise rule's create and update take besides its kind's settings (their
+    keyword arguments, checked on entry; each kind's requests name them with these types).
+    UNSET on an update: unchanged."""
+
+    channel_id: Id
+    rule_name: RuleName
+    priority: Priority | msgspec.UnsetType = msgspec.UNSET
+    description: Description | msgspec.UnsetType = msgspec.UNSET
+
+
 class ChannelScopedRequest(msgspec.Struct, kw_only=True):
     channel_id: Id
 

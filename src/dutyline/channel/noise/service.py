@@ -40,6 +40,7 @@ from dutyline.channel.noise.schemas import (
     SilenceRuleItem,
     UnsubscribeRuleItem,
 )
+from dutyline.channel.noise.schemas import RuleFields as RuleFields  # what the writes take
 from dutyline.kit.filters import (
     MAX_CONDITIONS,
     Filter,
@@ -472,7 +473,8 @@ class KindWrites:
 
 
 def _kind_writes(kind: str, prefix: str) -> KindWrites:
-    @writes(f"{prefix}/create", CHANNEL_MANAGE, targets=lambda created: [created[0]])
+    @writes(f"{prefix}/create", CHANNEL_MANAGE, inputs=RuleFields,
+            targets=lambda created: [created[0]])
     async def create(conn: AsyncConnection, actor: Actor, *, channel_id: int, rule_name: str,
                      description: str, priority: int,
                      config: dict[str, Any]) -> tuple[str, str]:
@@ -484,7 +486,7 @@ def _kind_writes(kind: str, prefix: str) -> KindWrites:
                                  rule_name=rule_name, description=description,
                                  priority=priority, config=config)
 
-    @writes(f"{prefix}/update", CHANNEL_MANAGE)
+    @writes(f"{prefix}/update", CHANNEL_MANAGE, inputs=RuleFields)
     async def update(conn: AsyncConnection, actor: Actor, *, channel_id: int, rule_id: str,
                      rule_name: str, description: str | msgspec.UnsetType,
                      priority: int | msgspec.UnsetType,

@@ -11,13 +11,10 @@ from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
-from dutyline.api.types import Id, NonNegInt64, PageRequest
+from dutyline.api.types import Id, PageRequest
 from dutyline.channel.route import service
 from dutyline.channel.route.service import (
-    RouteCase,
-    RouteDefault,
     RouteItem,
-    RouteSection,
     RouteVersion,
 )
 
@@ -32,12 +29,8 @@ class RouteListRequest(msgspec.Struct, kw_only=True):
     integration_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
 
 
-class RouteUpsertRequest(msgspec.Struct, kw_only=True):
-    integration_id: Id
-    cases: Annotated[list[RouteCase], msgspec.Meta(max_length=service.MAX_CASES)] | None = None
-    sections: Annotated[list[RouteSection], msgspec.Meta(max_length=100)] | None = None
-    default: RouteDefault | None = None
-    version: NonNegInt64 | None = None
+class RouteUpsertRequest(service.RouteSpec, kw_only=True):
+    pass
 
 
 class RouteListResponse(msgspec.Struct, kw_only=True):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 from sqlalchemy import Connection
@@ -26,7 +26,7 @@ from dutyline.api import errors
 from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
-from dutyline.api.types import Id, Int64
+from dutyline.api.types import Id, Int64, NonNegInt64
 from dutyline.channel import service as channels
 from dutyline.channel.integration import service as integrations
 from dutyline.channel.route import repository as repo
@@ -57,6 +57,17 @@ class RouteSection(msgspec.Struct, kw_only=True):
 
 class RouteDefault(msgspec.Struct, kw_only=True):
     channel_ids: list[Id] = msgspec.field(default_factory=list)
+
+
+class RouteSpec(msgspec.Struct, kw_only=True):
+    """An integration's route as `upsert` takes it (its keyword arguments, checked on entry
+    with these limits; /route/upsert's request is built from it)."""
+
+    integration_id: Id
+    cases: Annotated[list[RouteCase], msgspec.Meta(max_length=MAX_CASES)] | None = None
+    sections: Annotated[list[RouteSection], msgspec.Meta(max_length=100)] | None = None
+    default: RouteDefault | None = None
+    version: NonNegInt64 | None = None
 
 
 class RouteItem(msgspec.Struct, kw_only=True):
@@ -105,7 +116,7 @@ def _label_name(name_mapping_label: str) -> str:
     return name_mapping_label.removeprefix("labels.")
 
 
-@writes("/route/upsert", INTEGRATION_MANAGE)
+@writes("/route/upsert", INTEGRATION_MANAGE, inputs=RouteSpec)
 async def upsert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
                  cases: list[RouteCase] | None, sections: list[RouteSection] | None,
                  default: RouteDefault | None, version: int | None) -> None:

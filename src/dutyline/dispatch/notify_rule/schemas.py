@@ -20,7 +20,10 @@ EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 TemplateId = Annotated[str, msgspec.Meta(pattern="^([0-9a-fA-F]{24})?$")]
 
 
-class CreateNotifyRuleRequest(msgspec.Struct, kw_only=True):
+class NotifyRuleSpec(msgspec.Struct, kw_only=True):
+    """A notification rule as the service's create and update take it (their keyword
+    arguments, checked on entry with these limits)."""
+
     channel_id: Id
     rule_name: RuleName
     events: Annotated[list[EventType], msgspec.Meta(min_length=1, max_length=16)]
@@ -29,6 +32,10 @@ class CreateNotifyRuleRequest(msgspec.Struct, kw_only=True):
     description: Description = ""
     filters: list[list[dict[str, Any]]] = msgspec.field(default_factory=list)
     time_filters: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
+class CreateNotifyRuleRequest(NotifyRuleSpec, kw_only=True):
+    pass
 
 
 class UpdateNotifyRuleRequest(CreateNotifyRuleRequest, kw_only=True):

@@ -25,6 +25,7 @@ from dutyline.dispatch import peers
 from dutyline.dispatch import service as escalation
 from dutyline.dispatch.notify_rule import repository as repo
 from dutyline.dispatch.notify_rule.schemas import EVENT_TYPES, NotifyRuleItem
+from dutyline.dispatch.notify_rule.schemas import NotifyRuleSpec as NotifyRuleSpec  # taken
 from dutyline.dispatch.schemas import EscalateTarget, RuleCreateResponse, public_target
 from dutyline.kit.ids import hex_id
 
@@ -80,7 +81,7 @@ async def _checked(conn: Any, actor: Actor, deps: Deps, *, rule_name: str,
     }
 
 
-@writes("/channel/notify/rule/create", CHANNEL_MANAGE,
+@writes("/channel/notify/rule/create", CHANNEL_MANAGE, inputs=NotifyRuleSpec,
         targets=lambda created: [created.rule_id])
 async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
                       rule_name: str, description: str, events: list[str],
@@ -107,7 +108,7 @@ async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
                                                                   "target"))
 
 
-@writes("/channel/notify/rule/update", CHANNEL_MANAGE)
+@writes("/channel/notify/rule/update", CHANNEL_MANAGE, inputs=NotifyRuleSpec)
 async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, rule_id: str,
                       rule_name: str, description: str, events: list[str],
                       target: EscalateTarget, template_id: str,

@@ -33,6 +33,11 @@ from dutyline.incident.lifecycle.schemas import (
     AssignedTo,
     CreateIncidentResponse,
 )
+from dutyline.incident.lifecycle.schemas import AssignInput as AssignInput  # records taken
+from dutyline.incident.lifecycle.schemas import CreateInput as CreateInput
+from dutyline.incident.lifecycle.schemas import FieldResetInput as FieldResetInput
+from dutyline.incident.lifecycle.schemas import MergeInput as MergeInput
+from dutyline.incident.lifecycle.schemas import ResetInput as ResetInput
 from dutyline.kit.ids import hex_id
 from dutyline.platform.member import service as member_service
 
@@ -71,7 +76,8 @@ def names_someone(given: AssignedTo) -> bool:
     return bool(given.person_ids or given.escalate_rule_id or given.emails)
 
 
-@writes("/incident/create", INCIDENT_MANAGE, targets=lambda created: [created.incident_id])
+@writes("/incident/create", INCIDENT_MANAGE, inputs=CreateInput,
+        targets=lambda created: [created.incident_id])
 async def create(
     conn: AsyncConnection, actor: Actor, *, incident_severity: str, title: str,
     description: str = "", channel_id: int = 0, assigned_to: AssignedTo | None = None,
@@ -111,7 +117,7 @@ async def _apply_assignment(conn: AsyncConnection, actor: Actor, row: Any,
                  payload={"assignment": assignment})
 
 
-@writes("/incident/assign", INCIDENT_MANAGE)
+@writes("/incident/assign", INCIDENT_MANAGE, inputs=AssignInput)
 async def assign(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  assigned_to: AssignedTo) -> list[str]:
     """Assign open incidents (all or nothing); returns their ids."""
@@ -139,7 +145,7 @@ _RESETTABLE = {
 }
 
 
-@writes("/incident/reset", INCIDENT_MANAGE)
+@writes("/incident/reset", INCIDENT_MANAGE, inputs=ResetInput)
 async def reset(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, title: str | None = None,
     description: str | None = None, impact: str | None = None, root_cause: str | None = None,
@@ -178,7 +184,7 @@ async def reset(
     return [row.incident_id]
 
 
-@writes("/incident/field/reset", INCIDENT_MANAGE)
+@writes("/incident/field/reset", INCIDENT_MANAGE, inputs=FieldResetInput)
 async def reset_field(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                       field_name: str, field_value: Any) -> list[str]:
     """Set (None: clear) a custom field's value on an incident; returns its id."""
@@ -203,7 +209,7 @@ def _short(row: Any) -> dict[str, Any]:
     return {"incident_id": row.incident_id, "title": row.title, "progress": row.progress}
 
 
-@writes("/incident/merge", INCIDENT_MANAGE)
+@writes("/incident/merge", INCIDENT_MANAGE, inputs=MergeInput)
 async def merge(
     conn: AsyncConnection, actor: Actor, *, source_incident_ids: Sequence[str],
     target_incident_id: str, title: str | None = None, comment: str = "",

@@ -33,10 +33,12 @@ from dutyline.incident.lifecycle.common import (
     responders_adding,
     unique_ids,
 )
+from dutyline.incident.lifecycle.schemas import RespondersInput as RespondersInput
 from dutyline.platform.member import service as member_service
 
 
-@writes("/incident/responder/add", INCIDENT_MANAGE, targets=lambda _added: ())
+@writes("/incident/responder/add", INCIDENT_MANAGE, inputs=RespondersInput,
+        targets=lambda _added: ())
 async def add_responders(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, person_ids: Sequence[int],
     notify: dict[str, Any] | None = None,

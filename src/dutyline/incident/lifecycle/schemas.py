@@ -27,12 +27,19 @@ class AssignedTo(msgspec.Struct, kw_only=True):
                       msgspec.Meta(min_length=1, max_length=100)] | None = None
 
 
-class CreateIncidentRequest(msgspec.Struct, kw_only=True):
+class CreateInput(msgspec.Struct, kw_only=True):
+    """What the lifecycle's create takes (as each `...Input`: its keyword arguments, with
+    their limits, checked when the service is entered; the request is built from it)."""
+
     incident_severity: Severity
     title: Annotated[str, msgspec.Meta(max_length=512)] = ""
     description: _Text1024 = ""
     channel_id: NonNegInt64 = 0  # 0 or absent: a standalone incident
     assigned_to: AssignedTo | None = None
+
+
+class CreateIncidentRequest(CreateInput, kw_only=True):
+    pass
 
 
 class CreateIncidentResponse(msgspec.Struct, kw_only=True):
@@ -47,33 +54,49 @@ class IncidentIdsRequest(msgspec.Struct, kw_only=True):
     incident_ids: IncidentIds
 
 
-class ResolveIncidentRequest(msgspec.Struct, kw_only=True):
+class ResolveInput(msgspec.Struct, kw_only=True):
     incident_ids: IncidentIds
     root_cause: _Text1024 | None = None
     resolution: _Text1024 | None = None
 
 
-class ReopenIncidentRequest(msgspec.Struct, kw_only=True):
+class ResolveIncidentRequest(ResolveInput, kw_only=True):
+    pass
+
+
+class ReopenInput(msgspec.Struct, kw_only=True):
     incident_ids: IncidentIds
     reason: _Text1024 = ""
 
 
-class SnoozeIncidentRequest(msgspec.Struct, kw_only=True):
+class ReopenIncidentRequest(ReopenInput, kw_only=True):
+    pass
+
+
+class SnoozeInput(msgspec.Struct, kw_only=True):
     incident_ids: _MaybeEmptyIds
     minutes: Annotated[int, msgspec.Meta(ge=1, le=1440)]
+
+
+class SnoozeIncidentRequest(SnoozeInput, kw_only=True):
+    pass
 
 
 class RemoveIncidentRequest(msgspec.Struct, kw_only=True):
     incident_ids: _MaybeEmptyIds
 
 
-class CommentIncidentRequest(msgspec.Struct, kw_only=True):
+class CommentInput(msgspec.Struct, kw_only=True):
     incident_ids: IncidentIds
     comment: Annotated[str, msgspec.Meta(min_length=1, max_length=1024)]
     mute_reply: bool = False
 
 
-class UpdateIncidentFieldsRequest(msgspec.Struct, kw_only=True):
+class CommentIncidentRequest(CommentInput, kw_only=True):
+    pass
+
+
+class ResetInput(msgspec.Struct, kw_only=True):
     incident_id: IncidentId
     title: Annotated[str, msgspec.Meta(min_length=3, max_length=200)] | None = None
     description: _LongText | None = None
@@ -83,13 +106,24 @@ class UpdateIncidentFieldsRequest(msgspec.Struct, kw_only=True):
     incident_severity: Severity | None = None
 
 
+class UpdateIncidentFieldsRequest(ResetInput, kw_only=True):
+    pass
+
+
+class AssignInput(msgspec.Struct, kw_only=True):
+    # The service names an empty list itself ("is required"), as the API's request allows
+    # `incident_id` instead.
+    incident_ids: _MaybeEmptyIds
+    assigned_to: AssignedTo
+
+
 class AssignIncidentRequest(msgspec.Struct, kw_only=True):
     assigned_to: AssignedTo
     incident_id: IncidentId | None = None
     incident_ids: IncidentIds | None = None
 
 
-class MergeIncidentsRequest(msgspec.Struct, kw_only=True):
+class MergeInput(msgspec.Struct, kw_only=True):
     source_incident_ids: IncidentIds
     target_incident_id: IncidentId
     title: Annotated[str, msgspec.Meta(max_length=512)] | None = None
@@ -98,13 +132,19 @@ class MergeIncidentsRequest(msgspec.Struct, kw_only=True):
     remove_source_incidents: bool = False
 
 
-class ResetIncidentFieldRequest(msgspec.Struct, kw_only=True):
+class MergeIncidentsRequest(MergeInput, kw_only=True):
+    pass
+
+
+class FieldResetInput(msgspec.Struct, kw_only=True):
     incident_id: IncidentId
     field_name: Annotated[str, msgspec.Meta(min_length=1, max_length=40)]
     # Any JSON value that fits the field's definition; null clears the value.
     field_value: Any = None
 
 
+class ResetIncidentFieldRequest(FieldResetInput, kw_only=True):
+    pass
 
 
 class ResponderNotify(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -116,9 +156,12 @@ class ResponderNotify(msgspec.Struct, kw_only=True, omit_defaults=True):
     template_id: IncidentId | None = None
 
 
-class AddIncidentResponderRequest(msgspec.Struct, kw_only=True):
+class RespondersInput(msgspec.Struct, kw_only=True):
     incident_id: IncidentId
     person_ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=100)]
+
+
+class AddIncidentResponderRequest(RespondersInput, kw_only=True):
     notify: ResponderNotify | None = None
 
 

@@ -36,6 +36,10 @@ from dutyline.incident.lifecycle.common import (
     responders_with_ack,
     unique_ids,
 )
+from dutyline.incident.lifecycle.schemas import CommentInput as CommentInput  # records taken
+from dutyline.incident.lifecycle.schemas import ReopenInput as ReopenInput
+from dutyline.incident.lifecycle.schemas import ResolveInput as ResolveInput
+from dutyline.incident.lifecycle.schemas import SnoozeInput as SnoozeInput
 from dutyline.kit.ids import hex_id
 
 
@@ -70,7 +74,7 @@ async def unack(conn: AsyncConnection, actor: Actor, *,
     return [r.incident_id for r in rows]
 
 
-@writes("/incident/resolve", INCIDENT_MANAGE)
+@writes("/incident/resolve", INCIDENT_MANAGE, inputs=ResolveInput)
 async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                   root_cause: str | None = None, resolution: str | None = None) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
@@ -91,7 +95,7 @@ async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence
     return [r.incident_id for r in rows]
 
 
-@writes("/incident/reopen", INCIDENT_MANAGE)
+@writes("/incident/reopen", INCIDENT_MANAGE, inputs=ReopenInput)
 async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  reason: str = "") -> list[str]:
     """All or nothing: every id Closed or nothing changes; back to Triggered with the close
@@ -114,7 +118,7 @@ async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[
     return [r.incident_id for r in rows]
 
 
-@writes("/incident/snooze", INCIDENT_MANAGE)
+@writes("/incident/snooze", INCIDENT_MANAGE, inputs=SnoozeInput)
 async def snooze(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  minutes: int) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
@@ -146,7 +150,7 @@ async def wake(conn: AsyncConnection, actor: Actor, *,
     return [r.incident_id for r in rows]
 
 
-@writes("/incident/comment", INCIDENT_MANAGE)
+@writes("/incident/comment", INCIDENT_MANAGE, inputs=CommentInput)
 async def comment(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                   comment: str, mute_reply: bool = False) -> list[str]:
     text = comment.strip()

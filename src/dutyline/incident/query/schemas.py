@@ -129,6 +129,18 @@ class IncidentListResponse(msgspec.Struct, kw_only=True):
     search_after_ctx: str = ""
 
 
+SearchText = Annotated[str, msgspec.Meta(max_length=255)]
+ListCursor = Annotated[str, msgspec.Meta(max_length=512)]
+
+
+class ListText(msgspec.Struct, kw_only=True):
+    """The free text of a list read as the query service takes it: the search and the
+    signed cursor (ListIncidentsRequest names them with these types)."""
+
+    query: SearchText = ""
+    search_after_ctx: ListCursor = ""
+
+
 _IdList = Annotated[list[Id], msgspec.Meta(max_length=100)]
 _PersonIdList = Annotated[list[NonNegInt64], msgspec.Meta(max_length=100)]
 
@@ -142,7 +154,7 @@ class ListIncidentsRequest(PageRequest, kw_only=True):
     is_my_channel: bool = False
     ever_muted: bool = False
     progress: Annotated[str, msgspec.Meta(max_length=64)] = ""
-    query: Annotated[str, msgspec.Meta(max_length=255)] = ""
+    query: SearchText = ""
     incident_severity: Annotated[str, msgspec.Meta(max_length=64)] = ""
     channel_ids: _PersonIdList = msgspec.field(default_factory=list)  # 0: standalone
     team_ids: _IdList = msgspec.field(default_factory=list)
@@ -154,7 +166,7 @@ class ListIncidentsRequest(PageRequest, kw_only=True):
         default_factory=list)
     nums: Annotated[list[Annotated[str, msgspec.Meta(max_length=16)]],
                     msgspec.Meta(max_length=100)] = msgspec.field(default_factory=list)
-    search_after_ctx: Annotated[str, msgspec.Meta(max_length=512)] = ""
+    search_after_ctx: ListCursor = ""
 
 
 class ListIncidentsByIdsRequest(msgspec.Struct, kw_only=True):

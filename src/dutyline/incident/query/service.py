@@ -41,6 +41,7 @@ from dutyline.incident.query.schemas import (
     PersonShort,
     Responder,
 )
+from dutyline.incident.query.schemas import ListText as ListText  # for the console's list
 from dutyline.kit.vocabulary import PROGRESSES, SEVERITIES
 from dutyline.platform.member import service as members
 

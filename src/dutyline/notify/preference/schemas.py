@@ -23,14 +23,23 @@ class MemberNotifyInfoRequest(msgspec.Struct, kw_only=True):
     member_id: NonNegInt64 = 0
 
 
-class MemberNotifyResetRequest(msgspec.Struct, kw_only=True):
-    """A field left out is left unchanged; an empty list means "the default" (e-mail)."""
+class NotifyChanges(msgspec.Struct, kw_only=True):
+    """A member's chat handles and channels per severity, as the preference service's reset
+    takes them (its keyword arguments, checked on entry with these limits; each handle's
+    platform and length the service checks itself, naming it `im.<platform>`). None leaves
+    a field unchanged; an empty list means "the default" (e-mail)."""
 
     member_id: NonNegInt64 = 0
-    im: Handles | None = None
+    im: Annotated[dict[str, str], msgspec.Meta(max_length=16)] | None = None
     critical: Channels | None = None
     warning: Channels | None = None
     info: Channels | None = None
+
+
+class MemberNotifyResetRequest(NotifyChanges, kw_only=True):
+    """A field left out is left unchanged; an empty list means "the default" (e-mail)."""
+
+    im: Handles | None = None
 
 
 class MemberNotifyItem(msgspec.Struct, kw_only=True):

@@ -26,6 +26,7 @@ from dutyline.kit.channels import IM_PLATFORMS, address_key, personal_refusal
 from dutyline.notify.delivery.adapters import needs
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
+from dutyline.notify.preference.schemas import NotifyChanges as NotifyChanges  # the record taken
 from dutyline.platform.member import service as members
 from dutyline.platform.role import service as roles
 
@@ -159,7 +160,7 @@ def _checked_im(im: dict[str, str]) -> dict[str, str]:
     return out
 
 
-@writes("/member/notify/reset")
+@writes("/member/notify/reset", inputs=NotifyChanges)
 async def notify_reset(conn: AsyncConnection, actor: Actor, *, member_id: int,
                        im: dict[str, str] | None, critical: list[str] | None,
                        warning: list[str] | None, info: list[str] | None) -> int:

@@ -43,12 +43,7 @@ def member_list(conn: Connection, ctx: Context, req: MemberListRequest) -> Membe
 @router.post("/member/invite", permissions=(ACCOUNT_MANAGE,), write=True)
 async def member_invite(ctx: Context, req: MemberInviteRequest) -> MemberInviteResponse:
     """Add up to 20 members to the account."""
-    added = await service.invite_members(ctx.conn, ctx.actor, members=[
-        service.NewMember(
-            member_name=m.member_name, email=m.email, phone=m.phone,
-            country_code=m.country_code, role_ids=m.role_ids, locale=m.locale,
-            time_zone=m.time_zone, ref_id=m.ref_id)
-        for m in req.members])
+    added = await service.invite_members(ctx.conn, ctx.actor, members=req.members)
     return MemberInviteResponse(items=added)
 
 
@@ -87,10 +82,8 @@ async def member_info_reset(ctx: Context, req: MemberResetInfoRequest) -> SaveWa
     or another member's with account management. Fields left out are left unchanged;
     `warnings` names a contact the server's settings cannot page (a phone without SMS and
     voice configured, an e-mail address without SMTP)."""
-    await service.reset_info(ctx.conn, ctx.actor, member_id=req.member_id, changes={
-        "member_name": req.member_name, "email": req.email, "phone": req.phone,
-        "country_code": req.country_code, "avatar": req.avatar, "locale": req.locale,
-        "time_zone": req.time_zone})
+    # The request is the ProfileChanges, and whose.
+    await service.reset_info(ctx.conn, ctx.actor, member_id=req.member_id, changes=req)
     return SaveWarnings(warnings=service.contact_warnings(
         ctx.runtime.reach_gap, email=req.email, phone=req.phone))
 

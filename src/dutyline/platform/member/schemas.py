@@ -77,19 +77,28 @@ class MemberListResponse(msgspec.Struct, kw_only=True):
     items: list[MemberItem]
 
 
-class InviteMemberItem(msgspec.Struct, kw_only=True):
+class NewMember(msgspec.Struct, kw_only=True, frozen=True):
+    """A member to add, as the member service takes them (/member/invite's items)."""
+
     member_name: Annotated[str, msgspec.Meta(min_length=2, max_length=39)]
     email: Email = ""
     phone: Phone = ""
     country_code: CountryCode = ""
+    # None or empty: the built-in member role.
     role_ids: Annotated[list[Id], msgspec.Meta(max_length=100)] | None = None
     locale: Literal["zh-CN", "en-US", ""] = ""
     time_zone: Annotated[str, msgspec.Meta(max_length=64)] = ""
     ref_id: RefId = ""
 
 
-class MemberInviteRequest(msgspec.Struct, kw_only=True):
-    members: Annotated[list[InviteMemberItem], msgspec.Meta(min_length=1, max_length=20)]
+class Invitations(msgspec.Struct, kw_only=True, frozen=True):
+    """What the member service's invite takes: 1 to 20 members at once."""
+
+    members: Annotated[list[NewMember], msgspec.Meta(min_length=1, max_length=20)]
+
+
+class MemberInviteRequest(Invitations, kw_only=True, frozen=True):
+    pass
 
 
 class NewMemberItem(msgspec.Struct, kw_only=True):
@@ -119,16 +128,22 @@ class MemberRoleChangeRequest(msgspec.Struct, kw_only=True):
     role_ids: Annotated[list[Id], msgspec.Meta(min_length=1, max_length=100)]
 
 
-class MemberRoleUpdateRequest(msgspec.Struct, kw_only=True):
+class RoleChoice(msgspec.Struct, kw_only=True):
+    """A member's whole set of roles, as the member service's update takes it. May be
+    empty: a member without roles keeps read access to their own profile only."""
+
     member_id: Id
-    # May be empty: a member without roles keeps read access to their own profile only.
     role_ids: Annotated[list[Id], msgspec.Meta(max_length=100)]
 
 
-class MemberResetInfoRequest(msgspec.Struct, kw_only=True):
-    """Reference MemberResetInfoRequest: a field left out is left unchanged."""
+class MemberRoleUpdateRequest(RoleChoice, kw_only=True):
+    pass
 
-    member_id: Id
+
+class ProfileChanges(msgspec.Struct, kw_only=True, frozen=True):
+    """A member's profile and contacts to change, as the member service takes them: a
+    field left None is left unchanged."""
+
     member_name: Annotated[str, msgspec.Meta(min_length=2, max_length=39)] | None = None
     email: Email | None = None
     phone: Phone | None = None
@@ -136,6 +151,12 @@ class MemberResetInfoRequest(msgspec.Struct, kw_only=True):
     avatar: Annotated[str, msgspec.Meta(max_length=512)] | None = None
     locale: Literal["zh-CN", "en-US"] | None = None
     time_zone: Annotated[str, msgspec.Meta(max_length=64)] | None = None
+
+
+class MemberResetInfoRequest(ProfileChanges, kw_only=True, frozen=True):
+    """Reference MemberResetInfoRequest: a field left out is left unchanged."""
+
+    member_id: Id
 
 
 class PersonInfosRequest(msgspec.Struct, kw_only=True):

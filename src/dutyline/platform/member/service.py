@@ -25,11 +25,15 @@ from dutyline.kit.ids import numeric_id
 from dutyline.platform.auth import caller_from_rows
 from dutyline.platform.member import repository as repo
 from dutyline.platform.member.schemas import (
+    Invitations,
     MemberInfoResponse,
     MemberItem,
     NewMemberItem,
     PersonItem,
 )
+from dutyline.platform.member.schemas import NewMember as NewMember  # the records it takes
+from dutyline.platform.member.schemas import ProfileChanges as ProfileChanges
+from dutyline.platform.member.schemas import RoleChoice as RoleChoice
 from dutyline.platform.role import service as roles
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -37,8 +41,6 @@ _PHONE = re.compile(r"^\+?[0-9][0-9 -]{3,30}$")
 # Read once: checking a zone name must not touch the file system inside a request.
 _TIME_ZONES = frozenset(zoneinfo.available_timezones())
 _OWNER_ROLE_FIXED = "the Owner role cannot be granted or revoked"
-# The API's request bounds (schemas.py), held for every caller of reset_info.
-_MAX_LENGTHS = {"email": 255, "phone": 32, "country_code": 8}
 
 
 async def member_info(conn: AsyncConnection, actor: Actor) -> MemberInfoResponse:
@@ -114,20 +116,7 @@ def _member_item(r: Any, role_ids: list[int]) -> MemberItem:
     )
 
 
-@dataclass(frozen=True)
-class NewMember:
-    member_name: str
-    email: str = ""
-    phone: str = ""
-    country_code: str = ""
-    # None or empty: the built-in member role.
-    role_ids: Sequence[int] | None = None
-    locale: str = ""
-    time_zone: str = ""
-    ref_id: str = ""
-
-
-@writes("/member/invite", ACCOUNT_MANAGE,
+@writes("/member/invite", ACCOUNT_MANAGE, inputs=Invitations,
         targets=lambda added: [m.member_id for m in added])
 async def invite_members(conn: AsyncConnection, actor: Actor, *,
                          members: Sequence[NewMember]) -> list[NewMemberItem]:
@@ -229,7 +218,7 @@ async def revoke_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
     await repo.touch(conn, target.member_id, {"updated_at": actor.now_s})
 
 
-@writes("/member/role/update", ACCOUNT_MANAGE)
+@writes("/member/role/update", ACCOUNT_MANAGE, inputs=RoleChoice)
 async def update_roles(conn: AsyncConnection, actor: Actor, *, member_id: int,
                        role_ids: Sequence[int]) -> None:
     """Replace a member's roles (the Owner role stays as it is)."""
@@ -278,9 +267,9 @@ async def person_infos(conn: AsyncConnection, actor: Actor, *,
                                                               person_ids=person_ids))
 
 
-@writes("/member/info/reset")
+@writes("/member/info/reset", inputs=ProfileChanges)
 async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
-                     changes: dict[str, str | None]) -> None:
+                     changes: ProfileChanges) -> None:
     """Update a member's profile and contacts (reference /member/info/reset): one's own, or
     with account management another's whose every right one holds (the e-mail signs in and
     receives password resets). Fields given as None are left unchanged; e-mail and phone
@@ -292,12 +281,10 @@ async def reset_info(conn: AsyncConnection, actor: Actor, *, member_id: int,
         raise errors.not_found("member", member_id)
     await roles.require_over(conn, actor, member_ids=[row.member_id])
     actor.note_audit_targets(row.member_id)
-    values = {k: v.strip() for k, v in changes.items() if v is not None}
+    values = {k: v.strip() for k in changes.__struct_fields__
+              if (v := getattr(changes, k)) is not None}
     if "email" in values:
         values["email"] = values["email"].lower()
-    for name, most in _MAX_LENGTHS.items():
-        if len(values.get(name, "")) > most:
-            raise errors.invalid(name, f"must be at most {most} characters")
     if "member_name" in values and len(values["member_name"]) < 2:
         raise errors.invalid("member_name", "must be 2 to 39 characters")
     if values.get("email") and not _EMAIL.match(values["email"]):

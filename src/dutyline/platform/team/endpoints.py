@@ -47,10 +47,8 @@ def team_infos(conn: Connection, ctx: Context, req: TeamInfosRequest) -> TeamInf
 @router.post("/team/upsert", permissions=(ACCOUNT_MANAGE,), write=True)
 async def team_upsert(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertResponse:
     """Create a team, or update one by id; person_ids replaces the member list."""
-    team_id = await service.upsert_team(ctx.conn, ctx.actor, team=service.TeamChanges(
-        team_name=req.team_name, team_id=req.team_id, description=req.description,
-        ref_id=req.ref_id, person_ids=req.person_ids, emails=req.emails, phones=req.phones,
-        reset_if_name_exist=req.reset_if_name_exist))
+    # The request is a TeamChanges (and the phones' country code, which contacts carry).
+    team_id = await service.upsert_team(ctx.conn, ctx.actor, team=req)
     return TeamUpsertResponse(team_id=team_id, team_name=req.team_name.strip())
 
 

@@ -63,7 +63,10 @@ class TeamInfosResponse(msgspec.Struct, kw_only=True):
     items: list[TeamBriefItem]
 
 
-class TeamUpsertRequest(msgspec.Struct, kw_only=True):
+class TeamChanges(msgspec.Struct, kw_only=True, frozen=True):
+    """A team to create (no team_id) or update, as the team service takes it. None leaves a
+    field (or the member list) unchanged."""
+
     team_name: TeamName
     team_id: NonNegInt64 = 0
     description: Annotated[str, msgspec.Meta(max_length=500)] | None = None
@@ -72,9 +75,13 @@ class TeamUpsertRequest(msgspec.Struct, kw_only=True):
                       msgspec.Meta(max_length=1000)] | None = None
     phones: Annotated[list[Annotated[str, msgspec.Meta(max_length=32)]],
                       msgspec.Meta(max_length=1000)] | None = None
-    countryCode: Annotated[str, msgspec.Meta(max_length=8)] = ""
     ref_id: Annotated[str, msgspec.Meta(max_length=128)] | None = None
+    # Creating a team whose name exists updates that team instead of refusing.
     reset_if_name_exist: bool = False
+
+
+class TeamUpsertRequest(TeamChanges, kw_only=True, frozen=True):
+    countryCode: Annotated[str, msgspec.Meta(max_length=8)] = ""
 
 
 class TeamUpsertResponse(msgspec.Struct, kw_only=True):

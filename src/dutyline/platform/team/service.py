@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection
@@ -18,6 +17,7 @@ from dutyline.kit.ids import numeric_id
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import repository as repo
 from dutyline.platform.team.schemas import TeamBriefItem, TeamItem
+from dutyline.platform.team.schemas import TeamChanges as TeamChanges  # the record it takes
 
 # --- reads: sync, so a read operation runs them as one unit of database work -----------
 # (api/operation.py); the async forms below run the same functions on an async connection.
@@ -78,22 +78,7 @@ async def team_infos(conn: AsyncConnection, actor: Actor, *,
     return await conn.run_sync(lambda sync: team_infos_sync(sync, actor, team_ids=team_ids))
 
 
-@dataclass(frozen=True)
-class TeamChanges:
-    """A team to create or update. None leaves a field (or the member list) unchanged."""
-
-    team_name: str
-    team_id: int = 0
-    description: str | None = None
-    ref_id: str | None = None
-    person_ids: Sequence[int] | None = None
-    emails: Sequence[str] | None = None
-    phones: Sequence[str] | None = None
-    # Creating a team whose name exists updates that team instead of refusing.
-    reset_if_name_exist: bool = False
-
-
-@writes("/team/upsert", ACCOUNT_MANAGE)
+@writes("/team/upsert", ACCOUNT_MANAGE, inputs=TeamChanges)
 async def upsert_team(conn: AsyncConnection, actor: Actor, *, team: TeamChanges) -> int:
     """Create a team (no team_id) or update one; returns its id."""
     account_id = actor.account_id

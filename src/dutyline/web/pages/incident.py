@@ -23,19 +23,13 @@ from dutyline.api.access import require
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE
 from dutyline.incident.service import AssignedTo, editing, lifecycle, responders
-from dutyline.kit.vocabulary import SEVERITIES
-from dutyline.web import incident_view
+from dutyline.web import forms, incident_view
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
 
 pages = Pages()
 
 PAGE = "/console/incidents/{incident_id}"
-# The API's limits (incident/lifecycle/schemas.py), checked here because the console's
-# forms are not decoded by the operation layer.
-MAX_TEXT = 1024
-MAX_LONG_TEXT = 6144
-MAX_SNOOZE_MINUTES = 1440
 
 
 @dataclass
@@ -102,26 +96,8 @@ def _one(form: Form, name: str) -> str:
     return values[0]
 
 
-def _text(form: Form, name: str, *, required: bool = False, min_length: int = 0,
-          max_length: int = MAX_TEXT) -> str:
-    value = _one(form, name).strip()
-    if required and not value:
-        raise errors.invalid(name, "is required")
-    if value and len(value) < min_length:
-        raise errors.invalid(name, f"must be at least {min_length} characters")
-    if len(value) > max_length:
-        raise errors.invalid(name, f"must be at most {max_length} characters")
-    return value
-
-
-def _person_ids(form: Form, name: str) -> list[int]:
-    try:
-        ids = [int(v) for v in form.get(name) or [] if v.strip()]
-    except ValueError:
-        raise errors.invalid(name, "must name members") from None
-    if not ids:
-        raise errors.invalid(name, "choose at least one member")
-    return ids
+def _ids(incident_id: str) -> dict[str, list[str]]:
+    return {"incident_ids": [incident_id]}
 
 
 @action("ack")
@@ -144,29 +120,28 @@ async def _resolve(conn: AsyncConnection, actor: Actor, incident_id: str, form: 
 
 @action("reopen")
 async def _reopen(conn: AsyncConnection, actor: Actor, incident_id: str, form: Form) -> str:
-    reason = _text(form, "reason", required=True)
-    await lifecycle.reopen(conn, actor, incident_ids=[incident_id], reason=reason)
+    asked = forms.decode(form, lifecycle.ReopenInput, given=_ids(incident_id))
+    if not asked.reason.strip():  # the page asks why (the API leaves it to the caller)
+        raise errors.invalid("reason", "is required")
+    await lifecycle.reopen(conn, actor, incident_ids=asked.incident_ids,
+                           reason=asked.reason.strip())
     return "Incident reopened."
 
 
 @action("comment")
 async def _comment(conn: AsyncConnection, actor: Actor, incident_id: str, form: Form) -> str:
-    text = _text(form, "comment", required=True)
-    await lifecycle.comment(conn, actor, incident_ids=[incident_id], comment=text)
+    asked = forms.decode(form, lifecycle.CommentInput, given=_ids(incident_id))
+    await lifecycle.comment(conn, actor, incident_ids=asked.incident_ids,
+                            comment=asked.comment)
     return "Comment added."
 
 
 @action("snooze")
 async def _snooze(conn: AsyncConnection, actor: Actor, incident_id: str, form: Form) -> str:
-    raw = _one(form, "minutes").strip()
-    try:
-        minutes = int(raw)
-    except ValueError:
-        raise errors.invalid("minutes", "must be a whole number of minutes") from None
-    if not 1 <= minutes <= MAX_SNOOZE_MINUTES:
-        raise errors.invalid("minutes", f"must be 1 to {MAX_SNOOZE_MINUTES}")
-    await lifecycle.snooze(conn, actor, incident_ids=[incident_id], minutes=minutes)
-    return f"Snoozed for {minutes} minutes."
+    asked = forms.decode(form, lifecycle.SnoozeInput, given=_ids(incident_id))
+    await lifecycle.snooze(conn, actor, incident_ids=asked.incident_ids,
+                           minutes=asked.minutes)
+    return f"Snoozed for {asked.minutes} minutes."
 
 
 @action("wake")
@@ -177,49 +152,49 @@ async def _wake(conn: AsyncConnection, actor: Actor, incident_id: str, form: For
 
 @action("assign")
 async def _assign(conn: AsyncConnection, actor: Actor, incident_id: str, form: Form) -> str:
-    people = _person_ids(form, "person_ids")
-    await editing.assign(conn, actor, incident_ids=[incident_id],
-                         assigned_to=AssignedTo(person_ids=people))
+    assigned_to = forms.decode(form, AssignedTo, shown=("person_ids",))
+    await editing.assign(conn, actor, incident_ids=[incident_id], assigned_to=assigned_to)
     return "Incident assigned."
 
 
 @action("responders")
 async def _responders(conn: AsyncConnection, actor: Actor, incident_id: str,
                       form: Form) -> str:
-    people = _person_ids(form, "responder_ids")
-    added = await responders.add_responders(conn, actor, incident_id=incident_id,
-                                            person_ids=people)
+    asked = forms.decode(form, responders.RespondersInput, shown=("person_ids",),
+                         names={"person_ids": "responder_ids"},
+                         given={"incident_id": incident_id})
+    added = await responders.add_responders(conn, actor, incident_id=asked.incident_id,
+                                            person_ids=asked.person_ids)
     return "Responders added." if added else "They are responding already."
 
 
 @action("merge")
 async def _merge(conn: AsyncConnection, actor: Actor, incident_id: str, form: Form) -> str:
-    target = _text(form, "target_incident_id", required=True, max_length=64)
-    comment = _text(form, "merge_comment")
-    await editing.merge(conn, actor, source_incident_ids=[incident_id],
-                        target_incident_id=target, comment=comment)
+    asked = forms.decode(form, editing.MergeInput, names={"comment": "merge_comment"},
+                         given={"source_incident_ids": [incident_id]})
+    await editing.merge(conn, actor, source_incident_ids=asked.source_incident_ids,
+                        target_incident_id=asked.target_incident_id.lower(),
+                        comment=asked.comment.strip())
     return "Incident merged."
 
 
 @action("severity")
 async def _severity(conn: AsyncConnection, actor: Actor, incident_id: str,
                     form: Form) -> str:
-    severity = _one(form, "incident_severity")
-    if severity not in SEVERITIES:
-        raise errors.invalid("incident_severity", "must be one of " + ", ".join(SEVERITIES))
-    await editing.reset(conn, actor, incident_id=incident_id, incident_severity=severity)
+    asked = forms.decode(form, editing.ResetInput, given={"incident_id": incident_id})
+    if asked.incident_severity is None:
+        raise errors.invalid("incident_severity", "is required")
+    await editing.reset(conn, actor, incident_id=incident_id,
+                        incident_severity=asked.incident_severity)
     return "Severity changed."
 
 
 @action("edit")
 async def _edit(conn: AsyncConnection, actor: Actor, incident_id: str, form: Form) -> str:
-    title = _text(form, "title", required=True, min_length=3, max_length=200)
-    # Browsers send a textarea's line breaks as CRLF: an untouched description is unchanged.
-    description = _one(form, "description").replace("\r\n", "\n")
-    if len(description) > MAX_LONG_TEXT:
-        raise errors.invalid("description", f"must be at most {MAX_LONG_TEXT} characters")
-    await editing.reset(conn, actor, incident_id=incident_id, title=title,
-                        description=description)
+    asked = forms.decode(form, editing.ResetInput, given={"incident_id": incident_id})
+    # An empty description is left as it is: the API cannot clear one either.
+    await editing.reset(conn, actor, incident_id=incident_id, title=asked.title,
+                        description=asked.description or None)
     return "Incident saved."
 
 
@@ -237,8 +212,6 @@ async def _field(conn: AsyncConnection, actor: Actor, incident_id: str, form: Fo
         value = msgspec.json.encode(chosen).decode() if chosen else None
     else:
         value = _one(form, "field_value").strip() or None
-        if value is not None and len(value) > 4096:
-            raise errors.invalid("field_value", "must be at most 4096 characters")
     await editing.reset_field(conn, actor, incident_id=incident_id, field_name=name,
                               field_value=value)
     return "Field saved."

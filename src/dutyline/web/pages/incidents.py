@@ -23,6 +23,7 @@ from dutyline.incident.service import IncidentInfo, IncidentListResponse, lifecy
 from dutyline.incident.service import query as incidents
 from dutyline.kit.vocabulary import PROGRESSES, SEVERITIES
 from dutyline.platform.team import service as teams
+from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import HOME, Pages
 
@@ -35,8 +36,6 @@ WINDOWS: dict[str, tuple[str, int]] = {
     "7d": ("Last 7 days", 7 * 86_400), "31d": ("Last 31 days", 31 * 86_400),
 }
 DEFAULT_WINDOW = "7d"
-MAX_QUERY = 255
-MAX_CURSOR = 512
 # Options of the channel and team filters: enough for a select; a bigger account types.
 MAX_OPTIONS = 200
 
@@ -63,14 +62,15 @@ class ListView:
         progress = params.get("progress", "")
         severity = params.get("severity", "")
         window = params.get("window", DEFAULT_WINDOW)
-        cursor = params.get("after", "")
+        text = forms.decode_known({"query": [params.get("q", "").strip()],
+                                   "search_after_ctx": [params.get("after", "")]},
+                                  incidents.ListText)
         return cls(
             progress=progress if progress in PROGRESSES else "",
             severity=severity if severity in SEVERITIES else "",
             channel_id=number("channel"), team_id=number("team"),
             window=window if window in WINDOWS else DEFAULT_WINDOW,
-            query=params.get("q", "").strip()[:MAX_QUERY],
-            cursor=cursor if len(cursor) <= MAX_CURSOR else "",
+            query=text.query, cursor=text.search_after_ctx,
         )
 
     def params(self, **changes: Any) -> dict[str, str]:

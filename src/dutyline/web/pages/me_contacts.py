@@ -18,6 +18,7 @@ from dutyline.kit.channels import BY_NAME, IM_PLATFORMS
 from dutyline.notify.delivery import service as delivery
 from dutyline.notify.preference import service as preferences
 from dutyline.platform.member import service as members
+from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
 from dutyline.web.pages import me_view
@@ -41,19 +42,23 @@ async def save_contacts(ctx: ConsoleContext) -> Response:
     saved = await _keep_page(ctx)
     was = {"email": saved.person.email, "country_code": saved.person.country_code,
            "phone": saved.person.phone}
-    changes: dict[str, str | None] = {
-        name: form[name] for name in _CONTACT_FIELDS
-        if name in form and form[name].strip().lower() != was[name].lower()}
+    typed = forms.decode(await ctx.form_lists(), members.ProfileChanges)
+    changes = {name: value for name in _CONTACT_FIELDS
+               if (value := getattr(typed, name)) is not None
+               and value.strip().lower() != was[name].lower()}
     im = {**saved.preference.im, **{p: form[f"im.{p}"] for p in IM_PLATFORMS
                                     if f"im.{p}" in form}}
     im_changed = {k: v.strip() for k, v in im.items() if v.strip()} != saved.preference.im
-    async with ctx.write() as conn:
-        if changes:
-            await members.reset_info(conn, ctx.actor, member_id=ctx.actor.person_id,
-                                     changes=changes)
-        if im_changed:
-            await preferences.notify_reset(conn, ctx.actor, member_id=0, im=im,
-                                           critical=None, warning=None, info=None)
+    try:
+        async with ctx.write() as conn:
+            if changes:
+                await members.reset_info(conn, ctx.actor, member_id=ctx.actor.person_id,
+                                         changes=members.ProfileChanges(**changes))
+            if im_changed:  # a handle is refused by its field, `im.slack`, as posted
+                await preferences.notify_reset(conn, ctx.actor, member_id=0, im=im,
+                                               critical=None, warning=None, info=None)
+    except errors.InvalidParameter as exc:
+        raise forms.on_form(exc, form=await ctx.form_lists()) from None
     ctx.flash("Your contacts are saved." if changes or im_changed else "Nothing changed.")
     return ctx.redirect(ME + "#contacts")
 

@@ -6,7 +6,6 @@ checks the permission and notes the audit entry."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from dutyline.api.types import MAX_PAGE_WINDOW
 from dutyline.platform.member import service as members
 from dutyline.platform.role import service as roles
 from dutyline.platform.team import service as teams
+from dutyline.web import forms
 from dutyline.web import mail as link_mail
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
@@ -34,32 +34,13 @@ PAGE_SIZE = 20
 SERVICE_PAGE = 100
 MAX_GATHERED_PAGES = 10
 
-# The API's limits on what these forms send (the request types of /member/invite and
-# /team/upsert, which this package may not import: domains meet through their services);
-# tests/web/test_members.py checks they agree.
-LIMITS: dict[str, tuple[int, int]] = {
-    "member_name": (2, 39), "email": (1, 255), "team_name": (1, 39), "description": (0, 500)}
-
-# The invite service names fields of its batch ("members[0].email"); the form has one.
-_BATCH_FIELD = re.compile(r"^members(?:\[\d+\])?\.")
+# The invite form's name for the record's role list (one role is chosen), and the path the
+# invite service names its batch's fields by (`members[0].email`; `members.email` for all).
+_INVITE_NAMES = {"role_ids": "role_id"}
+_BATCH = ("members[0].", "members.")
 
 
 # --- helpers shared with the Teams pages ----------------------------------------------
-
-
-def within_limits(form: dict[str, str], *fields: str) -> dict[str, str]:
-    """These fields of the form, trimmed, refused by name past the API's limits."""
-    out = {}
-    for field in fields:
-        value = form.get(field, "").strip()
-        low, high = LIMITS[field]
-        if len(value) < low:
-            raise errors.invalid(field, "is required" if low == 1 else
-                                 f"must be at least {low} characters")
-        if len(value) > high:
-            raise errors.invalid(field, f"must be at most {high} characters")
-        out[field] = value
-    return out
 
 
 def page_number(ctx: ConsoleContext, size: int = PAGE_SIZE) -> int:
@@ -177,18 +158,13 @@ async def invite_form(ctx: ConsoleContext) -> Response:
 @pages.post(MEMBERS + "/new", template="members_invite.html")
 async def invite(ctx: ConsoleContext) -> Response:
     ctx.kept.update(await _invite_form_context(ctx))
-    form = await ctx.form()
-    role = form.get("role_id", "")
-    if not role.isdigit() or len(role) > 19:
-        raise errors.invalid("role_id", "is invalid")
-    typed = within_limits(form, "member_name", "email")
+    form = await ctx.form_lists()
+    new = forms.decode(form, members.NewMember, names=_INVITE_NAMES)
     async with ctx.write() as conn:
         try:
-            [added] = await members.invite_members(conn, ctx.actor, members=[
-                members.NewMember(member_name=typed["member_name"], email=typed["email"],
-                                  role_ids=[int(role)])])
+            [added] = await members.invite_members(conn, ctx.actor, members=[new])
         except errors.InvalidParameter as exc:
-            raise _form_field(exc) from None
+            raise forms.on_form(exc, form=form, names=_INVITE_NAMES, prefix=_BATCH) from None
         except errors.ResourceNotFound:  # a role id not of this account
             raise errors.invalid("role_id", "is invalid") from None
         if ctx.kept["mails_sent"]:
@@ -200,15 +176,6 @@ async def invite(ctx: ConsoleContext) -> Response:
         ctx.flash(f"{added.member_name} is added. This server sends no e-mail: the server's "
                   "shell makes their sign-in link (dutyline invite-link).")
     return ctx.redirect(f"{MEMBERS}/{added.member_id}")
-
-
-def _form_field(exc: errors.InvalidParameter) -> errors.InvalidParameter:
-    field = exc.fields.get("field")
-    if not isinstance(field, str):
-        return exc
-    name = _BATCH_FIELD.sub("", field)
-    return errors.invalid("role_id" if name == "role_ids" else name,
-                          str(exc.fields.get("reason", "is invalid")))
 
 
 # --- one member -------------------------------------------------------------------------
@@ -259,12 +226,11 @@ async def member_page(ctx: ConsoleContext) -> Response:
 @pages.post(MEMBERS + "/{person_id}/roles")
 async def change_roles(ctx: ConsoleContext) -> Response:
     member_id = path_id(ctx, "person_id", "member")
-    chosen = (await ctx.form_lists()).get("role_ids", [])
+    form = await ctx.form_lists()
     context = await _member_context(ctx, member_id)
     try:
-        if not all(r.isdigit() and len(r) <= 19 for r in chosen):
-            raise errors.invalid("role_ids", "is invalid")
-        wanted = [int(r) for r in chosen]
+        wanted = list(forms.decode(form, members.RoleChoice, shown=("role_ids",),
+                                   given={"member_id": member_id}).role_ids)
         async with ctx.write() as conn:
             owner_role = await roles.builtin_role_id(conn, ctx.actor, builtin="owner")
             current = (await members.member_record(conn, ctx.actor, member_id=member_id)
@@ -274,7 +240,7 @@ async def change_roles(ctx: ConsoleContext) -> Response:
                 wanted.append(owner_role)
             await members.update_roles(conn, ctx.actor, member_id=member_id, role_ids=wanted)
     except errors.ApiError as exc:
-        return ctx.form_failed("member.html", exc, **context)
+        return ctx.form_failed("member.html", forms.on_form(exc, form=form), **context)
     ctx.flash("The roles are saved.")
     return ctx.redirect(f"{MEMBERS}/{member_id}")
 

@@ -13,6 +13,7 @@ from dutyline.api import errors
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
+from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
 from dutyline.web.pages.members import (
@@ -22,7 +23,6 @@ from dutyline.web.pages.members import (
     path_id,
     require_manager,
     search_text,
-    within_limits,
 )
 
 pages = Pages()
@@ -58,22 +58,17 @@ async def _form_context(ctx: ConsoleContext, team: Any) -> dict[str, Any]:
 async def _save(ctx: ConsoleContext, team: Any) -> Response:
     """The form's team, created (`team` None) or updated; the form again on an error."""
     context = await _form_context(ctx, team)
-    lists = await ctx.form_lists()
-    form = await ctx.form()
-    chosen = lists.get("person_ids", [])
-    person_ids = [int(p) for p in chosen if p.isdigit() and len(p) <= 19]
-    context["selected"] = set(person_ids)
+    form = await ctx.form_lists()
+    # The boxes ticked, ticked again when the form comes back with an error.
+    context["selected"] = {int(p) for p in form.get("person_ids", []) if p.isdigit()}
     try:
-        if len(person_ids) != len(chosen):
-            raise errors.invalid("person_ids", "is invalid")
-        typed = within_limits(form, "team_name", "description")
+        changes = forms.decode(form, teams.TeamChanges, shown=("person_ids",),
+                               given={"team_id": team.team_id if team else 0})
         async with ctx.write() as conn:
-            team_id = await teams.upsert_team(conn, ctx.actor, team=teams.TeamChanges(
-                team_name=typed["team_name"], team_id=team.team_id if team else 0,
-                description=typed["description"], person_ids=person_ids))
+            team_id = await teams.upsert_team(conn, ctx.actor, team=changes)
     except errors.ApiError as exc:
-        return ctx.form_failed("team_form.html", exc, **context)
-    ctx.flash(f"The team {typed['team_name']} is saved.")
+        return ctx.form_failed("team_form.html", forms.on_form(exc, form=form), **context)
+    ctx.flash(f"The team {changes.team_name.strip()} is saved.")
     return ctx.redirect(f"{TEAMS}/{team_id}")
 
 
