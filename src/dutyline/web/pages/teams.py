@@ -14,16 +14,17 @@ from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 from dutyline.web.context import ConsoleContext
-from dutyline.web.page import Pages
-from dutyline.web.pages.members import (
+from dutyline.web.listing import (
     PAGE_SIZE,
+    Paging,
     all_members,
     page_number,
     path_id,
     require_manager,
     search_text,
-    within_limits,
 )
+from dutyline.web.page import Pages
+from dutyline.web.pages.members import within_limits
 
 pages = Pages()
 
@@ -40,8 +41,8 @@ async def team_list(ctx: ConsoleContext) -> Response:
     total, items = await ctx.runtime.db.run_sync(lambda conn: teams.list_teams_sync(
         conn, actor, query=query, orderby="team_name", asc=True,
         offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE), write=False)
-    return ctx.render("teams.html", teams=items, query=query, page=number, total=total,
-                      last_page=max(1, -(-total // PAGE_SIZE)),
+    return ctx.render("teams/list.html", teams=items, query=query,
+                      paging=Paging(number, total, PAGE_SIZE),
                       can_manage=ctx.actor.has(ACCOUNT_MANAGE))
 
 
@@ -72,7 +73,7 @@ async def _save(ctx: ConsoleContext, team: Any) -> Response:
                 team_name=typed["team_name"], team_id=team.team_id if team else 0,
                 description=typed["description"], person_ids=person_ids))
     except errors.ApiError as exc:
-        return ctx.form_failed("team_form.html", exc, **context)
+        return ctx.form_failed("teams/form.html", exc, **context)
     ctx.flash(f"The team {typed['team_name']} is saved.")
     return ctx.redirect(f"{TEAMS}/{team_id}")
 
@@ -80,7 +81,7 @@ async def _save(ctx: ConsoleContext, team: Any) -> Response:
 @pages.get(TEAMS + "/new")
 async def new_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
-    return ctx.render("team_form.html", **await _form_context(ctx, None))
+    return ctx.render("teams/form.html", **await _form_context(ctx, None))
 
 
 @pages.post(TEAMS + "/new")
@@ -100,7 +101,7 @@ async def team_page(ctx: ConsoleContext) -> Response:
         for start in range(0, len(team.person_ids), _INFOS_BATCH):
             people += await members.person_infos(
                 conn, ctx.actor, person_ids=team.person_ids[start:start + _INFOS_BATCH])
-    return ctx.render("team.html", team=team, can_manage=ctx.actor.has(ACCOUNT_MANAGE),
+    return ctx.render("teams/team.html", team=team, can_manage=ctx.actor.has(ACCOUNT_MANAGE),
                       people=sorted(people, key=lambda p: p.person_name.lower()))
 
 
@@ -109,7 +110,7 @@ async def edit_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
     async with ctx.read() as conn:
         team = await _team(conn, ctx)
-    return ctx.render("team_form.html", **await _form_context(ctx, team))
+    return ctx.render("teams/form.html", **await _form_context(ctx, team))
 
 
 @pages.post(TEAMS + "/{team_id}/edit")
@@ -127,7 +128,7 @@ async def delete_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
     async with ctx.read() as conn:
         team = await _team(conn, ctx)
-    return ctx.render("team_delete.html", team=team)
+    return ctx.render("teams/delete.html", team=team)
 
 
 @pages.post(TEAMS + "/{team_id}/delete")
@@ -138,6 +139,6 @@ async def delete(ctx: ConsoleContext) -> Response:
         async with ctx.write() as conn:
             await teams.delete_team(conn, ctx.actor, team_id=team.team_id)
     except errors.ApiError as exc:
-        return ctx.form_failed("team_delete.html", exc, team=team)
+        return ctx.form_failed("teams/delete.html", exc, team=team)
     ctx.flash(f"The team {team.team_name} is deleted.")
     return ctx.redirect(TEAMS)
