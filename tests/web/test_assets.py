@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from dutyline.web.assets import STATIC_DIR, Assets
-from dutyline.web.page import TEMPLATES_DIR
+from dutyline.web.templating import TEMPLATES_DIR
 from tests.fixtures.api import Api
 from tests.fixtures.console import browser
 
@@ -40,7 +40,7 @@ def test_the_wheel_holds_the_templates_and_static_files(tmp_path: Path) -> None:
                 for folder in (STATIC_DIR, TEMPLATES_DIR) for p in folder.rglob("*")
                 if p.is_file()}
     assert {"dutyline/web/static/vendor/htmx.min.js", "dutyline/web/static/console.css",
-            "dutyline/web/templates/base.html"} <= expected
+            "dutyline/web/templates/layout/base.html"} <= expected
     assert expected - names == set()
 
 

@@ -16,6 +16,7 @@ from selenium.webdriver.common.by import By
 
 from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
 from tests.web.browser_support import (
+    PAGE_WITHIN_S,
     LiveConsole,
     incident_by_title,
     links_of,
@@ -127,7 +128,7 @@ def test_the_pages_of_a_signed_in_owner(pages: Pages, chromium: Chromium) -> Non
     for name, path, texts in (
             ("incident", f"/console/incidents/{pages.incident_id}",
              (TITLE, f"{SCRIPT} and {IMG}", "javascript:alert(1)", SCRIPT, IMG)),
-            ("oncall", "/console/oncall", ()),
+            ("oncall", "/console/on-call", ()),
             ("me", "/console/me", ()),
             ("members", "/console/members", (SCRIPT, NAME_IMG)),
             ("member", f"/console/members/{pages.member_id}", (NAME_IMG,)),
@@ -142,3 +143,60 @@ def test_the_pages_of_a_signed_in_owner(pages: Pages, chromium: Chromium) -> Non
     hrefs = [a.get_attribute("href") for a in driver.find_elements(By.CSS_SELECTOR,
                                                                    "dl.labels a")]
     assert hrefs == ["https://grafana.example/d/1"]
+
+
+def _menu(driver: Any, label: str) -> Any:
+    return driver.find_element(By.XPATH, f"//details[summary[normalize-space()='{label}']]")
+
+
+def test_the_grouped_navigation_works_on_a_phone_without_javascript(
+        pages: Pages, chromium: Chromium) -> None:
+    """The Configuration menu opens and its link leads on with the page's scripts off (a
+    <details> needs none); open, it passes axe and fits a phone; one menu is open at a time;
+    a Reader is offered no Configuration at all."""
+    live = pages.live
+    driver = chromium.driver
+    sign_in(chromium, live.url, live.owner.email)
+    chromium.resize(360)
+    driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    try:
+        driver.get(f"{live.url}/console/incidents")
+        menu = _menu(driver, "Configuration")
+        teams = menu.find_element(By.CSS_SELECTOR, "a[href='/console/teams']")
+        assert not teams.is_displayed()
+        menu.find_element(By.TAG_NAME, "summary").click()
+        assert teams.is_displayed()
+        teams.click()
+        chromium.wait_for(lambda d: d.current_url.endswith("/console/teams"), PAGE_WITHIN_S,
+                          "the menu's link did not lead to the teams")
+    finally:
+        driver.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": False})
+
+    for width in WIDTHS:
+        chromium.resize(width)
+        open_page(chromium, f"{live.url}/console/teams")
+        menu = _menu(driver, "Configuration")
+        assert menu.find_element(By.CSS_SELECTOR, "summary.current")
+        menu.find_element(By.TAG_NAME, "summary").click()
+        assert menu.find_element(By.CSS_SELECTOR, "a[href='/console/teams']").is_displayed()
+        screenshot(driver, "nav-open")
+        assert axe_violations(driver) == [], width
+        scroll = driver.execute_script("return document.documentElement.scrollWidth")
+        assert scroll <= width + 1, (width, scroll, driver.execute_script(_WIDER, width))
+        account = _menu(driver, "Account")
+        account.find_element(By.TAG_NAME, "summary").click()
+        assert menu.get_attribute("open") is None  # the other menu closed
+        assert account.find_element(By.CSS_SELECTOR, "button[type=submit]").is_displayed()
+        screenshot(driver, "nav-account")
+        assert axe_violations(driver) == [], width
+        scroll = driver.execute_script("return document.documentElement.scrollWidth")
+        assert scroll <= width + 1, (width, scroll, driver.execute_script(_WIDER, width))
+    chromium.resize(WIDTHS[0])
+    assert chromium.console_errors() == []
+
+    sign_in(chromium, live.url, live.reader.email)
+    labels = [s.text for s in driver.find_elements(By.CSS_SELECTOR, "header summary")]
+    assert labels == ["Account"]
+    assert [a.text for a in driver.find_elements(By.CSS_SELECTOR, ".main-nav a")] == [
+        "Incidents", "On call"]
+    _look(chromium, "nav-reader")

@@ -108,7 +108,7 @@ async def test_the_layout_has_landmarks_and_a_skip_link(console: Browser) -> Non
     assert '<a class="skip" href="#main">' in page
     for landmark in ("<header", "<nav", '<main id="main"'):
         assert landmark in page
-    for label in ("Incidents", "On call", "Me", "Members"):
+    for label in ("Incidents", "On call", "Your profile", "Members"):
         assert f">{label}</a>" in page
     assert re.search(r'<form[^>]*method="post"[^>]*action="/console/sign-out"', page)
 

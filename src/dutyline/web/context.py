@@ -4,7 +4,7 @@
     async def teams(ctx: ConsoleContext) -> Response:
         async with ctx.read() as conn:
             total, items = await team_service.list_teams(conn, ctx.actor, ...)
-        return ctx.render("teams.html", teams=items)
+        return ctx.render("teams/list.html", teams=items)
 
 - `ctx.actor`: the signed-in person as services see them (credential "session"), with the
   roles and permissions an app key of theirs would have.

@@ -7,13 +7,14 @@ Adding a page is a handler, a template and one registration:
     @pages.get("/console/teams")
     async def teams(ctx: ConsoleContext) -> Response: ...
 
-    @pages.post("/console/teams/new", template="team_new.html")
+    @pages.post("/console/teams/new", template="teams/form.html")
     async def create_team(ctx: ConsoleContext) -> Response: ...
 
-and the module's `pages` named in `PAGE_MODULES` (web/routes.py). Around each handler:
-the visitor's session is resolved; a POST must carry the visitor's CSRF token (else 403,
-before anything else runs); a page that is not `public` sends an anonymous visitor to the
-sign-in page; a session still waiting for its second factor opens only the pages marked
+and the module imported in web/routes.py, its `pages` added to `PAGE_MODULES` (templates
+live in per-area folders: docs/console.md, "Templates"). Around each handler: the visitor's
+session is resolved; a POST must carry the visitor's CSRF token (else 403, before anything
+else runs); a page that is not `public` sends an anonymous visitor to the sign-in page; a
+session still waiting for its second factor opens only the pages marked
 `second_factor=True`. An ApiError out of the handler becomes a page with the status the API
 would answer (the page's `template` again with the error by the field, when it names one).
 Every answer carries the console's security headers (web/security.py)."""
@@ -22,12 +23,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import jinja2
 import structlog
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -37,13 +35,13 @@ from dutyline.web.assets import Assets
 from dutyline.web.context import ConsoleContext
 from dutyline.web.security import ConsoleKeys
 from dutyline.web.session_cache import SessionCache
+from dutyline.web.templating import environment
 
 if TYPE_CHECKING:
     from dutyline.api.runtime import Runtime
 
 log = structlog.get_logger("dutyline.web")
 
-TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 SIGN_IN = "/console/sign-in"
 SECOND_FACTOR = "/console/sign-in/code"
 HOME = "/console/incidents"
@@ -90,11 +88,6 @@ class Pages:
                          second_factor=second_factor)
 
 
-# Items of the navigation, in order: (label, path). Pages that do not exist yet answer 404.
-NAV = (("Incidents", "/console/incidents"), ("On call", "/console/on-call"),
-       ("Me", "/console/me"), ("Members", "/console/members"), ("Teams", "/console/teams"))
-
-
 class Console:
     """The process's console: templates, static files, keys; built once with the routes."""
 
@@ -103,11 +96,7 @@ class Console:
         self.keys = ConsoleKeys(runtime.settings)
         self.sessions = SessionCache(runtime.signals)
         self.assets = Assets()
-        self.env = jinja2.Environment(
-            loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
-            undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-        self.env.globals.update(static=self.assets.url, nav=NAV)
-        self.env.filters.update(isotime=_iso_time, when=_when)
+        self.env = environment(static=self.assets.url)
 
     def render(self, template: str, **context: Any) -> str:
         context.setdefault("field_errors", {})
@@ -134,7 +123,8 @@ class Console:
             except Exception as exc:  # the page shows an error; the log has the cause
                 log.error("console page failed", path=page.path, request_id=ctx.request_id,
                           error=repr(exc))
-                response = ctx.render("error.html", status=500, title="Something went wrong",
+                response = ctx.render("layout/error.html", status=500,
+                                      title="Something went wrong",
                                       message=ctx.message(errors.InternalError()))
             return ctx.finish(response)
 
@@ -162,28 +152,21 @@ class Console:
         if page.template is not None:
             return ctx.form_failed(page.template, exc)
         title = "Not allowed" if isinstance(exc, errors.AccessDenied) else "That did not work"
-        return ctx.render("error.html", status=exc.status, title=title,
+        return ctx.render("layout/error.html", status=exc.status, title=title,
                           message=ctx.message(exc))
-
-
-def _iso_time(unix_s: int) -> str:
-    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _when(unix_s: int) -> str:
-    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def forbidden(ctx: ConsoleContext) -> Response:
     return ctx.render(
-        "error.html", status=403, title="This form has expired",
+        "layout/error.html", status=403, title="This form has expired",
         message="The form was not sent from this page, or it was open for too long. "
                 "Reload the page and try again.")
 
 
 def body_refused(ctx: ConsoleContext, exc: errors.ApiError) -> Response:
     title = "Form too large" if isinstance(exc, errors.EntityTooLarge) else "Form not readable"
-    return ctx.render("error.html", status=exc.status, title=title, message=ctx.message(exc))
+    return ctx.render("layout/error.html", status=exc.status, title=title,
+                      message=ctx.message(exc))
 
 
 def sign_in_url(request: Request) -> str:

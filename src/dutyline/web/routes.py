@@ -1,46 +1,51 @@
 """The console's routes, for the composition root (domains.py): every registered page, the
-static files, and a 404 page for any other /console/ path (with the console's headers, not
-the API's JSON envelope)."""
+static files, a 404 page for any other /console/ path (with the console's headers, not the
+API's JSON envelope), and the server's own address, `/`, which opens the console."""
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from dutyline.web import signed_links
 from dutyline.web.context import ConsoleContext
-from dutyline.web.page import HOME, Console, Page, Pages
+from dutyline.web.page import HOME, SECOND_FACTOR, SIGN_IN, Console, Page, Pages
+from dutyline.web.pages import (
+    auth,
+    home,
+    incident,
+    incidents,
+    incidents_live,
+    invite,
+    me,
+    me_contacts,
+    members,
+    oncall,
+    recovery,
+    teams,
+)
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from dutyline.api.runtime import Runtime
 
-# Modules ("pkg.mod:attr") holding a `Pages`: a new page's module is added here.
-PAGE_MODULES = (
-    "dutyline.web.pages.auth:pages",
-    "dutyline.web.pages.home:pages",
-    "dutyline.web.pages.incidents:pages",
-    "dutyline.web.pages.incidents_live:pages",
-    "dutyline.web.pages.recovery:pages",
-    "dutyline.web.pages.me:pages",
-    "dutyline.web.pages.me_contacts:pages",
-    "dutyline.web.pages.invite:pages",
-    "dutyline.web.pages.incident:pages",
-    "dutyline.web.pages.oncall:pages",
-    "dutyline.web.pages.members:pages",
-    "dutyline.web.pages.teams:pages",
+# The modules of the console's pages, each with its `pages`: a new page's module is imported
+# above and named here (tests/web/test_layout.py finds any module of web/pages left out).
+PAGE_MODULES: tuple[ModuleType, ...] = (
+    auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
+    oncall, members, teams,
 )
 
 
 def all_pages() -> list[Page]:
     found: list[Page] = []
-    for ref in PAGE_MODULES:
-        module, _, attr = ref.partition(":")
-        pages = getattr(importlib.import_module(module), attr)
-        assert isinstance(pages, Pages), ref
+    for module in PAGE_MODULES:
+        pages = module.pages
+        assert isinstance(pages, Pages), module.__name__
         found += pages.pages
     return found
 
@@ -65,12 +70,23 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         await console.keys.load()
         ctx = ConsoleContext(request, console)
         await ctx.identify()
-        return ctx.finish(ctx.render("error.html", status=404, title="Page not found",
+        return ctx.finish(ctx.render("layout/error.html", status=404, title="Page not found",
                                      message="There is no page at this address."))
 
-    async def home(_: Request) -> Response:
-        return RedirectResponse(HOME, status_code=303)
+    async def front_door(request: Request) -> Response:
+        """The server's address and `/console`: the incident list for a signed-in visitor,
+        the sign-in page (or the code it still waits for) for anyone else; one redirect."""
+        await console.keys.load()
+        ctx = ConsoleContext(request, console)
+        await ctx.identify()
+        if ctx.session is None:
+            target = SIGN_IN
+        else:
+            target = SECOND_FACTOR if ctx.session.second_factor_pending else HOME
+        return ctx.finish(ctx.redirect(target))
 
-    out.append(Route("/console", home, methods=["GET"]))
+    # GET (and HEAD); any other method on `/` stays the API's answer (405, in its envelope).
+    out.append(Route("/", front_door, methods=["GET"]))
+    out.append(Route("/console", front_door, methods=["GET"]))
     out.append(Route("/console/{rest:path}", not_found, methods=["GET", "POST"]))
     return out

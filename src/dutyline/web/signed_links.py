@@ -64,15 +64,15 @@ def routes(console: Console) -> list[BaseRoute]:
                                                 deps=runtime.deps,
                                                 read_only=True)
         except errors.ResourceNotFound:
-            return ctx.render("error.html", status=404, title="Incident not found",
+            return ctx.render("layout/error.html", status=404, title="Incident not found",
                               message="The incident of this link no longer exists.")
         sign_in = f"{SIGN_IN}?next={quote(view.path, safe='')}"
-        return ctx.render("incident_link.html", status=status, view=view, heading=heading,
+        return ctx.render("incidents/link.html", status=status, view=view, heading=heading,
                           confirm=confirm, message=message, sign_in=sign_in,
                           token=ctx.path_params["token"], title=heading)
 
     def invalid(ctx: ConsoleContext) -> Response:
-        return ctx.render("error.html", status=404, title="Link expired or invalid",
+        return ctx.render("layout/error.html", status=404, title="Link expired or invalid",
                           message="Open the incident in dutyline.")
 
     async def show(request: Request) -> Response:
@@ -96,7 +96,7 @@ def routes(console: Console) -> list[BaseRoute]:
         outcome = await links.perform(runtime, link, client_ip=ctx.client_ip)
         if outcome == links.NOT_MEMBER:
             return ctx.finish(ctx.render(
-                "error.html", status=403, title="Link no longer valid",
+                "layout/error.html", status=403, title="Link no longer valid",
                 message="You are not a member of this account any more."))
         if outcome == links.REFUSED:
             return ctx.finish(await view_page(

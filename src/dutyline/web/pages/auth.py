@@ -28,10 +28,10 @@ WRONG = "Wrong e-mail address or password."
 async def sign_in_form(ctx: ConsoleContext) -> Response:
     if ctx.session is not None and not ctx.session.second_factor_pending:
         return ctx.redirect(HOME)
-    return ctx.render("sign_in.html", next=safe_next(ctx.request.query_params.get("next", "")))
+    return ctx.render("auth/sign_in.html", next=safe_next(ctx.request.query_params.get("next", "")))
 
 
-@pages.post(SIGN_IN, public=True, template="sign_in.html")
+@pages.post(SIGN_IN, public=True, template="auth/sign_in.html")
 async def sign_in(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     email, password = form.get("email", "").strip(), form.get("password", "")
@@ -44,7 +44,7 @@ async def sign_in(ctx: ConsoleContext) -> Response:
     async with ctx.read() as conn:
         wait = await lockout.locked_for(conn, subjects, now)
         if wait:
-            return too_many(ctx, wait, "sign_in.html", form={"email": email}, next=target)
+            return too_many(ctx, wait, "auth/sign_in.html", form={"email": email}, next=target)
         found = await signin.check_password(conn, email=email, password=password)
         caller = None if found is None else await signin.caller_of(
             conn, account_id=found[0], person_id=found[1])
@@ -52,7 +52,7 @@ async def sign_in(ctx: ConsoleContext) -> Response:
     if caller is None:
         async with ctx.runtime.db.transaction(write=True) as conn:
             await lockout.note_failure(conn, subjects, now)
-        return ctx.render("sign_in.html", status=401, error=WRONG, form={"email": email},
+        return ctx.render("auth/sign_in.html", status=401, error=WRONG, form={"email": email},
                           next=target)
     async with ctx.runtime.db.transaction(write=True) as conn:
         await lockout.note_success(conn, [account, *subjects])
@@ -76,11 +76,11 @@ def too_many(ctx: ConsoleContext, wait_s: int, template: str, **context: Any) ->
 async def code_form(ctx: ConsoleContext) -> Response:
     if ctx.session is None or not ctx.session.second_factor_pending:
         return ctx.redirect(HOME if ctx.session else SIGN_IN)
-    return ctx.render("sign_in_code.html",
+    return ctx.render("auth/sign_in_code.html",
                       next=safe_next(ctx.request.query_params.get("next", "")))
 
 
-@pages.post(SECOND_FACTOR, second_factor=True, template="sign_in_code.html")
+@pages.post(SECOND_FACTOR, second_factor=True, template="auth/sign_in_code.html")
 async def code(ctx: ConsoleContext) -> Response:
     """The code of a person whose password was right: a right one replaces the waiting
     session with a full one (a new token again)."""
@@ -96,7 +96,7 @@ async def code(ctx: ConsoleContext) -> Response:
     async with ctx.read() as conn:
         wait = await lockout.locked_for(conn, subjects, now)
     if wait:
-        return too_many(ctx, wait, "sign_in_code.html", next=target)
+        return too_many(ctx, wait, "auth/sign_in_code.html", next=target)
     async with ctx.runtime.db.transaction(write=True) as conn:
         right = await second_factor.check_code(
             conn, ctx.runtime.secrets, person_id=session.person_id,
@@ -130,7 +130,7 @@ _DEAD_LINK = ("This link has expired or was already used. Ask an administrator o
 
 
 def _dead_link(ctx: ConsoleContext) -> Response:
-    return ctx.render("error.html", status=404, title="Link not usable", message=_DEAD_LINK)
+    return ctx.render("layout/error.html", status=404, title="Link not usable", message=_DEAD_LINK)
 
 
 @pages.get(WELCOME, public=True)
@@ -141,10 +141,10 @@ async def welcome_form(ctx: ConsoleContext) -> Response:
                                           purpose="welcome")
     if holder is None:
         return _dead_link(ctx)
-    return ctx.render("welcome.html", holder=holder, need_email=not holder.email)
+    return ctx.render("auth/welcome.html", holder=holder, need_email=not holder.email)
 
 
-@pages.post(WELCOME, public=True, template="welcome.html")
+@pages.post(WELCOME, public=True, template="auth/welcome.html")
 async def welcome(ctx: ConsoleContext) -> Response:
     token = ctx.path_params["token"]
     form = await ctx.form()

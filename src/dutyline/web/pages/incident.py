@@ -56,7 +56,7 @@ async def _view(ctx: ConsoleContext, incident_id: str) -> incident_view.Incident
 
 
 def _not_found(ctx: ConsoleContext) -> Response:
-    return ctx.render("error.html", status=404, title="Incident not found",
+    return ctx.render("layout/error.html", status=404, title="Incident not found",
                       message="There is no incident at this address, or you may not see it.")
 
 
@@ -67,8 +67,9 @@ async def _show(ctx: ConsoleContext, incident_id: str, *, status: int = 200,
         view = await _view(ctx, incident_id)
     except errors.ResourceNotFound:
         return _not_found(ctx)
-    return ctx.render("incident_region.html" if fragment else "incident.html", status=status,
-                      view=view, failure=failure, notice=notice, title=view.info.title)
+    return ctx.render("incidents/_region.html" if fragment else "incidents/incident.html",
+                      status=status, view=view, failure=failure, notice=notice,
+                      title=view.info.title)
 
 
 @pages.get(PAGE)
@@ -222,7 +223,7 @@ async def incident_action(ctx: ConsoleContext) -> Response:
     incident_id, name = ctx.path_params["incident_id"], ctx.path_params["action"]
     run = ACTIONS.get(name)
     if run is None:
-        return ctx.render("error.html", status=404, title="Page not found",
+        return ctx.render("layout/error.html", status=404, title="Page not found",
                           message="There is no page at this address.")
     form = await ctx.form_lists()
     try:

@@ -191,7 +191,7 @@ async def incident_list(ctx: ConsoleContext) -> Response:
     view, page, counts, live_from = found.view, found.page, found.counts, found.live_from
     team_options, channel_options = found.team_options, found.channel_options
     return ctx.render(
-        "incidents.html", title="Incidents", view=view, page=page, counts=counts,
+        "incidents/list.html", title="Incidents", view=view, page=page, counts=counts,
         total=sum(counts.values()), progresses=PROGRESSES, severities=SEVERITIES,
         windows=WINDOWS, channel_options=channel_options, team_options=team_options,
         live_url=live_url(view, live_from), oob=False, **row_context(ctx, view))

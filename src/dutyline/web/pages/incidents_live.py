@@ -254,14 +254,14 @@ async def _render(ctx: ConsoleContext, view: ListView, changes: list[Any],
     fresh = [shown[i] for i in changed if i in shown and i in created]
     # Oldest first, each put on top: the newest ends up first.
     for item in sorted(fresh, key=lambda x: (x.start_time, x.incident_id)):
-        html = ctx.console.render("_incident_row.html", ctx=ctx, i=item, oob=False, **env)
+        html = ctx.console.render("incidents/_row.html", ctx=ctx, i=item, oob=False, **env)
         messages.append(("incident-new", html))
     updated = [shown[i] for i in changed if i in shown and i not in created]
-    parts = [ctx.console.render("_incident_row.html", ctx=ctx, i=item, oob=True, **env)
+    parts = [ctx.console.render("incidents/_row.html", ctx=ctx, i=item, oob=True, **env)
              for item in updated]
     parts += [f'<li id="incident-{incident_id}" hx-swap-oob="delete"></li>'
               for incident_id in gone]
-    parts.append(ctx.console.render("_incident_counts.html", ctx=ctx, counts=counts,
+    parts.append(ctx.console.render("incidents/_counts.html", ctx=ctx, counts=counts,
                                     total=sum(counts.values()), view=view, oob=True))
     messages.append(("incident-update", "\n".join(parts)))
     return messages

@@ -21,7 +21,7 @@ ME = "/console/me"
 
 @pages.get(ME)
 async def me(ctx: ConsoleContext) -> Response:
-    return ctx.render("me.html", **await me_view.load(ctx))
+    return ctx.render("me/me.html", **await me_view.load(ctx))
 
 
 @pages.post(ME + "/sessions/revoke")
@@ -48,10 +48,10 @@ async def _password_matches(ctx: ConsoleContext, password: str) -> bool:
 
 @pages.get(ME + "/password")
 async def password_form(ctx: ConsoleContext) -> Response:
-    return ctx.render("me_password.html")
+    return ctx.render("me/password.html")
 
 
-@pages.post(ME + "/password", template="me_password.html")
+@pages.post(ME + "/password", template="me/password.html")
 async def change_password(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     if not await _password_matches(ctx, form.get("current_password", "")):
@@ -75,8 +75,8 @@ async def two_factor_form(ctx: ConsoleContext) -> Response:
     enrolled = await ctx.runtime.db.run_sync(
         lambda conn: second_factor.enrolled_sync(conn, person_id), write=False)
     if enrolled:
-        return ctx.render("me_2fa.html", enrolled=True)
-    return ctx.render("me_2fa.html", **_new_enrolment(ctx))
+        return ctx.render("me/two_factor.html", enrolled=True)
+    return ctx.render("me/two_factor.html", **_new_enrolment(ctx))
 
 
 def _new_enrolment(ctx: ConsoleContext, nonce: str | None = None) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def _new_enrolment(ctx: ConsoleContext, nonce: str | None = None) -> dict[str, A
             "uri": second_factor.provisioning_uri(secret, name=ctx.actor.person_name)}
 
 
-@pages.post(ME + "/two-factor", template="me_2fa.html")
+@pages.post(ME + "/two-factor", template="me/two_factor.html")
 async def enable_two_factor(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     shown = _new_enrolment(ctx, form.get("nonce", ""))
@@ -105,7 +105,7 @@ async def enable_two_factor(ctx: ConsoleContext) -> Response:
     return ctx.redirect(ME)
 
 
-@pages.post(ME + "/two-factor/disable", template="me_2fa.html")
+@pages.post(ME + "/two-factor/disable", template="me/two_factor.html")
 async def disable_two_factor(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     ctx.kept["enrolled"] = True

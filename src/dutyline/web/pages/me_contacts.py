@@ -36,7 +36,7 @@ async def _keep_page(ctx: ConsoleContext) -> me_view.PageState:
     return me_view.PageState(page["person"], page["preference"])
 
 
-@pages.post(ME + "/contacts", template="me.html")
+@pages.post(ME + "/contacts", template="me/me.html")
 async def save_contacts(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     saved = await _keep_page(ctx)
@@ -82,7 +82,7 @@ def _outcome(result: _Outcome) -> str:
     return f"Test by {what}: not sent: {result.reason}."
 
 
-@pages.post(ME + "/test", template="me.html")
+@pages.post(ME + "/test", template="me/me.html")
 async def send_test(ctx: ConsoleContext) -> Response:
     channel = (await ctx.form()).get("channel", "")
     in_place = ctx.request.headers.get("hx-request") == "true"
@@ -96,17 +96,17 @@ async def send_test(ctx: ConsoleContext) -> Response:
         if not in_place:
             raise
         # htmx swaps only a 2xx answer in place; the refusal is this button's outcome.
-        return ctx.render("_me_test_result.html", status_kind="failed",
+        return ctx.render("me/_test_result.html", status_kind="failed",
                           text=f"Not sent: {ctx.message(exc)}.")
     [result] = answer.results
     if in_place:
-        return ctx.render("_me_test_result.html", status_kind=result.status,
+        return ctx.render("me/_test_result.html", status_kind=result.status,
                           text=_outcome(result))
     ctx.flash(_outcome(result), "info" if result.status == "sent" else "error")
     return ctx.redirect(ME + "#contacts")
 
 
-@pages.post(ME + "/notifications", template="me.html")
+@pages.post(ME + "/notifications", template="me/me.html")
 async def save_notifications(ctx: ConsoleContext) -> Response:
     given = await ctx.form_lists()
     chosen: dict[str, list[str] | None] = {s: given.get(s, [])

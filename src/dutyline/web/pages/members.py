@@ -10,92 +10,35 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 from starlette.responses import Response
 
 from dutyline.api import errors
 from dutyline.api.permissions import ACCOUNT_MANAGE
-from dutyline.api.types import MAX_PAGE_WINDOW
 from dutyline.platform.member import service as members
 from dutyline.platform.role import service as roles
-from dutyline.platform.team import service as teams
 from dutyline.web import forms
 from dutyline.web import mail as link_mail
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
+from dutyline.web.listing import (
+    PAGE_SIZE,
+    Paging,
+    page_number,
+    path_id,
+    require_manager,
+    search_text,
+    team_names_by_person,
+)
 from dutyline.web.page import Pages
 
 pages = Pages()
 
 MEMBERS = "/console/members"
-PAGE_SIZE = 20
-# The service's pages hold at most 100 rows; lists gathered whole (every team, every member
-# for a team's checkboxes) stop after this many pages.
-SERVICE_PAGE = 100
-MAX_GATHERED_PAGES = 10
 
 # The invite form's name for the record's role list (one role is chosen), and the path the
 # invite service names its batch's fields by (`members[0].email`; `members.email` for all).
 _INVITE_NAMES = {"role_ids": "role_id"}
 _BATCH = ("members[0].", "members.")
-
-
-# --- helpers shared with the Teams pages ----------------------------------------------
-
-
-def page_number(ctx: ConsoleContext, size: int = PAGE_SIZE) -> int:
-    raw = ctx.request.query_params.get("p", "1")
-    number = int(raw) if raw.isdigit() else 1
-    return min(max(number, 1), MAX_PAGE_WINDOW // size)
-
-
-def search_text(ctx: ConsoleContext) -> str:
-    return ctx.request.query_params.get("q", "").strip()[:255]
-
-
-def path_id(ctx: ConsoleContext, name: str, kind: str) -> int:
-    raw = str(ctx.path_params[name])
-    if not raw.isdigit() or len(raw) > 19:
-        raise errors.not_found(kind, raw)
-    return int(raw)
-
-
-def require_manager(ctx: ConsoleContext) -> None:
-    """The forms of changes only the account's managers may make: a page saying so for
-    others (the services refuse the change itself whoever sends it)."""
-    if not ctx.actor.has(ACCOUNT_MANAGE):
-        raise errors.AccessDenied()
-
-
-async def all_members(conn: AsyncConnection, ctx: ConsoleContext) -> list[Any]:
-    """The account's members by name, for pickers (bounded: see MAX_GATHERED_PAGES)."""
-    found: list[Any] = []
-    for page in range(MAX_GATHERED_PAGES):
-        total, items = await members.list_members(
-            conn, ctx.actor, orderby="created_at", asc=True, offset=page * SERVICE_PAGE,
-            limit=SERVICE_PAGE)
-        found += items
-        if len(found) >= total or not items:
-            break
-    return sorted(found, key=lambda m: m.member_name.lower())
-
-
-def team_names_by_person(conn: Connection, ctx: ConsoleContext,
-                         person_id: int | None = None) -> dict[int, list[str]]:
-    """{person_id: names of their teams}, for everyone or for one person."""
-    out: dict[int, list[str]] = {}
-    seen = 0
-    for page in range(MAX_GATHERED_PAGES):
-        total, items = teams.list_teams_sync(
-            conn, ctx.actor, person_id=person_id, orderby="team_name", asc=True,
-            offset=page * SERVICE_PAGE, limit=SERVICE_PAGE)
-        for team in items:
-            for person in team.person_ids:
-                out.setdefault(person, []).append(team.team_name)
-        seen += len(items)
-        if seen >= total or not items:
-            break
-    return out
 
 
 # --- the list ---------------------------------------------------------------------------
@@ -120,8 +63,8 @@ async def member_list(ctx: ConsoleContext) -> Response:
     total, items, role_names, team_names, signed_up = await ctx.runtime.db.run_sync(
         lambda conn: _member_list(conn, ctx, query, number), write=False)
     return ctx.render(
-        "members.html", query=query, page=number, total=total,
-        last_page=max(1, -(-total // PAGE_SIZE)), can_manage=ctx.actor.has(ACCOUNT_MANAGE),
+        "members/list.html", query=query, paging=Paging(number, total, PAGE_SIZE),
+        can_manage=ctx.actor.has(ACCOUNT_MANAGE),
         rows=[{"item": m, "roles": [role_names[r] for r in m.account_role_ids
                                     if r in role_names],
                "teams": team_names.get(m.member_id, []),
@@ -152,10 +95,10 @@ async def _invite_form_context(ctx: ConsoleContext) -> dict[str, Any]:
 @pages.get(MEMBERS + "/new")
 async def invite_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
-    return ctx.render("members_invite.html", **await _invite_form_context(ctx))
+    return ctx.render("members/invite.html", **await _invite_form_context(ctx))
 
 
-@pages.post(MEMBERS + "/new", template="members_invite.html")
+@pages.post(MEMBERS + "/new", template="members/invite.html")
 async def invite(ctx: ConsoleContext) -> Response:
     ctx.kept.update(await _invite_form_context(ctx))
     form = await ctx.form_lists()
@@ -218,7 +161,7 @@ def _outranks(conn: Connection, ctx: ConsoleContext, member_id: int) -> bool:
 @pages.get(MEMBERS + "/{person_id}")
 async def member_page(ctx: ConsoleContext) -> Response:
     member_id = path_id(ctx, "person_id", "member")
-    return ctx.render("member.html", **await _member_context(ctx, member_id))
+    return ctx.render("members/member.html", **await _member_context(ctx, member_id))
 
 
 # These forms name no `template` for the page layer: a member that does not exist is a
@@ -240,7 +183,7 @@ async def change_roles(ctx: ConsoleContext) -> Response:
                 wanted.append(owner_role)
             await members.update_roles(conn, ctx.actor, member_id=member_id, role_ids=wanted)
     except errors.ApiError as exc:
-        return ctx.form_failed("member.html", forms.on_form(exc, form=form), **context)
+        return ctx.form_failed("members/member.html", forms.on_form(exc, form=form), **context)
     ctx.flash("The roles are saved.")
     return ctx.redirect(f"{MEMBERS}/{member_id}")
 
@@ -255,7 +198,7 @@ async def _member_record(ctx: ConsoleContext, member_id: int) -> Any:
 async def remove_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
     member_id = path_id(ctx, "person_id", "member")
-    return ctx.render("members_remove.html", member=await _member_record(ctx, member_id))
+    return ctx.render("members/remove.html", member=await _member_record(ctx, member_id))
 
 
 @pages.post(MEMBERS + "/{person_id}/remove")
@@ -266,6 +209,6 @@ async def remove(ctx: ConsoleContext) -> Response:
         async with ctx.write() as conn:
             await members.delete_member(conn, ctx.actor, member_id=member_id)
     except errors.ApiError as exc:
-        return ctx.form_failed("members_remove.html", exc, member=item)
+        return ctx.form_failed("members/remove.html", exc, member=item)
     ctx.flash(f"{item.member_name} is removed; they are signed out of the console.")
     return ctx.redirect(MEMBERS)

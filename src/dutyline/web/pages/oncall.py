@@ -49,7 +49,7 @@ async def on_call(ctx: ConsoleContext) -> Response:
     # As the /schedule/* reads do: one unit on the database (api/operation.py).
     page = await ctx.runtime.db.run_sync(lambda sync: gather(sync, actor, _rules(sync, actor)),
                                          write=False)
-    return ctx.render("oncall.html", title="On call", page=page)
+    return ctx.render("oncall/oncall.html", title="On call", page=page)
 
 
 @pages.get("/console/oncall")
@@ -64,7 +64,7 @@ async def create_calendar_link(ctx: ConsoleContext) -> Response:
         url, _ = await schedules.create_feed(conn, ctx.actor, deps=ctx.runtime.deps)
     # The URL is the credential and is shown once: in this answer, not through a redirect
     # that would carry it in a cookie.
-    return ctx.render("oncall_calendar.html", title="Your calendar link", feed_url=url)
+    return ctx.render("oncall/calendar.html", title="Your calendar link", feed_url=url)
 
 
 @pages.post(PATH + "/calendar/revoke")

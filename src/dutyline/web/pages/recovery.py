@@ -28,10 +28,10 @@ SENT = ("If an account uses this address, a link to reset its password is on its
 
 @pages.get(FORGOT, public=True)
 async def forgot_form(ctx: ConsoleContext) -> Response:
-    return ctx.render("forgot.html", sent=False)
+    return ctx.render("auth/forgot.html", sent=False)
 
 
-@pages.post(FORGOT, public=True, template="forgot.html")
+@pages.post(FORGOT, public=True, template="auth/forgot.html")
 async def forgot(ctx: ConsoleContext) -> Response:
     form = await ctx.form()
     email = form.get("email", "").strip()
@@ -42,17 +42,17 @@ async def forgot(ctx: ConsoleContext) -> Response:
     async with ctx.read() as conn:
         wait = await lockout.locked_for(conn, subjects, now)
     if wait:
-        return too_many(ctx, wait, "forgot.html", form={"email": email}, sent=False)
+        return too_many(ctx, wait, "auth/forgot.html", form={"email": email}, sent=False)
     if "@" not in email:
         raise errors.invalid("email", "is invalid")
     async with ctx.runtime.db.transaction(write=True) as conn:
         await link_mail.request_reset(conn, email=email, now_ms=int(now * 1000))
         await lockout.note_failure(conn, subjects, now)
-    return ctx.render("forgot.html", sent=True, form={"email": email})
+    return ctx.render("auth/forgot.html", sent=True, form={"email": email})
 
 
 def _dead_link(ctx: ConsoleContext) -> Response:
-    return ctx.render("error.html", status=404, title="Link not usable", message=(
+    return ctx.render("layout/error.html", status=404, title="Link not usable", message=(
         "This link has expired or was already used. Ask for a new one on the sign-in page."))
 
 
@@ -63,10 +63,10 @@ async def reset_form(ctx: ConsoleContext) -> Response:
                                           token=ctx.path_params["token"], purpose="reset")
     if holder is None:
         return _dead_link(ctx)
-    return ctx.render("reset.html", holder=holder)
+    return ctx.render("auth/reset.html", holder=holder)
 
 
-@pages.post(RESET, public=True, template="reset.html")
+@pages.post(RESET, public=True, template="auth/reset.html")
 async def reset(ctx: ConsoleContext) -> Response:
     token = ctx.path_params["token"]
     form = await ctx.form()

@@ -15,15 +15,16 @@ from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
-from dutyline.web.page import Pages
-from dutyline.web.pages.members import (
+from dutyline.web.listing import (
     PAGE_SIZE,
+    Paging,
     all_members,
     page_number,
     path_id,
     require_manager,
     search_text,
 )
+from dutyline.web.page import Pages
 
 pages = Pages()
 
@@ -40,8 +41,8 @@ async def team_list(ctx: ConsoleContext) -> Response:
     total, items = await ctx.runtime.db.run_sync(lambda conn: teams.list_teams_sync(
         conn, actor, query=query, orderby="team_name", asc=True,
         offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE), write=False)
-    return ctx.render("teams.html", teams=items, query=query, page=number, total=total,
-                      last_page=max(1, -(-total // PAGE_SIZE)),
+    return ctx.render("teams/list.html", teams=items, query=query,
+                      paging=Paging(number, total, PAGE_SIZE),
                       can_manage=ctx.actor.has(ACCOUNT_MANAGE))
 
 
@@ -67,7 +68,7 @@ async def _save(ctx: ConsoleContext, team: Any) -> Response:
         async with ctx.write() as conn:
             team_id = await teams.upsert_team(conn, ctx.actor, team=changes)
     except errors.ApiError as exc:
-        return ctx.form_failed("team_form.html", forms.on_form(exc, form=form), **context)
+        return ctx.form_failed("teams/form.html", forms.on_form(exc, form=form), **context)
     ctx.flash(f"The team {changes.team_name.strip()} is saved.")
     return ctx.redirect(f"{TEAMS}/{team_id}")
 
@@ -75,7 +76,7 @@ async def _save(ctx: ConsoleContext, team: Any) -> Response:
 @pages.get(TEAMS + "/new")
 async def new_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
-    return ctx.render("team_form.html", **await _form_context(ctx, None))
+    return ctx.render("teams/form.html", **await _form_context(ctx, None))
 
 
 @pages.post(TEAMS + "/new")
@@ -95,7 +96,7 @@ async def team_page(ctx: ConsoleContext) -> Response:
         for start in range(0, len(team.person_ids), _INFOS_BATCH):
             people += await members.person_infos(
                 conn, ctx.actor, person_ids=team.person_ids[start:start + _INFOS_BATCH])
-    return ctx.render("team.html", team=team, can_manage=ctx.actor.has(ACCOUNT_MANAGE),
+    return ctx.render("teams/team.html", team=team, can_manage=ctx.actor.has(ACCOUNT_MANAGE),
                       people=sorted(people, key=lambda p: p.person_name.lower()))
 
 
@@ -104,7 +105,7 @@ async def edit_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
     async with ctx.read() as conn:
         team = await _team(conn, ctx)
-    return ctx.render("team_form.html", **await _form_context(ctx, team))
+    return ctx.render("teams/form.html", **await _form_context(ctx, team))
 
 
 @pages.post(TEAMS + "/{team_id}/edit")
@@ -122,7 +123,7 @@ async def delete_form(ctx: ConsoleContext) -> Response:
     require_manager(ctx)
     async with ctx.read() as conn:
         team = await _team(conn, ctx)
-    return ctx.render("team_delete.html", team=team)
+    return ctx.render("teams/delete.html", team=team)
 
 
 @pages.post(TEAMS + "/{team_id}/delete")
@@ -133,6 +134,6 @@ async def delete(ctx: ConsoleContext) -> Response:
         async with ctx.write() as conn:
             await teams.delete_team(conn, ctx.actor, team_id=team.team_id)
     except errors.ApiError as exc:
-        return ctx.form_failed("team_delete.html", exc, team=team)
+        return ctx.form_failed("teams/delete.html", exc, team=team)
     ctx.flash(f"The team {team.team_name} is deleted.")
     return ctx.redirect(TEAMS)

@@ -1,0 +1,71 @@
+"""The console's Jinja environment: templates in per-area folders under templates/, the
+helpers every template may call, and the filters.
+
+- `static(name)`: a static file's URL, with its digest (web/assets.py).
+- `nav(actor, path)`: the groups of the navigation this reader is shown (web/navigation.py).
+- `t(message, **fields)`: `message` in the reader's language, from the catalogs the API's
+  errors use (locales/<lang>/LC_MESSAGES/dutyline.po); `{name}` placeholders are filled
+  with `fields` after translating (a field is never itself translated), and anything the
+  catalog lacks stays English.
+- `lang_attr()`: ` lang="zh-CN"` on an element whose text `t` translated, when the reader's
+  language is not the page's English (so a screen reader reads it in the right voice)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from dutyline.api.i18n import DEFAULT_LOCALE
+from dutyline.web import navigation
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+
+
+def environment(static: Any) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.globals.update(static=static, nav=navigation.menu, t=translate, lang_attr=lang_attr)
+    env.filters.update(isotime=iso_time, when=when)
+    return env
+
+
+def _locale(context: jinja2.runtime.Context) -> str:
+    ctx = context.get("ctx")
+    return str(getattr(ctx, "locale", DEFAULT_LOCALE))
+
+
+@jinja2.pass_context
+def translate(context: jinja2.runtime.Context, message: str, **fields: Any) -> str:
+    ctx = context.get("ctx")
+    locale = _locale(context)
+    text = message
+    if ctx is not None and locale != DEFAULT_LOCALE:
+        text = ctx.runtime.translator.gettext(locale, message)
+    if not fields:
+        return text
+    try:
+        return text.format(**fields)
+    except (KeyError, IndexError, ValueError):
+        # A broken translation must never break the page.
+        return message.format(**fields)
+
+
+@jinja2.pass_context
+def lang_attr(context: jinja2.runtime.Context) -> Markup:
+    locale = _locale(context)
+    if locale == DEFAULT_LOCALE:
+        return Markup("")
+    return Markup(' lang="{}"').format(locale.replace("_", "-"))
+
+
+def iso_time(unix_s: int) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def when(unix_s: int) -> str:
+    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
