@@ -11,6 +11,7 @@ this environment's editable dutyline does not (its own .pth hook is never run fr
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import subprocess
 import sys
@@ -32,9 +33,13 @@ ROOT = Path(__file__).resolve().parents[2]
 _STATIC = re.compile(r'<script src="(/console/static/[^"]*htmx[^"]*)"')
 
 
+# A source tree on the path (PYTHONPATH=src, as developers run the tests) would shadow the wheel.
+CLEAN = {"PYTHONPATH": "", "PYTHONNOUSERSITE": "1"}
+
+
 def _run(*args: str | Path, cwd: Path | None = None) -> str:
     done = subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, check=False)
+                          env={**os.environ, **CLEAN}, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -94,7 +99,7 @@ def test_serve_from_a_wheel_install(tmp_path: Path) -> None:
     home = tmp_path / "home"  # no dutyline.toml, no source tree: only what the wheel brings
     home.mkdir()
     url = f"sqlite+aiosqlite:///{home / 'dutyline.db'}"
-    env = {"DUTYLINE_DATABASE_URL": url, "DUTYLINE_SECRET_KEY": "wheel-test-key"}
+    env = {"DUTYLINE_DATABASE_URL": url, "DUTYLINE_SECRET_KEY": "wheel-test-key", **CLEAN}
     with running_server(env, cwd=home, command=[str(venv / "bin" / "dutyline")]) as server, \
             server.client() as web:
         assert _revision(url) == _head_revision()
@@ -104,7 +109,7 @@ def test_serve_from_a_wheel_install(tmp_path: Path) -> None:
         assert found is not None, page.text
         script = web.get(found[1])
         assert script.status_code == 200 and "htmx" in script.text[:2000]
-        css = re.search(r'href="(/console/static/[^"]*\.css)"', page.text)
+        css = re.search(r'href="(/console/static/[^"]*console[^"]*)"', page.text)
         assert css is not None and web.get(css[1]).status_code == 200
         refused = web.post("/team/list", params={"app_key": "nope"}, json={},
                            headers={"Accept-Language": "zh-CN"})
