@@ -145,6 +145,17 @@ def invite_link(email: str, person_id: int | None) -> None:
     settings = _settings()
     upgrade(settings.database_url)
     click.echo(asyncio.run(_welcome_link(settings, person_id=person_id, email=email)))
+    _say_when_no_base_url(_loaded())
+
+
+def _say_when_no_base_url(loaded: Loaded) -> None:
+    """A command that prints a link, run where no base URL is configured, cannot know the
+    address people open (the server may listen elsewhere): it says so."""
+    if loaded.sources["base_url"] == DEFAULT:
+        click.echo(f"note: no base URL is configured, so this link names {loaded.settings.base_url}"
+                   ", the default, which may not be where the server is reached; set "
+                   "DUTYLINE_BASE_URL or base_url in the config file to the address people "
+                   "open", err=True)
 
 
 def _require_secret_key(settings: Settings) -> None:
@@ -182,7 +193,7 @@ def serve(host: str, port: int, workers: int, owner_email: str) -> None:
     upgrade(settings.database_url)
     created = asyncio.run(_bootstrap_if_empty(settings, owner_email))
     if created:
-        base = link_base_url(host, port)[0]
+        base = settings.base_url.rstrip("/")
         welcome = asyncio.run(_welcome_link(settings, person_id=created["person_id"]))
         sets = (f"password (they sign in as {owner_email})" if owner_email
                 else "e-mail address and password")
