@@ -1,4 +1,5 @@
-"""The operator's commands: serve, worker, migrate, init, app-key, config, notify-test."""
+"""The operator's commands: serve, worker, migrate, init, app-key, config, notify-test,
+doctor."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import click
 from dutyline.command_settings import loaded as _loaded
 from dutyline.command_settings import settings as _settings
 from dutyline.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, TABLE, Loaded, Settings, link_base_url
+from dutyline.doctor import doctor
 from dutyline.kit.settings_table import DEFAULT, ENVIRONMENT, masked
 from dutyline.notify.cli import notify_test
 
@@ -431,6 +433,7 @@ def _shown(value: Any) -> str:
 
 
 main.add_command(notify_test)
+main.add_command(doctor)
 
 
 if __name__ == "__main__":  # pragma: no cover
