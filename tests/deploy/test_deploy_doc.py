@@ -27,7 +27,9 @@ def test_the_files_it_names_exist() -> None:
     text = DOC.read_text()
     for path in ("deploy/systemd/dutyline.service", "docs/deploy/nginx.conf",
                  "tests/deploy/test_wheel.py", "tests/deploy/test_nginx.py",
-                 "tests/deploy/test_systemd.py", "tests/cli/test_doctor.py"):
+                 "tests/deploy/test_systemd.py", "tests/cli/test_doctor.py",
+                 "deploy/container/Containerfile", "deploy/container/make-base",
+                 "tests/deploy/test_container.py"):
         assert path in text and (ROOT / path).is_file(), path
     assert "`dutyline-worker.service`" in text
     assert (ROOT / "deploy" / "systemd" / "dutyline-worker.service").is_file()
