@@ -1,5 +1,5 @@
 """docs/deploy.md shows the very files the tests use: its nginx site is docs/deploy/nginx.conf
-(served by tests/deploy/test_nginx.py) and its server unit is deploy/systemd/dutyline.service
+(served by tests/deploy/test_proxies.py) and its server unit is deploy/systemd/dutyline.service
 (checked by tests/deploy/test_systemd.py), character for character."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def test_the_unit_shown_is_the_tested_file() -> None:
 def test_the_files_it_names_exist() -> None:
     text = DOC.read_text()
     for path in ("deploy/systemd/dutyline.service", "docs/deploy/nginx.conf",
-                 "tests/deploy/test_wheel.py", "tests/deploy/test_nginx.py",
+                 "tests/deploy/test_wheel.py", "tests/deploy/test_proxies.py",
                  "tests/deploy/test_systemd.py", "tests/cli/test_doctor.py",
                  "deploy/container/Containerfile", "deploy/container/make-base",
                  "tests/deploy/test_container.py"):
