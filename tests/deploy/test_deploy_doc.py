@@ -1,6 +1,7 @@
 """docs/deploy.md shows the very files the tests use: its nginx site is docs/deploy/nginx.conf
-(served by tests/deploy/test_proxies.py) and its server unit is deploy/systemd/dutyline.service
-(checked by tests/deploy/test_systemd.py), character for character."""
+and its Caddy site docs/deploy/Caddyfile (served by tests/deploy/test_proxies.py), its server
+unit is deploy/systemd/dutyline.service (checked by tests/deploy/test_systemd.py), character
+for character."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ def _blocks(language: str) -> list[str]:
 
 def test_the_nginx_site_shown_is_the_tested_file() -> None:
     assert _blocks("nginx") == [(ROOT / "docs" / "deploy" / "nginx.conf").read_text()]
+
+
+def test_the_caddyfile_shown_is_the_tested_file() -> None:
+    assert _blocks("caddyfile") == [(ROOT / "docs" / "deploy" / "Caddyfile").read_text()]
 
 
 def test_the_unit_shown_is_the_tested_file() -> None:
