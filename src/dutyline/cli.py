@@ -1,4 +1,5 @@
-"""The operator's commands: serve, worker, migrate, init, app-key, config, notify-test."""
+"""The operator's commands: serve, worker, migrate, init, app-key, config, notify-test,
+doctor."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import click
 from dutyline.command_settings import loaded as _loaded
 from dutyline.command_settings import settings as _settings
 from dutyline.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, TABLE, Loaded, Settings, link_base_url
+from dutyline.doctor import doctor
 from dutyline.kit.settings_table import DEFAULT, ENVIRONMENT, masked
 from dutyline.notify.cli import notify_test
 
@@ -145,6 +147,17 @@ def invite_link(email: str, person_id: int | None) -> None:
     settings = _settings()
     upgrade(settings.database_url)
     click.echo(asyncio.run(_welcome_link(settings, person_id=person_id, email=email)))
+    _say_when_no_base_url(_loaded())
+
+
+def _say_when_no_base_url(loaded: Loaded) -> None:
+    """A command that prints a link, run where no base URL is configured, cannot know the
+    address people open (the server may listen elsewhere): it says so."""
+    if loaded.sources["base_url"] == DEFAULT:
+        click.echo(f"note: no base URL is configured, so this link names {loaded.settings.base_url}"
+                   ", the default, which may not be where the server is reached; set "
+                   "DUTYLINE_BASE_URL or base_url in the config file to the address people "
+                   "open", err=True)
 
 
 def _require_secret_key(settings: Settings) -> None:
@@ -182,7 +195,7 @@ def serve(host: str, port: int, workers: int, owner_email: str) -> None:
     upgrade(settings.database_url)
     created = asyncio.run(_bootstrap_if_empty(settings, owner_email))
     if created:
-        base = link_base_url(host, port)[0]
+        base = settings.base_url.rstrip("/")
         welcome = asyncio.run(_welcome_link(settings, person_id=created["person_id"]))
         sets = (f"password (they sign in as {owner_email})" if owner_email
                 else "e-mail address and password")
@@ -420,6 +433,7 @@ def _shown(value: Any) -> str:
 
 
 main.add_command(notify_test)
+main.add_command(doctor)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,7 +2,7 @@
 statement (function-level and TYPE_CHECKING ones included, tests/arch/imports.py):
 
 - the packages form layers: infrastructure (`kit`, `config`, `db`, `api`, `work`), then the
-  domains in a fixed order, then the composition root (domains.py, app.py, cli.py); a
+  domains in a fixed order, then the composition root (domains.py, app.py, doctor.py, cli.py); a
   package imports only packages below it, so no circle between packages exists;
 - no circle between modules, inside a package or across;
 - a domain reaches another only through its `service` modules, and through the one facade
@@ -32,7 +32,7 @@ from tests.arch.imports import SRC, Edge, cycles, graph, imports_of, modules
 INFRA = ("kit", "config", "db", "api", "work", "command_settings")
 DOMAINS = ("platform", "channel", "enrichment", "incident", "insight", "monit", "aisre",
            "notify", "schedule", "dispatch", "status_page", "web")
-ROOT = ("domains", "app", "cli", "__main__")
+ROOT = ("domains", "app", "doctor", "cli", "__main__")
 LAYERS = INFRA + DOMAINS + ROOT
 
 # Domains with one facade module: other domains import that module and nothing else of them.

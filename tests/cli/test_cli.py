@@ -233,3 +233,29 @@ def test_long_lived_processes_run_on_uvloop() -> None:
 
     _run_fast(main())
     assert isinstance(seen[0], uvloop.Loop)
+
+
+def test_invite_link_names_the_configured_base_url_or_says_there_is_none(
+        tmp_path: Path) -> None:
+    env = _env(tmp_path / "base.db")
+    run_cli(["init", "--owner-email", "boss@example.com"], env)
+    bare = run_cli(["invite-link", "--email", "boss@example.com"], env)
+    assert bare.stdout.startswith("http://127.0.0.1:8080/console/welcome/")
+    assert "no base URL is configured" in bare.stderr and "DUTYLINE_BASE_URL" in bare.stderr
+    configured = run_cli(["invite-link", "--email", "boss@example.com"],
+                         {**env, "DUTYLINE_BASE_URL": "https://oncall.example.com/"})
+    assert configured.stdout.startswith("https://oncall.example.com/console/welcome/")
+    assert "base URL" not in configured.stderr
+    (tmp_path / "dutyline.toml").write_text('base_url = "http://127.0.0.1:8123"\n')
+    from_file = run_cli(["invite-link", "--email", "boss@example.com"], env, cwd=tmp_path)
+    assert from_file.stdout.startswith("http://127.0.0.1:8123/console/welcome/")
+    assert "base URL" not in from_file.stderr
+
+
+def test_the_first_start_prints_links_of_the_configured_base_url(tmp_path: Path) -> None:
+    env = {**_env(tmp_path / "first.db"), "DUTYLINE_BASE_URL": "https://oncall.example.com"}
+    with running_server(env) as server:
+        err = server.stderr()
+    assert "curl -s -X POST 'https://oncall.example.com/team/list?app_key=" in err
+    assert "  https://oncall.example.com/console/welcome/" in err
+    assert f"127.0.0.1:{server.port}" not in err

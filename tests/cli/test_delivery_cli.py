@@ -26,19 +26,22 @@ def test_serve_names_each_channel_it_cannot_send_by_and_what_to_set(tmp_path: Pa
     assert any(line.startswith("delivery: SMS and voice calls is not configured: set "
                                "DUTYLINE_TWILIO_ACCOUNT_SID") for line in lines)
     assert any("DUTYLINE_ALLOW_PRIVATE_NETWORK=true" in line for line in lines)
-    logged = [json.loads(line) for line in lines if line.startswith("{")]
-    [unavailable] = [e for e in logged if e.get("event") == "notify.delivery.unavailable"]
-    assert "e-mail is not configured: set DUTYLINE_SMTP_URL" in unavailable["unavailable"]
-    assert len(unavailable["unavailable"]) == len([ln for ln in lines
-                                                   if ln.startswith("delivery: ")])
-    assert unavailable["level"] == "warning"
+    assert [line for line in lines if "chat apps" in line] == [
+        "delivery: chat apps not configured: Slack, Feishu, DingTalk, WeCom and Zoom (set "
+        "DUTYLINE_SLACK_*, DUTYLINE_FEISHU_*, DUTYLINE_DINGTALK_*, DUTYLINE_WECOM_*, "
+        "DUTYLINE_ZOOM_*; docs/paging.md)"]
+    # Each said once: no line again, and no log record repeating them on the same terminal.
+    said = [line for line in lines if line.strip()]
+    assert len(said) == len(set(said)), said
+    assert not any("delivery" in line for line in lines if line.startswith("{"))
 
 
-def test_serve_with_smtp_does_not_warn_about_email(tmp_path: Path) -> None:
-    env = _env(tmp_path / "d.db", DUTYLINE_SMTP_URL="smtp://127.0.0.1:2525",
+def test_serve_names_how_email_is_sent(tmp_path: Path) -> None:
+    env = _env(tmp_path / "d.db", DUTYLINE_SMTP_URL="smtp://127.0.0.1:2525?starttls=off",
                DUTYLINE_ALLOW_PRIVATE_NETWORK="true")
     with running_server(env) as server:
         err = server.stderr()
+    assert "delivery: e-mail: via smtp://127.0.0.1:2525 (STARTTLS off), from " in err
     assert "DUTYLINE_SMTP_URL" not in err and "DUTYLINE_ALLOW_PRIVATE_NETWORK" not in err
     assert "DUTYLINE_TWILIO_ACCOUNT_SID" in err
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dutyline.kit import extras
+from tests.fixtures.server import child_env, neutral_cwd
 
 # A child `dutyline` whose interpreter cannot import the named modules, as on a base install.
 CHILD = textwrap.dedent(
@@ -25,10 +25,9 @@ CHILD = textwrap.dedent(
 
 
 def _run_without(modules: str, args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("DUTYLINE_")}
-    child_env.update(env)
-    return subprocess.run([sys.executable, "-c", CHILD, modules, *args], env=child_env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run([sys.executable, "-c", CHILD, modules, *args], env=child_env(env),
+                          cwd=neutral_cwd(), capture_output=True, text=True, timeout=60,
+                          check=False)
 
 
 @pytest.mark.parametrize(

@@ -54,11 +54,35 @@ def test_startup_names_each_channel_that_cannot_send_and_the_variables_to_set() 
     assert "e-mail is not configured: set DUTYLINE_SMTP_URL" in text
     assert ("SMS and voice calls is not configured: set DUTYLINE_TWILIO_ACCOUNT_SID, "
             "DUTYLINE_TWILIO_AUTH_TOKEN and DUTYLINE_TWILIO_FROM_NUMBER") in text
-    assert "DUTYLINE_TELEGRAM_BOT_TOKEN" in text and "DUTYLINE_SLACK_BOT_TOKEN" in text
+    assert "DUTYLINE_TELEGRAM_BOT_TOKEN" in text
     assert "set DUTYLINE_ALLOW_PRIVATE_NETWORK=true" in text
-    # One line each: every configurable means, and the private-network refusal.
-    assert len(lines) == len(needs.CONFIGURABLE) + 1
+    # One line each for e-mail, phones and Telegram; the chat apps none of which is
+    # configured share one; and the private-network refusal.
+    assert len(lines) == len(needs.PEOPLE_MEANS) + 2
+    [apps] = [line for line in lines if "chat apps" in line]
+    assert apps == ("delivery: chat apps not configured: Slack, Feishu, DingTalk, WeCom and "
+                    "Zoom (set DUTYLINE_SLACK_*, DUTYLINE_FEISHU_*, DUTYLINE_DINGTALK_*, "
+                    "DUTYLINE_WECOM_*, DUTYLINE_ZOOM_*; docs/paging.md)")
     assert all(line.startswith("delivery: ") for line in lines)
+
+
+def test_startup_names_how_each_configured_channel_sends() -> None:
+    settings = Settings.from_env({
+        "DUTYLINE_SMTP_URL": "smtp://mailer:s3cret@127.0.0.1:1025?starttls=off&from=p@x.test",
+        "DUTYLINE_TWILIO_ACCOUNT_SID": "AC1", "DUTYLINE_TWILIO_AUTH_TOKEN": "t0ken",
+        "DUTYLINE_TWILIO_FROM_NUMBER": "+15550100", "DUTYLINE_SLACK_BOT_TOKEN": "xoxb-1"})
+    lines = needs.startup_lines(settings)
+    assert "delivery: e-mail: via smtp://***@127.0.0.1:1025 (STARTTLS off), from p@x.test" \
+        in lines
+    assert "delivery: SMS and voice calls: via https://api.twilio.com, from +15550100" in lines
+    assert "delivery: the Slack app: via https://slack.com/api" in lines
+    [apps] = [line for line in lines if "chat apps" in line]
+    assert "Slack" not in apps and apps.startswith("delivery: chat apps not configured: "
+                                                   "Feishu, DingTalk, WeCom and Zoom (")
+    assert not any(secret in "\n".join(lines) for secret in ("s3cret", "t0ken", "xoxb-1"))
+    implicit = Settings.from_env({"DUTYLINE_SMTP_URL": "smtps://relay.example:465"})
+    assert ("delivery: e-mail: via smtps://relay.example:465 (TLS), from dutyline@127.0.0.1"
+            in needs.startup_lines(implicit))
 
 
 def test_the_variables_named_are_the_ones_the_settings_read() -> None:
@@ -66,7 +90,8 @@ def test_the_variables_named_are_the_ones_the_settings_read() -> None:
     variable the server would not read."""
     settings = Settings.from_env({**EVERY_VARIABLE, "DUTYLINE_WECOM_AGENT_ID": "7",
                                   "DUTYLINE_ALLOW_PRIVATE_NETWORK": "true"})
-    assert needs.startup_lines(settings) == []
+    assert not any("not configured" in line or "refused" in line
+                   for line in needs.startup_lines(settings))
     only_smtp = Settings.from_env({"DUTYLINE_SMTP_URL": "smtp://127.0.0.1:25"})
     assert not any("SMTP" in line for line in needs.startup_lines(only_smtp))
 

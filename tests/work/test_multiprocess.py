@@ -23,6 +23,7 @@ from dutyline.db.engine import Database
 from dutyline.db.tables.work import job
 from dutyline.kit.clock import SystemClock, millis
 from dutyline.work import queue
+from tests.fixtures.server import neutral_cwd
 from tests.work.jobs_for_test import (
     CREATE_DEAD_TABLE,
     CREATE_EFFECT_TABLE,
@@ -84,7 +85,7 @@ async def _start(
         "DUTYLINE_SECRET_KEY": "multiprocess-test",
     }
     return await asyncio.create_subprocess_exec(
-        str(DUTYLINE), "worker", cwd=ROOT, env=env, stdout=log, stderr=log,
+        str(DUTYLINE), "worker", cwd=neutral_cwd(), env=env, stdout=log, stderr=log,
         stdin=asyncio.subprocess.DEVNULL,
     )
 

@@ -18,6 +18,7 @@ from dutyline.db.engine import Database
 from dutyline.db.tables.scheduler import work_schedule as schedule
 from dutyline.kit.clock import SystemClock, millis
 from dutyline.work import scheduler
+from tests.fixtures.server import neutral_cwd
 from tests.work.jobs_for_test import eventually
 from tests.work.schedules_for_test import CREATE_FIRE_TABLE, TICK_KIND, fires
 
@@ -41,7 +42,7 @@ async def _start(url: str, log: IO[bytes]) -> asyncio.subprocess.Process:
         "DUTYLINE_SECRET_KEY": "scheduler-multiprocess-test",
     }
     return await asyncio.create_subprocess_exec(
-        str(DUTYLINE), "worker", cwd=ROOT, env=env, stdout=log, stderr=log,
+        str(DUTYLINE), "worker", cwd=neutral_cwd(), env=env, stdout=log, stderr=log,
         stdin=asyncio.subprocess.DEVNULL,
     )
 

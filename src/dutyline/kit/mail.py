@@ -186,3 +186,37 @@ async def send_mail(
         log.warning("mail.failed", relay=target.redacted, error=type(exc).__name__)
         raise MailError(f"sending mail through {target.redacted} failed: {exc}") from exc
     log.info("mail.sent", relay=target.redacted)
+
+
+async def hello(settings: MailSettings) -> str:
+    """Connect to the relay as sending would (TLS, STARTTLS as the URL says, the login when it
+    names one), say EHLO, and quit without sending: what the relay answered, for an operator's
+    check (`dutyline doctor`). Raises MailNotConfigured or MailError like send_mail."""
+    if not settings.smtp_url:
+        raise MailNotConfigured()
+    target = parse_smtp_url(settings.smtp_url, base_url=settings.base_url)
+    tls_context = None if target.starttls == "off" and not target.implicit_tls else await _tls()
+    client = aiosmtplib.SMTP(hostname=target.host, port=target.port, use_tls=target.implicit_tls,
+                             start_tls=False, tls_context=tls_context, timeout=target.timeout)
+    try:
+        await client.connect()
+        await client.ehlo()
+        upgraded = False
+        if not target.implicit_tls and target.starttls != "off":
+            if client.supports_extension("starttls"):
+                await client.starttls()
+                await client.ehlo()
+                upgraded = True
+            elif target.starttls == "require":
+                raise MailError(f"{target.redacted} offers no STARTTLS (starttls=require)")
+        if target.username:
+            await client.login(target.username, target.password or "")
+        await client.quit()
+    except (aiosmtplib.SMTPException, OSError, TimeoutError) as exc:
+        raise MailError(f"{target.redacted}: {exc}") from exc
+    finally:
+        if client.is_connected:
+            client.close()
+    tls = ("TLS" if target.implicit_tls else "STARTTLS" if upgraded else "no TLS")
+    login = f", logged in as {target.username}" if target.username else ""
+    return f"{target.redacted} answered EHLO ({tls}{login}), from {target.sender}"
