@@ -70,8 +70,8 @@ def restore(file: Path, force: bool, pg_restore: str) -> None:
 @click.option("--batch", default=1000, show_default=True, type=click.IntRange(1, 100_000),
               help="Rows per insert.")
 def copy_to(url: str, batch: int) -> None:
-    """Copy every table of the configured database into the empty PostgreSQL database at
-    URL (migrated here first). Stop the servers first; afterwards point
+    """Copy every table of the configured database into the empty database at URL
+    (postgresql://user@host/name, migrated here first). Stop the servers first; then point
     DUTYLINE_DATABASE_URL at URL and set DUTYLINE_SECRET_KEY to the key in secret.key."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -81,8 +81,8 @@ def copy_to(url: str, batch: int) -> None:
 
     settings = _settings()
     dest = target_url(url)
-    if not dest.startswith("postgresql"):
-        raise click.BadParameter("give a postgresql:// URL", param_hint="URL")
+    if dest is None:
+        raise click.BadParameter("give a postgresql:// (or sqlite:///) URL", param_hint="URL")
     if pending(settings.database_url):
         raise click.ClickException("the configured database has migrations pending: run "
                                    "`dutyline migrate` first")

@@ -6,55 +6,26 @@ the integration key still work. On SQLite, and on PostgreSQL when configured."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import re
 import shutil
 import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from dutyline.db.engine import Database
 from dutyline.web import passwords
 from dutyline.web import repository as web_repo
-from tests.fixtures import databases as dbs
+from tests.cli.data_support import PUSH_PATH, call, cli, empty_database, incidents_of
 from tests.fixtures.server import Server, backends, run_cli, running_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("multiprocess")]
 
 EMAIL = "owner@backup.example"
 PASSWORD = "correct horse battery staple"
-PUSH_PATH = "/event/push/alert/standard"
 MAX_PUSHES = 90  # one page of /incident/list holds them all
-NO_LIMITS = {"DUTYLINE_RATE_LIMIT_PER_SECOND": "0", "DUTYLINE_RATE_LIMIT_PER_MINUTE": "0"}
-
-
-@contextlib.contextmanager
-def empty_database(backend: str, directory: Path) -> Iterator[dict[str, str]]:
-    """The environment of a database nobody made yet: a SQLite path in a new directory, or
-    a new PostgreSQL database as `createdb` makes it (no tables)."""
-    if backend == "sqlite":
-        directory.mkdir()
-        yield {"DUTYLINE_DATABASE_URL": dbs.sqlite_url(directory / "dutyline.db"), **NO_LIMITS}
-        return
-    admin = dbs.postgres_admin_url()
-    assert admin is not None
-    url = dbs._new_postgres_database(admin)
-    try:
-        yield {"DUTYLINE_DATABASE_URL": url, **NO_LIMITS}
-    finally:
-        dbs.drop_postgres_database(admin, url)
-
-
-def _cli(args: list[str], env: dict[str, str]) -> str:
-    done = run_cli(args, env)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 async def _set_password(url: str, account_id: int, person_id: int) -> None:
@@ -66,12 +37,6 @@ async def _set_password(url: str, account_id: int, person_id: int) -> None:
                                         password_hash=prepared.hash, now_s=0)
     finally:
         await db.dispose()
-
-
-def _call(client: httpx.Client, key: str, path: str, body: dict[str, Any]) -> Any:
-    answer = client.post(path, params={"app_key": key}, json=body)
-    assert answer.status_code == 200, answer.text
-    return answer.json()["data"]
 
 
 class Pusher(threading.Thread):
@@ -107,25 +72,11 @@ class Pusher(threading.Thread):
             return self.answered
 
 
-def _incidents(client: httpx.Client, key: str) -> dict[int, dict[str, Any]]:
-    """{push number: the incident's stable fields} of every incident."""
-    now = int(time.time())
-    data = _call(client, key, "/incident/list", {
-        "start_time": now - 86_400, "end_time": now + 86_400, "limit": 100})
-    assert data["total"] <= 100
-    found = {}
-    for item in data["items"]:
-        n = int(re.fullmatch(r"push (\d+)", item["title"])[1])  # type: ignore[index]
-        found[n] = {k: item[k] for k in ("incident_id", "title", "progress",
-                                         "incident_severity", "channel_id", "start_time")}
-    return found
-
-
 def _keys(env: dict[str, str]) -> list[dict[str, Any]]:
     """The app keys as `dutyline app-key list` shows them, but when each was last used
     (written after the backup, by the pushes' requests)."""
     return [{k: v for k, v in key.items() if k != "last_used_at"}
-            for key in json.loads(_cli(["app-key", "list"], env))]
+            for key in json.loads(cli(["app-key", "list"], env))]
 
 
 def _signs_in(server: Server) -> bool:
@@ -146,44 +97,44 @@ def test_a_backup_taken_under_pushes_restores_a_working_server(
         backend: str, tmp_path: Path) -> None:
     with empty_database(backend, tmp_path / "source") as source, \
             empty_database(backend, tmp_path / "restored") as restored:
-        created = json.loads(_cli(["init", "--owner-email", EMAIL], source))
+        created = json.loads(cli(["init", "--owner-email", EMAIL], source))
         owner_key = created["app_key"]
         asyncio.run(_set_password(source["DUTYLINE_DATABASE_URL"], created["account_id"],
                                   created["person_id"]))
         backup_file = tmp_path / "nightly.backup"
         with running_server(source) as server, server.client() as client:
-            channel = _call(client, owner_key, "/channel/create", {"channel_name": "Backed"})
-            integration = _call(client, owner_key, "/integration/create", {
+            channel = call(client, owner_key, "/channel/create", {"channel_name": "Backed"})
+            integration = call(client, owner_key, "/integration/create", {
                 "channel_id": channel["channel_id"], "integration_name": "std"})
             pusher = Pusher(server, integration["integration_key"])
             pusher.start()
             before = pusher.wait_for(10)
-            _cli(["backup", str(backup_file)], source)
+            cli(["backup", str(backup_file)], source)
             after_backup = pusher.wait_for(pusher.answered + 10)
             pusher.stop.set()
             pusher.join(30)
             assert pusher.failures == []
-            source_incidents = _incidents(client, owner_key)
-            source_members = _call(client, owner_key, "/member/list", {})
+            source_incidents = incidents_of(client, owner_key)
+            source_members = call(client, owner_key, "/member/list", {})
         source_keys = _keys(source)
         assert len(source_incidents) == pusher.answered > after_backup - 10 >= before
 
         key_file = tmp_path / "source" / "secret.key"
         if key_file.exists():  # the secret key travels beside the backup (docs)
             shutil.copy(key_file, tmp_path / "restored")
-        _cli(["restore", str(backup_file)], restored)
+        cli(["restore", str(backup_file)], restored)
         again = run_cli(["restore", str(backup_file)], restored)
         assert again.returncode == 1 and "not empty" in again.stderr
         assert _keys(restored) == source_keys
 
         with running_server(restored) as server, server.client() as client:
-            incidents = _incidents(client, owner_key)
-            members = _call(client, owner_key, "/member/list", {})
+            restored_incidents = incidents_of(client, owner_key)
+            members = call(client, owner_key, "/member/list", {})
             # A consistent snapshot holds the pushes answered before it, in order, and none
             # half-written: numbers 0..k-1, each incident as the source has it.
-            k = len(incidents)
+            k = len(restored_incidents)
             assert before <= k <= pusher.answered
-            assert incidents == {n: source_incidents[n] for n in range(k)}
+            assert restored_incidents == {n: source_incidents[n] for n in range(k)}
             assert members == source_members
             assert _signs_in(server)
             pushed = client.post(PUSH_PATH, params={"integration_key":
@@ -191,4 +142,4 @@ def test_a_backup_taken_under_pushes_restores_a_working_server(
                                  json={"alert_key": "after", "title_rule": f"push {k}",
                                        "event_status": "Warning"})
             assert pushed.status_code == 200, pushed.text
-            assert len(_incidents(client, owner_key)) == k + 1
+            assert len(incidents_of(client, owner_key)) == k + 1

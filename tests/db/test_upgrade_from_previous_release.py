@@ -12,33 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    Connection,
-    Date,
-    DateTime,
-    Float,
-    Integer,
-    LargeBinary,
-    MetaData,
-    Numeric,
-    String,
-    Table,
-    select,
-)
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from dutyline.db.migrate import pending, upgrade
-from dutyline.db.tables.meta import HAND_MADE_TABLES
 from tests.fixtures import databases as dbs
 from tests.fixtures.server import backends, run_cli
+from tests.fixtures.table_rows import fill, read_back
 
 PREVIOUS_RELEASE = "0027z"
 
@@ -59,62 +43,6 @@ def database_at(backend: str, tmp_path: Path, revision: str) -> Iterator[str]:
         dbs.drop_postgres_database(admin, url)
 
 
-def _data_tables(conn: Connection) -> list[Table]:
-    meta = MetaData()
-    meta.reflect(conn)
-    return [t for t in meta.sorted_tables
-            if t.name != "alembic_version" and not t.name.startswith(HAND_MADE_TABLES)]
-
-
-def _value(table: Table, column: Any) -> Any:
-    """A value of the column's type, different from column to column (a swapped or dropped
-    column shows), short enough for any length limit."""
-    seed = zlib.crc32(f"{table.name}.{column.name}".encode())
-    kind = column.type
-    if isinstance(kind, Boolean):
-        return bool(seed % 2)
-    if isinstance(kind, Integer):
-        return 1 + seed % 30_000
-    if isinstance(kind, Float | Numeric):
-        return float(seed % 1000) + 0.5
-    if isinstance(kind, DateTime | Date | LargeBinary | JSON):
-        raise AssertionError(f"{table.name}.{column.name}: no value for {kind!r} yet")
-    if isinstance(kind, String):  # Text too
-        text = f"{seed:x}"
-        return text[: kind.length] if kind.length else text
-    raise AssertionError(f"{table.name}.{column.name}: no value for {kind!r}")
-
-
-def _rows(tables: list[Table]) -> dict[str, dict[str, Any]]:
-    """One row per table; a foreign key takes the value its parent's column got."""
-    rows: dict[str, dict[str, Any]] = {}
-    for table in tables:
-        row = {c.name: _value(table, c) for c in table.columns}
-        for fk in table.foreign_keys:
-            row[fk.parent.name] = rows[fk.column.table.name][fk.column.name]
-        rows[table.name] = row
-    return rows
-
-
-def _fill(conn: Connection) -> dict[str, dict[str, Any]]:
-    tables = _data_tables(conn)
-    rows = _rows(tables)
-    for table in tables:
-        conn.execute(table.insert().values(rows[table.name]))
-    return rows
-
-
-def _read(conn: Connection, wanted: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Each table's rows, in the columns the old schema had."""
-    tables = {t.name: t for t in _data_tables(conn)}
-    found = {}
-    for name, old in wanted.items():
-        table = tables[name]
-        columns = [table.c[c] for c in old]
-        found[name] = [dict(r._mapping) for r in conn.execute(select(*columns))]
-    return found  # type: ignore[return-value]
-
-
 async def _sync(url: str, fn: Any, *args: Any) -> Any:
     engine = create_async_engine(url)
     try:
@@ -128,7 +56,7 @@ async def _sync(url: str, fn: Any, *args: Any) -> Any:
 def test_a_previous_release_database_with_data_everywhere_upgrades_to_head(
         backend: str, tmp_path: Path) -> None:
     with database_at(backend, tmp_path, PREVIOUS_RELEASE) as url:
-        written = asyncio.run(_sync(url, _fill))
+        written = asyncio.run(_sync(url, fill))
         assert len(written) > 60  # every table of that release, not a handful
         env = {"DUTYLINE_DATABASE_URL": url}
         check = run_cli(["migrate", "--check"], env)
@@ -142,5 +70,5 @@ def test_a_previous_release_database_with_data_everywhere_upgrades_to_head(
         check = run_cli(["migrate", "--check"], env)
         assert (check.returncode, check.stdout.strip()) == (
             0, "database is up to date: no migration pending")
-        assert asyncio.run(_sync(url, _read, written)) == {
+        assert asyncio.run(_sync(url, read_back, written)) == {
             name: [row] for name, row in written.items()}

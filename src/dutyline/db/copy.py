@@ -1,5 +1,5 @@
 """Copy every table of one database into another, empty one at the same revision: how a
-deployment moves from SQLite to PostgreSQL (`dutyline copy-to postgresql://...`).
+deployment moves from SQLite to PostgreSQL (`dutyline copy-to postgresql://...`), or back.
 
 Tables are copied parents first (the foreign keys' order), rows read in one snapshot of the
 source and written in batches inside ONE transaction of the target, so a copy that fails
@@ -20,13 +20,17 @@ from dutyline.db.tables import metadata
 BATCH_ROWS = 1000
 
 
-def target_url(url: str) -> str:
-    """A PostgreSQL URL as operators write it (`postgresql://`, `postgres://`) with the
-    driver the server uses."""
-    for prefix in ("postgresql://", "postgres://"):
+def target_url(url: str) -> str | None:
+    """A database URL as operators write it (`postgresql://`, `postgres://`, `sqlite:///`)
+    with the driver the server uses; None when it names neither database."""
+    for prefix, driver in (("postgresql://", "postgresql+asyncpg"),
+                           ("postgres://", "postgresql+asyncpg"),
+                           ("postgresql+asyncpg://", "postgresql+asyncpg"),
+                           ("sqlite:///", "sqlite+aiosqlite"),
+                           ("sqlite+aiosqlite:///", "sqlite+aiosqlite")):
         if url.startswith(prefix):
-            return "postgresql+asyncpg://" + url[len(prefix):]
-    return url
+            return f"{driver}://{url.partition('://')[2]}"
+    return None
 
 
 async def copy_tables(source_url: str, dest_url: str, *, batch: int = BATCH_ROWS,
