@@ -15,7 +15,8 @@ would, with every per-event retention set to --retention-days so that a month sp
 several retention windows (claims and expired sessions keep their 3 days); incidents and
 alerts themselves are never pruned, so they still grow. Size is the pages in use (SQLite:
 page_count - freelist_count; freed pages are reused) or pg_database_size after a plain
-VACUUM (what autovacuum does).
+VACUUM (what autovacuum does), and of it the pruned tables with their indexes (SQLite's
+dbstat, pg_total_relation_size).
 
 Latency: after the month (pruned), a backlog of --backlog-days days of rows past their
 retention is added; /incident/list (a day's window, 20 a page) is called one at a time,
@@ -129,21 +130,31 @@ async def _store_day(db: Any, owner: Any, channel_id: int, day_start: int, per_d
                 await conn.execute(insert(table), values[n:n + 5000])
 
 
-async def _size(db: Any) -> int:
+async def _size(db: Any) -> tuple[int, int]:
+    """(bytes in use, of which the tables retention prunes and their indexes)."""
+    from dutyline.work.retention import RULES
+
+    pruned = [rule.name for rule in RULES]
     async with db.engine.connect() as conn:
         if db.is_postgres:
             auto = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await auto.exec_driver_sql("VACUUM")
-            return int((await auto.execute(text(
-                "SELECT pg_database_size(current_database())"))).scalar() or 0)
+            total = (await auto.execute(text(
+                "SELECT pg_database_size(current_database())"))).scalar() or 0
+            part = sum([(await auto.execute(text("SELECT pg_total_relation_size(:t)"),
+                                            {"t": name})).scalar() or 0 for name in pruned])
+            return int(total), int(part)
         pages = (await conn.exec_driver_sql("PRAGMA page_count")).scalar() or 0
         free = (await conn.exec_driver_sql("PRAGMA freelist_count")).scalar() or 0
         size = (await conn.exec_driver_sql("PRAGMA page_size")).scalar() or 0
-        return int((pages - free) * size)
+        per_table = dict((await conn.exec_driver_sql(
+            "SELECT s.tbl_name, SUM(d.pgsize) FROM dbstat d "
+            "JOIN sqlite_schema s ON s.name = d.name GROUP BY s.tbl_name")).all())
+        return int((pages - free) * size), int(sum(per_table.get(n, 0) for n in pruned))
 
 
 async def simulate(postgres: bool, days: int, per_day: int, retention_days: int,
-                   prune: bool) -> tuple[list[int], Any]:
+                   prune: bool) -> tuple[list[tuple[int, int]], Any]:
     """Sizes at the end of each day; and, for the pruned run, what the latency part needs
     (the database left in place: url, drop, key, account)."""
     from dutyline.db.engine import Database
@@ -153,7 +164,7 @@ async def simulate(postgres: bool, days: int, per_day: int, retention_days: int,
     settings = _settings(url, retention_days)
     db = Database(url)
     rng = random.Random(7)
-    sizes: list[int] = []
+    sizes: list[tuple[int, int]] = []
     try:
         async with db.transaction() as conn:
             created, (channel_id,) = await seed_account(conn, START, channels=1)
@@ -231,15 +242,20 @@ def main() -> int:
                                     a.retention_days, prune=False))
     print(f"{backend}: {a.days} days of {a.incidents_per_day} incidents a day, per-event "
           f"retention {a.retention_days} days\n")
-    print("| day | MB with pruning | MB without | without / with |\n|---:|---:|---:|---:|")
+    print("| day | MB with pruning | MB without | without / with | per-event tables MB, "
+          "with | without |\n|---:|---:|---:|---:|---:|---:|")
     marks = sorted({a.retention_days, 2 * a.retention_days, a.days // 2, a.days})
     for day in (d for d in marks if 0 < d <= a.days):
-        w, wo = kept[day - 1], grown[day - 1]
-        print(f"| {day} | {w / 1e6:.1f} | {wo / 1e6:.1f} | {wo / w:.2f} |")
+        (w, wp), (wo, wop) = kept[day - 1], grown[day - 1]
+        print(f"| {day} | {w / 1e6:.1f} | {wo / 1e6:.1f} | {wo / w:.2f} | {wp / 1e6:.1f} | "
+              f"{wop / 1e6:.1f} |")
     steady = a.retention_days + 1
     if a.days > steady:
         print(f"\ngrowth from day {steady} to day {a.days}: with pruning "
-              f"x{kept[-1] / kept[steady - 1]:.2f}, without x{grown[-1] / grown[steady - 1]:.2f}")
+              f"x{kept[-1][0] / kept[steady - 1][0]:.2f} (per-event tables "
+              f"x{kept[-1][1] / kept[steady - 1][1]:.2f}), without "
+              f"x{grown[-1][0] / grown[steady - 1][0]:.2f} "
+              f"(x{grown[-1][1] / grown[steady - 1][1]:.2f})")
     lat = asyncio.run(latency(state, a.days, a.incidents_per_day, a.retention_days,
                               a.backlog_days, a.requests))
     idle, during = lat["idle"], lat["during"]
