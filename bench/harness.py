@@ -317,6 +317,10 @@ SCRIPTS: dict[str, tuple[str, str]] = {
                   "running their SQL", "list_http --incidents 10000 --seconds 3 --rounds 2"),
     "console_live_fanout": ("incidents pushed to the console list's open streams",
                             "console_live --streams 100 --pushes 10"),
+    "retention": ("database size over a simulated month with and without pruning, and "
+                  "read latency while a prune runs",
+                  "retention --days 10 --incidents-per-day 200 --retention-days 3 "
+                  "--requests 50 --backlog-days 1"),
 }
 
 

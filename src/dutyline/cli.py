@@ -17,6 +17,8 @@ from dutyline.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, TABLE, Loaded, Sett
 from dutyline.doctor import doctor
 from dutyline.kit.settings_table import DEFAULT, ENVIRONMENT, masked
 from dutyline.notify.cli import notify_test
+from dutyline.ops_cli import COMMANDS as DATA_COMMANDS
+from dutyline.ops_cli import migrate_check
 
 # What `serve` gives requests still open at shutdown before closing them.
 GRACEFUL_SHUTDOWN_S = 5
@@ -32,11 +34,16 @@ def main(config_file: str | None) -> None:
 
 
 @main.command()
-def migrate() -> None:
+@click.option("--check", is_flag=True,
+              help="Apply nothing: say whether migrations are pending (exit status 1).")
+def migrate(check: bool) -> None:
     """Apply pending database migrations."""
     from dutyline.db.migrate import upgrade
 
     settings = _settings()
+    if check:
+        migrate_check(settings.database_url)
+        return
     upgrade(settings.database_url)
     click.echo("database is up to date", err=True)
 
@@ -434,6 +441,8 @@ def _shown(value: Any) -> str:
 
 main.add_command(notify_test)
 main.add_command(doctor)
+for _command in DATA_COMMANDS:
+    main.add_command(_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -115,6 +115,23 @@ class Settings:
     job_lease_seconds: int = 30
     # Done jobs older than this are pruned by the workers (dead ones are kept for inspection).
     job_retention_days: int = 7
+    # How long per-event rows are kept (days; 0 keeps them forever). A scheduled job
+    # (work/retention.py) deletes older ones hourly, a few hundred rows per transaction.
+    # Audit entries, and the events and deliveries of closed incidents (which insights
+    # and the incident timeline read, over windows of up to a year), are kept long.
+    audit_retention_days: int = 400
+    incident_event_retention_days: int = 400
+    delivery_retention_days: int = 400
+    # Each delivery attempt's request and answer (the webhook history).
+    delivery_attempt_retention_days: int = 30
+    # Raw events of alerts that have ended (an active alert keeps its events).
+    alert_event_retention_days: int = 30
+    # Per-event claims of channel notification rules (sent once per rule and event).
+    notify_claim_retention_days: int = 3
+    # Console sessions and one-time links once expired, and sign-in failure counters.
+    expired_sign_in_retention_days: int = 3
+    # Rows deleted per transaction: small, so pruning never holds SQLite's writer long.
+    retention_batch_rows: int = 500
     # Extra importable modules whose job handlers register on import (comma-separated env).
     job_modules: tuple[str, ...] = ()
     log_level: str = lowered("info")

@@ -32,7 +32,7 @@ from tests.arch.imports import SRC, Edge, cycles, graph, imports_of, modules
 INFRA = ("kit", "config", "db", "api", "work", "command_settings")
 DOMAINS = ("platform", "channel", "enrichment", "incident", "insight", "monit", "aisre",
            "notify", "schedule", "dispatch", "status_page", "web")
-ROOT = ("domains", "app", "doctor", "cli", "__main__")
+ROOT = ("domains", "app", "doctor", "ops_cli", "cli", "__main__")
 LAYERS = INFRA + DOMAINS + ROOT
 
 # Domains with one facade module: other domains import that module and nothing else of them.

@@ -76,7 +76,8 @@ async def _start(
 ) -> asyncio.subprocess.Process:
     env = {
         **os.environ,
-        "PYTHONPATH": str(ROOT),
+        # This checkout's code (src) and its tests package, whatever the venv installed.
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
         "DUTYLINE_DATABASE_URL": url,
         "DUTYLINE_JOB_MODULES": "tests.work.jobs_for_test",
         "DUTYLINE_JOB_LEASE_SECONDS": str(LEASE_SECONDS),

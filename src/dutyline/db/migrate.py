@@ -7,6 +7,7 @@ file lock beside it.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +15,11 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import NullPool
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from dutyline.kit.private_files import private_file
 
@@ -50,3 +55,32 @@ def _sqlite_file_lock(url: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def pending(url: str) -> list[str]:
+    """The revisions `upgrade` would apply, oldest first (none: the database is at head)."""
+    script = ScriptDirectory.from_config(alembic_config(url))
+    current = _current_heads(url)
+    heads = tuple(script.get_heads())
+    if set(current) == set(heads):
+        return []
+    lower = current or ("base",)
+    return [r.revision for r in reversed(list(script.iterate_revisions(heads, lower)))]
+
+
+def _current_heads(url: str) -> tuple[str, ...]:
+    parsed = make_url(url)
+    file = parsed.database not in (None, "", ":memory:")
+    if parsed.get_backend_name() == "sqlite" and file and not Path(str(parsed.database)).exists():
+        return ()  # not made yet: reading it would create an empty file
+
+    async def read() -> tuple[str, ...]:
+        engine = create_async_engine(url, poolclass=NullPool)
+        try:
+            async with engine.connect() as conn:
+                return tuple(await conn.run_sync(
+                    lambda sync: MigrationContext.configure(sync).get_current_heads()))
+        finally:
+            await engine.dispose()
+
+    return asyncio.run(read())

@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.engine import CancellationGuard, Database
 from dutyline.kit.clock import millis
-from dutyline.work import queue, scheduler, wakeup
+from dutyline.work import queue, retention, scheduler, wakeup
 from dutyline.work.registry import (
     BatchContext,
     BatchJob,
@@ -471,6 +471,10 @@ async def worker_loop(
 ) -> None:
     """The background task `serve` starts; also the body of `dutyline worker`."""
     load_handler_modules(runtime.settings.job_modules)
+    try:
+        await retention.ensure_schedule(runtime.db, now_ms=millis(runtime.clock))
+    except Exception as exc:  # the loop runs without it; the next start makes it
+        log.warning("making the retention schedule failed", cause=repr(exc))
     await Worker(runtime, registry=registry).run(stop)
 
 

@@ -84,4 +84,6 @@ channel_notify_sent = Table(
     Column("event_id", BigInteger, primary_key=True, autoincrement=False),
     Column("incident_id", String(24), nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_channel_notify_sent_created", "created_at"),
 )

@@ -96,6 +96,8 @@ alert_event = Table(
     Index("ix_alert_event_alert", "alert_id", "event_time"),
     # /alert-event/list: an account's events across alerts in a time window.
     Index("ix_alert_event_account_time", "account_id", "event_time"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_alert_event_created", "created_at"),
 )
 
 incident = Table(
@@ -206,4 +208,6 @@ incident_event = Table(
     Column("person_id", BigInteger, nullable=False, server_default="0"),
     Column("created_at", BigInteger, nullable=False),
     Index("ix_incident_event_incident", "incident_id", "id"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_incident_event_created", "created_at"),
 )

@@ -80,6 +80,8 @@ notify_delivery = Table(
     # channel from the index alone.
     Index("ix_notify_delivery_account_created", "account_id", "created_at", "channel",
           "channel_id"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_notify_delivery_created", "created_at"),
 )
 
 notify_attempt = Table(
@@ -104,4 +106,6 @@ notify_attempt = Table(
     Column("event_time_ms", BigInteger, nullable=False),
     Index("ix_notify_attempt_account_time", "account_id", "event_time_ms"),
     Index("ix_notify_attempt_delivery", "delivery_id", "attempt"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_notify_attempt_time", "event_time_ms"),
 )

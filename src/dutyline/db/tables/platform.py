@@ -189,4 +189,6 @@ audit_log = Table(
     Column("is_dangerous", Boolean, nullable=False, server_default="0"),
     Column("created_at", BigInteger, nullable=False),  # Unix milliseconds, as the reference
     Index("ix_audit_account_time", "account_id", "created_at"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_audit_created", "created_at"),
 )

@@ -57,6 +57,8 @@ console_session = Table(
     # opens nothing but the code's page.
     Column("second_factor_pending", Boolean, nullable=False, server_default="0"),
     Index("ix_console_session_member", "member_id"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_console_session_expires", "expires_at"),
 )
 
 # One-time links: welcome (set a first password) and password reset.
@@ -74,6 +76,8 @@ console_link = Table(
     Column("expires_at", BigInteger, nullable=False),
     Column("used_at", BigInteger, nullable=False, server_default="0"),
     Index("ix_console_link_member", "member_id"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_console_link_expires", "expires_at"),
 )
 
 # Failed sign-ins per e-mail address and per client address, for the lock-out's back-off.
@@ -84,4 +88,6 @@ console_sign_in_failure = Table(
     Column("failures", Integer, nullable=False),
     Column("last_failure_at", BigInteger, nullable=False),
     Column("locked_until", BigInteger, nullable=False, server_default="0"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_console_sign_in_failure_last", "last_failure_at"),
 )
