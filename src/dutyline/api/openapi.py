@@ -120,8 +120,9 @@ def build(operations: list[Operation]) -> dict[str, Any]:
 
 _REQUEST_ID = "The request's id, also in the `Service-Request-Id` header: quote it when asking."
 _INTRO = (
-    "## Calling the API\n\nEvery operation is a `POST` with a JSON body, authenticated by the `app_key` query "
-    "parameter (an app key made in the console or with `/app-key/create`). It answers "
+    "## Calling the API\n\nEvery operation is a `POST` with a JSON body, authenticated by "
+    "the `app_key` query parameter (an app key made in the console or with "
+    "`/app-key/create`). It answers "
     "`{request_id, data}`, or `{request_id, error: {code, message}}` with the HTTP status of "
     "the error. Times are Unix seconds unless a field says milliseconds. Rate limits: 50 "
     "requests a second and 1,000 a minute per account (`429 RequestTooFrequently`, with "

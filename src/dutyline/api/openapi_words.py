@@ -113,12 +113,13 @@ def describe(spec: dict[str, Any], summaries: dict[str, str]) -> None:
             _copy_words(_body(post), _body(theirs), mine, refs, seen)
             _copy_words(_answer(post), _answer(theirs), mine, refs, seen)
     by_name = _reference_names(ref)
+    in_millis = _reached(spec, components, MILLISECOND_PREFIXES)
     for schema_name, schema in components.items():
         for name, field in (schema.get("properties") or {}).items():
             if "description" in field:
                 continue
             words = (FIELDS_OF.get(f"{schema_name}.{name}") or FIELDS.get(name)
-                     or by_name.get(name))
+                     or by_name.get(name) or _by_pattern(name, schema_name in in_millis))
             if words:
                 field["description"] = words
     for item in spec["paths"].values():
@@ -126,6 +127,66 @@ def describe(spec: dict[str, Any], summaries: dict[str, str]) -> None:
             body = mine(_body(item["post"]))
             field = body.get("properties", {}).get(parameter["name"], {})
             parameter["description"] = field.get("description", "")
+
+
+# The operations under these paths keep their times in Unix milliseconds (the AI SRE's API
+# does); every other operation in Unix seconds.
+MILLISECOND_PREFIXES = ("/safari/",)
+
+
+def _reached(spec: dict[str, Any], components: dict[str, Schema],
+             prefixes: tuple[str, ...]) -> set[str]:
+    """The component schemas the operations under `prefixes` refer to, directly or not."""
+    found: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                name = ref.rsplit("/", 1)[-1]
+                if name not in found:
+                    found.add(name)
+                    walk(components.get(name, {}))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for path, item in spec["paths"].items():
+        if path.startswith(prefixes):
+            walk(item["post"])
+    return found
+
+
+def _spoken(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def _by_pattern(name: str, millis: bool) -> str:
+    """Words for the fields whose name says what they are."""
+    unit = "Unix milliseconds" if millis else "Unix seconds"
+    if name.endswith("_ids"):
+        return f"IDs of the {_spoken(name[:-4])}s."
+    if name.endswith("_id"):
+        return f"ID of the {_spoken(name[:-3])}."
+    if name.endswith("_at_ms"):
+        return f"When {_spoken(name[:-6])}, Unix milliseconds; 0: never."
+    if name.endswith("_at"):
+        return f"When {_spoken(name[:-3])}, {unit}; 0: not yet, or never."
+    if name.endswith("_name"):
+        return f"Name of the {_spoken(name[:-5])}."
+    if name.endswith(("_cnt", "_count")):
+        return f"How many {_spoken(name.rsplit('_', 1)[0])}s."
+    if name.endswith("_seconds"):
+        return f"The {_spoken(name[:-8])}, in seconds."
+    if name.endswith("_pct"):
+        return f"The {_spoken(name[:-4])} share, a percentage from 0 to 100."
+    if name.endswith("_imported"):
+        return f"How many {_spoken(name[:-9])} were imported so far."
+    if name.endswith("_enabled"):
+        return f"Whether the {_spoken(name[:-8])} is on."
+    return ""
 
 
 def undescribed(spec: dict[str, Any]) -> list[str]:
