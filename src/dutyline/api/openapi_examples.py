@@ -64,19 +64,20 @@ class _Builder:
         """A value that fits `schema`: `like` where it fits, else one made up."""
         schema = self.resolve(schema)
         if "anyOf" in schema or "oneOf" in schema:
-            kinds = [self.resolve(k) for k in schema.get("anyOf", schema.get("oneOf", []))]
+            options: list[Schema] = schema.get("anyOf") or schema.get("oneOf") or []
+            kinds = [self.resolve(k) for k in options]
             if like is None and any(k.get("type") == "null" for k in kinds):
                 return None
-            for kind in kinds:
-                if kind.get("type") != "null" and _fits_kind(kind, like):
-                    return self.value(kind, like, depth)
+            for option in kinds:
+                if option.get("type") != "null" and _fits_kind(option, like):
+                    return self.value(option, like, depth)
             solid = [k for k in kinds if k.get("type") != "null"]
             return self.value(solid[0], None, depth) if solid else None
         if "enum" in schema:
             return like if like in schema["enum"] else schema["enum"][0]
         if "const" in schema:
             return schema["const"]
-        kind = schema.get("type")
+        kind: Any = schema.get("type")
         if isinstance(kind, list):
             kind = next((k for k in kind if k != "null"), "null")
         if kind == "object" or "properties" in schema:
@@ -130,10 +131,10 @@ def _fits_kind(kind: Schema, like: Any) -> bool:
         return True
     if "enum" in kind:
         return like in kind["enum"]
-    return {"string": isinstance(like, str), "integer": isinstance(like, int),
+    fits = {"string": isinstance(like, str), "integer": isinstance(like, int),
             "number": isinstance(like, int | float), "boolean": isinstance(like, bool),
-            "array": isinstance(like, list),
-            "object": isinstance(like, dict)}.get(t, "$ref" in kind or "properties" in kind)
+            "array": isinstance(like, list), "object": isinstance(like, dict)}
+    return fits.get(str(t), "$ref" in kind or "properties" in kind)
 
 
 def _fits_string(schema: Schema, like: str) -> bool:
@@ -169,13 +170,12 @@ def _string(schema: Schema) -> str:
     if "pattern" in schema:
         return _PATTERN_VALUES.get(schema["pattern"], "")
     if "format" in schema:
-        return {"date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01",
-                "email": "alice@example.com", "uri": "https://example.com/"}.get(
-                    schema["format"], "")
-    text = "example"
-    low, high = schema.get("minLength", 0), schema.get("maxLength", 10**9)
-    text = (text * (low // len(text) + 1))[:max(low, min(high, len(text)))]
-    return text
+        formats = {"date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01",
+                   "email": "alice@example.com", "uri": "https://example.com/"}
+        return formats.get(str(schema["format"]), "")
+    word = "example"
+    low, high = int(schema.get("minLength", 0)), int(schema.get("maxLength", 10**9))
+    return (word * (low // len(word) + 1))[:max(low, min(high, len(word)))]
 
 
 def _number(schema: Schema, fallback: float) -> Any:

@@ -38,8 +38,8 @@ class _Resolver:
             if "$ref" in schema:
                 schema = self.components.get(schema["$ref"].rsplit("/", 1)[-1], {})
             elif "anyOf" in schema or "oneOf" in schema:
-                kinds = [k for k in schema.get("anyOf", schema.get("oneOf", []))
-                         if k.get("type") != "null"]
+                options: list[Schema] = schema.get("anyOf") or schema.get("oneOf") or []
+                kinds = [k for k in options if k.get("type") != "null"]
                 if len(kinds) != 1:
                     return schema
                 schema = kinds[0]
