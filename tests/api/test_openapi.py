@@ -15,6 +15,7 @@ import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
+from dutyline.api import openapi_words
 from dutyline.api.openapi_words import undescribed
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
@@ -152,6 +153,12 @@ async def test_docs_is_the_vendored_reference_with_nothing_from_elsewhere(api: A
         assert not re.search(r"https?://", text), text[:200]
     missing = await api.raw("GET", "/docs/assets/nothing.js")
     assert missing.status_code == 404
+
+
+def test_the_server_ships_the_reference_the_tests_check_against() -> None:
+    from tests.fixtures.reference import PATH
+
+    assert openapi_words.REFERENCE.read_bytes() == PATH.read_bytes()
 
 
 def test_the_try_it_key_stays_in_the_page() -> None:

@@ -95,7 +95,8 @@ def test_trying_a_call_keeps_the_key_in_the_page(chromium: Chromium,
     field.send_keys(live.owner.app_key)
     driver.find_element(By.CSS_SELECTOR, ".dialog-ux .auth-btn-wrapper .authorize").click()
     driver.find_element(By.CSS_SELECTOR, ".dialog-ux .btn-done").click()
-    assert driver.find_elements(By.CSS_SELECTOR, ".btn.authorize svg.locked")
+    chromium.wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, ".btn.authorize.locked"),
+                      WITHIN_S, "the padlock did not close: the key was not taken")
 
     operation = _operation(chromium, "Account, members", "/account/info")
     chromium.wait_for(lambda d: operation.find_element(By.CSS_SELECTOR, ".try-out__btn"),
@@ -116,6 +117,6 @@ def test_trying_a_call_keeps_the_key_in_the_page(chromium: Chromium,
     chromium.wait_for(lambda d: d.find_elements(By.CSS_SELECTOR, ".btn.authorize"), WITHIN_S,
                       "the page did not come back")
     # A new page holds no key: the padlock is open again.
-    assert driver.find_elements(By.CSS_SELECTOR, ".btn.authorize svg.unlocked")
-    assert not driver.find_elements(By.CSS_SELECTOR, ".btn.authorize svg.locked")
+    assert driver.find_elements(By.CSS_SELECTOR, ".btn.authorize.unlocked")
+    assert not driver.find_elements(By.CSS_SELECTOR, ".btn.authorize.locked")
     assert chromium.console_errors() == []

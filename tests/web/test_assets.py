@@ -1,5 +1,5 @@
-"""The console's static files (and the API reference's): in the built wheel, served with long cache headers, and the
-vendored htmx named with its version and licence."""
+"""The console's static files (and the API reference's): in the built wheel, served with long
+cache headers, and the vendored htmx named with its version and licence."""
 
 from __future__ import annotations
 
