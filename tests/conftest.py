@@ -15,7 +15,7 @@ from tests.fixtures.api import Api, make_api, share_service_pages
 
 # capture_logs must see every logger, whichever test used it first (see observe.py).
 observe.CACHE_LOGGERS = False
-# Each app a test creates gets the process's one OpenAPI document and /docs page.
+# Each app a test creates gets the process's one OpenAPI document.
 share_service_pages()
 
 pytest_plugins = ["tests.fixtures.accounts", "tests.fixtures.browser", "tests.fixtures.redis",

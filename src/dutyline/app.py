@@ -14,18 +14,19 @@ from sqlalchemy import text
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from dutyline.api import docs, errors, openapi
+from dutyline.api import errors, openapi
 from dutyline.api.envelope import encode, error_body, request_id_headers
 from dutyline.api.handler import make_endpoint
 from dutyline.api.i18n import Translator, negotiate
 from dutyline.api.observe import Metrics, configure_logging
 from dutyline.api.operation import Operation
 from dutyline.api.ratelimit import MemoryRateLimiter, NoRateLimiter, RateLimiter, default_windows
+from dutyline.api.reference_page import ReferencePage
 from dutyline.api.routing import ExactPathRouter
 from dutyline.api.runtime import FrontAnswer, Runtime
 from dutyline.config import Settings
@@ -95,12 +96,12 @@ class ServicePages:
         self.runtime = runtime
         spec = openapi.build(operations)
         self.spec_bytes = encode(spec)
-        self.docs_html = docs.render(spec)
+        self.reference = ReferencePage(spec["info"]["title"])
 
     def routes(self) -> list[BaseRoute]:
         return [
             Route("/openapi.json", self.openapi_json, methods=["GET"]),
-            Route("/docs", self.docs_page, methods=["GET"]),
+            *self.reference.routes(),
             Route("/healthz", self.healthz, methods=["GET"]),
             Route("/readyz", self.readyz, methods=["GET"]),
             Route("/metrics", self.metrics, methods=["GET"]),
@@ -108,9 +109,6 @@ class ServicePages:
 
     async def openapi_json(self, _: Request) -> Response:
         return Response(self.spec_bytes, media_type="application/json")
-
-    async def docs_page(self, _: Request) -> Response:
-        return HTMLResponse(self.docs_html)
 
     async def healthz(self, _: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -1,5 +1,5 @@
-"""The console's static files: in the built wheel, served with long cache headers, and the
-vendored htmx named with its version and licence."""
+"""The console's static files (and the API reference's): in the built wheel, served with long
+cache headers, and the vendored htmx named with its version and licence."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from dutyline.api import openapi_words, reference_page
 from dutyline.web.assets import STATIC_DIR, Assets
 from dutyline.web.templating import TEMPLATES_DIR
 from tests.fixtures.api import Api
@@ -37,10 +38,13 @@ def test_the_wheel_holds_the_templates_and_static_files(tmp_path: Path) -> None:
         names = set(wheel.namelist())
     package = ROOT / "src"
     expected = {p.relative_to(package).as_posix()
-                for folder in (STATIC_DIR, TEMPLATES_DIR) for p in folder.rglob("*")
-                if p.is_file()}
+                for folder in (STATIC_DIR, TEMPLATES_DIR, reference_page.STATIC_DIR)
+                for p in folder.rglob("*") if p.is_file()}
+    expected.add(openapi_words.REFERENCE.relative_to(package).as_posix())
     assert {"dutyline/web/static/vendor/htmx.min.js", "dutyline/web/static/console.css",
-            "dutyline/web/templates/layout/base.html"} <= expected
+            "dutyline/web/templates/layout/base.html",
+            "dutyline/api/static/reference/swagger-ui-bundle.js",
+            "dutyline/api/reference/openapi.en.json"} <= expected
     assert expected - names == set()
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import msgspec
 
 from dutyline import __version__
+from dutyline.api import openapi_examples, openapi_words
 from dutyline.api.errors import STATUS_BY_CODE
+from dutyline.api.openapi_areas import area_of, tags
 from dutyline.api.operation import Operation
+from dutyline.api.types import MAX_INT64, MIN_INT64
 
 _REF = "#/components/schemas/{name}"
 
@@ -22,18 +26,23 @@ def build(operations: list[Operation]) -> dict[str, Any]:
     schemas, components = msgspec.json.schema_components(types, ref_template=_REF)
     schema_of = dict(zip(map(id, types), schemas, strict=True))
 
-    components["ErrorCode"] = {"type": "string", "enum": list(STATUS_BY_CODE)}
+    components["ErrorCode"] = {"type": "string", "enum": list(STATUS_BY_CODE),
+                               "description": "What went wrong, one of the API's error codes."}
     components["Error"] = {
         "type": "object",
         "required": ["code", "message"],
-        "properties": {"code": {"$ref": _REF.format(name="ErrorCode")},
-                       "message": {"type": "string"}},
+        "properties": {"code": {"$ref": _REF.format(name="ErrorCode"),
+                                "description": "The error code."},
+                       "message": {"type": "string", "description": (
+                           "What went wrong, in the language of `Accept-Language` (English "
+                           "or Chinese); an `InvalidParameter` names the field.")}},
     }
     components["ErrorEnvelope"] = {
         "type": "object",
         "required": ["request_id", "error"],
-        "properties": {"request_id": {"type": "string"},
-                       "error": {"$ref": _REF.format(name="Error")}},
+        "properties": {"request_id": {"type": "string", "description": _REQUEST_ID},
+                       "error": {"$ref": _REF.format(name="Error"),
+                                 "description": "The failure."}},
     }
     paths: dict[str, Any] = {}
     for op in operations:
@@ -54,7 +63,9 @@ def build(operations: list[Operation]) -> dict[str, Any]:
                 "content": {"application/json": {"schema": {
                     "type": "object",
                     "required": ["request_id", "data"],
-                    "properties": {"request_id": {"type": "string"}, "data": data_schema},
+                    "properties": {
+                        "request_id": {"type": "string", "description": _REQUEST_ID},
+                        "data": {**data_schema, "description": "The operation's answer."}},
                 }}},
             },
             "400": error_response,
@@ -69,7 +80,7 @@ def build(operations: list[Operation]) -> dict[str, Any]:
         post = {
             "operationId": op.operation_name,
             "summary": op.summary,
-            "tags": [op.tag] if op.tag else [],
+            "tags": [area_of(op.path) or op.tag],
             "security": [{"AppKeyAuth": []}],
             "requestBody": {
                 "required": False,
@@ -88,9 +99,12 @@ def build(operations: list[Operation]) -> dict[str, Any]:
             get["operationId"] = f"{op.operation_name}.get"
             get["parameters"] = _query_parameters(schema_of[id(op.request_type)], components)
             paths[op.path]["get"] = get
-    return {
+    for schema in components.values():
+        _plain_int64(schema)
+    spec = {
         "openapi": "3.1.0",
-        "info": {"title": "dutyline API", "version": __version__},
+        "info": {"title": "dutyline API", "version": __version__, "description": _INTRO},
+        "tags": tags(),
         "paths": paths,
         "components": {
             "schemas": components,
@@ -99,6 +113,41 @@ def build(operations: list[Operation]) -> dict[str, Any]:
             },
         },
     }
+    openapi_words.describe(spec, {op.path: _docstring(op) for op in operations})
+    openapi_examples.attach(spec)
+    return spec
+
+
+_REQUEST_ID = "The request's id, also in the `Service-Request-Id` header: quote it when asking."
+_INTRO = (
+    "## Calling the API\n\nEvery operation is a `POST` with a JSON body, authenticated by "
+    "the `app_key` query parameter (an app key made in the console or with "
+    "`/app-key/create`). It answers "
+    "`{request_id, data}`, or `{request_id, error: {code, message}}` with the HTTP status of "
+    "the error. Times are Unix seconds unless a field says milliseconds. Rate limits: 50 "
+    "requests a second and 1,000 a minute per account (`429 RequestTooFrequently`, with "
+    "`Retry-After`). Machine-readable: [/openapi.json](/openapi.json).\n\n"
+    "To try a call here, press **Authorize** and type an app key: the page keeps it in its "
+    "memory only, until it is closed.")
+
+
+def _docstring(op: Operation) -> str:
+    return " ".join((inspect.getdoc(op.handler) or "").split())
+
+
+def _plain_int64(schema: Any) -> None:
+    """Say `int64` rather than spelling out its range, which only hides a real limit."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "integer" and schema.get("maximum") == MAX_INT64:
+            del schema["maximum"]
+            schema["format"] = "int64"
+            if schema.get("minimum") == MIN_INT64:
+                del schema["minimum"]
+        for value in schema.values():
+            _plain_int64(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            _plain_int64(value)
 
 
 _SCALARS = {"string", "integer", "number", "boolean"}

@@ -16,6 +16,12 @@ from dutyline.api.outbound_secrets import OUTBOUND_SECRET
 from dutyline.api.secret import SECRET
 from dutyline.api.types import Int64, SaveWarning
 
+# The service checks the value (schedule/definition.py); the enum is for the reference.
+RotationUnit = Annotated[str, msgspec.Meta(
+    description=("The unit of one turn, `rotation_value` of them long; empty: each turn lasts "
+                 "`rotation_duration` seconds."),
+    extra_json_schema={"enum": ["hour", "day", "week", "month", ""]})]
+
 # -- pieces shared by requests and records ------------------------------------------------
 
 
@@ -85,7 +91,7 @@ class LayerIn(msgspec.Struct):
     weight: Int64 = 0
     hidden: Int64 = 0
     groups: list[ScheduleGroup] | None = None
-    rotation_unit: str = ""
+    rotation_unit: RotationUnit = ""
     rotation_value: Int64 = 0
     rotation_duration: Int64 = 0
     handoff_time: Int64 = 0
@@ -193,7 +199,7 @@ class ScheduleLayer(msgspec.Struct):
     fair_rotation: bool
     layer_start: Int64
     layer_end: Int64 | None
-    rotation_unit: str
+    rotation_unit: RotationUnit
     rotation_value: Int64
     mask_continuous_enabled: bool
     # Our extension (absent from layers stored before it): the calendar the rotation follows.
