@@ -346,8 +346,7 @@ def count_event(conn: Connection, incident_id: str, *, raised_to: str | None,
                 recovered: bool, now_s: int) -> Any:
     """Count one more event on the incident (raising its severity, one active alert fewer
     when `recovered`); (account_id, active_alert_cnt, progress, channel_id) after it, or
-    None. On
-    PostgreSQL it locks the incident row."""
+    None. On PostgreSQL it locks the incident row."""
     return conn.execute(_count_statement(raised_to, recovered),
                         {"v_now": now_s, "v_incident_id": incident_id}).first()
 
