@@ -1,5 +1,6 @@
 """Fixtures of the ingestion and alert tests: an app on a fake clock, and channels with an
-integration made through the API (so the integration key is a real one)."""
+integration made through the API (so the integration key is a real one); and, for what
+paging hears of incidents, the paging suites' app (`papi`) and webhook receiver."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from typing import Any
 import pytest
 
 from dutyline.config import Settings
+from tests.dispatch.receiver import receiver  # noqa: F401  (the fixture)
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, Reply, make_api
 from tests.fixtures.clock import FakeClock
+from tests.fixtures.paging import papi  # noqa: F401  (the fixture)
 
 PUSH_PATH = "/event/push/alert/standard"
 

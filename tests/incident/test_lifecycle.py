@@ -368,7 +368,14 @@ async def test_merge_moves_alerts_and_closes_sources(api: Api, owner: Person) ->
     assert [s["incident_id"] for s in target_feed[-1]["detail"]["source_incidents"]] == [
         source, closed_source]
     assert (await feed_types(api, owner, source))[-1] == "i_merge"
-    assert (await event_kinds(api, source))[-1] == "merged"
+    # The open source closed: its merge's event, then the close's own (whoever listens for
+    # a close hears it); the source that was closed already only merged.
+    assert (await event_kinds(api, source))[-2:] == ["merged", "resolved"]
+    (closed,) = [e for e in await events_of(api, source) if e["kind"] == "resolved"]
+    assert closed["payload"] == {"channel_id": 0, "progress": "Closed", "reason": "merged",
+                                 "recovered_alerts": 0, "merged_into": target}
+    assert (await event_kinds(api, closed_source)).count("resolved") == 1
+    assert (await event_kinds(api, closed_source))[-1] == "merged"
     assert (await event_kinds(api, target))[-1] == "merged"
     # A Closed target, or only the target itself, is refused.
     assert_invalid(await api.call("/incident/merge", {

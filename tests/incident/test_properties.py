@@ -1,9 +1,14 @@
 """Property test of the incident lifecycle: hypothesis drives random sequences of create, ack,
-unack, resolve, reopen, snooze, wake, merge, alert pushes (ingestion) and clock ticks through
-the HTTP API, and after every step checks:
+unack, resolve, reopen, snooze, wake, merge and alert merge through the HTTP API, the same
+transitions through the console's incident page and a notification's signed links, alert
+pushes (ingestion) and clock ticks (the auto-resolve timer), and after every step checks:
 
 - the call succeeded exactly when every named incident was in a state the transition accepts,
   and a refused call changed nothing at all (incidents, feed, events);
+- a closed incident has no active alert, whoever closed it;
+- every close emitted exactly one `resolved` event, however it closed (by hand, by its
+  alerts' recovery or the timeout, by a merge, emptied by an alert merge): an incident's
+  `resolved` events are its `reopened` ones, plus one while it is Closed;
 - progress is valid; close fields are set only, and always, when Closed; a closed incident,
   however it closed (by hand, by its alerts' recovery, by a merge), is not snoozed; a merged
   incident is Closed; Processing means acknowledged (ack_time set) and open;
@@ -28,12 +33,16 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 from sqlalchemy import case, func, select
 
+import dutyline.incident.ingest.tasks  # noqa: F401  (registers the auto-resolve timer)
 from dutyline.config import Settings
 from dutyline.db.tables.incident import alert, incident, incident_event, incident_feed
+from dutyline.dispatch import links
 from dutyline.kit.vocabulary import SEVERITY_RANK
+from dutyline.work.worker import Worker
 from tests.fixtures.accounts import Person, new_account
 from tests.fixtures.api import Api, make_api
 from tests.fixtures.clock import FakeClock
+from tests.fixtures.console import signed_in
 
 T = TypeVar("T")
 PUSH_PATH = "/event/push/alert/standard"
@@ -47,6 +56,19 @@ _indexes = st.lists(st.integers(0, 1000), min_size=1, max_size=3)
 # Alert keys and the service each belongs to (the channel groups by service).
 _SERVICE = {"k1": "api", "k2": "api", "k3": "db"}
 _keys = st.sampled_from(sorted(_SERVICE))
+# Whether an incident (its row) is in a state each transition accepts, at `now`: written here
+# on its own, not read from incident/state, so the test checks the machine against the rules.
+_ACCEPTS = {
+    "ack": lambda r, now: r["progress"] == "Triggered",
+    "unack": lambda r, now: r["progress"] == "Processing",
+    "resolve": lambda r, now: r["progress"] != "Closed",
+    "reopen": lambda r, now: r["progress"] == "Closed",
+    "snooze": lambda r, now: r["progress"] != "Closed",
+    "wake": lambda r, now: r["snoozed_before"] > now,
+}
+# The console's form of each, and the statuses that say done and refused for each way in.
+_FORMS: dict[str, dict[str, str]] = {"reopen": {"reason": "back"}, "snooze": {"minutes": "30"}}
+_DONE_REFUSED = {"api": (200, 400), "console": (303, 400), "link": (200, 409)}
 
 
 class _World:
@@ -77,7 +99,8 @@ def _machine(world: _World) -> type[RuleBasedStateMachine]:
             # Alerts of one service share an incident, so severities are recomputed as
             # alerts of mixed severities fire and recover.
             channel = world.run(api.call("/channel/create", {
-                "channel_name": "Prop", "group": {"method": "p", "equals": [["svc"]]}},
+                "channel_name": "Prop", "group": {"method": "p", "equals": [["svc"]]},
+                "auto_resolve_timeout": 3600},
                 key=self.owner.key))
             assert channel.status == 200, channel.body
             integ = world.run(api.call("/integration/create", {
@@ -87,6 +110,7 @@ def _machine(world: _World) -> type[RuleBasedStateMachine]:
             self.integration_key: str = integ.data["integration_key"]
             # Incidents whose severity a person set (not only their alerts).
             self.hand_set: set[str] = set()
+            self.link_key: str = world.run(links.server_key(api.runtime.settings))
 
         # -- reading the account's state straight from the database ----------------------
         def snapshot(self) -> dict[str, dict[str, Any]]:
@@ -119,23 +143,31 @@ def _machine(world: _World) -> type[RuleBasedStateMachine]:
 
         def transition(self, path: str, body: dict[str, Any], ids: list[str],
                        accepted: bool, changed: list[str]) -> None:
-            """Call; check it succeeded exactly when `accepted`, and that a success left a
-            feed entry and an event on every changed incident and a refusal changed
+            """Call the API; check it succeeded exactly when `accepted`, and that a success
+            left a feed entry and an event on every changed incident and a refusal changed
             nothing."""
+            async def call() -> tuple[int, str]:
+                reply = await api.call(path, body, key=self.owner.key)
+                return reply.status, str(reply.body)
+            self.check(call, "api", accepted, changed, (path, body))
+
+        def check(self, call: Any, way: str, accepted: bool, changed: list[str],
+                  what: Any) -> None:
+            """Run `call` (-> status, body) made through `way` (api, console, link) and
+            check what it did as `transition` says."""
+            done, refused = _DONE_REFUSED[way]
             before, (feeds, evs) = self.snapshot(), self.totals()
-            reply = world.run(api.call(path, body, key=self.owner.key))
+            status, body = world.run(call())
             if not accepted:
-                assert reply.status == 400, (path, body, reply.body)
-                assert reply.code == "InvalidParameter"
+                assert status == refused, (what, status, body)
                 assert self.snapshot() == before
                 assert self.totals() == (feeds, evs)
                 return
-            assert reply.status == 200, (path, body, reply.body)
+            assert status == done, (what, status, body)
             after_feeds, after_evs = self.totals()
             for incident_id in changed:
-                assert after_evs.get(incident_id, 0) > evs.get(incident_id, 0), (path, body)
-                if path != "/incident/remove":
-                    assert after_feeds.get(incident_id, 0) > feeds.get(incident_id, 0)
+                assert after_evs.get(incident_id, 0) > evs.get(incident_id, 0), what
+                assert after_feeds.get(incident_id, 0) > feeds.get(incident_id, 0), what
 
         # -- rules ----------------------------------------------------------------------
         @rule(severity=st.sampled_from(["Critical", "Warning", "Info"]))
@@ -249,9 +281,95 @@ def _machine(world: _World) -> type[RuleBasedStateMachine]:
                     assert after[s]["merged_into"] == target_id
                     assert after[s]["progress"] == "Closed"
 
+        @rule(action=st.sampled_from(sorted(_ACCEPTS)), index=st.integers(0, 1000))
+        def console(self, action: str, index: int) -> None:
+            """The same transition from the console's incident page, as the owner."""
+            ids = self.pick([index])
+            if not ids:
+                return
+            ok = _ACCEPTS[action](self.snapshot()[ids[0]], int(world.clock.now()))
+
+            async def call() -> tuple[int, str]:
+                browser = await signed_in(api, self.owner)
+                try:
+                    got = await browser.post(f"/console/incidents/{ids[0]}/{action}",
+                                             _FORMS.get(action, {}))
+                finally:
+                    await browser.aclose()
+                return got.status_code, got.headers.get("location", "")
+            self.check(call, "console", ok, ids, ("console", action))
+            if ok and action == "reopen":
+                self.hand_set.update(ids)
+
+        @rule(action=st.sampled_from(["ack", "resolve"]), index=st.integers(0, 1000))
+        def link(self, action: str, index: int) -> None:
+            """The owner's signed link of a notification (acknowledge, resolve)."""
+            ids = self.pick([index])
+            if not ids:
+                return
+            ok = _ACCEPTS[action](self.snapshot()[ids[0]], int(world.clock.now()))
+            token = links.sign(self.link_key, links.Link(
+                action, self.owner.account_id, self.owner.person_id, ids[0],
+                int(world.clock.now()) + 600))
+
+            async def call() -> tuple[int, str]:
+                got = await api.client.post(links.PATH + token)
+                return got.status_code, ""
+            self.check(call, "link", ok, ids, ("link", action))
+
+        @rule(into=st.integers(0, 1000), index=st.integers(0, 1000))
+        def merge_alert(self, into: int, index: int) -> None:
+            """/alert/merge: one alert of any incident into another, which may empty it."""
+            (target_id,) = self.pick([into]) or [None]
+            placed = self.placed_alerts()
+            if target_id is None or not placed:
+                return
+            alert_id, source_id = placed[index % len(placed)]
+            ok = self.snapshot()[target_id]["progress"] != "Closed"
+            changed = [] if source_id == target_id else [source_id, target_id]
+            self.transition("/alert/merge", {"incident_id": target_id, "alert_ids": [alert_id]},
+                            [target_id], ok, changed)
+
+        def placed_alerts(self) -> list[tuple[str, str]]:
+            """(alert_id, incident_id) of the account's alerts that are in a (visible)
+            incident, oldest first."""
+            async def read() -> list[tuple[str, str]]:
+                async with api.runtime.db.transaction(write=False) as conn:
+                    rows = await conn.execute(
+                        select(alert.c.alert_id, alert.c.incident_id)
+                        .select_from(alert.join(incident,
+                                                incident.c.incident_id == alert.c.incident_id))
+                        .where(alert.c.account_id == self.owner.account_id,
+                               incident.c.deleted_at == 0)
+                        .order_by(alert.c.created_at, alert.c.alert_id))
+                    return [(r[0], r[1]) for r in rows]
+            return world.run(read())
+
         @rule(seconds=st.sampled_from([1, 60, 3600, 90_000]))
         def tick(self, seconds: int) -> None:
+            """Time passes; the jobs due run (the auto-resolve timer closes quiet incidents)."""
             world.clock.advance(seconds)
+            world.run(self.run_jobs())
+
+        async def run_jobs(self) -> None:
+            worker = Worker(api.runtime, worker_id="prop")
+            while claimed := await worker.claim(20):
+                for job in claimed:
+                    await worker.execute(job)
+
+        def kinds(self) -> dict[str, dict[str, int]]:
+            async def read() -> dict[str, dict[str, int]]:
+                async with api.runtime.db.transaction(write=False) as conn:
+                    rows = await conn.execute(
+                        select(incident_event.c.incident_id, incident_event.c.kind, func.count())
+                        .where(incident_event.c.account_id == self.owner.account_id,
+                               incident_event.c.kind.in_(["resolved", "reopened"]))
+                        .group_by(incident_event.c.incident_id, incident_event.c.kind))
+                    found: dict[str, dict[str, int]] = {}
+                    for incident_id, kind, n in rows:
+                        found.setdefault(incident_id, {})[kind] = int(n)
+                    return found
+            return world.run(read())
 
         # -- invariants -----------------------------------------------------------------
         @invariant()
@@ -281,13 +399,18 @@ def _machine(world: _World) -> type[RuleBasedStateMachine]:
                         found.setdefault(incident_id, []).append(severity)
                     return found
             facts, active = world.run(alert_facts()), world.run(active_severities())
+            kinds = self.kinds()
             for incident_id, r in state.items():
                 closed = r["progress"] == "Closed"
                 assert r["progress"] in ("Triggered", "Processing", "Closed")
+                closes = kinds.get(incident_id, {})
+                assert closes.get("resolved", 0) == closes.get("reopened", 0) + closed, (
+                    r, closes)
                 if closed:
                     assert r["close_time"] > 0 and r["end_time"] > 0, r
                     assert r["incident_status"] == "Ok", r
                     assert r["snoozed_before"] == 0, r
+                    assert incident_id not in active, (r, active[incident_id])
                 else:
                     assert (r["close_time"], r["end_time"], r["closer_id"]) == (0, 0, 0), r
                     assert r["incident_status"] == r["incident_severity"], r

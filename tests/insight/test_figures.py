@@ -85,8 +85,9 @@ async def world(capi: Api, acme: Person, clock: FakeClock) -> World:
                               payload={"assignment": {"type": "escalate", "layer_idx": 1}})
     at(clock, t_c + 1800)
     async with capi.runtime.db.transaction() as conn:
-        assert await state.close(conn, incident_id=ids["C"], account_id=acme.account_id,
-                                 now_s=t_c + 1800, reason="auto_resolve_timeout")
+        assert await conn.run_sync(
+            state.close, incident_id=ids["C"], account_id=acme.account_id, channel_id=b,
+            now_s=t_c + 1800, reason=state.TIMED_OUT, end_alerts=True)
     at(clock, END)
     return World(a, b, team, ids)
 

@@ -1,6 +1,6 @@
 """Opening an incident: the one path both ingestion (alerts grouped into a new incident) and
-/incident/create take, so every incident starts with its `i_new` feed entry and its
-`created` event."""
+/incident/create take, so every incident starts with the state machine's opening values,
+its `i_new` feed entry and its `created` event (state.begin)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.channel import service as channels
-from dutyline.incident import events, feed, state
 from dutyline.incident import repository as repo
+from dutyline.incident import state
 from dutyline.incident.change import service as changes
 from dutyline.kit.ids import hex_id
 
@@ -86,15 +86,8 @@ def open_incident_sync(conn: Connection, new: NewIncident, *, now_s: int) -> str
                                              channel_id=new.channel_id, at=now_s)
         if recent:
             detail["changes"] = recent
-    feed.add_sync(
-        conn, incident_id=incident_id, account_id=new.account_id, feed_type=feed.NEW,
-        creator_id=new.creator_id, detail=detail, now_s=now_s,
-    )
-    events.emit_sync(
-        conn, account_id=new.account_id, incident_id=incident_id, kind=events.CREATED,
-        now_s=now_s, person_id=new.creator_id,
-        payload={"channel_id": new.channel_id, "severity": new.severity},
-    )
+    state.begin(conn, state.By(new.account_id, new.creator_id, now_s), incident_id,
+                new.channel_id, severity=new.severity, detail=detail)
     return incident_id
 
 

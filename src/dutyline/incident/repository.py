@@ -17,21 +17,17 @@ from sqlalchemy import (
     Connection,
     Text,
     cast,
-    delete,
     func,
     insert,
     or_,
     select,
-    update,
 )
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import ESCAPE, contains_pattern
-from dutyline.db.tables.incident import alert, incident, incident_event, incident_feed
-from dutyline.db.tables.incident_noise import inhibit_source
+from dutyline.db.tables.incident import incident, incident_event, incident_feed
 from dutyline.db.upsert import insert_for
-from dutyline.kit.vocabulary import CLOSED, OK
 
 
 async def event_row(conn: AsyncConnection, event_id: int) -> Row[Any] | None:
@@ -121,48 +117,3 @@ def insert_event(conn: Connection, values: dict[str, Any]) -> int:
     """The new event's id."""
     stmt = _INSERT_EVENT_PG if conn.dialect.name == "postgresql" else _INSERT_EVENT
     return int(conn.execute(stmt, values).one()[0])
-
-
-# -- the state machine's own writes (incident/state.py)
-
-
-def close_incident(conn: Connection, incident_id: str, values: dict[str, Any], *,
-                   if_last_time_at_most: int | None) -> bool:
-    """Set these values on the incident unless it is closed (or had an event after
-    `if_last_time_at_most`); whether it did."""
-    conditions = [incident.c.incident_id == incident_id, incident.c.progress != CLOSED]
-    if if_last_time_at_most is not None:
-        conditions.append(incident.c.last_time <= if_last_time_at_most)
-    return conn.execute(update(incident).where(*conditions).values(values)).rowcount == 1
-
-
-def end_active_alerts(conn: Connection, incident_id: str, *, now_s: int) -> None:
-    """End the incident's active alerts as recovered; they are nobody's inhibit source any
-    more (incident/ingest/noise.py)."""
-    conn.execute(delete(inhibit_source).where(inhibit_source.c.alert_id.in_(
-        select(alert.c.alert_id).where(alert.c.incident_id == incident_id,
-                                       alert.c.end_time == 0))))
-    conn.execute(
-        update(alert)
-        .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
-        .values(end_time=now_s, alert_status=OK, updated_at=now_s)
-    )
-
-
-def active_alert_severities(conn: Connection, incident_id: str) -> list[str]:
-    rows = conn.execute(
-        select(alert.c.alert_severity).where(
-            alert.c.incident_id == incident_id, alert.c.end_time == 0
-        )
-    )
-    return [r[0] for r in rows]
-
-
-def set_open_incident_values(conn: Connection, incident_id: str,
-                             values: dict[str, Any]) -> None:
-    """Set these values on the incident unless it is closed."""
-    conn.execute(
-        update(incident)
-        .where(incident.c.incident_id == incident_id, incident.c.progress != CLOSED)
-        .values(values)
-    )

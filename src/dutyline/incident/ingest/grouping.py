@@ -1,5 +1,5 @@
 """Alerts into incidents: the grouping key, finding or opening the incident, its counters
-and severity, closing it when every alert recovered (through incident/state.py, the one
+and severity, closing it when every alert recovered (through incident/state, the one
 place an incident's transitions are written), and the auto-resolve timer.
 
 Grouping methods (the channel's `group.method`):
@@ -120,15 +120,15 @@ def count_event(
                            now_s=now_s)
     if row is None or row[2] == CLOSED:
         return
-    account_id, active_cnt = int(row[0]), int(row[1])
+    account_id, active_cnt, channel_id = int(row[0]), int(row[1]), int(row[3])
     if recovered:
         if active_cnt <= 0:
             if not settings.disable_auto_close:
-                state.close_sync(conn, incident_id=incident_id, account_id=account_id,
-                                 now_s=now_s, reason="all alerts recovered")
+                state.close(conn, incident_id=incident_id, account_id=account_id,
+                            channel_id=channel_id, now_s=now_s, reason=state.RECOVERED)
                 return
         else:
-            state.recompute_severity_sync(conn, incident_id)
+            state.recompute_severity(conn, incident_id)
     schedule_auto_resolve(conn, settings, incident_id, status, now_s=now_s)
 
 

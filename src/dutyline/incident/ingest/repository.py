@@ -32,7 +32,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.db.tables.incident import alert, alert_event, incident
 from dutyline.db.tables.incident_noise import inhibit_source
 from dutyline.db.upsert import insert_for
-from dutyline.kit.vocabulary import CLOSED, OK, SEVERITY_RANK, TRIGGERED
+from dutyline.incident.state import raised_severity
+from dutyline.kit.vocabulary import CLOSED, OK, TRIGGERED
 
 
 async def timer_incident(conn: AsyncConnection, incident_id: str) -> Any:
@@ -301,25 +302,6 @@ def open_incident_of_group(conn: Connection, *, account_id: int, channel_id: int
     return None if found is None else str(found)
 
 
-def _rank(column: Any) -> Any:
-    return case(SEVERITY_RANK, value=column, else_=0)
-
-
-def _raised_severity(severity: str) -> dict[str, Any]:
-    """Values that raise the incident's severity to `severity` if that is worse; the
-    status follows the severity while the incident is open and stays Ok once closed."""
-    raised = case(
-        (_rank(incident.c.incident_severity) < SEVERITY_RANK[severity], severity),
-        else_=incident.c.incident_severity,
-    )
-    return {
-        "incident_severity": raised,
-        "incident_status": case(
-            (incident.c.progress == CLOSED, incident.c.incident_status), else_=raised
-        ),
-    }
-
-
 def count_joined_alert(conn: Connection, incident_id: str, *, severity: str,
                        now_s: int) -> None:
     """A new alert joined the incident: count it (and its first event) and raise the
@@ -331,7 +313,7 @@ def count_joined_alert(conn: Connection, incident_id: str, *, severity: str,
             alert_cnt=incident.c.alert_cnt + 1,
             active_alert_cnt=incident.c.active_alert_cnt + 1,
             alert_event_cnt=incident.c.alert_event_cnt + 1,
-            last_time=now_s, updated_at=now_s, **_raised_severity(severity),
+            last_time=now_s, updated_at=now_s, **raised_severity(severity),
         )
     )
 
@@ -346,7 +328,7 @@ def _count_statement(raised_to: str | None, recovered: bool) -> Any:
         "updated_at": bindparam("v_now"),
     }
     if raised_to is not None:
-        values.update(_raised_severity(raised_to))
+        values.update(raised_severity(raised_to))
     if recovered:
         values["active_alert_cnt"] = case(
             (incident.c.active_alert_cnt > 0, incident.c.active_alert_cnt - 1), else_=0
@@ -355,15 +337,16 @@ def _count_statement(raised_to: str | None, recovered: bool) -> Any:
         update(incident)
         .where(incident.c.incident_id == bindparam("v_incident_id"))
         .values(values)
-        .returning(incident.c.account_id, incident.c.active_alert_cnt, incident.c.progress)
+        .returning(incident.c.account_id, incident.c.active_alert_cnt, incident.c.progress,
+                   incident.c.channel_id)
     )
 
 
 def count_event(conn: Connection, incident_id: str, *, raised_to: str | None,
                 recovered: bool, now_s: int) -> Any:
     """Count one more event on the incident (raising its severity, one active alert fewer
-    when `recovered`); (account_id, active_alert_cnt, progress) after it, or None. On
-    PostgreSQL it locks the incident row."""
+    when `recovered`); (account_id, active_alert_cnt, progress, channel_id) after it, or
+    None. On PostgreSQL it locks the incident row."""
     return conn.execute(_count_statement(raised_to, recovered),
                         {"v_now": now_s, "v_incident_id": incident_id}).first()
 

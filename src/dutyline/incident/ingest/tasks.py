@@ -38,9 +38,9 @@ async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
     now_s = int(ctx.clock.now())
     due = since + settings.auto_resolve_timeout
     if now_s >= due:
-        closed = await state.close(
-            conn, incident_id=incident_id, account_id=row.account_id, now_s=now_s,
-            reason="auto_resolve_timeout", recover_alerts=True,
+        closed = await conn.run_sync(
+            state.close, incident_id=incident_id, account_id=row.account_id,
+            channel_id=row.channel_id, now_s=now_s, reason=state.TIMED_OUT, end_alerts=True,
             if_last_time_at_most=int(row.last_time),
         )
         if closed:

@@ -10,10 +10,10 @@ an `alerts_merged` event."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
@@ -23,27 +23,12 @@ from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident import events, feed, state, visibility
 from dutyline.incident.alert import repository as alert_repo
 from dutyline.incident.lifecycle import repository as repo
-from dutyline.incident.lifecycle.common import (
-    CLOSED,
-    OPEN,
-    load_all,
-    record,
-    require_progress,
-)
+from dutyline.incident.lifecycle.common import load_all
 from dutyline.platform.member import service as member_service
 
 
 def _short(row: Any) -> dict[str, Any]:
     return {"incident_id": row.incident_id, "title": row.title, "progress": row.progress}
-
-
-async def _recount(conn: AsyncConnection, row: Any, now_s: int) -> dict[str, Any]:
-    alert_cnt, active, event_cnt = await repo.alert_counts(conn, row.incident_id)
-    values: dict[str, Any] = {"alert_cnt": alert_cnt, "active_alert_cnt": active,
-                              "alert_event_cnt": event_cnt, "updated_at": now_s}
-    values.update(state.recomputed_severity(
-        await repo.active_alert_severities(conn, row.incident_id), row.progress))
-    return values
 
 
 @writes("/alert/merge", INCIDENT_MANAGE)
@@ -54,7 +39,7 @@ async def merge_alerts(
     """Returns every id the merge touched (the target, the incidents the alerts left, the
     alerts that moved: those not in the target already), for the audit log."""
     (target,) = await load_all(conn, actor, [incident_id.lower()], field="incident_id")
-    require_progress([target], OPEN, "the target is Closed", field="incident_id")
+    state.require([target], state.MERGE_TARGET, actor.now_s, "incident_id")
     ids = list(dict.fromkeys(i.lower() for i in alert_ids))
     found = await alert_repo.find_many(conn, await visibility.scope(actor), ids, lock=True)
     if missing := [i for i in ids if i not in found]:
@@ -64,44 +49,35 @@ async def merge_alerts(
             conn, actor, [owner_id]):
         raise errors.invalid("owner_id", "unknown members: " + str(owner_id))
     moving = [found[i] for i in ids if found[i].incident_id != target.incident_id]
-    now, person_id = actor.now_s, actor.person_id
-    left_from: dict[str, list[str]] = defaultdict(list)
-    for a in moving:
-        if a.incident_id:
-            left_from[a.incident_id].append(a.alert_id)
-    sources = await repo.lock_in_account(conn, actor.account_id, sorted(left_from))
-    moved = [a.alert_id for a in moving]
-    if moved:
-        await repo.move_alerts_by_id(conn, moved, target.incident_id, now)
+    sources = await repo.lock_in_account(
+        conn, actor.account_id, sorted({a.incident_id for a in moving if a.incident_id}))
+    await conn.run_sync(_move_and_recount, actor, target, sources, moving, comment, title,
+                        owner_id)
+    return [target.incident_id, *sources, *(a.alert_id for a in moving)]
 
-    values = await _recount(conn, target, now)
-    values["last_time"] = max([target.last_time, *(a.last_time for a in moving)])
+
+def _move_and_recount(conn: Connection, actor: Actor, target: Any, sources: dict[str, Any],
+                      moved: list[Any], comment: str, title: str | None,
+                      owner_id: int | None) -> None:
+    changes: dict[str, Any] = {"last_time": max([target.last_time,
+                                                 *(a.last_time for a in moved)])}
     if title is not None and title.strip():
-        values["title"] = title.strip()
+        changes["title"] = title.strip()
     if owner_id is not None:
-        values["owner_id"] = owner_id
-    await repo.update_incident(conn, target.incident_id, values)
-
+        changes["owner_id"] = owner_id
+    moved_ids = [a.alert_id for a in moved]
+    values = state.alerts_joined(conn, actor, target, moved_ids, changes=changes)
     for source in sources.values():
-        closing = await _recount(conn, source, now)
-        emptied = closing["alert_cnt"] == 0 and source.progress != CLOSED
-        if emptied:
-            closing.update(state.emptied(target.incident_id, now, person_id))
-        await repo.update_incident(conn, source.incident_id, closing)
-        await record(conn, actor, source, feed_type=feed.ALERT_MERGE, detail={
-            "alert_ids": left_from[source.incident_id], "comment": comment,
-            "target_incident": _short(target),
-        }, kind=events.ALERTS_MERGED, payload={
-            "role": "source", "alert_ids": left_from[source.incident_id],
-            "target_incident_id": target.incident_id, "closed": emptied,
-        })
-    if moved or "title" in values or owner_id is not None:
-        await record(conn, actor, target, feed_type=feed.ALERT_MERGE, detail={
-            "alert_ids": moved, "comment": comment,
-            "source_incidents": [_short(s) for s in sources.values()],
-            "target_incident": _short(target), "owner_id": person_id,
-            "title": values.get("title", target.title),
-        }, kind=events.ALERTS_MERGED, payload={
-            "role": "target", "alert_ids": moved, "source_incident_ids": sorted(sources),
-        })
-    return [target.incident_id, *sources, *moved]
+        left = [a.alert_id for a in moved if a.incident_id == source.incident_id]
+        state.alerts_left(conn, actor, source, target.incident_id, alert_ids=left, detail={
+            "alert_ids": left, "comment": comment, "target_incident": _short(target)})
+    if moved or "title" in changes or owner_id is not None:
+        state.record(conn, state.by(actor), target.incident_id, target.channel_id,
+                     feed_type=feed.ALERT_MERGE, detail={
+                         "alert_ids": moved_ids, "comment": comment,
+                         "source_incidents": [_short(s) for s in sources.values()],
+                         "target_incident": _short(target), "owner_id": actor.person_id,
+                         "title": values.get("title", target.title)},
+                     kind=events.ALERTS_MERGED, payload={
+                         "role": "target", "alert_ids": moved_ids,
+                         "source_incident_ids": sorted(sources)})

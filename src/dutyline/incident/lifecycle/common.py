@@ -1,35 +1,29 @@
 """What every incident write shares: loading a batch all-or-nothing, refusing a batch that is
 not in the right state by naming the ids, and recording a change (feed entry + event) in the
-transaction of the change."""
+transaction of the change (incident/state's `record`, which its transitions write theirs
+with)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-import msgspec
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
-from dutyline.incident import events, feed, visibility
+from dutyline.incident import state, visibility
 from dutyline.incident.lifecycle import repository as repo
-from dutyline.kit.vocabulary import CLOSED, OPEN, PROCESSING, TRIGGERED
+from dutyline.incident.state.values import (
+    dumps,
+    loads,
+    responders_adding,
+)
+from dutyline.kit.vocabulary import CLOSED, OPEN
 
-__all__ = ["CLOSED", "OPEN", "PROCESSING", "TRIGGERED", "dumps", "load_all", "loads", "record",
-           "require_progress", "responders_adding", "responders_unacked",
-           "responders_with_ack", "unique_ids"]
-
-_json = msgspec.json.Decoder()
-
-
-def dumps(value: Any) -> str:
-    return msgspec.json.encode(value).decode()
-
-
-def loads(text: str) -> Any:
-    return _json.decode(text)
+__all__ = ["CLOSED", "OPEN", "dumps", "load_all", "loads", "record", "require_progress",
+           "responders_adding", "unique_ids"]
 
 
 def unique_ids(ids: Iterable[str]) -> list[str]:
@@ -54,12 +48,9 @@ def _all_found(found: dict[str, Row[Any]], ids: list[str], field: str) -> list[R
 
 def require_progress(rows: list[Row[Any]], allowed: tuple[str, ...], reason: str,
                      field: str = "incident_ids") -> None:
-    """Refuse the batch, naming every incident whose progress is not in `allowed`."""
-    wrong = [r.incident_id for r in rows if r.progress not in allowed]
-    if wrong:
-        raise errors.InvalidParameter(
-            "Invalid parameter {field}: {reason}: {ids}", field=field, reason=reason,
-            ids=", ".join(wrong))
+    """Refuse the batch, naming every incident whose progress is not in `allowed` (a
+    change that is not a transition of its own: assigning, adding responders)."""
+    state.require(rows, state.Guard(reason, allowed), 0, field)
 
 
 async def record(
@@ -68,41 +59,5 @@ async def record(
 ) -> None:
     """The feed entry (who, when, what) and the event for one change of one incident (the
     endpoint names the audit targets)."""
-    account_id, person_id, now = actor.account_id, actor.person_id, actor.now_s
-    if feed_type is not None:
-        await feed.add(conn, actor, incident_id=row.incident_id, feed_type=feed_type,
-                       detail=detail)
-    await events.emit(
-        conn, account_id=account_id, incident_id=row.incident_id, kind=kind, now_s=now,
-        person_id=person_id,
-        payload={"channel_id": row.channel_id, **(payload or {})},
-    )
-
-
-def responders_with_ack(text: str, person_id: int, now_s: int) -> list[dict[str, Any]]:
-    """The caller acknowledges: their responder entry gets acknowledged_at (an acker who was
-    not assigned joins the responders)."""
-    responders: list[dict[str, Any]] = loads(text)
-    for r in responders:
-        if r.get("person_id") == person_id:
-            r["acknowledged_at"] = now_s
-            return responders
-    responders.append({"person_id": person_id, "assigned_at": now_s, "acknowledged_at": now_s})
-    return responders
-
-
-def responders_unacked(text: str) -> list[dict[str, Any]]:
-    responders: list[dict[str, Any]] = loads(text)
-    for r in responders:
-        r["acknowledged_at"] = 0
-    return responders
-
-
-def responders_adding(text: str, person_ids: Iterable[int], now_s: int) -> list[dict[str, Any]]:
-    responders: list[dict[str, Any]] = loads(text)
-    present = {r.get("person_id") for r in responders}
-    for p in person_ids:
-        if p not in present:
-            responders.append({"person_id": p, "assigned_at": now_s, "acknowledged_at": 0})
-            present.add(p)
-    return responders
+    await conn.run_sync(state.record, state.by(actor), row.incident_id, row.channel_id,
+                        feed_type=feed_type, detail=detail, kind=kind, payload=payload)

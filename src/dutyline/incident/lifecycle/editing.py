@@ -19,7 +19,6 @@ from dutyline.incident.creation import NewIncident, open_incident
 from dutyline.incident.field import service as field_service
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
-    CLOSED,
     OPEN,
     dumps,
     load_all,
@@ -171,9 +170,8 @@ async def reset(
     if not changes:
         return []
     values: dict[str, Any] = {name: to for name, (_, _, to) in changes.items()}
-    if "incident_severity" in changes and row.progress != CLOSED:
-        # An open incident's status follows its severity; a closed one stays Ok.
-        values.update(state.with_severity(values["incident_severity"]))
+    if "incident_severity" in changes:
+        values.update(state.severity_set(values["incident_severity"], row.progress))
     values["updated_at"] = actor.now_s
     await repo.update_incident(conn, row.incident_id, values)
     for feed_type, before, after in changes.values():
@@ -230,17 +228,20 @@ async def merge(
         raise errors.ResourceNotFound("{field}: incidents not found: {ids}",
                                       field="source_incident_ids", ids=", ".join(missing))
     target, sources = by_id[target_id], [by_id[i] for i in source_ids]
-    require_progress([target], OPEN, "the target is Closed", field="target_incident_id")
+    state.require([target], state.MERGE_TARGET, actor.now_s, "target_incident_id")
     if owner_id is not None and not await member_service.existing_member_ids(
             conn, actor, [owner_id]):
         raise errors.invalid("owner_id", "unknown members: " + str(owner_id))
     now, person_id = actor.now_s, actor.person_id
 
-    await repo.move_alerts(conn, source_ids, target_id, now)
+    # The sources first: their alerts move to the target, which is then recounted.
+    await conn.run_sync(state.merge_away, actor, sources, target_id,
+                        remove=remove_source_incidents, detail={
+                            "comment": comment, "target_incident": _short(target),
+                            "remove_source_incidents": remove_source_incidents})
     carried = [r["person_id"] for s in sources for r in loads(s.responders)]
-    alert_cnt, active, event_cnt = await repo.alert_counts(conn, target_id)
     values: dict[str, Any] = {
-        "alert_cnt": alert_cnt, "active_alert_cnt": active, "alert_event_cnt": event_cnt,
+        **await conn.run_sync(state.counts, target_id),
         "responders": dumps(responders_adding(target.responders, carried, now)),
         "last_time": max(target.last_time, *(s.last_time for s in sources)),
         "updated_at": now,
@@ -250,18 +251,6 @@ async def merge(
     if owner_id is not None:
         values["owner_id"] = owner_id
     await repo.update_incident(conn, target_id, values)
-    for source in sources:
-        was_open = source.progress != CLOSED
-        closing = state.merged_away(target_id, now, person_id, was_open=was_open)
-        if remove_source_incidents:
-            closing["deleted_at"] = now
-        await repo.update_incident(conn, source.incident_id, closing)
-        await record(conn, actor, source, feed_type=feed.MERGE,
-                     detail={"comment": comment, "target_incident": _short(target),
-                             "remove_source_incidents": remove_source_incidents},
-                     kind=events.MERGED,
-                     payload={"role": "source", "target_incident_id": target_id,
-                              "closed": was_open})
     await record(conn, actor, target, feed_type=feed.MERGE, detail={
         "comment": comment, "source_incidents": [_short(s) for s in sources],
         "target_incident": _short(target), "owner_id": person_id,

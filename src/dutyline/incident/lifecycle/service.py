@@ -1,9 +1,9 @@
-"""Progress transitions: Triggered -(ack)-> Processing -(resolve)-> Closed,
-unack back to Triggered, reopen from Closed back to Triggered; snooze/wake on open incidents;
-comment and remove on any.
+"""The incident operations of progress (ack, unack, resolve, reopen, snooze, wake: the
+transitions of incident/state, which each of these loads the incidents for and calls),
+comment and remove.
 
 Every batch is all or nothing: each id must be a visible incident of the caller's account
-(else ResourceNotFound naming the ids) in a progress the transition accepts (else
+(else ResourceNotFound naming the ids) in a state the transition accepts (else
 InvalidParameter naming the ids), checked before the first write. Each changed incident gets
 its feed entry and its event in the same transaction; each service returns the ids it
 changed, which its endpoint names as the audit targets."""
@@ -23,76 +23,39 @@ from dutyline.incident import events, feed, state, visibility
 from dutyline.incident.lifecycle import repository as repo
 from dutyline.incident.lifecycle.common import (
     CLOSED,
-    OPEN,
-    PROCESSING,
-    TRIGGERED,
     dumps,
     load_all,
-    loads,
     record,
-    require_progress,
     responders_adding,
-    responders_unacked,
-    responders_with_ack,
     unique_ids,
 )
 from dutyline.incident.lifecycle.schemas import CommentInput as CommentInput  # records taken
 from dutyline.incident.lifecycle.schemas import ReopenInput as ReopenInput
 from dutyline.incident.lifecycle.schemas import ResolveInput as ResolveInput
 from dutyline.incident.lifecycle.schemas import SnoozeInput as SnoozeInput
-from dutyline.kit.ids import hex_id
 
 
 @writes("/incident/ack", INCIDENT_MANAGE)
 async def ack(conn: AsyncConnection, actor: Actor, *,
               incident_ids: Sequence[str]) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
-    require_progress(rows, (TRIGGERED,), "only Triggered incidents can be acknowledged")
-    now, person_id = actor.now_s, actor.person_id
-    for row in rows:
-        await repo.update_incident(conn, row.incident_id, {
-            **state.acked(row.ack_time, now),
-            "responders": dumps(responders_with_ack(row.responders, person_id, now)),
-        })
-        await record(conn, actor, row, feed_type=feed.ACK, detail={}, kind=events.ACKED,
-                     payload={"progress": PROCESSING})
-    return [r.incident_id for r in rows]
+    return await conn.run_sync(state.acknowledge, actor, rows)
 
 
 @writes("/incident/unack", INCIDENT_MANAGE)
 async def unack(conn: AsyncConnection, actor: Actor, *,
                 incident_ids: Sequence[str]) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
-    require_progress(rows, (PROCESSING,), "only Processing incidents can be unacknowledged")
-    now = actor.now_s
-    for row in rows:
-        await repo.update_incident(conn, row.incident_id, {
-            **state.unacked(now), "responders": dumps(responders_unacked(row.responders)),
-        })
-        await record(conn, actor, row, feed_type=feed.UNACK, detail={}, kind=events.UNACKED,
-                     payload={"progress": TRIGGERED})
-    return [r.incident_id for r in rows]
+    return await conn.run_sync(state.unacknowledge, actor, rows)
 
 
 @writes("/incident/resolve", INCIDENT_MANAGE, inputs=ResolveInput)
 async def resolve(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                   root_cause: str | None = None, resolution: str | None = None) -> list[str]:
+    """Close (all or nothing); their active alerts end with them."""
     rows = await load_all(conn, actor, unique_ids(incident_ids))
-    require_progress(rows, OPEN, "already Closed")
-    now = actor.now_s
-    for row in rows:
-        # Its active alerts end with it (resolve_alerts below).
-        values = state.closed(now, actor.person_id, alerts_ended=True)
-        if root_cause is not None:
-            values["root_cause"] = root_cause
-        if resolution is not None:
-            values["resolution"] = resolution
-        recovered = await repo.resolve_alerts(conn, row.incident_id, now)
-        await repo.update_incident(conn, row.incident_id, values)
-        await record(conn, actor, row, feed_type=feed.RESOLVE, detail=feed.closed_by_detail(actor),
-                     kind=events.RESOLVED,
-                     payload={"progress": CLOSED, "recovered_alerts": recovered})
-    return [r.incident_id for r in rows]
+    return await conn.run_sync(state.resolve, actor, rows, root_cause=root_cause,
+                               resolution=resolution)
 
 
 @writes("/incident/reopen", INCIDENT_MANAGE, inputs=ReopenInput)
@@ -101,53 +64,21 @@ async def reopen(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[
     """All or nothing: every id Closed or nothing changes; back to Triggered with the close
     fields cleared, and a new assignment of type `reopen` for the escalation engine."""
     rows = await load_all(conn, actor, unique_ids(incident_ids))
-    require_progress(rows, (CLOSED,), "only Closed incidents can be reopened")
-    now = actor.now_s
-    for row in rows:
-        previous: dict[str, Any] = loads(row.assigned_to)
-        assignment = {**previous, "type": "reopen", "assigned_at": now, "id": hex_id()}
-        await repo.update_incident(conn, row.incident_id, {
-            **state.reopened(row.incident_severity, now),
-            "assigned_to": dumps(assignment),
-            "responders": dumps(responders_unacked(row.responders)),
-        })
-        await record(conn, actor, row, feed_type=feed.REOPEN, detail={"reason": reason},
-                     kind=events.REOPENED,
-                     payload={"progress": TRIGGERED, "reason": reason,
-                              "severity": row.incident_severity, "assignment": assignment})
-    return [r.incident_id for r in rows]
+    return await conn.run_sync(state.reopen, actor, rows, reason=reason)
 
 
 @writes("/incident/snooze", INCIDENT_MANAGE, inputs=SnoozeInput)
 async def snooze(conn: AsyncConnection, actor: Actor, *, incident_ids: Sequence[str],
                  minutes: int) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
-    require_progress(rows, OPEN, "Closed incidents cannot be snoozed")
-    now = actor.now_s
-    until = now + minutes * 60
-    for row in rows:
-        await repo.update_incident(conn, row.incident_id, state.snoozed(until, now))
-        await record(conn, actor, row, feed_type=feed.SNOOZE, detail={"minutes": minutes},
-                     kind=events.SNOOZED, payload={"snoozed_before": until})
-    return [r.incident_id for r in rows]
+    return await conn.run_sync(state.snooze, actor, rows, minutes=minutes)
 
 
 @writes("/incident/wake", INCIDENT_MANAGE)
 async def wake(conn: AsyncConnection, actor: Actor, *,
                incident_ids: Sequence[str]) -> list[str]:
     rows = await load_all(conn, actor, unique_ids(incident_ids))
-    now = actor.now_s
-    asleep = [r.incident_id for r in rows if r.snoozed_before > now]
-    if len(asleep) != len(rows):
-        awake = [r.incident_id for r in rows if r.snoozed_before <= now]
-        raise errors.InvalidParameter(
-            "Invalid parameter {field}: {reason}: {ids}", field="incident_ids",
-            reason="not snoozed", ids=", ".join(awake))
-    for row in rows:
-        await repo.update_incident(conn, row.incident_id, state.woken(now))
-        await record(conn, actor, row, feed_type=feed.WAKE,
-                     detail={"snoozedBefore": row.snoozed_before}, kind=events.WOKEN)
-    return [r.incident_id for r in rows]
+    return await conn.run_sync(state.wake, actor, rows)
 
 
 @writes("/incident/comment", INCIDENT_MANAGE, inputs=CommentInput)
