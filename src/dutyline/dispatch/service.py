@@ -40,6 +40,7 @@ from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.secretbox import SecretBox
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.notify.delivery import service as delivery
 from dutyline.platform.calendar import service as calendars
 from dutyline.platform.member import service as members
@@ -117,7 +118,7 @@ async def check_targets(conn: Any, actor: Actor, *, targets: list[tuple[str, Esc
             if "@" not in email or len(email) > 254 or any(c.isspace() for c in email):
                 raise errors.invalid(f"{path}.emails[{j}]", "is not an e-mail address")
         if t.by is not None:
-            for sev in ("critical", "warning", "info"):
+            for sev in SEVERITY_KEYS:
                 for k, name in enumerate(getattr(t.by, sev)):
                     if refused := personal_refusal(name):
                         raise errors.invalid(f"{path}.by.{sev}[{k}]", refused)
@@ -173,7 +174,7 @@ def target_warnings(settings: Settings, t: EscalateTarget, path: str) -> list[Sa
     out: list[SaveWarning] = []
     people = t.person_ids or t.team_ids or t.schedule_to_role_ids
     if people and t.by is not None and not t.by.follow_preference:
-        for sev in ("critical", "warning", "info"):
+        for sev in SEVERITY_KEYS:
             for channel in getattr(t.by, sev) or ["email"]:
                 reason = delivery.personal_gap(settings, channel)
                 if reason:

@@ -43,6 +43,7 @@ from dutyline.insight.schemas import (
     ResponderInsightItem,
 )
 from dutyline.kit import localtime
+from dutyline.kit.vocabulary import CLOSED
 from dutyline.platform.account import service as accounts
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
@@ -256,7 +257,7 @@ def responders_sync(conn: Connection, actor: Actor, *,
 
 
 def _raw_item(tz: ZoneInfo, f: analytics.IncidentFacts, html_to_text: bool) -> IncidentRawItem:
-    closed = f.progress == "Closed"
+    closed = f.progress == CLOSED
     closed_by = None
     if closed:
         closed_by = "manually" if f.closer_id else ("timeout" if f.timeout_closed else "auto")

@@ -17,6 +17,7 @@ from dutyline.api.deps import Deps
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.monit import agent_schemas, conditions, datasources, engine, history, prom, tools
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
@@ -123,8 +124,7 @@ def _check_configs(spec: RuleSpec) -> None:
                              "or check_nodata")
     threshold = cfg.check_threshold
     if threshold is not None and threshold.enabled:
-        exprs = {"critical": threshold.critical, "warning": threshold.warning,
-                 "info": threshold.info}
+        exprs = {key: getattr(threshold, key) for key in SEVERITY_KEYS}
         if not any(e.strip() for e in exprs.values()):
             raise errors.invalid("rule_configs.check_threshold",
                                  "needs a critical, warning or info condition")

@@ -29,7 +29,7 @@ from dutyline.channel.pipeline import repository as repo
 from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
-from dutyline.kit.vocabulary import SEVERITIES
+from dutyline.kit.vocabulary import OK, SEVERITIES
 
 KINDS = ("title_reset", "description_reset", "severity_reset", "alert_drop")
 _LIMITS = Limits(max_steps=10_000, max_output=16_384, max_depth=5, max_value=16_384,
@@ -203,7 +203,7 @@ def apply_sync(conn: Connection, integration_id: int, *, version: int | None,
         if rule.kind == "alert_drop":
             return Outcome(True, subject["title"], subject["description"], subject["severity"])
         if rule.kind == "severity_reset":
-            if subject["severity"] != "Ok":
+            if subject["severity"] != OK:
                 subject["severity"] = subject["alert_severity"] = rule.severity
             continue
         assert rule.template is not None

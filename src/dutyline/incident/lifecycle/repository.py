@@ -14,6 +14,7 @@ from dutyline.db.paging import keyed
 from dutyline.db.tables.incident import alert, incident
 from dutyline.incident import visibility
 from dutyline.incident.visibility import Scope
+from dutyline.kit.vocabulary import OK
 
 
 async def lock(conn: AsyncConnection, scope: Scope, ids: list[str]) -> dict[str, Row[Any]]:
@@ -54,7 +55,7 @@ async def resolve_alerts(conn: AsyncConnection, incident_id: str, now_s: int) ->
     result = await conn.execute(
         update(alert)
         .where(alert.c.incident_id == incident_id, alert.c.end_time == 0)
-        .values(end_time=now_s, alert_status="Ok", updated_at=now_s)
+        .values(end_time=now_s, alert_status=OK, updated_at=now_s)
     )
     return int(result.rowcount or 0)
 

@@ -47,6 +47,7 @@ from dutyline.incident import visibility
 from dutyline.incident.query.title_search import title_contains
 from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
+from dutyline.kit.vocabulary import CLOSED
 
 
 @dataclass
@@ -88,7 +89,7 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     if f.creator_ids:
         conds.append(c.creator_id.in_(f.creator_ids))
     if f.closer_ids:
-        conds.append(and_(c.closer_id.in_(f.closer_ids), c.progress == "Closed"))
+        conds.append(and_(c.closer_id.in_(f.closer_ids), c.progress == CLOSED))
     if f.responder_ids:
         conds.append(responders_include(f.responder_ids))
     if f.incident_ids:
@@ -260,7 +261,7 @@ def _prepared_page(shape: tuple[str, ...], asc: bool, after: bool, total: bool) 
         else:
             conds.append(_ONE_VALUE[name] == bindparam(name))
             if name == "closer_ids":
-                conds.append(c.progress == "Closed")
+                conds.append(c.progress == CLOSED)
     page_conds = list(conds)
     if after:
         key = tuple_(c.start_time, c.incident_id)
