@@ -81,13 +81,16 @@ BY_ADDRESS: dict[str, Need] = {
     "email": EMAIL, "phone": TWILIO, "telegram": TELEGRAM_BOT, "slack": SLACK_APP,
     "feishu": FEISHU_APP, "dingtalk": DINGTALK_APP, "wecom": WECOM_APP, "zoom": ZOOM_APP,
 }
+# A kind that reaches no one: why, whatever the settings.
+UNREACHABLE: dict[str, Need] = {"teams_app": TEAMS_APP}
 # One person at their own address (adapters.PERSONAL): what each channel name needs.
 PERSONAL: dict[str, Need] = {k.name: BY_ADDRESS[k.person] for k in channels.KINDS if k.person}
-# Group targets (adapters.ADAPTERS): robots carry their own URL and token; the apps' group
+# Group targets (adapters.GROUP): robots carry their own URL and token; the apps' group
 # chats and the e-mail addresses of a layer need the server's means.
 GROUP: dict[str, Need] = {
-    "email": EMAIL, "teams_app": TEAMS_APP,
+    "email": EMAIL,
     **{k.name: BY_ADDRESS[k.person] for k in channels.KINDS if k.group == "chat_ids"},
+    **{k.name: UNREACHABLE[k.name] for k in channels.KINDS if not (k.person or k.group)},
 }
 
 
