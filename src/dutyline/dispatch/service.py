@@ -16,7 +16,7 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store, url_to_store
@@ -336,37 +336,12 @@ def rule_info_sync(conn: Connection, actor: Actor, *, channel_id: int,
     return rule_item(_require_rule_sync(conn, actor, channel_id, rule_id), channel.channel_name)
 
 
-@reads(CHANNEL_VIEW)
-async def rule_info(conn: Any, actor: Actor, *, channel_id: int,
-                    rule_id: str) -> EscalateRuleItem:
-    item: EscalateRuleItem = await conn.run_sync(
-        lambda sync: rule_info_sync(sync, actor, channel_id=channel_id, rule_id=rule_id))
-    return item
-
-
 @reads_sync(CHANNEL_VIEW)
 def list_rules_sync(conn: Connection, actor: Actor, *,
                     channel_id: int) -> list[EscalateRuleItem]:
     name = channels.require_visible_sync(conn, actor, channel_id).channel_name
     return [rule_item(r, name)
             for r in repo.list_rules_sync(conn, actor.account_id, channel_id)]
-
-
-@reads(CHANNEL_VIEW)
-async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[EscalateRuleItem]:
-    items: list[EscalateRuleItem] = await conn.run_sync(
-        lambda sync: list_rules_sync(sync, actor, channel_id=channel_id))
-    return items
-
-
-@reads(CHANNEL_VIEW)
-async def rules_of_channels(conn: Any, actor: Actor, *,
-                            channel_ids: list[int]) -> list[EscalateRuleItem]:
-    if not actor.is_admin:
-        await actor.team_ids()  # the sync form then reads no teams
-    items: list[EscalateRuleItem] = await conn.run_sync(
-        lambda sync: rules_of_channels_sync(sync, actor, channel_ids=channel_ids))
-    return items
 
 
 @reads_sync(CHANNEL_VIEW)
@@ -387,11 +362,6 @@ def rules_of_channels_sync(conn: Connection, actor: Actor, *,
 async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any]:
     """The channel's enabled rules in the order they are tried (the engine's read)."""
     return await repo.list_rules(conn, actor.account_id, channel_id, enabled_only=True)
-
-
-def loads(text: str) -> Any:
-    """A stored JSON column (filters, time filters) as the engine reads it."""
-    return _json.decode(text)
 
 
 async def _escalate_rule_name(conn: Any, actor: Actor, rule_id: str) -> str | None:

@@ -323,22 +323,6 @@ async def responders(conn: AsyncConnection, actor: Actor, *,
     return await conn.run_sync(lambda sync: responders_sync(sync, actor, query=query))
 
 
-@reads(*READ)
-async def incidents(conn: AsyncConnection, actor: Actor, *, query: Query, offset: int,
-                    limit: int) -> tuple[int, bool, list[IncidentRawItem]]:
-    """`incidents_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: incidents_sync(
-        sync, actor, query=query, offset=offset, limit=limit))
-
-
-@reads(*READ)
-async def alert_topk(conn: AsyncConnection, actor: Actor, *, query: Query, label: str, k: int,
-                     orderby: str, asc: bool) -> list[InsightAlertByLabelItem]:
-    """`alert_topk_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: alert_topk_sync(
-        sync, actor, query=query, label=label, k=k, orderby=orderby, asc=asc))
-
-
 # --- exports -------------------------------------------------------------------------------
 
 def _csv_of(items: list[Any], struct: type[Any], wanted: list[str],

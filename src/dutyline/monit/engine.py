@@ -404,11 +404,6 @@ class _Judged:
     took_ms: int
 
 
-async def evaluate(runtime: Runtime, conn: AsyncConnection, *, rule_id: int,
-                   due_ms: int) -> None:
-    await evaluate_many(runtime, conn, [(rule_id, due_ms)])
-
-
 async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
                         items: list[tuple[int, int]]) -> None:
     """Evaluate rules (rule id, due time ms): every query of the batch in flight together

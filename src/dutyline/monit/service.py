@@ -46,7 +46,6 @@ _TIME = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
 MIN_INTERVAL_S = 5
 
 
-
 # Data sources live in datasources.py; what the rest of monit uses of them is named here.
 open_payload = datasources.open_payload
 matching_datasources = datasources.matching_datasources
@@ -344,22 +343,11 @@ def get_rule_sync(conn: Connection, actor: Actor, *, rule_id: int) -> AlertRule:
     return rule_of(row)
 
 
-@reads(ALERT_RULE_MANAGE)
-async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> AlertRule:
-    return await conn.run_sync(lambda sync: get_rule_sync(sync, actor, rule_id=rule_id))
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def list_rules_sync(conn: Connection, actor: Actor, *, folder_id: int) -> list[AlertRuleBasic]:
     rules = map(rule_of, repo.list_rules_sync(conn, actor.account_id, folder_id))
     return [shaped(AlertRuleBasic, rule, triggered=rule.eval_status.firing_count > 0)
             for rule in rules]
-
-
-@reads(ALERT_RULE_MANAGE)
-async def list_rules(conn: AsyncConnection, actor: Actor, *,
-                     folder_id: int) -> list[AlertRuleBasic]:
-    return await conn.run_sync(lambda sync: list_rules_sync(sync, actor, folder_id=folder_id))
 
 
 @writes("/monit/rule/delete", ALERT_RULE_MANAGE)
@@ -419,12 +407,6 @@ def rule_status_sync(conn: Connection, actor: Actor, *,
     ]
 
 
-@reads(ALERT_RULE_MANAGE)
-async def rule_status(conn: AsyncConnection, actor: Actor, *,
-                      folder_id: int) -> list[AlertRuleStatus]:
-    return await conn.run_sync(lambda sync: rule_status_sync(sync, actor, folder_id=folder_id))
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def export_rules_sync(conn: Connection, actor: Actor, *,
                       rule_ids: list[int]) -> list[AlertRuleExport]:
@@ -434,12 +416,6 @@ def export_rules_sync(conn: Connection, actor: Actor, *,
         if rule_id not in found:
             raise errors.not_found("alert rule", rule_id)
     return [shaped(AlertRuleExport, rule_of(row)) for row in rows]
-
-
-@reads(ALERT_RULE_MANAGE)
-async def export_rules(conn: AsyncConnection, actor: Actor, *,
-                       rule_ids: list[int]) -> list[AlertRuleExport]:
-    return await conn.run_sync(lambda sync: export_rules_sync(sync, actor, rule_ids=rule_ids))
 
 
 @writes("/monit/rule/import", ALERT_RULE_MANAGE)

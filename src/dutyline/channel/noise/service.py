@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import service as channel_service
@@ -148,25 +148,11 @@ def list_rules_sync(conn: Connection, actor: Actor, *, kind: str,
     return [record(r, actor.now_s, local_days) for r in rows]
 
 
-@reads(CHANNEL_VIEW)
-async def list_rules(conn: AsyncConnection, actor: Actor, *, kind: str,
-                     channel_id: int) -> list[RuleItem]:
-    return await conn.run_sync(lambda sync: list_rules_sync(sync, actor, kind=kind,
-                                                            channel_id=channel_id))
-
-
 @reads_sync(CHANNEL_VIEW)
 def rule_info_sync(conn: Connection, actor: Actor, *, kind: str, channel_id: int,
                    rule_id: str) -> RuleItem:
     row = _rule_sync(conn, actor, kind, channel_id, rule_id)
     return record(row, actor.now_s, _local_days_sync(conn, actor, [row]))
-
-
-@reads(CHANNEL_VIEW)
-async def rule_info(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
-                    rule_id: str) -> RuleItem:
-    return await conn.run_sync(lambda sync: rule_info_sync(
-        sync, actor, kind=kind, channel_id=channel_id, rule_id=rule_id))
 
 
 def _calendar_ids(config: dict[str, Any]) -> set[str]:

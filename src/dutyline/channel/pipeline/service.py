@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel.integration import service as integrations
@@ -140,23 +140,10 @@ def info_sync(conn: Connection, actor: Actor, *, integration_id: int) -> Pipelin
     return _item(row)
 
 
-@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
-async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> PipelineItem:
-    return await conn.run_sync(lambda sync: info_sync(sync, actor,
-                                                      integration_id=integration_id))
-
-
 @reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 def list_pipelines_sync(conn: Connection, actor: Actor, *,
                         integration_ids: list[int]) -> list[PipelineItem]:
     return [_item(r) for r in repo.list_for_sync(conn, actor.account_id, integration_ids)]
-
-
-@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
-async def list_pipelines(conn: AsyncConnection, actor: Actor, *,
-                         integration_ids: list[int]) -> list[PipelineItem]:
-    return await conn.run_sync(lambda sync: list_pipelines_sync(
-        sync, actor, integration_ids=integration_ids))
 
 
 # -- ingest (sync, on the push's connection) ----------------------------------------------------

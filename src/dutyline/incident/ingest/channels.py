@@ -23,7 +23,7 @@ from dutyline.channel.integration.service import (
 from dutyline.channel.service import channel_names_sync
 
 __all__ = ["CHANGE_INTEGRATION", "IngestSettings", "Lookup", "Names", "ResolvedIntegration",
-           "hash_key", "is_well_formed", "load_settings", "lookup", "names"]
+           "hash_key", "is_well_formed", "load_settings", "lookup"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,21 +89,6 @@ def _ingest_settings(found: channel_service.ChannelSettings) -> IngestSettings:
 class Names:
     channels: dict[int, tuple[str, str]]  # channel_id -> (name, status)
     integrations: dict[int, tuple[str, str]]  # integration_id -> (name, type)
-
-
-async def names(
-    conn: AsyncConnection, actor: Actor, channel_ids: Iterable[int],
-    integration_ids: Iterable[int],
-) -> Names:
-    """Display names for alert records (deleted channels and integrations included)."""
-    channels, integrations = list(channel_ids), list(integration_ids)
-    return await conn.run_sync(names_sync, actor, channels, integrations)
-
-
-async def integrations_of_types(conn: AsyncConnection, actor: Actor,
-                                types: Iterable[str]) -> list[int]:
-    """The account's integration ids of these types (for filters by integration type)."""
-    return await conn.run_sync(integrations_of_types_sync, actor, list(types))
 
 
 def names_sync(conn: Connection, actor: Actor, channel_ids: Iterable[int],

@@ -31,7 +31,6 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.paging import ordered
 from dutyline.db.prepared import Prepared, PreparedIn
@@ -137,15 +136,6 @@ def window_sync(
     if not rows:
         return (count_of_sync(conn, scope, f) if offset or after is not None else 0), rows
     return int(rows[0][TOTAL_AT]), rows
-
-
-async def window(
-    conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
-    limit: int, after: tuple[int, str] | None = None, count: bool = True,
-) -> tuple[int, Sequence[Any]]:
-    """`window_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: window_sync(
-        sync, scope, f, asc=asc, offset=offset, limit=limit, after=after, count=count))
 
 
 def count_of_sync(conn: Connection, scope: Scope, f: ListFilter) -> int:
@@ -307,10 +297,6 @@ def find_many_sync(conn: Connection, scope: Scope, ids: list[str]) -> list[Row[A
     return sorted(rows, key=lambda r: (r.start_time, r.incident_id), reverse=True)
 
 
-async def find_many(conn: AsyncConnection, scope: Scope, ids: list[str]) -> list[Row[Any]]:
-    return await conn.run_sync(find_many_sync, scope, ids)
-
-
 def _by_key(scope: Scope) -> list[ColumnElement[bool]]:
     """visibility.incidents(scope) for a read of a few ids: the account written `account_id
     + 0`, an expression no index serves, so that SQLite looks the ids up by primary key. Given
@@ -429,17 +415,6 @@ def _recurrence_statement() -> Any:
 _RECURRENCE = _recurrence_statement()
 
 
-def frequent_sync(conn: Connection, incident_ids: list[str]) -> set[str]:
-    """Those of `incident_ids` (already read, so already visible) that are `frequent`."""
-    if not incident_ids:
-        return set()
-    return set(conn.execute(_RECURRENCE, {"ids": incident_ids}).scalars())
-
-
-async def frequent(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
-    return await conn.run_sync(frequent_sync, incident_ids)
-
-
 def _sources_statement(frequency: bool) -> Any:
     """The integrations with an alert in each incident, as (integration_id,
     integration_type) in first-seen order, and, with `frequency`, `frequent` of the same ids
@@ -483,12 +458,6 @@ def sources_sync(conn: Connection, incident_ids: list[str], *, frequency: bool =
         else:
             found[incident_id].append((integration_id, integration_type or "standard"))
     return found, recurring
-
-
-async def sources(conn: AsyncConnection, incident_ids: list[str], *, frequency: bool = True
-                  ) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
-    return await conn.run_sync(lambda sync: sources_sync(sync, incident_ids,
-                                                         frequency=frequency))
 
 
 # /incident/past/list: the candidates scored in Python are at most this many recent incidents

@@ -120,11 +120,6 @@ def delivery_warnings(settings: Settings, *, im: dict[str, str] | None,
     return out
 
 
-async def notify_info(conn: AsyncConnection, actor: Actor, *,
-                      member_id: int) -> MemberNotifyItem:
-    return await conn.run_sync(lambda sync: notify_info_sync(sync, actor, member_id=member_id))
-
-
 def notify_info_sync(conn: Connection, actor: Actor, *, member_id: int) -> MemberNotifyItem:
     """A member's contacts, chat handles and channels per severity (the caller's own unless
     `member_id` names another, which needs account management)."""

@@ -95,10 +95,6 @@ def calendar_info_sync(conn: Connection, actor: Actor, *, cal_id: str) -> Calend
     return _item(_calendar_sync(conn, actor, cal_id))
 
 
-async def calendar_info(conn: AsyncConnection, actor: Actor, *, cal_id: str) -> CalendarItem:
-    return await conn.run_sync(lambda sync: calendar_info_sync(sync, actor, cal_id=cal_id))
-
-
 def list_calendars_sync(conn: Connection, actor: Actor, *,
                         kind: str = "personal") -> list[CalendarItem]:
     """The account's own calendars. No public-holiday calendars are shipped, so the
@@ -106,12 +102,6 @@ def list_calendars_sync(conn: Connection, actor: Actor, *,
     if kind not in ("", "personal"):
         return []
     return [_item(r) for r in repo.list_all_sync(conn, actor.account_id)]
-
-
-async def list_calendars(conn: AsyncConnection, actor: Actor, *,
-                         kind: str = "personal") -> list[CalendarItem]:
-    """The account's own calendars."""
-    return await conn.run_sync(lambda sync: list_calendars_sync(sync, actor, kind=kind))
 
 
 # -- calendar writes ---------------------------------------------------------------------------
@@ -345,13 +335,6 @@ def _scope(year: int, month: int, day: int) -> tuple[dt.date, dt.date]:
     return one, one + dt.timedelta(days=1)
 
 
-async def list_events(conn: AsyncConnection, actor: Actor, *, cal_id: str, year: int = 0,
-                      month: int = 0, day: int = 0) -> list[CalEventItem]:
-    """The calendar's events in a year, month or day, with its weekdays off."""
-    return await conn.run_sync(lambda sync: list_events_sync(
-        sync, actor, cal_id=cal_id, year=year, month=month, day=day))
-
-
 def list_events_sync(conn: Connection, actor: Actor, *, cal_id: str, year: int = 0,
                      month: int = 0, day: int = 0) -> list[CalEventItem]:
     """The calendar's events sharing a day with the year, month or day asked (the current
@@ -417,13 +400,6 @@ async def local_days(conn: AsyncConnection, actor: Actor, *, cal_ids: Collection
             found[r.cal_id] = calendar_days(r.workdays, [e for e in events
                                                          if e.cal_id == r.cal_id])
     return LoadedDays(name, found)
-
-
-async def calendar_days_of(conn: AsyncConnection, actor: Actor, *,
-                           cal_ids: Collection[str]) -> dict[str, CalendarDays]:
-    """What these calendars of the actor's account say about every day (all their events:
-    at most a few thousand rows); calendars not found are left out."""
-    return await conn.run_sync(lambda sync: calendar_days_of_sync(sync, actor, cal_ids=cal_ids))
 
 
 def calendar_days_of_sync(conn: Connection, actor: Actor, *,

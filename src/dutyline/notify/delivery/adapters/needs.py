@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from dutyline.config import Settings
-from dutyline.kit import channels, outbound
+from dutyline.kit import channels
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.notify.delivery.adapters import teams_app
 
@@ -109,18 +109,6 @@ def policy_of(settings: Settings, base: OutboundPolicy | None = None) -> Outboun
     if allowed:
         policy = replace(policy, allow_hosts=frozenset(allowed))
     return policy
-
-
-def url_gap(settings: Settings, url: str) -> str | None:
-    """Why the guard will refuse a webhook URL, as far as the URL alone tells (a literal
-    private address, a loopback name; a host name is only resolved when sending)."""
-    try:
-        outbound.check_without_dns(url, policy_of(settings))
-    except outbound.OutboundBlocked as exc:
-        hint = ("" if settings.allow_private_network
-                else f" (set {PRIVATE_NETWORK_VARIABLE}=true to allow private addresses)")
-        return f"the outbound guard will refuse this URL: {exc.reason}{hint}"
-    return None
 
 
 def startup_lines(settings: Settings) -> list[str]:
