@@ -35,14 +35,12 @@ from dutyline.dispatch.schemas import (
     RuleCreateResponse,
     rule_item,
 )
-from dutyline.incident.service import references
 from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.secretbox import SecretBox
 from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.notify.delivery import service as delivery
-from dutyline.platform.calendar import service as calendars
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 
@@ -293,8 +291,8 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
     return SaveWarnings(warnings=delivery_warnings(deps.settings, layers))
 
 
-@calendars.on_calendar_delete
-async def _rules_using(conn: Any, account_id: int, cal_id: str) -> list[str]:
+async def escalation_rules_using_calendar(conn: Any, account_id: int,
+                                          cal_id: str) -> list[str]:
     """Escalation rules whose time windows name the calendar (its delete is refused while
     any do)."""
     return [f"escalation rule {r.rule_name} ({r.rule_id})"
@@ -364,11 +362,8 @@ async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any
     return await repo.list_rules(conn, actor.account_id, channel_id, enabled_only=True)
 
 
-async def _escalate_rule_name(conn: Any, actor: Actor, rule_id: str) -> str | None:
+async def escalate_rule_name(conn: Any, actor: Actor, rule_id: str) -> str | None:
+    """The name of the account's escalation rule `rule_id`, None without one: an incident's
+    assignment may name one of our rules (incident.references asks, wired by domains.py)."""
     row = await repo.get_rule_by_id(conn, actor.account_id, rule_id)
     return None if row is None else str(row.rule_name)
-
-
-# An incident's assignment may name one of our rules; incident asks us for its name (and so
-# whether it exists).
-references.register_escalate_rule_lookup(_escalate_rule_name)

@@ -118,16 +118,15 @@ def _validated_layers_sync(conn: Connection, actor: Actor, layers: list[LayerIn]
     return stored
 
 
-@calendar_service.on_calendar_delete
-async def _schedules_following(conn: AsyncConnection, account_id: int,
-                               cal_id: str) -> list[str]:
+async def schedules_following_calendar(conn: AsyncConnection, account_id: int,
+                                       cal_id: str) -> list[str]:
     """Schedules with a layer following the calendar (its delete is refused while any do)."""
     return [f"schedule {r.schedule_name} ({r.schedule_id})"
             for r in await repository.schedules_naming_calendar(conn, account_id, cal_id)]
 
 
-@calendar_service.on_calendar_change
-async def _calendar_changed(conn: AsyncConnection, account_id: int, cal_id: str) -> None:
+async def calendar_changed(conn: AsyncConnection, account_id: int, cal_id: str) -> None:
+    """What a calendar says may have changed: the schedules following it are rebuilt."""
     await repository.bump_revisions_naming_calendar(conn, account_id, cal_id)
 
 

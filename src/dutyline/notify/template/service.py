@@ -20,7 +20,6 @@ from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
-from dutyline.incident.service import references
 from dutyline.kit.filters import FilterError, compile_regex
 from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
 from dutyline.kit.ids import hex_id
@@ -142,10 +141,6 @@ async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str)
     return (template_id in PRESET_IDS
             or await repo.get_live(conn, actor.account_id, template_id) is not None)
 
-
-# Responders added to an incident may be notified with a template; incident asks us whether
-# the one named is the account's.
-references.register_template_check(template_exists)
 
 
 def _name_matcher(query: str) -> Any:

@@ -199,7 +199,7 @@ async def update_calendar(conn: AsyncConnection, actor: Actor, *, cal_id: str,
 
 # What names a calendar, by domain: `await fn(conn, account_id, cal_id)` -> the names of the
 # rules and schedules that use it. The channel (silence rules), dispatch (escalation rules)
-# and schedule domains register on import; every process imports them at start (domains.py).
+# and schedule domains answer; domains.py wires them when a process starts.
 CalendarUsers = Callable[[AsyncConnection, int, str], Awaitable[list[str]]]
 _users: list[CalendarUsers] = []
 # Who is told that what a calendar says may have changed: `await fn(conn, account_id,
@@ -210,12 +210,14 @@ _watchers: list[CalendarChanged] = []
 
 
 def on_calendar_delete(fn: CalendarUsers) -> CalendarUsers:
-    _users.append(fn)
+    if fn not in _users:
+        _users.append(fn)
     return fn
 
 
 def on_calendar_change(fn: CalendarChanged) -> CalendarChanged:
-    _watchers.append(fn)
+    if fn not in _watchers:
+        _watchers.append(fn)
     return fn
 
 
