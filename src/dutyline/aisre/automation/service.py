@@ -81,7 +81,8 @@ async def can_manage(actor: Actor, row: Any) -> bool:
 
 
 def can_see_sync(conn: Connection, actor: Actor, row: Any) -> bool:
-    """`can_see` inside a sync read service."""
+    """Whether the actor sees the rule (its creator, an admin, or a member of its team),
+    inside a sync read service."""
     if actor.is_admin or row.owner_id == actor.person_id:
         return True
     return row.team_id != 0 and row.team_id in actor.team_ids_sync(conn)

@@ -93,7 +93,7 @@ class Names:
 
 def names_sync(conn: Connection, actor: Actor, channel_ids: Iterable[int],
                integration_ids: Iterable[int]) -> Names:
-    """`names` inside a sync unit of database work."""
+    """Display names for alert records (deleted channels and integrations included)."""
     return Names(
         channel_names_sync(conn, actor, sorted(set(channel_ids))),
         integration_names_sync(conn, actor, sorted(set(integration_ids))),
@@ -102,5 +102,6 @@ def names_sync(conn: Connection, actor: Actor, channel_ids: Iterable[int],
 
 def integrations_of_types_sync(conn: Connection, actor: Actor,
                                types: Iterable[str]) -> list[int]:
-    """`integrations_of_types` inside a sync unit of database work."""
+    """The account's integrations of these types, read inside a sync unit of database
+    work."""
     return integration_ids_of_types_sync(conn, actor, sorted(set(types)))

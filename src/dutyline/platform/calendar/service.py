@@ -406,7 +406,7 @@ async def local_days(conn: AsyncConnection, actor: Actor, *, cal_ids: Collection
 
 def calendar_days_of_sync(conn: Connection, actor: Actor, *,
                           cal_ids: Collection[str]) -> dict[str, CalendarDays]:
-    """`calendar_days_of` inside a sync unit of database work."""
+    """The days each calendar marks, read inside a sync unit of database work."""
     rows = repo.find_many_sync(conn, actor.account_id, set(cal_ids))
     if not rows:
         return {}

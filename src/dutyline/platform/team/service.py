@@ -203,7 +203,7 @@ def _items(rows: Sequence[Any]) -> list[TeamItem]:
 
 
 def team_names_sync(conn: Connection, actor: Actor, team_ids: Iterable[int]) -> dict[int, str]:
-    """`team_names` inside a sync unit of database work."""
+    """The names of these teams of the account, by id (unknown ids left out)."""
     wanted = sorted(set(team_ids) - {0})
     if not wanted:
         return {}
