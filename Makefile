@@ -53,7 +53,7 @@ typecheck: $(DEV_STAMP)
 ## `make bench` lists the benchmark scenarios; `make bench NAME=team-list ARGS="--seconds 3"`
 ## runs one (bench/README.md, "How to run").
 bench: $(DEV_STAMP)
-	$(BIN)/python -m bench.harness $(NAME) $(ARGS)
+	$(BIN)/python -m bench.run $(NAME) $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

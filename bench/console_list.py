@@ -23,7 +23,7 @@ import argparse
 import asyncio
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -83,6 +83,8 @@ async def _session(runtime: Any) -> tuple[str, str]:
 async def _service_statements(runtime: Any, stmts: Statements, key_owner: tuple[int, int]
                               ) -> dict[str, int]:
     """Statements of each service the page calls, alone, inside one read transaction."""
+    from sqlalchemy import Connection
+
     from dutyline.channel import service as channels
     from dutyline.channel.service import ChannelQuery
     from dutyline.incident.service import query as incidents
@@ -95,20 +97,22 @@ async def _service_statements(runtime: Any, stmts: Statements, key_owner: tuple[
     async with runtime.db.connect() as conn:
         caller = await signin.caller_of(conn, account_id=key_owner[0], person_id=key_owner[1])
         actor = signin.person_actor(caller, runtime.clock)  # type: ignore[arg-type]
-        calls: dict[str, Callable[[], Awaitable[Any]]] = {
-            "list_incidents (25 rows)": lambda: incidents.list_incidents(
-                conn, actor, **filters, limit=PAGE_SIZE, deps=runtime.deps),
-            "progress_counts": lambda: incidents.progress_counts(conn, actor, **filters),
-            "live_cursor": lambda: incidents.live_cursor(conn, actor),
-            "list_channels (filter options)": lambda: channels.list_channels(
-                conn, actor, q=ChannelQuery(is_brief=True, orderby="channel_name", asc=True),
+        # The sync services the page calls, as the console does (one unit of work each here).
+        calls: dict[str, Callable[[Connection], Any]] = {
+            "list_incidents (25 rows)": lambda sync: incidents.list_incidents_sync(
+                sync, actor, **filters, limit=PAGE_SIZE, deps=runtime.deps),
+            "progress_counts": lambda sync: incidents.progress_counts_sync(
+                sync, actor, **filters),
+            "live_cursor": lambda sync: incidents.live_cursor_sync(sync, actor),
+            "list_channels (filter options)": lambda sync: channels.list_channels_sync(
+                sync, actor, q=ChannelQuery(is_brief=True, orderby="channel_name", asc=True),
                 offset=0, limit=200),
-            "list_teams (filter options)": lambda: teams.list_teams(
-                conn, actor, orderby="team_name", asc=True, offset=0, limit=200),
+            "list_teams (filter options)": lambda sync: teams.list_teams_sync(
+                sync, actor, orderby="team_name", asc=True, offset=0, limit=200),
         }
         for name, call in calls.items():
             stmts.start()
-            await call()
+            await conn.run_sync(call)
             out[name] = stmts.count
     return out
 

@@ -7,7 +7,7 @@ rotation of 4 groups with two roles per group, in Europe/Berlin with a 09:00 han
 office-hours layer above it; an override layer with two windows), then, in-process on one
 connection (as the escalation engine would call it, inside its own transaction):
 
-- `service.oncall_person_ids(conn, actor, schedule_id=…, role_ids=[1], at_s=…)` for every
+- `service.oncall_for_schedules(conn, actor, schedule_role_ids={sid: [1]}, at_s=…)` for every
   schedule, one call at a time, at instants spread over the next 3 days (warm cache:
   compiled schedules in memory, the window moving);
 - the same right after `oncall.CACHE.clear()` (cold: every schedule parsed and compiled);
@@ -108,8 +108,8 @@ async def measure(url: str, account_id: int, ids: list[int],
     actor = Actor.system(account_id, FixedClock(NOW))
     bare = select(schedule.c.revision).where(
         schedule.c.schedule_id == bindparam("sid"), schedule.c.account_id == account_id)
-    names = ["bare SELECT of one row (baseline)", "oncall_person_ids, warm cache",
-             "oncall_person_ids, cold cache (parse + compile)",
+    names = ["bare SELECT of one row (baseline)", "one schedule, warm cache",
+             "one schedule, cold cache (parse + compile)",
              "oncall_for_schedules, all at once, per schedule"]
     timings: dict[str, list[float]] = {n: [] for n in names}
     rng = random.Random(3)
@@ -120,8 +120,8 @@ async def measure(url: str, account_id: int, ids: list[int],
                 oncall.CACHE.clear()
                 for sid in ids:
                     started = time.perf_counter()
-                    await service.oncall_person_ids(conn, actor, schedule_id=sid,
-                                                    role_ids=[1], at_s=NOW)
+                    await service.oncall_for_schedules(conn, actor,
+                                                       schedule_role_ids={sid: [1]}, at_s=NOW)
                     timings[names[2]].append((time.perf_counter() - started) * 1e6)
                 for sid in ids:
                     at = NOW + rng.randrange(3 * DAY)
@@ -129,8 +129,8 @@ async def measure(url: str, account_id: int, ids: list[int],
                     (await conn.execute(bare, {"sid": sid})).scalar_one()
                     timings[names[0]].append((time.perf_counter() - started) * 1e6)
                     started = time.perf_counter()
-                    found = await service.oncall_person_ids(conn, actor, schedule_id=sid,
-                                                            role_ids=[1], at_s=at)
+                    found = (await service.oncall_for_schedules(
+                        conn, actor, schedule_role_ids={sid: [1]}, at_s=at)).get(sid)
                     timings[names[1]].append((time.perf_counter() - started) * 1e6)
                     nobody += not found
                 at = NOW + rng.randrange(3 * DAY)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -32,12 +31,11 @@ from dutyline.api.runtime import FrontAnswer, Runtime
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.db.signals import ChangeSignals
-from dutyline.domains import all_routers, extra_routes, load_tasks
+from dutyline.domains import all_routers, extra_routes, load_tasks, runtime_hooks
 from dutyline.kit.clock import Clock, SystemClock
 from dutyline.kit.extras import OTEL, REDIS, require
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.secretbox import SecretBox
-from dutyline.notify.delivery import service as delivery
 from dutyline.notify.delivery import trial
 from dutyline.platform.audit.sink import DatabaseAuditSink
 from dutyline.platform.auth import DatabaseAuthenticator
@@ -85,7 +83,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         secrets=SecretBox(settings.resolved_secret_key),
         notify_test_cooldown=trial.cooldown_limiter(settings, clock),
         operations=tuple(op for router in all_routers() for op in router.operations),
-        reach_gap=functools.partial(delivery.personal_gap, settings),
+        **runtime_hooks(settings),
     )
 
 

@@ -1,17 +1,20 @@
 """The composition root: the one list of domains.
 
 Each domain names its routers (its operations), the modules that register its job handlers
-and incident-event subscribers when imported, and any routes outside the operation layer.
-The app, the workers, the OpenAPI document and the audit log all read this list, so a new
-domain is one entry here and nothing can silently miss it."""
+and incident-event subscribers when imported, any routes outside the operation layer, and
+the hooks by which a lower domain calls it at run time. The app, the workers, the OpenAPI
+document and the audit log all read this list, so a new domain is one entry here and
+nothing can silently miss it; with the imports (tests/arch/test_layering.py), this file is
+the whole dependency graph."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dutyline.api.operation import Router
 
@@ -19,6 +22,19 @@ if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
     from dutyline.api.runtime import Runtime
+    from dutyline.config import Settings
+
+
+@dataclass(frozen=True)
+class Hook:
+    """A lower domain calling a higher one at run time, which its imports cannot do: the lower
+    domain offers a registration (`offer`, "pkg.mod:fn"), and the higher one's `answer`
+    ("pkg.mod:fn") is registered with it when a process starts (`load_tasks`). An `offer`
+    naming a field of the runtime ("runtime:reach_gap") is set to the answer bound to the
+    settings when the runtime is built (`runtime_hooks`)."""
+
+    offer: str
+    answer: str
 
 
 @dataclass(frozen=True)
@@ -33,6 +49,8 @@ class Domain:
     # "pkg.mod:fn" taking the runtime and returning Starlette routes with their own
     # authentication (alert ingestion, public status pages, the runners' WebSocket).
     extra_routes: tuple[str, ...] = ()
+    # How lower domains call this one at run time (see Hook).
+    hooks: tuple[Hook, ...] = ()
 
 
 DOMAINS: tuple[Domain, ...] = (
@@ -54,8 +72,11 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.channel.pipeline.endpoints:router",
             "dutyline.channel.route.endpoints:router",
         ),
-        # Registers the lookup that refuses deleting a calendar a silence rule uses.
-        task_modules=("dutyline.channel.noise.service",),
+        hooks=(
+            # Deleting a calendar (platform) is refused while a silence rule names it.
+            Hook("dutyline.platform.calendar.service:on_calendar_delete",
+                 "dutyline.channel.noise.service:silence_rules_using_calendar"),
+        ),
     ),
     Domain(
         "dispatch",
@@ -64,6 +85,14 @@ DOMAINS: tuple[Domain, ...] = (
         task_modules=("dutyline.dispatch.tasks", "dutyline.dispatch.notify_rule.tasks"),
         # The signed links' pages are the console's (dutyline.web.signed_links).
         extra_routes=("dutyline.dispatch.voice:routes",),
+        hooks=(
+            # Deleting a calendar (platform) is refused while an escalation rule names it.
+            Hook("dutyline.platform.calendar.service:on_calendar_delete",
+                 "dutyline.dispatch.service:escalation_rules_using_calendar"),
+            # An incident's assignment (incident) names an escalation rule: its name.
+            Hook("dutyline.incident.references:register_escalate_rule_lookup",
+                 "dutyline.dispatch.service:escalate_rule_name"),
+        ),
     ),
     Domain(
         "notify",
@@ -74,6 +103,13 @@ DOMAINS: tuple[Domain, ...] = (
             "dutyline.notify.war_room.endpoints:router",
         ),
         task_modules=("dutyline.notify.delivery.tasks",),
+        hooks=(
+            # Responders added to an incident (incident) may be paged with a template.
+            Hook("dutyline.incident.references:register_template_check",
+                 "dutyline.notify.template.service:template_exists"),
+            # A member's contact (platform) nothing can reach is warned about.
+            Hook("runtime:reach_gap", "dutyline.notify.delivery.service:personal_gap"),
+        ),
     ),
     Domain(
         "incident",
@@ -90,6 +126,15 @@ DOMAINS: tuple[Domain, ...] = (
         task_modules=("dutyline.incident.ingest.tasks", "dutyline.incident.ingest.noise"),
         extra_routes=("dutyline.incident.ingest.endpoint:routes",
                       "dutyline.incident.change.push:routes"),
+        hooks=(
+            # An inhibit rule write (channel) rebuilds ingestion's index of its sources, in
+            # the writer's transaction.
+            Hook("dutyline.channel.noise.service:on_inhibit_rule_written",
+                 "dutyline.incident.ingest.noise:reindex_rule"),
+            # A silence rule made from an incident (channel) names one the caller sees.
+            Hook("dutyline.channel.noise.service:on_source_incident_check",
+                 "dutyline.incident.quick_silence:incident_is_visible"),
+        ),
     ),
     Domain("insight", routers=("dutyline.insight.endpoints:router",)),
     Domain("enrichment", routers=(
@@ -134,6 +179,14 @@ DOMAINS: tuple[Domain, ...] = (
         "schedule",
         routers=("dutyline.schedule.endpoints:router",),
         extra_routes=("dutyline.schedule.routes:routes",),
+        hooks=(
+            # Deleting a calendar (platform) is refused while a schedule follows it, and a
+            # calendar's change rebuilds the schedules that follow it.
+            Hook("dutyline.platform.calendar.service:on_calendar_delete",
+                 "dutyline.schedule.service:schedules_following_calendar"),
+            Hook("dutyline.platform.calendar.service:on_calendar_change",
+                 "dutyline.schedule.service:calendar_changed"),
+        ),
     ),
     # The console: pages over the other domains' services, under /console/.
     Domain("web", task_modules=("dutyline.web.mail",),
@@ -157,12 +210,34 @@ def task_modules() -> tuple[str, ...]:
     return tuple(m for d in DOMAINS for m in d.task_modules)
 
 
+def hooks() -> tuple[Hook, ...]:
+    return tuple(h for d in DOMAINS for h in d.hooks)
+
+
+RUNTIME = "runtime:"
+
+
 def load_tasks() -> None:
-    """Import every domain's job handlers and incident-event subscribers. Every process
-    (API and worker) does so at start: the API to fan each event out to its subscribers,
-    the workers to run their jobs."""
+    """Import every domain's job handlers and incident-event subscribers, and register the
+    hooks. Every process (API and worker) does so at start: the API to fan each event out to
+    its subscribers, the workers to run their jobs, both to answer a lower domain's call."""
     for name in task_modules():
         importlib.import_module(name)
+    for hook in hooks():
+        if not hook.offer.startswith(RUNTIME):
+            register: Callable[[Any], Any] = _resolve(hook.offer)  # type: ignore[assignment]
+            register(_resolve(hook.answer))
+
+
+def runtime_hooks(settings: Settings) -> dict[str, Any]:
+    """The runtime's fields a lower domain calls (`Runtime.reach_gap`), bound to the
+    settings: the keyword arguments app.py builds the runtime with."""
+    bound: dict[str, Any] = {}
+    for hook in hooks():
+        if hook.offer.startswith(RUNTIME):
+            answer: Callable[..., Any] = _resolve(hook.answer)  # type: ignore[assignment]
+            bound[hook.offer.removeprefix(RUNTIME)] = functools.partial(answer, settings)
+    return bound
 
 
 def extra_routes(runtime: Runtime) -> list[BaseRoute]:

@@ -1,7 +1,7 @@
-"""The AI SRE and monit reads are sync read operations (api/operation.py), and the async forms
-of their services, which the agent loop, jobs and writes call with actors of their own, scope
-a member by their teams alike: the teams are loaded on the async side first, so an actor with
-no sync loader of its teams is served as an app key's caller is."""
+"""The AI SRE and monit reads are sync read operations (api/operation.py), and their sync
+services scope a member by their teams alike whoever calls them: an actor the agent loop or a
+job builds, whose teams load only on the async side, is served once they are loaded
+(`aisre.scope.preload_teams`), as an app key's caller is."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ from dutyline.aisre.a2a import service as a2a
 from dutyline.aisre.automation import runs
 from dutyline.aisre.automation import service as automation
 from dutyline.aisre.mcp import service as mcp
+from dutyline.aisre.scope import preload_teams
 from dutyline.api.actor import Actor
 from dutyline.domains import all_routers
 from tests.fixtures.accounts import new_account, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.sync import in_sync
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +39,7 @@ def test_the_reads_run_as_one_unit_of_database_work() -> None:
     assert [p for p in SYNC_READS if not by_path[p].sync] == []
 
 
-async def test_the_async_forms_scope_a_member_whose_teams_load_only_asynchronously(
+async def test_a_member_whose_teams_load_only_asynchronously_is_scoped_by_them(
         api: Api) -> None:
     owner = await new_account(api, "Acme")
     teammate = await new_member(api, owner, name="Teammate")
@@ -55,28 +57,33 @@ async def test_the_async_forms_scope_a_member_whose_teams_load_only_asynchronous
         loads.append(team_id)
         return frozenset({team_id})
 
-    def actor() -> Actor:
+    async def actor() -> Actor:
         # As the agent loop or a job builds one: its teams come from an async loader only.
-        return Actor(account_id=owner.account_id, person_id=teammate.person_id,
-                     clock=api.runtime.clock, _load_team_ids=teams)
+        built = Actor(account_id=owner.account_id, person_id=teammate.person_id,
+                      clock=api.runtime.clock, _load_team_ids=teams)
+        await preload_teams(built)
+        return built
 
     async with api.runtime.db.connect() as conn:
-        got = await automation.get_rule(conn, actor(), rule_id=rule_id)
+        got = await in_sync(conn, automation.get_rule_sync, await actor(), rule_id=rule_id)
         assert (got.rule_id, got.can_edit) == (rule_id, True)
-        listed = await automation.list_rules(conn, actor(), team_ids=None, query="",
-                                             offset=0, limit=10)
+        listed = await in_sync(conn, automation.list_rules_sync, await actor(), team_ids=None,
+                               query="", offset=0, limit=10)
         assert [r.rule_id for r in listed.rules] == [rule_id]
         assert listed.rules[0].can_edit is True
-        assert (await runs.list_runs(conn, actor(), rule_id=rule_id, status="", offset=0,
-                                     limit=10)).total == 0
-        assert await a2a.list_agents(conn, actor(), offset=0, limit=10,
-                                     deps=api.runtime.deps) == (0, [])
-        assert await mcp.list_servers(conn, actor(), offset=0, limit=10) == (0, [])
+        assert (await in_sync(conn, runs.list_runs_sync, await actor(), rule_id=rule_id,
+                              status="", offset=0, limit=10)).total == 0
+        assert await in_sync(conn, a2a.list_agents_sync, await actor(), offset=0, limit=10,
+                             deps=api.runtime.deps) == (0, [])
+        assert await in_sync(conn, mcp.list_servers_sync, await actor(), offset=0,
+                             limit=10) == (0, [])
     assert loads == [team_id] * 5
 
     # An owner's reads load no teams at all.
     admin = Actor(account_id=owner.account_id, person_id=owner.person_id,
                   clock=api.runtime.clock, is_admin=True, _load_team_ids=teams)
+    await preload_teams(admin)
     async with api.runtime.db.connect() as conn:
-        assert (await automation.get_rule(conn, admin, rule_id=rule_id)).can_edit is True
+        assert (await in_sync(conn, automation.get_rule_sync,
+                              admin, rule_id=rule_id)).can_edit is True
     assert loads == [team_id] * 5

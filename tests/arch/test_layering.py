@@ -282,9 +282,9 @@ def test_the_dependency_check_sees_the_services_and_their_parameters() -> None:
     taking_deps = {n for n, fn in seen.items() if "deps" in inspect.signature(fn).parameters}
     assert {"dutyline.monit.datasources.create_datasource",
             "dutyline.aisre.mcp.service.enabled_targets",
-            "dutyline.incident.query.service.find_incidents",
+            "dutyline.incident.query.service.list_incidents",
             "dutyline.schedule.feed.create_feed",
-            "dutyline.platform.audit.service.search"} <= taking_deps
+            "dutyline.platform.audit.service.search_sync"} <= taking_deps
     assert len(seen) > 200
 
     async def positional(conn: Any, actor: Actor, box: Any, *, ds_id: int) -> None: ...

@@ -1,5 +1,5 @@
 """The channel and escalation rule reads are sync read operations (api/operation.py), and
-their services' async forms, which the console, pages and jobs call, answer as the
+their sync services, which the console, pages and jobs call too, answer as the
 operations do: same records, same refusals, same not-found for other accounts' ids."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dutyline.dispatch.notify_rule import service as notify_rules
 from dutyline.domains import all_routers
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
+from tests.fixtures.sync import in_sync
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,7 @@ def _plain(value: Any) -> Any:
     return msgspec.json.decode(msgspec.json.encode(value))
 
 
-async def test_the_async_forms_answer_as_the_operations(api: Api, owner: Person,
+async def test_the_services_answer_as_the_operations(api: Api, owner: Person,
                                                         other_owner: Person) -> None:
     channel_id = int((await _ok(api, "/channel/create", {"channel_name": "Payments"},
                                 owner))["channel_id"])
@@ -85,23 +86,28 @@ async def test_the_async_forms_answer_as_the_operations(api: Api, owner: Person,
     }
     actor = _actor(api, owner, CHANNEL_VIEW, INTEGRATION_VIEW)
     async with api.runtime.db.transaction(write=False) as conn:
-        total, items = await channels.list_channels(conn, actor, q=channels.ChannelQuery(),
+        total, items = await in_sync(conn, channels.list_channels_sync,
+                                     actor, q=channels.ChannelQuery(),
                                                     offset=0, limit=20)
         got = {
-            "channel": await channels.channel_info(conn, actor, channel_id=channel_id),
+            "channel": await in_sync(conn, channels.channel_info_sync,
+                                     actor, channel_id=channel_id),
             "channels": {"items": items, "total": total, "has_next_page": False},
-            "integrations": (await integrations.list_integrations(
-                conn, actor, channel_id=channel_id, offset=0, limit=20))[1],
-            "silences": {"items": await noise.list_rules(conn, actor, kind=noise.SILENCE,
+            "integrations": (await in_sync(
+                conn, integrations.list_integrations_sync, actor, channel_id=channel_id,
+                offset=0, limit=20))[1],
+            "silences": {"items": await in_sync(conn, noise.list_rules_sync,
+                                                actor, kind=noise.SILENCE,
                                                          channel_id=channel_id)},
-            "silence": await noise.rule_info(conn, actor, kind=noise.SILENCE,
+            "silence": await in_sync(conn, noise.rule_info_sync, actor, kind=noise.SILENCE,
                                              channel_id=channel_id, rule_id=silence_id),
-            "pipeline": await pipelines.info(conn, actor, integration_id=integration_id),
-            "routes": {"items": await routes.list_routes(conn, actor,
+            "pipeline": await in_sync(conn, pipelines.info_sync,
+                                      actor, integration_id=integration_id),
+            "routes": {"items": await in_sync(conn, routes.list_routes_sync, actor,
                                                          integration_ids=[integration_id])},
-            "escalations": {"items": await escalation.list_rules(conn, actor,
+            "escalations": {"items": await in_sync(conn, escalation.list_rules_sync, actor,
                                                                  channel_id=channel_id)},
-            "notify": {"items": await notify_rules.list_rules(conn, actor,
+            "notify": {"items": await in_sync(conn, notify_rules.list_rules_sync, actor,
                                                               channel_id=channel_id)},
         }
     expected["integrations"] = expected["integrations"]["items"]
@@ -112,11 +118,15 @@ async def test_the_async_forms_answer_as_the_operations(api: Api, owner: Person,
     nobody = _actor(api, owner)
     async with api.runtime.db.transaction(write=False) as conn:
         with pytest.raises(errors.ResourceNotFound):
-            await channels.channel_info(conn, stranger, channel_id=channel_id)
+            await in_sync(conn, channels.channel_info_sync, stranger, channel_id=channel_id)
         with pytest.raises(errors.ResourceNotFound):
-            await noise.list_rules(conn, stranger, kind=noise.SILENCE, channel_id=channel_id)
+            await in_sync(conn, noise.list_rules_sync,
+                          stranger, kind=noise.SILENCE, channel_id=channel_id)
         with pytest.raises(errors.ResourceNotFound):
-            await integrations.integration_info(conn, stranger, integration_id=integration_id)
+            await in_sync(conn, integrations.integration_info_sync,
+                          stranger, integration_id=integration_id)
         with pytest.raises(errors.AccessDenied):
-            await escalation.rule_info(conn, nobody, channel_id=channel_id, rule_id="0" * 24)
-        assert await channels.channel_infos(conn, stranger, channel_ids=[channel_id]) == []
+            await in_sync(conn, escalation.rule_info_sync,
+                          nobody, channel_id=channel_id, rule_id="0" * 24)
+        assert await in_sync(conn, channels.channel_infos_sync,
+                             stranger, channel_ids=[channel_id]) == []

@@ -12,6 +12,7 @@ from dutyline.dispatch import service as rules
 from tests.dispatch.support import create_rule, layer, make_channel, rule_body
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.sync import in_sync
 
 pytestmark = pytest.mark.anyio
 
@@ -41,15 +42,16 @@ async def test_only_live_channels_the_caller_sees_in_order(
     ids = [public, private, gone, theirs]
 
     async with api.runtime.db.connect() as conn:
-        seen = await rules.rules_of_channels(conn, member(api, alice, CHANNEL_VIEW),
+        seen = await in_sync(conn, rules.rules_of_channels_sync, member(api, alice, CHANNEL_VIEW),
                                              channel_ids=ids)
         admin = Actor(account_id=owner.account_id, person_id=owner.person_id,
                       clock=api.runtime.clock, is_admin=True,
                       permissions=frozenset({CHANNEL_VIEW}))
-        everything = await rules.rules_of_channels(conn, admin, channel_ids=ids)
+        everything = await in_sync(conn, rules.rules_of_channels_sync, admin, channel_ids=ids)
         with pytest.raises(errors.AccessDenied):
-            await rules.rules_of_channels(conn, member(api, alice), channel_ids=ids)
+            await in_sync(conn, rules.rules_of_channels_sync, member(api, alice), channel_ids=ids)
         with pytest.raises(errors.InvalidParameter):
-            await rules.rules_of_channels(conn, admin, channel_ids=list(range(1, 102)))
+            await in_sync(conn, rules.rules_of_channels_sync,
+                          admin, channel_ids=list(range(1, 102)))
     assert [r.rule_id for r in seen] == [early, late]
     assert {r.rule_id for r in everything} == {early, late, hidden}

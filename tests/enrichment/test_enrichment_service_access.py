@@ -17,6 +17,7 @@ from dutyline.enrichment import service
 from tests.enrichment.test_mapping import create, rows
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
+from tests.fixtures.sync import in_sync
 
 pytestmark = pytest.mark.anyio
 
@@ -101,5 +102,5 @@ async def test_integration_rules_are_checked_against_the_actor_s_integrations_by
         with pytest.raises(errors.ResourceNotFound):
             await settings.upsert(conn, manager, integration_id=theirs, rules=[])
         with pytest.raises(errors.ResourceNotFound):
-            await settings.info(conn, manager, integration_id=theirs)
+            await in_sync(conn, settings.info_sync, manager, integration_id=theirs)
         assert await api.runtime.audit.flush(conn, manager) == 0

@@ -1,5 +1,5 @@
 """The enrichment reads (mapping schemas, their rows, mapping APIs, enrichment settings) are
-sync read operations (api/operation.py), and their services' async forms answer as the
+sync read operations (api/operation.py), and their sync services answer as the
 operations do: same records, same not-found for other accounts' ids."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dutyline.enrichment.api import service as apis
 from tests.enrichment.test_mapping import create
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
+from tests.fixtures.sync import in_sync
 from tests.incident.conftest import wire
 
 pytestmark = pytest.mark.anyio
@@ -50,7 +51,7 @@ def _plain(value: Any) -> Any:
     return msgspec.json.decode(msgspec.json.encode(value))
 
 
-async def test_the_async_forms_answer_as_the_operations(api: Api, owner: Person,
+async def test_the_services_answer_as_the_operations(api: Api, owner: Person,
                                                         other_owner: Person) -> None:
     schema_id = await create(api, owner)
     await _ok(api, "/enrichment/mapping/data/upsert", {"schema_id": schema_id, "docs": [
@@ -76,17 +77,19 @@ async def test_the_async_forms_answer_as_the_operations(api: Api, owner: Person,
     actor = _actor(api, owner, MAPPING_DATA_VIEW, INTEGRATION_VIEW)
     deps = api.runtime.deps
     async with api.runtime.db.transaction(write=False) as conn:
-        schemas = await service.list_schemas(conn, actor)
-        api_items = await apis.list_apis(conn, actor, deps=deps)
+        schemas = await in_sync(conn, service.list_schemas_sync, actor)
+        api_items = await in_sync(conn, apis.list_apis_sync, actor, deps=deps)
         got = {
-            "schema": await service.schema_info(conn, actor, schema_id=schema_id),
+            "schema": await in_sync(conn, service.schema_info_sync, actor, schema_id=schema_id),
             "schemas": {"total": len(schemas), "items": schemas},
-            "data": await service.list_data(conn, actor, schema_id=schema_id, query={},
+            "data": await in_sync(conn, service.list_data_sync,
+                                  actor, schema_id=schema_id, query={},
                                             orderby="", asc=False, p=1, limit=2,
                                             search_after_ctx=""),
-            "setting": await settings.info(conn, actor, integration_id=wired.integration_id),
-            "settings": {"items": await settings.list_settings(
-                conn, actor, integration_ids=[wired.integration_id])},
+            "setting": await in_sync(conn, settings.info_sync,
+                                     actor, integration_id=wired.integration_id),
+            "settings": {"items": await in_sync(
+                conn, settings.list_settings_sync, actor, integration_ids=[wired.integration_id])},
             "apis": {"total": len(api_items), "items": api_items},
         }
     assert _plain(got) == expected
@@ -94,12 +97,13 @@ async def test_the_async_forms_answer_as_the_operations(api: Api, owner: Person,
     stranger = _actor(api, other_owner, MAPPING_DATA_VIEW, INTEGRATION_VIEW)
     async with api.runtime.db.transaction(write=False) as conn:
         with pytest.raises(errors.ResourceNotFound):
-            await service.schema_info(conn, stranger, schema_id=schema_id)
+            await in_sync(conn, service.schema_info_sync, stranger, schema_id=schema_id)
         with pytest.raises(errors.ResourceNotFound):
-            await settings.info(conn, stranger, integration_id=wired.integration_id)
+            await in_sync(conn, settings.info_sync, stranger, integration_id=wired.integration_id)
         with pytest.raises(errors.ResourceNotFound):
-            await apis.api_info(conn, stranger, api_id="0" * 24, deps=deps)
-        assert await settings.list_settings(
-            conn, stranger, integration_ids=[wired.integration_id]) == []
+            await in_sync(conn, apis.api_info_sync, stranger, api_id="0" * 24, deps=deps)
+        assert await in_sync(
+            conn, settings.list_settings_sync, stranger,
+            integration_ids=[wired.integration_id]) == []
         with pytest.raises(errors.AccessDenied):
-            await service.list_schemas(conn, _actor(api, owner))
+            await in_sync(conn, service.list_schemas_sync, _actor(api, owner))

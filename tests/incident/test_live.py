@@ -17,6 +17,7 @@ from dutyline.incident import live
 from dutyline.incident.query import service as incidents
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
+from tests.fixtures.sync import in_sync
 from tests.incident.lifecycle_support import create, seed_channel
 
 pytestmark = pytest.mark.anyio
@@ -44,12 +45,13 @@ async def test_counts_by_progress_follow_the_list_filters(api: Api, owner: Perso
     await api.call("/incident/resolve", {"incident_ids": [b]}, key=owner.key)
     actor = _actor(api, owner)
     async with api.runtime.db.transaction(write=False) as conn:
-        every = await incidents.progress_counts(conn, actor, **_window(api))
-        in_payments = await incidents.progress_counts(conn, actor, **_window(api),
+        every = await in_sync(conn, incidents.progress_counts_sync, actor, **_window(api))
+        in_payments = await in_sync(conn, incidents.progress_counts_sync, actor, **_window(api),
                                                       channel_ids=[payments])
-        warnings = await incidents.progress_counts(conn, actor, **_window(api),
+        warnings = await in_sync(conn, incidents.progress_counts_sync, actor, **_window(api),
                                                    incident_severity="Warning")
-        searched = await incidents.progress_counts(conn, actor, **_window(api), query="c")
+        searched = await in_sync(conn, incidents.progress_counts_sync,
+                                 actor, **_window(api), query="c")
     assert every == {"Triggered": 1, "Processing": 1, "Closed": 1}
     assert in_payments == {"Triggered": 1, "Processing": 1, "Closed": 0}
     assert warnings == {"Triggered": 0, "Processing": 0, "Closed": 1}
@@ -60,9 +62,9 @@ async def test_counts_and_changes_need_a_read_permission(api: Api, owner: Person
     nobody = _actor(api, owner, admin=False)
     async with api.runtime.db.transaction(write=False) as conn:
         with pytest.raises(errors.AccessDenied):
-            await incidents.progress_counts(conn, nobody, **_window(api))
+            await in_sync(conn, incidents.progress_counts_sync, nobody, **_window(api))
         with pytest.raises(errors.AccessDenied):
-            await incidents.live_cursor(conn, nobody)
+            await in_sync(conn, incidents.live_cursor_sync, nobody)
         with pytest.raises(errors.AccessDenied):
             await incidents.incident_changes(conn, nobody, cursor=live.LiveCursor(0))
 
@@ -78,8 +80,9 @@ async def test_counts_leave_out_what_the_member_may_not_see(api: Api, owner: Per
     await create(api, owner, title="hidden", channel_id=secret.data["channel_id"])
     await create(api, owner, title="open")
     async with api.runtime.db.transaction(write=False) as conn:
-        seen = await incidents.progress_counts(
-            conn, _actor(api, member, admin=False, permissions=frozenset({"channel_view"})),
+        seen = await in_sync(
+            conn, incidents.progress_counts_sync,
+            _actor(api, member, admin=False, permissions=frozenset({"channel_view"})),
             **_window(api))
     assert seen["Triggered"] == 1
 
@@ -88,7 +91,7 @@ async def test_changes_past_a_cursor_are_the_account_s_only_and_each_once(
         api: Api, owner: Person, other_owner: Person) -> None:
     actor = _actor(api, owner)
     async with api.runtime.db.transaction(write=False) as conn:
-        cursor = await incidents.live_cursor(conn, actor)
+        cursor = await in_sync(conn, incidents.live_cursor_sync, actor)
     first = await create(api, owner, title="first")
     await create(api, other_owner, title="theirs")
     await api.call("/incident/ack", {"incident_ids": [first]}, key=owner.key)

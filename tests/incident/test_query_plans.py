@@ -15,6 +15,7 @@ from dutyline.db.engine import Database
 from dutyline.incident.query import repository as repo
 from dutyline.incident.visibility import Scope
 from tests.fixtures.query_plans import query_plans
+from tests.fixtures.sync import in_sync
 
 pytestmark = pytest.mark.anyio
 
@@ -33,38 +34,12 @@ async def test_reads_by_id_use_the_primary_key(sqlite_url: str, admin: bool) -> 
         7, Viewer(is_admin=False, team_ids=frozenset({1}))))
     try:
         async with db.transaction(write=False) as conn:
-            await repo.find_many(conn, scope, [f"{n:024x}" for n in range(5)])
+            await in_sync(conn, repo.find_many_sync, scope, [f"{n:024x}" for n in range(5)])
             statement, params = seen[-1]
             plan = [r[3] for r in (await conn.exec_driver_sql(
                 "EXPLAIN QUERY PLAN " + statement, params)).all()]
             assert any("sqlite_autoindex_incident_1" in step for step in plan), plan
             assert not any("ix_incident_list" in step for step in plan), plan
-    finally:
-        await db.dispose()
-
-
-async def test_frequency_counts_read_the_recurrence_index(sqlite_url: str) -> None:
-    """A list page's `frequency` is one statement whose counts each walk a short range of
-    ix_incident_recurrence (account, channel, title, start_time), never the channel."""
-    db = Database(sqlite_url)
-    seen: list[tuple[str, Any]] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
-        seen.append((statement, params))
-
-    event.listen(db.engine.sync_engine, "before_cursor_execute", capture)
-    try:
-        async with db.transaction(write=False) as conn:
-            assert await repo.frequent(conn, [f"{n:024x}" for n in range(3)]) == set()
-            assert len(seen) == 1
-            statement, params = seen[-1]
-            plan = [r[3] for r in (await conn.exec_driver_sql(
-                "EXPLAIN QUERY PLAN " + statement, params)).all()]
-            assert any("SEARCH page USING INDEX sqlite_autoindex_incident_1" in s
-                       for s in plan), plan
-            assert any("SEARCH earlier USING INDEX ix_incident_recurrence" in s
-                       for s in plan), plan
-            assert not any(s.startswith("SCAN") for s in plan), plan
     finally:
         await db.dispose()
 
@@ -76,8 +51,8 @@ async def test_a_list_page_counts_and_names_in_one_statement(sqlite_url: str) ->
     db = Database(sqlite_url)
     f = repo.ListFilter(start_time=0, end_time=100, now_s=50)
     try:
-        plans = await query_plans(db, lambda conn: repo.window(
-            conn, Scope(7, None), f, asc=False, offset=0, limit=21))
+        plans = await query_plans(db, lambda conn: in_sync(
+            conn, repo.window_sync, Scope(7, None), f, asc=False, offset=0, limit=21))
         assert len(plans) == 1, plans
         plan = plans[0]
         assert any(s.startswith("SEARCH incident USING INDEX ix_incident_") for s in plan), plan
@@ -98,8 +73,8 @@ async def test_a_pages_sources_are_one_statement_read_by_index(sqlite_url: str) 
     rows it returns."""
     db = Database(sqlite_url)
     try:
-        plans = await query_plans(db, lambda conn: repo.sources(
-            conn, [f"{n:024x}" for n in range(3)]))
+        plans = await query_plans(db, lambda conn: in_sync(
+            conn, repo.sources_sync, [f"{n:024x}" for n in range(3)]))
         assert len(plans) == 1, plans
         plan = plans[0]
         assert any(s.startswith("SEARCH alert USING INDEX ix_alert_incident") for s in plan), plan

@@ -1,7 +1,8 @@
 """Custom fields and incident reads check whoever calls them, not only the API: called
 directly (as the console or a job would) without the permission they refuse; a permitted
-write notes one audit entry that the caller's flush logs. Other domains' lookups of an
-incident (a template preview, an automation) are scoped by visibility alone."""
+write notes one audit entry that the caller's flush logs. An incident is read through one
+guarded function per read, whoever reads it (a template preview, an automation, a job): there
+is no unguarded twin, and the system path is the system actor."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from dutyline.db.tables.incident import custom_field
 from dutyline.db.tables.platform import audit_log
 from dutyline.incident.field import service as fields
 from dutyline.incident.service import query
+from dutyline.notify.template import service as templates
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
 
@@ -64,7 +66,7 @@ async def test_field_create_refuses_without_account_manage_and_audits_with_it(
     assert row.target_ids == f'["{created.field_id}"]'
 
 
-async def test_viewing_an_incident_needs_a_view_permission_but_a_lookup_does_not(
+async def test_viewing_an_incident_needs_a_view_permission_whoever_reads_it(
         api: Api, owner: Person) -> None:
     made = await api.call("/incident/create", {"title": "disk full",
                                                "incident_severity": "Critical"},
@@ -75,9 +77,18 @@ async def test_viewing_an_incident_needs_a_view_permission_but_a_lookup_does_not
         with pytest.raises(errors.AccessDenied):
             await query.incident_info(conn, previewer, incident_id=incident_id,
                                       deps=api.runtime.deps)
-        found = await query.find_incident(conn, previewer, incident_id=incident_id,
-                                          deps=api.runtime.deps)
-        assert found.title == "disk full"
+        # A template preview of a real incident reads it through the same guarded read.
+        with pytest.raises(errors.AccessDenied):
+            await templates.preview(conn, previewer, channel="sms", content="{{.Title}}",
+                                    incident_id=incident_id, deps=api.runtime.deps)
+        sample = await templates.preview(conn, previewer, channel="sms", content="{{.Title}}",
+                                         incident_id=None, deps=api.runtime.deps)
+        assert sample.success
         seen = await query.incident_info(conn, acting(api, owner, CHANNEL_VIEW),
                                          incident_id=incident_id, deps=api.runtime.deps)
         assert seen.incident_id == incident_id
+        system = Actor.system(owner.account_id, api.runtime.clock)
+        found = await query.incident_info(conn, system, incident_id=incident_id,
+                                          deps=api.runtime.deps)
+        assert found.title == "disk full"
+    assert not hasattr(query, "find_incident")

@@ -17,6 +17,7 @@ from dutyline.incident.analytics.schemas import Grid
 from dutyline.incident.change import repository as changes
 from dutyline.incident.visibility import Scope
 from tests.fixtures.query_plans import query_plans
+from tests.fixtures.sync import in_sync
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +37,8 @@ GRID = Grid(offsets=((0, 3600), (500_000, 7200)), unit="day")
 
 async def test_the_notification_report_reads_its_covering_index(sqlite_url: str) -> None:
     async def run(conn: Any) -> None:
-        await analytics.delivery_totals(conn, SCOPE, start_time=0, end_time=10**6, grid=GRID,
+        await in_sync(conn, analytics.delivery_totals_sync,
+                      SCOPE, start_time=0, end_time=10**6, grid=GRID,
                                         channel_ids=(3,))
 
     (plan,) = await _plans(sqlite_url, run)
@@ -48,7 +50,8 @@ async def test_the_notification_report_reads_its_covering_index(sqlite_url: str)
 
 async def test_the_change_report_reads_covering_indexes(sqlite_url: str) -> None:
     async def run(conn: Any) -> None:
-        await changes.change_totals(conn, SCOPE, start_time=0, end_time=10**6, grid=GRID)
+        await in_sync(conn, changes.change_totals_sync,
+                      SCOPE, start_time=0, end_time=10**6, grid=GRID)
 
     started, received = await _plans(sqlite_url, run)
     assert any("COVERING INDEX ix_change_record_account_start" in s for s in started), started
@@ -57,7 +60,8 @@ async def test_the_change_report_reads_covering_indexes(sqlite_url: str) -> None
 
 async def test_the_changes_before_an_incident_read_a_short_range(sqlite_url: str) -> None:
     async def run(conn: Any) -> None:
-        await changes.before(conn, 7, 3, 10**6, window_s=7200, lookback_s=86_400, limit=20)
+        await in_sync(conn, changes.before_sync,
+                      7, 3, 10**6, window_s=7200, lookback_s=86_400, limit=20)
 
     (plan,) = await _plans(sqlite_url, run)
     assert any("INDEX ix_change_record_channel_start (account_id=? AND channel_id=? AND "

@@ -15,6 +15,7 @@ from dutyline.api.permissions import CHANNEL_VIEW, INCIDENT_MANAGE, SCHEDULE_VIE
 from dutyline.insight import service
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
+from tests.fixtures.sync import in_sync
 from tests.insight.conftest import START
 
 pytestmark = pytest.mark.anyio
@@ -24,8 +25,10 @@ Call = Callable[[Any, Actor], Awaitable[Any]]
 CALLS: dict[str, Call] = {
     "dimension": lambda conn, a: service.dimension(conn, a, by="account", query=QUERY),
     "responders": lambda conn, a: service.responders(conn, a, query=QUERY),
-    "incidents": lambda conn, a: service.incidents(conn, a, query=QUERY, offset=0, limit=10),
-    "alert_topk": lambda conn, a: service.alert_topk(conn, a, query=QUERY, label="check", k=5,
+    "incidents": lambda conn, a: in_sync(conn, service.incidents_sync,
+                                         a, query=QUERY, offset=0, limit=10),
+    "alert_topk": lambda conn, a: in_sync(conn, service.alert_topk_sync,
+                                          a, query=QUERY, label="check", k=5,
                                                      orderby="total_alert_cnt", asc=False),
     "dimension_csv": lambda conn, a: service.dimension_csv(conn, a, by="team", query=QUERY),
     "responders_csv": lambda conn, a: service.responders_csv(conn, a, query=QUERY),

@@ -59,9 +59,10 @@ async def create(api: Api, owner: Person, layers: list[dict[str, Any]]) -> int:
 
 async def who(api: Api, owner: Person, schedule_id: int, at_s: int) -> list[int]:
     async with api.runtime.db.connect() as conn:
-        return await service.oncall_person_ids(
-            conn, Actor.system(owner.account_id, CLOCK), schedule_id=schedule_id,
-            role_ids=None, at_s=at_s)
+        found = await service.oncall_for_schedules(
+            conn, Actor.system(owner.account_id, CLOCK),
+            schedule_role_ids={schedule_id: ()}, at_s=at_s)
+    return found[schedule_id]
 
 
 def final(item: dict[str, Any]) -> list[tuple[int, str]]:

@@ -54,9 +54,10 @@ async def reads(api: Api, owner: Person, sid: int, *,
 
 async def engine_pages(api: Api, owner: Person, sid: int, at_s: int) -> list[int]:
     async with api.runtime.db.connect() as conn:
-        return await service.oncall_person_ids(
-            conn, Actor.system(owner.account_id, api.runtime.clock), schedule_id=sid,
-            role_ids=None, at_s=at_s)
+        found = await service.oncall_for_schedules(
+            conn, Actor.system(owner.account_id, api.runtime.clock),
+            schedule_role_ids={sid: ()}, at_s=at_s)
+    return found[sid]
 
 
 async def test_removed_members_are_left_out_of_now_and_next(api: Api, owner: Person) -> None:

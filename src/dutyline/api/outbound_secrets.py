@@ -27,7 +27,6 @@ else, so a new target cannot miss these rules."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import msgspec
 
@@ -101,8 +100,3 @@ def headers_to_store(given: Mapping[str, str], stored: Mapping[str, str], *, kee
     return {name: secret_to_store(value, old.get(name.strip().lower(), ""), keep=keep,
                                   field=f"{field}.{name}")
             for name, value in given.items()}
-
-
-def mark_of(extra: Mapping[str, Any] | None) -> str:
-    """The outbound mark in a field's `Meta.extra` ("" when unmarked)."""
-    return str((extra or {}).get(OUTBOUND_MARK, ""))

@@ -105,8 +105,9 @@ class Runtime:
     # Outbound clients kept for connection reuse (deliveries), closed with the runtime.
     kept_sessions: KeptSessions = field(default_factory=KeptSessions)
     # Why a person cannot be paged by a channel with this server's settings, or None: the
-    # notify domain answers (wired by app.py), so a domain it depends on (a member's
-    # contacts, in platform) can warn about a contact nothing will use.
+    # notify domain answers (declared in domains.py, set when app.py builds the runtime), so
+    # a domain it depends on (a member's contacts, in platform) can warn about a contact
+    # nothing will use.
     reach_gap: Callable[[str], str | None] = _reachable
     # Answers tried before routing and the middleware stack (app.py), for what a process
     # serves from memory under a flood (status_page/public/routes.py `KeptViews`): each sends

@@ -126,14 +126,6 @@ def get_visible_sync(
     return conn.execute(stmt).first()
 
 
-async def get_visible(
-    conn: AsyncConnection, account_id: int, channel_id: int, viewer: Viewer, *,
-    include_deleted: bool = False,
-) -> Row[Any] | None:
-    return await conn.run_sync(get_visible_sync, account_id, channel_id, viewer,
-                               include_deleted=include_deleted)
-
-
 async def name_taken(conn: AsyncConnection, account_id: int, name_key: str,
                      except_id: int = 0) -> bool:
     stmt = select(channel.c.channel_id).where(
@@ -173,17 +165,6 @@ def list_page_sync(
     return total, list(rows)
 
 
-async def list_page(
-    conn: AsyncConnection, account_id: int, viewer: Viewer, *, mine: frozenset[int] | None,
-    managed_by: frozenset[int] | None, team_ids: list[int], channel_ids: list[int],
-    channel_name: str, query: str, orderby: str, asc: bool, offset: int, limit: int,
-) -> tuple[int, list[Row[Any]]]:
-    return await conn.run_sync(lambda sync: list_page_sync(
-        sync, account_id, viewer, mine=mine, managed_by=managed_by, team_ids=team_ids,
-        channel_ids=channel_ids, channel_name=channel_name, query=query, orderby=orderby,
-        asc=asc, offset=offset, limit=limit))
-
-
 def find_many_visible_sync(conn: Connection, account_id: int, channel_ids: list[int],
                            viewer: Viewer) -> list[Any]:
     stmt = (
@@ -194,12 +175,6 @@ def find_many_visible_sync(conn: Connection, account_id: int, channel_ids: list[
         .order_by(channel.c.channel_id)
     )
     return list(conn.execute(stmt).all())
-
-
-async def find_many_visible(
-    conn: AsyncConnection, account_id: int, channel_ids: list[int], viewer: Viewer
-) -> list[Any]:
-    return await conn.run_sync(find_many_visible_sync, account_id, channel_ids, viewer)
 
 
 _NAMES = select(channel.c.channel_id, channel.c.channel_name, channel.c.status).where(
@@ -214,11 +189,6 @@ def names_sync(conn: Connection, account_id: int,
         return {}
     rows = conn.execute(_NAMES, {"account_id": account_id, "channel_ids": channel_ids})
     return {r[0]: (r[1], r[2]) for r in rows}
-
-
-async def names(conn: AsyncConnection, account_id: int,
-                channel_ids: list[int]) -> dict[int, tuple[str, str]]:
-    return await conn.run_sync(names_sync, account_id, channel_ids)
 
 
 async def insert_channel(conn: AsyncConnection, values: dict[str, Any]) -> None:

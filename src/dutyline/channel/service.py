@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
@@ -195,12 +195,6 @@ def channel_info_sync(conn: Connection, actor: Actor, *, channel_id: int) -> Cha
     return _item(row)
 
 
-@reads(CHANNEL_VIEW)
-async def channel_info(conn: AsyncConnection, actor: Actor, *, channel_id: int) -> ChannelItem:
-    return await conn.run_sync(lambda sync: channel_info_sync(sync, actor,
-                                                              channel_id=channel_id))
-
-
 @reads_sync(CHANNEL_VIEW)
 def channel_infos_sync(conn: Connection, actor: Actor, *,
                        channel_ids: Sequence[int]) -> list[ChannelShort]:
@@ -210,13 +204,6 @@ def channel_infos_sync(conn: Connection, actor: Actor, *,
     return [ChannelShort(channel_id=r.channel_id, channel_name=r.channel_name, status=r.status,
                          team_id=r.team_id, creator_id=r.creator_id)
             for r in rows]
-
-
-@reads(CHANNEL_VIEW)
-async def channel_infos(conn: AsyncConnection, actor: Actor, *,
-                        channel_ids: Sequence[int]) -> list[ChannelShort]:
-    return await conn.run_sync(lambda sync: channel_infos_sync(sync, actor,
-                                                               channel_ids=channel_ids))
 
 
 @dataclass(frozen=True)
@@ -264,14 +251,6 @@ def list_channels_sync(conn: Connection, actor: Actor, *, q: ChannelQuery, offse
         item.team_name = team_names.get(item.team_id or 0, "")
         item.creator_name = people.get(item.creator_id or 0, ("", ""))[0]
     return total, items
-
-
-@reads(CHANNEL_VIEW)
-async def list_channels(conn: AsyncConnection, actor: Actor, *, q: ChannelQuery, offset: int,
-                        limit: int) -> tuple[int, list[ChannelItem]]:
-    """(total, one page of the live channels the actor sees)."""
-    return await conn.run_sync(lambda sync: list_channels_sync(sync, actor, q=q, offset=offset,
-                                                               limit=limit))
 
 
 @writes("/channel/update", CHANNEL_MANAGE, inputs=ChannelChanges)

@@ -42,14 +42,6 @@ def counted_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *
     return total, conn.execute(page.offset(offset).limit(limit), params).all()
 
 
-async def counted_page(conn: AsyncConnection, count: Select[Any], page: Select[Any], *,
-                       offset: int, limit: int, params: Mapping[str, Any] | None = None,
-                       window: bool = False) -> tuple[int, Sequence[Row[Any]]]:
-    """`counted_page_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: counted_page_sync(
-        sync, count, page, offset=offset, limit=limit, params=params, window=window))
-
-
 def counted_windowed_page_sync(conn: Connection, count: Select[Any], page: Select[Any], *,
                                params: Mapping[str, Any]) -> tuple[int, Sequence[Row[Any]]]:
     """`counted_page_sync` with `window`, for a page built by

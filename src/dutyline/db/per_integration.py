@@ -71,15 +71,6 @@ async def get(conn: AsyncConnection, table: Table, account_id: int, integration_
     return (await conn.execute(stmt)).first()
 
 
-async def list_for(conn: AsyncConnection, table: Table, account_id: int,
-                   integration_ids: Sequence[int]) -> list[Row[Any]]:
-    stmt = (select(table)
-            .where(table.c.account_id == account_id,
-                   table.c.integration_id.in_(list(integration_ids)))
-            .order_by(table.c.integration_id))
-    return list((await conn.execute(stmt)).all())
-
-
 async def save(conn: AsyncConnection, table: Table, *, exists: bool, integration_id: int,
                values: dict[str, Any]) -> None:
     """Insert the row, or update it and bump its version (values from `saved_values`)."""

@@ -29,11 +29,6 @@ def get_rule_sync(conn: Connection, account_id: int, channel_id: int,
                                     "rule_id": rule_id}).first()
 
 
-async def get_rule(conn: AsyncConnection, account_id: int, channel_id: int,
-                   rule_id: str) -> Row[Any] | None:
-    return await conn.run_sync(get_rule_sync, account_id, channel_id, rule_id)
-
-
 async def get_rule_by_id(conn: AsyncConnection, account_id: int,
                          rule_id: str) -> Row[Any] | None:
     return (await conn.execute(select(escalate_rule).where(
@@ -76,11 +71,6 @@ def rules_of_channels_sync(conn: Connection, account_id: int,
         return []
     return list(conn.execute(_RULES_OF_CHANNELS,
                              {"account_id": account_id, "channel_ids": channel_ids}).all())
-
-
-async def rules_of_channels(conn: AsyncConnection, account_id: int,
-                            channel_ids: list[int]) -> list[Row[Any]]:
-    return await conn.run_sync(rules_of_channels_sync, account_id, channel_ids)
 
 
 async def rules_naming(conn: AsyncConnection, account_id: int, needle: str) -> list[Row[Any]]:

@@ -16,7 +16,7 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store, url_to_store
@@ -36,13 +36,12 @@ from dutyline.dispatch.schemas import (
     rule_item,
 )
 from dutyline.dispatch.schemas import RuleSpec as RuleSpec  # the record its writes take
-from dutyline.incident.service import references
 from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
 from dutyline.kit.secretbox import SecretBox
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.notify.delivery import service as delivery
-from dutyline.platform.calendar import service as calendars
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 
@@ -118,7 +117,7 @@ async def check_targets(conn: Any, actor: Actor, *, targets: list[tuple[str, Esc
             if "@" not in email or len(email) > 254 or any(c.isspace() for c in email):
                 raise errors.invalid(f"{path}.emails[{j}]", "is not an e-mail address")
         if t.by is not None:
-            for sev in ("critical", "warning", "info"):
+            for sev in SEVERITY_KEYS:
                 for k, name in enumerate(getattr(t.by, sev)):
                     if refused := personal_refusal(name):
                         raise errors.invalid(f"{path}.by.{sev}[{k}]", refused)
@@ -174,7 +173,7 @@ def target_warnings(settings: Settings, t: EscalateTarget, path: str) -> list[Sa
     out: list[SaveWarning] = []
     people = t.person_ids or t.team_ids or t.schedule_to_role_ids
     if people and t.by is not None and not t.by.follow_preference:
-        for sev in ("critical", "warning", "info"):
+        for sev in SEVERITY_KEYS:
             for channel in getattr(t.by, sev) or ["email"]:
                 reason = delivery.personal_gap(settings, channel)
                 if reason:
@@ -293,8 +292,8 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
     return SaveWarnings(warnings=delivery_warnings(deps.settings, layers))
 
 
-@calendars.on_calendar_delete
-async def _rules_using(conn: Any, account_id: int, cal_id: str) -> list[str]:
+async def escalation_rules_using_calendar(conn: Any, account_id: int,
+                                          cal_id: str) -> list[str]:
     """Escalation rules whose time windows name the calendar (its delete is refused while
     any do)."""
     return [f"escalation rule {r.rule_name} ({r.rule_id})"
@@ -336,37 +335,12 @@ def rule_info_sync(conn: Connection, actor: Actor, *, channel_id: int,
     return rule_item(_require_rule_sync(conn, actor, channel_id, rule_id), channel.channel_name)
 
 
-@reads(CHANNEL_VIEW)
-async def rule_info(conn: Any, actor: Actor, *, channel_id: int,
-                    rule_id: str) -> EscalateRuleItem:
-    item: EscalateRuleItem = await conn.run_sync(
-        lambda sync: rule_info_sync(sync, actor, channel_id=channel_id, rule_id=rule_id))
-    return item
-
-
 @reads_sync(CHANNEL_VIEW)
 def list_rules_sync(conn: Connection, actor: Actor, *,
                     channel_id: int) -> list[EscalateRuleItem]:
     name = channels.require_visible_sync(conn, actor, channel_id).channel_name
     return [rule_item(r, name)
             for r in repo.list_rules_sync(conn, actor.account_id, channel_id)]
-
-
-@reads(CHANNEL_VIEW)
-async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[EscalateRuleItem]:
-    items: list[EscalateRuleItem] = await conn.run_sync(
-        lambda sync: list_rules_sync(sync, actor, channel_id=channel_id))
-    return items
-
-
-@reads(CHANNEL_VIEW)
-async def rules_of_channels(conn: Any, actor: Actor, *,
-                            channel_ids: list[int]) -> list[EscalateRuleItem]:
-    if not actor.is_admin:
-        await actor.team_ids()  # the sync form then reads no teams
-    items: list[EscalateRuleItem] = await conn.run_sync(
-        lambda sync: rules_of_channels_sync(sync, actor, channel_ids=channel_ids))
-    return items
 
 
 @reads_sync(CHANNEL_VIEW)
@@ -389,16 +363,8 @@ async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any
     return await repo.list_rules(conn, actor.account_id, channel_id, enabled_only=True)
 
 
-def loads(text: str) -> Any:
-    """A stored JSON column (filters, time filters) as the engine reads it."""
-    return _json.decode(text)
-
-
-async def _escalate_rule_name(conn: Any, actor: Actor, rule_id: str) -> str | None:
+async def escalate_rule_name(conn: Any, actor: Actor, rule_id: str) -> str | None:
+    """The name of the account's escalation rule `rule_id`, None without one: an incident's
+    assignment may name one of our rules (incident.references asks, wired by domains.py)."""
     row = await repo.get_rule_by_id(conn, actor.account_id, rule_id)
     return None if row is None else str(row.rule_name)
-
-
-# An incident's assignment may name one of our rules; incident asks us for its name (and so
-# whether it exists).
-references.register_escalate_rule_lookup(_escalate_rule_name)

@@ -54,12 +54,6 @@ def get_schema_sync(conn: Connection, account_id: int, schema_id: str,
                                "schema_id": schema_id.lower()}).first()
 
 
-async def get_schema(conn: AsyncConnection, account_id: int, schema_id: str,
-                     *, for_update: bool = False) -> Row[Any] | None:
-    return await conn.run_sync(lambda c: get_schema_sync(c, account_id, schema_id,
-                                                         for_update=for_update))
-
-
 async def schema_name_taken(conn: AsyncConnection, account_id: int, name: str,
                             but: str = "") -> bool:
     stmt = select(mapping_schema.c.schema_id).where(
@@ -76,10 +70,6 @@ async def count_schemas(conn: AsyncConnection, account_id: int) -> int:
 
 def list_schemas_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
     return list(conn.execute(_LIST_SCHEMAS, {"account_id": account_id}).all())
-
-
-async def list_schemas(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    return await conn.run_sync(list_schemas_sync, account_id)
 
 
 async def insert_schema(conn: AsyncConnection, values: dict[str, Any]) -> None:
@@ -156,14 +146,6 @@ async def count_rows(conn: AsyncConnection, schema_id: str, key: str | None = No
     return await conn.run_sync(count_rows_sync, schema_id, key)
 
 
-async def page_rows(conn: AsyncConnection, schema_id: str, *, key: str | None, orderby: str,
-                    asc: bool, offset: int, limit: int,
-                    after: tuple[int, str] | None = None) -> list[Row[Any]]:
-    return await conn.run_sync(lambda c: page_rows_sync(
-        c, schema_id, key=key, orderby=orderby, asc=asc, offset=offset, limit=limit,
-        after=after))
-
-
 def page_rows_sync(conn: Connection, schema_id: str, *, key: str | None, orderby: str,
                    asc: bool, offset: int, limit: int,
                    after: tuple[int, str] | None = None) -> list[Row[Any]]:
@@ -209,11 +191,6 @@ async def get_setting(conn: AsyncConnection, account_id: int,
 
 
 list_settings_sync = _setting_reads.list_for
-
-
-async def list_settings(conn: AsyncConnection, account_id: int,
-                        integration_ids: Sequence[int]) -> list[Row[Any]]:
-    return await conn.run_sync(list_settings_sync, account_id, integration_ids)
 
 
 async def save_setting(conn: AsyncConnection, *, exists: bool, integration_id: int,

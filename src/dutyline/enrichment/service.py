@@ -130,20 +130,9 @@ def schema_info_sync(conn: Connection, actor: Actor, *, schema_id: str) -> Mappi
     return _item(_schema_sync(conn, actor, schema_id))
 
 
-@reads(*READ)
-async def schema_info(conn: AsyncConnection, actor: Actor, *,
-                      schema_id: str) -> MappingSchemaItem:
-    return await conn.run_sync(lambda c: schema_info_sync(c, actor, schema_id=schema_id))
-
-
 @reads_sync(*READ)
 def list_schemas_sync(conn: Connection, actor: Actor) -> list[MappingSchemaItem]:
     return [_item(r) for r in repo.list_schemas_sync(conn, actor.account_id)]
-
-
-@reads(*READ)
-async def list_schemas(conn: AsyncConnection, actor: Actor) -> list[MappingSchemaItem]:
-    return await conn.run_sync(list_schemas_sync, actor)
 
 
 @writes("/enrichment/mapping/schema/update", *WRITE)
@@ -310,15 +299,6 @@ async def upload_data(conn: AsyncConnection, actor: Actor, *, schema_id: str, da
     loaded += len(batch)
     await repo.touch_data(conn, row.schema_id, actor.person_id, actor.now_s)
     return loaded
-
-
-@reads(*READ)
-async def list_data(conn: AsyncConnection, actor: Actor, *, schema_id: str,
-                    query: dict[str, str], orderby: str, asc: bool, p: int, limit: int,
-                    search_after_ctx: str) -> DataListResponse:
-    return await conn.run_sync(lambda c: list_data_sync(
-        c, actor, schema_id=schema_id, query=query, orderby=orderby, asc=asc, p=p,
-        limit=limit, search_after_ctx=search_after_ctx))
 
 
 @reads_sync(*READ)

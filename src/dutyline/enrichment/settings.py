@@ -30,7 +30,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.channel.integration import service as integrations
 from dutyline.db.per_integration import saved_values
@@ -273,11 +273,6 @@ def info_sync(conn: Connection, actor: Actor, *, integration_id: int) -> Enrichm
     return _item(row)
 
 
-@reads(*READ)
-async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> EnrichmentItem:
-    return await conn.run_sync(lambda c: info_sync(c, actor, integration_id=integration_id))
-
-
 @reads_sync(*READ)
 def list_settings_sync(conn: Connection, actor: Actor, *,
                        integration_ids: list[int]) -> list[EnrichmentItem]:
@@ -285,13 +280,6 @@ def list_settings_sync(conn: Connection, actor: Actor, *,
         return []
     return [_item(r) for r in repo.list_settings_sync(conn, actor.account_id,
                                                        integration_ids)]
-
-
-@reads(*READ)
-async def list_settings(conn: AsyncConnection, actor: Actor, *,
-                        integration_ids: list[int]) -> list[EnrichmentItem]:
-    return await conn.run_sync(lambda c: list_settings_sync(
-        c, actor, integration_ids=integration_ids))
 
 
 # -- ingest (sync, on the push's connection) -------------------------------------------------------

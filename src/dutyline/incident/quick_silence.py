@@ -16,8 +16,7 @@ from dutyline.incident.query import service as incidents
 router = Router("Channel noise rules")
 
 
-@noise.on_source_incident_check
-async def _incident_is_visible(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
+async def incident_is_visible(conn: AsyncConnection, actor: Actor, incident_id: str) -> None:
     """A silence rule made from an incident names one the caller sees (another account's,
     or one in a channel hidden from the caller: not found)."""
     await incidents.require_visible(conn, actor, incident_id=incident_id)

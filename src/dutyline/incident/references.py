@@ -1,9 +1,10 @@
 """Ids of other domains' records that incident requests carry, checked by the domain that owns
 them. An assignment may name an escalation rule, which the paging domain (dispatch) owns, and
 /incident/responder/add may name a notification template, which notify owns; both domains sit
-above incident: each registers its check here when imported, so incident never reads their
-tables. With no check registered, a named record is refused: an id that cannot be resolved
-within the caller's account is never stored."""
+above incident: each answers through a check registered here (domains.py wires them when a
+process starts), so incident never reads their tables. With no check registered, a named
+record is refused: an id that cannot be resolved within the caller's account is never
+stored."""
 
 from __future__ import annotations
 

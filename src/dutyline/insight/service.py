@@ -43,6 +43,7 @@ from dutyline.insight.schemas import (
     ResponderInsightItem,
 )
 from dutyline.kit import localtime
+from dutyline.kit.vocabulary import CLOSED
 from dutyline.platform.account import service as accounts
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
@@ -256,7 +257,7 @@ def responders_sync(conn: Connection, actor: Actor, *,
 
 
 def _raw_item(tz: ZoneInfo, f: analytics.IncidentFacts, html_to_text: bool) -> IncidentRawItem:
-    closed = f.progress == "Closed"
+    closed = f.progress == CLOSED
     closed_by = None
     if closed:
         closed_by = "manually" if f.closer_id else ("timeout" if f.timeout_closed else "auto")
@@ -320,22 +321,6 @@ async def responders(conn: AsyncConnection, actor: Actor, *,
                      query: Query) -> list[ResponderInsightItem]:
     """`responders_sync` on an async connection."""
     return await conn.run_sync(lambda sync: responders_sync(sync, actor, query=query))
-
-
-@reads(*READ)
-async def incidents(conn: AsyncConnection, actor: Actor, *, query: Query, offset: int,
-                    limit: int) -> tuple[int, bool, list[IncidentRawItem]]:
-    """`incidents_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: incidents_sync(
-        sync, actor, query=query, offset=offset, limit=limit))
-
-
-@reads(*READ)
-async def alert_topk(conn: AsyncConnection, actor: Actor, *, query: Query, label: str, k: int,
-                     orderby: str, asc: bool) -> list[InsightAlertByLabelItem]:
-    """`alert_topk_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: alert_topk_sync(
-        sync, actor, query=query, label=label, k=k, orderby=orderby, asc=asc))
 
 
 # --- exports -------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """The words an incident's state is written in, defined once: its severities (and their
 rank, worst last), the `Ok` status of a recovered alert or a closed incident, and its
-progress. The wire types (`Literal`s) are the source; the tuples are read from them."""
+progress. The wire types (`Literal`s) are the source; the tuples are read from them.
+
+No other module of the package spells these words, nor a list of the lowercase keys
+severities are stored under (`tests/arch/test_vocabulary.py`)."""
 
 from __future__ import annotations
 
@@ -16,14 +19,23 @@ SEVERITIES: Final[tuple[Severity, ...]] = get_args(Severity)
 STATUSES: Final[tuple[Status, ...]] = get_args(Status)
 PROGRESSES: Final[tuple[Progress, ...]] = get_args(Progress)
 
+CRITICAL: Final = "Critical"
+WARNING: Final = "Warning"
+INFO: Final = "Info"
 OK: Final = "Ok"
 TRIGGERED: Final = "Triggered"
 PROCESSING: Final = "Processing"
 CLOSED: Final = "Closed"
 OPEN: Final[tuple[str, ...]] = (TRIGGERED, PROCESSING)
 
+# The lowercase keys a record holds one value per severity under, in SEVERITIES' order: a
+# member's channels (`critical`, `warning`, `info`), an escalation layer's `by`, a monitor's
+# threshold conditions. `SEVERITY_KEY[s]` is the key of severity `s`.
+SEVERITY_KEYS: Final[tuple[str, ...]] = tuple(s.lower() for s in SEVERITIES)
+SEVERITY_KEY: Final[dict[str, str]] = dict(zip(SEVERITIES, SEVERITY_KEYS, strict=True))
+
 # Higher is worse; Ok (and anything unknown, read with .get(s, 0)) ranks below every severity.
-SEVERITY_RANK: Final[dict[str, int]] = {OK: 0, "Info": 1, "Warning": 2, "Critical": 3}
+SEVERITY_RANK: Final[dict[str, int]] = {OK: 0, INFO: 1, WARNING: 2, CRITICAL: 3}
 
 
 def worst_severity(severities: Iterable[str]) -> str | None:

@@ -35,6 +35,8 @@ from dutyline.channel.integration import service as integrations
 from dutyline.incident.service import ingest as ingestion
 from dutyline.kit import localtime, timefilters
 from dutyline.kit.clock import FixedClock
+from dutyline.kit.vocabulary import OK as RECOVERED
+from dutyline.kit.vocabulary import SEVERITIES, SEVERITY_KEY, WARNING
 from dutyline.monit import conditions, datasources, prom, related, tls
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import DSPrometheusConfig, RuleBody, decode_body
@@ -162,10 +164,9 @@ async def _judge_source(runtime: Runtime, body: RuleBody, ds_id: int, target: pr
         for sample in primary:
             ident = _identity(sample.labels)
             values = {name: rows.get(ident) for name, rows in joined.items()}
-            severity = next((sev for sev, expr in (("Critical", threshold.critical),
-                                                   ("Warning", threshold.warning),
-                                                   ("Info", threshold.info))
-                             if expr.strip() and conditions.evaluate(expr, values)), "")
+            severity = next((sev for sev in SEVERITIES
+                             if (expr := getattr(threshold, SEVERITY_KEY[sev])).strip()
+                             and conditions.evaluate(expr, values)), "")
             alerting: bool | None = bool(severity)
             if not severity and mode == "threshold" and recovery is not None:
                 alerting = False if conditions.evaluate(recovery.condition, values) else None
@@ -322,7 +323,7 @@ def _step(row: dict[str, Any], v: Verdict, cfg: Any, body: RuleBody,
                 return str(row["severity"])
             return None
         if row["hits"] >= need_alert:
-            row.update(state=FIRING, severity=v.severity or "Warning", fired_at=now_s,
+            row.update(state=FIRING, severity=v.severity or WARNING, fired_at=now_s,
                        last_sent_at=now_s, sent_count=1)
             return str(row["severity"])
         row["state"] = PENDING
@@ -333,7 +334,7 @@ def _step(row: dict[str, Any], v: Verdict, cfg: Any, body: RuleBody,
     if row["state"] == FIRING and (row["misses"] >= need_recover or v.forget):
         row.update(state=OK, sent_count=0)
         push = bool(getattr(cfg, "push_recovery_event", False)) or v.forget
-        return "Ok" if push else None
+        return RECOVERED if push else None
     if row["state"] != FIRING:
         row["state"] = OK
     return None
@@ -361,7 +362,7 @@ async def write_verdicts(conn: AsyncConnection, rule_row: Any, outcome: Outcome,
         row["value"] = "" if v.value is None else f"{v.value:g}"[:64]
         status = _step(row, v, _check_cfg(body, v.check), body, now_s)
         if status is not None:
-            context = v.related if status != "Ok" else None  # a recovery needs none
+            context = v.related if status != RECOVERED else None  # a recovery needs none
             await _send(conn, rule_row, body,
                         _event(rule_row, body, row, status, v.value, context), now_s, problems)
         keep = row["state"] in (FIRING, PENDING) or (v.check == NODATA and not v.forget)
@@ -381,7 +382,7 @@ async def resolve_all(conn: AsyncConnection, rule_row: Any, *, now_s: int) -> No
     problems: list[str] = []
     for row in await repo.firing_series(conn, rule_row.id):
         fields = {c: getattr(row, c) for c in row._fields}
-        await _send(conn, rule_row, body, _event(rule_row, body, fields, "Ok", None), now_s,
+        await _send(conn, rule_row, body, _event(rule_row, body, fields, RECOVERED, None), now_s,
                     problems)
     await repo.delete_series(conn, rule_row.id,
                              [r.series_key for r in await repo.series_of(conn, rule_row.id)])
@@ -401,11 +402,6 @@ class _Judged:
     skipped: bool
     started_ms: int
     took_ms: int
-
-
-async def evaluate(runtime: Runtime, conn: AsyncConnection, *, rule_id: int,
-                   due_ms: int) -> None:
-    await evaluate_many(runtime, conn, [(rule_id, due_ms)])
 
 
 async def evaluate_many(runtime: Runtime, conn: AsyncConnection,

@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync
+from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.ids import numeric_id
@@ -54,12 +54,6 @@ def list_audits_sync(conn: Connection, actor: Actor, *, rule_id: int) -> list[Al
     return [shaped(AlertRuleAudit, r, content="") for r in rows]
 
 
-@reads(ALERT_RULE_MANAGE)
-async def list_audits(conn: AsyncConnection, actor: Actor, *,
-                      rule_id: int) -> list[AlertRuleAudit]:
-    return await conn.run_sync(lambda sync: list_audits_sync(sync, actor, rule_id=rule_id))
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def audit_detail_sync(conn: Connection, actor: Actor, *, audit_id: int) -> AlertRuleAudit:
     row = repo.get_audit_sync(conn, actor.account_id, audit_id)
@@ -68,21 +62,10 @@ def audit_detail_sync(conn: Connection, actor: Actor, *, audit_id: int) -> Alert
     return shaped(AlertRuleAudit, row)
 
 
-@reads(ALERT_RULE_MANAGE)
-async def audit_detail(conn: AsyncConnection, actor: Actor, *,
-                       audit_id: int) -> AlertRuleAudit:
-    return await conn.run_sync(lambda sync: audit_detail_sync(sync, actor, audit_id=audit_id))
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def counter_total_sync(conn: Connection, actor: Actor) -> list[AlertRuleCounter]:
     return [shaped(AlertRuleCounter, r)
             for r in repo.list_counters_sync(conn, actor.account_id)]
-
-
-@reads(ALERT_RULE_MANAGE)
-async def counter_total(conn: AsyncConnection, actor: Actor) -> list[AlertRuleCounter]:
-    return await conn.run_sync(counter_total_sync, actor)
 
 
 @reads_sync(ALERT_RULE_MANAGE)
@@ -102,11 +85,6 @@ def counter_channel_sync(conn: Connection, actor: Actor) -> dict[str, int]:
     return out
 
 
-@reads(ALERT_RULE_MANAGE)
-async def counter_channel(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
-    return await conn.run_sync(counter_channel_sync, actor)
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def counter_node_sync(conn: Connection, actor: Actor) -> dict[str, int]:
     """Rules per top-level folder. dutyline has no folder records (a rule's `folder_id` is a
@@ -115,17 +93,7 @@ def counter_node_sync(conn: Connection, actor: Actor) -> dict[str, int]:
             for r in repo.count_by_folder_sync(conn, actor.account_id)}
 
 
-@reads(ALERT_RULE_MANAGE)
-async def counter_node(conn: AsyncConnection, actor: Actor) -> dict[str, int]:
-    return await conn.run_sync(counter_node_sync, actor)
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def ds_types_sync(conn: Connection, actor: Actor) -> list[DSType]:
     """The data source types rules can use (the same for every account)."""
-    return list(DS_TYPE_LIST)
-
-
-@reads(ALERT_RULE_MANAGE)
-async def ds_types(conn: AsyncConnection, actor: Actor) -> list[DSType]:
     return list(DS_TYPE_LIST)

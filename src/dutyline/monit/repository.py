@@ -137,11 +137,6 @@ def rules_by_ids_sync(conn: Connection, account_id: int, rule_ids: list[int]) ->
     return list(conn.execute(_RULES_BY_IDS, {"account_id": account_id, "rule_ids": rule_ids}))
 
 
-async def rules_by_ids(conn: AsyncConnection, account_id: int,
-                       rule_ids: list[int]) -> list[Row[Any]]:
-    return await conn.run_sync(rules_by_ids_sync, account_id, rule_ids)
-
-
 async def enabled_rule_ids(conn: AsyncConnection, rule_ids: list[str]) -> set[str]:
     ids = [int(r) for r in rule_ids if r.isdigit()]
     stmt = select(rule.c.id).where(rule.c.id.in_(ids), rule.c.enabled.is_(True))
@@ -208,11 +203,6 @@ def folder_status_sync(conn: Connection, account_id: int, folder_id: int) -> lis
                              {"account_id": account_id, "folder_id": folder_id}))
 
 
-async def folder_status(conn: AsyncConnection, account_id: int,
-                        folder_id: int) -> list[Row[Any]]:
-    return await conn.run_sync(folder_status_sync, account_id, folder_id)
-
-
 # --- series state ----------------------------------------------------------------------
 
 
@@ -268,21 +258,12 @@ def list_audits_sync(conn: Connection, account_id: int, rule_id: int) -> list[Ro
     return list(conn.execute(_AUDITS, {"account_id": account_id, "rule_id": rule_id}))
 
 
-async def list_audits(conn: AsyncConnection, account_id: int,
-                      rule_id: int) -> list[Row[Any]]:
-    return await conn.run_sync(list_audits_sync, account_id, rule_id)
-
-
 _AUDIT = select(audit).where(audit.c.account_id == bindparam("account_id"),
                              audit.c.id == bindparam("audit_id"))
 
 
 def get_audit_sync(conn: Connection, account_id: int, audit_id: int) -> Row[Any] | None:
     return conn.execute(_AUDIT, {"account_id": account_id, "audit_id": audit_id}).first()
-
-
-async def get_audit(conn: AsyncConnection, account_id: int, audit_id: int) -> Row[Any] | None:
-    return await conn.run_sync(get_audit_sync, account_id, audit_id)
 
 
 async def count_rules(conn: AsyncConnection, account_id: int) -> int:
@@ -307,20 +288,12 @@ def list_counters_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
     return list(conn.execute(_COUNTERS, {"account_id": account_id}))
 
 
-async def list_counters(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    return await conn.run_sync(list_counters_sync, account_id)
-
-
 _RULE_BODIES = select(rule.c.body).where(rule.c.account_id == bindparam("account_id"))
 
 
 def rule_channels_sync(conn: Connection, account_id: int) -> list[str]:
     """Every rule's stored body (the channel ids live in it)."""
     return list(conn.execute(_RULE_BODIES, {"account_id": account_id}).scalars())
-
-
-async def rule_channels(conn: AsyncConnection, account_id: int) -> list[str]:
-    return await conn.run_sync(rule_channels_sync, account_id)
 
 
 _COUNT_BY_FOLDER = (select(rule.c.folder_id, func.count().label("total"))
@@ -330,10 +303,6 @@ _COUNT_BY_FOLDER = (select(rule.c.folder_id, func.count().label("total"))
 
 def count_by_folder_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
     return list(conn.execute(_COUNT_BY_FOLDER, {"account_id": account_id}))
-
-
-async def count_by_folder(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    return await conn.run_sync(count_by_folder_sync, account_id)
 
 
 # --- the rule repository (rulesets) ----------------------------------------------------
@@ -387,11 +356,6 @@ def list_rulesets_sync(conn: Connection, account_id: int, person_id: int,
                        type_ident: str) -> list[Row[Any]]:
     params = {"account_id": account_id, "person_id": person_id, "type_ident": type_ident}
     return list(conn.execute(_RULESETS, params))
-
-
-async def list_rulesets(conn: AsyncConnection, account_id: int, person_id: int,
-                        type_ident: str) -> list[Row[Any]]:
-    return await conn.run_sync(list_rulesets_sync, account_id, person_id, type_ident)
 
 
 async def update_ruleset(conn: AsyncConnection, ruleset_id: int, values: dict[str, Any]) -> None:

@@ -83,13 +83,6 @@ def list_rulesets_sync(conn: Connection, actor: Actor, *,
     return [_item(r, with_payload=False) for r in rows]
 
 
-@reads(ALERT_RULE_MANAGE)
-async def list_rulesets(conn: AsyncConnection, actor: Actor, *,
-                        type_ident: str) -> list[StoreRulesetItem]:
-    return await conn.run_sync(lambda sync: list_rulesets_sync(sync, actor,
-                                                               type_ident=type_ident))
-
-
 async def _require_changeable(conn: AsyncConnection, actor: Actor, ruleset_id: int) -> Any:
     row = await repo.get_ruleset(conn, actor.account_id, actor.person_id, ruleset_id,
                                  to_change=True)

@@ -10,7 +10,7 @@ import msgspec
 from dutyline.api.outbound_secrets import OUTBOUND_SECRET, OUTBOUND_URL
 from dutyline.api.secret import SECRET
 from dutyline.api.types import Id, NonNegInt64
-from dutyline.kit.vocabulary import Severity
+from dutyline.kit.vocabulary import WARNING, Severity
 
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 Text = Annotated[str, msgspec.Meta(max_length=16_384)]
@@ -157,7 +157,7 @@ class CheckAnydata(msgspec.Struct, kw_only=True, omit_defaults=True):
     alerting_check_times: CheckTimes = 0
     recovery_check_times: CheckTimes = 0
     push_recovery_event: bool = False
-    severity: Severity = "Warning"
+    severity: Severity = WARNING
     recovery: Recovery | None = None
 
 
@@ -166,7 +166,7 @@ class CheckNodata(msgspec.Struct, kw_only=True, omit_defaults=True):
     alerting_check_times: CheckTimes = 0
     recovery_check_times: CheckTimes = 0
     push_recovery_event: bool = False
-    severity: Severity = "Warning"
+    severity: Severity = WARNING
     resolve_timeout: Seconds = 0
 
 

@@ -17,6 +17,7 @@ from dutyline.api.deps import Deps
 from dutyline.api.permissions import ALERT_RULE_MANAGE
 from dutyline.kit.cron import CronInvalid, next_after
 from dutyline.kit.ids import numeric_id
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.monit import agent_schemas, conditions, datasources, engine, history, prom, tools
 from dutyline.monit import repository as repo
 from dutyline.monit.schemas import (
@@ -43,7 +44,6 @@ SCHEDULE_KIND = "monit.rule"
 _EVERY = re.compile(r"^@every\s+([0-9]+)(s|m|h)$")
 _TIME = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
 MIN_INTERVAL_S = 5
-
 
 
 # Data sources live in datasources.py; what the rest of monit uses of them is named here.
@@ -123,8 +123,7 @@ def _check_configs(spec: RuleSpec) -> None:
                              "or check_nodata")
     threshold = cfg.check_threshold
     if threshold is not None and threshold.enabled:
-        exprs = {"critical": threshold.critical, "warning": threshold.warning,
-                 "info": threshold.info}
+        exprs = {key: getattr(threshold, key) for key in SEVERITY_KEYS}
         if not any(e.strip() for e in exprs.values()):
             raise errors.invalid("rule_configs.check_threshold",
                                  "needs a critical, warning or info condition")
@@ -345,22 +344,11 @@ def get_rule_sync(conn: Connection, actor: Actor, *, rule_id: int) -> AlertRule:
     return rule_of(row)
 
 
-@reads(ALERT_RULE_MANAGE)
-async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: int) -> AlertRule:
-    return await conn.run_sync(lambda sync: get_rule_sync(sync, actor, rule_id=rule_id))
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def list_rules_sync(conn: Connection, actor: Actor, *, folder_id: int) -> list[AlertRuleBasic]:
     rules = map(rule_of, repo.list_rules_sync(conn, actor.account_id, folder_id))
     return [shaped(AlertRuleBasic, rule, triggered=rule.eval_status.firing_count > 0)
             for rule in rules]
-
-
-@reads(ALERT_RULE_MANAGE)
-async def list_rules(conn: AsyncConnection, actor: Actor, *,
-                     folder_id: int) -> list[AlertRuleBasic]:
-    return await conn.run_sync(lambda sync: list_rules_sync(sync, actor, folder_id=folder_id))
 
 
 @writes("/monit/rule/delete", ALERT_RULE_MANAGE)
@@ -420,12 +408,6 @@ def rule_status_sync(conn: Connection, actor: Actor, *,
     ]
 
 
-@reads(ALERT_RULE_MANAGE)
-async def rule_status(conn: AsyncConnection, actor: Actor, *,
-                      folder_id: int) -> list[AlertRuleStatus]:
-    return await conn.run_sync(lambda sync: rule_status_sync(sync, actor, folder_id=folder_id))
-
-
 @reads_sync(ALERT_RULE_MANAGE)
 def export_rules_sync(conn: Connection, actor: Actor, *,
                       rule_ids: list[int]) -> list[AlertRuleExport]:
@@ -435,12 +417,6 @@ def export_rules_sync(conn: Connection, actor: Actor, *,
         if rule_id not in found:
             raise errors.not_found("alert rule", rule_id)
     return [shaped(AlertRuleExport, rule_of(row)) for row in rows]
-
-
-@reads(ALERT_RULE_MANAGE)
-async def export_rules(conn: AsyncConnection, actor: Actor, *,
-                       rule_ids: list[int]) -> list[AlertRuleExport]:
-    return await conn.run_sync(lambda sync: export_rules_sync(sync, actor, rule_ids=rule_ids))
 
 
 @writes("/monit/rule/import", ALERT_RULE_MANAGE)

@@ -53,10 +53,6 @@ def feed_created_at_sync(conn: Connection, actor: Actor) -> int | None:
     return None if row is None else int(row.created_at)
 
 
-async def feed_created_at(conn: AsyncConnection, actor: Actor) -> int | None:
-    return await conn.run_sync(feed_created_at_sync, actor)
-
-
 @writes("/schedule/feed/revoke")
 async def revoke_feed(conn: AsyncConnection, actor: Actor) -> None:
     if not await repository.delete_feed(conn, actor.account_id, actor.person_id):

@@ -203,12 +203,6 @@ def revisions_and_live_sync(
     return found, alive
 
 
-async def revisions_and_live(
-    conn: AsyncConnection, account_id: int, ids: Sequence[int], person_ids: Sequence[int],
-) -> tuple[dict[int, int], set[int]]:
-    return await conn.run_sync(revisions_and_live_sync, account_id, ids, person_ids)
-
-
 _DEFINITIONS = select(schedule.c.schedule_id, schedule.c.revision, schedule.c.time_zone,
                       schedule.c.layers).where(
     schedule.c.schedule_id.in_(bindparam("ids", expanding=True)),
@@ -218,11 +212,6 @@ _DEFINITIONS = select(schedule.c.schedule_id, schedule.c.revision, schedule.c.ti
 def definitions_sync(conn: Connection, account_id: int, ids: Sequence[int]) -> list[Any]:
     """What compiling needs, for the cache misses of `revisions`."""
     return list(conn.execute(_DEFINITIONS, {"ids": list(ids), "account_id": account_id}).all())
-
-
-async def definitions(conn: AsyncConnection, account_id: int,
-                      ids: Sequence[int]) -> list[Any]:
-    return await conn.run_sync(definitions_sync, account_id, ids)
 
 
 # -- calendar feeds -------------------------------------------------------------------------
@@ -247,10 +236,6 @@ _FEED_OF = select(schedule_feed).where(schedule_feed.c.account_id == bindparam("
 
 def feed_of_sync(conn: Connection, account_id: int, person_id: int) -> Row[Any] | None:
     return conn.execute(_FEED_OF, {"account_id": account_id, "person_id": person_id}).first()
-
-
-async def feed_of(conn: AsyncConnection, account_id: int, person_id: int) -> Row[Any] | None:
-    return await conn.run_sync(feed_of_sync, account_id, person_id)
 
 
 async def feed_by_hash(conn: AsyncConnection, token_hash: str) -> Row[Any] | None:

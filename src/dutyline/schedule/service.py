@@ -1,12 +1,11 @@
 """Rules of on-call schedules, and the lookups other domains call.
 
 For the escalation engine:
-    await oncall_person_ids(conn, actor, schedule_id=…, role_ids=[…] | None, at_s=…)
     await oncall_for_schedules(conn, actor, schedule_role_ids={sid: [role_id, …]}, at_s=…)
 
 Writes need schedule management and note their audit entry (the schedules' ids); the reads
-of the schedule API admit either schedule permission. The engine's lookups above check
-nothing: they answer the escalation engine, not a member."""
+of the schedule API admit either schedule permission. The engine's lookup above checks
+nothing: it answers the escalation engine, not a member."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store
@@ -36,7 +35,7 @@ from dutyline.platform.calendar import service as calendar_service
 from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
 from dutyline.schedule import definition, oncall, render, repository
-from dutyline.schedule.feed import create_feed, feed_created_at, feed_created_at_sync, revoke_feed
+from dutyline.schedule.feed import create_feed, feed_created_at_sync, revoke_feed
 from dutyline.schedule.schemas import (
     LayerIn,
     NotifyIn,
@@ -54,7 +53,7 @@ from dutyline.schedule.schemas import ScheduleSpec as ScheduleSpec  # the record
 # Published for the domains that reach this one through its service (the console): the
 # member's calendar feed and the records of a schedule's timeline.
 __all__ = ["ScheduleGroup", "ScheduleItem", "ScheduleOncallGroup", "create_feed",
-           "feed_created_at", "feed_created_at_sync", "revoke_feed"]
+           "feed_created_at_sync", "revoke_feed"]
 
 WINDOW_MAX_S = 45 * 86_400
 SELF_WINDOW_MAX_S = 30 * 86_400
@@ -66,20 +65,6 @@ _notify = msgspec.json.Decoder(ScheduleNotify).decode
 
 
 # -- who is on call -------------------------------------------------------------------------
-
-
-async def oncall_person_ids(
-    conn: AsyncConnection, actor: Actor, *, schedule_id: int, role_ids: Sequence[int] | None,
-    at_s: int,
-) -> list[int]:
-    """Persons on call at `at_s` in the schedule, for those roles (None or []: every role),
-    live members only, in the order the schedule lists them; [] when nobody. An unknown
-    schedule, or another account's, raises ResourceNotFound."""
-    found = await oncall.oncall_for_schedules(
-        conn, actor, schedule_role_ids={schedule_id: role_ids or ()}, at_s=at_s)
-    if schedule_id not in found:
-        raise errors.not_found("schedule", schedule_id)
-    return found[schedule_id]
 
 
 async def oncall_for_schedules(
@@ -134,16 +119,15 @@ def _validated_layers_sync(conn: Connection, actor: Actor, layers: list[LayerIn]
     return stored
 
 
-@calendar_service.on_calendar_delete
-async def _schedules_following(conn: AsyncConnection, account_id: int,
-                               cal_id: str) -> list[str]:
+async def schedules_following_calendar(conn: AsyncConnection, account_id: int,
+                                       cal_id: str) -> list[str]:
     """Schedules with a layer following the calendar (its delete is refused while any do)."""
     return [f"schedule {r.schedule_name} ({r.schedule_id})"
             for r in await repository.schedules_naming_calendar(conn, account_id, cal_id)]
 
 
-@calendar_service.on_calendar_change
-async def _calendar_changed(conn: AsyncConnection, account_id: int, cal_id: str) -> None:
+async def calendar_changed(conn: AsyncConnection, account_id: int, cal_id: str) -> None:
+    """What a calendar says may have changed: the schedules following it are rebuilt."""
     await repository.bump_revisions_naming_calendar(conn, account_id, cal_id)
 
 
@@ -395,17 +379,6 @@ def list_schedules_sync(
     return total, _items(conn, actor, rows, window)
 
 
-async def list_schedules(
-    conn: AsyncConnection, actor: Actor, *, query: str, p: int, limit: int, is_my_team: bool,
-    is_my_manage: bool, team_ids: Sequence[int] | None, start: int, end: int,
-) -> tuple[int, list[ScheduleItem]]:
-    if is_my_team:
-        await actor.team_ids()  # loaded on the async side, kept for the sync form
-    return await conn.run_sync(lambda sync: list_schedules_sync(
-        sync, actor, query=query, p=p, limit=limit, is_my_team=is_my_team,
-        is_my_manage=is_my_manage, team_ids=team_ids, start=start, end=end))
-
-
 @reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 def my_schedules_sync(conn: Connection, actor: Actor, *, start: int,
                       end: int) -> list[ScheduleItem]:
@@ -416,15 +389,6 @@ def my_schedules_sync(conn: Connection, actor: Actor, *, start: int,
     ids = repository.schedule_ids_of_person_sync(conn, actor.account_id, actor.person_id)
     rows = repository.get_many_sync(conn, actor.account_id, ids)
     return _items(conn, actor, rows, window, only_person=actor.person_id)
-
-
-@reads(SCHEDULE_VIEW, SCHEDULE_MANAGE)
-async def my_schedules(conn: AsyncConnection, actor: Actor, *, start: int,
-                       end: int) -> list[ScheduleItem]:
-    """The schedules naming the caller, each with only the caller's own shifts in the window
-    (default: the next 7 days)."""
-    return await conn.run_sync(lambda sync: my_schedules_sync(sync, actor, start=start,
-                                                              end=end))
 
 
 @reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)

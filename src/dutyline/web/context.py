@@ -2,14 +2,16 @@
 
     @pages.get("/console/teams")
     async def teams(ctx: ConsoleContext) -> Response:
-        async with ctx.read() as conn:
-            total, items = await team_service.list_teams(conn, ctx.actor, ...)
+        total, items = await ctx.runtime.db.run_sync(
+            lambda conn: team_service.list_teams_sync(conn, ctx.actor, ...), write=False)
         return ctx.render("teams/list.html", teams=items)
 
 - `ctx.actor`: the signed-in person as services see them (credential "session"), with the
   roles and permissions an app key of theirs would have.
-- `ctx.read()` / `ctx.write()`: one transaction; a write one flushes the audit entries the
-  services noted, inside it, before it commits. Services never commit.
+- `ctx.runtime.db.run_sync(..., write=False)`: a page's reads, through the sync services, in
+  one unit of database work. `ctx.read()` / `ctx.write()`: one transaction; a write one
+  flushes the audit entries the services noted, inside it, before it commits. Services
+  never commit.
 - `await ctx.form()`: the submitted form (the CSRF token was checked before the handler ran).
 - `ctx.render(template, **context)`: the template inside the layout, with the security
   headers; `ctx.redirect(url)`; `ctx.flash(message)` shows a message on the next page.

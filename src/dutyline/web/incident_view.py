@@ -19,7 +19,7 @@ from dutyline.api.deps import Deps
 from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident.service import AlertInfo, IncidentInfo, fields, query, similar
 from dutyline.kit.localtime import zone
-from dutyline.kit.vocabulary import SEVERITIES
+from dutyline.kit.vocabulary import CLOSED, SEVERITIES
 from dutyline.platform.member import service as members
 
 FEED_LIMIT = 100
@@ -120,7 +120,7 @@ class IncidentView:
 
     @property
     def is_open(self) -> bool:
-        return self.info.progress != "Closed"
+        return self.info.progress != CLOSED
 
     @property
     def snoozed(self) -> bool:

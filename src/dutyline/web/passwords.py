@@ -59,11 +59,3 @@ async def verify(stored: str, password: str) -> bool:
 async def verify_nothing(password: str) -> None:
     """Spend a verification's time on no account (see _DUMMY_HASH)."""
     await asyncio.to_thread(_verify, _DUMMY_HASH, password[:MAX_LENGTH])
-
-
-def needs_rehash(stored: str) -> bool:
-    """True when the hash was made with weaker parameters than today's."""
-    try:
-        return _HASHER.check_needs_rehash(stored)
-    except InvalidHashError:
-        return True

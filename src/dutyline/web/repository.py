@@ -110,10 +110,6 @@ def sessions_of_sync(conn: Connection, member_id: int, now_s: int) -> list[Row[A
     return list(conn.execute(_SESSIONS_OF, {"member_id": member_id, "now_s": now_s}))
 
 
-async def sessions_of(conn: AsyncConnection, member_id: int, now_s: int) -> list[Row[Any]]:
-    return await conn.run_sync(sessions_of_sync, member_id, now_s)
-
-
 async def delete_sessions_of(conn: AsyncConnection, member_id: int, *,
                              keep: str | None = None, expired_before: int | None = None,
                              ) -> int:

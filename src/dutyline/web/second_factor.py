@@ -32,10 +32,6 @@ ISSUER = "dutyline"
 SEALED_FOR = "console-totp"
 
 
-def new_secret() -> str:
-    return pyotp.random_base32()
-
-
 def provisioning_uri(secret: str, *, name: str) -> str:
     return pyotp.TOTP(secret).provisioning_uri(name=name, issuer_name=ISSUER)
 

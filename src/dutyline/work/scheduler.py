@@ -114,10 +114,6 @@ def _name(fn: Callable[..., Any]) -> str:
     return f"{fn.__module__}.{fn.__qualname__}"
 
 
-def kinds() -> list[str]:
-    return sorted(_entries)
-
-
 # --- setting schedules (in the caller's transaction) ------------------------------------
 
 
@@ -198,13 +194,6 @@ def next_fire_times_sync(conn: Connection, *, kind: str, owner_ids: list[str]) -
         return {}
     rows = conn.execute(_NEXT_FIRES, {"kind": kind, "owner_ids": owner_ids})
     return {r.owner_id: int(r.next_fire_at) for r in rows}
-
-
-async def next_fire_times(
-    conn: AsyncConnection, *, kind: str, owner_ids: list[str]
-) -> dict[str, int]:
-    return await conn.run_sync(lambda sync: next_fire_times_sync(sync, kind=kind,
-                                                                 owner_ids=owner_ids))
 
 
 # --- firing ----------------------------------------------------------------------------

@@ -38,11 +38,6 @@ def find_visible_sync(conn: Connection, scope: TeamScope, agent_id: str) -> Row[
                         {**bound_scope(scope), "agent_id": agent_id}).first()
 
 
-async def find_visible(conn: AsyncConnection, scope: TeamScope, agent_id: str
-                       ) -> Row[Any] | None:
-    return await conn.run_sync(find_visible_sync, scope, agent_id)
-
-
 def _kinds(*, include_account: bool, only_teams: bool) -> ColumnElement[bool]:
     """Account-level agents (when asked for) and team agents (of the teams bound as
     `only_teams` when given)."""

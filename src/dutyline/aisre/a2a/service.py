@@ -20,7 +20,7 @@ from dutyline.aisre.a2a import repository as repo
 from dutyline.aisre.a2a.auth import NO_AUTH, AgentAuth, build_auth, open_auth
 from dutyline.aisre.a2a.card import ResolvedCard, resolve_card
 from dutyline.aisre.a2a.schemas import A2aAgentRecord, A2aSkill, AuthConfig
-from dutyline.aisre.scope import TeamScope, in_team_scope, in_team_scope_sync, preload_teams
+from dutyline.aisre.scope import TeamScope, in_team_scope, in_team_scope_sync
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
@@ -249,13 +249,6 @@ def get_agent_sync(conn: Connection, actor: Actor, *, agent_id: str,
     return _record(row, deps.box, can_edit=_can_manage_sync(conn, actor, row.team_id))
 
 
-async def get_agent(conn: AsyncConnection, actor: Actor, *, agent_id: str,
-                    deps: Deps) -> A2aAgentRecord:
-    await preload_teams(actor)
-    return await conn.run_sync(lambda sync: get_agent_sync(sync, actor, agent_id=agent_id,
-                                                           deps=deps))
-
-
 def list_agents_sync(
     conn: Connection, actor: Actor, *, include_account: bool = True,
     team_ids: list[int] | None = None, query: str = "", offset: int, limit: int,
@@ -267,17 +260,6 @@ def list_agents_sync(
     )
     return total, [_record(r, deps.box, can_edit=_can_manage_sync(conn, actor, r.team_id))
                    for r in rows]
-
-
-async def list_agents(
-    conn: AsyncConnection, actor: Actor, *, include_account: bool = True,
-    team_ids: list[int] | None = None, query: str = "", offset: int, limit: int,
-    deps: Deps,
-) -> tuple[int, list[A2aAgentRecord]]:
-    await preload_teams(actor)
-    return await conn.run_sync(lambda sync: list_agents_sync(
-        sync, actor, include_account=include_account, team_ids=team_ids, query=query,
-        offset=offset, limit=limit, deps=deps))
 
 
 def _record(row: Any, box: SecretBox, *, can_edit: bool) -> A2aAgentRecord:

@@ -303,10 +303,6 @@ def steps_of_sync(conn: Connection, run_id: str) -> list[Row[Any]]:
     return list(conn.execute(_STEPS, {"run_id": run_id}).all())
 
 
-async def steps_of(conn: AsyncConnection, run_id: str) -> list[Row[Any]]:
-    return await conn.run_sync(steps_of_sync, run_id)
-
-
 async def add_step(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(step).values(**values))
 

@@ -23,7 +23,7 @@ from dutyline.aisre.automation.schemas import (
     RunRecord,
     RunStep,
 )
-from dutyline.aisre.scope import preload_teams, require_environment_use
+from dutyline.aisre.scope import require_environment_use
 from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
@@ -132,14 +132,6 @@ def list_runs_sync(
     return RunListResponse(total=total, runs=[record(r) for r in rows])
 
 
-async def list_runs(
-    conn: AsyncConnection, actor: Actor, *, rule_id: str, status: str, offset: int, limit: int
-) -> RunListResponse:
-    await preload_teams(actor)
-    return await conn.run_sync(lambda sync: list_runs_sync(
-        sync, actor, rule_id=rule_id, status=status, offset=offset, limit=limit))
-
-
 def get_run_sync(conn: Connection, actor: Actor, *, run_id: str) -> RunRecord:
     """The run with every stored step (LLM requests and answers, tool calls and results)."""
     row = repo.get_run_sync(conn, run_id)
@@ -153,11 +145,6 @@ def get_run_sync(conn: Connection, actor: Actor, *, run_id: str) -> RunRecord:
         for s in repo.steps_of_sync(conn, run_id)
     ]
     return record(row, steps=steps)
-
-
-async def get_run(conn: AsyncConnection, actor: Actor, *, run_id: str) -> RunRecord:
-    await preload_teams(actor)
-    return await conn.run_sync(lambda sync: get_run_sync(sync, actor, run_id=run_id))
 
 
 # --- the HTTP POST trigger ----------------------------------------------------------------

@@ -74,12 +74,6 @@ class RuleChanges:
 # --- access ---------------------------------------------------------------------------------
 
 
-async def can_see(actor: Actor, row: Any) -> bool:
-    if actor.is_admin or row.owner_id == actor.person_id:
-        return True
-    return row.team_id != 0 and row.team_id in await actor.team_ids()
-
-
 async def can_manage(actor: Actor, row: Any) -> bool:
     if row.team_id == 0:
         return bool(row.owner_id == actor.person_id)
@@ -87,7 +81,8 @@ async def can_manage(actor: Actor, row: Any) -> bool:
 
 
 def can_see_sync(conn: Connection, actor: Actor, row: Any) -> bool:
-    """`can_see` inside a sync read service."""
+    """Whether the actor sees the rule (its creator, an admin, or a member of its team),
+    inside a sync read service."""
     if actor.is_admin or row.owner_id == actor.person_id:
         return True
     return row.team_id != 0 and row.team_id in actor.team_ids_sync(conn)
@@ -212,11 +207,6 @@ def get_rule_sync(conn: Connection, actor: Actor, *, rule_id: str) -> Automation
     return records_sync(conn, actor, [row])[0]
 
 
-async def get_rule(conn: AsyncConnection, actor: Actor, *, rule_id: str) -> AutomationRuleItem:
-    await preload_teams(actor)
-    return await conn.run_sync(lambda sync: get_rule_sync(sync, actor, rule_id=rule_id))
-
-
 def list_rules_sync(
     conn: Connection, actor: Actor, *, team_ids: list[int] | None, query: str,
     offset: int, limit: int,
@@ -227,15 +217,6 @@ def list_rules_sync(
         team_ids=teams, only_team_ids=team_ids, query=query.strip(), offset=offset, limit=limit,
     )
     return RuleListResponse(total=total, rules=records_sync(conn, actor, rows))
-
-
-async def list_rules(
-    conn: AsyncConnection, actor: Actor, *, team_ids: list[int] | None, query: str,
-    offset: int, limit: int,
-) -> RuleListResponse:
-    await preload_teams(actor)
-    return await conn.run_sync(lambda sync: list_rules_sync(
-        sync, actor, team_ids=team_ids, query=query, offset=offset, limit=limit))
 
 
 @writes("/safari/automation/rule/delete")

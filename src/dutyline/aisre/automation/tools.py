@@ -190,7 +190,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
         now = int(runtime.clock.now())
         try:
             async with _reading(runtime, scope) as (conn, actor):
-                page = await incident_service.find_incidents(
+                page = await incident_service.list_incidents(
                     conn, actor, start_time=now - hours * 3600, end_time=now,
                     limit=20, progress=str(arguments.get("progress") or ""),
                     incident_severity=str(arguments.get("severity") or ""),
@@ -206,7 +206,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
         try:
             incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope) as (conn, actor):
-                return encode(await incident_service.find_incident(
+                return encode(await incident_service.incident_info(
                     conn, actor, incident_id=incident_id, deps=runtime.deps))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None
@@ -215,7 +215,7 @@ def incident_tools(runtime: Runtime, scope: ReadScope) -> list[AgentTool]:
         try:
             incident_id = str(arguments.get("incident_id") or "")
             async with _reading(runtime, scope) as (conn, actor):
-                return encode(await incident_service.find_incident_alerts(
+                return encode(await incident_service.incident_alerts(
                     conn, actor, incident_id=incident_id, limit=50))
         except Exception as exc:
             raise ToolFailed(str(exc)) from None

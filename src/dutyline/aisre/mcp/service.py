@@ -21,7 +21,6 @@ from dutyline.aisre.runner import service as runner_service
 from dutyline.aisre.scope import (
     TeamScope,
     in_team_scope,
-    preload_teams,
     require_environment_use,
 )
 from dutyline.api import errors, outbound_urls
@@ -192,16 +191,6 @@ def list_servers_sync(
         for r in rows
     ]
     return total, servers
-
-
-async def list_servers(
-    conn: AsyncConnection, actor: Actor, *, include_account: bool = True, scope: str = "",
-    team_ids: Collection[int] | None = None, query: str = "", offset: int, limit: int,
-) -> tuple[int, list[McpServerRecord]]:
-    await preload_teams(actor)
-    return await conn.run_sync(lambda sync: list_servers_sync(
-        sync, actor, include_account=include_account, scope=scope, team_ids=team_ids,
-        query=query, offset=offset, limit=limit))
 
 
 @writes("/safari/mcp/server/update", MCP_MANAGE, targets=lambda record: [record.server_id])

@@ -113,10 +113,6 @@ def key_counts_sync(conn: Connection, worknode_ids: Collection[str]) -> dict[str
     return {r[0]: int(r[1]) for r in rows}
 
 
-async def key_counts(conn: AsyncConnection, worknode_ids: Collection[str]) -> dict[str, int]:
-    return await conn.run_sync(key_counts_sync, worknode_ids)
-
-
 # --- keys -----------------------------------------------------------------------------------
 
 

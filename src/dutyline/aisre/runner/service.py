@@ -28,7 +28,7 @@ from dutyline.aisre.runner.schemas import (
     WorknodeRecord,
 )
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import prefixed_id
@@ -150,14 +150,6 @@ def list_worknodes_sync(
         record(r, now, counts.get(r.worknode_id, 0)) for r in rows])
 
 
-async def list_worknodes(
-    conn: AsyncConnection, actor: Actor, *, query: str = "", online: bool | None = None,
-    p: int = 1, limit: int = 20,
-) -> WorknodeListResponse:
-    return await conn.run_sync(lambda sync: list_worknodes_sync(
-        sync, actor, query=query, online=online, p=p, limit=limit))
-
-
 @writes("/safari/worknode/delete", ACCOUNT_MANAGE)
 async def delete_worknode(conn: AsyncConnection, actor: Actor, *, worknode_id: str) -> str:
     """Delete a worknode with its keys (its runner is disconnected at its next message)."""
@@ -212,16 +204,6 @@ def list_keys_sync(
         include_revoked=include_revoked, offset=(p - 1) * limit, limit=limit)
     return RunnerKeyListResponse(total=total, p=p, limit=limit,
                                  items=[_key_record(r) for r in rows])
-
-
-@reads(ACCOUNT_MANAGE)
-async def list_keys(
-    conn: AsyncConnection, actor: Actor, *, worknode_id: str = "",
-    include_revoked: bool = False, p: int = 1, limit: int = 20,
-) -> RunnerKeyListResponse:
-    return await conn.run_sync(lambda sync: list_keys_sync(
-        sync, actor, worknode_id=worknode_id, include_revoked=include_revoked, p=p,
-        limit=limit))
 
 
 @writes("/safari/runner/key/revoke", ACCOUNT_MANAGE)

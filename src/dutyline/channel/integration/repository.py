@@ -62,11 +62,6 @@ def get_visible_sync(conn: Connection, account_id: int, integration_id: int,
     return conn.execute(stmt).first()
 
 
-async def get_visible(conn: AsyncConnection, account_id: int, integration_id: int,
-                      viewer: Viewer) -> Row[Any] | None:
-    return await conn.run_sync(get_visible_sync, account_id, integration_id, viewer)
-
-
 def list_page_sync(conn: Connection, account_id: int, viewer: Viewer, *,
                    channel_id: int | None, offset: int,
                    limit: int) -> tuple[int, list[Row[Any]]]:
@@ -108,18 +103,9 @@ def names_sync(conn: Connection, account_id: int,
             for r in conn.execute(_NAMES, {"account_id": account_id, "ids": integration_ids})}
 
 
-async def names(conn: AsyncConnection, account_id: int,
-                integration_ids: list[int]) -> dict[int, tuple[str, str]]:
-    return await conn.run_sync(names_sync, account_id, integration_ids)
-
-
 def ids_of_types_sync(conn: Connection, account_id: int, types: list[str]) -> list[int]:
     return [r[0] for r in conn.execute(_IDS_OF_TYPES,
                                        {"account_id": account_id, "types": types})]
-
-
-async def ids_of_types(conn: AsyncConnection, account_id: int, types: list[str]) -> list[int]:
-    return await conn.run_sync(ids_of_types_sync, account_id, types)
 
 
 async def insert_integration(conn: AsyncConnection, values: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import hash_app_key
 from dutyline.api.deps import Deps
@@ -81,21 +81,11 @@ def integration_names_sync(conn: Connection, actor: Actor,
     return repo.names_sync(conn, actor.account_id, integration_ids)
 
 
-async def integration_names(conn: AsyncConnection, actor: Actor,
-                            integration_ids: list[int]) -> dict[int, tuple[str, str]]:
-    return await conn.run_sync(integration_names_sync, actor, integration_ids)
-
-
 def integration_ids_of_types_sync(conn: Connection, actor: Actor,
                                   types: list[str]) -> list[int]:
     """The account's integrations (deleted ones included) of these types, for filters of
     records by integration type (/alert-event/list)."""
     return repo.ids_of_types_sync(conn, actor.account_id, types) if types else []
-
-
-async def integration_ids_of_types(conn: AsyncConnection, actor: Actor,
-                                   types: list[str]) -> list[int]:
-    return await conn.run_sync(integration_ids_of_types_sync, actor, types)
 
 
 async def system_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
@@ -231,13 +221,6 @@ def integration_info_sync(conn: Connection, actor: Actor, *,
     return _item(_require_sync(conn, actor, integration_id))
 
 
-@reads(INTEGRATION_VIEW)
-async def integration_info(conn: AsyncConnection, actor: Actor, *,
-                           integration_id: int) -> IntegrationItem:
-    return await conn.run_sync(lambda sync: integration_info_sync(
-        sync, actor, integration_id=integration_id))
-
-
 @reads_sync(INTEGRATION_VIEW)
 def list_integrations_sync(conn: Connection, actor: Actor, *, channel_id: int | None,
                            offset: int, limit: int) -> tuple[int, list[IntegrationItem]]:
@@ -250,15 +233,6 @@ def list_integrations_sync(conn: Connection, actor: Actor, *, channel_id: int | 
         channel_id=channel_id, offset=offset, limit=limit,
     )
     return total, [_item(r) for r in rows]
-
-
-@reads(INTEGRATION_VIEW)
-async def list_integrations(conn: AsyncConnection, actor: Actor, *, channel_id: int | None,
-                            offset: int, limit: int) -> tuple[int, list[IntegrationItem]]:
-    """(total, one page of the live integrations of one channel or of every channel the
-    actor sees)."""
-    return await conn.run_sync(lambda sync: list_integrations_sync(
-        sync, actor, channel_id=channel_id, offset=offset, limit=limit))
 
 
 @writes("/integration/delete", INTEGRATION_MANAGE, dangerous=True)

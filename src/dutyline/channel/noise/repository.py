@@ -37,11 +37,6 @@ def get_sync(conn: Connection, account_id: int, channel_id: int, kind: str,
                                "kind": kind, "rule_id": rule_id.lower()}).first()
 
 
-async def get(conn: AsyncConnection, account_id: int, channel_id: int, kind: str,
-              rule_id: str) -> Row[Any] | None:
-    return await conn.run_sync(get_sync, account_id, channel_id, kind, rule_id)
-
-
 def list_rules_sync(conn: Connection, account_id: int, channel_id: int,
                     kind: str) -> list[Row[Any]]:
     return list(conn.execute(_LIST, {"account_id": account_id, "channel_id": channel_id,

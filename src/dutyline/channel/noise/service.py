@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import service as channel_service
@@ -149,25 +149,11 @@ def list_rules_sync(conn: Connection, actor: Actor, *, kind: str,
     return [record(r, actor.now_s, local_days) for r in rows]
 
 
-@reads(CHANNEL_VIEW)
-async def list_rules(conn: AsyncConnection, actor: Actor, *, kind: str,
-                     channel_id: int) -> list[RuleItem]:
-    return await conn.run_sync(lambda sync: list_rules_sync(sync, actor, kind=kind,
-                                                            channel_id=channel_id))
-
-
 @reads_sync(CHANNEL_VIEW)
 def rule_info_sync(conn: Connection, actor: Actor, *, kind: str, channel_id: int,
                    rule_id: str) -> RuleItem:
     row = _rule_sync(conn, actor, kind, channel_id, rule_id)
     return record(row, actor.now_s, _local_days_sync(conn, actor, [row]))
-
-
-@reads(CHANNEL_VIEW)
-async def rule_info(conn: AsyncConnection, actor: Actor, *, kind: str, channel_id: int,
-                    rule_id: str) -> RuleItem:
-    return await conn.run_sync(lambda sync: rule_info_sync(
-        sync, actor, kind=kind, channel_id=channel_id, rule_id=rule_id))
 
 
 def _calendar_ids(config: dict[str, Any]) -> set[str]:
@@ -360,8 +346,8 @@ def _name(rule_name: str) -> str:
 
 
 # What else an inhibit rule write rebuilds, in the writer's transaction: ingestion's index of
-# the rule's sources (incident/ingest/noise.py registers it on import; every process imports
-# it at start, domains.py). The channel domain knows no subscriber by name.
+# the rule's sources (incident/ingest/noise.py's, wired by domains.py when a process starts).
+# The channel domain knows no subscriber by name.
 InhibitIndexer = Callable[[Connection, int, str, InhibitRule | None, int], None]
 _inhibit_indexers: list[InhibitIndexer] = []
 
@@ -369,12 +355,13 @@ _inhibit_indexers: list[InhibitIndexer] = []
 def on_inhibit_rule_written(fn: InhibitIndexer) -> InhibitIndexer:
     """Register `fn(conn, channel_id, rule_id, rule or None, now_s)`, run (sync) after every
     inhibit rule write; `rule` is None when the rule is gone or disabled."""
-    _inhibit_indexers.append(fn)
+    if fn not in _inhibit_indexers:
+        _inhibit_indexers.append(fn)
     return fn
 
 
 # How a silence rule's `from_incident_id` is resolved within the caller's account: the
-# incident domain registers the check on import (incident/quick_silence.py); with none
+# incident domain's check (incident/quick_silence.py, wired by domains.py); with none
 # registered, no incident id is taken.
 IncidentCheck = Callable[[AsyncConnection, Actor, str], Awaitable[None]]
 _incident_checks: list[IncidentCheck] = []
@@ -383,7 +370,8 @@ _incident_checks: list[IncidentCheck] = []
 def on_source_incident_check(fn: IncidentCheck) -> IncidentCheck:
     """Register `await fn(conn, actor, incident_id)`, which raises when the caller cannot
     see that incident."""
-    _incident_checks.append(fn)
+    if fn not in _incident_checks:
+        _incident_checks.append(fn)
     return fn
 
 
@@ -521,8 +509,8 @@ DROP_RULES = _kind_writes(DROP, "/channel/unsubscribe/rule")
 WRITES = {INHIBIT: INHIBIT_RULES, SILENCE: SILENCE_RULES, DROP: DROP_RULES}
 
 
-@calendars.on_calendar_delete
-async def _silences_using(conn: AsyncConnection, account_id: int, cal_id: str) -> list[str]:
+async def silence_rules_using_calendar(conn: AsyncConnection, account_id: int,
+                                       cal_id: str) -> list[str]:
     """Silence rules whose windows name the calendar (its delete is refused while any do)."""
     return [f"silence rule {r.rule_name} ({r.rule_id})"
             for r in await repo.rules_naming(conn, account_id, SILENCE, f'"cal_id":"{cal_id}"')]

@@ -21,7 +21,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel.integration import service as integrations
@@ -29,7 +29,7 @@ from dutyline.channel.pipeline import repository as repo
 from dutyline.db.per_integration import saved_values
 from dutyline.kit.filters import Filter, FilterError, compile_filters
 from dutyline.kit.gotemplate import Limits, Template, TemplateError
-from dutyline.kit.vocabulary import SEVERITIES
+from dutyline.kit.vocabulary import OK, SEVERITIES
 
 KINDS = ("title_reset", "description_reset", "severity_reset", "alert_drop")
 _LIMITS = Limits(max_steps=10_000, max_output=16_384, max_depth=5, max_value=16_384,
@@ -140,23 +140,10 @@ def info_sync(conn: Connection, actor: Actor, *, integration_id: int) -> Pipelin
     return _item(row)
 
 
-@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
-async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> PipelineItem:
-    return await conn.run_sync(lambda sync: info_sync(sync, actor,
-                                                      integration_id=integration_id))
-
-
 @reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 def list_pipelines_sync(conn: Connection, actor: Actor, *,
                         integration_ids: list[int]) -> list[PipelineItem]:
     return [_item(r) for r in repo.list_for_sync(conn, actor.account_id, integration_ids)]
-
-
-@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
-async def list_pipelines(conn: AsyncConnection, actor: Actor, *,
-                         integration_ids: list[int]) -> list[PipelineItem]:
-    return await conn.run_sync(lambda sync: list_pipelines_sync(
-        sync, actor, integration_ids=integration_ids))
 
 
 # -- ingest (sync, on the push's connection) ----------------------------------------------------
@@ -203,7 +190,7 @@ def apply_sync(conn: Connection, integration_id: int, *, version: int | None,
         if rule.kind == "alert_drop":
             return Outcome(True, subject["title"], subject["description"], subject["severity"])
         if rule.kind == "severity_reset":
-            if subject["severity"] != "Ok":
+            if subject["severity"] != OK:
                 subject["severity"] = subject["alert_severity"] = rule.severity
             continue
         assert rule.template is not None

@@ -23,7 +23,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.api.types import Id, Int64, NonNegInt64
@@ -182,12 +182,6 @@ def info_sync(conn: Connection, actor: Actor, *, integration_id: int) -> RouteIt
     return None if row is None else _item(row)
 
 
-@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
-async def info(conn: AsyncConnection, actor: Actor, *, integration_id: int) -> RouteItem | None:
-    return await conn.run_sync(lambda sync: info_sync(sync, actor,
-                                                      integration_id=integration_id))
-
-
 @reads_sync(INTEGRATION_VIEW, INTEGRATION_MANAGE)
 def list_routes_sync(conn: Connection, actor: Actor, *,
                      integration_ids: list[int]) -> list[RouteItem]:
@@ -222,13 +216,6 @@ def history_sync(conn: Connection, actor: Actor, *, integration_id: int, offset:
             sections=config.sections, default=config.default, updated_by=r.updated_by,
             updated_at=r.updated_at))
     return total, items
-
-
-@reads(INTEGRATION_VIEW, INTEGRATION_MANAGE)
-async def list_routes(conn: AsyncConnection, actor: Actor, *,
-                      integration_ids: list[int]) -> list[RouteItem]:
-    return await conn.run_sync(lambda sync: list_routes_sync(
-        sync, actor, integration_ids=integration_ids))
 
 
 # -- ingest (sync, on the push's connection) ----------------------------------------------------

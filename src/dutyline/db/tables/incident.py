@@ -18,6 +18,7 @@ from sqlalchemy import (
 )
 
 from dutyline.db.tables.meta import AutoBigInt, metadata
+from dutyline.kit.vocabulary import TRIGGERED
 
 # Severities: Critical | Warning | Info | Ok. Times are Unix seconds unless named *_ms.
 
@@ -119,7 +120,7 @@ incident = Table(
     Column("resolution", Text, nullable=False, server_default=""),
     Column("incident_severity", String(16), nullable=False),
     Column("incident_status", String(16), nullable=False),  # Ok once closed
-    Column("progress", String(16), nullable=False, server_default="Triggered"),
+    Column("progress", String(16), nullable=False, server_default=TRIGGERED),
     Column("start_time", BigInteger, nullable=False),
     Column("last_time", BigInteger, nullable=False),
     Column("end_time", BigInteger, nullable=False, server_default="0"),

@@ -15,7 +15,7 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import CHANNEL_MANAGE
@@ -163,16 +163,3 @@ def list_rules_sync(conn: Connection, actor: Actor, *,
     """The channel's rules, oldest first."""
     channels.require_visible_sync(conn, actor, channel_id)
     return [rule_item(r) for r in repo.list_rules_sync(conn, actor.account_id, channel_id)]
-
-
-@reads()
-async def list_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[NotifyRuleItem]:
-    """The channel's rules, oldest first."""
-    items: list[NotifyRuleItem] = await conn.run_sync(
-        lambda sync: list_rules_sync(sync, actor, channel_id=channel_id))
-    return items
-
-
-async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any]:
-    """The channel's enabled rules (the sender's read)."""
-    return await repo.list_rules(conn, actor.account_id, channel_id, enabled_only=True)

@@ -30,10 +30,6 @@ def list_all_sync(conn: Connection, account_id: int) -> list[Row[Any]]:
     return list(conn.execute(_LIST_ALL, {"account_id": account_id}).all())
 
 
-async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    return await conn.run_sync(list_all_sync, account_id)
-
-
 async def count(conn: AsyncConnection, account_id: int) -> int:
     stmt = select(func.count()).select_from(mapping_api).where(
         mapping_api.c.account_id == account_id)

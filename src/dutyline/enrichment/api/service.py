@@ -15,7 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import headers_to_store, mask_url, url_to_store
@@ -118,20 +118,9 @@ def api_info_sync(conn: Connection, actor: Actor, *, api_id: str,
     return _item(row, deps.box)
 
 
-async def api_info(conn: AsyncConnection, actor: Actor, *, api_id: str,
-                   deps: Deps) -> MappingApiItem:
-    return await conn.run_sync(lambda c: api_info_sync(c, actor, api_id=api_id, deps=deps))
-
-
 @reads_sync(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
 def list_apis_sync(conn: Connection, actor: Actor, *, deps: Deps) -> list[MappingApiItem]:
     return [_item(r, deps.box) for r in repo.list_all_sync(conn, actor.account_id)]
-
-
-@reads(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE)
-async def list_apis(conn: AsyncConnection, actor: Actor, *,
-                    deps: Deps) -> list[MappingApiItem]:
-    return await conn.run_sync(lambda c: list_apis_sync(c, actor, deps=deps))
 
 
 async def _existing(conn: AsyncConnection, actor: Actor, api_id: str) -> Any:

@@ -33,7 +33,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.like import any_contains
 from dutyline.db.tables import incident_insight as flag_where
@@ -487,12 +486,3 @@ def delivery_totals_sync(conn: Connection, scope: Scope, *, start_time: int,
     r = select(bucket, d.channel.label("kind")).where(*conds).subquery("rows").c
     stmt = select(r.bucket, r.kind, func.count().label("n")).group_by(r.bucket, r.kind)
     return list(conn.execute(stmt).all())
-
-
-async def delivery_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
-                          end_time: int, grid: Grid,
-                          channel_ids: tuple[int, ...] = ()) -> list[Row[Any]]:
-    """`delivery_totals_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: delivery_totals_sync(
-        sync, scope, start_time=start_time, end_time=end_time, grid=grid,
-        channel_ids=channel_ids))

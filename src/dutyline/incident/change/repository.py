@@ -9,7 +9,6 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Select, and_, func, or_, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.incident_change import change_event, change_record
 from dutyline.incident import visibility
@@ -105,13 +104,6 @@ def before_full_sync(conn: Connection, account_id: int, channel_id: int, at: int
     return list(conn.execute(stmt).all())
 
 
-async def before(conn: AsyncConnection, account_id: int, channel_id: int, at: int, *,
-                 window_s: int, lookback_s: int, limit: int) -> list[Row[Any]]:
-    return await conn.run_sync(lambda sync: before_full_sync(
-        sync, account_id, channel_id, at, window_s=window_s, lookback_s=lookback_s,
-        limit=limit))
-
-
 def before_sync(conn: Connection, account_id: int, channel_id: int, at: int, *,
                 window_s: int, lookback_s: int, limit: int) -> list[Row[Any]]:
     stmt: Select[Any] = (
@@ -145,10 +137,3 @@ def _per_bucket(conn: Connection, rows: Any) -> list[Row[Any]]:
     # which SQLite would read as a column position in GROUP BY.
     b = rows.c.bucket
     return list(conn.execute(select(b, func.count().label("n")).group_by(b)).all())
-
-
-async def change_totals(conn: AsyncConnection, scope: Scope, *, start_time: int,
-                        end_time: int, grid: Grid) -> tuple[list[Row[Any]], list[Row[Any]]]:
-    """`change_totals_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: change_totals_sync(
-        sync, scope, start_time=start_time, end_time=end_time, grid=grid))

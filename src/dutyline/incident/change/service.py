@@ -20,7 +20,6 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
 from dutyline.api.access import reads_sync
@@ -173,13 +172,6 @@ def recent_change_items_sync(conn: Connection, actor: Actor, *, channel_id: int,
                                  window_s=RECENT_WINDOW_S, lookback_s=LOOKBACK_S,
                                  limit=MAX_RECENT)
     return _items(conn, actor, rows)
-
-
-async def recent_changes(conn: AsyncConnection, actor: Actor, *, channel_id: int,
-                         at: int) -> list[ChangeItem]:
-    """`recent_change_items_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: recent_change_items_sync(
-        sync, actor, channel_id=channel_id, at=at))
 
 
 def recent_changes_sync(conn: Connection, *, account_id: int, channel_id: int,

@@ -44,7 +44,7 @@ async def call_action(conn: AsyncConnection, actor: Actor, *, incident_id: str,
     `event_type` (`i_custom`), `event_time` (ms), `event_id`, `action` (integration_id,
     integration_name), `person` (who ran it) and `incident` (the incident record with its
     first alerts)."""
-    info = await incidents.find_incident(conn, actor, incident_id=incident_id, deps=deps,
+    info = await incidents.incident_info(conn, actor, incident_id=incident_id, deps=deps,
                                          include_alerts=True)
     target = await integrations.custom_action_target(
         conn, actor, channel_id=info.channel_id, integration_id=integration_id, deps=deps)

@@ -158,10 +158,6 @@ def list_fields_sync(conn: Connection, actor: Actor) -> ListFieldsResponse:
     return ListFieldsResponse(total=len(rows), items=[_item(r) for r in rows])
 
 
-async def list_fields(conn: AsyncConnection, actor: Actor) -> ListFieldsResponse:
-    return await conn.run_sync(list_fields_sync, actor)
-
-
 @writes("/field/update", ACCOUNT_MANAGE)
 async def update_field(
     conn: AsyncConnection, actor: Actor, *, field_id: str, display_name: str | None = None,

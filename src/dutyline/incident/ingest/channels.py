@@ -23,7 +23,7 @@ from dutyline.channel.integration.service import (
 from dutyline.channel.service import channel_names_sync
 
 __all__ = ["CHANGE_INTEGRATION", "IngestSettings", "Lookup", "Names", "ResolvedIntegration",
-           "hash_key", "is_well_formed", "load_settings", "lookup", "names"]
+           "hash_key", "is_well_formed", "load_settings", "lookup"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,24 +91,9 @@ class Names:
     integrations: dict[int, tuple[str, str]]  # integration_id -> (name, type)
 
 
-async def names(
-    conn: AsyncConnection, actor: Actor, channel_ids: Iterable[int],
-    integration_ids: Iterable[int],
-) -> Names:
-    """Display names for alert records (deleted channels and integrations included)."""
-    channels, integrations = list(channel_ids), list(integration_ids)
-    return await conn.run_sync(names_sync, actor, channels, integrations)
-
-
-async def integrations_of_types(conn: AsyncConnection, actor: Actor,
-                                types: Iterable[str]) -> list[int]:
-    """The account's integration ids of these types (for filters by integration type)."""
-    return await conn.run_sync(integrations_of_types_sync, actor, list(types))
-
-
 def names_sync(conn: Connection, actor: Actor, channel_ids: Iterable[int],
                integration_ids: Iterable[int]) -> Names:
-    """`names` inside a sync unit of database work."""
+    """Display names for alert records (deleted channels and integrations included)."""
     return Names(
         channel_names_sync(conn, actor, sorted(set(channel_ids))),
         integration_names_sync(conn, actor, sorted(set(integration_ids))),
@@ -117,5 +102,6 @@ def names_sync(conn: Connection, actor: Actor, channel_ids: Iterable[int],
 
 def integrations_of_types_sync(conn: Connection, actor: Actor,
                                types: Iterable[str]) -> list[int]:
-    """`integrations_of_types` inside a sync unit of database work."""
+    """The account's integrations of these types, read inside a sync unit of database
+    work."""
     return integration_ids_of_types_sync(conn, actor, sorted(set(types)))

@@ -173,7 +173,6 @@ def row_subject(row: Any) -> dict[str, Any]:
                    labels=_decode_labels.decode(row.labels), integration_id=row.integration_id)
 
 
-@noise.on_inhibit_rule_written
 def reindex_rule(conn: Connection, channel_id: int, rule_id: str, rule: InhibitRule | None,
                  now_s: int) -> None:
     """A rule was written (the channel domain calls this in the writer's transaction):

@@ -21,15 +21,18 @@ import msgspec
 
 from dutyline.api import errors
 from dutyline.incident.ingest.schemas import MAX_LABELS, PushRequest
+from dutyline.kit.vocabulary import CRITICAL, INFO, OK, WARNING
 
 MAX_ALERTS = 500
-_SEVERITIES = {
-    "critical": "Critical", "crit": "Critical", "error": "Critical", "page": "Critical",
-    "p0": "Critical", "p1": "Critical", "high": "Critical", "fatal": "Critical",
-    "warning": "Warning", "warn": "Warning", "p2": "Warning", "medium": "Warning",
-    "info": "Info", "information": "Info", "low": "Info", "p3": "Info", "none": "Info",
-    "ok": "Ok", "resolved": "Ok", "recovered": "Ok", "normal": "Ok", "inactive": "Ok",
+# What other tools call each status, lowercased, beside its own name.
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    CRITICAL: ("crit", "error", "page", "p0", "p1", "high", "fatal"),
+    WARNING: ("warn", "p2", "medium"),
+    INFO: ("information", "low", "p3", "none"),
+    OK: ("resolved", "recovered", "normal", "inactive"),
 }
+_SEVERITIES = {word: status for status, words in _SYNONYMS.items()
+               for word in (status.lower(), *words)}
 _TAKEN_ANNOTATIONS = ("summary", "description")
 
 
@@ -60,7 +63,7 @@ def _event(title: str, status: str, alert_key: str, description: str,
                        labels=labels)
 
 
-def severity_of(raw: str, default: str = "Warning") -> str:
+def severity_of(raw: str, default: str = WARNING) -> str:
     return _SEVERITIES.get(raw.strip().lower(), default)
 
 
@@ -99,10 +102,10 @@ def alertmanager(doc: Any) -> list[PushRequest]:
         name = _text(labels.get("alertname"))
         title = _text(annotations.get("summary")) or name or "Alertmanager alert"
         if alert.status == "resolved":
-            status = "Ok"
+            status = OK
         else:
             status = severity_of(_text(labels.get("severity")))
-            status = "Warning" if status == "Ok" else status
+            status = WARNING if status == OK else status
         extra = {k: v for k, v in annotations.items() if k not in _TAKEN_ANNOTATIONS}
         if alert.generatorURL:
             extra["generator_url"] = alert.generatorURL
@@ -127,7 +130,7 @@ def grafana(doc: Any) -> list[PushRequest]:
         return []
     raw_tags = doc.get("tags")
     tags: dict[str, Any] = raw_tags if isinstance(raw_tags, dict) else {}
-    status = "Ok" if state == "ok" else severity_of(_text(tags.get("severity")), "Critical")
+    status = OK if state == "ok" else severity_of(_text(tags.get("severity")), CRITICAL)
     rule = _text(doc.get("ruleId")) or _text(doc.get("ruleName"))
     extra = {"rule_url": doc["ruleUrl"]} if doc.get("ruleUrl") else {}
     return [_event(_text(doc.get("ruleName") or doc.get("title")), status,
@@ -181,8 +184,8 @@ def generic(doc: Any, params: Mapping[str, str]) -> list[PushRequest]:
         raw_status = _text(_at(item, status_path)).strip().lower()
         status = statuses.get(raw_status) or severity_of(raw_status, "")
         if not status:
-            status = {"firing": "Critical", "alerting": "Critical", "problem": "Critical",
-                      "triggered": "Critical"}.get(raw_status, "Warning")
+            firing = ("firing", "alerting", "problem", "triggered")
+            status = CRITICAL if raw_status in firing else WARNING
         labels_node = _at(item, params.get("labels", "labels"))
         labels = _labels(labels_node) if isinstance(labels_node, dict) else {}
         events.append(_event(

@@ -66,7 +66,7 @@ def duration(seconds: int) -> str:
 async def gather(conn: AsyncConnection, actor: Actor, *, incident_ids: list[str],
                  deps: Deps) -> Material:
     """The incidents (ResourceNotFound for one the actor does not see), oldest first."""
-    incidents = [await query.find_incident(conn, actor, incident_id=i, deps=deps,
+    incidents = [await query.incident_info(conn, actor, incident_id=i, deps=deps,
                                            sources=False, with_changes=True)
                  for i in incident_ids]
     incidents.sort(key=lambda i: (i.start_time, i.incident_id))
@@ -80,8 +80,8 @@ async def gather(conn: AsyncConnection, actor: Actor, *, incident_ids: list[str]
             if item.type == feed.COMMENT:
                 material.notes.append(Note(at, inc.num, item.creator_name or "someone",
                                            str(item.detail.get("comment", ""))))
-        alerts = await query.find_incident_alerts(conn, actor, incident_id=inc.incident_id,
-                                                  limit=MAX_ALERTS)
+        alerts = await query.incident_alerts(conn, actor, incident_id=inc.incident_id,
+                                             limit=MAX_ALERTS)
         material.alerts += alerts.items
     seen: set[str] = set()
     for inc in incidents:  # the incidents of a report share a channel, often its changes

@@ -44,12 +44,6 @@ async def find(conn: AsyncConnection, scope: Scope, post_mortem_id: str) -> Row[
     return await conn.run_sync(find_sync, scope, post_mortem_id)
 
 
-async def find_any_account(conn: AsyncConnection, post_mortem_id: str) -> Row[Any] | None:
-    """For the drafting job, which names its account in its payload."""
-    stmt = select(post_mortem).where(post_mortem.c.post_mortem_id == post_mortem_id)
-    return (await conn.execute(stmt)).first()
-
-
 async def exists(conn: AsyncConnection, post_mortem_id: str) -> bool:
     stmt = select(post_mortem.c.post_mortem_id).where(
         post_mortem.c.post_mortem_id == post_mortem_id)

@@ -31,7 +31,6 @@ from sqlalchemy import (
     union_all,
 )
 from sqlalchemy.engine import Row
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.paging import ordered
 from dutyline.db.prepared import Prepared, PreparedIn
@@ -47,6 +46,7 @@ from dutyline.incident import visibility
 from dutyline.incident.query.title_search import title_contains
 from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
+from dutyline.kit.vocabulary import CLOSED
 
 
 @dataclass
@@ -88,7 +88,7 @@ def _conditions(scope: Scope, f: ListFilter) -> list[ColumnElement[bool]]:
     if f.creator_ids:
         conds.append(c.creator_id.in_(f.creator_ids))
     if f.closer_ids:
-        conds.append(and_(c.closer_id.in_(f.closer_ids), c.progress == "Closed"))
+        conds.append(and_(c.closer_id.in_(f.closer_ids), c.progress == CLOSED))
     if f.responder_ids:
         conds.append(responders_include(f.responder_ids))
     if f.incident_ids:
@@ -136,15 +136,6 @@ def window_sync(
     if not rows:
         return (count_of_sync(conn, scope, f) if offset or after is not None else 0), rows
     return int(rows[0][TOTAL_AT]), rows
-
-
-async def window(
-    conn: AsyncConnection, scope: Scope, f: ListFilter, *, asc: bool, offset: int,
-    limit: int, after: tuple[int, str] | None = None, count: bool = True,
-) -> tuple[int, Sequence[Any]]:
-    """`window_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: window_sync(
-        sync, scope, f, asc=asc, offset=offset, limit=limit, after=after, count=count))
 
 
 def count_of_sync(conn: Connection, scope: Scope, f: ListFilter) -> int:
@@ -260,7 +251,7 @@ def _prepared_page(shape: tuple[str, ...], asc: bool, after: bool, total: bool) 
         else:
             conds.append(_ONE_VALUE[name] == bindparam(name))
             if name == "closer_ids":
-                conds.append(c.progress == "Closed")
+                conds.append(c.progress == CLOSED)
     page_conds = list(conds)
     if after:
         key = tuple_(c.start_time, c.incident_id)
@@ -304,10 +295,6 @@ def find_many_sync(conn: Connection, scope: Scope, ids: list[str]) -> list[Row[A
     stmt = select(incident).where(incident.c.incident_id.in_(ids), *_by_key(scope))
     rows = list(conn.execute(stmt).all())
     return sorted(rows, key=lambda r: (r.start_time, r.incident_id), reverse=True)
-
-
-async def find_many(conn: AsyncConnection, scope: Scope, ids: list[str]) -> list[Row[Any]]:
-    return await conn.run_sync(find_many_sync, scope, ids)
 
 
 def _by_key(scope: Scope) -> list[ColumnElement[bool]]:
@@ -428,17 +415,6 @@ def _recurrence_statement() -> Any:
 _RECURRENCE = _recurrence_statement()
 
 
-def frequent_sync(conn: Connection, incident_ids: list[str]) -> set[str]:
-    """Those of `incident_ids` (already read, so already visible) that are `frequent`."""
-    if not incident_ids:
-        return set()
-    return set(conn.execute(_RECURRENCE, {"ids": incident_ids}).scalars())
-
-
-async def frequent(conn: AsyncConnection, incident_ids: list[str]) -> set[str]:
-    return await conn.run_sync(frequent_sync, incident_ids)
-
-
 def _sources_statement(frequency: bool) -> Any:
     """The integrations with an alert in each incident, as (integration_id,
     integration_type) in first-seen order, and, with `frequency`, `frequent` of the same ids
@@ -482,12 +458,6 @@ def sources_sync(conn: Connection, incident_ids: list[str], *, frequency: bool =
         else:
             found[incident_id].append((integration_id, integration_type or "standard"))
     return found, recurring
-
-
-async def sources(conn: AsyncConnection, incident_ids: list[str], *, frequency: bool = True
-                  ) -> tuple[dict[str, list[tuple[int, str]]], set[str]]:
-    return await conn.run_sync(lambda sync: sources_sync(sync, incident_ids,
-                                                         frequency=frequency))
 
 
 # /incident/past/list: the candidates scored in Python are at most this many recent incidents

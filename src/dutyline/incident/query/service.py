@@ -49,8 +49,9 @@ MAX_WINDOW_S = 31 * 86_400  # reference ListIncidentsRequest: "within 31 days"
 MAX_EMBEDDED_ALERTS = 100  # alerts embedded per incident when asked for (include_alerts)
 
 # Viewing incidents: anyone who may manage incidents may also read them, whatever else their
-# role holds. Other domains looking up an incident for their own purpose (a template preview,
-# an automation's reads) use the `find_` functions, scoped by visibility alone.
+# role holds. Each read is one guarded function, whoever calls it (an operation, the console,
+# another domain's service): no unguarded twin lets a caller skip the check. The system path
+# is explicit: an engine or a job reads as `Actor.system(...)`, which holds every permission.
 VIEW_PERMISSIONS = (CHANNEL_VIEW, INCIDENT_MANAGE)
 
 _json = msgspec.json.Decoder()
@@ -75,7 +76,8 @@ def title_sync(conn: Connection, actor: Actor, *, incident_id: str) -> str:
     return str(row.title) if row is not None else ""
 
 
-def find_incident_sync(conn: Connection, actor: Actor, *, incident_id: str, deps: Deps,
+@reads_sync(*VIEW_PERMISSIONS)
+def incident_info_sync(conn: Connection, actor: Actor, *, incident_id: str, deps: Deps,
                        include_alerts: bool = False, sources: bool = True,
                        with_changes: bool = False) -> IncidentInfo:
     """One incident the actor sees (the server's base URL for its links), with its first
@@ -93,17 +95,14 @@ def find_incident_sync(conn: Connection, actor: Actor, *, incident_id: str, deps
     return info
 
 
-async def find_incident(conn: AsyncConnection, actor: Actor, *, incident_id: str,
+@reads(*VIEW_PERMISSIONS)
+async def incident_info(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                         deps: Deps, include_alerts: bool = False,
                         sources: bool = True, with_changes: bool = False) -> IncidentInfo:
-    """`find_incident_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: find_incident_sync(
+    """`incident_info_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: incident_info_sync(
         sync, actor, incident_id=incident_id, deps=deps, include_alerts=include_alerts,
         sources=sources, with_changes=with_changes))
-
-
-incident_info_sync = reads_sync(*VIEW_PERMISSIONS)(find_incident_sync)
-incident_info = reads(*VIEW_PERMISSIONS)(find_incident)
 
 
 @reads_sync(*VIEW_PERMISSIONS)
@@ -138,7 +137,8 @@ def _csv(value: str, field: str, allowed: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(parts))
 
 
-def find_incidents_sync(
+@reads_sync(*VIEW_PERMISSIONS)
+def list_incidents_sync(
     conn: Connection, actor: Actor, *, start_time: int, end_time: int, deps: Deps,
     asc: bool = False, offset: int = 0, limit: int = 20,
     search_after_ctx: str = "", progress: str = "", incident_severity: str = "",
@@ -177,7 +177,8 @@ def find_incidents_sync(
                                 total=total, has_next_page=has_next, search_after_ctx=cursor)
 
 
-async def find_incidents(
+@reads(*VIEW_PERMISSIONS)
+async def list_incidents(
     conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int, deps: Deps,
     asc: bool = False, offset: int = 0, limit: int = 20,
     search_after_ctx: str = "", progress: str = "", incident_severity: str = "",
@@ -188,8 +189,8 @@ async def find_incidents(
     nums: Sequence[str] = (), query: str = "", is_snoozed: bool = False,
     ever_muted: bool = False, count: bool = True,
 ) -> IncidentListResponse:
-    """`find_incidents_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: find_incidents_sync(
+    """`list_incidents_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: list_incidents_sync(
         sync, actor, start_time=start_time, end_time=end_time, deps=deps, asc=asc,
         offset=offset, limit=limit, search_after_ctx=search_after_ctx, progress=progress,
         incident_severity=incident_severity, channel_ids=channel_ids, team_ids=team_ids,
@@ -217,20 +218,6 @@ def progress_counts_sync(
     if f is not None:
         counts.update(repo.progress_counts_sync(conn, visibility.scope_sync(conn, actor), f))
     return counts
-
-
-@reads(CHANNEL_VIEW, INCIDENT_MANAGE)
-async def progress_counts(
-    conn: AsyncConnection, actor: Actor, *, start_time: int, end_time: int,
-    incident_severity: str = "", channel_ids: Sequence[int] = (),
-    team_ids: Sequence[int] = (), is_my_team: bool = False, is_my_channel: bool = False,
-    query: str = "",
-) -> dict[str, int]:
-    """`progress_counts_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: progress_counts_sync(
-        sync, actor, start_time=start_time, end_time=end_time,
-        incident_severity=incident_severity, channel_ids=channel_ids, team_ids=team_ids,
-        is_my_team=is_my_team, is_my_channel=is_my_channel, query=query))
 
 
 def _list_filter(
@@ -294,12 +281,6 @@ def live_cursor_sync(conn: Connection, actor: Actor) -> live.LiveCursor:
 
 
 @reads(CHANNEL_VIEW, INCIDENT_MANAGE)
-async def live_cursor(conn: AsyncConnection, actor: Actor) -> live.LiveCursor:
-    """`live_cursor_sync` on an async connection."""
-    return await conn.run_sync(live_cursor_sync, actor)
-
-
-@reads(CHANNEL_VIEW, INCIDENT_MANAGE)
 async def incident_changes(conn: AsyncConnection, actor: Actor, *,
                            cursor: live.LiveCursor) -> list[IncidentChange]:
     """The changes to the account's incidents past `cursor`, oldest first, moving the cursor
@@ -309,10 +290,6 @@ async def incident_changes(conn: AsyncConnection, actor: Actor, *,
     rows = await core_repo.events_after(conn, cursor.since(), account_id=actor.account_id,
                                         limit=cursor.lookback + LIVE_BATCH)
     return [IncidentChange(r.id, r.incident_id, r.kind) for r in cursor.take(rows)]
-
-
-list_incidents_sync = reads_sync(*VIEW_PERMISSIONS)(find_incidents_sync)
-list_incidents = reads(*VIEW_PERMISSIONS)(find_incidents)
 
 
 # The cursor is opaque to clients: base64 of (start_time, incident_id, direction) plus an
@@ -469,14 +446,6 @@ assert tuple(_C) == (
     "merge_disabled", "deleted_at", "created_at", "updated_at"), tuple(_C)
 
 
-async def records(conn: AsyncConnection, actor: Actor, rows: Sequence[Any], *, deps: Deps,
-                  alerts_scope: visibility.Scope | None = None,
-                  sources: bool = True) -> list[IncidentInfo]:
-    """`records_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: records_sync(
-        sync, actor, rows, deps=deps, alerts_scope=alerts_scope, sources=sources))
-
-
 @dataclass(frozen=True, slots=True)
 class _Account:
     account_name: str
@@ -527,7 +496,8 @@ async def incident_feed(conn: AsyncConnection, actor: Actor, *, incident_id: str
         limit=limit))
 
 
-def find_incident_alerts_sync(
+@reads_sync(*VIEW_PERMISSIONS)
+def incident_alerts_sync(
     conn: Connection, actor: Actor, *, incident_id: str, is_active: bool | None = None,
     include_events: bool = False, offset: int = 0, limit: int = 1000,
 ) -> ListIncidentAlertsResponse:
@@ -552,18 +522,15 @@ def find_incident_alerts_sync(
     return ListIncidentAlertsResponse(items=items, total=total)
 
 
-async def find_incident_alerts(
+@reads(*VIEW_PERMISSIONS)
+async def incident_alerts(
     conn: AsyncConnection, actor: Actor, *, incident_id: str, is_active: bool | None = None,
     include_events: bool = False, offset: int = 0, limit: int = 1000,
 ) -> ListIncidentAlertsResponse:
-    """`find_incident_alerts_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: find_incident_alerts_sync(
+    """`incident_alerts_sync` on an async connection."""
+    return await conn.run_sync(lambda sync: incident_alerts_sync(
         sync, actor, incident_id=incident_id, is_active=is_active,
         include_events=include_events, offset=offset, limit=limit))
-
-
-incident_alerts_sync = reads_sync(*VIEW_PERMISSIONS)(find_incident_alerts_sync)
-incident_alerts = reads(*VIEW_PERMISSIONS)(find_incident_alerts)
 
 
 def _alert_info(r: Row[Any], short: IncidentShort,

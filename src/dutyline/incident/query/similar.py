@@ -19,10 +19,9 @@ from typing import Any
 
 import msgspec
 from sqlalchemy import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync
+from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.incident import visibility
@@ -101,13 +100,3 @@ def past_incidents_sync(
              for info in records_sync(conn, actor, rows, deps=deps)}
     return len(similar), [PastIncidentItem(**msgspec.structs.asdict(infos[i]), score=score)
                           for score, i in best if i in infos]
-
-
-@reads(*VIEW_PERMISSIONS)
-async def past_incidents(
-    conn: AsyncConnection, actor: Actor, *, incident_id: str, limit: int = DEFAULT_LIMIT,
-    offset: int = 0, deps: Deps,
-) -> tuple[int, list[PastIncidentItem]]:
-    """`past_incidents_sync` on an async connection."""
-    return await conn.run_sync(lambda sync: past_incidents_sync(
-        sync, actor, incident_id=incident_id, limit=limit, offset=offset, deps=deps))

@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from dutyline.kit.vocabulary import CRITICAL, INFO, OK, STATUSES, WARNING
+
 from .budget import check_size, check_time, max_value
 from .builtins import GoFunc, is_true
 from .errors import TemplateExecError
@@ -25,12 +27,10 @@ from .gotime import format_time
 from .markdown import md_to_html
 from .values import to_any
 
-SEVERITY_COLORS = {"Critical": "#C80000", "Warning": "#FA7D00", "Info": "#FABE00",
-                   "Ok": "#008800"}
+SEVERITY_COLORS = {CRITICAL: "#C80000", WARNING: "#FA7D00", INFO: "#FABE00", OK: "#008800"}
 # An argument longer than this cost its length to read: the function looks at the clock after.
 LARGE_INPUT = 4096
-_SEVERITY_NAMES = {"critical": "Critical", "warning": "Warning", "info": "Info", "ok": "Ok",
-                   "p1": "Critical", "p2": "Warning", "p3": "Info"}
+_SEVERITY_NAMES = {**{s.lower(): s for s in STATUSES}, "p1": CRITICAL, "p2": WARNING, "p3": INFO}
 
 
 def _args(args: list[Any], lo: int, hi: int | None, name: str) -> list[Any]:
@@ -92,7 +92,7 @@ def _format_uncached(ts: int, tz: str, layout: str) -> str:
 
 
 def _severity(v: Any) -> str:
-    return _SEVERITY_NAMES.get(_str(v).strip().lower(), "Info")
+    return _SEVERITY_NAMES.get(_str(v).strip().lower(), INFO)
 
 
 def _alert_values(alerts: Any, key: str) -> list[str]:

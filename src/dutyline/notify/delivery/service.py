@@ -15,7 +15,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync
+from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.channel import service as channels
@@ -58,11 +58,6 @@ def personal_gap(settings: Settings, channel: str) -> str | None:
 def group_gap(settings: Settings, channel: str) -> str | None:
     """Why a group target of this kind (an app's group chat, e-mail) cannot be reached."""
     return needs.gap(settings, channel, personal=False)
-
-
-def url_gap(settings: Settings, url: str) -> str | None:
-    """Why the outbound guard will refuse a webhook URL, as far as the URL tells."""
-    return needs.url_gap(settings, url)
 
 
 def send_env(runtime: Runtime) -> SendEnv:
@@ -200,15 +195,6 @@ def notify_detail(row: Any, attempt: Attempt, status: str) -> dict[str, Any]:
     return detail
 
 
-@reads(CHANNEL_VIEW)
-async def deliveries(conn: AsyncConnection, actor: Actor, *,
-                     incident_id: str) -> list[DeliveryItem]:
-    """Every delivery of an incident with its attempts (the incident's visibility is the
-    caller's to check)."""
-    return await conn.run_sync(lambda sync: deliveries_sync(sync, actor,
-                                                            incident_id=incident_id))
-
-
 @reads_sync(CHANNEL_VIEW)
 def deliveries_sync(conn: Connection, actor: Actor, *,
                     incident_id: str) -> list[DeliveryItem]:
@@ -246,18 +232,6 @@ def _read_cursor(text: str) -> tuple[int, int] | None:
         raise errors.invalid("search_after_ctx", "is not a cursor of this list") from exc
 
 
-@reads(INTEGRATION_VIEW)
-async def webhook_history(conn: AsyncConnection, actor: Actor, *, start_ms: int, end_ms: int,
-                          limit: int, status: str, ref_id: str, asc: bool, cursor: str,
-                          event_types: list[str],
-                          integration_id: int = 0) -> ListWebhookHistoryResponse:
-    """Attempts of the account's outgoing webhooks (`webhook_history_sync`)."""
-    return await conn.run_sync(lambda sync: webhook_history_sync(
-        sync, actor, start_ms=start_ms, end_ms=end_ms, limit=limit, status=status,
-        ref_id=ref_id, asc=asc, cursor=cursor, event_types=event_types,
-        integration_id=integration_id))
-
-
 @reads_sync(INTEGRATION_VIEW)
 def webhook_history_sync(conn: Connection, actor: Actor, *, start_ms: int, end_ms: int,
                          limit: int, status: str, ref_id: str, asc: bool, cursor: str,
@@ -282,13 +256,6 @@ def webhook_history_sync(conn: Connection, actor: Actor, *, start_ms: int, end_m
     return ListWebhookHistoryResponse(
         items=[history_item(r) for r in rows], total=total,
         search_after_ctx=_cursor(rows[-1].event_time_ms, rows[-1].id) if more else "")
-
-
-@reads(INTEGRATION_VIEW)
-async def webhook_history_detail(conn: AsyncConnection, actor: Actor, *,
-                                 event_id: str) -> WebhookHistoryDetail:
-    return await conn.run_sync(lambda sync: webhook_history_detail_sync(
-        sync, actor, event_id=event_id))
 
 
 @reads_sync(INTEGRATION_VIEW)

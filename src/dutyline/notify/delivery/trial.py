@@ -31,6 +31,7 @@ from dutyline.config import Settings
 from dutyline.kit.channels import address_key, personal_refusal
 from dutyline.kit.clock import Clock
 from dutyline.kit.ids import hex_id
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.notify.delivery.adapters import adapter, needs
 from dutyline.notify.delivery.adapters.base import Outgoing, SendEnv
 from dutyline.notify.delivery.schemas import NotifyTestResponse, NotifyTestResult
@@ -64,7 +65,7 @@ def default_channels(person: Contact, pref: preferences.Preference) -> tuple[str
     """Every channel the member can be reached by: those they chose per severity, e-mail
     and SMS when they have an address and a phone, and each chat handle they gave. Voice is
     only called when they chose it (or it is asked for): a test should not ring by default."""
-    chosen = [c for s in preferences.SEVERITIES for c in pref.channels(s)]
+    chosen = [c for s in SEVERITY_KEYS for c in pref.channels(s)]
     if person.email:
         chosen.append("email")
     if person.phone:

@@ -6,6 +6,7 @@ from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
 from dutyline.api.types import SaveWarnings
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.notify.preference import service
 from dutyline.notify.preference.schemas import (
     MemberNotifyInfoRequest,
@@ -34,4 +35,4 @@ async def member_notify_reset(ctx: Context, req: MemberNotifyResetRequest) -> Sa
         warning=req.warning, info=req.info))
     return SaveWarnings(warnings=service.delivery_warnings(
         ctx.runtime.settings, im=req.im,
-        by_severity={"critical": req.critical, "warning": req.warning, "info": req.info}))
+        by_severity={key: getattr(req, key) for key in SEVERITY_KEYS}))

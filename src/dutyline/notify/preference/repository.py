@@ -18,10 +18,6 @@ def get_sync(conn: Connection, account_id: int, member_id: int) -> Row[Any] | No
     return conn.execute(_ONE, {"account_id": account_id, "member_id": member_id}).first()
 
 
-async def get(conn: AsyncConnection, account_id: int, member_id: int) -> Row[Any] | None:
-    return await conn.run_sync(get_sync, account_id, member_id)
-
-
 async def many(conn: AsyncConnection, account_id: int, member_ids: list[int]) -> list[Row[Any]]:
     if not member_ids:
         return []

@@ -23,6 +23,7 @@ from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import SaveWarning
 from dutyline.config import Settings
 from dutyline.kit.channels import IM_PLATFORMS, address_key, personal_refusal
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.notify.delivery.adapters import needs
 from dutyline.notify.preference import repository as repo
 from dutyline.notify.preference.schemas import MemberNotifyItem
@@ -30,7 +31,6 @@ from dutyline.notify.preference.schemas import NotifyChanges as NotifyChanges  #
 from dutyline.platform.member import service as members
 from dutyline.platform.role import service as roles
 
-SEVERITIES = ("critical", "warning", "info")
 DEFAULT_CHANNELS = ("email",)
 # The API's bound on a chat handle (schemas.py), held for every caller.
 HANDLE_MAX = 128
@@ -57,7 +57,7 @@ def _preference(row: Any) -> Preference:
     if row is None:
         return Preference()
     return Preference(by_severity={s: tuple(_json.decode(getattr(row, s)))
-                                   for s in SEVERITIES},
+                                   for s in SEVERITY_KEYS},
                       im=dict(_json.decode(row.im)))
 
 
@@ -121,11 +121,6 @@ def delivery_warnings(settings: Settings, *, im: dict[str, str] | None,
     return out
 
 
-async def notify_info(conn: AsyncConnection, actor: Actor, *,
-                      member_id: int) -> MemberNotifyItem:
-    return await conn.run_sync(lambda sync: notify_info_sync(sync, actor, member_id=member_id))
-
-
 def notify_info_sync(conn: Connection, actor: Actor, *, member_id: int) -> MemberNotifyItem:
     """A member's contacts, chat handles and channels per severity (the caller's own unless
     `member_id` names another, which needs account management)."""
@@ -136,7 +131,7 @@ def notify_info_sync(conn: Connection, actor: Actor, *, member_id: int) -> Membe
         account_id=actor.account_id, member_id=person.person_id,
         member_name=person.person_name, email=person.email,
         phone=members.mask_phone(person.phone), country_code=person.country_code,
-        im=pref.im, **{s: list(pref.channels(s)) for s in SEVERITIES},
+        im=pref.im, **{s: list(pref.channels(s)) for s in SEVERITY_KEYS},
         updated_at=int(row.updated_at) if row is not None else 0)
 
 
@@ -167,7 +162,7 @@ async def notify_reset(conn: AsyncConnection, actor: Actor, *, member_id: int,
     """Set what was given; returns the member's id (for the audit log)."""
     person = await _target(conn, actor, member_id)
     await roles.require_over(conn, actor, member_ids=[person.person_id])
-    given = {"critical": critical, "warning": warning, "info": info}
+    given = dict(zip(SEVERITY_KEYS, (critical, warning, info), strict=True))
     values: dict[str, Any] = {s: _dump(_checked_channels(s, v))
                               for s, v in given.items() if v is not None}
     if im is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from dutyline.incident.service import AlertInfo, IncidentInfo
+from dutyline.kit.vocabulary import CRITICAL, TRIGGERED
 
 
 def _person(person_id: int, people: dict[int, tuple[str, str]]) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def sample_data(now_s: int, base_url: str, account_name: str = "",
     return {
         "ID": "000000000000000000000000", "Num": "A1B2C", "Title": "CPU usage above 90% on db-01",
         "Description": "CPU usage has been above 90% for 5 minutes.",
-        "IncidentSeverity": "Critical", "IncidentStatus": "Critical", "Progress": "Triggered",
+        "IncidentSeverity": CRITICAL, "IncidentStatus": CRITICAL, "Progress": TRIGGERED,
         "DetailUrl": f"{base_url}/console/incidents/000000000000000000000000",
         "StartTime": now_s - 300, "LastTime": now_s, "AckTime": 0, "CloseTime": 0,
         "SnoozedBefore": 0,
@@ -94,7 +95,7 @@ def sample_data(now_s: int, base_url: str, account_name: str = "",
                                           "LayerIdx": 0, "Type": ""},
         "AlertCnt": 1, "ActiveAlertCnt": 1, "AlertEventCnt": 1,
         "Alerts": [{"Title": "CPU usage above 90% on db-01", "Description": "",
-                    "AlertSeverity": "Critical", "AlertStatus": "Critical",
+                    "AlertSeverity": CRITICAL, "AlertStatus": CRITICAL,
                     "StartTime": now_s - 300, "LastTime": now_s, "EndTime": 0,
                     "Labels": dict(labels)}],
         "Labels": labels, "Fields": {}, "Images": [],

@@ -19,8 +19,8 @@ MAX_ALERTS = 100  # alerts a template sees (the newest first pages of the incide
 async def incident_template_data(conn: AsyncConnection, actor: Actor, *, incident_id: str,
                                  deps: Deps) -> dict[str, Any]:
     """ResourceNotFound when the incident is not one the actor may see."""
-    info = await incidents.find_incident(conn, actor, incident_id=incident_id,
+    info = await incidents.incident_info(conn, actor, incident_id=incident_id,
                                          deps=deps)
-    alerts = await incidents.find_incident_alerts(conn, actor, incident_id=incident_id,
-                                                  limit=MAX_ALERTS)
+    alerts = await incidents.incident_alerts(conn, actor, incident_id=incident_id,
+                                             limit=MAX_ALERTS)
     return incident_data(info, alerts.items)

@@ -20,7 +20,6 @@ from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
-from dutyline.incident.service import references
 from dutyline.kit.filters import FilterError, compile_regex
 from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
 from dutyline.kit.ids import hex_id
@@ -135,13 +134,6 @@ def template_info_sync(conn: Connection, actor: Actor, *, template_id: str) -> T
     return item_from_row(row)
 
 
-@reads(TEMPLATE_VIEW)
-async def template_info(conn: AsyncConnection, actor: Actor, *, template_id: str
-                        ) -> TemplateItem:
-    return await conn.run_sync(lambda sync: template_info_sync(sync, actor,
-                                                               template_id=template_id))
-
-
 async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str) -> bool:
     """Whether another record may name this template: one of the account's live templates,
     or a built-in preset (every account's)."""
@@ -149,10 +141,6 @@ async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str)
     return (template_id in PRESET_IDS
             or await repo.get_live(conn, actor.account_id, template_id) is not None)
 
-
-# Responders added to an incident may be notified with a template; incident asks us whether
-# the one named is the account's.
-references.register_template_check(template_exists)
 
 
 def _name_matcher(query: str) -> Any:
@@ -168,18 +156,6 @@ def _name_matcher(query: str) -> Any:
     except FilterError:
         return lambda name: low in name.lower()
     return lambda name: low in name.lower() or pattern.search(name) is not None
-
-
-@reads(TEMPLATE_VIEW)
-async def list_templates(conn: AsyncConnection, actor: Actor, *, p: int, limit: int,
-                         orderby: str, asc: bool, is_my_team: bool,
-                         team_ids: list[int] | None, creator_id: int | None, query: str
-                         ) -> TemplateListResponse:
-    if is_my_team:
-        await actor.team_ids()  # an actor may load its teams only here (api/actor.py)
-    return await conn.run_sync(lambda sync: list_templates_sync(
-        sync, actor, p=p, limit=limit, orderby=orderby, asc=asc, is_my_team=is_my_team,
-        team_ids=team_ids, creator_id=creator_id, query=query))
 
 
 @reads_sync(TEMPLATE_VIEW)

@@ -89,7 +89,7 @@ def _record(row: Any, room: Room | None = None, status: str = "") -> WarRoom:
 
 async def _incident(conn: AsyncConnection, actor: Actor, deps: Deps,
                     incident_id: str) -> IncidentInfo:
-    return await query.find_incident(conn, actor, incident_id=incident_id, deps=deps,
+    return await query.incident_info(conn, actor, incident_id=incident_id, deps=deps,
                                      sources=False)
 
 
@@ -192,13 +192,6 @@ def list_rooms_sync(conn: Connection, actor: Actor, *, incident_id: str,
     return [_record(r) for r in rows]
 
 
-@reads(*VIEW)
-async def list_rooms(conn: AsyncConnection, actor: Actor, *, incident_id: str,
-                     integration_id: int) -> list[WarRoom]:
-    return await conn.run_sync(lambda sync: list_rooms_sync(
-        sync, actor, incident_id=incident_id, integration_id=integration_id))
-
-
 async def _room(conn: AsyncConnection, actor: Actor, integration_id: int,
                 chat_id: str) -> Any:
     row = await repo.by_chat(conn, actor.account_id, integration_id, chat_id)
@@ -278,18 +271,11 @@ async def delete_room(conn: AsyncConnection, actor: Actor, *, incident_id: str,
     return str(row.chat_id)
 
 
-@reads(*VIEW)
-async def default_observers(conn: AsyncConnection, actor: Actor, *, deps: Deps,
-                            incident_id: str) -> list[Observer]:
-    return await conn.run_sync(lambda sync: default_observers_sync(
-        sync, actor, deps=deps, incident_id=incident_id))
-
-
 @reads_sync(*VIEW)
 def default_observers_sync(conn: Connection, actor: Actor, *, deps: Deps,
                            incident_id: str) -> list[Observer]:
     """The incident's responders, first assigned first: who `add_observers` invites."""
-    incident = query.find_incident_sync(conn, actor, incident_id=incident_id, deps=deps,
+    incident = query.incident_info_sync(conn, actor, incident_id=incident_id, deps=deps,
                                         sources=False)
     assigned = {r.person_id: r.assigned_at for r in incident.responders}
     people = members.contacts_sync(conn, actor, list(assigned))
@@ -299,13 +285,6 @@ def default_observers_sync(conn: Connection, actor: Actor, *, deps: Deps,
                      assigned_at=assigned[p.person_id])
             for p in sorted(people.values(), key=lambda p: (assigned[p.person_id],
                                                             p.person_id))]
-
-
-@reads()
-async def im_integrations(conn: AsyncConnection, actor: Actor, *,
-                          deps: Deps) -> list[ImIntegrationItem]:
-    """The IM integrations war rooms can be opened in (any member may list them)."""
-    return await conn.run_sync(lambda sync: im_integrations_sync(sync, actor, deps=deps))
 
 
 @reads_sync()

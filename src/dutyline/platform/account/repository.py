@@ -16,10 +16,6 @@ def get_account_sync(conn: Connection, account_id: int) -> Any:
     return conn.execute(_ACCOUNT, {"account_id": account_id}).first()
 
 
-async def get_account(conn: AsyncConnection, account_id: int) -> Any:
-    return await conn.run_sync(get_account_sync, account_id)
-
-
 async def any_account(conn: AsyncConnection) -> bool:
     return bool((await conn.execute(select(func.count()).select_from(account))).scalar_one())
 

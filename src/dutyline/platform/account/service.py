@@ -80,11 +80,6 @@ def account_info_sync(conn: Connection, actor: Actor) -> AccountItem:
                        updated_at=row.updated_at)
 
 
-async def account_info(conn: AsyncConnection, actor: Actor) -> AccountItem:
-    """The caller's own account."""
-    return await conn.run_sync(account_info_sync, actor)
-
-
 async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
     """The actor's account's IANA time zone, "UTC" when none is set (for other domains'
     defaults: schedules, monitor rules' enabled times, insight day buckets)."""

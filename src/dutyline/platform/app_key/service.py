@@ -48,12 +48,6 @@ def list_keys_sync(conn: Connection, actor: Actor, *,
             for r in repo.list_for_person_sync(conn, actor.account_id, person_id)]
 
 
-async def list_keys(conn: AsyncConnection, actor: Actor, *,
-                    person_id: int | None = None) -> list[AppKeyItem]:
-    """One member's keys (never the keys themselves)."""
-    return await conn.run_sync(lambda sync: list_keys_sync(sync, actor, person_id=person_id))
-
-
 @writes("/app-key/delete", dangerous=True)
 async def delete_key(conn: AsyncConnection, actor: Actor, *, key_id: int) -> None:
     row = await repo.get(conn, actor.account_id, key_id)

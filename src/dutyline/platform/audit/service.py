@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 import msgspec
 from sqlalchemy import Connection
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync
+from dutyline.api.access import reads_sync
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import ACCOUNT_MANAGE
@@ -141,16 +140,6 @@ def search_sync(
     return total, docs, cursor
 
 
-@reads(ACCOUNT_MANAGE)
-async def search(
-    conn: AsyncConnection, actor: Actor, *, query: AuditQuery, after: str = "", limit: int = 0,
-    deps: Deps, labels: Mapping[str, str],
-) -> tuple[int, list[AuditLog], str]:
-    """(total, one page of the account's entries newest first, the next page's cursor or "")."""
-    return await conn.run_sync(lambda sync: search_sync(
-        sync, actor, query=query, after=after, limit=limit, deps=deps, labels=labels))
-
-
 def _target_ids(text: str) -> list[str]:
     try:
         value = msgspec.json.decode(text)
@@ -186,11 +175,3 @@ def operation_types_sync(conn: Connection, actor: Actor, *,
         )
         for op in audited_operations(runtime)
     ]
-
-
-@reads(ACCOUNT_MANAGE)
-async def operation_types(conn: AsyncConnection, actor: Actor, *,
-                          runtime: Runtime) -> list[AuditOperationTypeItem]:
-    """The operation names the audit log records, with their catalogue names."""
-    return await conn.run_sync(lambda sync: operation_types_sync(sync, actor,
-                                                                 runtime=runtime))

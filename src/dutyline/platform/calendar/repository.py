@@ -16,10 +16,6 @@ from dutyline.db.tables.platform_calendar import calendar, calendar_event
 # -- calendars ---------------------------------------------------------------------------------
 
 
-async def get(conn: AsyncConnection, account_id: int, cal_id: str) -> Row[Any] | None:
-    return await conn.run_sync(calendar_sync, account_id, cal_id)
-
-
 async def find_many(conn: AsyncConnection, account_id: int,
                     cal_ids: Collection[str]) -> list[Row[Any]]:
     return await conn.run_sync(find_many_sync, account_id, cal_ids)
@@ -34,10 +30,6 @@ def find_many_sync(conn: Connection, account_id: int,
     if not cal_ids:
         return []
     return list(conn.execute(_FIND_MANY, {"account_id": account_id, "cal_ids": list(cal_ids)}))
-
-
-async def list_all(conn: AsyncConnection, account_id: int) -> list[Row[Any]]:
-    return await conn.run_sync(list_all_sync, account_id)
 
 
 async def count(conn: AsyncConnection, account_id: int) -> int:

@@ -95,10 +95,6 @@ def calendar_info_sync(conn: Connection, actor: Actor, *, cal_id: str) -> Calend
     return _item(_calendar_sync(conn, actor, cal_id))
 
 
-async def calendar_info(conn: AsyncConnection, actor: Actor, *, cal_id: str) -> CalendarItem:
-    return await conn.run_sync(lambda sync: calendar_info_sync(sync, actor, cal_id=cal_id))
-
-
 def list_calendars_sync(conn: Connection, actor: Actor, *,
                         kind: str = "personal") -> list[CalendarItem]:
     """The account's own calendars. No public-holiday calendars are shipped, so the
@@ -106,12 +102,6 @@ def list_calendars_sync(conn: Connection, actor: Actor, *,
     if kind not in ("", "personal"):
         return []
     return [_item(r) for r in repo.list_all_sync(conn, actor.account_id)]
-
-
-async def list_calendars(conn: AsyncConnection, actor: Actor, *,
-                         kind: str = "personal") -> list[CalendarItem]:
-    """The account's own calendars."""
-    return await conn.run_sync(lambda sync: list_calendars_sync(sync, actor, kind=kind))
 
 
 # -- calendar writes ---------------------------------------------------------------------------
@@ -209,7 +199,7 @@ async def update_calendar(conn: AsyncConnection, actor: Actor, *, cal_id: str,
 
 # What names a calendar, by domain: `await fn(conn, account_id, cal_id)` -> the names of the
 # rules and schedules that use it. The channel (silence rules), dispatch (escalation rules)
-# and schedule domains register on import; every process imports them at start (domains.py).
+# and schedule domains answer; domains.py wires them when a process starts.
 CalendarUsers = Callable[[AsyncConnection, int, str], Awaitable[list[str]]]
 _users: list[CalendarUsers] = []
 # Who is told that what a calendar says may have changed: `await fn(conn, account_id,
@@ -220,12 +210,14 @@ _watchers: list[CalendarChanged] = []
 
 
 def on_calendar_delete(fn: CalendarUsers) -> CalendarUsers:
-    _users.append(fn)
+    if fn not in _users:
+        _users.append(fn)
     return fn
 
 
 def on_calendar_change(fn: CalendarChanged) -> CalendarChanged:
-    _watchers.append(fn)
+    if fn not in _watchers:
+        _watchers.append(fn)
     return fn
 
 
@@ -345,13 +337,6 @@ def _scope(year: int, month: int, day: int) -> tuple[dt.date, dt.date]:
     return one, one + dt.timedelta(days=1)
 
 
-async def list_events(conn: AsyncConnection, actor: Actor, *, cal_id: str, year: int = 0,
-                      month: int = 0, day: int = 0) -> list[CalEventItem]:
-    """The calendar's events in a year, month or day, with its weekdays off."""
-    return await conn.run_sync(lambda sync: list_events_sync(
-        sync, actor, cal_id=cal_id, year=year, month=month, day=day))
-
-
 def list_events_sync(conn: Connection, actor: Actor, *, cal_id: str, year: int = 0,
                      month: int = 0, day: int = 0) -> list[CalEventItem]:
     """The calendar's events sharing a day with the year, month or day asked (the current
@@ -419,16 +404,9 @@ async def local_days(conn: AsyncConnection, actor: Actor, *, cal_ids: Collection
     return LoadedDays(name, found)
 
 
-async def calendar_days_of(conn: AsyncConnection, actor: Actor, *,
-                           cal_ids: Collection[str]) -> dict[str, CalendarDays]:
-    """What these calendars of the actor's account say about every day (all their events:
-    at most a few thousand rows); calendars not found are left out."""
-    return await conn.run_sync(lambda sync: calendar_days_of_sync(sync, actor, cal_ids=cal_ids))
-
-
 def calendar_days_of_sync(conn: Connection, actor: Actor, *,
                           cal_ids: Collection[str]) -> dict[str, CalendarDays]:
-    """`calendar_days_of` inside a sync unit of database work."""
+    """The days each calendar marks, read inside a sync unit of database work."""
     rows = repo.find_many_sync(conn, actor.account_id, set(cal_ids))
     if not rows:
         return {}

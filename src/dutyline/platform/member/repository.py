@@ -39,10 +39,6 @@ def get_sync(conn: Connection, account_id: int, member_id: int) -> Row[Any] | No
     return conn.execute(_MEMBER, {"account_id": account_id, "member_id": member_id}).first()
 
 
-async def account_row(conn: AsyncConnection, account_id: int) -> Row[Any]:
-    return await conn.run_sync(account_row_sync, account_id)
-
-
 async def get(conn: AsyncConnection, account_id: int, member_id: int) -> Row[Any] | None:
     return await conn.run_sync(get_sync, account_id, member_id)
 
@@ -159,15 +155,6 @@ def names_sync(conn: Connection, account_id: int, ids: list[int]) -> dict[int, t
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
-async def names(conn: AsyncConnection, account_id: int,
-                ids: list[int]) -> dict[int, tuple[str, str]]:
-    return await conn.run_sync(names_sync, account_id, ids)
-
-
-async def find_many(conn: AsyncConnection, account_id: int, ids: list[int]) -> list[Row[Any]]:
-    return await conn.run_sync(lambda sync: find_many_sync(sync, account_id, ids))
-
-
 async def taken_contacts(
     conn: AsyncConnection, account_id: int, *, emails: set[str], phones: set[str]
 ) -> tuple[set[str], set[str]]:
@@ -220,7 +207,6 @@ async def soft_delete(conn: AsyncConnection, member_id: int, now_s: int) -> None
     await conn.execute(delete(team_member).where(team_member.c.person_id == member_id))
     await conn.execute(delete(app_key).where(app_key.c.person_id == member_id))
     await touch(conn, member_id, {"status": "deleted", "updated_at": now_s})
-
 
 
 def live_ids_statement() -> Select[tuple[int]]:

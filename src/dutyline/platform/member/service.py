@@ -43,11 +43,6 @@ _TIME_ZONES = frozenset(zoneinfo.available_timezones())
 _OWNER_ROLE_FIXED = "the Owner role cannot be granted or revoked"
 
 
-async def member_info(conn: AsyncConnection, actor: Actor) -> MemberInfoResponse:
-    """The actor's own profile and their account."""
-    return await conn.run_sync(member_info_sync, actor)
-
-
 def member_info_sync(conn: Connection, actor: Actor) -> MemberInfoResponse:
     """The actor's own profile and their account; sync, for one unit of database work."""
     me = repo.get_sync(conn, actor.account_id, actor.person_id)
@@ -412,12 +407,6 @@ def member_names_sync(conn: Connection, actor: Actor,
     """{member_id: (name, e-mail)} of the account's members among these ids, removed members
     included: records (incidents, analytics, insight) keep naming who acted."""
     return repo.names_sync(conn, actor.account_id, sorted(set(member_ids) - {0}))
-
-
-async def member_names(conn: AsyncConnection, actor: Actor,
-                       member_ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-    """`member_names_sync` on an async connection."""
-    return await conn.run_sync(member_names_sync, actor, member_ids)
 
 
 async def existing_member_ids(conn: AsyncConnection, actor: Actor,

@@ -64,37 +64,12 @@ def permission_ids_by_role_sync(conn: Connection, role_ids: list[int]) -> dict[i
     return result
 
 
-async def list_all(
-    conn: AsyncConnection, account_id: int, *, orderby: str, asc: bool
-) -> list[Row[Any]]:
-    return await conn.run_sync(lambda sync: list_all_sync(sync, account_id, orderby=orderby,
-                                                          asc=asc))
-
-
-async def find(conn: AsyncConnection, account_id: int, role_id: int) -> Row[Any] | None:
-    return await conn.run_sync(find_sync, account_id, role_id)
-
-
-async def find_many(conn: AsyncConnection, account_id: int, role_ids: set[int]) -> list[Row[Any]]:
-    return await conn.run_sync(find_many_sync, account_id, role_ids)
-
-
-async def find_builtin(conn: AsyncConnection, account_id: int, builtin: str) -> Row[Any] | None:
-    return await conn.run_sync(find_builtin_sync, account_id, builtin)
-
-
 async def find_by_name(conn: AsyncConnection, account_id: int, name: str) -> Row[Any] | None:
     # Case-insensitive: "admin" must not sit beside the built-in "Admin".
     stmt = select(role).where(
         role.c.account_id == account_id, func.lower(role.c.role_name) == name.lower()
     )
     return (await conn.execute(stmt.limit(1))).first()
-
-
-async def permission_ids_by_role(
-    conn: AsyncConnection, role_ids: list[int]
-) -> dict[int, list[int]]:
-    return await conn.run_sync(permission_ids_by_role_sync, role_ids)
 
 
 async def insert_role(conn: AsyncConnection, values: dict[str, Any]) -> None:

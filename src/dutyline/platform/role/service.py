@@ -30,20 +30,9 @@ def list_roles_sync(conn: Connection, actor: Actor, *, orderby: str = "created_a
     return _items_sync(conn, rows)
 
 
-async def list_roles(conn: AsyncConnection, actor: Actor, *, orderby: str = "created_at",
-                     asc: bool = False) -> list[RoleItem]:
-    """Every role of the account, built-in ones included."""
-    return await conn.run_sync(lambda sync: list_roles_sync(sync, actor, orderby=orderby,
-                                                            asc=asc))
-
-
 def role_info_sync(conn: Connection, actor: Actor, *, role_id: int) -> RoleItem:
     row = _require_sync(conn, actor, role_id)
     return _items_sync(conn, [row])[0]
-
-
-async def role_info(conn: AsyncConnection, actor: Actor, *, role_id: int) -> RoleItem:
-    return await conn.run_sync(lambda sync: role_info_sync(sync, actor, role_id=role_id))
 
 
 @writes("/role/upsert", ACCOUNT_MANAGE)
@@ -131,15 +120,6 @@ async def delete_role(conn: AsyncConnection, actor: Actor, *, role_id: int) -> N
             "Role {id} is still held by members; revoke it from them first", id=row.role_id
         )
     await repo.delete_role(conn, row.role_id)
-
-
-async def list_permissions(
-    conn: AsyncConnection, actor: Actor, *, role_ids: Sequence[int] | None = None,
-    with_all: bool = False,
-) -> list[PermissionItem]:
-    """The permission catalog, or the permissions these roles grant."""
-    return await conn.run_sync(lambda sync: list_permissions_sync(
-        sync, actor, role_ids=role_ids, with_all=with_all))
 
 
 def list_permissions_sync(

@@ -55,16 +55,6 @@ def team_infos_sync(conn: Connection, actor: Actor, *,
             for tid, name, csv in rows]
 
 
-async def list_teams(
-    conn: AsyncConnection, actor: Actor, *, person_id: int | None = None, query: str = "",
-    orderby: str = "created_at", asc: bool = False, offset: int, limit: int,
-) -> tuple[int, list[TeamItem]]:
-    """(total, one page of the account's teams)."""
-    return await conn.run_sync(lambda sync: list_teams_sync(
-        sync, actor, person_id=person_id, query=query, orderby=orderby, asc=asc,
-        offset=offset, limit=limit))
-
-
 async def team_info(conn: AsyncConnection, actor: Actor, *, team_id: int = 0,
                     team_name: str = "", ref_id: str = "") -> TeamItem:
     """One team by id, name or external ref."""
@@ -197,15 +187,8 @@ def _items(rows: Sequence[Any]) -> list[TeamItem]:
     ]
 
 
-async def team_names(conn: AsyncConnection, actor: Actor,
-                     team_ids: Iterable[int]) -> dict[int, str]:
-    """{team_id: name} of the account's teams among these ids (for records naming a team)."""
-    wanted = list(team_ids)
-    return await conn.run_sync(team_names_sync, actor, wanted)
-
-
 def team_names_sync(conn: Connection, actor: Actor, team_ids: Iterable[int]) -> dict[int, str]:
-    """`team_names` inside a sync unit of database work."""
+    """The names of these teams of the account, by id (unknown ids left out)."""
     wanted = sorted(set(team_ids) - {0})
     if not wanted:
         return {}

@@ -85,15 +85,6 @@ def list_changes_sync(
     return int(total), list(rows.all())
 
 
-async def list_changes(
-    conn: AsyncConnection, account_id: int, page_id: int, *, change_type: str,
-    status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
-) -> tuple[int, list[Row[Any]]]:
-    return await conn.run_sync(lambda sync: list_changes_sync(
-        sync, account_id, page_id, change_type=change_type, status=status,
-        start_from=start_from, start_to=start_to, offset=offset, limit=limit))
-
-
 async def insert_change(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(status_change).values(**values))
 
@@ -222,13 +213,6 @@ def active_changes_sync(conn: Connection, account_id: int, page_id: int,
         params["change_type"] = change_type
     rows = conn.execute(_active_statement(change_type is not None), params)
     return list(rows.all())
-
-
-async def active_changes(conn: AsyncConnection, account_id: int, page_id: int,
-                         change_type: str | None) -> list[Row[Any]]:
-    """The page's open incidents and maintenances (every status but resolved and
-    completed), of one type or both, newest start first."""
-    return await conn.run_sync(active_changes_sync, account_id, page_id, change_type)
 
 
 # --- by page alone: the public page and the notification job --------------------------

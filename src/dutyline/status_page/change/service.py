@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
 from dutyline.kit.ids import hex_id, numeric_id
@@ -296,17 +296,6 @@ def list_changes_sync(
     return total, change_items_sync(conn, page_id, rows)
 
 
-@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
-async def list_changes(
-    conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str,
-    status: str | None, start_from: int | None, start_to: int | None, offset: int, limit: int,
-) -> tuple[int, list[ChangeItem]]:
-    """(total, one page of the page's events of one type), newest start first."""
-    return await conn.run_sync(lambda sync: list_changes_sync(
-        sync, actor, page_id=page_id, change_type=change_type, status=status,
-        start_from=start_from, start_to=start_to, offset=offset, limit=limit))
-
-
 @reads_sync(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 def active_changes_sync(
     conn: Connection, actor: Actor, *, page_id: int, change_type: str | None = None
@@ -326,15 +315,6 @@ def active_changes_sync(
     ]
 
 
-@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
-async def active_changes(
-    conn: AsyncConnection, actor: Actor, *, page_id: int, change_type: str | None = None
-) -> list[ActiveChangeItem]:
-    """The page's open changes (not resolved or completed), of one type or both."""
-    return await conn.run_sync(lambda sync: active_changes_sync(
-        sync, actor, page_id=page_id, change_type=change_type))
-
-
 def timeline_id(update_id: str) -> int:
     """An update's id as a JSON integer: its first 52 random bits (update ids are random hex),
     below 2**53 so JavaScript reads it exactly."""
@@ -346,14 +326,6 @@ def change_info_sync(conn: Connection, actor: Actor, *, page_id: int,
                      change_id: int) -> ChangeItem:
     row = require_change_sync(conn, actor, page_id=page_id, change_id=change_id)
     return change_items_sync(conn, page_id, [row])[0]
-
-
-@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
-async def change_info(
-    conn: AsyncConnection, actor: Actor, *, page_id: int, change_id: int
-) -> ChangeItem:
-    return await conn.run_sync(lambda sync: change_info_sync(
-        sync, actor, page_id=page_id, change_id=change_id))
 
 
 def change_items_sync(conn: Connection, page_id: int, rows: list[Any]) -> list[ChangeItem]:

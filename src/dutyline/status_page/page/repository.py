@@ -70,13 +70,6 @@ def list_pages_sync(
     return int(total), list(rows.all())
 
 
-async def list_pages(
-    conn: AsyncConnection, account_id: int, *, offset: int, limit: int
-) -> tuple[int, list[Row[Any]]]:
-    return await conn.run_sync(lambda sync: list_pages_sync(sync, account_id, offset=offset,
-                                                            limit=limit))
-
-
 async def insert_page(conn: AsyncConnection, values: dict[str, Any]) -> None:
     await conn.execute(insert(status_page).values(**values))
 
@@ -151,18 +144,6 @@ async def sections(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
 
 async def components(conn: AsyncConnection, page_id: int) -> list[Row[Any]]:
     return await conn.run_sync(components_sync, page_id)
-
-
-async def sections_of(conn: AsyncConnection, page_ids: list[int]) -> dict[int, list[Row[Any]]]:
-    """The sections of several pages (one query), each page's in display order."""
-    return await conn.run_sync(sections_of_sync, page_ids)
-
-
-async def components_of(
-    conn: AsyncConnection, page_ids: list[int]
-) -> dict[int, list[Row[Any]]]:
-    """The components of several pages (one query), each page's in display order."""
-    return await conn.run_sync(components_of_sync, page_ids)
 
 
 async def get_section(conn: AsyncConnection, page_id: int, section_id: str) -> Row[Any] | None:

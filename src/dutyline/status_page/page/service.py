@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import reads, reads_sync, writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import STATUS_PAGE_EVENT_MANAGE, STATUS_PAGE_MANAGE
@@ -342,15 +342,6 @@ def list_pages_sync(
                               components[r.page_id]) for r in rows]
 
 
-@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
-async def list_pages(
-    conn: AsyncConnection, actor: Actor, *, offset: int, limit: int, deps: Deps
-) -> tuple[int, list[PageInfo]]:
-    """(total, one page of the account's pages with their structure), newest first."""
-    return await conn.run_sync(lambda sync: list_pages_sync(
-        sync, actor, offset=offset, limit=limit, deps=deps))
-
-
 def _page_info(item: PageItem, sections: list[Any], components: list[Any]) -> PageInfo:
     return PageInfo(
         **{f: getattr(item, f) for f in item.__struct_fields__},
@@ -369,11 +360,3 @@ def page_info_sync(conn: Connection, actor: Actor, *, page_id: int, deps: Deps) 
     row = require_page_sync(conn, actor, page_id=page_id)
     return _page_info(page_item(row, deps.base_url), repo.sections_sync(conn, page_id),
                       repo.components_sync(conn, page_id))
-
-
-@reads(STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
-async def page_info(
-    conn: AsyncConnection, actor: Actor, *, page_id: int, deps: Deps
-) -> PageInfo:
-    return await conn.run_sync(lambda sync: page_info_sync(sync, actor, page_id=page_id,
-                                                           deps=deps))

@@ -137,18 +137,6 @@ def list_subscribers_sync(
     return total, _items(rows, components)
 
 
-@reads(STATUS_PAGE_MANAGE)
-async def list_subscribers(
-    conn: AsyncConnection, actor: Actor, *, page_id: int, component_ids: Sequence[str],
-    offset: int, limit: int,
-) -> tuple[int, list[SubscriberItem]]:
-    """(total, one page of the page's confirmed subscribers following any of these
-    components, or all of them), by address."""
-    return await conn.run_sync(lambda sync: list_subscribers_sync(
-        sync, actor, page_id=page_id, component_ids=component_ids, offset=offset,
-        limit=limit))
-
-
 def _cell(value: str) -> str:
     # A spreadsheet runs a cell starting with = + - @ as a formula; a leading quote defuses it.
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value

@@ -15,6 +15,7 @@ from starlette.responses import Response
 
 from dutyline.api import errors
 from dutyline.kit.channels import BY_NAME, IM_PLATFORMS
+from dutyline.kit.vocabulary import SEVERITY_KEYS
 from dutyline.notify.delivery import service as delivery
 from dutyline.notify.preference import service as preferences
 from dutyline.platform.member import service as members
@@ -110,7 +111,7 @@ async def send_test(ctx: ConsoleContext) -> Response:
 async def save_notifications(ctx: ConsoleContext) -> Response:
     given = await ctx.form_lists()
     chosen: dict[str, list[str] | None] = {s: given.get(s, [])
-                                           for s in preferences.SEVERITIES}
+                                           for s in SEVERITY_KEYS}
     await _keep_page(ctx)
     ctx.kept["chosen"] = chosen
     async with ctx.write() as conn:

@@ -13,6 +13,7 @@ from sqlalchemy import Connection
 
 from dutyline.api.types import SaveWarning
 from dutyline.kit.channels import BY_NAME, IM_PLATFORMS, PERSONAL_CHANNELS, address_key
+from dutyline.kit.vocabulary import SEVERITY_KEY, SEVERITY_KEYS
 from dutyline.notify.preference import service as preferences
 from dutyline.platform.member import service as members
 from dutyline.web import second_factor
@@ -24,8 +25,7 @@ from dutyline.web.context import ConsoleContext
 _PLATFORMS = {"dingtalk": "DingTalk", "wecom": "WeCom", "feishu": "Feishu", "slack": "Slack",
               "telegram": "Telegram", "zoom": "Zoom"}
 _CHANNELS = {"email": "E-mail", "sms": "SMS", "voice": "Voice call"}
-SEVERITY_LABELS = {"critical": "Critical incidents", "warning": "Warning incidents",
-                   "info": "Info incidents"}
+SEVERITY_LABELS = {key: f"{s} incidents" for s, key in SEVERITY_KEY.items()}
 
 
 def platform_label(platform: str) -> str:
@@ -111,7 +111,7 @@ def _load(ctx: ConsoleContext, conn: Connection) -> dict[str, Any]:
                                   phone=person.phone),
         *preferences.delivery_warnings(settings, im=pref.im, by_severity={})])
     chosen: dict[str, list[str] | None] = {s: list(getattr(notify, s))
-                                           for s in preferences.SEVERITIES}
+                                           for s in SEVERITY_KEYS}
     sessions = signin.sessions_of_sync(conn, actor)
     current = ctx.session.session_hash if ctx.session else ""
     return {
@@ -120,7 +120,7 @@ def _load(ctx: ConsoleContext, conn: Connection) -> dict[str, Any]:
         "preference": pref,
         "contacts": _contact_fields(person, pref, contact_warnings),
         "country_code": person.country_code,
-        "severities": [(s, SEVERITY_LABELS[s]) for s in preferences.SEVERITIES],
+        "severities": [(s, SEVERITY_LABELS[s]) for s in SEVERITY_KEYS],
         "channels": [(c, channel_label(c)) for c in PERSONAL_CHANNELS],
         "chosen": chosen,
         "preference_warnings": _by_field(preferences.delivery_warnings(

@@ -4,7 +4,7 @@ An adapter gets what to send (`Outgoing`: the address and the content composed w
 notification was made) and the process's means (`SendEnv`), makes ONE attempt, and answers
 with an `Attempt`: the outcome and what went over the wire, for the history. Retries, backoff
 and bookkeeping are the delivery job's, so a new channel is one small module: a `send`
-function registered in adapters/__init__.py."""
+function, and a line in the means of adapters/__init__.py."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from dutyline.config import Settings
-from dutyline.kit import channels, mail, outbound
+from dutyline.kit import channels, mail
 from dutyline.kit.outbound import OutboundPolicy
 from dutyline.kit.url_secrets import mask_url
 from dutyline.notify.delivery.adapters import teams_app
@@ -106,13 +106,16 @@ BY_ADDRESS: dict[str, Need] = {
     "email": EMAIL, "phone": TWILIO, "telegram": TELEGRAM_BOT, "slack": SLACK_APP,
     "feishu": FEISHU_APP, "dingtalk": DINGTALK_APP, "wecom": WECOM_APP, "zoom": ZOOM_APP,
 }
+# A kind that reaches no one: why, whatever the settings.
+UNREACHABLE: dict[str, Need] = {"teams_app": TEAMS_APP}
 # One person at their own address (adapters.PERSONAL): what each channel name needs.
 PERSONAL: dict[str, Need] = {k.name: BY_ADDRESS[k.person] for k in channels.KINDS if k.person}
-# Group targets (adapters.ADAPTERS): robots carry their own URL and token; the apps' group
+# Group targets (adapters.GROUP): robots carry their own URL and token; the apps' group
 # chats and the e-mail addresses of a layer need the server's means.
 GROUP: dict[str, Need] = {
-    "email": EMAIL, "teams_app": TEAMS_APP,
+    "email": EMAIL,
     **{k.name: BY_ADDRESS[k.person] for k in channels.KINDS if k.group == "chat_ids"},
+    **{k.name: UNREACHABLE[k.name] for k in channels.KINDS if not (k.person or k.group)},
 }
 
 
@@ -131,18 +134,6 @@ def policy_of(settings: Settings, base: OutboundPolicy | None = None) -> Outboun
     if allowed:
         policy = replace(policy, allow_hosts=frozenset(allowed))
     return policy
-
-
-def url_gap(settings: Settings, url: str) -> str | None:
-    """Why the guard will refuse a webhook URL, as far as the URL alone tells (a literal
-    private address, a loopback name; a host name is only resolved when sending)."""
-    try:
-        outbound.check_without_dns(url, policy_of(settings))
-    except outbound.OutboundBlocked as exc:
-        hint = ("" if settings.allow_private_network
-                else f" (set {PRIVATE_NETWORK_VARIABLE}=true to allow private addresses)")
-        return f"the outbound guard will refuse this URL: {exc.reason}{hint}"
-    return None
 
 
 def startup_lines(settings: Settings) -> list[str]:
