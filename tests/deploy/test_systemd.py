@@ -90,3 +90,57 @@ def test_exec_start_is_a_command_dutyline_takes(unit: Path) -> None:
                           check=False)
     assert done.returncode == 0, done.stderr
     assert command[1] in {"serve", "worker"}
+
+
+BACKUPS = "/var/lib/dutyline-backups"
+
+
+def _backup_units(tmp_path: Path) -> tuple[Path, Path]:
+    """Copies of the nightly backup's service and timer, the service's binary this
+    environment's `dutyline`."""
+    (script,) = dutyline_command()[:1]
+    text = (UNITS / "dutyline-backup.service").read_text()
+    assert text.count(INSTALLED_BINARY) == 1
+    service = tmp_path / "dutyline-backup.service"
+    service.write_text(text.replace(INSTALLED_BINARY, script))
+    timer = tmp_path / "dutyline-backup.timer"
+    timer.write_text((UNITS / "dutyline-backup.timer").read_text())
+    return service, timer
+
+
+def test_the_nightly_backup_units_verify(tmp_path: Path) -> None:
+    service, timer = _backup_units(tmp_path)
+    done = subprocess.run([systemd_analyze(), "verify", str(service), str(timer)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and done.stderr.strip() == "", done.stderr
+    assert "OnCalendar=*-*-* 03:00" in _lines(timer)
+    lines = _lines(service)
+    for wanted in ("User=dutyline", "ProtectSystem=strict", "NoNewPrivileges=yes",
+                   "EnvironmentFile=/etc/dutyline/dutyline.env"):
+        assert wanted in lines
+
+
+def test_the_nightly_backup_commands_back_up_and_keep_fourteen_days(tmp_path: Path) -> None:
+    """The service's ExecStart and ExecStartPost, run as systemd would run them (`%%` is a
+    `%`), on a served database's file: a dated backup appears and one older than 14 days
+    goes."""
+    service, _ = _backup_units(tmp_path)
+    backups = tmp_path / "backups"
+    backups.mkdir()
+    stale = backups / "2020-01-01.backup"
+    stale.write_bytes(b"old")
+    os.utime(stale, (0, 0))
+    database = tmp_path / "dutyline.db"
+    env = {**os.environ, "DUTYLINE_DATABASE_URL": f"sqlite+aiosqlite:///{database}"}
+    migrate = subprocess.run([*dutyline_command(), "migrate"], env=env, cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120, check=False)
+    assert migrate.returncode == 0, migrate.stderr
+    for key in ("ExecStart=", "ExecStartPost="):
+        [line] = [x for x in _lines(service) if x.startswith(key)]
+        command = line.removeprefix(key).replace("%%", "%").replace(BACKUPS, str(backups))
+        done = subprocess.run(shlex.split(command), env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    made = sorted(p.name for p in backups.iterdir())
+    assert len(made) == 1 and made[0] != stale.name and made[0].endswith(".backup"), made
+    assert (backups / made[0]).stat().st_size > 0
