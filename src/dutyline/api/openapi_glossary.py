@@ -5,6 +5,8 @@ their words from the patterns in openapi_words.py."""
 
 from __future__ import annotations
 
+from dutyline.kit.vocabulary import SEVERITIES, SEVERITY_KEY
+
 _SEVERITY_CHANNELS = "Delivery channels (e.g. `voice`, `sms`, `email`) for {} incidents."
 
 FIELDS: dict[str, str] = {
@@ -51,10 +53,8 @@ FIELDS: dict[str, str] = {
     "at": "When, Unix seconds.",
     "trigger_time": "When the alert fired, Unix seconds.",
     "event_time": "When it happened, Unix seconds.",
-    "severity": "Severity: `Critical`, `Warning` or `Info`.",
-    "critical": _SEVERITY_CHANNELS.format("Critical"),
-    "warning": _SEVERITY_CHANNELS.format("Warning"),
-    "info": _SEVERITY_CHANNELS.format("Info"),
+    "severity": "Severity: " + ", ".join(f"`{s}`" for s in SEVERITIES) + ".",
+    **{SEVERITY_KEY[s]: _SEVERITY_CHANNELS.format(s) for s in SEVERITIES},
     # Keys and secrets
     "app_key": "The new app key, shown once: keep it, it cannot be read again.",
     "suffix": "The key's last characters, to tell keys apart.",

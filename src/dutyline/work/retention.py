@@ -39,6 +39,7 @@ from dutyline.db.tables.scheduler import work_schedule
 from dutyline.db.tables.web import console_link, console_session, console_sign_in_failure
 from dutyline.db.upsert import insert_for
 from dutyline.kit.clock import millis
+from dutyline.kit.vocabulary import CLOSED
 from dutyline.work import queue
 from dutyline.work.registry import JobContext, job_handler
 from dutyline.work.scheduler import Fire, schedule_handler
@@ -75,7 +76,7 @@ class Rule:
 
 def _incident_not_open(now_s: int) -> list[ColumnElement[bool]]:
     return [~exists().where(incident.c.incident_id == incident_event.c.incident_id,
-                            incident.c.progress != "Closed")]
+                            incident.c.progress != CLOSED)]
 
 
 def _alert_ended(now_s: int) -> list[ColumnElement[bool]]:
