@@ -12,8 +12,10 @@ entry of a write (api/actor.py keeps it until the transaction's runner flushes i
 
 Several permissions admit an actor holding any one of them; none admits any actor of the
 account (what it may touch is then the service's own rule, such as "only your own contacts").
-Code that decides case by case calls `require` itself. The decorators also mark the function,
-so tests/arch can walk every operation down to the service that guards it."""
+Code that decides case by case calls `require` itself. The decorators also mark the function:
+an API operation names its service (`@router.post("/incident/ack", service=...)`) and takes
+its permission and audit from that mark, declared once here; tests/arch walks every way in
+down to the services that guard it."""
 
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ class ServiceAccess:
     permissions: tuple[str, ...]
     operation: str | None  # the audited operation of a write; None for a read
     dangerous: bool = False
+    # A read the operation layer audits all the same (an export of personal data).
+    audited: bool = False
 
 
 ACCESS_ATTRIBUTE = "__service_access__"
@@ -52,9 +56,11 @@ def access_of(func: Any) -> ServiceAccess | None:
     return getattr(func, ACCESS_ATTRIBUTE, None)
 
 
-def reads(*permissions: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """A read service that needs one of `permissions`."""
-    spec = ServiceAccess(permissions, None)
+def reads(*permissions: str, audited: bool = False,
+          ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """A read service that needs one of `permissions`; `audited`: its API operation is
+    audited though it writes nothing (an export)."""
+    spec = ServiceAccess(permissions, None, audited=audited)
 
     def decorate(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(func)
@@ -92,7 +98,9 @@ def writes(operation: str, *permissions: str, dangerous: bool = False,
     notes one audit entry for `operation` on the actor. Its targets are what `targets` makes
     of the result (by default: the result itself when it is an id or a list of ids) and what
     the service noted with `actor.note_audit_targets`. A write service called by another
-    belongs to the outer one's entry."""
+    belongs to the outer one's entry. One that is refused or raises notes the write it
+    attempted instead (`actor.failed_write`), which the unit of work records with its
+    outcome when the unit fails (api/unit.py)."""
     spec = ServiceAccess(permissions, operation, dangerous)
     pick = targets or _ids_in
 
@@ -100,13 +108,26 @@ def writes(operation: str, *permissions: str, dangerous: bool = False,
         @functools.wraps(func)
         async def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
             actor = _actor_of(args)
-            require(actor, *permissions)
             outermost = actor.write_depth == 0
+            if actor.bound and not actor.units:
+                raise RuntimeError(f"{operation}: a write by an actor no unit of work holds "
+                                   "(api/unit.py): its audit entry would be lost")
+            try:
+                require(actor, *permissions)
+            except errors.AccessDenied:
+                if outermost:
+                    actor.failed_write = AuditEntry(operation, [], dangerous)
+                raise
             if outermost:
                 actor.audit_targets = []
             actor.write_depth += 1
             try:
                 result = await func(*args, **kwargs)
+            except BaseException:
+                if outermost:
+                    noted, actor.audit_targets = actor.audit_targets, []
+                    actor.failed_write = AuditEntry(operation, noted, dangerous)
+                raise
             finally:
                 actor.write_depth -= 1
             if outermost:
