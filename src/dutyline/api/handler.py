@@ -497,10 +497,12 @@ class OperationRow:
             targets=ctx.audit_targets, outcome="OK", is_write=op.write or bool(entries),
             is_dangerous=op.dangerous, entries=entries)
 
+    def records_failures(self) -> bool:
+        return self.op.audited and self.call.caller is not None
+
     async def failed(self, conn: AsyncConnection, outcome: str) -> None:
         op, call = self.op, self.call
-        if not op.audited or call.caller is None:
-            return
+        assert call.caller is not None
         await self.runtime.audit.record(
             conn, caller=call.caller, operation=op.operation_name, request_id=call.rid,
             client_ip=call.client_ip, body=call.body, request_type=op.request_type,

@@ -87,6 +87,10 @@ class Row(Protocol):
 
     async def ok(self, conn: AsyncConnection) -> None: ...
 
+    def records_failures(self) -> bool:
+        """Whether a failed unit writes the row (`failed`)."""
+        ...
+
     async def failed(self, conn: AsyncConnection, outcome: str) -> None: ...
 
 
@@ -283,7 +287,8 @@ class Unit:
         if outcome == errors.RequestTooFrequently.code:
             return
         row = self._row
-        if row is None and attempted is None:
+        wanted = row.records_failures() if row is not None else attempted is not None
+        if not wanted:
             return
         try:
             async with self.ground.db.transaction(write=True) as conn:
