@@ -16,12 +16,36 @@ from dutyline.command_settings import settings as _settings
 from dutyline.config import CONFIG_ENV, DEFAULT_CONFIG_FILE, TABLE, Loaded, Settings, link_base_url
 from dutyline.doctor import doctor
 from dutyline.kit.settings_table import DEFAULT, ENVIRONMENT, masked
-from dutyline.notify.cli import notify_test
 from dutyline.ops_cli import COMMANDS as DATA_COMMANDS
 from dutyline.ops_cli import migrate_check
 
 # What `serve` gives requests still open at shutdown before closing them.
 GRACEFUL_SHUTDOWN_S = 5
+
+
+class Shell:
+    """What a command run from the server's shell acts with: the unit of work's ground
+    (api/unit.Ground: the database, the clock, the audit log, no rate limit of its own), so a
+    command's writes are audited as the API's are, as the server itself (credential
+    "system"). `async with Shell(settings) as shell:` disposes of the database after."""
+
+    def __init__(self, settings: Settings) -> None:
+        from dutyline.api.ratelimit import NoRateLimiter
+        from dutyline.db.engine import Database
+        from dutyline.kit.clock import SystemClock
+        from dutyline.platform.audit.sink import DatabaseAuditSink
+
+        self.settings = settings
+        self.db = Database(settings.database_url)
+        self.clock = SystemClock()
+        self.audit = DatabaseAuditSink(self.clock)
+        self.limiter = NoRateLimiter()
+
+    async def __aenter__(self) -> Shell:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.db.dispose()
 
 
 @click.group()
@@ -110,34 +134,29 @@ async def _bootstrap_if_empty(settings: Settings,
 async def _welcome_link(settings: Settings, *, person_id: int | None = None,
                         email: str = "") -> str:
     """A one-time link to the console's set-password page for a member, named by id or by
-    e-mail address (which must then be in one account only)."""
+    e-mail address (which must then be in one account only); issued in a unit of work, so
+    the account's audit log keeps that the server's operator issued it."""
     from dutyline.api.errors import ApiError
-    from dutyline.db.engine import Database
-    from dutyline.kit.clock import SystemClock
+    from dutyline.api.unit import system_actor, unit
     from dutyline.platform.app_key import service as keys
     from dutyline.platform.member import service as members
     from dutyline.web import service as console
 
-    db = Database(settings.database_url)
-    try:
-        async with db.transaction() as conn:
-            if person_id is None:
-                found = await members.operator_find_by_email(conn, email=email)
-                if len(found) != 1:
-                    raise click.ClickException(
-                        f"no member has the e-mail address {email}" if not found else
-                        f"{email} is a member of {len(found)} accounts: use --person-id")
-                account_id, person_id = found[0]
-            else:
-                try:
-                    account_id = await keys.account_of_member(conn, person_id=person_id)
-                except ApiError:
-                    raise click.ClickException(f"no enabled member {person_id}") from None
-            token = await console.issue_link(conn, purpose="welcome", account_id=account_id,
-                                             person_id=person_id,
-                                             now_s=int(SystemClock().now()))
-    finally:
-        await db.dispose()
+    async with Shell(settings) as shell, unit(shell, None, write=True) as work:
+        if person_id is None:
+            found = await members.operator_find_by_email(work.conn, email=email)
+            if len(found) != 1:
+                raise click.ClickException(
+                    f"no member has the e-mail address {email}" if not found else
+                    f"{email} is a member of {len(found)} accounts: use --person-id")
+            account_id, person_id = found[0]
+        else:
+            try:
+                account_id = await keys.account_of_member(work.conn, person_id=person_id)
+            except ApiError:
+                raise click.ClickException(f"no enabled member {person_id}") from None
+        token = await console.issue_link(work.conn, system_actor(account_id, shell.clock),
+                                         purpose="welcome", person_id=person_id)
     return console.link_url(settings.base_url, "welcome", token)
 
 
@@ -348,49 +367,73 @@ def app_key_revoke(key_id: int) -> None:
 
 
 async def _key_op(settings: Settings, action: str, **kwargs: Any) -> Any:
-    """Run one app-key service call in a transaction of its own, acting for the account the
+    """Run one app-key service call in a unit of work of its own, acting for the account the
     named member or key belongs to; a refusal (ApiError) ends the command with its message."""
     from dutyline.api.errors import ApiError
-    from dutyline.db.engine import Database
     from dutyline.db.migrate import upgrade
 
     await asyncio.to_thread(upgrade, settings.database_url)
-    db = Database(settings.database_url)
     try:
-        async with db.transaction() as conn:
-            return await _key_service_call(conn, action, **kwargs)
+        async with Shell(settings) as shell:
+            return await _key_service_call(shell, action, **kwargs)
     except ApiError as exc:
         if action == "revoke":
             return {"key_id": kwargs["key_id"], "revoked": False}
         raise click.ClickException(str(exc)) from None
-    finally:
-        await db.dispose()
 
 
-async def _key_service_call(conn: Any, action: str, **kwargs: Any) -> Any:
+async def _key_service_call(shell: Shell, action: str, **kwargs: Any) -> Any:
     """Issuing and revoking are audited like the API's: one row in the account's log, in the
-    same transaction, naming the server itself (credential "system") as who acted."""
-    from dutyline.api.actor import Actor
-    from dutyline.kit.clock import SystemClock
+    unit's transaction, naming the server itself (credential "system") as who acted."""
+    from dutyline.api.unit import system_actor, unit
     from dutyline.platform.app_key import service
-    from dutyline.platform.audit.sink import DatabaseAuditSink
 
-    clock = SystemClock()
-    if action == "list":
-        return await service.operator_list(conn, account_id=kwargs["account_id"])
-    if action == "create":
-        person_id = kwargs["person_id"]
-        actor = Actor.system(await service.account_of_member(conn, person_id=person_id), clock)
-        issued = await service.create_key(conn, actor, key_name=kwargs["key_name"],
-                                          person_id=person_id)
-        await DatabaseAuditSink(clock).flush(conn, actor)
-        return {"key_id": issued.key_id, "key_name": issued.key_name, "person_id": person_id,
-                "app_key": issued.app_key}
-    key_id = kwargs["key_id"]
-    actor = Actor.system(await service.account_of_key(conn, key_id=key_id), clock)
-    await service.delete_key(conn, actor, key_id=key_id)
-    await DatabaseAuditSink(clock).flush(conn, actor)
-    return {"key_id": key_id, "revoked": True}
+    async with unit(shell, None, write=True) as work:
+        conn = work.conn
+        if action == "list":
+            return await service.operator_list(conn, account_id=kwargs["account_id"])
+        if action == "create":
+            person_id = kwargs["person_id"]
+            actor = system_actor(await service.account_of_member(conn, person_id=person_id),
+                                 shell.clock)
+            issued = await service.create_key(conn, actor, key_name=kwargs["key_name"],
+                                              person_id=person_id)
+            return {"key_id": issued.key_id, "key_name": issued.key_name,
+                    "person_id": person_id, "app_key": issued.app_key}
+        key_id = kwargs["key_id"]
+        actor = system_actor(await service.account_of_key(conn, key_id=key_id), shell.clock)
+        await service.delete_key(conn, actor, key_id=key_id)
+        return {"key_id": key_id, "revoked": True}
+
+
+@main.command("notify-test")
+@click.option("--member-id", type=int, default=0, help="The member to test.")
+@click.option("--email", default="", help="Or the member's e-mail address.")
+@click.option("--channel", "channels", multiple=True,
+              help="A channel to test (repeatable); default: every channel of the member.")
+def notify_test(member_id: int, email: str, channels: tuple[str, ...]) -> None:
+    """Send a test notification to a member through each of their channels and print what
+    happened at each (sent, failed or skipped, with the reason) as JSON. Exits 1 when
+    nothing was sent. Audited, and under the same per-channel cooldown as the API's."""
+    from dutyline.api.observe import configure_logging
+    from dutyline.db.migrate import upgrade
+    from dutyline.notify.cli import run
+
+    if bool(member_id) == bool(email):
+        raise click.UsageError("give one of --member-id or --email")
+    settings = _settings()
+    # Logs go to stderr, so stdout is the answer alone.
+    configure_logging(settings.log_level, settings.log_json)
+    upgrade(settings.database_url)
+
+    async def send() -> dict[str, Any]:
+        async with Shell(settings) as shell:
+            return await run(shell, settings, member_id, email, list(channels))
+
+    answer = asyncio.run(send())
+    click.echo(json.dumps(answer, indent=2))
+    if not any(r["status"] == "sent" for r in answer["results"]):
+        sys.exit(1)
 
 
 @main.group("config")
@@ -439,7 +482,6 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-main.add_command(notify_test)
 main.add_command(doctor)
 for _command in DATA_COMMANDS:
     main.add_command(_command)

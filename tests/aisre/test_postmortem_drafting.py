@@ -203,21 +203,34 @@ async def test_a_deleted_report_is_not_drafted(
 async def test_a_dead_drafting_job_leaves_the_draft_failed_not_pending(
     api: Api, clock: FakeClock, owner: Person, prod: Wired
 ) -> None:
-    from dutyline.aisre.postmortem.tasks import draft_died
-    from dutyline.work.registry import DeadJobContext
+    """The hook runs as the worker runs it, in the unit of work that buries the job: the
+    audited service it calls keeps its entry (it was dropped before)."""
+    from sqlalchemy import select
+
+    from dutyline.db.tables.platform import audit_log
+    from dutyline.incident.service import postmortem
+    from dutyline.work.queue import DeadJob
+    from dutyline.work.worker import Worker
 
     made = await _report(api, clock, owner, prod)
     pm_id = made["meta"]["post_mortem_id"]
+    worker = Worker(api.runtime, worker_id="test")
     async with api.runtime.db.transaction() as conn:
-        await draft_died(DeadJobContext(
-            conn=conn, runtime=api.runtime, job_id=1, kind="incident.post_mortem.draft",
-            attempts=3, error="lease expired", lease_expired=True),
-            {"post_mortem_id": pm_id, "account_id": owner.account_id, "revision": 1})
+        await worker._on_dead(conn, DeadJob(
+            id=41, kind=postmortem.DRAFT_JOB, attempts=3, error="lease expired",
+            lease_expired=True,
+            payload={"post_mortem_id": pm_id, "account_id": owner.account_id,
+                     "revision": 1}))
     got = (await info(api, owner, pm_id)).data
     assert got["drafting"]["model_draft"] == "failed"
     assert got["drafting"]["error"] == ("The model's draft did not finish: its worker "
                                         "stopped while it ran")
     assert got["content"] == made["content"]
+    async with api.runtime.db.transaction(write=False) as conn:
+        rows = (await conn.execute(select(audit_log).where(
+            audit_log.c.request_id == "job-41"))).all()
+    assert [(r.credential, r.member_id, r.outcome) for r in rows] == [("system", 0, "OK")]
+    assert pm_id in rows[0].target_ids
 
 
 async def test_redraft_asks_the_model_again_over_the_current_body(

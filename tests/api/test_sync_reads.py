@@ -46,7 +46,12 @@ router = Router("t")
 reached: list[int] = []
 
 
-@router.post("/t/names", permissions=(ACCOUNT_MANAGE,))
+@reads_sync(ACCOUNT_MANAGE)
+def _guard(conn: Connection, actor: Actor) -> None:
+    """The service whose permission the operation takes (api/access.py)."""
+
+
+@router.post("/t/names", service=_guard)
 def names(conn: Connection, ctx: Context, req: Ask) -> Answer:
     reached.append(req.n)
     if req.n < 0:

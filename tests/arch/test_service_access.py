@@ -9,12 +9,9 @@ service is called with an actor holding no permission: it refuses before doing a
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 from collections.abc import Iterable, Iterator
 from functools import cache
-from types import FunctionType, ModuleType
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -23,60 +20,11 @@ from dutyline.api import errors
 from dutyline.api.access import ServiceAccess, access_of, reads, writes
 from dutyline.api.actor import Actor
 from dutyline.api.operation import Operation
-from dutyline.domains import all_routers
 from dutyline.kit.clock import FixedClock
+from tests.arch.walk import operations, reached
 
 # Writes whose endpoint changes nothing a service guards: none today. An entry here says why.
 NOT_A_SERVICE_WRITE: dict[str, str] = {}
-
-
-def operations() -> list[Operation]:
-    return [op for router in all_routers() for op in router.operations]
-
-
-def _resolve(expr: ast.expr, namespace: dict[str, Any]) -> Any:
-    if isinstance(expr, ast.Name):
-        return namespace.get(expr.id)
-    if isinstance(expr, ast.Attribute):
-        owner = _resolve(expr.value, namespace)
-        return None if owner is None else getattr(owner, expr.attr, None)
-    return None
-
-
-def _called(func: FunctionType) -> Iterator[Any]:
-    """What a function calls, as objects (names resolved in its module)."""
-    try:
-        source = textwrap.dedent(inspect.getsource(func))
-    except (OSError, TypeError):
-        return
-    namespace = {**func.__globals__}
-    if func.__closure__:
-        namespace.update(zip(func.__code__.co_freevars,
-                             (c.cell_contents for c in func.__closure__), strict=True))
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Call):
-            target = _resolve(node.func, namespace)
-            if target is not None:
-                yield target
-
-
-def _is_ours(obj: Any) -> bool:
-    return isinstance(obj, FunctionType) and obj.__module__.startswith("dutyline.")
-
-
-def reached(func: Any, depth: int = 4, seen: set[int] | None = None) -> list[ServiceAccess]:
-    """The guarded services `func` calls, directly or through unguarded helpers of ours."""
-    seen = set() if seen is None else seen
-    if id(func) in seen or depth < 0:
-        return []
-    seen.add(id(func))
-    if (spec := access_of(func)) is not None:
-        return [spec]
-    found: list[ServiceAccess] = []
-    for target in _called(func):
-        if access_of(target) is not None or _is_ours(target):
-            found += reached(target, depth - 1, seen)
-    return found
 
 
 @cache

@@ -325,6 +325,27 @@ async def test_a_firing_series_opens_an_incident_that_closes_when_it_recovers(
     assert (await rule_info(w.api, w.owner, rule_id))["eval_status"]["firing_count"] == 0
 
 
+async def test_the_integration_a_first_evaluation_makes_is_audited_once(
+    w: World, prom: FakeProm, clock: FakeClock
+) -> None:
+    """The alert rules' integration in a person's channel is made by the engine on first use,
+    in the evaluation job's unit of work: audited as the system's creation, once."""
+    from sqlalchemy import select
+
+    from dutyline.db.tables.platform import audit_log
+
+    await create_rule(w.api, w.owner, rule_body(w.ds_id, w.channel_id))
+    await tick(w, clock)
+    await tick(w, clock)  # the integration is there now: nothing more to audit
+    async with w.api.runtime.db.transaction(write=False) as conn:
+        rows = (await conn.execute(select(audit_log).where(
+            audit_log.c.account_id == w.owner.account_id,
+            audit_log.c.operation == "integration.create"))).all()
+    [row] = rows
+    assert (row.credential, row.member_id, row.outcome) == ("system", 0, "OK")
+    assert row.request_id.startswith("job-") and str(w.channel_id) in row.target_ids
+
+
 @pytest.mark.parametrize("fault", ["500", "json", "timeout"])
 async def test_a_failing_data_source_is_recorded_and_fabricates_nothing(
     w: World, prom: FakeProm, clock: FakeClock, fault: str

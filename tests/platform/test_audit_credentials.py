@@ -66,7 +66,9 @@ async def test_a_signed_link_acknowledgement_is_audited_as_the_person_by_link(
     assert last.outcome == "OK" and last.is_write
 
 
-async def test_a_refused_link_leaves_no_row(api: Api, owner: Person) -> None:
+async def test_a_refused_link_leaves_a_row_with_its_outcome(api: Api, owner: Person) -> None:
+    """The link's unit of work records the refused write as the API records a refused call:
+    the same operation, with the error's code as its outcome."""
     incident_id = await open_incident(api, owner)
     runtime = api.runtime
     key = await links.server_key(runtime.settings)
@@ -74,8 +76,10 @@ async def test_a_refused_link_leaves_no_row(api: Api, owner: Person) -> None:
         token = links.sign(key, links.Link("ack", owner.account_id, owner.person_id,
                                            incident_id, int(runtime.clock.now()) + 600))
         await api.raw("POST", links.PATH + token)
-    rows = await rows_of(api, owner.account_id)
-    assert [r.credential for r in rows].count("signed_link") == 1
+    rows = [r for r in await rows_of(api, owner.account_id) if r.credential == "signed_link"]
+    assert [(r.operation, r.member_id) for r in rows] == [
+        ("incident.ack", owner.person_id)] * 2
+    assert rows[0].outcome == "OK" and rows[1].outcome not in ("", "OK")
 
 
 async def test_a_job_calling_a_service_flushes_one_row_as_the_system(

@@ -221,7 +221,11 @@ async def test_a_member_without_incident_manage_is_refused_by_the_service(
     got = await info(api, owner, incident_id)
     assert got["progress"] == "Triggered" and got["incident_severity"] == "Critical"
     assert await feed(api, owner, incident_id) == entries_before
-    assert len(await audit_rows(api, owner.account_id)) == rows_before
+    # Each refusal is recorded with its outcome, as the API records a refused call.
+    refused = (await audit_rows(api, owner.account_id))[rows_before:]
+    assert [(r.operation, r.outcome, r.credential) for r in refused] == [
+        (op, "AccessDenied", "session") for op in (
+            "incident.ack", "incident.resolve", "incident.comment", "incident.reset")]
     await reader.aclose()
 
 

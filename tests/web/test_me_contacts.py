@@ -37,6 +37,14 @@ async def _audit(api: Api, owner: Person) -> list[tuple[str, str]]:
     return [(r.operation, r.credential) for r in rows]
 
 
+async def _outcomes(api: Api, owner: Person) -> list[tuple[str, str]]:
+    async with api.runtime.db.transaction(write=False) as conn:
+        rows = await conn.execute(select(audit_log.c.operation, audit_log.c.outcome)
+                                  .where(audit_log.c.member_id == owner.person_id)
+                                  .order_by(audit_log.c.id))
+    return [(r.operation, r.outcome) for r in rows]
+
+
 def _field(page: str, name: str) -> str:
     found = re.search(rf'<input id="f-{re.escape(name)}"[^>]*>', page)
     assert found, name
@@ -104,7 +112,8 @@ async def test_an_invalid_contact_is_refused_by_its_field_with_the_input_kept(
     info = await _api(api, "/member/info", {}, owner)
     assert (info["email"], info.get("phone")) == ("owner@acme.example", None)
     assert (await _api(api, "/member/notify/info", {}, owner))["im"] == {}
-    assert await _audit(api, owner) == []
+    # Each refusal is recorded with its outcome, as the API records one.
+    assert await _outcomes(api, owner) == [("member.info.reset", "InvalidParameter")] * 2
 
 
 async def test_a_contact_past_its_limit_is_refused_by_its_field_as_the_api_refuses_it(

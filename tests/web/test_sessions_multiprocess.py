@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from dutyline.api.actor import Actor
 from dutyline.db.engine import Database
 from dutyline.kit.clock import SystemClock
 from dutyline.web import service as signin
@@ -41,7 +42,8 @@ async def _session_for(env: dict[str, str], account_id: int, person_id: int) -> 
         async with db.transaction() as conn:
             caller = await signin.caller_of(conn, account_id=account_id, person_id=person_id)
             assert caller is not None
-            actor = signin.person_actor(caller, SystemClock())
+            actor = Actor(account_id=caller.account_id, person_id=caller.person_id,
+                      clock=SystemClock(), is_admin=caller.is_admin, credential="session")
             return await signin.start_session(conn, actor, user_agent="tests", ip="127.0.0.1")
     finally:
         await db.dispose()

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 import pytest
 from sqlalchemy import select
 
+from dutyline.api.ratelimit import MemoryRateLimiter, Window
 from dutyline.db.tables.platform import audit_log, team, team_member
 from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
@@ -24,6 +27,16 @@ async def _audit(api: Api, account_id: int) -> list[tuple[str, str]]:
                                          audit_log.c.is_write)
                                   .order_by(audit_log.c.id))
         return [(r.operation, r.credential) for r in rows]
+
+
+async def _rows(api: Api, account_id: int) -> list[Any]:
+    async with api.runtime.db.transaction(write=False) as conn:
+        return list(await conn.execute(select(audit_log).where(
+            audit_log.c.account_id == account_id).order_by(audit_log.c.id)))
+
+
+async def _outcomes(api: Api, account_id: int) -> list[tuple[str, str]]:
+    return [(r.operation, r.outcome) for r in await _rows(api, account_id) if r.is_write]
 
 
 async def _teams(api: Api, account_id: int) -> dict[str, set[int]]:
@@ -132,7 +145,46 @@ async def test_errors_are_shown_by_their_field_with_the_input_kept(
                                                          "person_ids": ["123456789"]})
     assert stranger.status_code == 400 and 'id="e-person_ids"' in stranger.text
     assert set(await _teams(api, owner.account_id)) == {"SRE"}
-    assert await _audit(api, owner.account_id) == [("team.upsert", "session")]
+    # What the service refused is recorded with its outcome, as the API records it; what
+    # the page refused before calling it (the length, the person ids) reached no write.
+    assert await _outcomes(api, owner.account_id) == [
+        ("team.upsert", "OK"), ("team.upsert", "InvalidParameter"),  # taken
+        ("team.upsert", "InvalidParameter")]  # empty
+
+
+async def test_a_refused_console_write_is_audited_as_the_api_s(
+        api: Api, owner: Person, console: Browser) -> None:
+    """The unit of work records a write its service refused, with the outcome the API
+    records for the same refusal, and the form as its body (the CSRF token left out)."""
+    await _create(console, "SRE")
+    taken = await console.post("/console/teams/new", {"team_name": "sre",
+                                                      "description": "again"})
+    assert taken.status_code == 400
+    by_api = await api.call("/team/upsert", {"team_name": "SRE"}, key=owner.key)
+    assert by_api.status == 400
+    *_, by_console_row, by_api_row = await _rows(api, owner.account_id)
+    assert (by_console_row.operation, by_console_row.credential, by_console_row.outcome,
+            by_console_row.is_write) == ("team.upsert", "session", by_api.code, True)
+    assert (by_api_row.operation, by_api_row.credential, by_api_row.outcome) == (
+        "team.upsert", "app_key", by_api.code)
+    assert by_console_row.member_id == owner.person_id
+    assert json.loads(by_console_row.body) == {"team_name": "sre", "description": "again"}
+
+
+async def test_console_writes_count_against_the_account_s_rate_limit(
+        api: Api, owner: Person, console: Browser) -> None:
+    """The console's writes are limited by the limiter the API's calls are, on the same
+    account's windows: once they are full, both are refused alike."""
+    api.runtime.limiter = MemoryRateLimiter((Window(2, 60.0),), api.runtime.clock)
+    await _create(console, "One")
+    await _create(console, "Two")
+    refused = await console.post("/console/teams/new", {"team_name": "Three"})
+    assert refused.status_code == 429
+    assert set(await _teams(api, owner.account_id)) == {"One", "Two"}
+    by_api = await api.call("/team/list", {}, key=owner.key)
+    assert (by_api.status, by_api.code) == (429, "RequestTooFrequently")
+    # Reading pages is not counted: a person browsing is not a client hammering the API.
+    assert (await console.get("/console/teams")).status_code == 200
 
 
 async def test_deleting_a_team(api: Api, owner: Person, console: Browser) -> None:
@@ -168,7 +220,9 @@ async def test_a_plain_member_sees_no_controls_and_forged_posts_are_refused(
     ]
     assert [r.status_code for r in refused] == [403, 403, 403]
     assert await _teams(api, owner.account_id) == {"SRE": {plain.person_id}}
-    assert await _audit(api, owner.account_id) == [("team.upsert", "session")]
+    assert await _outcomes(api, owner.account_id) == [
+        ("team.upsert", "OK"), ("team.upsert", "AccessDenied"),
+        ("team.upsert", "AccessDenied"), ("team.delete", "AccessDenied")]
     await b.aclose()
 
 

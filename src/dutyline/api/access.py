@@ -12,8 +12,10 @@ entry of a write (api/actor.py keeps it until the transaction's runner flushes i
 
 Several permissions admit an actor holding any one of them; none admits any actor of the
 account (what it may touch is then the service's own rule, such as "only your own contacts").
-Code that decides case by case calls `require` itself. The decorators also mark the function,
-so tests/arch can walk every operation down to the service that guards it."""
+Code that decides case by case calls `require` itself. The decorators also mark the function:
+an API operation names its service (`@router.post("/incident/ack", service=...)`) and takes
+its permission and audit from that mark, declared once here; tests/arch walks every way in
+down to the services that guard it."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ class ServiceAccess:
     dangerous: bool = False
     # The record whose limits the service's arguments are checked against on entry.
     inputs: type[msgspec.Struct] | None = None
+    # A read the operation layer audits all the same (an export of personal data).
+    audited: bool = False
 
 
 ACCESS_ATTRIBUTE = "__service_access__"
@@ -57,9 +61,11 @@ def access_of(func: Any) -> ServiceAccess | None:
     return getattr(func, ACCESS_ATTRIBUTE, None)
 
 
-def reads(*permissions: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """A read service that needs one of `permissions`."""
-    spec = ServiceAccess(permissions, None)
+def reads(*permissions: str, audited: bool = False,
+          ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
+    """A read service that needs one of `permissions`; `audited`: its API operation is
+    audited though it writes nothing (an export)."""
+    spec = ServiceAccess(permissions, None, audited=audited)
 
     def decorate(func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(func)
@@ -98,7 +104,9 @@ def writes(operation: str, *permissions: str, dangerous: bool = False,
     it returns, notes one audit entry for `operation` on the actor. Its targets are what
     `targets` makes of the result (by default: the result itself when it is an id or a list
     of ids) and what the service noted with `actor.note_audit_targets`. A write service
-    called by another belongs to the outer one's entry."""
+    called by another belongs to the outer one's entry. One that is refused or raises notes
+    the write it attempted instead (`actor.failed_write`), which the unit of work records
+    with its outcome when the unit fails (api/unit.py)."""
     spec = ServiceAccess(permissions, operation, dangerous, inputs)
     pick = targets or _ids_in
 
@@ -106,15 +114,28 @@ def writes(operation: str, *permissions: str, dangerous: bool = False,
         @functools.wraps(func)
         async def guarded(*args: P.args, **kwargs: P.kwargs) -> R:
             actor = _actor_of(args)
-            require(actor, *permissions)
-            if inputs is not None:
-                kwargs = checked_arguments(inputs, kwargs)  # type: ignore[assignment]
             outermost = actor.write_depth == 0
+            if actor.bound and not actor.units:
+                raise RuntimeError(f"{operation}: a write by an actor no unit of work holds "
+                                   "(api/unit.py): its audit entry would be lost")
+            try:
+                require(actor, *permissions)
+                if inputs is not None:
+                    kwargs = checked_arguments(inputs, kwargs)  # type: ignore[assignment]
+            except errors.ApiError:  # refused: by its rights or by its input's limits
+                if outermost:
+                    actor.failed_write = AuditEntry(operation, [], dangerous)
+                raise
             if outermost:
                 actor.audit_targets = []
             actor.write_depth += 1
             try:
                 result = await func(*args, **kwargs)
+            except BaseException:
+                if outermost:
+                    noted, actor.audit_targets = actor.audit_targets, []
+                    actor.failed_write = AuditEntry(operation, noted, dangerous)
+                raise
             finally:
                 actor.write_depth -= 1
             if outermost:

@@ -1,18 +1,17 @@
 """Who acts, for services: the one argument every service takes after its connection.
 
 Services have the shape `(conn, actor, *, domain arguments) -> domain values`, so that
-endpoints, jobs, the CLI and the console call the same functions. An endpoint builds its
-actor from the request (`ctx.actor`); a job or the CLI builds one with `Actor.system(...)`,
-and code acting for one person outside a request constructs one with their id (a signed
-link: dispatch/system.py; an automation's reads: aisre/automation/tools.py). The clock
-travels with the actor, so a service never reads the time any other way (rule 4 of the
-house).
+endpoints, jobs, the CLI and the console call the same functions. Actors are made by the
+door (api/unit.py: `system_actor`, `caller_actor`, `person_actor`), which owns each one made
+inside a unit of work and flushes what its services noted; no other module of the package
+builds one (tests/arch/test_service_access.py). The clock travels with the actor, so a
+service never reads the time any other way (rule 4 of the house).
 
 The actor also carries what its services did, for the audit log: a write service
-(api/access.py) checks the actor's permission and notes its entry here; whoever runs the
-transaction (the operation layer, the console, the link handler, a job) flushes the entries
-into the log before committing (`AuditSink.flush`). `credential` says how the actor proved who
-it is, so the log says who and how."""
+(api/access.py) checks the actor's permission and notes its entry here, or, when it fails,
+the write it attempted; the unit of work it runs in flushes the entries into the log before
+committing, or records the failed write with its outcome. `credential` says how the actor
+proved who it is, so the log says who and how."""
 
 from __future__ import annotations
 
@@ -75,6 +74,13 @@ class Actor:
     # How deep in write services the actor is: a service called by another is part of the
     # outer one's entry, not an entry of its own.
     write_depth: int = field(default=0, repr=False)
+    # The last outermost write service that failed (refused, or raised), for the unit's
+    # record of a failed write; None once the unit took it.
+    failed_write: AuditEntry | None = field(default=None, repr=False)
+    # Made by the door (api/unit.py): such an actor writes only while a unit of work holds
+    # it (`units` > 0), so no write's audit entry is noted where nobody will flush it.
+    bound: bool = field(default=False, repr=False)
+    units: int = field(default=0, repr=False)
     # The actor's teams, loaded only when a rule asks and then kept for the actor's life.
     _load_team_ids: TeamIdsLoader = field(default=_no_teams, repr=False)
     _load_team_ids_sync: SyncTeamIdsLoader | None = field(default=None, repr=False)
@@ -82,7 +88,8 @@ class Actor:
 
     @classmethod
     def system(cls, account_id: int, clock: Clock) -> Actor:
-        """The service itself acting inside an account (engines, jobs, the CLI)."""
+        """The service itself acting inside an account; the package's own code gets one
+        from the door (api/unit.py `system_actor`), tests build them here."""
         return cls(account_id=account_id, person_id=0, clock=clock, is_admin=True,
                    credential="system")
 

@@ -4,8 +4,10 @@ Order matters and is fixed: body size and type (cheap, before any lookup) -> app
 -> rate limit (429) -> permission (403) -> request schema (400) -> one transaction around the
 handler and its audit row -> envelope. The permission is checked here first, before any work,
 and again by the service itself (api/access.py), which is what a console or a link relies on;
-the audit row takes the entries the services noted. Any failure becomes the error envelope; a failed
-audited write is still recorded, in a transaction of its own, since its own rolled back.
+the audit row takes the entries the services noted. All of it runs in one unit of work
+(api/unit.py), the door every caller uses. Any failure becomes the error envelope; a failed
+audited call is still recorded by the unit, in a transaction of its own, since its own
+rolled back.
 
 A sync read operation (api/operation.py) answers alike, in the same order, with its database
 work as one unit (`Database.run_sync(write=False)`). A caller this process already knows is
@@ -45,7 +47,8 @@ from dutyline.api.operation import (
     SyncHandler,
 )
 from dutyline.api.runtime import Runtime
-from dutyline.api.transaction import RequestTransaction
+from dutyline.api.unit import Call as UnitCall
+from dutyline.api.unit import limit, unit
 from dutyline.kit.ids import request_id as new_request_id
 
 log = structlog.get_logger("dutyline.api")
@@ -91,10 +94,7 @@ class CallLog:
 
 async def rate_limit(runtime: Runtime, key: str, headers: dict[str, str]) -> None:
     """Count a call on `key`'s windows; the answer's rate-limit headers go into `headers`."""
-    decision = await runtime.limiter.hit(key)
-    headers.update(decision.headers())
-    if not decision.allowed:
-        raise errors.RequestTooFrequently(retry_after=headers["Retry-After"])
+    await limit(runtime, key, headers)
 
 
 class Pipeline:
@@ -162,10 +162,6 @@ class OperationEndpoint(Pipeline):
         self.empty_data: Any = None if op.empty == "null" else {}
         self.body_limit = op.max_body_bytes or runtime.settings.max_body_bytes
 
-    async def _failed(self, call: Call, code: str) -> None:
-        if self.op.audited and call.caller is not None and code != "RequestTooFrequently":
-            await _audit_failure(self.runtime, self.op, call, code)
-
     def credential(self, request: Request) -> str:
         """The app_key, refused (401) before any connection is taken when it is missing or
         failed moments ago (platform/app_key/misses.py: only failures are remembered)."""
@@ -195,7 +191,7 @@ class OperationEndpoint(Pipeline):
 
     async def _run(self, request: Request, call: Call, headers: dict[str, str]) -> Any:
         """Authenticate, limit, check the permission, decode, and run the handler and its
-        audit row in one transaction."""
+        audit row in one unit of work (api/unit.py), which records a failure too."""
         op, runtime = self.op, self.runtime
         call.body = await read_body(request, self.body_limit)
         app_key = self.credential(request)
@@ -205,8 +201,10 @@ class OperationEndpoint(Pipeline):
         # authenticates, is limited, authorized and decoded in a read transaction first, and
         # takes the writer only to act (an unknown key never waits for it).
         write_first = op.write and not op.outbound and not runtime.db.is_sqlite
-        async with RequestTransaction(runtime.db, write=write_first) as transaction:
-            caller = await self.authenticate(transaction.conn, app_key)
+        row = OperationRow(runtime, op, call)
+        async with unit(runtime, None, write=write_first, row=row,
+                        call=UnitCall(call.rid, call.client_ip)) as work:
+            caller = await self.authenticate(work.conn, app_key)
             call.identify(caller)
             await self.admit(caller, headers)
             raw: bytes | None = None
@@ -215,23 +213,12 @@ class OperationEndpoint(Pipeline):
             else:
                 req = _decode(op, self.decoder, request, call.body)
             if op.write and not op.outbound:
-                await transaction.begin_writes()  # no-op where it writes from the start
-            ctx = Context(transaction, caller, runtime, call.rid, call.locale, call.client_ip,
+                await work.begin_writes()  # no-op where it writes from the start
+            ctx = Context(work, caller, runtime, call.rid, call.locale, call.client_ip,
                           raw_body=raw)
+            row.ctx = ctx
             handler: Handler = op.handler  # type: ignore[assignment]
-            result = await handler(ctx, req)
-            # What its services noted (api/access.py) joins the call's one row.
-            entries = ctx.take_audit_entries()
-            if op.audited or entries:
-                await transaction.begin_writes()  # no-op unless still reading
-                await runtime.audit.record(
-                    transaction.conn, caller=caller, operation=op.operation_name,
-                    request_id=call.rid, client_ip=call.client_ip, body=call.body,
-                    request_type=op.request_type, targets=ctx.audit_targets, outcome="OK",
-                    is_write=op.write or bool(entries), is_dangerous=op.dangerous,
-                    entries=entries,
-                )
-        return result
+            return await handler(ctx, req)
 
     async def _run_sync(self, request: Request, call: Call, headers: dict[str, str],
                         app_key: str) -> Any:
@@ -467,15 +454,38 @@ def _is_utf8_encodable(value: str) -> bool:
     return True
 
 
-async def _audit_failure(runtime: Runtime, op: Operation, call: Call, code: str) -> None:
-    assert call.caller is not None
-    try:
-        async with runtime.db.transaction(write=True) as conn:
-            await runtime.audit.record(
-                conn, caller=call.caller, operation=op.operation_name, request_id=call.rid,
-                client_ip=call.client_ip, body=call.body, request_type=op.request_type,
-                targets=[], outcome=code,
-                is_write=op.write, is_dangerous=op.dangerous,
-            )
-    except Exception:
-        log.exception("could not record failed call in the audit log", request_id=call.rid)
+@dataclass(slots=True)
+class OperationRow:
+    """The operation's own audit row (api/unit.Row): one per audited call, named after the
+    operation, with its redacted body, the targets the handler added and what its services
+    noted; a failed audited call's row has the error's code as its outcome."""
+
+    runtime: Runtime
+    op: Operation
+    call: Call
+    ctx: Context | None = None
+
+    def wanted(self) -> bool:
+        ctx = self.ctx
+        return ctx is not None and (self.op.audited or ctx.has_audit_entries())
+
+    async def ok(self, conn: AsyncConnection) -> None:
+        ctx, op, call = self.ctx, self.op, self.call
+        assert ctx is not None
+        entries = ctx.take_audit_entries()
+        await self.runtime.audit.record(
+            conn, caller=ctx.caller, operation=op.operation_name, request_id=call.rid,
+            client_ip=call.client_ip, body=call.body, request_type=op.request_type,
+            targets=ctx.audit_targets, outcome="OK", is_write=op.write or bool(entries),
+            is_dangerous=op.dangerous, entries=entries)
+
+    def records_failures(self) -> bool:
+        return self.op.audited and self.call.caller is not None
+
+    async def failed(self, conn: AsyncConnection, outcome: str) -> None:
+        op, call = self.op, self.call
+        assert call.caller is not None
+        await self.runtime.audit.record(
+            conn, caller=call.caller, operation=op.operation_name, request_id=call.rid,
+            client_ip=call.client_ip, body=call.body, request_type=op.request_type,
+            targets=[], outcome=outcome, is_write=op.write, is_dangerous=op.dangerous)

@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
+from dutyline.api.access import access_of
 from dutyline.api.actor import Actor, AuditEntry
+from dutyline.api.unit import caller_actor
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
     from dutyline.api.auth import Caller
     from dutyline.api.runtime import Runtime
-    from dutyline.api.transaction import RequestTransaction
+    from dutyline.api.unit import Unit
 
 RateScope = Literal["account", "app_key", "none"]
 
@@ -48,10 +50,11 @@ class Empty(msgspec.Struct):
 
 @dataclass(slots=True)
 class Context:
-    """What a handler gets: its transaction, who calls, and the process's runtime. A sync
-    read handler has no transaction here: it gets its connection as its first argument."""
+    """What a handler gets: its unit of work (api/unit.py), who calls, and the process's
+    runtime. A sync read handler has no unit here: it gets its connection as its first
+    argument."""
 
-    transaction: RequestTransaction | None
+    transaction: Unit | None
     caller: Caller
     runtime: Runtime
     request_id: str
@@ -89,17 +92,16 @@ class Context:
 
     @property
     def actor(self) -> Actor:
-        """The caller as services see it (api/actor.py); built once per request."""
+        """The caller as services see it (api/actor.py); built once per request, by the
+        door, inside the request's unit of work (which flushes what its services note)."""
         if self._actor is None:
-            self._actor = Actor(
-                account_id=self.caller.account_id, person_id=self.caller.person_id,
-                clock=self.runtime.clock, is_admin=self.caller.is_admin,
-                permissions=self.caller.permissions, person_name=self.caller.person_name,
-                credential="app_key", key_suffix=self.caller.key_suffix,
-                _load_team_ids=self.caller_team_ids,
-                _load_team_ids_sync=self._caller_team_ids_sync,
-            )
+            self._actor = caller_actor(self.caller, self.runtime.clock, "app_key",
+                                       team_ids=self.caller_team_ids,
+                                       team_ids_sync=self._caller_team_ids_sync)
         return self._actor
+
+    def has_audit_entries(self) -> bool:
+        return self._actor is not None and bool(self._actor.audit_entries)
 
     def take_audit_entries(self) -> list[AuditEntry]:
         """What the call's services noted for the audit log (none if no service ran)."""
@@ -227,11 +229,9 @@ class Router:
         *,
         request: type[Any] | None = None,
         response: Any = _FROM_ANNOTATIONS,
-        permissions: tuple[str, ...] = (),
+        service: Any = None,
         rate_scope: RateScope = "account",
         write: bool = False,
-        audited: bool | None = None,
-        dangerous: bool = False,
         also_get: bool = False,
         summary: str = "",
         empty: Literal["object", "null"] = "object",
@@ -239,6 +239,16 @@ class Router:
         max_body_bytes: int = 0,
         raw_body: bool = False,
     ) -> Callable[[H], H]:
+        # Permission and audit are the service's (api/access.py), declared there once: the
+        # operation refuses a caller without the service's permission before decoding, and
+        # audits as the service says (a write, an audited read, a dangerous one).
+        access = access_of(service) if service is not None else None
+        if service is not None and access is None:
+            raise TypeError(f"{path}: service= names no guarded service (api/access.py)")
+        permissions = access.permissions if access is not None else ()
+        dangerous = access.dangerous if access is not None else False
+        audited = write or (access is not None and access.audited)
+
         def register(handler: H) -> H:
             annotated_request, annotated_response = _annotated_types(handler)
             sync = _is_sync(handler)
@@ -255,7 +265,7 @@ class Router:
                     permissions=permissions,
                     rate_scope=rate_scope,
                     write=write,
-                    audited=write if audited is None else audited,
+                    audited=audited,
                     dangerous=dangerous,
                     methods=("POST", "GET") if also_get else ("POST",),
                     summary=summary or (handler.__doc__ or "").strip().split("\n")[0],

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
 class AuditSink(Protocol):
     """Where audited writes go (the platform domain writes them): the operation layer's
-    calls (`record`), and the entries an actor's services noted (`flush`, called by whoever
-    runs a transaction outside the operation layer)."""
+    calls (`record`), the entries an actor's services noted (`flush`) and a failed write
+    (`failed`), both called by the unit of work (api/unit.py)."""
 
     async def record(
         self,
@@ -50,6 +50,10 @@ class AuditSink(Protocol):
 
     async def flush(self, conn: AsyncConnection, actor: Actor, *, request_id: str = "",
                     client_ip: str = "", body: str = "") -> int: ...
+
+    async def failed(self, conn: AsyncConnection, actor: Actor, *, entry: AuditEntry,
+                     outcome: str, request_id: str = "", client_ip: str = "",
+                     body: str = "") -> None: ...
 
 
 # (ASGI scope, send) -> whether it answered (Runtime.front_answers).

@@ -7,7 +7,6 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel import service
 from dutyline.channel.schemas import (
     ChannelCreateResponse,
@@ -32,7 +31,7 @@ def _changes(req: CreateChannelRequest | UpdateChannelRequest) -> service.Channe
     return service.ChannelChanges(**fields)
 
 
-@router.post("/channel/create", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/create", service=service.create_channel, write=True)
 async def channel_create(ctx: Context, req: CreateChannelRequest) -> ChannelCreateResponse:
     """Create a channel."""
     created = await service.create_channel(ctx.conn, ctx.actor, channel=_changes(req))
@@ -41,13 +40,13 @@ async def channel_create(ctx: Context, req: CreateChannelRequest) -> ChannelCrea
                                  external_report_token=created.external_report_token)
 
 
-@router.post("/channel/info", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/info", service=service.channel_info_sync)
 def channel_info(conn: Connection, ctx: Context, req: ChannelIDRequest) -> ChannelItem:
     """Get one channel (deleted ones too, with status `deleted`)."""
     return service.channel_info_sync(conn, ctx.actor, channel_id=req.channel_id)
 
 
-@router.post("/channel/infos", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/infos", service=service.channel_infos_sync)
 def channel_infos(conn: Connection, ctx: Context,
                   req: ChannelInfosRequest) -> ChannelInfosResponse:
     """Get up to 1000 live channels by id; unknown ids are left out."""
@@ -55,7 +54,7 @@ def channel_infos(conn: Connection, ctx: Context,
         conn, ctx.actor, channel_ids=req.channel_ids))
 
 
-@router.post("/channel/list", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/list", service=service.list_channels_sync)
 def channel_list(conn: Connection, ctx: Context, req: ListChannelsRequest) -> ListChannelsResponse:
     """List the live channels the caller sees, a page at a time."""
     offset = (req.p - 1) * req.limit
@@ -69,7 +68,7 @@ def channel_list(conn: Connection, ctx: Context, req: ListChannelsRequest) -> Li
                                 has_next_page=offset + len(items) < total)
 
 
-@router.post("/channel/update", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/update", service=service.update_channel, write=True)
 async def channel_update(ctx: Context, req: UpdateChannelRequest) -> UpdateChannelResponse:
     """Update a channel; only the fields given change."""
     token = await service.update_channel(ctx.conn, ctx.actor, channel_id=req.channel_id,
@@ -77,19 +76,19 @@ async def channel_update(ctx: Context, req: UpdateChannelRequest) -> UpdateChann
     return UpdateChannelResponse(external_report_token=token)
 
 
-@router.post("/channel/delete", permissions=(CHANNEL_MANAGE,), write=True, dangerous=True)
+@router.post("/channel/delete", service=service.delete_channel, write=True)
 async def channel_delete(ctx: Context, req: ChannelIDRequest) -> None:
     """Delete a channel (soft): its name is free again and its integrations stop."""
     await service.delete_channel(ctx.conn, ctx.actor, channel_id=req.channel_id)
 
 
-@router.post("/channel/enable", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/enable", service=service.enable_channel, write=True)
 async def channel_enable(ctx: Context, req: ChannelIDRequest) -> None:
     """Enable a channel."""
     await service.enable_channel(ctx.conn, ctx.actor, channel_id=req.channel_id)
 
 
-@router.post("/channel/disable", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/disable", service=service.disable_channel, write=True)
 async def channel_disable(ctx: Context, req: ChannelIDRequest) -> None:
     """Disable a channel."""
     await service.disable_channel(ctx.conn, ctx.actor, channel_id=req.channel_id)

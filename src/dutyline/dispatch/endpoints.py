@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.api.types import SaveWarnings
 from dutyline.dispatch import service
 from dutyline.dispatch.schemas import (
@@ -21,7 +20,7 @@ from dutyline.dispatch.schemas import (
 router = Router("Escalation rules")
 
 
-@router.post("/channel/escalate/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/create", service=service.create_rule, write=True)
 async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCreateResponse:
     """Create an escalation rule: who is paged, how, and when, for the channel's incidents."""
     created = await service.create_rule(
@@ -33,7 +32,7 @@ async def rule_create(ctx: Context, req: CreateEscalationRuleRequest) -> RuleCre
     return created
 
 
-@router.post("/channel/escalate/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/update", service=service.update_rule, write=True)
 async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> SaveWarnings:
     """Replace an escalation rule's settings (its status is kept); `warnings` names what
     the server's settings cannot send."""
@@ -46,35 +45,35 @@ async def rule_update(ctx: Context, req: UpdateEscalationRuleRequest) -> SaveWar
     return saved
 
 
-@router.post("/channel/escalate/rule/delete", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/delete", service=service.delete_rule, write=True)
 async def rule_delete(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Delete an escalation rule (escalations already running keep their snapshot)."""
     await service.delete_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
                               rule_id=req.rule_id)
 
 
-@router.post("/channel/escalate/rule/enable", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/enable", service=service.enable_rule, write=True)
 async def rule_enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Enable an escalation rule."""
     await service.enable_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
                               rule_id=req.rule_id)
 
 
-@router.post("/channel/escalate/rule/disable", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/escalate/rule/disable", service=service.disable_rule, write=True)
 async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Disable an escalation rule: it is skipped, and kept."""
     await service.disable_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
                                rule_id=req.rule_id)
 
 
-@router.post("/channel/escalate/rule/info", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/escalate/rule/info", service=service.rule_info_sync)
 def rule_info(conn: Connection, ctx: Context, req: ChannelRuleIDRequest) -> EscalateRuleItem:
     """One escalation rule, layers included."""
     return service.rule_info_sync(conn, ctx.actor, channel_id=req.channel_id,
                                   rule_id=req.rule_id)
 
 
-@router.post("/channel/escalate/rule/list", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/escalate/rule/list", service=service.list_rules_sync)
 def rule_list(conn: Connection, ctx: Context,
               req: ChannelScopedListRequest) -> ListEscalationRulesResponse:
     """Every escalation rule of a channel, in the order they are tried."""

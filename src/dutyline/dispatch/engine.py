@@ -32,6 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.api.actor import Actor
 from dutyline.api.errors import ApiError
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import system_actor
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import system
 from dutyline.dispatch.notify import PageOutbox, notify_layer
@@ -248,7 +249,7 @@ async def run_step(conn: AsyncConnection, runtime: Runtime, state: Any,
     incident (None: removed since). What it sends, its next timer and the state it leaves
     go into `outbox`, which the caller flushes before the transaction ends."""
     incident_id, seq = state.incident_id, int(state.seq)
-    actor = Actor.system(int(state.account_id), runtime.clock)
+    actor = system_actor(int(state.account_id), runtime.clock)
     now = actor.now_s
     # The moment this step was due (its timer's run_at), or now for one that is early.
     at = int(state.next_at) if 0 < int(state.next_at) <= actor.now_ms else actor.now_ms

@@ -21,6 +21,7 @@ import structlog
 
 from dutyline.api.actor import Actor
 from dutyline.api.errors import ApiError
+from dutyline.api.unit import Call, unit
 from dutyline.config import Settings
 from dutyline.dispatch import system
 from dutyline.incident.service import lifecycle
@@ -107,10 +108,12 @@ DONE, NOT_MEMBER, REFUSED = "done", "not_member", "refused"
 async def perform(runtime: Runtime, link: Link, *, client_ip: str = "") -> str:
     """Acknowledge or resolve the link's incident as its person, in a transaction of its own:
     DONE, NOT_MEMBER (removed from the account since), or REFUSED (already in that state, or
-    closed). Used by the link's button and by a call's keypress. The audit log says the
-    person did it through a signed link."""
+    closed). Used by the link's button and by a call's keypress. One unit of work
+    (api/unit.py): the audit log says the person did it through a signed link, or, when
+    refused, that they tried."""
     try:
-        async with runtime.db.transaction(write=True) as conn:
+        async with unit(runtime, None, write=True, call=Call(client_ip=client_ip)) as work:
+            conn = work.conn
             people = await members.contacts(conn, system.actor(runtime, link.account_id),
                                             [link.person_id])
             person = people.get(link.person_id)
@@ -123,7 +126,6 @@ async def perform(runtime: Runtime, link: Link, *, client_ip: str = "") -> str:
                 await lifecycle.ack(conn, actor, incident_ids=ids)
             else:
                 await lifecycle.resolve(conn, actor, incident_ids=ids)
-            await runtime.audit.flush(conn, actor, client_ip=client_ip)
     except ApiError as exc:
         log.info("dispatch.link.refused", action=link.action, incident_id=link.incident_id,
                  code=exc.code)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import person_actor, system_actor
 
 
 def actor(runtime: Runtime, account_id: int, *, person_id: int = 0,
           person_name: str = "") -> Actor:
-    return Actor(account_id=account_id, person_id=person_id, clock=runtime.clock,
-                 is_admin=True, person_name=person_name,
-                 credential="signed_link" if person_id else "system")
+    """Made by the door (api/unit.py), held by the unit of work open where it is made."""
+    if not person_id:
+        return system_actor(account_id, runtime.clock)
+    return person_actor(account_id, person_id, runtime.clock, person_name=person_name,
+                        credential="signed_link", is_admin=True)

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import system_actor
 from dutyline.dispatch import announce, compose, engine, peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch import service as rules
@@ -89,7 +90,7 @@ async def _start(conn: AsyncConnection, runtime: Runtime, actor: Actor, incident
 
 async def _on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEvent,
                     reads: _Batch) -> None:
-    actor = Actor.system(event.account_id, runtime.clock)
+    actor = system_actor(event.account_id, runtime.clock)
     incident_id = event.incident_id
     if reads.outbox.has_state(incident_id):
         # An earlier event of the batch stepped this incident: what follows reads its state.

@@ -8,7 +8,6 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_MANAGE
 from dutyline.channel.noise import service as noise
 from dutyline.channel.noise.service import QuickSilenceRequest, RuleCreateResponse
 from dutyline.incident.query import service as incidents
@@ -22,7 +21,7 @@ async def incident_is_visible(conn: AsyncConnection, actor: Actor, incident_id: 
     await incidents.require_visible(conn, actor, incident_id=incident_id)
 
 
-@router.post("/incident/silence/quick", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/incident/silence/quick", service=noise.quick_silence, write=True)
 async def incident_silence_quick(ctx: Context, req: QuickSilenceRequest) -> RuleCreateResponse:
     """Silence alerts like this incident's (same labels, else same title) for `minutes`."""
     found = await incidents.incident_info(ctx.conn, ctx.actor, incident_id=req.incident_id,

@@ -41,7 +41,7 @@ def _query(req: InsightFilter) -> service.Query:
     return service.Query(**values)
 
 
-@router.post("/insight/account", permissions=_READ)
+@router.post("/insight/account", service=service.dimension_sync)
 def insight_account(conn: Connection, ctx: Context,
                     req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures of the whole account, per day, week or month or over the window."""
@@ -49,7 +49,7 @@ def insight_account(conn: Connection, ctx: Context,
         conn, ctx.actor, by="account", query=_query(req)))
 
 
-@router.post("/insight/channel", permissions=_READ)
+@router.post("/insight/channel", service=service.dimension_sync)
 def insight_channel(conn: Connection, ctx: Context,
                     req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures per channel."""
@@ -57,7 +57,7 @@ def insight_channel(conn: Connection, ctx: Context,
         conn, ctx.actor, by="channel", query=_query(req)))
 
 
-@router.post("/insight/team", permissions=_READ)
+@router.post("/insight/team", service=service.dimension_sync)
 def insight_team(conn: Connection, ctx: Context,
                  req: InsightQueryRequest) -> DimensionInsightResponse:
     """Incident figures per team (the team owning each incident's channel)."""
@@ -65,7 +65,7 @@ def insight_team(conn: Connection, ctx: Context,
         conn, ctx.actor, by="team", query=_query(req)))
 
 
-@router.post("/insight/responder", permissions=_READ)
+@router.post("/insight/responder", service=service.responders_sync)
 def insight_responder(conn: Connection, ctx: Context,
                       req: InsightQueryRequest) -> ResponderInsightResponse:
     """Incident figures per responder."""
@@ -73,7 +73,7 @@ def insight_responder(conn: Connection, ctx: Context,
         conn, ctx.actor, query=_query(req)))
 
 
-@router.post("/insight/incident/list", permissions=_READ)
+@router.post("/insight/incident/list", service=service.incidents_sync)
 def insight_incident_list(
     conn: Connection, ctx: Context, req: InsightIncidentListRequest
 ) -> InsightIncidentListResponse:
@@ -86,7 +86,7 @@ def insight_incident_list(
     return InsightIncidentListResponse(total=total, has_next_page=has_next, items=items)
 
 
-@router.post("/insight/alert/topk-by-label", permissions=_READ)
+@router.post("/insight/alert/topk-by-label", service=service.alert_topk_sync)
 def insight_alert_topk(
     conn: Connection, ctx: Context, req: InsightTopkAlertByLabelRequest
 ) -> InsightAlertByLabelResponse:
@@ -96,35 +96,35 @@ def insight_alert_topk(
         orderby=req.orderby or "total_alert_cnt", asc=req.asc))
 
 
-@router.post("/insight/incident/export", permissions=_READ)
+@router.post("/insight/incident/export", service=service.incidents_csv)
 async def insight_incident_export(ctx: Context, req: InsightFilter) -> Download:
     """The incident list as CSV (at most 10,000 rows)."""
     text = await service.incidents_csv(ctx.conn, ctx.actor, query=_query(req))
     return Download("insight-incidents.csv", text)
 
 
-@router.post("/insight/channel/export", permissions=_READ)
+@router.post("/insight/channel/export", service=service.dimension_csv)
 async def insight_channel_export(ctx: Context, req: InsightQueryRequest) -> Download:
     """The channel figures as CSV."""
     text = await service.dimension_csv(ctx.conn, ctx.actor, by="channel", query=_query(req))
     return Download("insight-channels.csv", text)
 
 
-@router.post("/insight/team/export", permissions=_READ)
+@router.post("/insight/team/export", service=service.dimension_csv)
 async def insight_team_export(ctx: Context, req: InsightQueryRequest) -> Download:
     """The team figures as CSV."""
     text = await service.dimension_csv(ctx.conn, ctx.actor, by="team", query=_query(req))
     return Download("insight-teams.csv", text)
 
 
-@router.post("/insight/responder/export", permissions=_READ)
+@router.post("/insight/responder/export", service=service.responders_csv)
 async def insight_responder_export(ctx: Context, req: InsightQueryRequest) -> Download:
     """The responder figures as CSV."""
     text = await service.responders_csv(ctx.conn, ctx.actor, query=_query(req))
     return Download("insight-responders.csv", text)
 
 
-@router.post("/report/oncall/notifications", permissions=_READ)
+@router.post("/report/oncall/notifications", service=reports.notifications_sync)
 def report_oncall_notifications(
     conn: Connection, ctx: Context, req: NotificationReportRequest
 ) -> NotificationReportResponse:
@@ -134,7 +134,7 @@ def report_oncall_notifications(
         time_zone=req.time_zone, channel_ids=req.channel_ids))
 
 
-@router.post("/report/oncall/changes", permissions=_READ)
+@router.post("/report/oncall/changes", service=reports.changes_made_sync)
 def report_oncall_changes(conn: Connection, ctx: Context,
                           req: ChangeReportRequest) -> ChangeReportResponse:
     """Changes started and change events received per day, week or month."""

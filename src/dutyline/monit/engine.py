@@ -30,7 +30,7 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.actor import Actor
+from dutyline.api.unit import system_actor, unit
 from dutyline.channel.integration import service as integrations
 from dutyline.incident.service import ingest as ingestion
 from dutyline.kit import localtime, timefilters
@@ -285,7 +285,7 @@ async def _send(conn: AsyncConnection, rule_row: Any, body: RuleBody, req: Any,
                 now_s: int, problems: list[str]) -> None:
     for channel_id in body.channel_ids:
         key_hash = await integrations.system_integration(
-            conn, Actor.system(int(rule_row.account_id), FixedClock(now_s)),
+            conn, system_actor(int(rule_row.account_id), FixedClock(now_s)),
             channel_id=channel_id,
             integration_type=INTEGRATION_TYPE, name=INTEGRATION_NAME)
         if key_hash is None:
@@ -416,7 +416,7 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
                    for account in {r.account_id for r in rows.values()}}
         known = await repo.series_of_rules(read, ids)
         zones = {account: await accounts.account_time_zone(
-            read, Actor.system(account, runtime.clock)) for account in sources}
+            read, system_actor(account, runtime.clock)) for account in sources}
     gate = asyncio.Semaphore(PARALLEL_QUERIES)
 
     async def one(rule_row: Any, due_ms: int) -> _Judged:
@@ -446,7 +446,9 @@ async def evaluate_many(runtime: Runtime, conn: AsyncConnection,
         await pool.aclose()
     for result in judged:
         try:
-            async with conn.begin_nested():
+            # A unit of work in the rule's savepoint: what its services note (an integration
+            # made on first use) is flushed with it, or dropped with it.
+            async with conn.begin_nested(), unit(runtime, None, write=True, conn=conn):
                 await _write(runtime, conn, result)
         except Exception:
             log.exception("writing an alert rule's evaluation failed", rule_id=result.rule_id)

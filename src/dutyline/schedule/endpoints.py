@@ -26,7 +26,7 @@ router = Router("On-call schedules")
 _VIEW = (SCHEDULE_VIEW, SCHEDULE_MANAGE)
 
 
-@router.post("/schedule/create", permissions=(SCHEDULE_MANAGE,), write=True)
+@router.post("/schedule/create", service=service.create_schedule, write=True)
 async def schedule_create(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleIDResponse:
     """Create an on-call schedule: layers of rotating groups, restrictions, overrides."""
     schedule_id = await service.create_schedule(
@@ -38,7 +38,7 @@ async def schedule_create(ctx: Context, req: ScheduleUpsertRequest) -> ScheduleI
         ctx.runtime.settings, req.notify))
 
 
-@router.post("/schedule/update", permissions=(SCHEDULE_MANAGE,), write=True)
+@router.post("/schedule/update", service=service.update_schedule, write=True)
 async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> SaveWarnings:
     """Update a schedule; fields left out keep their value, `layers` replaces the stack;
     `warnings` names what the server's settings cannot send."""
@@ -51,21 +51,21 @@ async def schedule_update(ctx: Context, req: ScheduleUpsertRequest) -> SaveWarni
     return SaveWarnings(warnings=service.delivery_warnings(ctx.runtime.settings, req.notify))
 
 
-@router.post("/schedule/delete", permissions=(SCHEDULE_MANAGE,), write=True)
+@router.post("/schedule/delete", service=service.delete_schedules, write=True)
 async def schedule_delete(ctx: Context, req: ScheduleIDsBodyRequest) -> None:
     """Delete schedules by id (all or nothing)."""
     ctx.audit_targets.extend(
         await service.delete_schedules(ctx.conn, ctx.actor, schedule_ids=req.schedule_ids))
 
 
-@router.post("/schedule/info", permissions=_VIEW)
+@router.post("/schedule/info", service=service.schedule_info_sync)
 def schedule_info(conn: Connection, ctx: Context, req: ScheduleInfoRequest) -> ScheduleItem:
     """A schedule with its computed layers and final timeline for a window (≤ 45 days)."""
     return service.schedule_info_sync(conn, ctx.actor, schedule_id=req.schedule_id,
                                       start=req.start, end=req.end)
 
 
-@router.post("/schedule/infos", permissions=_VIEW)
+@router.post("/schedule/infos", service=service.schedule_infos_sync)
 def schedule_infos(conn: Connection, ctx: Context,
                    req: ScheduleIDsBodyRequest) -> ScheduleSelfResponse:
     """Schedules by id; unknown ids are left out."""
@@ -84,7 +84,7 @@ def schedule_list(conn: Connection, ctx: Context,
     return ScheduleListResponse(items=items, total=total)
 
 
-@router.post("/schedule/preview", permissions=_VIEW)
+@router.post("/schedule/preview", service=service.preview_sync)
 def schedule_preview(conn: Connection, ctx: Context,
                      req: ScheduleUpsertRequest) -> ScheduleItem:
     """The timeline a definition would give in a window (≤ 45 days); nothing is stored."""
@@ -92,7 +92,7 @@ def schedule_preview(conn: Connection, ctx: Context,
                                 layers=req.layers, start=req.start, end=req.end)
 
 
-@router.post("/schedule/self", permissions=_VIEW)
+@router.post("/schedule/self", service=service.my_schedules_sync)
 def schedule_self(conn: Connection, ctx: Context,
                   req: ScheduleSelfRequest) -> ScheduleSelfResponse:
     """The caller's schedules with only the caller's shifts (window ≤ 30 days; default the

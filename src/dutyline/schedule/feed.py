@@ -17,6 +17,7 @@ from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
+from dutyline.api.unit import system_actor
 from dutyline.kit.clock import Clock
 from dutyline.platform.member import service as member_service
 from dutyline.schedule import definition, ical, oncall, repository, timeline
@@ -69,7 +70,7 @@ async def render_feed(conn: AsyncConnection, token: str, clock: Clock) -> bytes 
         return None
     account_id, person_id = int(row.account_id), int(row.person_id)
     # The token is the credential: the service acts as the system on its account's behalf.
-    reader = Actor.system(account_id, clock)
+    reader = system_actor(account_id, clock)
     if person_id not in await member_service.existing_member_ids(conn, reader,
                                                                  [person_id]):
         return None

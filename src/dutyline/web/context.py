@@ -8,10 +8,10 @@
 
 - `ctx.actor`: the signed-in person as services see them (credential "session"), with the
   roles and permissions an app key of theirs would have.
-- `ctx.runtime.db.run_sync(..., write=False)`: a page's reads, through the sync services, in
-  one unit of database work. `ctx.read()` / `ctx.write()`: one transaction; a write one
-  flushes the audit entries the services noted, inside it, before it commits. Services
-  never commit.
+- `ctx.read()` / `ctx.write()`: one unit of work (api/unit.py), the door the API's calls go
+  through too: it flushes the audit entries the services noted before it commits, records a
+  refused or failed write with its outcome and the form, and counts the request's first
+  write against the account's rate limit. Services never commit.
 - `await ctx.form()`: the submitted form (the CSRF token was checked before the handler ran).
 - `ctx.render(template, **context)`: the template inside the layout, with the security
   headers; `ctx.redirect(url)`; `ctx.flash(message)` shows a message on the next page.
@@ -36,6 +36,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from dutyline.api import errors
 from dutyline.api.actor import Actor
 from dutyline.api.i18n import negotiate
+from dutyline.api.unit import Call, caller_actor, unit
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.web import devices, security
 from dutyline.web import service as signin
@@ -57,8 +58,14 @@ class Console(Protocol):
 
     def render(self, template: str, **context: Any) -> str: ...
 
-# Typed values never sent back into a page, even when the form is shown again with an error.
+# Typed values never sent back into a page, even when the form is shown again with an error,
+# nor kept in the audit log's copy of a form.
 _NEVER_KEPT = ("password", "code", security.CSRF_FIELD)
+MAX_AUDIT_BODY_CHARS = 10 * 1024
+
+
+def _secret_field(name: str) -> bool:
+    return any(secret in name for secret in _NEVER_KEPT)
 
 
 class ConsoleContext:
@@ -74,6 +81,7 @@ class ConsoleContext:
         self._session_token = ""
         self._actor: Actor | None = None
         self._conn: AsyncConnection | None = None
+        self._limited = False  # the request's rate limit counted (its first write)
         self._visitor = self._cookie(security.VISITOR_COOKIE)
         self._new_visitor = False
         self._device = devices.read(console.keys.device, self._cookie(devices.COOKIE))
@@ -117,7 +125,6 @@ class ConsoleContext:
         self.session = found.session
         self._session_token = token
         caller = found.caller
-        actor = signin.person_actor(caller, clock)
         authenticator = self.runtime.authenticator
 
         async def team_ids() -> frozenset[int]:
@@ -126,9 +133,8 @@ class ConsoleContext:
         def team_ids_sync(conn: Connection) -> frozenset[int]:
             return authenticator.team_ids_sync(conn, caller)
 
-        actor._load_team_ids = team_ids
-        actor._load_team_ids_sync = team_ids_sync
-        self._actor = actor
+        self._actor = caller_actor(caller, clock, "session", team_ids=team_ids,
+                                   team_ids_sync=team_ids_sync)
 
     async def still_signed_in(self) -> bool:
         """Whether the session this request came with is still live and its person still a
@@ -158,18 +164,37 @@ class ConsoleContext:
 
     @asynccontextmanager
     async def _transaction(self, *, write: bool) -> AsyncIterator[AsyncConnection]:
-        async with self.runtime.db.transaction(write=write) as conn:
-            self._conn = conn
+        """One unit of work (api/unit.py) for the signed-in person: their writes are rate
+        limited like their API calls (the account's limit, once a request), audited with the
+        form as the body, and a refused or failed one is recorded with its outcome."""
+        async with unit(self.runtime, self._actor, write=write, call=self.unit_call(write),
+                        limit=self._limit_key(write)) as work:
+            self._conn = work.conn
             try:
-                yield conn
-                if self._actor is not None:
-                    await self.runtime.audit.flush(conn, self._actor,
-                                                   request_id=self.request_id,
-                                                   client_ip=self.client_ip)
+                yield work.conn
             finally:
                 self._conn = None
-                if self._actor is not None:
-                    self._actor.take_audit_entries()  # a rolled-back write logs nothing
+
+    def unit_call(self, write: bool = True) -> Call:
+        """What a unit of this request tells the audit log: the request, the address and,
+        for a write, the form (its secrets masked, the CSRF token left out)."""
+        return Call(self.request_id, self.client_ip, self._audit_body() if write else "")
+
+    def _limit_key(self, write: bool) -> str | None:
+        if not write or self._actor is None or self._limited:
+            return None
+        self._limited = True
+        return f"a:{self._actor.account_id}"
+
+    def _audit_body(self) -> str:
+        pairs = [(k, v) for k, v in (self._form_pairs or ()) if k != security.CSRF_FIELD]
+        if not pairs:
+            return ""
+        form: dict[str, str] = {}
+        for key, value in pairs:
+            form.setdefault(key, "***" if _secret_field(key) else value)
+        text = json.dumps(form, ensure_ascii=False, separators=(",", ":"))
+        return text[:MAX_AUDIT_BODY_CHARS]
 
     # --- forms and CSRF -----------------------------------------------------------------
 
@@ -245,13 +270,12 @@ class ConsoleContext:
                             conn: AsyncConnection | None = None) -> None:
         """Sign `actor`'s person in: a new session (a new token, whatever cookie came with
         the request, which ends the session it named) sent with this response. In `conn`'s
-        transaction when given (and its runner flushes the audit entry), else in its own."""
+        transaction when given (and its unit of work flushes the audit entry), else in a
+        unit of its own."""
         if conn is None:
-            async with self.runtime.db.transaction(write=True) as own:
+            async with unit(self.runtime, actor, write=True, call=self.unit_call()) as work:
                 await self.start_session(actor, second_factor_pending=second_factor_pending,
-                                         conn=own)
-                await self.runtime.audit.flush(own, actor, request_id=self.request_id,
-                                               client_ip=self.client_ip)
+                                         conn=work.conn)
             return
         if self.session is not None:
             await signin.drop_session(conn, self.session)
@@ -320,8 +344,7 @@ class ConsoleContext:
             reason = exc.fields.get("reason")
             field_errors[field] = (self.runtime.translator.render(self.locale, reason, {})
                                    if isinstance(reason, str) else self.message(exc))
-        typed = {k: v for k, v in (self._form or {}).items()
-                 if not any(secret in k for secret in _NEVER_KEPT)}
+        typed = {k: v for k, v in (self._form or {}).items() if not _secret_field(k)}
         return self.render(template, status=exc.status, error=self.message(exc),
                            field_errors=field_errors, form=typed, **{**self.kept, **context})
 

@@ -16,6 +16,7 @@ from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.api.unit import Call, system_actor, unit
 from dutyline.kit import mail
 from dutyline.platform.member import service as members
 from dutyline.platform.role import service as roles
@@ -83,15 +84,15 @@ async def send_link_mail(ctx: JobContext, payload: dict[str, Any]) -> None:
     account_id, person_id = int(payload["account_id"]), int(payload["person_id"])
     # The link commits in a transaction of its own before the relay is contacted: the job's
     # transaction would hold SQLite's writer while the mail goes out.
-    async with runtime.db.transaction(write=True) as conn:
-        found = await members.contacts(conn, Actor.system(account_id, runtime.clock),
-                                       [person_id])
+    async with unit(runtime, system_actor(account_id, runtime.clock), write=True,
+                    call=Call(f"job-{ctx.job_id}")) as work:
+        found = await members.contacts(work.conn, work.actor, [person_id])
         person = found.get(person_id)
         if person is None or not person.email:
             log.info("console link mail skipped", person_id=person_id, purpose=purpose)
             return
-        token = await signin.issue_link(conn, purpose=purpose, account_id=account_id,
-                                        person_id=person_id, now_s=int(runtime.clock.now()))
+        token = await signin.issue_link(work.conn, work.actor, purpose=purpose,
+                                        person_id=person_id)
     url = signin.link_url(runtime.settings.base_url, purpose, token)
     await mail.send_mail(
         runtime.settings, to=person.email, subject=_SUBJECTS[purpose],

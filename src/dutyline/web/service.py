@@ -26,6 +26,7 @@ from dutyline.api import errors
 from dutyline.api.access import writes
 from dutyline.api.actor import Actor
 from dutyline.api.auth import Caller
+from dutyline.api.unit import caller_actor, system_actor
 from dutyline.kit.clock import Clock
 from dutyline.platform.member import service as members
 from dutyline.web import passwords
@@ -79,9 +80,7 @@ def _session(row: Any) -> Session:
 
 
 def person_actor(caller: Caller, clock: Clock, *, credential: Any = "session") -> Actor:
-    return Actor(account_id=caller.account_id, person_id=caller.person_id, clock=clock,
-                 is_admin=caller.is_admin, permissions=caller.permissions,
-                 person_name=caller.person_name, credential=credential)
+    return caller_actor(caller, clock, credential)
 
 
 # --- sign-in ----------------------------------------------------------------------------------
@@ -136,7 +135,7 @@ async def caller_of(conn: AsyncConnection, *, account_id: int, person_id: int) -
 
 async def email_of(conn: AsyncConnection, actor: Actor) -> str:
     """The e-mail address the actor's person signs in with ("" when none)."""
-    found = await members.contacts(conn, Actor.system(actor.account_id, actor.clock),
+    found = await members.contacts(conn, system_actor(actor.account_id, actor.clock),
                                    [actor.person_id])
     person = found.get(actor.person_id)
     return person.email if person is not None else ""
@@ -190,11 +189,15 @@ async def end_session(conn: AsyncConnection, actor: Actor, *, session: Session) 
 # --- passwords and one-time links -----------------------------------------------------------
 
 
-async def issue_link(conn: AsyncConnection, *, purpose: LinkPurpose, account_id: int,
-                     person_id: int, now_s: int) -> str:
-    """A one-time link's token for a member (the earlier links of this purpose stop
-    working). The server's shell and the invitation mail call this; nobody else sees it."""
+@writes("/console/link/issue", targets=_nothing)
+async def issue_link(conn: AsyncConnection, actor: Actor, *, purpose: LinkPurpose,
+                     person_id: int) -> str:
+    """A one-time link's token for a member of the actor's account (the earlier links of
+    this purpose stop working), audited with the member as its target (never the token).
+    The server's shell and the invitation mail call this; nobody else sees it."""
     token = new_token()
+    account_id, now_s = actor.account_id, actor.now_s
+    actor.note_audit_targets(person_id)
     await repo.retire_links(conn, person_id, purpose, now_s)
     await repo.insert_link(conn, {
         "token_hash": token_hash(token), "purpose": purpose, "account_id": account_id,
@@ -226,7 +229,7 @@ async def link_holder(conn: AsyncConnection, clock: Clock, *, token: str,
     if row is None:
         return None
     account_id, person_id = int(row.account_id), int(row.member_id)
-    found = await members.contacts(conn, Actor.system(account_id, clock), [person_id])
+    found = await members.contacts(conn, system_actor(account_id, clock), [person_id])
     person = found.get(person_id)
     if person is None:
         return None

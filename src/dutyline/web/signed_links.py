@@ -19,6 +19,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from dutyline.api import errors
+from dutyline.api.unit import unit
 from dutyline.dispatch.service import links
 from dutyline.web import incident_view
 from dutyline.web.context import ConsoleContext
@@ -57,10 +58,10 @@ def routes(console: Console) -> list[BaseRoute]:
     async def view_page(ctx: ConsoleContext, link: links.Link, *, heading: str,
                         status: int = 200, confirm: str = "", message: str = "") -> Response:
         """The read-only view of the link's incident, seen as the link's person."""
-        actor = links.person_actor(runtime, link)
         try:
-            async with runtime.db.transaction(write=False) as conn:
-                view = await incident_view.load(conn, actor, incident_id=link.incident_id,
+            async with unit(runtime, None, write=False, call=ctx.unit_call(False)) as work:
+                actor = links.person_actor(runtime, link)
+                view = await incident_view.load(work.conn, actor, incident_id=link.incident_id,
                                                 deps=runtime.deps,
                                                 read_only=True)
         except errors.ResourceNotFound:

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
+from dutyline.api.unit import Unit, system_actor
 from dutyline.kit.clock import Clock, millis
 
 if TYPE_CHECKING:
@@ -43,9 +44,9 @@ class JobContext:
     # Where the jobs this one makes for its own worker go (queue.NewJobs' `handoff`); None
     # when the handler runs outside a worker (tests, tools).
     handoff: Handoff | None = None
-    # The actors the handler acted through; the worker writes what their services noted
-    # for the audit log in the job's transaction (flush_audit).
-    actors: list[Actor] = field(default_factory=list)
+    # The job's unit of work (api/unit.py), joined to `conn`: it holds every actor made
+    # while the handler runs and flushes what their services noted before the job's `done`.
+    unit: Unit | None = None
 
     @property
     def clock(self) -> Clock:
@@ -54,13 +55,9 @@ class JobContext:
     def system_actor(self, account_id: int) -> Actor:
         """The service acting inside an account for this job: its writes reach the audit
         log as the system's, named after the job."""
-        actor = Actor.system(account_id, self.runtime.clock)
-        self.actors.append(actor)
-        return actor
-
-    async def flush_audit(self) -> None:
-        for actor in self.actors:
-            await self.runtime.audit.flush(self.conn, actor, request_id=f"job-{self.job_id}")
+        if self.unit is not None:
+            return self.unit.system(account_id)
+        return system_actor(account_id, self.runtime.clock)
 
     def now_ms(self) -> int:
         return millis(self.runtime.clock)
@@ -88,10 +85,19 @@ class DeadJobContext:
     attempts: int
     error: str  # the job's last_error: the last attempt's failure, or "lease expired"
     lease_expired: bool
+    # The hook's unit of work, joined to `conn` (inside the hook's savepoint): what its
+    # services note is flushed with the burial, as a job's is with its `done`.
+    unit: Unit | None = None
 
     @property
     def clock(self) -> Clock:
         return self.runtime.clock
+
+    def system_actor(self, account_id: int) -> Actor:
+        """The service acting inside an account for this hook (as JobContext's)."""
+        if self.unit is not None:
+            return self.unit.system(account_id)
+        return system_actor(account_id, self.runtime.clock)
 
     def now_ms(self) -> int:
         return millis(self.runtime.clock)
@@ -125,6 +131,7 @@ class BatchContext:
     worker_id: str
     jobs: list[BatchJob]
     handoff: Handoff | None = None  # as JobContext's
+    unit: Unit | None = None  # as JobContext's
 
     @property
     def clock(self) -> Clock:

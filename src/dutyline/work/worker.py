@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from dutyline.api.unit import Call, unit
 from dutyline.db.engine import CancellationGuard, Database
 from dutyline.kit.clock import millis
 from dutyline.work import queue, retention, scheduler, wakeup
@@ -238,11 +239,13 @@ class Worker:
         kind, ids = batch[0].kind, [claimed.id for claimed in batch]
         try:
             async with job_transaction(self.db) as conn:
-                await self._batch_spec(kind).fn(BatchContext(
-                    conn=conn, runtime=self.runtime, kind=kind, worker_id=self.worker_id,
-                    jobs=[BatchJob(job_id=c.id, attempt=c.attempts,
-                                   max_attempts=c.max_attempts, payload=c.payload)
-                          for c in batch], handoff=handoff))
+                async with unit(self.runtime, None, write=True, conn=conn,
+                                call=Call(f"job-{ids[0]}")) as work:
+                    await self._batch_spec(kind).fn(BatchContext(
+                        conn=conn, runtime=self.runtime, kind=kind, worker_id=self.worker_id,
+                        jobs=[BatchJob(job_id=c.id, attempt=c.attempts,
+                                       max_attempts=c.max_attempts, payload=c.payload)
+                              for c in batch], handoff=handoff, unit=work))
                 await queue.mark_done(conn, ids, self.worker_id, now_ms=self._now())
         except Exception as exc:
             blog.warning("job batch failed; its jobs run alone",
@@ -259,18 +262,21 @@ class Worker:
                 # Retried, not dropped: a newer worker that knows the kind may be rolling out.
                 raise UnknownJobKind(f"no handler for job kind {claimed.kind!r}")
             async with job_transaction(self.db) as conn:
-                ctx = JobContext(
-                    conn=conn,
-                    runtime=self.runtime,
-                    job_id=claimed.id,
-                    kind=claimed.kind,
-                    attempt=claimed.attempts,
-                    max_attempts=claimed.max_attempts,
-                    worker_id=self.worker_id,
-                    handoff=handoff,
-                )
-                await handler(ctx, claimed.payload)
-                await ctx.flush_audit()
+                # The job's unit of work (api/unit.py) in the job's own transaction: it
+                # flushes what the handler's services noted before the job is done.
+                async with unit(self.runtime, None, write=True, conn=conn,
+                                call=Call(f"job-{claimed.id}")) as work:
+                    await handler(JobContext(
+                        conn=conn,
+                        runtime=self.runtime,
+                        job_id=claimed.id,
+                        kind=claimed.kind,
+                        attempt=claimed.attempts,
+                        max_attempts=claimed.max_attempts,
+                        worker_id=self.worker_id,
+                        handoff=handoff,
+                        unit=work,
+                    ), claimed.payload)
                 await queue.mark_done(conn, claimed.id, self.worker_id, now_ms=self._now())
         except queue.LeaseLost:
             jlog.warning("job lease lost; its effects were rolled back")
@@ -330,21 +336,23 @@ class Worker:
         hook = self.registry.dead_hook(dead.kind)
         if hook is None:
             return
-        ctx = DeadJobContext(
-            conn=conn,
-            runtime=self.runtime,
-            job_id=dead.id,
-            kind=dead.kind,
-            attempts=dead.attempts,
-            error=dead.error,
-            lease_expired=dead.lease_expired,
-        )
         try:
             # In a savepoint: a hook that fails (every time, perhaps) loses only its own
             # writes, and must not keep this job, or the other leases of the same reap,
-            # from being buried or handed back.
-            async with conn.begin_nested():
-                await hook(ctx, dead.payload)
+            # from being buried or handed back. Its unit of work flushes what its services
+            # noted inside that savepoint.
+            async with conn.begin_nested(), unit(self.runtime, None, write=True, conn=conn,
+                                                 call=Call(f"job-{dead.id}")) as work:
+                await hook(DeadJobContext(
+                    conn=conn,
+                    runtime=self.runtime,
+                    job_id=dead.id,
+                    kind=dead.kind,
+                    attempts=dead.attempts,
+                    error=dead.error,
+                    lease_expired=dead.lease_expired,
+                    unit=work,
+                ), dead.payload)
         except Exception as exc:
             error = queue.truncate_error(f"{type(exc).__name__}: {exc}")
             self.log.error("on_dead hook failed; the job is dead without it",

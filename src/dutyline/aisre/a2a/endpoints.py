@@ -14,12 +14,11 @@ from dutyline.aisre.a2a.schemas import (
     A2aAgentUpdateRequest,
 )
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import AGENT_MANAGE
 
 router = Router("A2A agents")
 
 
-@router.post("/safari/a2a-agent/create", permissions=(AGENT_MANAGE,), write=True, outbound=True)
+@router.post("/safari/a2a-agent/create", service=service.apply_create, write=True, outbound=True)
 async def a2a_agent_create(ctx: Context, req: A2aAgentCreateRequest) -> A2aAgentRecord:
     """Register an A2A agent; its card is fetched and validated first."""
     deps = ctx.runtime.deps
@@ -51,7 +50,7 @@ def a2a_agent_list(conn: Connection, ctx: Context,
     return A2aAgentListResponse(total=total, agents=agents)
 
 
-@router.post("/safari/a2a-agent/update", permissions=(AGENT_MANAGE,), write=True, outbound=True)
+@router.post("/safari/a2a-agent/update", service=service.apply_update, write=True, outbound=True)
 async def a2a_agent_update(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgentRecord:
     """Change an agent; a new card_url is resolved again, a masked secret keeps the old one."""
     deps = ctx.runtime.deps
@@ -64,14 +63,14 @@ async def a2a_agent_update(ctx: Context, req: A2aAgentUpdateRequest) -> A2aAgent
     return await service.apply_update(ctx.conn, ctx.actor, prepared=prepared, deps=deps)
 
 
-@router.post("/safari/a2a-agent/delete", permissions=(AGENT_MANAGE,), write=True, empty="null")
+@router.post("/safari/a2a-agent/delete", service=service.delete_agent, write=True, empty="null")
 async def a2a_agent_delete(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Delete an agent."""
     await service.delete_agent(ctx.conn, ctx.actor, agent_id=req.agent_id)
     ctx.audit_targets.append(req.agent_id)
 
 
-@router.post("/safari/a2a-agent/enable", permissions=(AGENT_MANAGE,), write=True,
+@router.post("/safari/a2a-agent/enable", service=service.apply_enable, write=True,
              rate_scope="app_key", empty="null", outbound=True)
 async def a2a_agent_enable(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Enable a disabled agent after resolving its card again."""
@@ -82,7 +81,7 @@ async def a2a_agent_enable(ctx: Context, req: A2aAgentIdRequest) -> None:
     await service.apply_enable(ctx.conn, ctx.actor, prepared=prepared)
 
 
-@router.post("/safari/a2a-agent/disable", permissions=(AGENT_MANAGE,), write=True, empty="null")
+@router.post("/safari/a2a-agent/disable", service=service.disable_agent, write=True, empty="null")
 async def a2a_agent_disable(ctx: Context, req: A2aAgentIdRequest) -> None:
     """Disable an enabled agent: the agent loop stops offering it."""
     ctx.audit_targets.append(req.agent_id)

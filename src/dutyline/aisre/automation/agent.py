@@ -22,8 +22,8 @@ from dutyline.aisre.automation.runner_tools import RunnerTools, mcp_server_confi
 from dutyline.aisre.automation.runs import FAILED, SUCCEEDED
 from dutyline.aisre.automation.tools import AgentTool, ToolFailed, toolbox
 from dutyline.aisre.mcp import service as mcp_service
-from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import system_actor
 
 log = structlog.get_logger("dutyline.automation")
 
@@ -119,7 +119,7 @@ async def _runner_tools(
                        run_id=steps.run_id, add_step=steps.add)
     async with runtime.db.transaction(write=False) as conn:
         servers = await mcp_service.byoc_targets(
-            conn, Actor.system(account_id, runtime.clock),
+            conn, system_actor(account_id, runtime.clock),
             team_ids=[team_id] if team_id else [], worknode_id=worknode_id, deps=runtime.deps)
     configs = [{"config": mcp_server_config(target, name),
                 "connect_timeout": target.connect_timeout, "call_timeout": target.call_timeout}

@@ -18,6 +18,7 @@ from dutyline.aisre.automation import repository as repo
 from dutyline.aisre.automation import service as rules
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ENVIRONMENT_USE
+from dutyline.api.unit import system_actor
 from dutyline.incident.service import events
 from dutyline.platform.role import service as role_service
 from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
@@ -80,7 +81,7 @@ async def execute_run(ctx: JobContext, payload: dict[str, Any]) -> None:
     unavailable = ""
     if worknode_id:
         async with runtime.db.transaction(write=False) as conn:
-            system = Actor.system(rule.account_id, runtime.clock)
+            system = system_actor(rule.account_id, runtime.clock)
             unavailable = await _refused_environment(conn, system, rule, run)
             unavailable = unavailable or await runner_tools.check_worknode(
                 conn, system, worknode_id=worknode_id)

@@ -27,6 +27,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.errors import ApiError
 from dutyline.api.permissions import ALERT_RULE_MANAGE, CHANNEL_VIEW
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import person_actor, system_actor
 from dutyline.incident.service import query as incident_service
 from dutyline.monit import service as monit_service
 from dutyline.platform.role import service as role_service
@@ -174,10 +175,10 @@ async def _reading(runtime: Runtime,
 
         # It may read incidents as anyone who may view channels, within its scope's
         # visibility: the incident reads require that permission of every caller.
-        actor = Actor(account_id=scope.account_id,
-                      person_id=scope.owner_id if personal else 0, clock=runtime.clock,
-                      person_name="automation", permissions=frozenset({CHANNEL_VIEW}),
-                      _load_team_ids=team_ids, _load_team_ids_sync=team_ids_sync)
+        actor = person_actor(scope.account_id, scope.owner_id if personal else 0,
+                             runtime.clock, person_name="automation",
+                             permissions=frozenset({CHANNEL_VIEW}), team_ids=team_ids,
+                             team_ids_sync=team_ids_sync)
         yield conn, actor
 
 
@@ -254,9 +255,9 @@ def monit_tools(runtime: Runtime, account_id: int, owner_id: int) -> list[AgentT
     @asynccontextmanager
     async def reading() -> AsyncIterator[tuple[AsyncConnection, Actor]]:
         async with runtime.db.transaction(write=False) as conn:
-            yield conn, Actor(account_id=account_id, person_id=owner_id, clock=runtime.clock,
-                              person_name="automation",
-                              permissions=frozenset({ALERT_RULE_MANAGE}))
+            yield conn, person_actor(account_id, owner_id, runtime.clock,
+                                     person_name="automation",
+                                     permissions=frozenset({ALERT_RULE_MANAGE}))
 
     def target(arguments: dict[str, Any]) -> tuple[str, str]:
         return (str(arguments.get("target_locator") or ""),
@@ -324,7 +325,7 @@ async def toolbox(
     problems: list[str],
 ) -> list[AgentTool]:
     """Every tool of a run in this scope; servers that cannot be listed go to `problems`."""
-    system = Actor.system(account_id, runtime.clock)
+    system = system_actor(account_id, runtime.clock)
     async with runtime.db.transaction(write=False) as conn:
         mcp_targets = await mcp_service.enabled_targets(
             conn, system, team_ids=[team_id] if team_id else [], deps=runtime.deps)

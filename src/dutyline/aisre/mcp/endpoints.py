@@ -14,7 +14,6 @@ from dutyline.aisre.mcp.schemas import (
     McpServerUpdateRequest,
 )
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import MCP_MANAGE
 
 router = Router("MCP servers")
 
@@ -38,7 +37,7 @@ async def mcp_server_get(ctx: Context, req: McpServerLookup) -> McpServerRecord:
     return await service.store_probe(ctx.conn, ctx.actor, probe=probe)
 
 
-@router.post("/safari/mcp/server/create", permissions=(MCP_MANAGE,), write=True)
+@router.post("/safari/mcp/server/create", service=service.create_server, write=True)
 async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpServerRecord:
     """Register an MCP server (account-level with team_id 0, or for one team)."""
     spec = service.ServerSpec(
@@ -52,7 +51,7 @@ async def mcp_server_create(ctx: Context, req: McpServerCreateRequest) -> McpSer
     return record
 
 
-@router.post("/safari/mcp/server/update", permissions=(MCP_MANAGE,), write=True)
+@router.post("/safari/mcp/server/update", service=service.update_server, write=True)
 async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpServerRecord:
     """Change an MCP server; fields left out keep their value, masked headers their secret."""
     changes = service.ServerChanges(
@@ -67,14 +66,14 @@ async def mcp_server_update(ctx: Context, req: McpServerUpdateRequest) -> McpSer
     return record
 
 
-@router.post("/safari/mcp/server/delete", permissions=(MCP_MANAGE,), write=True, empty="null")
+@router.post("/safari/mcp/server/delete", service=service.delete_server, write=True, empty="null")
 async def mcp_server_delete(ctx: Context, req: McpServerLookup) -> None:
     """Delete an MCP server."""
     await service.delete_server(ctx.conn, ctx.actor, server_id=req.server_id)
     ctx.audit_targets.append(req.server_id)
 
 
-@router.post("/safari/mcp/server/enable", permissions=(MCP_MANAGE,), write=True,
+@router.post("/safari/mcp/server/enable", service=service.enable_server, write=True,
              rate_scope="app_key", empty="null")
 async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
     """Enable a disabled MCP server (an enabled one is refused with InvalidParameter)."""
@@ -82,7 +81,7 @@ async def mcp_server_enable(ctx: Context, req: McpServerLookup) -> None:
     await service.enable_server(ctx.conn, ctx.actor, server_id=req.server_id)
 
 
-@router.post("/safari/mcp/server/disable", permissions=(MCP_MANAGE,), write=True,
+@router.post("/safari/mcp/server/disable", service=service.disable_server, write=True,
              rate_scope="app_key", empty="null")
 async def mcp_server_disable(ctx: Context, req: McpServerLookup) -> None:
     """Disable an enabled MCP server (a disabled one is refused with InvalidParameter)."""

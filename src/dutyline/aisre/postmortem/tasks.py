@@ -13,7 +13,7 @@ from dutyline.aisre.automation import agent
 from dutyline.aisre.automation.llm import LlmError
 from dutyline.aisre.postmortem.drafter import DEADLINE_S, DraftFailed, draft
 from dutyline.api import errors
-from dutyline.api.actor import Actor
+from dutyline.api.unit import system_actor, unit
 from dutyline.incident.service import postmortem
 from dutyline.work.registry import DeadJobContext, JobContext, job_handler, job_on_dead
 
@@ -27,10 +27,11 @@ async def draft_post_mortem(ctx: JobContext, payload: dict[str, Any]) -> None:
     sections: dict[str, str] | None = None
     error = ""
     try:
-        async with runtime.db.transaction(write=False) as conn:
+        async with unit(runtime, system_actor(account_id, runtime.clock),
+                        write=False) as work:
             ask = await postmortem.model_draft_ask(
-                conn, Actor.system(account_id, runtime.clock), post_mortem_id=post_mortem_id,
-                revision=revision, deps=runtime.deps)
+                work.conn, work.actor, post_mortem_id=post_mortem_id, revision=revision,
+                deps=runtime.deps)
     except errors.ApiError as exc:  # an incident removed since
         ask, error = None, f"the incidents could not be read: {exc}"
     if ask is None and not error:
@@ -62,7 +63,7 @@ async def draft_died(ctx: DeadJobContext, payload: dict[str, Any]) -> None:
     reason = ("its worker stopped while it ran" if ctx.lease_expired
               else f"it failed: {ctx.error}")
     await postmortem.record_model_draft(
-        ctx.conn, Actor.system(int(payload["account_id"]), ctx.clock),
+        ctx.conn, ctx.system_actor(int(payload["account_id"])),
         post_mortem_id=str(payload["post_mortem_id"]), revision=int(payload["revision"]),
         sections=None, model=ctx.runtime.settings.llm_model or "",
         error=f"The model's draft did not finish: {reason}")

@@ -23,12 +23,11 @@ from dutyline.aisre.runner.schemas import (
     WorknodeUpdateRequest,
 )
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import ACCOUNT_MANAGE
 
 router = Router("BYOC runners")
 
 
-@router.post("/safari/worknode/create", write=True, permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/worknode/create", service=service.create_worknode, write=True)
 async def worknode_create(ctx: Context, req: WorknodeCreateRequest) -> WorknodeRecord:
     """Register a worknode (a runner inside your network); then create a key for it."""
     item = await service.create_worknode(ctx.conn, ctx.actor, name=req.name, labels=req.labels,
@@ -37,7 +36,7 @@ async def worknode_create(ctx: Context, req: WorknodeCreateRequest) -> WorknodeR
     return item
 
 
-@router.post("/safari/worknode/update", write=True, permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/worknode/update", service=service.update_worknode, write=True)
 async def worknode_update(ctx: Context, req: WorknodeUpdateRequest) -> WorknodeRecord:
     """Rename or relabel a worknode; omitted fields are left unchanged."""
     ctx.audit_targets.append(req.worknode_id)
@@ -60,14 +59,14 @@ def worknode_list(conn: Connection, ctx: Context,
                                        online=req.online, p=req.p, limit=req.limit)
 
 
-@router.post("/safari/worknode/delete", write=True, empty="null", permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/worknode/delete", service=service.delete_worknode, write=True, empty="null")
 async def worknode_delete(ctx: Context, req: WorknodeLookup) -> None:
     """Delete a worknode and its keys; its runner is disconnected."""
     ctx.audit_targets.append(
         await service.delete_worknode(ctx.conn, ctx.actor, worknode_id=req.worknode_id))
 
 
-@router.post("/safari/runner/key/create", write=True, permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/runner/key/create", service=service.create_key, write=True)
 async def runner_key_create(ctx: Context, req: RunnerKeyCreateRequest) -> RunnerKeyCreated:
     """Create a key a runner connects with; the key is shown in this response only."""
     item = await service.create_key(ctx.conn, ctx.actor, worknode_id=req.worknode_id,
@@ -76,7 +75,7 @@ async def runner_key_create(ctx: Context, req: RunnerKeyCreateRequest) -> Runner
     return item
 
 
-@router.post("/safari/runner/key/list", permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/runner/key/list", service=service.list_keys_sync)
 def runner_key_list(conn: Connection, ctx: Context,
                     req: RunnerKeyListRequest) -> RunnerKeyListResponse:
     """Runner keys (never the keys themselves: only their last four characters)."""
@@ -85,7 +84,7 @@ def runner_key_list(conn: Connection, ctx: Context,
                                   limit=req.limit)
 
 
-@router.post("/safari/runner/key/revoke", write=True, empty="null", permissions=(ACCOUNT_MANAGE,))
+@router.post("/safari/runner/key/revoke", service=service.revoke_key, write=True, empty="null")
 async def runner_key_revoke(ctx: Context, req: RunnerKeyLookup) -> None:
     """Revoke a runner key: refused from now on, its connected runner is disconnected."""
     ctx.audit_targets.append(await service.revoke_key(ctx.conn, ctx.actor, key_id=req.key_id))

@@ -38,8 +38,8 @@ from starlette.websockets import WebSocket
 from dutyline.aisre.runner import protocol, service
 from dutyline.aisre.runner import repository as repo
 from dutyline.aisre.runner.bell import TASK, WORK, RelayBell
-from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import system_actor
 from dutyline.kit.ids import prefixed_id
 
 log = structlog.get_logger("dutyline.runner")
@@ -271,7 +271,7 @@ class RunnerHub:
         now = self.now_ms()
         async with self.runtime.db.transaction(write=True) as conn:
             worknode = await service.worknode_for_run(
-                conn, Actor.system(account_id, self.runtime.clock), worknode_id=worknode_id)
+                conn, system_actor(account_id, self.runtime.clock), worknode_id=worknode_id)
             if worknode is None:
                 raise RunnerUnavailable(f"the worknode {worknode_id!r} does not exist")
             if not service.is_online(worknode, now):

@@ -20,8 +20,8 @@ from starlette.websockets import WebSocket
 
 from dutyline.aisre.runner import keys, protocol, service
 from dutyline.aisre.runner.hub import Connection, RunnerHub, hub_of
-from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import system_actor
 
 log = structlog.get_logger("dutyline.runner")
 
@@ -127,7 +127,7 @@ async def _handle(runtime: Runtime, hub: RunnerHub, connection: Connection,
 async def _heartbeat(runtime: Runtime, hub: RunnerHub, connection: Connection,
                      beat: Any) -> bool:
     async with runtime.db.transaction(write=True) as conn:
-        actor = Actor.system(connection.account_id, runtime.clock)
+        actor = system_actor(connection.account_id, runtime.clock)
         if not await service.key_still_valid(conn, actor, key_id=connection.key_id):
             log.info("runner key revoked: disconnecting", worknode_id=connection.worknode_id)
             return False

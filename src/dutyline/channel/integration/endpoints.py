@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel.integration import service
 from dutyline.channel.integration.schemas import (
     CreateIntegrationRequest,
@@ -19,7 +18,7 @@ from dutyline.channel.integration.schemas import (
 router = Router("Integrations")
 
 
-@router.post("/integration/create", permissions=(INTEGRATION_MANAGE,), write=True)
+@router.post("/integration/create", service=service.create_integration, write=True)
 async def integration_create(ctx: Context,
                              req: CreateIntegrationRequest) -> CreateIntegrationResponse:
     """Create an integration of a channel: a standard one, whose key (shown in this response
@@ -35,13 +34,13 @@ async def integration_create(ctx: Context,
                                      signing_secret=created.signing_secret)
 
 
-@router.post("/integration/info", permissions=(INTEGRATION_VIEW,))
+@router.post("/integration/info", service=service.integration_info_sync)
 def integration_info(conn: Connection, ctx: Context, req: IntegrationIDRequest) -> IntegrationItem:
     """Get one integration (never its key)."""
     return service.integration_info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
-@router.post("/integration/list", permissions=(INTEGRATION_VIEW,))
+@router.post("/integration/list", service=service.list_integrations_sync)
 def integration_list(conn: Connection, ctx: Context,
                      req: ListIntegrationsRequest) -> ListIntegrationsResponse:
     """List integrations, of one channel or of every channel the caller sees."""
@@ -50,7 +49,7 @@ def integration_list(conn: Connection, ctx: Context,
     return ListIntegrationsResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 
-@router.post("/integration/delete", permissions=(INTEGRATION_MANAGE,), write=True, dangerous=True)
+@router.post("/integration/delete", service=service.delete_integration, write=True)
 async def integration_delete(ctx: Context, req: IntegrationIDRequest) -> None:
     """Delete an integration: its key stops accepting alerts at once."""
     await service.delete_integration(ctx.conn, ctx.actor, integration_id=req.integration_id)

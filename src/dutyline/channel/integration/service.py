@@ -91,28 +91,44 @@ def integration_ids_of_types_sync(conn: Connection, actor: Actor,
 async def system_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
                              integration_type: str, name: str) -> str | None:
     """The key hash of a channel's integration for events the service raises itself (alert
-    rules of the monit domain), created on first use with a key nobody is ever shown; None
-    when the channel is not a live channel of the account. The hash is all ingestion needs."""
+    rules of the monit domain), created on first use with a key nobody is ever shown (and
+    that creation audited as the system's); None when the channel is not a live channel of
+    the account. The hash is all ingestion needs."""
     found = await repo.first_of_type(conn, actor.account_id, channel_id, integration_type)
     if found is not None:
         return str(found.key_hash)
     if not await repo.live_channel_exists(conn, actor.account_id, channel_id):
         return None
-    key_hash = hash_key(KEY_PREFIX + secrets.token_urlsafe(32))
     try:
-        async with conn.begin_nested():
-            await repo.insert_integration(conn, {
-                "integration_id": numeric_id(), "account_id": actor.account_id,
-                "channel_id": channel_id, "integration_name": name,
-                "integration_type": integration_type, "key_hash": key_hash,
-                "key_suffix": "", "status": "enabled", "creator_id": 0,
-                "created_at": actor.now_s, "updated_at": actor.now_s,
-            })
+        return (await _create_system_integration(
+            conn, actor, channel_id=channel_id, integration_type=integration_type,
+            name=name)).key_hash
     except IntegrityError:
         # A concurrent first use created it: take that one.
         found = await repo.first_of_type(conn, actor.account_id, channel_id, integration_type)
         return None if found is None else str(found.key_hash)
-    return key_hash
+
+
+@dataclass(frozen=True, slots=True)
+class _SystemIntegration:
+    integration_id: int
+    key_hash: str
+
+
+@writes("/integration/create", targets=lambda made: [made.integration_id])
+async def _create_system_integration(conn: AsyncConnection, actor: Actor, *, channel_id: int,
+                                     integration_type: str, name: str) -> _SystemIntegration:
+    made = _SystemIntegration(numeric_id(), hash_key(KEY_PREFIX + secrets.token_urlsafe(32)))
+    actor.note_audit_targets(channel_id)
+    async with conn.begin_nested():
+        await repo.insert_integration(conn, {
+            "integration_id": made.integration_id, "account_id": actor.account_id,
+            "channel_id": channel_id, "integration_name": name,
+            "integration_type": integration_type, "key_hash": made.key_hash,
+            "key_suffix": "", "status": "enabled", "creator_id": 0,
+            "created_at": actor.now_s, "updated_at": actor.now_s,
+        })
+    return made
 
 
 @dataclass(frozen=True, slots=True)

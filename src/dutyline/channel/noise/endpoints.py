@@ -10,7 +10,6 @@ from typing import Any
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_MANAGE, CHANNEL_VIEW
 from dutyline.channel.noise import service
 from dutyline.channel.noise.schemas import (
     ChannelRuleIDRequest,
@@ -43,25 +42,25 @@ def _common_routes(prefix: str, kind: str, item: Any) -> None:
     """info, delete, enable, disable: the same for every kind."""
     rules = service.WRITES[kind]
 
-    @router.post(f"{prefix}/info", response=item, permissions=(CHANNEL_VIEW,))
+    @router.post(f"{prefix}/info", response=item, service=service.rule_info_sync)
     def info(conn: Connection, ctx: Context, req: ChannelRuleIDRequest) -> Any:
         """Get one rule of the channel."""
         return service.rule_info_sync(conn, ctx.actor, kind=kind, channel_id=req.channel_id,
                                       rule_id=req.rule_id)
 
-    @router.post(f"{prefix}/delete", permissions=(CHANNEL_MANAGE,), write=True)
+    @router.post(f"{prefix}/delete", service=rules.delete, write=True)
     async def remove(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Delete a rule."""
         await rules.delete(ctx.conn, ctx.actor, channel_id=req.channel_id,
                            rule_id=req.rule_id)
 
-    @router.post(f"{prefix}/enable", permissions=(CHANNEL_MANAGE,), write=True)
+    @router.post(f"{prefix}/enable", service=rules.enable, write=True)
     async def enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Enable a rule (idempotent)."""
         await rules.enable(ctx.conn, ctx.actor, channel_id=req.channel_id,
                            rule_id=req.rule_id)
 
-    @router.post(f"{prefix}/disable", permissions=(CHANNEL_MANAGE,), write=True)
+    @router.post(f"{prefix}/disable", service=rules.disable, write=True)
     async def disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
         """Disable a rule without deleting it (idempotent)."""
         await rules.disable(ctx.conn, ctx.actor, channel_id=req.channel_id,
@@ -71,7 +70,7 @@ def _common_routes(prefix: str, kind: str, item: Any) -> None:
 # -- inhibit --------------------------------------------------------------------------------
 
 
-@router.post("/channel/inhibit/rule/list", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/inhibit/rule/list", service=service.list_rules_sync)
 def inhibit_list(conn: Connection, ctx: Context,
                  req: ChannelScopedRequest) -> ListInhibitRulesResponse:
     """List the channel's inhibit rules (full records)."""
@@ -79,7 +78,7 @@ def inhibit_list(conn: Connection, ctx: Context,
     return ListInhibitRulesResponse(items=items)  # type: ignore[arg-type]
 
 
-@router.post("/channel/inhibit/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/inhibit/rule/create", service=service.INHIBIT_RULES.create, write=True)
 async def inhibit_create(ctx: Context, req: CreateInhibitRuleRequest) -> RuleCreateResponse:
     """Create an inhibit rule: alerts matching target_filters are held back while an active
     alert matching source_filters agrees with them on every `equals` path."""
@@ -92,7 +91,7 @@ async def inhibit_create(ctx: Context, req: CreateInhibitRuleRequest) -> RuleCre
         config=config))
 
 
-@router.post("/channel/inhibit/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/inhibit/rule/update", service=service.INHIBIT_RULES.update, write=True)
 async def inhibit_update(ctx: Context, req: UpdateInhibitRuleRequest) -> None:
     """Change an inhibit rule's settings; a field left out keeps its stored value."""
     config = service.inhibit_update(
@@ -116,7 +115,7 @@ def _silence_config(req: CreateSilenceRuleRequest) -> dict[str, Any]:
         is_directly_discard=req.is_directly_discard, from_incident_id=req.from_incident_id)
 
 
-@router.post("/channel/silence/rule/list", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/silence/rule/list", service=service.list_rules_sync)
 def silence_list(conn: Connection, ctx: Context,
                  req: ChannelScopedRequest) -> ListSilenceRulesResponse:
     """List the channel's silence rules."""
@@ -124,7 +123,7 @@ def silence_list(conn: Connection, ctx: Context,
     return ListSilenceRulesResponse(items=items)  # type: ignore[arg-type]
 
 
-@router.post("/channel/silence/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/silence/rule/create", service=service.SILENCE_RULES.create, write=True)
 async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCreateResponse:
     """Create a silence rule: matching alerts are stored and open no incident during its
     one-off window (`time_filter`) or recurring windows (`time_filters`)."""
@@ -134,7 +133,7 @@ async def silence_create(ctx: Context, req: CreateSilenceRuleRequest) -> RuleCre
         config=_silence_config(req)))
 
 
-@router.post("/channel/silence/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/silence/rule/update", service=service.SILENCE_RULES.update, write=True)
 async def silence_update(ctx: Context, req: UpdateSilenceRuleRequest) -> None:
     """Change a silence rule's settings; a field left out keeps its stored value (the window,
     `time_filter` with `time_filters`, is replaced as a whole when either is given)."""
@@ -152,7 +151,7 @@ _common_routes("/channel/silence/rule", SILENCE, SilenceRuleItem)
 # -- drop (unsubscribe) ---------------------------------------------------------------------
 
 
-@router.post("/channel/unsubscribe/rule/list", permissions=(CHANNEL_VIEW,))
+@router.post("/channel/unsubscribe/rule/list", service=service.list_rules_sync)
 def drop_list(conn: Connection, ctx: Context,
               req: ChannelScopedRequest) -> ListDropRulesResponse:
     """List the channel's drop rules."""
@@ -160,7 +159,7 @@ def drop_list(conn: Connection, ctx: Context,
     return ListDropRulesResponse(items=items)  # type: ignore[arg-type]
 
 
-@router.post("/channel/unsubscribe/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/unsubscribe/rule/create", service=service.DROP_RULES.create, write=True)
 async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateResponse:
     """Create a drop rule: matching new alerts are counted on the rule and not stored."""
     return _created(await service.DROP_RULES.create(
@@ -169,7 +168,7 @@ async def drop_create(ctx: Context, req: CreateDropRuleRequest) -> RuleCreateRes
         config=service.drop_config(filters=req.filters)))
 
 
-@router.post("/channel/unsubscribe/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/unsubscribe/rule/update", service=service.DROP_RULES.update, write=True)
 async def drop_update(ctx: Context, req: UpdateDropRuleRequest) -> None:
     """Change a drop rule's settings; a field left out keeps its stored value."""
     await service.DROP_RULES.update(

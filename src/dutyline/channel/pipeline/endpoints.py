@@ -10,7 +10,6 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.api.types import Id
 from dutyline.channel.pipeline import service
 from dutyline.channel.pipeline.service import PipelineItem
@@ -35,7 +34,7 @@ class PipelineListResponse(msgspec.Struct, kw_only=True):
     items: list[PipelineItem]
 
 
-@router.post("/alert/pipeline/upsert", permissions=(INTEGRATION_MANAGE,), write=True)
+@router.post("/alert/pipeline/upsert", service=service.upsert, write=True)
 async def pipeline_upsert(ctx: Context, req: PipelineUpsertRequest) -> None:
     """Replace an integration's pipeline: title/description/severity rewrites and drops run
     on every event it receives, before enrichment and grouping."""
@@ -43,13 +42,13 @@ async def pipeline_upsert(ctx: Context, req: PipelineUpsertRequest) -> None:
                          rules=req.rules)
 
 
-@router.post("/alert/pipeline/info", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+@router.post("/alert/pipeline/info", service=service.info_sync)
 def pipeline_info(conn: Connection, ctx: Context, req: PipelineInfoRequest) -> PipelineItem:
     """An integration's pipeline (an empty, enabled one when none was written)."""
     return service.info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
-@router.post("/alert/pipeline/list", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+@router.post("/alert/pipeline/list", service=service.list_pipelines_sync)
 def pipeline_list(conn: Connection, ctx: Context,
                   req: PipelineListRequest) -> PipelineListResponse:
     """The pipelines written for these integrations of the account."""

@@ -10,7 +10,6 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.api.types import Id, PageRequest
 from dutyline.channel.route import service
 from dutyline.channel.route.service import (
@@ -50,7 +49,7 @@ class RouteHistoryResponse(msgspec.Struct, kw_only=True):
     has_next_page: bool
 
 
-@router.post("/route/upsert", permissions=(INTEGRATION_MANAGE,), write=True)
+@router.post("/route/upsert", service=service.upsert, write=True)
 async def route_upsert(ctx: Context, req: RouteUpsertRequest) -> None:
     """Replace an integration's route: cases (conditions -> channels) and a default."""
     await service.upsert(ctx.conn, ctx.actor, integration_id=req.integration_id,
@@ -58,20 +57,20 @@ async def route_upsert(ctx: Context, req: RouteUpsertRequest) -> None:
                          version=req.version)
 
 
-@router.post("/route/info", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE), empty="null")
+@router.post("/route/info", service=service.info_sync, empty="null")
 def route_info(conn: Connection, ctx: Context, req: RouteInfoRequest) -> RouteItem | None:
     """An integration's route; null when it has none."""
     return service.info_sync(conn, ctx.actor, integration_id=req.integration_id)
 
 
-@router.post("/route/list", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+@router.post("/route/list", service=service.list_routes_sync)
 def route_list(conn: Connection, ctx: Context, req: RouteListRequest) -> RouteListResponse:
     """The routes of these integrations of the account (those without one are left out)."""
     return RouteListResponse(items=service.list_routes_sync(
         conn, ctx.actor, integration_ids=list(dict.fromkeys(req.integration_ids))))
 
 
-@router.post("/route/history/list", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+@router.post("/route/history/list", service=service.history_sync)
 def route_history_list(conn: Connection, ctx: Context,
                        req: RouteHistoryRequest) -> RouteHistoryResponse:
     """The saved versions of an integration's route, newest first (`asc` for oldest first):

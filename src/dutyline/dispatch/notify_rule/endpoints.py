@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_MANAGE
 from dutyline.api.types import SaveWarnings
 from dutyline.dispatch.notify_rule import service
 from dutyline.dispatch.notify_rule.schemas import (
@@ -22,7 +21,7 @@ from dutyline.dispatch.schemas import (
 router = Router("Channel notification rules")
 
 
-@router.post("/channel/notify/rule/create", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/notify/rule/create", service=service.create_rule, write=True)
 async def rule_create(ctx: Context, req: CreateNotifyRuleRequest) -> RuleCreateResponse:
     """Create a notification rule: who is told of which events of the channel's incidents
     (those its filters match), beside escalation."""
@@ -33,7 +32,7 @@ async def rule_create(ctx: Context, req: CreateNotifyRuleRequest) -> RuleCreateR
         time_filters=req.time_filters)
 
 
-@router.post("/channel/notify/rule/update", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/notify/rule/update", service=service.update_rule, write=True)
 async def rule_update(ctx: Context, req: UpdateNotifyRuleRequest) -> SaveWarnings:
     """Replace a notification rule's settings (its status is kept); `warnings` names what
     the server's settings cannot send."""
@@ -44,21 +43,21 @@ async def rule_update(ctx: Context, req: UpdateNotifyRuleRequest) -> SaveWarning
         filters=req.filters, time_filters=req.time_filters)
 
 
-@router.post("/channel/notify/rule/delete", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/notify/rule/delete", service=service.delete_rule, write=True)
 async def rule_delete(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Delete a notification rule."""
     await service.delete_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
                               rule_id=req.rule_id)
 
 
-@router.post("/channel/notify/rule/enable", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/notify/rule/enable", service=service.enable_rule, write=True)
 async def rule_enable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Enable a notification rule."""
     await service.enable_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,
                               rule_id=req.rule_id)
 
 
-@router.post("/channel/notify/rule/disable", permissions=(CHANNEL_MANAGE,), write=True)
+@router.post("/channel/notify/rule/disable", service=service.disable_rule, write=True)
 async def rule_disable(ctx: Context, req: ChannelRuleIDRequest) -> None:
     """Disable a notification rule: it tells nobody, and is kept."""
     await service.disable_rule(ctx.conn, ctx.actor, channel_id=req.channel_id,

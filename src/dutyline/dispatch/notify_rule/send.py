@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.actor import Actor
 from dutyline.api.runtime import Runtime
+from dutyline.api.unit import system_actor
 from dutyline.dispatch import compose, engine, links, peers
 from dutyline.dispatch.notify import (
     CHAT_SETTINGS,
@@ -172,7 +173,7 @@ async def on_event(conn: AsyncConnection, runtime: Runtime, event: IncidentEvent
     event_type = EVENT_TYPE_OF_KIND.get(event.kind)
     if event_type is None:
         return 0
-    actor = Actor.system(event.account_id, runtime.clock)
+    actor = system_actor(event.account_id, runtime.clock)
     info = await engine.incident_record(conn, runtime, event.account_id, event.incident_id)
     if info is None or not info.channel_id:
         return 0

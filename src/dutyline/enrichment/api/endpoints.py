@@ -8,7 +8,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Empty, Router
-from dutyline.api.permissions import MAPPING_DATA_MANAGE, MAPPING_DATA_VIEW
 from dutyline.enrichment.api import service
 from dutyline.enrichment.api.schemas import (
     ApiCreateRequest,
@@ -22,7 +21,7 @@ from dutyline.enrichment.api.schemas import (
 router = Router("Mapping APIs")
 
 
-@router.post("/enrichment/mapping/api/create", permissions=(MAPPING_DATA_MANAGE,), write=True)
+@router.post("/enrichment/mapping/api/create", service=service.create_api, write=True)
 async def api_create(ctx: Context, req: ApiCreateRequest) -> ApiCreateResponse:
     """Register an HTTP API that `mapping` rules with `mapping_type: api` call at ingest."""
     return await service.create_api(
@@ -38,15 +37,14 @@ def api_info(conn: Connection, ctx: Context, req: ApiIDRequest) -> MappingApiIte
     return service.api_info_sync(conn, ctx.actor, api_id=req.api_id, deps=ctx.runtime.deps)
 
 
-@router.post("/enrichment/mapping/api/list",
-             permissions=(MAPPING_DATA_VIEW, MAPPING_DATA_MANAGE))
+@router.post("/enrichment/mapping/api/list", service=service.list_apis_sync)
 def api_list(conn: Connection, ctx: Context, req: Empty) -> ApiListResponse:
     """Every mapping API of the account (headers masked)."""
     items = service.list_apis_sync(conn, ctx.actor, deps=ctx.runtime.deps)
     return ApiListResponse(total=len(items), items=items)
 
 
-@router.post("/enrichment/mapping/api/update", permissions=(MAPPING_DATA_MANAGE,), write=True)
+@router.post("/enrichment/mapping/api/update", service=service.update_api, write=True)
 async def api_update(ctx: Context, req: ApiUpdateRequest) -> None:
     """Change the fields given (headers are replaced whole)."""
     await service.update_api(
@@ -56,7 +54,7 @@ async def api_update(ctx: Context, req: ApiUpdateRequest) -> None:
         team_id=req.team_id, deps=ctx.runtime.deps)
 
 
-@router.post("/enrichment/mapping/api/delete", permissions=(MAPPING_DATA_MANAGE,), write=True)
+@router.post("/enrichment/mapping/api/delete", service=service.delete_api, write=True)
 async def api_delete(ctx: Context, req: ApiIDRequest) -> None:
     """Delete an API no enrichment rule uses (else 400 ReferenceExist naming them)."""
     await service.delete_api(ctx.conn, ctx.actor, api_id=req.api_id)

@@ -10,9 +10,6 @@ from sqlalchemy import Connection
 from dutyline.api.operation import Context, Router
 from dutyline.api.permissions import (
     CHANNEL_VIEW,
-    INCIDENT_MANAGE,
-    INTEGRATION_MANAGE,
-    INTEGRATION_VIEW,
 )
 from dutyline.incident.alert import route_preview, service
 from dutyline.incident.alert.route_preview import RoutePreviewRequest, RoutePreviewResponse
@@ -36,7 +33,7 @@ router = Router("Alerts")
 VIEW = (CHANNEL_VIEW,)
 
 
-@router.post("/alert/list", permissions=VIEW)
+@router.post("/alert/list", service=service.list_alerts_sync)
 def alert_list(conn: Connection, ctx: Context, req: AlertListRequest) -> AlertListResponse:
     """List the account's alerts in a time range (at most 31 days), a page at a time."""
     return service.list_alerts_sync(
@@ -48,13 +45,13 @@ def alert_list(conn: Connection, ctx: Context, req: AlertListRequest) -> AlertLi
         is_active=req.is_active, ever_muted=req.ever_muted, orderby=req.orderby, asc=req.asc)
 
 
-@router.post("/alert/info", permissions=VIEW)
+@router.post("/alert/info", service=service.alert_info_sync)
 def alert_info(conn: Connection, ctx: Context, req: AlertLookup) -> AlertItem:
     """Get one alert with its incident and event count."""
     return service.alert_info_sync(conn, ctx.actor, alert_id=req.alert_id)
 
 
-@router.post("/alert/event/list", permissions=VIEW)
+@router.post("/alert/event/list", service=service.list_events_sync)
 def alert_event_list(conn: Connection, ctx: Context,
                      req: AlertEventListRequest) -> AlertEventListResponse:
     """List the raw events of one alert in arrival order."""
@@ -62,21 +59,21 @@ def alert_event_list(conn: Connection, ctx: Context,
                                     offset=req.offset, limit=req.limit)
 
 
-@router.post("/alert/list-by-ids", permissions=VIEW)
+@router.post("/alert/list-by-ids", service=service.list_by_ids_sync)
 def alert_list_by_ids(conn: Connection, ctx: Context,
                       req: AlertListByIdsRequest) -> AlertListResponse:
     """Get up to 100 alerts by id; an unknown id fails the whole call."""
     return service.list_by_ids_sync(conn, ctx.actor, alert_ids=req.alert_ids)
 
 
-@router.post("/alert/feed", permissions=VIEW)
+@router.post("/alert/feed", service=service.alert_feed_sync)
 def alert_feed(conn: Connection, ctx: Context, req: AlertFeedRequest) -> AlertFeedResponse:
     """The activity of one alert: triggered, closed."""
     return service.alert_feed_sync(conn, ctx.actor, alert_id=req.alert_id, asc=req.asc,
                                    types=req.types, offset=req.offset, limit=req.limit)
 
 
-@router.post("/alert-event/list", permissions=VIEW)
+@router.post("/alert-event/list", service=service.list_account_events_sync)
 def alert_event_global_list(
     conn: Connection, ctx: Context, req: AlertEventGlobalListRequest
 ) -> AlertEventGlobalListResponse:
@@ -88,7 +85,7 @@ def alert_event_global_list(
         channel_ids=req.channel_ids, severities=req.severities, asc=req.asc)
 
 
-@router.post("/alert/merge", permissions=(INCIDENT_MANAGE,), write=True)
+@router.post("/alert/merge", service=alert_merge.merge_alerts, write=True)
 async def alert_merge_into_incident(ctx: Context, req: AlertMergeRequest) -> None:
     """Merge alerts into an existing open incident."""
     await alert_merge.merge_alerts(
@@ -96,7 +93,7 @@ async def alert_merge_into_incident(ctx: Context, req: AlertMergeRequest) -> Non
         comment=req.comment, title=req.title, owner_id=req.owner_id)
 
 
-@router.post("/route/preview", permissions=(INTEGRATION_VIEW, INTEGRATION_MANAGE))
+@router.post("/route/preview", service=route_preview.preview_sync)
 def route_preview_alerts(conn: Connection, ctx: Context,
                          req: RoutePreviewRequest) -> RoutePreviewResponse:
     """Which cases of a proposed route (or of the current one, when `route` gives neither

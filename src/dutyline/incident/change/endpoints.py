@@ -12,7 +12,7 @@ from dutyline.incident.change.schemas import ListChangesRequest, ListChangesResp
 router = Router("Changes")
 
 
-@router.post("/change/list", permissions=service.VIEW_PERMISSIONS)
+@router.post("/change/list", service=service.list_changes_sync)
 def change_list(conn: Connection, ctx: Context, req: ListChangesRequest) -> ListChangesResponse:
     """List change events (deployments, configuration changes, feature flags), latest start
     first."""

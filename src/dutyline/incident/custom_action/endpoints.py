@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident.custom_action import service
 from dutyline.incident.custom_action.schemas import (
     DoIncidentCustomActionRequest,
@@ -13,7 +12,7 @@ from dutyline.incident.custom_action.schemas import (
 router = Router("Incidents")
 
 
-@router.post("/incident/custom-action/do", permissions=(INCIDENT_MANAGE,), write=True,
+@router.post("/incident/custom-action/do", service=service.record_answer, write=True,
              outbound=True)
 async def incident_custom_action_do(
     ctx: Context, req: DoIncidentCustomActionRequest

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Empty, Router
-from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.incident.field import service
 from dutyline.incident.field.schemas import (
     CreateFieldRequest,
@@ -19,7 +18,7 @@ from dutyline.incident.field.schemas import (
 router = Router("Custom fields")
 
 
-@router.post("/field/create", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/field/create", service=service.create_field, write=True)
 async def field_create(ctx: Context, req: CreateFieldRequest) -> CreateFieldResponse:
     """Define a custom incident field."""
     created = await service.create_field(
@@ -42,7 +41,7 @@ def field_list(conn: Connection, ctx: Context, req: Empty) -> ListFieldsResponse
     return service.list_fields_sync(conn, ctx.actor)
 
 
-@router.post("/field/update", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/field/update", service=service.update_field, write=True)
 async def field_update(ctx: Context, req: UpdateFieldRequest) -> None:
     """Change a field's display name, description, options or default."""
     await service.update_field(
@@ -50,7 +49,7 @@ async def field_update(ctx: Context, req: UpdateFieldRequest) -> None:
         description=req.description, options=req.options, default_value=req.default_value)
 
 
-@router.post("/field/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
+@router.post("/field/delete", service=service.delete_field, write=True)
 async def field_delete(ctx: Context, req: FieldLookup) -> None:
     """Delete a custom field no incident holds a value for."""
     await service.delete_field(ctx.conn, ctx.actor, field_id=req.field_id,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dutyline.api.actor import Actor
+from dutyline.api.unit import system_actor
 from dutyline.incident import state
 from dutyline.incident.ingest import grouping
 from dutyline.incident.ingest import repository as repo
@@ -26,7 +26,7 @@ async def auto_resolve(ctx: JobContext, payload: dict[str, Any]) -> None:
     row = await repo.timer_incident(conn, incident_id)
     if row is None or row.progress == CLOSED:
         return
-    settings = await load_settings(conn, Actor.system(row.account_id, ctx.clock),
+    settings = await load_settings(conn, system_actor(row.account_id, ctx.clock),
                                    channel_id=row.channel_id)
     if settings is None or settings.auto_resolve_timeout <= 0:
         return  # the channel turned auto-resolve off since

@@ -30,7 +30,7 @@ router = Router("Incidents")
 _MANAGE = (INCIDENT_MANAGE,)
 
 
-@router.post("/incident/create", permissions=_MANAGE, write=True)
+@router.post("/incident/create", service=editing.create, write=True)
 async def incident_create(ctx: Context, req: CreateIncidentRequest) -> CreateIncidentResponse:
     """Open an incident by hand, standalone or in a channel."""
     created = await editing.create(
@@ -40,21 +40,21 @@ async def incident_create(ctx: Context, req: CreateIncidentRequest) -> CreateInc
     return created
 
 
-@router.post("/incident/ack", permissions=_MANAGE, write=True)
+@router.post("/incident/ack", service=service.ack, write=True)
 async def incident_ack(ctx: Context, req: IncidentIdsRequest) -> None:
     """Acknowledge Triggered incidents (to Processing); all or nothing."""
     ctx.audit_targets.extend(await service.ack(ctx.conn, ctx.actor,
                                                incident_ids=req.incident_ids))
 
 
-@router.post("/incident/unack", permissions=_MANAGE, write=True)
+@router.post("/incident/unack", service=service.unack, write=True)
 async def incident_unack(ctx: Context, req: IncidentIdsRequest) -> None:
     """Take back an acknowledgement (Processing to Triggered); all or nothing."""
     ctx.audit_targets.extend(await service.unack(ctx.conn, ctx.actor,
                                                  incident_ids=req.incident_ids))
 
 
-@router.post("/incident/resolve", permissions=_MANAGE, write=True)
+@router.post("/incident/resolve", service=service.resolve, write=True)
 async def incident_resolve(ctx: Context, req: ResolveIncidentRequest) -> None:
     """Close open incidents and recover their active alerts; all or nothing."""
     ctx.audit_targets.extend(await service.resolve(
@@ -62,28 +62,28 @@ async def incident_resolve(ctx: Context, req: ResolveIncidentRequest) -> None:
         resolution=req.resolution))
 
 
-@router.post("/incident/reopen", permissions=_MANAGE, write=True)
+@router.post("/incident/reopen", service=service.reopen, write=True)
 async def incident_reopen(ctx: Context, req: ReopenIncidentRequest) -> None:
     """Reopen Closed incidents (back to Triggered, dispatched again); all or nothing."""
     ctx.audit_targets.extend(await service.reopen(
         ctx.conn, ctx.actor, incident_ids=req.incident_ids, reason=req.reason))
 
 
-@router.post("/incident/snooze", permissions=_MANAGE, write=True)
+@router.post("/incident/snooze", service=service.snooze, write=True)
 async def incident_snooze(ctx: Context, req: SnoozeIncidentRequest) -> None:
     """Hold notifications of open incidents for 1 to 1440 minutes."""
     ctx.audit_targets.extend(await service.snooze(
         ctx.conn, ctx.actor, incident_ids=req.incident_ids, minutes=req.minutes))
 
 
-@router.post("/incident/wake", permissions=_MANAGE, write=True)
+@router.post("/incident/wake", service=service.wake, write=True)
 async def incident_wake(ctx: Context, req: IncidentIdsRequest) -> None:
     """End the snooze of snoozed incidents."""
     ctx.audit_targets.extend(await service.wake(ctx.conn, ctx.actor,
                                                 incident_ids=req.incident_ids))
 
 
-@router.post("/incident/reset", permissions=_MANAGE, write=True)
+@router.post("/incident/reset", service=editing.reset, write=True)
 async def incident_reset(ctx: Context, req: UpdateIncidentFieldsRequest) -> None:
     """Edit title, description, impact, root cause, resolution or severity."""
     ctx.audit_targets.extend(await editing.reset(
@@ -92,14 +92,14 @@ async def incident_reset(ctx: Context, req: UpdateIncidentFieldsRequest) -> None
         resolution=req.resolution, incident_severity=req.incident_severity))
 
 
-@router.post("/incident/remove", permissions=_MANAGE, write=True, dangerous=True)
+@router.post("/incident/remove", service=service.remove, write=True)
 async def incident_remove(ctx: Context, req: RemoveIncidentRequest) -> None:
     """Remove incidents: they disappear from every read."""
     ctx.audit_targets.extend(await service.remove(ctx.conn, ctx.actor,
                                                   incident_ids=req.incident_ids))
 
 
-@router.post("/incident/comment", permissions=_MANAGE, write=True)
+@router.post("/incident/comment", service=service.comment, write=True)
 async def incident_comment(ctx: Context, req: CommentIncidentRequest) -> None:
     """Add a comment to the timeline of incidents."""
     ctx.audit_targets.extend(await service.comment(
@@ -107,7 +107,7 @@ async def incident_comment(ctx: Context, req: CommentIncidentRequest) -> None:
         mute_reply=req.mute_reply))
 
 
-@router.post("/incident/assign", permissions=_MANAGE, write=True)
+@router.post("/incident/assign", service=editing.assign, write=True)
 async def incident_assign(ctx: Context, req: AssignIncidentRequest) -> None:
     """Assign open incidents to members or an escalation rule."""
     ctx.audit_targets.extend(await editing.assign(
@@ -115,7 +115,7 @@ async def incident_assign(ctx: Context, req: AssignIncidentRequest) -> None:
         incident_ids=req.incident_ids or ([req.incident_id] if req.incident_id else [])))
 
 
-@router.post("/incident/merge", permissions=_MANAGE, write=True)
+@router.post("/incident/merge", service=editing.merge, write=True)
 async def incident_merge(ctx: Context, req: MergeIncidentsRequest) -> None:
     """Merge source incidents into a target: alerts move, sources close."""
     ctx.audit_targets.extend(await editing.merge(
@@ -124,7 +124,7 @@ async def incident_merge(ctx: Context, req: MergeIncidentsRequest) -> None:
         owner_id=req.owner_id, remove_source_incidents=req.remove_source_incidents))
 
 
-@router.post("/incident/field/reset", permissions=_MANAGE, write=True)
+@router.post("/incident/field/reset", service=editing.reset_field, write=True)
 async def incident_field_reset(ctx: Context, req: ResetIncidentFieldRequest) -> None:
     """Set the value of a custom field of an incident."""
     ctx.audit_targets.extend(await editing.reset_field(
@@ -132,7 +132,7 @@ async def incident_field_reset(ctx: Context, req: ResetIncidentFieldRequest) -> 
         field_value=req.field_value))
 
 
-@router.post("/incident/responder/add", permissions=_MANAGE, write=True)
+@router.post("/incident/responder/add", service=responders.add_responders, write=True)
 async def incident_responder_add(ctx: Context, req: AddIncidentResponderRequest) -> None:
     """Add members as responders of an open incident."""
     await responders.add_responders(
@@ -140,7 +140,7 @@ async def incident_responder_add(ctx: Context, req: AddIncidentResponderRequest)
         notify=None if req.notify is None else msgspec.to_builtins(req.notify))
 
 
-@router.post("/incident/disable-merge", permissions=_MANAGE, write=True)
+@router.post("/incident/disable-merge", service=responders.disable_merge, write=True)
 async def incident_disable_merge(ctx: Context, req: DisableIncidentMergeRequest) -> None:
     """Stop incidents from taking new alerts through grouping; all or nothing."""
     ctx.audit_targets.extend(await responders.disable_merge(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident.postmortem import service
 from dutyline.incident.postmortem.schemas import (
     CreatePostMortemRequest,
@@ -22,7 +21,7 @@ router = Router("Post-mortems")
 _READ = VIEW_PERMISSIONS
 
 
-@router.post("/incident/post-mortem/create", permissions=(INCIDENT_MANAGE,), write=True)
+@router.post("/incident/post-mortem/create", service=service.create_post_mortem, write=True)
 async def post_mortem_create(ctx: Context, req: CreatePostMortemRequest) -> PostMortemItem:
     """Draft a post-mortem of closed incidents of one channel (the model drafts its summary,
     impact and contributing factors when an LLM is configured)."""
@@ -30,13 +29,13 @@ async def post_mortem_create(ctx: Context, req: CreatePostMortemRequest) -> Post
                                             title=req.title, deps=ctx.runtime.deps)
 
 
-@router.post("/incident/post-mortem/info", permissions=_READ, also_get=True)
+@router.post("/incident/post-mortem/info", service=service.post_mortem_info_sync, also_get=True)
 def post_mortem_info(conn: Connection, ctx: Context, req: PostMortemLookup) -> PostMortemItem:
     """Get one post-mortem: its metadata, the incidents' figures, its body and follow-ups."""
     return service.post_mortem_info_sync(conn, ctx.actor, post_mortem_id=req.post_mortem_id)
 
 
-@router.post("/incident/post-mortem/list", permissions=_READ)
+@router.post("/incident/post-mortem/list", service=service.list_post_mortems_sync)
 def post_mortem_list(conn: Connection, ctx: Context,
                      req: ListPostMortemsRequest) -> ListPostMortemsResponse:
     """List post-mortems by status, channel, team and creation time, by page or cursor."""
@@ -47,7 +46,7 @@ def post_mortem_list(conn: Connection, ctx: Context,
         asc=req.asc, p=req.p, limit=req.limit, search_after_ctx=req.search_after_ctx))
 
 
-@router.post("/incident/post-mortem/update", permissions=(INCIDENT_MANAGE,), write=True)
+@router.post("/incident/post-mortem/update", service=service.update_post_mortem, write=True)
 async def post_mortem_update(ctx: Context, req: UpdatePostMortemRequest) -> PostMortemItem:
     """Edit a post-mortem's title, body or follow-ups, or publish it (status)."""
     return await service.update_post_mortem(
@@ -55,13 +54,13 @@ async def post_mortem_update(ctx: Context, req: UpdatePostMortemRequest) -> Post
         content=req.content, follow_ups=req.follow_ups, status=req.status)
 
 
-@router.post("/incident/post-mortem/delete", permissions=(INCIDENT_MANAGE,), write=True)
+@router.post("/incident/post-mortem/delete", service=service.delete_post_mortem, write=True)
 async def post_mortem_delete(ctx: Context, req: PostMortemLookup) -> None:
     """Delete a post-mortem."""
     await service.delete_post_mortem(ctx.conn, ctx.actor, post_mortem_id=req.post_mortem_id)
 
 
-@router.post("/incident/post-mortem/redraft", permissions=(INCIDENT_MANAGE,), write=True)
+@router.post("/incident/post-mortem/redraft", service=service.redraft_post_mortem, write=True)
 async def post_mortem_redraft(ctx: Context, req: PostMortemLookup) -> PostMortemItem:
     """Ask the model again for a draft's summary, impact and contributing factors."""
     return await service.redraft_post_mortem(ctx.conn, ctx.actor,

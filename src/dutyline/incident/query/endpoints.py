@@ -25,7 +25,7 @@ router = Router("Incidents")
 _READ = service.VIEW_PERMISSIONS
 
 
-@router.post("/incident/info", permissions=_READ)
+@router.post("/incident/info", service=service.incident_info_sync)
 def incident_info(conn: Connection, ctx: Context, req: IncidentInfoRequest) -> IncidentInfo:
     """Get one incident of the account, with the changes of its channel just before it."""
     return service.incident_info_sync(conn, ctx.actor, incident_id=req.incident_id,
@@ -33,7 +33,7 @@ def incident_info(conn: Connection, ctx: Context, req: IncidentInfoRequest) -> I
                                       deps=ctx.runtime.deps, with_changes=True)
 
 
-@router.post("/incident/list", permissions=_READ)
+@router.post("/incident/list", service=service.list_incidents_sync)
 def incident_list(conn: Connection, ctx: Context, req: ListIncidentsRequest
                   ) -> IncidentListResponse:
     """List incidents started in a window of at most 31 days, filtered, by page or cursor."""
@@ -49,7 +49,7 @@ def incident_list(conn: Connection, ctx: Context, req: ListIncidentsRequest
         deps=ctx.runtime.deps)
 
 
-@router.post("/incident/list-by-ids", permissions=_READ)
+@router.post("/incident/list-by-ids", service=service.list_by_ids_sync)
 def incident_list_by_ids(
     conn: Connection, ctx: Context, req: ListIncidentsByIdsRequest
 ) -> IncidentListResponse:
@@ -59,7 +59,7 @@ def incident_list_by_ids(
                                     deps=ctx.runtime.deps)
 
 
-@router.post("/incident/feed", permissions=_READ)
+@router.post("/incident/feed", service=service.incident_feed_sync)
 def incident_feed(conn: Connection, ctx: Context, req: ListIncidentFeedRequest
                   ) -> ListIncidentFeedResponse:
     """The incident's timeline: who did what, and when."""
@@ -68,7 +68,7 @@ def incident_feed(conn: Connection, ctx: Context, req: ListIncidentFeedRequest
                                       limit=req.limit)
 
 
-@router.post("/incident/alert/list", permissions=_READ)
+@router.post("/incident/alert/list", service=service.incident_alerts_sync)
 def incident_alert_list(
     conn: Connection, ctx: Context, req: ListIncidentAlertsRequest
 ) -> ListIncidentAlertsResponse:
@@ -78,7 +78,7 @@ def incident_alert_list(
         include_events=req.include_events, offset=(req.p - 1) * req.limit, limit=req.limit)
 
 
-@router.post("/incident/past/list", permissions=_READ)
+@router.post("/incident/past/list", service=similar.past_incidents_sync)
 def incident_past_list(
     conn: Connection, ctx: Context, req: ListPastIncidentsRequest
 ) -> ListPastIncidentsResponse:

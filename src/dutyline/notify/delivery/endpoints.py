@@ -7,7 +7,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CHANNEL_VIEW, INTEGRATION_VIEW
 from dutyline.incident.service import query as incidents
 from dutyline.notify.delivery import service
 from dutyline.notify.delivery.schemas import (
@@ -24,7 +23,7 @@ from dutyline.notify.delivery.schemas import (
 router = Router("Notifications")
 
 
-@router.post("/notify/delivery/list", permissions=(CHANNEL_VIEW,))
+@router.post("/notify/delivery/list", service=service.deliveries_sync)
 def delivery_list(conn: Connection, ctx: Context,
                   req: ListDeliveriesRequest) -> ListDeliveriesResponse:
     """Every notification of an incident: recipient, channel, outcome and each attempt."""
@@ -34,7 +33,7 @@ def delivery_list(conn: Connection, ctx: Context,
         conn, ctx.actor, incident_id=req.incident_id))
 
 
-@router.post("/webhook/history/list", permissions=(INTEGRATION_VIEW,))
+@router.post("/webhook/history/list", service=service.webhook_history_sync)
 def webhook_history_list(conn: Connection, ctx: Context,
                          req: ListWebhookHistoryRequest) -> ListWebhookHistoryResponse:
     """Outgoing webhook attempts in a time window (ms), newest first unless `asc`."""
@@ -44,7 +43,7 @@ def webhook_history_list(conn: Connection, ctx: Context,
         event_types=req.event_types, integration_id=req.integration_id)
 
 
-@router.post("/webhook/history/detail", permissions=(INTEGRATION_VIEW,))
+@router.post("/webhook/history/detail", service=service.webhook_history_detail_sync)
 def webhook_history_detail(conn: Connection, ctx: Context,
                            req: GetWebhookHistoryDetailRequest) -> WebhookHistoryDetail:
     """One outgoing webhook attempt with its request and response."""

@@ -5,13 +5,14 @@ that a page would reach them before the night it has to.
 What is sent is no page: no incident, no delivery row, no feed entry; only the audit log
 keeps that it was asked for (`test_member`, which any member may ask for themselves; another
 member needs account management). Each channel is bounded by TIMEOUT_S, all sent side by
-side. The operator's CLI plans and sends outside any transaction, as the service itself.
+side. The operator's `dutyline notify-test` calls `test_member` too, as the service itself.
 
 A member is tested at most once per channel every COOLDOWN_S, whoever asks (the API, the
 console's button): a channel tested more recently is answered `skipped` with the wait, and
 a request that would send nothing else for that reason alone is refused (429). Only a
 channel that is actually tried counts: a test skipped for a missing address or setting can
-be asked again at once, after the address is added. The operator's CLI has no cooldown."""
+be asked again at once, after the address is added. The operator's command is under the
+same cooldown, shared with the server's processes when they share it through Redis."""
 
 from __future__ import annotations
 

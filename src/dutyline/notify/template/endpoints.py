@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
 from dutyline.notify.template import service
 from dutyline.notify.template.schemas import (
     TemplateCreateRequest,
@@ -23,7 +22,7 @@ from dutyline.notify.template.schemas import (
 router = Router("Notification templates")
 
 
-@router.post("/template/create", permissions=(TEMPLATE_MANAGE,), write=True)
+@router.post("/template/create", service=service.create_template, write=True)
 async def template_create(ctx: Context, req: TemplateCreateRequest) -> TemplateCreateResponse:
     """Create a notification template; every non-empty channel body must compile."""
     created = await service.create_template(
@@ -34,7 +33,7 @@ async def template_create(ctx: Context, req: TemplateCreateRequest) -> TemplateC
     return created
 
 
-@router.post("/template/info", permissions=(TEMPLATE_VIEW,))
+@router.post("/template/info", service=service.template_info_sync)
 def template_info(conn: Connection, ctx: Context, req: TemplateInfoRequest) -> TemplateItem:
     """One template by `template_id` (or `id`); the preset id gives the built-in default."""
     template_id = req.template_id or req.id
@@ -45,7 +44,7 @@ def template_info(conn: Connection, ctx: Context, req: TemplateInfoRequest) -> T
     return service.template_info_sync(conn, ctx.actor, template_id=template_id)
 
 
-@router.post("/template/list", permissions=(TEMPLATE_VIEW,))
+@router.post("/template/list", service=service.list_templates_sync)
 def template_list(conn: Connection, ctx: Context,
                   req: TemplateListRequest) -> TemplateListResponse:
     """A page of the account's templates."""
@@ -55,7 +54,7 @@ def template_list(conn: Connection, ctx: Context,
         query=req.query)
 
 
-@router.post("/template/update", permissions=(TEMPLATE_MANAGE,), write=True)
+@router.post("/template/update", service=service.update_template, write=True)
 async def template_update(ctx: Context, req: TemplateUpdateRequest) -> None:
     """Replace a template's name, team, description and every channel body."""
     await service.update_template(
@@ -65,14 +64,14 @@ async def template_update(ctx: Context, req: TemplateUpdateRequest) -> None:
     ctx.audit_targets.append(req.template_id.lower())
 
 
-@router.post("/template/delete", permissions=(TEMPLATE_MANAGE,), write=True)
+@router.post("/template/delete", service=service.delete_template, write=True)
 async def template_delete(ctx: Context, req: TemplateIdRequest) -> None:
     """Soft-delete a template."""
     await service.delete_template(ctx.conn, ctx.actor, template_id=req.template_id)
     ctx.audit_targets.append(req.template_id.lower())
 
 
-@router.post("/template/preview", permissions=(TEMPLATE_VIEW,))
+@router.post("/template/preview", service=service.preview)
 async def template_preview(ctx: Context, req: TemplatePreviewRequest) -> TemplatePreviewResponse:
     """Render a body against an incident of the account (or a sample one)."""
     return await service.preview(

@@ -27,7 +27,7 @@ router = Router("War rooms")
 MANAGE = (INCIDENT_MANAGE,)
 
 
-@router.post("/incident/war-room/create", permissions=MANAGE, write=True, outbound=True)
+@router.post("/incident/war-room/create", service=service.record_create, write=True, outbound=True)
 async def war_room_create(ctx: Context, req: CreateWarRoomRequest) -> WarRoom:
     """Open a war room: a group chat for the incident on a chat platform.
 
@@ -43,7 +43,7 @@ async def war_room_create(ctx: Context, req: CreateWarRoomRequest) -> WarRoom:
     return await service.record_create(ctx.conn, ctx.actor, new=new)
 
 
-@router.post("/incident/war-room/list", permissions=service.VIEW)
+@router.post("/incident/war-room/list", service=service.list_rooms_sync)
 def war_room_list(conn: Connection, ctx: Context,
                   req: ListWarRoomsRequest) -> WarRoomListResponse:
     """List an incident's war rooms.
@@ -53,7 +53,7 @@ def war_room_list(conn: Connection, ctx: Context,
         conn, ctx.actor, incident_id=req.incident_id, integration_id=req.integration_id))
 
 
-@router.post("/incident/war-room/detail", permissions=service.VIEW)
+@router.post("/incident/war-room/detail", service=service.room_detail)
 async def war_room_detail(ctx: Context, req: WarRoomDetailRequest) -> WarRoom:
     """Get a war room as the platform shows it now.
 
@@ -63,7 +63,7 @@ async def war_room_detail(ctx: Context, req: WarRoomDetailRequest) -> WarRoom:
                                      integration_id=req.integration_id, chat_id=req.chat_id)
 
 
-@router.post("/incident/war-room/delete", permissions=MANAGE, write=True)
+@router.post("/incident/war-room/delete", service=service.delete_room, write=True)
 async def war_room_delete(ctx: Context, req: DeleteWarRoomRequest) -> None:
     """Delete an incident's war room.
 
@@ -72,7 +72,8 @@ async def war_room_delete(ctx: Context, req: DeleteWarRoomRequest) -> None:
                               integration_id=req.integration_id)
 
 
-@router.post("/incident/war-room/add-member", permissions=MANAGE, write=True, outbound=True)
+@router.post("/incident/war-room/add-member", service=service.record_members, write=True,
+             outbound=True)
 async def war_room_add_member(ctx: Context, req: AddWarRoomMembersRequest) -> WarRoom:
     """Invite members to a war room.
 
@@ -86,7 +87,7 @@ async def war_room_add_member(ctx: Context, req: AddWarRoomMembersRequest) -> Wa
     return await service.record_members(ctx.conn, ctx.actor, added=added)
 
 
-@router.post("/incident/war-room/default-observers", permissions=service.VIEW)
+@router.post("/incident/war-room/default-observers", service=service.default_observers_sync)
 def war_room_default_observers(conn: Connection, ctx: Context,
                                req: DefaultObserversRequest) -> DefaultObserversResponse:
     """List a war room's default observers.

@@ -36,7 +36,7 @@ def app_key_list(conn: Connection, ctx: Context, req: AppKeyListRequest) -> AppK
                                                            person_id=req.person_id))
 
 
-@router.post("/app-key/delete", write=True, dangerous=True)
+@router.post("/app-key/delete", service=service.delete_key, write=True)
 async def app_key_delete(ctx: Context, req: AppKeyDeleteRequest) -> None:
     """Delete a key: one's own, or another member's with account_manage and every
     permission that member holds (only the Owner deletes the Owner's keys)."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Empty, Router
-from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.audit import service
 from dutyline.platform.audit.schemas import (
     AuditOperationListResponse,
@@ -16,7 +15,7 @@ from dutyline.platform.audit.schemas import (
 router = Router("Audit logs")
 
 
-@router.post("/audit/search", permissions=(ACCOUNT_MANAGE,))
+@router.post("/audit/search", service=service.search_sync)
 def audit_search(conn: Connection, ctx: Context, req: AuditSearchRequest) -> AuditSearchResponse:
     """Search the account's audit log in a time window, newest first, a cursor page at a time."""
     total, docs, cursor = service.search_sync(
@@ -30,7 +29,7 @@ def audit_search(conn: Connection, ctx: Context, req: AuditSearchRequest) -> Aud
     return AuditSearchResponse(total=total, search_after_ctx=cursor, docs=docs)
 
 
-@router.post("/audit/operation/list", permissions=(ACCOUNT_MANAGE,))
+@router.post("/audit/operation/list", service=service.operation_types_sync)
 def audit_operation_list(conn: Connection, ctx: Context,
                          req: Empty) -> AuditOperationListResponse:
     """List the operation names the audit log records, for the `operations` filter."""

@@ -1,6 +1,7 @@
 """Writes audit rows (api/runtime.AuditSink): the operation layer's one row per audited call,
-and the entries a write service noted on its actor, flushed by whoever ran the transaction
-(the console, a signed link, a job)."""
+the entries a write service noted on its actor, flushed by the unit of work that ran it
+(api/unit.py: the console, a signed link, a job, a command), and the failed write of a unit
+that failed, with its outcome."""
 
 from __future__ import annotations
 
@@ -82,6 +83,19 @@ class DatabaseAuditSink:
             targets=merged_targets([], entries), body=body, outcome="OK", is_write=True,
             is_dangerous=any(e.dangerous for e in entries))
         return 1
+
+    async def failed(self, conn: AsyncConnection, actor: Actor, *, entry: AuditEntry,
+                     outcome: str, request_id: str = "", client_ip: str = "",
+                     body: str = "") -> None:
+        """The row of a unit of work that failed: the write it attempted (refused, or
+        raised, or rolled back with the unit) and the error's code as its outcome, as the
+        operation layer records a failed call."""
+        await self._insert(
+            conn, account_id=actor.account_id, member_id=actor.person_id,
+            member_name=actor.person_name, key_suffix=actor.key_suffix,
+            credential=actor.credential, request_id=request_id, client_ip=client_ip,
+            operation=operation_name(entry.operation), targets=merged_targets([], [entry]),
+            body=body, outcome=outcome, is_write=True, is_dangerous=entry.dangerous)
 
     async def _insert(self, conn: AsyncConnection, *, account_id: int, member_id: int,
                       member_name: str, key_suffix: str, credential: Credential,

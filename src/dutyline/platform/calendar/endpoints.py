@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import CALENDAR_MANAGE
 from dutyline.platform.calendar import service
 from dutyline.platform.calendar.schemas import (
     CalendarCreateRequest,
@@ -25,7 +24,7 @@ from dutyline.platform.calendar.schemas import (
 router = Router("Calendars")
 
 
-@router.post("/calendar/create", permissions=(CALENDAR_MANAGE,), write=True)
+@router.post("/calendar/create", service=service.create_calendar, write=True)
 async def calendar_create(ctx: Context, req: CalendarCreateRequest) -> CalendarCreateResponse:
     """Create a service calendar (at most 5 an account)."""
     cal_id, cal_name = await service.create_calendar(
@@ -35,7 +34,7 @@ async def calendar_create(ctx: Context, req: CalendarCreateRequest) -> CalendarC
     return CalendarCreateResponse(cal_id=cal_id, cal_name=cal_name)
 
 
-@router.post("/calendar/update", permissions=(CALENDAR_MANAGE,), write=True)
+@router.post("/calendar/update", service=service.update_calendar, write=True)
 async def calendar_update(ctx: Context, req: CalendarUpdateRequest) -> None:
     """Update a service calendar: only the fields given (not null) change."""
     await service.update_calendar(ctx.conn, ctx.actor, cal_id=req.cal_id,
@@ -45,7 +44,7 @@ async def calendar_update(ctx: Context, req: CalendarUpdateRequest) -> None:
                                       workdays=req.workdays, extra_cal_ids=req.extra_cal_ids))
 
 
-@router.post("/calendar/delete", permissions=(CALENDAR_MANAGE,), write=True)
+@router.post("/calendar/delete", service=service.delete_calendar, write=True)
 async def calendar_delete(ctx: Context, req: CalendarIDRequest) -> None:
     """Delete a service calendar and its events; refused while a rule's time window uses it."""
     await service.delete_calendar(ctx.conn, ctx.actor, cal_id=req.cal_id)
@@ -65,7 +64,7 @@ def calendar_list(conn: Connection, ctx: Context,
     return CalendarListResponse(items=items, total=len(items))
 
 
-@router.post("/calendar/event/upsert", permissions=(CALENDAR_MANAGE,), write=True)
+@router.post("/calendar/event/upsert", service=service.upsert_event, write=True)
 async def calendar_event_upsert(ctx: Context,
                                 req: CalEventUpsertRequest) -> CalEventUpsertResponse:
     """Create (no event_id) or replace a holiday or working-day event."""
@@ -78,7 +77,7 @@ async def calendar_event_upsert(ctx: Context,
                                   summary=req.summary.strip())
 
 
-@router.post("/calendar/event/delete", permissions=(CALENDAR_MANAGE,), write=True)
+@router.post("/calendar/event/delete", service=service.delete_event, write=True)
 async def calendar_event_delete(ctx: Context, req: CalEventIDRequest) -> None:
     """Delete one event of a calendar."""
     await service.delete_event(ctx.conn, ctx.actor, cal_id=req.cal_id, event_id=req.event_id)

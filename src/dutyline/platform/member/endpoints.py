@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Empty, Router
-from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import SaveWarnings
 from dutyline.platform.member import service
 from dutyline.platform.member.schemas import (
@@ -40,14 +39,14 @@ def member_list(conn: Connection, ctx: Context, req: MemberListRequest) -> Membe
     return MemberListResponse(p=req.p, limit=req.limit, total=total, items=items)
 
 
-@router.post("/member/invite", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/member/invite", service=service.invite_members, write=True)
 async def member_invite(ctx: Context, req: MemberInviteRequest) -> MemberInviteResponse:
     """Add up to 20 members to the account."""
     added = await service.invite_members(ctx.conn, ctx.actor, members=req.members)
     return MemberInviteResponse(items=added)
 
 
-@router.post("/member/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
+@router.post("/member/delete", service=service.delete_member, write=True)
 async def member_delete(ctx: Context, req: MemberDeleteRequest) -> None:
     """Remove a member: roles, teams and app keys go with them."""
     await service.delete_member(
@@ -55,21 +54,21 @@ async def member_delete(ctx: Context, req: MemberDeleteRequest) -> None:
         email=req.email, phone=req.phone, country_code=req.country_code, ref_id=req.ref_id)
 
 
-@router.post("/member/role/grant", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/member/role/grant", service=service.grant_roles, write=True)
 async def member_role_grant(ctx: Context, req: MemberRoleChangeRequest) -> None:
     """Add roles to a member."""
     await service.grant_roles(ctx.conn, ctx.actor, member_id=req.member_id,
                               role_ids=req.role_ids)
 
 
-@router.post("/member/role/revoke", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/member/role/revoke", service=service.revoke_roles, write=True)
 async def member_role_revoke(ctx: Context, req: MemberRoleChangeRequest) -> None:
     """Remove roles from a member."""
     await service.revoke_roles(ctx.conn, ctx.actor, member_id=req.member_id,
                                role_ids=req.role_ids)
 
 
-@router.post("/member/role/update", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/member/role/update", service=service.update_roles, write=True)
 async def member_role_update(ctx: Context, req: MemberRoleUpdateRequest) -> None:
     """Replace a member's roles."""
     await service.update_roles(ctx.conn, ctx.actor, member_id=req.member_id,

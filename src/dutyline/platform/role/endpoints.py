@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.role import grants, service
 from dutyline.platform.role.factors import permission_factors
 from dutyline.platform.role.schemas import (
@@ -38,7 +37,7 @@ def role_info(conn: Connection, ctx: Context, req: RoleIdRequest) -> RoleItem:
     return service.role_info_sync(conn, ctx.actor, role_id=req.role_id)
 
 
-@router.post("/role/upsert", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/role/upsert", service=service.upsert_role, write=True)
 async def role_upsert(ctx: Context, req: RoleUpsertRequest) -> RoleUpsertResponse:
     """Create a custom role, or update one by id; permission_ids replaces the set."""
     role_id = await service.upsert_role(
@@ -47,19 +46,19 @@ async def role_upsert(ctx: Context, req: RoleUpsertRequest) -> RoleUpsertRespons
     return RoleUpsertResponse(role_id=role_id, role_name=req.role_name.strip())
 
 
-@router.post("/role/enable", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/role/enable", service=service.enable_role, write=True)
 async def role_enable(ctx: Context, req: RoleIdRequest) -> None:
     """Enable a custom role: its holders get its permissions again."""
     await service.enable_role(ctx.conn, ctx.actor, role_id=req.role_id)
 
 
-@router.post("/role/disable", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/role/disable", service=service.disable_role, write=True)
 async def role_disable(ctx: Context, req: RoleIdRequest) -> None:
     """Disable a custom role: it stays assigned but grants nothing."""
     await service.disable_role(ctx.conn, ctx.actor, role_id=req.role_id)
 
 
-@router.post("/role/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
+@router.post("/role/delete", service=service.delete_role, write=True)
 async def role_delete(ctx: Context, req: RoleIdRequest) -> None:
     """Delete a custom role that no member holds."""
     await service.delete_role(ctx.conn, ctx.actor, role_id=req.role_id)
@@ -82,14 +81,14 @@ def role_permission_factor_list(
     return permission_factors(ctx.runtime.operations, factor_types=req.factor_types)
 
 
-@router.post("/role/member/grant", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/role/member/grant", service=grants.grant_role, write=True)
 async def role_member_grant(ctx: Context, req: RoleGrantRequest) -> None:
     """Grant a role to up to 100 members; those who hold it already are skipped."""
     await grants.grant_role(ctx.conn, ctx.actor, role_id=req.role_id,
                             member_ids=req.member_ids)
 
 
-@router.post("/role/member/revoke", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/role/member/revoke", service=grants.revoke_role, write=True)
 async def role_member_revoke(ctx: Context, req: RoleGrantRequest) -> None:
     """Revoke a role from up to 100 members; those who do not hold it are skipped."""
     await grants.revoke_role(ctx.conn, ctx.actor, role_id=req.role_id,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.team import service
 from dutyline.platform.team.schemas import (
     TeamInfosRequest,
@@ -44,7 +43,7 @@ def team_infos(conn: Connection, ctx: Context, req: TeamInfosRequest) -> TeamInf
                                                            team_ids=req.team_ids))
 
 
-@router.post("/team/upsert", permissions=(ACCOUNT_MANAGE,), write=True)
+@router.post("/team/upsert", service=service.upsert_team, write=True)
 async def team_upsert(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertResponse:
     """Create a team, or update one by id; person_ids replaces the member list."""
     # The request is a TeamChanges (and the phones' country code, which contacts carry).
@@ -52,7 +51,7 @@ async def team_upsert(ctx: Context, req: TeamUpsertRequest) -> TeamUpsertRespons
     return TeamUpsertResponse(team_id=team_id, team_name=req.team_name.strip())
 
 
-@router.post("/team/delete", permissions=(ACCOUNT_MANAGE,), write=True, dangerous=True)
+@router.post("/team/delete", service=service.delete_team, write=True)
 async def team_delete(ctx: Context, req: TeamLookup) -> None:
     """Delete a team by id, name or external ref."""
     await service.delete_team(ctx.conn, ctx.actor, team_id=req.team_id,

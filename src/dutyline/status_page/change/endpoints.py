@@ -29,7 +29,7 @@ EVENTS = (STATUS_PAGE_EVENT_MANAGE,)
 READ = (STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 
 
-@router.post("/status-page/change/create", permissions=EVENTS, write=True)
+@router.post("/status-page/change/create", service=service.create_change, write=True)
 async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateResponse:
     """Create an incident or maintenance with its first timeline entries."""
     created = await service.create_change(ctx.conn, ctx.actor, new=service.NewChange(
@@ -50,7 +50,7 @@ async def change_create(ctx: Context, req: ChangeCreateRequest) -> ChangeCreateR
     return ChangeCreateResponse(change_id=created.change_id, change_name=created.title)
 
 
-@router.post("/status-page/change/update", permissions=EVENTS, write=True)
+@router.post("/status-page/change/update", service=service.update_change, write=True)
 async def change_update(ctx: Context, req: ChangeUpdateRequest) -> None:
     """Update an event's own fields; omitted fields are left unchanged."""
     await service.update_change(
@@ -63,7 +63,7 @@ async def change_update(ctx: Context, req: ChangeUpdateRequest) -> None:
     ctx.audit_targets.extend([req.page_id, req.change_id])
 
 
-@router.post("/status-page/change/delete", permissions=EVENTS, write=True)
+@router.post("/status-page/change/delete", service=service.delete_change, write=True)
 async def change_delete(ctx: Context, req: ChangeLookup) -> None:
     """Delete an event and its timeline."""
     await service.delete_change(ctx.conn, ctx.actor, page_id=req.page_id,
@@ -71,7 +71,7 @@ async def change_delete(ctx: Context, req: ChangeLookup) -> None:
     ctx.audit_targets.extend([req.page_id, req.change_id])
 
 
-@router.post("/status-page/change/list", permissions=READ, also_get=True)
+@router.post("/status-page/change/list", service=service.list_changes_sync, also_get=True)
 def change_list(conn: Connection, ctx: Context, req: ChangeListRequest) -> ChangeListResponse:
     """List a page's events of one type, newest start first."""
     total, items = service.list_changes_sync(
@@ -82,7 +82,7 @@ def change_list(conn: Connection, ctx: Context, req: ChangeListRequest) -> Chang
                               has_next_page=req.offset + len(items) < total, items=items)
 
 
-@router.post("/status-page/change/active/list", permissions=READ, also_get=True)
+@router.post("/status-page/change/active/list", service=service.active_changes_sync, also_get=True)
 def change_active_list(
     conn: Connection, ctx: Context, req: ActiveChangeListRequest
 ) -> ActiveChangeListResponse:
@@ -92,14 +92,14 @@ def change_active_list(
     return ActiveChangeListResponse(items=items, total=len(items))
 
 
-@router.post("/status-page/change/info", permissions=READ, also_get=True)
+@router.post("/status-page/change/info", service=service.change_info_sync, also_get=True)
 def change_info(conn: Connection, ctx: Context, req: ChangeLookup) -> ChangeItem:
     """Get one event with its timeline."""
     return service.change_info_sync(conn, ctx.actor, page_id=req.page_id,
                                     change_id=req.change_id)
 
 
-@router.post("/status-page/change/timeline/create", permissions=EVENTS, write=True)
+@router.post("/status-page/change/timeline/create", service=timeline.add_update, write=True)
 async def timeline_create(ctx: Context, req: TimelineCreateRequest) -> TimelineCreateResponse:
     """Add a timeline entry to an event."""
     update_id = await timeline.add_update(
@@ -112,7 +112,7 @@ async def timeline_create(ctx: Context, req: TimelineCreateRequest) -> TimelineC
     return TimelineCreateResponse(update_id=update_id)
 
 
-@router.post("/status-page/change/timeline/update", permissions=EVENTS, write=True)
+@router.post("/status-page/change/timeline/update", service=timeline.edit_update, write=True)
 async def timeline_update(ctx: Context, req: TimelineUpdateRequest) -> None:
     """Edit a timeline entry; statuses are recomputed."""
     await timeline.edit_update(
@@ -126,7 +126,7 @@ async def timeline_update(ctx: Context, req: TimelineUpdateRequest) -> None:
     ctx.audit_targets.extend([req.page_id, req.change_id, req.update_id])
 
 
-@router.post("/status-page/change/timeline/delete", permissions=EVENTS, write=True)
+@router.post("/status-page/change/timeline/delete", service=timeline.delete_update, write=True)
 async def timeline_delete(ctx: Context, req: TimelineDeleteRequest) -> None:
     """Delete a timeline entry; the event keeps at least one."""
     await timeline.delete_update(ctx.conn, ctx.actor, page_id=req.page_id,

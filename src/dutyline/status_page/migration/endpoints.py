@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.api.permissions import STATUS_PAGE_MANAGE
 from dutyline.status_page.migration import service
 from dutyline.status_page.migration.schemas import (
     MigrateStructureRequest,
@@ -18,7 +17,7 @@ from dutyline.status_page.migration.schemas import (
 router = Router("Status page migration")
 
 
-@router.post("/status-page/migrate-structure", permissions=(STATUS_PAGE_MANAGE,), write=True)
+@router.post("/status-page/migrate-structure", service=service.start_structure, write=True)
 async def migrate_structure(ctx: Context, req: MigrateStructureRequest) -> MigrationStartResponse:
     """Start importing a Statuspage page's structure and history into a new status page."""
     job_id = await service.start_structure(
@@ -28,7 +27,7 @@ async def migrate_structure(ctx: Context, req: MigrateStructureRequest) -> Migra
     return MigrationStartResponse(job_id=job_id)
 
 
-@router.post("/status-page/migrate-email-subscribers", permissions=(STATUS_PAGE_MANAGE,),
+@router.post("/status-page/migrate-email-subscribers", service=service.start_subscribers,
              write=True)
 async def migrate_email_subscribers(
     ctx: Context, req: MigrateSubscribersRequest
@@ -47,7 +46,7 @@ def migration_status(conn: Connection, ctx: Context, req: MigrationJobLookup) ->
     return service.get_status_sync(conn, ctx.actor, job_id=req.job_id)
 
 
-@router.post("/status-page/migration/cancel", permissions=(STATUS_PAGE_MANAGE,), write=True)
+@router.post("/status-page/migration/cancel", service=service.cancel, write=True)
 async def migration_cancel(ctx: Context, req: MigrationJobLookup) -> None:
     """Cancel a pending or running migration job; it stops at its next step."""
     await service.cancel(ctx.conn, ctx.actor, job_id=req.job_id)

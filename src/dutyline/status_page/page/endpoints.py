@@ -30,7 +30,7 @@ MANAGE = (STATUS_PAGE_MANAGE,)
 READ = (STATUS_PAGE_MANAGE, STATUS_PAGE_EVENT_MANAGE)
 
 
-@router.post("/status-page/create", permissions=MANAGE, write=True)
+@router.post("/status-page/create", service=service.create_page, write=True)
 async def page_create(ctx: Context, req: PageCreateRequest) -> PageCreateResponse:
     """Create a status page; an internal page's login token is returned here only."""
     created = await service.create_page(
@@ -42,7 +42,7 @@ async def page_create(ctx: Context, req: PageCreateRequest) -> PageCreateRespons
                               url_name=created.url_name, access_token=created.access_token)
 
 
-@router.post("/status-page/update", permissions=MANAGE, write=True)
+@router.post("/status-page/update", service=service.update_page, write=True)
 async def page_update(ctx: Context, req: PageUpdateRequest) -> PageUpdateResponse:
     """Update a status page; omitted fields are left unchanged."""
     token = await service.update_page(
@@ -54,14 +54,14 @@ async def page_update(ctx: Context, req: PageUpdateRequest) -> PageUpdateRespons
     return PageUpdateResponse(access_token=token)
 
 
-@router.post("/status-page/delete", permissions=MANAGE, write=True, dangerous=True)
+@router.post("/status-page/delete", service=service.delete_page, write=True)
 async def page_delete(ctx: Context, req: PageLookup) -> None:
     """Delete a status page with its structure, events and subscribers."""
     await service.delete_page(ctx.conn, ctx.actor, page_id=req.page_id)
     ctx.audit_targets.append(req.page_id)
 
 
-@router.post("/status-page/list", permissions=READ, also_get=True)
+@router.post("/status-page/list", service=service.list_pages_sync, also_get=True)
 def page_list(conn: Connection, ctx: Context, req: PageListRequest) -> PageListResponse:
     """List the account's status pages, newest first."""
     total, items = service.list_pages_sync(conn, ctx.actor, offset=req.offset,
@@ -70,14 +70,14 @@ def page_list(conn: Connection, ctx: Context, req: PageListRequest) -> PageListR
                             has_next_page=req.offset + len(items) < total, items=items)
 
 
-@router.post("/status-page/info", permissions=READ, also_get=True)
+@router.post("/status-page/info", service=service.page_info_sync, also_get=True)
 def page_info(conn: Connection, ctx: Context, req: PageLookup) -> PageInfo:
     """Get a status page with its sections and components."""
     return service.page_info_sync(conn, ctx.actor, page_id=req.page_id,
                                   deps=ctx.runtime.deps)
 
 
-@router.post("/status-page/section/upsert", permissions=MANAGE, write=True)
+@router.post("/status-page/section/upsert", service=service.upsert_section, write=True)
 async def section_upsert(ctx: Context, req: SectionUpsertRequest) -> SectionUpsertResponse:
     """Create a section of a page, or update one by id."""
     section_id = await service.upsert_section(
@@ -88,7 +88,7 @@ async def section_upsert(ctx: Context, req: SectionUpsertRequest) -> SectionUpse
     return SectionUpsertResponse(section_id=section_id)
 
 
-@router.post("/status-page/section/delete", permissions=MANAGE, write=True)
+@router.post("/status-page/section/delete", service=service.delete_section, write=True)
 async def section_delete(ctx: Context, req: SectionDeleteRequest) -> None:
     """Delete an empty section (one that still holds components: ReferenceExist)."""
     await service.delete_section(ctx.conn, ctx.actor, page_id=req.page_id,
@@ -96,7 +96,7 @@ async def section_delete(ctx: Context, req: SectionDeleteRequest) -> None:
     ctx.audit_targets.extend([req.page_id, req.section_id])
 
 
-@router.post("/status-page/component/upsert", permissions=MANAGE, write=True)
+@router.post("/status-page/component/upsert", service=service.upsert_component, write=True)
 async def component_upsert(ctx: Context, req: ComponentUpsertRequest) -> ComponentUpsertResponse:
     """Create a component of a page, or update one by id; omitted fields are unchanged."""
     component_id = await service.upsert_component(
@@ -109,7 +109,7 @@ async def component_upsert(ctx: Context, req: ComponentUpsertRequest) -> Compone
     return ComponentUpsertResponse(component_id=component_id)
 
 
-@router.post("/status-page/component/delete", permissions=MANAGE, write=True)
+@router.post("/status-page/component/delete", service=service.delete_component, write=True)
 async def component_delete(ctx: Context, req: ComponentDeleteRequest) -> None:
     """Delete a component of a page."""
     await service.delete_component(ctx.conn, ctx.actor, page_id=req.page_id,

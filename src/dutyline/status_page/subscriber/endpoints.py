@@ -24,7 +24,7 @@ router = Router("Status page subscribers")
 MANAGE = (STATUS_PAGE_MANAGE,)
 
 
-@router.post("/status-page/subscriber/list", permissions=MANAGE, also_get=True)
+@router.post("/status-page/subscriber/list", service=service.list_subscribers_sync, also_get=True)
 def subscriber_list(conn: Connection, ctx: Context,
                     req: SubscriberListRequest) -> SubscriberListResponse:
     """List a page's confirmed subscribers, a page at a time."""
@@ -54,7 +54,7 @@ def _subscribers_in(items: Sequence[ImportItem]) -> tuple[list[service.Subscribe
     return accepted, refused
 
 
-@router.post("/status-page/subscriber/import", permissions=MANAGE, write=True)
+@router.post("/status-page/subscriber/import", service=service.import_subscribers, write=True)
 async def subscriber_import(ctx: Context, req: SubscriberImportRequest) -> SubscriberImportResponse:
     """Import email subscribers, confirmed; known addresses are skipped and counted."""
     secret_key = await tokens.server_key(ctx.runtime.settings)
@@ -70,7 +70,7 @@ async def subscriber_import(ctx: Context, req: SubscriberImportRequest) -> Subsc
     )
 
 
-@router.post("/status-page/subscriber/export", permissions=MANAGE, audited=True)
+@router.post("/status-page/subscriber/export", service=service.export_csv)
 async def subscriber_export(ctx: Context, req: SubscriberExportRequest) -> str:
     """Export a page's confirmed subscribers as CSV text (Method, Recipient, Components,
     Subscribe All, Locale)."""

@@ -142,7 +142,7 @@ def _cell(value: str) -> str:
     return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
-@reads(STATUS_PAGE_MANAGE)
+@reads(STATUS_PAGE_MANAGE, audited=True)
 async def export_csv(
     conn: AsyncConnection, actor: Actor, *, page_id: int, component_ids: Sequence[str]
 ) -> str:

@@ -14,6 +14,7 @@ from urllib.parse import quote
 from starlette.responses import Response
 
 from dutyline.api import errors
+from dutyline.api.unit import unit
 from dutyline.web import lockout, passwords, second_factor
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
@@ -50,11 +51,11 @@ async def sign_in(ctx: ConsoleContext) -> Response:
             conn, account_id=found[0], person_id=found[1])
         second = caller is not None and await second_factor.enrolled(conn, caller.person_id)
     if caller is None:
-        async with ctx.runtime.db.transaction(write=True) as conn:
+        async with ctx.write() as conn:
             await lockout.note_failure(conn, subjects, now)
         return ctx.render("auth/sign_in.html", status=401, error=WRONG, form={"email": email},
                           next=target)
-    async with ctx.runtime.db.transaction(write=True) as conn:
+    async with ctx.write() as conn:
         await lockout.note_success(conn, [account, *subjects])
     await ctx.start_session(signin.person_actor(caller, ctx.runtime.clock),
                             second_factor_pending=second)
@@ -97,7 +98,7 @@ async def code(ctx: ConsoleContext) -> Response:
         wait = await lockout.locked_for(conn, subjects, now)
     if wait:
         return too_many(ctx, wait, "auth/sign_in_code.html", next=target)
-    async with ctx.runtime.db.transaction(write=True) as conn:
+    async with ctx.write() as conn:
         right = await second_factor.check_code(
             conn, ctx.runtime.secrets, person_id=session.person_id,
             code=form.get("code", ""), now=ctx.runtime.clock.now())
@@ -164,18 +165,18 @@ async def welcome(ctx: ConsoleContext) -> Response:
         raise errors.invalid("email", "is required")
     prepared = await passwords.new_password(password)
     # The link is the credential here: the audit log says so.
-    actor = signin.person_actor(caller, ctx.runtime.clock, credential="signed_link")
-    async with ctx.runtime.db.transaction(write=True) as conn:
+    # One unit of work, two actors: the link's holder sets the password, then the person
+    # signs in; the unit flushes each one's row.
+    async with unit(ctx.runtime, signin.person_actor(caller, ctx.runtime.clock,
+                                                     credential="signed_link"),
+                    write=True, call=ctx.unit_call()) as work:
+        conn = work.conn
         await signin.set_password_by_link(
-            conn, actor, token=token, purpose="welcome", password=prepared,
+            conn, work.actor, token=token, purpose="welcome", password=prepared,
             email=email)
-        await ctx.runtime.audit.flush(conn, actor, request_id=ctx.request_id,
-                                      client_ip=ctx.client_ip)
         person = signin.person_actor(caller, ctx.runtime.clock)
         # A link proves the mailbox, not the second factor: that is still asked for.
         pending = await second_factor.enrolled(conn, caller.person_id)
         await ctx.start_session(person, conn=conn, second_factor_pending=pending)
-        await ctx.runtime.audit.flush(conn, person, request_id=ctx.request_id,
-                                      client_ip=ctx.client_ip)
     ctx.flash("Your password is set and you are signed in.")
     return ctx.redirect(SECOND_FACTOR if pending else HOME)

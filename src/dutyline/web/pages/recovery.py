@@ -11,6 +11,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from dutyline.api import errors
+from dutyline.api.unit import unit
 from dutyline.web import lockout, passwords
 from dutyline.web import mail as link_mail
 from dutyline.web import service as signin
@@ -45,7 +46,7 @@ async def forgot(ctx: ConsoleContext) -> Response:
         return too_many(ctx, wait, "auth/forgot.html", form={"email": email}, sent=False)
     if "@" not in email:
         raise errors.invalid("email", "is invalid")
-    async with ctx.runtime.db.transaction(write=True) as conn:
+    async with ctx.write() as conn:
         await link_mail.request_reset(conn, email=email, now_ms=int(now * 1000))
         await lockout.note_failure(conn, subjects, now)
     return ctx.render("auth/forgot.html", sent=True, form={"email": email})
@@ -82,12 +83,11 @@ async def reset(ctx: ConsoleContext) -> Response:
     if password != form.get("password_again", ""):
         raise errors.invalid("password_again", "does not match the password")
     prepared = await passwords.new_password(password)
-    actor = signin.person_actor(caller, ctx.runtime.clock, credential="signed_link")
-    async with ctx.runtime.db.transaction(write=True) as conn:
-        await signin.set_password_by_link(conn, actor, token=token, purpose="reset",
+    async with unit(ctx.runtime, signin.person_actor(caller, ctx.runtime.clock,
+                                                     credential="signed_link"),
+                    write=True, call=ctx.unit_call()) as work:
+        await signin.set_password_by_link(work.conn, work.actor, token=token, purpose="reset",
                                           password=prepared)
-        await lockout.note_success(conn, [lockout.email_subject(holder.email)])
-        await ctx.runtime.audit.flush(conn, actor, request_id=ctx.request_id,
-                                      client_ip=ctx.client_ip)
+        await lockout.note_success(work.conn, [lockout.email_subject(holder.email)])
     ctx.flash("Your password is changed. Sign in with it.")
     return ctx.redirect(SIGN_IN)
