@@ -17,6 +17,7 @@ from babel.messages.pofile import read_po
 
 from dutyline.api.i18n import LOCALES_DIR
 from dutyline.api.permissions import ACCOUNT_MANAGE, CHANNEL_VIEW, INCIDENT_MANAGE
+from dutyline.api.unit import unit
 from dutyline.kit.clock import SystemClock
 from dutyline.web import navigation, routes, security
 from dutyline.web import service as signin
@@ -79,13 +80,14 @@ async def test_the_address_opens_the_incident_list_when_signed_in(
 @anyio
 async def test_the_address_asks_for_the_code_a_session_still_owes(api: Api,
                                                                     owner: Person) -> None:
-    async with api.runtime.db.transaction() as conn:
+    async with api.runtime.db.transaction(write=False) as conn:
         caller = await signin.caller_of(conn, account_id=owner.account_id,
                                         person_id=owner.person_id)
-        assert caller is not None
-        token = await signin.start_session(
-            conn, signin.person_actor(caller, api.runtime.clock), user_agent="tests",
-            ip="127.0.0.7", second_factor_pending=True)
+    assert caller is not None
+    async with unit(api.runtime, signin.person_actor(caller, api.runtime.clock),
+                    write=True) as work:
+        token = await signin.start_session(work.conn, work.actor, user_agent="tests",
+                                           ip="127.0.0.7", second_factor_pending=True)
     b = browser(api)
     b.plant(security.SESSION_COOKIE, token)
     answer = await b.get("/")
