@@ -114,6 +114,12 @@ async def test_search_and_pages(api: Api, owner: Person, console: Browser,
     assert 'value="P07@ACME"' in found.text  # the search stays in its box
     beyond = await console.get("/console/members?p=999999")
     assert beyond.status_code == 200
+    # Past /member/list's 255 characters a search is no search: the whole list, not a page
+    # refused and not a search for a cut-off text.
+    at_limit = await console.get("/console/members?q=" + "z" * 255)
+    assert "0 members found" in at_limit.text
+    too_long = await console.get("/console/members?q=" + "z" * 256)
+    assert too_long.status_code == 200 and "25 members" in too_long.text
 
 
 async def test_an_invitation_adds_the_member_and_its_link_signs_in(
@@ -211,10 +217,11 @@ async def test_invite_errors_are_shown_by_their_field_with_the_input_kept(
     assert foreign.status_code == 400 and 'id="e-role_id"' in foreign.text
 
     assert await _member_count(api, owner.account_id) == before
-    # What the services refused is recorded with its outcome, as the API records it (the
-    # length the page checks itself reaches no write).
+    # What the service refused, by its rights, its rules or its input's limits, is recorded
+    # with its outcome, as the API records it; what the form decoder refused before the
+    # service was called reaches no write.
     assert await _outcomes(api, owner.account_id) == [
-        ("member.invite", "InvalidParameter")] * 4
+        ("member.invite", "InvalidParameter")] * 5
 
 
 async def test_a_plain_member_sees_no_controls_and_forged_posts_are_refused(

@@ -102,6 +102,9 @@ async def test_the_list_shows_the_accounts_teams_only(
     assert "Acme Ops" in found.text
     none = await console.get("/console/teams?q=nothing-like-it")
     assert "0 teams found" in none.text
+    # Past /team/list's 255 characters a search is no search: the whole list.
+    too_long = await console.get("/console/teams?q=" + "x" * 256)
+    assert too_long.status_code == 200 and "Acme Ops" in too_long.text
     await theirs.aclose()
 
 

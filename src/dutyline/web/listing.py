@@ -2,7 +2,7 @@
 a request names, the pages of a numbered list (for the `pager` macro, templates/_macros/
 lists.html), the manage-only guard of forms, and whole lists gathered for pickers.
 
-    query, number = search_text(ctx), page_number(ctx)
+    query, number = search_text(ctx, teams.TeamSearch), page_number(ctx)
     total, items = await ctx.runtime.db.run_sync(lambda conn: teams.list_teams_sync(
         conn, ctx.actor, query=query, offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE),
         write=False)
@@ -14,7 +14,7 @@ A page's form is decoded into the service's record by web/forms.py, not here."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from sqlalchemy import Connection
@@ -25,6 +25,7 @@ from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.api.types import MAX_PAGE_WINDOW
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
+from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
 
 PAGE_SIZE = 20
@@ -32,7 +33,6 @@ PAGE_SIZE = 20
 # for a team's checkboxes) stop after this many pages.
 SERVICE_PAGE = 100
 MAX_GATHERED_PAGES = 10
-MAX_SEARCH = 255
 
 
 def page_number(ctx: ConsoleContext, size: int = PAGE_SIZE) -> int:
@@ -42,8 +42,16 @@ def page_number(ctx: ConsoleContext, size: int = PAGE_SIZE) -> int:
     return min(max(number, 1), MAX_PAGE_WINDOW // size)
 
 
-def search_text(ctx: ConsoleContext) -> str:
-    return ctx.request.query_params.get("q", "").strip()[:MAX_SEARCH]
+class _Search(Protocol):
+    query: str
+
+
+def search_text(ctx: ConsoleContext, record: type[_Search]) -> str:
+    """The `q` of the address as the list's service reads it (`record`: its search record,
+    such as `members.MemberSearch`): a text past the record's limit is no search at all, as
+    the incident list treats one."""
+    typed = ctx.request.query_params.get("q", "").strip()
+    return forms.decode_known({"query": [typed]}, record).query  # type: ignore[type-var]
 
 
 def path_id(ctx: ConsoleContext, name: str, kind: str) -> int:

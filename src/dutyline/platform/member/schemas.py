@@ -43,11 +43,21 @@ class MemberInfoResponse(msgspec.Struct, kw_only=True, omit_defaults=True):
     created_at: int = 0
 
 
+SearchQuery = Annotated[str, msgspec.Meta(max_length=255)]
+
+
+class MemberSearch(msgspec.Struct, kw_only=True):
+    """The free text a member list is searched by, as the list reads it (the console's
+    search box decodes into it; MemberListRequest names it with the same type)."""
+
+    query: SearchQuery = ""
+
+
 class MemberListRequest(PageRequest, kw_only=True):
     role_id: Id | None = None
     orderby: Literal["created_at", "updated_at"] = "created_at"
     asc: bool = False
-    query: Annotated[str, msgspec.Meta(max_length=255)] = ""
+    query: SearchQuery = ""
 
 
 class MemberItem(msgspec.Struct, kw_only=True):

@@ -31,6 +31,7 @@ from dutyline.platform.member.schemas import (
     NewMemberItem,
     PersonItem,
 )
+from dutyline.platform.member.schemas import MemberSearch as MemberSearch  # for the console
 from dutyline.platform.member.schemas import NewMember as NewMember  # the records it takes
 from dutyline.platform.member.schemas import ProfileChanges as ProfileChanges
 from dutyline.platform.member.schemas import RoleChoice as RoleChoice

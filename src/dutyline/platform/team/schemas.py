@@ -11,11 +11,21 @@ from dutyline.api.types import Id, NonNegInt64, PageRequest
 TeamName = Annotated[str, msgspec.Meta(min_length=1, max_length=39)]
 
 
+SearchQuery = Annotated[str, msgspec.Meta(max_length=255)]
+
+
+class TeamSearch(msgspec.Struct, kw_only=True):
+    """The free text a team list is searched by, as the list reads it (the console's
+    search box decodes into it; TeamListRequest names it with the same type)."""
+
+    query: SearchQuery = ""
+
+
 class TeamListRequest(PageRequest, kw_only=True):
     orderby: Literal["created_at", "updated_at", "team_name"] = "created_at"
     asc: bool = False
     person_id: Id | None = None
-    query: Annotated[str, msgspec.Meta(max_length=255)] = ""
+    query: SearchQuery = ""
 
 
 class TeamItem(msgspec.Struct, kw_only=True):

@@ -18,6 +18,7 @@ from dutyline.platform.member import service as member_service
 from dutyline.platform.team import repository as repo
 from dutyline.platform.team.schemas import TeamBriefItem, TeamItem
 from dutyline.platform.team.schemas import TeamChanges as TeamChanges  # the record it takes
+from dutyline.platform.team.schemas import TeamSearch as TeamSearch  # for the console
 
 # --- reads: sync, so a read operation runs them as one unit of database work -----------
 # (api/operation.py); the async forms below run the same functions on an async connection.

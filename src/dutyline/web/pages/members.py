@@ -59,7 +59,7 @@ def _member_list(conn: Connection, ctx: ConsoleContext, query: str,
 
 @pages.get(MEMBERS)
 async def member_list(ctx: ConsoleContext) -> Response:
-    query, number = search_text(ctx), page_number(ctx)
+    query, number = search_text(ctx, members.MemberSearch), page_number(ctx)
     total, items, role_names, team_names, signed_up = await ctx.runtime.db.run_sync(
         lambda conn: _member_list(conn, ctx, query, number), write=False)
     return ctx.render(

@@ -35,7 +35,7 @@ _INFOS_BATCH = 100
 
 @pages.get(TEAMS)
 async def team_list(ctx: ConsoleContext) -> Response:
-    query, number = search_text(ctx), page_number(ctx)
+    query, number = search_text(ctx, teams.TeamSearch), page_number(ctx)
     actor = ctx.actor
     # The read /team/list does, as one unit on the database (api/operation.py).
     total, items = await ctx.runtime.db.run_sync(lambda conn: teams.list_teams_sync(
