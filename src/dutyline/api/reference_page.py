@@ -13,20 +13,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from dutyline.kit import page_policy
+
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 PREFIX = "/docs/assets/"
 # Swagger UI builds its page with React, which sets element styles from script (allowed
 # under `style-src 'self'`); "try it" calls this same server (`connect-src 'self'`).
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-       "base-uri 'none'; object-src 'none'")
-HEADERS = {
-    "Content-Security-Policy": CSP,
-    "Referrer-Policy": "same-origin",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-cache",
-}
+CSP = page_policy.CONTENT_SECURITY_POLICY  # the console's own
+HEADERS = {**page_policy.HEADERS, "Cache-Control": "no-cache"}
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 # An asset's URL carries a digest of its content, so a browser may keep it for a year.
 _FOREVER = "public, max-age=31536000, immutable"

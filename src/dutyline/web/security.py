@@ -20,20 +20,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from dutyline.config import Settings
+from dutyline.kit import page_policy
 
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "x-csrf-token"
 
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-       "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-       "base-uri 'none'; object-src 'none'")
-HEADERS = {
-    "Content-Security-Policy": CSP,
-    "Referrer-Policy": "same-origin",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Cross-Origin-Opener-Policy": "same-origin",
-}
+CSP = page_policy.CONTENT_SECURITY_POLICY
+HEADERS = {**page_policy.HEADERS, "Cross-Origin-Opener-Policy": "same-origin"}
 PAGE_CACHE = "no-store"
 
 
