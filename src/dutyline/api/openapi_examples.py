@@ -8,8 +8,9 @@ id answers `not found` until it names one of yours."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+import re2
 
 from dutyline.api.openapi_words import reference
 
@@ -94,7 +95,7 @@ class _Builder:
                     for i in range(count)]
         if kind == "string":
             fits = isinstance(like, str) and (_fits_string(schema, like) or (
-                "pattern" in schema and re.search(schema["pattern"], like) is not None))
+                "pattern" in schema and re2.search(schema["pattern"], like) is not None))
             return like if fits else _string(schema)
         if kind == "integer":
             if isinstance(like, int) and not isinstance(like, bool) and _in_range(schema, like):
