@@ -93,11 +93,13 @@ def test_every_catalog_entry_keeps_its_placeholders() -> None:
 
     from dutyline.api.i18n import LOCALES_DIR
 
-    with (LOCALES_DIR / "zh_CN" / "LC_MESSAGES" / "dutyline.po").open("rb") as fh:
-        catalog = read_po(fh)
+    entries = []
+    for po_file in sorted((LOCALES_DIR / "zh_CN" / "LC_MESSAGES").glob("*.po")):
+        with po_file.open("rb") as fh:
+            entries += list(read_po(fh))
     placeholder = re.compile(r"\{(\w+)\}")
     checked = 0
-    for entry in catalog:
+    for entry in entries:
         if not entry.id or not entry.string:
             continue
         assert sorted(placeholder.findall(str(entry.id))) == sorted(

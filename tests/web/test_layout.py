@@ -231,8 +231,10 @@ def _template_messages() -> set[str]:
 
 
 def test_every_translated_word_of_the_console_is_in_the_zh_cn_catalog() -> None:
-    with (LOCALES_DIR / "zh_CN" / "LC_MESSAGES" / "dutyline.po").open("rb") as fh:
-        catalog = {str(m.id): str(m.string) for m in read_po(fh) if m.id}
+    catalog: dict[str, str] = {}
+    for po_file in sorted((LOCALES_DIR / "zh_CN" / "LC_MESSAGES").glob("*.po")):
+        with po_file.open("rb") as fh:
+            catalog.update((str(m.id), str(m.string)) for m in read_po(fh) if m.id)
     wanted = _template_messages() | navigation.labels()
     assert {"Sign out", "Page {page} of {pages}", "Configuration"} <= wanted
     missing = sorted(m for m in wanted if not catalog.get(m))

@@ -18,13 +18,15 @@ DEFAULT_LOCALE = "en"
 class Translator:
     def __init__(self, locales_dir: Path = LOCALES_DIR) -> None:
         self._catalogs: dict[str, dict[str, str]] = {}
-        for po_file in sorted(locales_dir.glob("*/LC_MESSAGES/dutyline.po")):
+        # A language's catalog is every .po in its folder: dutyline.po (the API's errors and
+        # the console's shared words) and one file per console area (console_channels.po...).
+        for po_file in sorted(locales_dir.glob("*/LC_MESSAGES/*.po")):
             lang = po_file.parent.parent.name
             with po_file.open("rb") as fh:
                 catalog = read_po(fh)
-            self._catalogs[lang] = {
-                str(m.id): str(m.string) for m in catalog if m.id and m.string and not m.fuzzy
-            }
+            self._catalogs.setdefault(lang, {}).update(
+                (str(m.id), str(m.string)) for m in catalog if m.id and m.string and not m.fuzzy
+            )
 
     def gettext(self, locale: str, msgid: str) -> str:
         catalog = self._catalogs.get(locale)

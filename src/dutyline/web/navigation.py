@@ -9,7 +9,7 @@ them use its page, so nobody is offered a page that would answer "Not allowed".
 A link's `needs` are permissions of api/permissions.py, any one of which shows it (the
 actor's `has`: owners and admins hold them all); none means every signed-in member. A group
 left with no link is not shown. Labels are catalog messages: each has its zh-CN translation
-in locales/zh_CN/LC_MESSAGES/dutyline.po (tests/web/test_layout.py checks)."""
+in a .po of locales/zh_CN/LC_MESSAGES/ (tests/web/test_layout.py checks)."""
 
 from __future__ import annotations
 

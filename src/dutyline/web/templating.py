@@ -4,7 +4,7 @@ helpers every template may call, and the filters.
 - `static(name)`: a static file's URL, with its digest (web/assets.py).
 - `nav(actor, path)`: the groups of the navigation this reader is shown (web/navigation.py).
 - `t(message, **fields)`: `message` in the reader's language, from the catalogs the API's
-  errors use (locales/<lang>/LC_MESSAGES/dutyline.po); `{name}` placeholders are filled
+  errors use (every .po of locales/<lang>/LC_MESSAGES/); `{name}` placeholders are filled
   with `fields` after translating (a field is never itself translated), and anything the
   catalog lacks stays English.
 - `lang_attr()`: ` lang="zh-CN"` on an element whose text `t` translated, when the reader's
