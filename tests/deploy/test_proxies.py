@@ -151,7 +151,7 @@ def test_console_cookies_are_secure_and_the_live_list_is_not_buffered(
         assert [(c.name, c.secure) for c in session] == [("__Host-dutyline_session", True)]
         # Opened and answered before the incident exists: its row can only come through an
         # open stream, within the read timeout, if nginx passes each event on at once.
-        with open_stream(web, read_timeout=10.0) as events:
+        with open_stream(web, read_timeout=30.0) as events:
             made = d.api(api, "/incident/create", {"incident_severity": "Critical",
                                                    "title": "through the proxy"})
             assert made.status_code == 200, made.text
