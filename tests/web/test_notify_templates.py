@@ -63,7 +63,8 @@ async def test_the_list_searches_pages_and_says_what_to_do(api: Api, owner: Pers
     assert listed.status_code == 200
     assert f'href="/console/templates/{PRESET}">Default</a>' in listed.text
     assert 'href="/console/templates/new"' in listed.text
-    assert "1 templates" in listed.text
+    assert "1 template</p>" in listed.text
+    assert "Only the built-in default so far" in listed.text
     for i in range(20):
         await ok(api, "/template/create", {"template_name": f"Prod {i:02}"}, owner)
     first = (await console.get("/console/templates")).text

@@ -4,7 +4,7 @@ channel kind, through the template service the API calls (/template/create, /upd
 /delete, /preview).
 
 The editor lists beside the bodies what a body may use: the variables are those of the data
-a template is rendered with (notify/template/data.py's sample incident, walked), the
+a template is rendered with (what notify/template/data.py builds from an incident, walked), the
 functions the engine's own (Go's built-ins and the notification functions), and each kind's
 size limit the service's. A "Preview" button renders one kind against a recent incident of
 the account (or the sample incident when there is none) and shows it beside its body: chat
@@ -22,20 +22,22 @@ import hmac
 import re
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import msgspec.inspect as mi
 from sqlalchemy import Connection
 from starlette.responses import HTMLResponse, Response
 
 from dutyline.api import errors
 from dutyline.api.permissions import TEMPLATE_MANAGE, TEMPLATE_VIEW
+from dutyline.incident.service import AlertInfo, IncidentInfo
 from dutyline.incident.service import query as incidents
 from dutyline.kit.gotemplate.builtins import BUILTINS
 from dutyline.kit.gotemplate.funcs import notification_funcs
 from dutyline.kit.page_policy import CONTENT_SECURITY_POLICY
 from dutyline.notify.template import service as templates
-from dutyline.notify.template.data import sample_data
+from dutyline.notify.template.data import incident_data
 from dutyline.notify.template.defaults import (
     CHANNELS,
     DEFAULT_BODIES,
@@ -57,6 +59,7 @@ from dutyline.web.page import Pages
 from dutyline.web.pages.me_view import channel_label
 
 pages = Pages()
+S = TypeVar("S", bound=msgspec.Struct)
 
 TEMPLATES = "/console/templates"
 FRAME = TEMPLATES + "/preview/email"
@@ -143,10 +146,32 @@ def _variable(path: str, value: Any) -> Variable:
     return Variable(path, "text")
 
 
-# The data every body is rendered with, walked from the sample incident the service
-# validates and previews with (its shape is every incident's).
+def _zero(kind: mi.Type) -> Any:
+    """The zero value of a record's field, with one item in each list of records (so the
+    data built from it shows what an item holds)."""
+    if isinstance(kind, mi.UnionType):
+        kind = next((k for k in kind.types if not isinstance(k, mi.NoneType)), kind.types[0])
+    if isinstance(kind, mi.StructType):
+        return {f.encode_name: _zero(f.type) for f in kind.fields}
+    if isinstance(kind, mi.ListType | mi.VarTupleType | mi.SetType | mi.FrozenSetType):
+        return [_zero(kind.item_type)] if isinstance(kind.item_type, mi.StructType) else []
+    if isinstance(kind, mi.LiteralType):
+        return kind.values[0]
+    zeros: tuple[tuple[type[mi.Type], Any], ...] = (
+        (mi.DictType, {}), (mi.BoolType, False), (mi.IntType, 0), (mi.FloatType, 0.0),
+        (mi.StrType, ""))
+    return next((value for cls, value in zeros if isinstance(kind, cls)), None)
+
+
+def _made(record: type[S]) -> S:
+    return msgspec.convert(_zero(mi.type_info(record)), record)
+
+
+# The data every body is rendered with, walked: what notify/template/data.py builds from an
+# incident and its alerts (the incident domain's own records, each list holding one item).
 VARIABLES: tuple[Variable, ...] = tuple(
-    _variable(f".{k}", v) for k, v in sample_data(0, "").items())
+    _variable(f".{k}", v)
+    for k, v in incident_data(_made(IncidentInfo), [_made(AlertInfo)]).items())
 GO_FUNCTIONS: tuple[str, ...] = tuple(sorted(BUILTINS))
 NOTIFICATION_FUNCTIONS: tuple[str, ...] = tuple(sorted(notification_funcs()))
 
