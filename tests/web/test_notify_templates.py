@@ -376,3 +376,14 @@ def test_the_reference_is_derived_from_the_engine_and_the_data() -> None:
     assert page.body_error("template: body:3:7: bad").line == 3
     assert page.body_error("template: body:3:7: bad").column == 7
     assert page.body_error("template: body: oops") == page.BodyError("oops")
+
+
+async def test_the_pages_speak_the_reader_s_language(console: Browser) -> None:
+    zh = {"Accept-Language": "zh-CN"}
+    listed = (await console.get("/console/templates", headers=zh)).text
+    assert "通知模板" in listed and "新建模板" in listed
+    form = (await console.get("/console/templates/new", headers=zh)).text
+    assert "钉钉 单条消息最多 4000 字节" in form and "变量和函数" in form
+    refused = (await console.post("/console/templates/new", {
+        "template_name": "x", "sms": "a\n{{nope}}"}, headers=zh)).text
+    assert "第 2 行" in _near(refused, "sms")

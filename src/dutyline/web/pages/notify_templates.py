@@ -37,19 +37,17 @@ from dutyline.kit.gotemplate.builtins import BUILTINS
 from dutyline.kit.gotemplate.funcs import notification_funcs
 from dutyline.kit.page_policy import CONTENT_SECURITY_POLICY
 from dutyline.notify.template import service as templates
-from dutyline.notify.template.data import incident_data
-from dutyline.notify.template.defaults import (
+from dutyline.notify.template.service import (
     CHANNELS,
     DEFAULT_BODIES,
     HTML_CHANNELS,
     SIZE_LIMITS,
-)
-from dutyline.notify.template.schemas import (
     TemplateBodies,
     TemplateCreateRequest,
     TemplateItem,
     TemplateListRequest,
     TemplateUpdateRequest,
+    incident_data,
 )
 from dutyline.platform.team import service as teams
 from dutyline.web import forms
