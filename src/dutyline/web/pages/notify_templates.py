@@ -256,9 +256,10 @@ class Editor:
         return next((i for i in self.incidents if i.incident_id == self.incident_id), None)
 
 
-def _read_options(conn: Connection, ctx: ConsoleContext) -> tuple[list[Any], list[Any]]:
+def _read_options(conn: Connection, ctx: ConsoleContext, *, with_teams: bool = True,
+                  ) -> tuple[list[Any], list[Any]]:
     """Recent incidents the person may see, and the account's teams (none of either when
-    they may not read them)."""
+    they may not read them, nor teams when not asked)."""
     now = ctx.actor.now_s
     recent: list[Any] = []
     with contextlib.suppress(errors.AccessDenied):
@@ -267,15 +268,18 @@ def _read_options(conn: Connection, ctx: ConsoleContext) -> tuple[list[Any], lis
             limit=RECENT, deps=ctx.runtime.deps, count=False).items
     found: list[Any] = []
     with contextlib.suppress(errors.AccessDenied):
-        _, found = teams.list_teams_sync(conn, ctx.actor, orderby="team_name", asc=True,
-                                         offset=0, limit=TEAM_OPTIONS)
+        if with_teams:
+            _, found = teams.list_teams_sync(conn, ctx.actor, orderby="team_name",
+                                             asc=True, offset=0, limit=TEAM_OPTIONS)
     return recent, found
 
 
 async def _editor(ctx: ConsoleContext, template: TemplateItem | None,
-                  form: dict[str, list[str]] | None = None) -> Editor:
+                  form: dict[str, list[str]] | None = None, *, whole: bool = True) -> Editor:
+    """The editor's state, from the template or the form posted; `whole`: for the whole
+    page (else for one preview, which needs no team)."""
     recent, team_options = await ctx.runtime.db.run_sync(
-        lambda conn: _read_options(conn, ctx), write=False)
+        lambda conn: _read_options(conn, ctx, with_teams=whole), write=False)
     editable = ctx.actor.has(TEMPLATE_MANAGE) and not (template and template.preset)
     if form is None:
         bodies = {c: getattr(template, c) if template else "" for c in CHANNELS}
@@ -466,7 +470,7 @@ async def preview_fragment(ctx: ConsoleContext) -> Response:
     kind = _kind((form.get("preview") or [""])[-1])
     if kind is None:
         raise errors.invalid("preview", "is not one of the choices")
-    editor = await _editor(ctx, None, form)
+    editor = await _editor(ctx, None, form, whole=False)
     shown = await _preview(ctx, editor, kind)
     response = ctx.render("notify_templates/_preview.html", kind=kind, preview=shown,
                           editor=editor)
