@@ -119,7 +119,7 @@ async def test_the_owner_sees_every_group(console: Browser) -> None:
     assert re.findall(r"<summary[^>]*>([^<]+)</summary>", header) == ["Configuration",
                                                                      "Account"]
     assert _links(page) == ["/console/incidents", "/console/on-call", "/console/members",
-                            "/console/teams", "/console/me"]
+                            "/console/teams", "/console/templates", "/console/me"]
     # The page's own link, and its group, are marked; a prefix ("/console/me") is not.
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', header) == ["/console/members"]
     assert '<summary class="current">Configuration</summary>' in header
@@ -129,12 +129,13 @@ async def test_the_owner_sees_every_group(console: Browser) -> None:
 
 
 @anyio
-async def test_a_read_only_member_sees_no_configuration(api: Api, owner: Person) -> None:
+async def test_a_read_only_member_sees_only_the_setup_it_may_read(api: Api, owner: Person) -> None:
     reader = await new_member(api, owner, name="Reader", builtin="member")
     b = await signed_in(api, reader)
     page = (await b.get("/console/incidents")).text
-    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/me"]
-    assert "Configuration" not in _nav(page)
+    # Of the configuration, only what the role may read: the templates (template_view).
+    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/templates",
+                            "/console/me"]
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', _nav(page)) == [
         "/console/incidents"]
     # The lists stay open to every member (as /member/list is), without their controls.

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dutyline.api.actor import Actor
-from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.api.permissions import ACCOUNT_MANAGE, TEMPLATE_VIEW
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ NAVIGATION: tuple[Group, ...] = (
     Group("Configuration", (
         Link("Members", "/console/members", needs=(ACCOUNT_MANAGE,)),
         Link("Teams", "/console/teams", needs=(ACCOUNT_MANAGE,)),
+        Link("Templates", "/console/templates", needs=(TEMPLATE_VIEW,)),
     )),
     Group("Account", (Link("Your profile", "/console/me"),), personal=True),
 )

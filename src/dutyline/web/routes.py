@@ -23,6 +23,7 @@ from dutyline.web.pages import (
     me,
     me_contacts,
     members,
+    notify_templates,
     oncall,
     recovery,
     teams,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 # above and named here (tests/web/test_layout.py finds any module of web/pages left out).
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
-    oncall, members, teams,
+    oncall, members, teams, notify_templates,
 )
 
 

@@ -25,10 +25,11 @@ from dutyline.kit.gotemplate import TemplateError, TemplateLimitError
 from dutyline.kit.ids import hex_id
 from dutyline.notify.template import engine
 from dutyline.notify.template import repository as repo
-from dutyline.notify.template.data import sample_data
+from dutyline.notify.template.data import incident_data, sample_data
 from dutyline.notify.template.defaults import (
     CHANNELS,
     DEFAULT_BODIES,
+    HTML_CHANNELS,
     PRESET_IDS,
     PRESET_NAME,
     PRESET_TEMPLATE_ID,
@@ -37,13 +38,24 @@ from dutyline.notify.template.defaults import (
 from dutyline.notify.template.incident_source import incident_template_data
 from dutyline.notify.template.schemas import (
     RenderedMessage,
+    TemplateBodies,
+    TemplateCreateRequest,
     TemplateCreateResponse,
     TemplateItem,
+    TemplateListRequest,
     TemplateListResponse,
     TemplatePreviewResponse,
+    TemplateUpdateRequest,
     item_from_row,
 )
 from dutyline.platform.team import service as teams
+
+# What the console's template editor reads besides the operations (web/pages/
+# notify_templates.py): the records its form decodes into, the channels with their defaults
+# and size limits, and the data a body is rendered with.
+__all__ = ["CHANNELS", "DEFAULT_BODIES", "HTML_CHANNELS", "SIZE_LIMITS", "TemplateBodies",
+           "TemplateCreateRequest", "TemplateItem", "TemplateListRequest",
+           "TemplateUpdateRequest", "incident_data"]
 
 log = structlog.get_logger("dutyline.notify.template")
 
