@@ -119,7 +119,8 @@ async def test_the_owner_sees_every_group(console: Browser) -> None:
     assert re.findall(r"<summary[^>]*>([^<]+)</summary>", header) == ["Configuration",
                                                                      "Account"]
     assert _links(page) == ["/console/incidents", "/console/on-call", "/console/members",
-                            "/console/teams", "/console/me"]
+                            "/console/teams", "/console/roles", "/console/me",
+                            "/console/app-keys"]
     # The page's own link, and its group, are marked; a prefix ("/console/me") is not.
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', header) == ["/console/members"]
     assert '<summary class="current">Configuration</summary>' in header
@@ -133,7 +134,8 @@ async def test_a_read_only_member_sees_no_configuration(api: Api, owner: Person)
     reader = await new_member(api, owner, name="Reader", builtin="member")
     b = await signed_in(api, reader)
     page = (await b.get("/console/incidents")).text
-    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/me"]
+    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/me",
+                            "/console/app-keys"]
     assert "Configuration" not in _nav(page)
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', _nav(page)) == [
         "/console/incidents"]
