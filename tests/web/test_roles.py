@@ -280,6 +280,11 @@ async def test_nobody_acts_above_their_own_rights_and_is_told_in_words(
     assert grant.status_code == 403
     assert "Manage incidents; View on-call schedules" in grant.text
     assert 'class="error-summary"' in grant.text
+    # The same refusal from the member's page.
+    from_member = await b.post(f"/console/members/{plain.person_id}/roles",
+                               {"role_ids": [str(responder)]})
+    assert from_member.status_code == 403
+    assert "Manage incidents; View on-call schedules" in from_member.text
     # Acting on someone who holds more than the manager: named in words too.
     admin = await new_member(api, owner, name="Boss", builtin="admin")
     mine = (await ok(api, "/role/upsert", {"role_name": "Viewer", "permission_ids": [204]},

@@ -21,6 +21,9 @@ from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.app_key import keys
 from dutyline.platform.app_key import repository as repo
+
+# The record a new key's request is checked against (the console decodes its form into it).
+from dutyline.platform.app_key.schemas import AppKeyCreateRequest as AppKeyCreateRequest
 from dutyline.platform.app_key.schemas import AppKeyItem
 from dutyline.platform.role import service as roles
 

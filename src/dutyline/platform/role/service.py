@@ -18,6 +18,10 @@ from dutyline.kit.ids import numeric_id
 from dutyline.platform.role import repository as repo
 from dutyline.platform.role.schemas import PermissionItem, RoleItem
 
+# The records a role's changes are checked against (the console decodes its forms into them).
+from dutyline.platform.role.schemas import RoleGrantRequest as RoleGrantRequest
+from dutyline.platform.role.schemas import RoleUpsertRequest as RoleUpsertRequest
+
 # Owners and admins hold every permission whatever their rows say (platform/auth.py), so
 # their records show the whole catalog too.
 _ALL_PERMISSION_BUILTINS = frozenset({"owner", "admin"})

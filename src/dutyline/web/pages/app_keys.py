@@ -15,7 +15,6 @@ from starlette.responses import Response
 from dutyline.api import errors
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.app_key import service as app_keys
-from dutyline.platform.app_key.schemas import AppKeyCreateRequest
 from dutyline.platform.member import service as members
 from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
@@ -73,7 +72,7 @@ async def create(ctx: ConsoleContext) -> Response:
     context = await _form_context(ctx)
     form = await ctx.form_lists()
     try:
-        asked = forms.decode(form, AppKeyCreateRequest)
+        asked = forms.decode(form, app_keys.AppKeyCreateRequest)
         async with ctx.write() as conn:
             issued = await app_keys.create_key(conn, ctx.actor, key_name=asked.key_name,
                                                person_id=asked.person_id)

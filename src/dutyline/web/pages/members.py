@@ -207,7 +207,8 @@ async def change_roles(ctx: ConsoleContext) -> Response:
                 wanted.append(owner_role)
             await members.update_roles(conn, ctx.actor, member_id=member_id, role_ids=wanted)
     except errors.ApiError as exc:
-        return ctx.form_failed("members/member.html", forms.on_form(exc, form=form), **context)
+        return ctx.form_failed("members/member.html",
+                               role_pages.in_words(ctx, forms.on_form(exc, form=form)), **context)
     ctx.flash("The roles are saved.")
     return ctx.redirect(f"{MEMBERS}/{member_id}")
 

@@ -16,9 +16,8 @@ from starlette.responses import Response
 from dutyline.api import errors, permissions
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.member import service as members
-from dutyline.platform.role import grants
 from dutyline.platform.role import service as roles
-from dutyline.platform.role.schemas import RoleGrantRequest, RoleUpsertRequest
+from dutyline.platform.role.grants import service as grants
 from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
 from dutyline.web.listing import PAGE_SIZE, Paging, page_number, path_id, require_manager
@@ -125,7 +124,7 @@ async def _save(ctx: ConsoleContext, role: Any) -> Response:
     context["selected"] = {int(p) for p in form.get("permission_ids", [])
                            if p.isdigit() and len(p) < 10}
     try:
-        changes = forms.decode(form, RoleUpsertRequest, shown=("permission_ids",),
+        changes = forms.decode(form, roles.RoleUpsertRequest, shown=("permission_ids",),
                                given={"role_id": role.role_id if role else 0})
         async with ctx.write() as conn:
             role_id = await roles.upsert_role(
@@ -223,18 +222,18 @@ async def _change(ctx: ConsoleContext, done: str, change: Any,
 
 @pages.post(ROLES + "/{role_id}/grant")
 async def grant(ctx: ConsoleContext) -> Response:
-    async def change(conn: Any, role: Any, asked: RoleGrantRequest) -> None:
+    async def change(conn: Any, role: Any, asked: roles.RoleGrantRequest) -> None:
         await grants.grant_role(conn, ctx.actor, role_id=role.role_id,
                                 member_ids=asked.member_ids)
-    return await _change(ctx, "The role {name} is granted.", change, RoleGrantRequest)
+    return await _change(ctx, "The role {name} is granted.", change, roles.RoleGrantRequest)
 
 
 @pages.post(ROLES + "/{role_id}/revoke")
 async def revoke(ctx: ConsoleContext) -> Response:
-    async def change(conn: Any, role: Any, asked: RoleGrantRequest) -> None:
+    async def change(conn: Any, role: Any, asked: roles.RoleGrantRequest) -> None:
         await grants.revoke_role(conn, ctx.actor, role_id=role.role_id,
                                  member_ids=asked.member_ids)
-    return await _change(ctx, "The role {name} is revoked.", change, RoleGrantRequest)
+    return await _change(ctx, "The role {name} is revoked.", change, roles.RoleGrantRequest)
 
 
 @pages.post(ROLES + "/{role_id}/enable")
