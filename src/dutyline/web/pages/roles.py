@@ -56,14 +56,9 @@ def _not_allowed(ctx: ConsoleContext, exc: errors.ApiError) -> None:
 
 
 def _kinds(conn: Connection, ctx: ConsoleContext) -> dict[int, str]:
-    """role id -> its built-in kind (owner, admin, responder, member)."""
-    out: dict[int, str] = {}
-    for kind, *_ in permissions.BUILTIN_ROLES:
-        try:
-            out[roles.builtin_role_id_sync(conn, ctx.actor, builtin=kind)] = kind
-        except errors.InternalError:  # an account older than that built-in role
-            continue
-    return out
+    """role id -> its built-in kind (owner, admin, member), for the account's built-ins."""
+    return {roles.builtin_role_id_sync(conn, ctx.actor, builtin=kind): kind
+            for kind, *_ in permissions.BUILTIN_ROLES}
 
 
 def abilities(permission_ids: list[int], kind: str) -> list[str]:
