@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from sqlalchemy import select
 
-from tests.fixtures.accounts import Person
+from dutyline.db.tables.platform import audit_log, member
+from tests.fixtures.accounts import Person, new_member
 from tests.fixtures.api import Api
 from tests.fixtures.console import Browser, browser, set_password, signed_in
 
@@ -80,3 +82,89 @@ async def test_changing_the_password_ends_the_other_sessions(api: Api, owner: Pe
             ).status_code == 303
     await b.aclose()
     await other.aclose()
+
+
+# --- one's own name and time zone -------------------------------------------------------
+
+
+async def _profile(api: Api, person_id: int) -> tuple[str, str]:
+    async with api.runtime.db.transaction(write=False) as conn:
+        row = (await conn.execute(select(member.c.member_name, member.c.time_zone).where(
+            member.c.member_id == person_id))).one()
+    return row.member_name, row.time_zone
+
+
+async def _profile_writes(api: Api, account_id: int) -> list[tuple[str, str, str, int]]:
+    async with api.runtime.db.transaction(write=False) as conn:
+        rows = await conn.execute(
+            select(audit_log.c.operation, audit_log.c.outcome, audit_log.c.credential,
+                   audit_log.c.member_id)
+            .where(audit_log.c.account_id == account_id, audit_log.c.is_write)
+            .order_by(audit_log.c.id))
+        return [tuple(r) for r in rows]  # type: ignore[misc]
+
+
+async def test_a_member_changes_their_own_name_and_time_zone(api: Api, owner: Person) -> None:
+    plain = await new_member(api, owner, name="Plain Person")  # the read-only Member role
+    b = await signed_in(api, plain)
+    page = await b.get("/console/me")
+    assert page.status_code == 200
+    assert 'id="f-member_name"' in page.text and 'value="Plain Person"' in page.text
+    # The zone list is zoneinfo's; none chosen yet: the account's.
+    assert "<option>Asia/Shanghai</option>" in page.text
+    assert '<option value="" selected>' in page.text
+    saved = await b.post("/console/me/profile", {"member_name": "Ada Lovelace",
+                                                 "time_zone": "Europe/London"})
+    assert saved.status_code == 303 and saved.headers["location"] == "/console/me#profile"
+    assert await _profile(api, plain.person_id) == ("Ada Lovelace", "Europe/London")
+    again = await b.get("/console/me")
+    assert "Your name and time zone are saved." in again.text
+    assert "<h1>Ada Lovelace</h1>" in again.text
+    assert "<option selected>Europe/London</option>" in again.text
+    # Back to the account's zone.
+    assert (await b.post("/console/me/profile", {"member_name": "Ada Lovelace",
+                                                 "time_zone": ""})).status_code == 303
+    assert await _profile(api, plain.person_id) == ("Ada Lovelace", "")
+    assert await _profile_writes(api, owner.account_id) == [
+        ("member.info.reset", "OK", "session", plain.person_id)] * 2
+    await b.aclose()
+
+
+async def test_name_and_time_zone_errors_are_shown_by_their_field(
+        api: Api, owner: Person, console: Browser) -> None:
+    bad_zone = await console.post("/console/me/profile", {"member_name": "Acme Owner",
+                                                          "time_zone": "Mars/Olympus"})
+    assert bad_zone.status_code == 400
+    error = re.search(r'id="e-time_zone">([^<]*)<', bad_zone.text)
+    assert error and error[1] == "is not a known time zone"
+    short = await console.post("/console/me/profile", {"member_name": "A",
+                                                       "time_zone": "Asia/Tokyo"})
+    assert short.status_code == 400
+    error = re.search(r'id="e-member_name">([^<]*)<', short.text)
+    assert error and error[1] == "must be at least 2 characters"
+    assert 'value="A"' in short.text and "<option selected>Asia/Tokyo</option>" in short.text
+    long = await console.post("/console/me/profile", {"member_name": "n" * 40})
+    assert long.status_code == 400 and "must be at most 39 characters" in long.text
+    zh = await console.post("/console/me/profile", {"member_name": "Acme Owner",
+                                                    "time_zone": "Mars/Olympus"},
+                            headers={"Accept-Language": "zh-CN"})
+    assert "不是有效的时区" in zh.text
+    assert await _profile(api, owner.person_id) == ("Acme Owner", "")
+    # What the service refused is recorded; what the form decoder refused reached no write.
+    assert [w[:2] for w in await _profile_writes(api, owner.account_id)] == [
+        ("member.info.reset", "InvalidParameter")] * 2
+
+
+async def test_the_profile_form_changes_only_ones_own_profile(
+        api: Api, owner: Person) -> None:
+    plain = await new_member(api, owner, name="Plain Person")
+    b = await signed_in(api, plain)
+    # A member id in the form is no way to reach another member: the form has no such field.
+    done = await b.post("/console/me/profile", {"member_name": "Took Over",
+                                                "member_id": str(owner.person_id)})
+    assert done.status_code == 303
+    assert await _profile(api, owner.person_id) == ("Acme Owner", "")
+    assert (await _profile(api, plain.person_id))[0] == "Took Over"
+    forged = await b.post("/console/me/profile", {"member_name": "x y"}, csrf=False)
+    assert forged.status_code == 403
+    await b.aclose()

@@ -108,3 +108,18 @@ def expand(permission_ids: set[int] | frozenset[int]) -> frozenset[str]:
     names = {BY_ID[i].name for i in permission_ids if i in BY_ID}
     names.update(IMPLIES[n] for n in list(names) if n in IMPLIES)
     return frozenset(names)
+
+
+# The role the console invites with by default. Whoever is paged must be able to answer the
+# page: acknowledge, resolve, comment on, snooze and reassign the incidents of the channels
+# they can see (visibility is the channel's, not the role's), and read who is on call. It is
+# an ordinary custom role of the account, made the first time an invitation picks it
+# (role.service.responder_role): the contract's built-in roles stay Owner, Admin and the
+# read-only Member, which is still what /member/invite gives when no role is named.
+RESPONDER_NAME = "Responder"
+RESPONDER_DESCRIPTION = ("Works incidents in the channels they can see: acknowledge, resolve, "
+                         "comment, snooze, reassign; reads schedules, templates and "
+                         "integrations")
+RESPONDER_DEFAULT = MEMBER_DEFAULT | frozenset(
+    BY_NAME[n].id for n in (INCIDENT_MANAGE, SCHEDULE_VIEW)
+)

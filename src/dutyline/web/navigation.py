@@ -48,9 +48,12 @@ NAVIGATION: tuple[Group, ...] = (
     Group("Configuration", (
         Link("Members", "/console/members", needs=(ACCOUNT_MANAGE,)),
         Link("Teams", "/console/teams", needs=(ACCOUNT_MANAGE,)),
+        Link("Roles", "/console/roles", needs=(ACCOUNT_MANAGE,)),
         Link("Templates", "/console/templates", needs=(TEMPLATE_VIEW,)),
     )),
-    Group("Account", (Link("Your profile", "/console/me"),), personal=True),
+    # Every member manages their own app keys.
+    Group("Account", (Link("Your profile", "/console/me"),
+                      Link("App keys", "/console/app-keys")), personal=True),
 )
 
 

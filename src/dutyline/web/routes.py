@@ -14,6 +14,7 @@ from dutyline.web import signed_links
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import HOME, SECOND_FACTOR, SIGN_IN, Console, Page, Pages
 from dutyline.web.pages import (
+    app_keys,
     auth,
     home,
     incident,
@@ -26,6 +27,7 @@ from dutyline.web.pages import (
     notify_templates,
     oncall,
     recovery,
+    roles,
     teams,
 )
 
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 # above and named here (tests/web/test_layout.py finds any module of web/pages left out).
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
-    oncall, members, teams, notify_templates,
+    oncall, members, teams, roles, app_keys, notify_templates,
 )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, update
+from sqlalchemy import Connection, bindparam, delete, func, insert, select, update
 from sqlalchemy.engine import Row
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -66,6 +66,28 @@ def list_for_person_sync(conn: Connection, account_id: int, person_id: int) -> l
     """(key_id, key_name, person_id, suffix, created_at, last_used_at) of a member's keys."""
     return list(conn.execute(_KEYS_OF_PERSON, {"account_id": account_id,
                                                "person_id": person_id}))
+
+
+_ACCOUNT_KEYS = (select(*_PUBLIC)
+                 .where(app_key.c.account_id == bindparam("account_id"))
+                 .order_by(app_key.c.created_at, app_key.c.key_id)
+                 .offset(bindparam("offset")).limit(bindparam("limit")))
+_ACCOUNT_KEY_COUNT = (select(func.count()).select_from(app_key)
+                      .where(app_key.c.account_id == bindparam("account_id")))
+
+
+def list_for_account_sync(conn: Connection, account_id: int, *, offset: int,
+                          limit: int) -> tuple[int, list[Any]]:
+    """(how many, one page of) the account's keys, oldest first, as list_for_person_sync."""
+    total = int(conn.execute(_ACCOUNT_KEY_COUNT, {"account_id": account_id}).scalar_one())
+    rows = list(conn.execute(_ACCOUNT_KEYS, {"account_id": account_id, "offset": offset,
+                                             "limit": limit}))
+    return total, rows
+
+
+def get_sync(conn: Connection, account_id: int, key_id: int) -> Any:
+    stmt = select(*_PUBLIC).where(app_key.c.account_id == account_id, app_key.c.key_id == key_id)
+    return conn.execute(stmt).first()
 
 
 async def get(conn: AsyncConnection, account_id: int, key_id: int) -> Any:

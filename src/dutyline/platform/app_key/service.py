@@ -16,11 +16,14 @@ from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
-from dutyline.api.access import writes
+from dutyline.api.access import reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.platform.app_key import keys
 from dutyline.platform.app_key import repository as repo
+
+# The record a new key's request is checked against (the console decodes its form into it).
+from dutyline.platform.app_key.schemas import AppKeyCreateRequest as AppKeyCreateRequest
 from dutyline.platform.app_key.schemas import AppKeyItem
 from dutyline.platform.role import service as roles
 
@@ -46,6 +49,29 @@ def list_keys_sync(conn: Connection, actor: Actor, *,
     return [AppKeyItem(key_id=r[0], key_name=r[1], person_id=r[2], suffix=r[3],
                        created_at=r[4], last_used_at=r[5])
             for r in repo.list_for_person_sync(conn, actor.account_id, person_id)]
+
+
+def key_info_sync(conn: Connection, actor: Actor, *, key_id: int) -> AppKeyItem:
+    """One key of the account (never the key itself): one's own, or any with
+    account_manage, as listing them; any other is not found."""
+    row = repo.get_sync(conn, actor.account_id, key_id)
+    if row is None or (row.person_id != actor.person_id and not actor.has(ACCOUNT_MANAGE)):
+        raise errors.not_found("app key", key_id)
+    return AppKeyItem(key_id=row.key_id, key_name=row.key_name, person_id=row.person_id,
+                      suffix=row.suffix, created_at=row.created_at,
+                      last_used_at=row.last_used_at)
+
+
+@reads_sync(ACCOUNT_MANAGE)
+def list_account_keys_sync(conn: Connection, actor: Actor, *, offset: int,
+                           limit: int) -> tuple[int, list[AppKeyItem]]:
+    """(how many, one page of) every member's keys of the account, oldest first (never the
+    keys themselves): what /app-key/list shows member by member, for those who manage the
+    account."""
+    total, rows = repo.list_for_account_sync(conn, actor.account_id, offset=offset,
+                                             limit=limit)
+    return total, [AppKeyItem(key_id=r[0], key_name=r[1], person_id=r[2], suffix=r[3],
+                              created_at=r[4], last_used_at=r[5]) for r in rows]
 
 
 @writes("/app-key/delete", dangerous=True)

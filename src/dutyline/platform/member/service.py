@@ -41,6 +41,8 @@ _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _PHONE = re.compile(r"^\+?[0-9][0-9 -]{3,30}$")
 # Read once: checking a zone name must not touch the file system inside a request.
 _TIME_ZONES = frozenset(zoneinfo.available_timezones())
+# The zones a member's or an invitation's time zone may name, in order (the console's list).
+TIME_ZONE_NAMES: tuple[str, ...] = tuple(sorted(_TIME_ZONES))
 _OWNER_ROLE_FIXED = "the Owner role cannot be granted or revoked"
 
 

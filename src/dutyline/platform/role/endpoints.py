@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlalchemy import Connection
 
 from dutyline.api.operation import Context, Router
-from dutyline.platform.role import grants, service
+from dutyline.platform.role import service
 from dutyline.platform.role.factors import permission_factors
+from dutyline.platform.role.grants import service as grants
 from dutyline.platform.role.schemas import (
     PermissionFactorItem,
     PermissionFactorListRequest,

@@ -64,12 +64,20 @@ def permission_ids_by_role_sync(conn: Connection, role_ids: list[int]) -> dict[i
     return result
 
 
-async def find_by_name(conn: AsyncConnection, account_id: int, name: str) -> Row[Any] | None:
+def _by_name(account_id: int, name: str) -> Select[Any]:
     # Case-insensitive: "admin" must not sit beside the built-in "Admin".
-    stmt = select(role).where(
+    return select(role).where(
         role.c.account_id == account_id, func.lower(role.c.role_name) == name.lower()
-    )
-    return (await conn.execute(stmt.limit(1))).first()
+    ).limit(1)
+
+
+async def find_by_name(conn: AsyncConnection, account_id: int, name: str) -> Row[Any] | None:
+    row: Row[Any] | None = (await conn.execute(_by_name(account_id, name))).first()
+    return row
+
+
+def find_by_name_sync(conn: Connection, account_id: int, name: str) -> Row[Any] | None:
+    return conn.execute(_by_name(account_id, name)).first()
 
 
 async def insert_role(conn: AsyncConnection, values: dict[str, Any]) -> None:

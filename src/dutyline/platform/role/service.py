@@ -11,12 +11,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, permissions
-from dutyline.api.access import writes
+from dutyline.api.access import require, writes
 from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.role import repository as repo
 from dutyline.platform.role.schemas import PermissionItem, RoleItem
+
+# The records a role's changes are checked against (the console decodes its forms into them).
+from dutyline.platform.role.schemas import RoleGrantRequest as RoleGrantRequest
+from dutyline.platform.role.schemas import RoleUpsertRequest as RoleUpsertRequest
 
 # Owners and admins hold every permission whatever their rows say (platform/auth.py), so
 # their records show the whole catalog too.
@@ -145,6 +149,30 @@ def list_permissions_sync(
             status="enabled", is_granted=is_granted if with_all else None,
         ))
     return items
+
+
+# --- the console's default role for invitations ------------------------------------------
+
+
+def responder_role_id_sync(conn: Connection, actor: Actor) -> int | None:
+    """The account's Responder role (api/permissions.py RESPONDER_NAME, any case), if it has
+    one yet."""
+    row = repo.find_by_name_sync(conn, actor.account_id, permissions.RESPONDER_NAME)
+    return None if row is None else int(row.role_id)
+
+
+async def responder_role(conn: AsyncConnection, actor: Actor) -> int:
+    """The account's Responder role, made now if it has none: a custom role that works
+    incidents (RESPONDER_DEFAULT), made through `upsert_role`, so its permission, the rule
+    that nobody gives what they do not hold, and its audit entry apply. An account that
+    changed its Responder role keeps it as it is."""
+    require(actor, ACCOUNT_MANAGE)
+    found = await conn.run_sync(responder_role_id_sync, actor)
+    if found is not None:
+        return found
+    return await upsert_role(conn, actor, role_name=permissions.RESPONDER_NAME,
+                             description=permissions.RESPONDER_DESCRIPTION,
+                             permission_ids=sorted(permissions.RESPONDER_DEFAULT))
 
 
 # --- used by the member service ---------------------------------------------------------

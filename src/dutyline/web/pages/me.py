@@ -8,7 +8,8 @@ from typing import Any
 from starlette.responses import Response
 
 from dutyline.api import errors
-from dutyline.web import passwords, second_factor
+from dutyline.platform.member import service as members
+from dutyline.web import forms, passwords, second_factor
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
@@ -22,6 +23,24 @@ ME = "/console/me"
 @pages.get(ME)
 async def me(ctx: ConsoleContext) -> Response:
     return ctx.render("me/me.html", **await me_view.load(ctx))
+
+
+@pages.post(ME + "/profile", template="me/me.html")
+async def save_profile(ctx: ConsoleContext) -> Response:
+    """One's own name and time zone, through /member/info/reset's service (audited; the
+    zone one of zoneinfo's, or none: the account's)."""
+    ctx.kept.update(await me_view.load(ctx))
+    form = await ctx.form_lists()
+    typed = forms.decode(form, members.ProfileChanges)
+    changes = members.ProfileChanges(member_name=typed.member_name, time_zone=typed.time_zone)
+    try:
+        async with ctx.write() as conn:
+            await members.reset_info(conn, ctx.actor, member_id=ctx.actor.person_id,
+                                     changes=changes)
+    except errors.InvalidParameter as exc:
+        raise forms.on_form(exc, form=form) from None
+    ctx.flash(ctx.runtime.translator.gettext(ctx.locale, "Your name and time zone are saved."))
+    return ctx.redirect(ME + "#profile")
 
 
 @pages.post(ME + "/sessions/revoke")

@@ -125,6 +125,7 @@ def _load(ctx: ConsoleContext, conn: Connection) -> dict[str, Any]:
         "chosen": chosen,
         "preference_warnings": _by_field(preferences.delivery_warnings(
             settings, im=None, by_severity=chosen)),
+        "time_zones": members.TIME_ZONE_NAMES,
         "enrolled": second_factor.enrolled_sync(conn, actor.person_id),
         "sessions": [{"id": signin.public_id(s), "current": s.session_hash == current,
                       "session": s} for s in sessions],

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 from sqlalchemy import Connection
 from starlette.responses import Response
 
@@ -30,6 +31,7 @@ from dutyline.web.listing import (
     team_names_by_person,
 )
 from dutyline.web.page import Pages
+from dutyline.web.pages import roles as role_pages
 
 pages = Pages()
 
@@ -39,6 +41,12 @@ MEMBERS = "/console/members"
 # invite service names its batch's fields by (`members[0].email`; `members.email` for all).
 _INVITE_NAMES = {"role_ids": "role_id"}
 _BATCH = ("members[0].", "members.")
+# The role the invite form offers first: whoever is invited is paged, and must be able to
+# answer (acknowledge, resolve, comment...) in the channels they see. The account's
+# Responder role (role.service.responder_role), or, until it has one, this choice, which
+# makes it with the invitation. The API's default when no role is named stays the
+# contract's read-only Member.
+NEW_RESPONDER = "responder"
 
 
 # --- the list ---------------------------------------------------------------------------
@@ -78,17 +86,19 @@ def _assignable(all_roles: Sequence[Any], owner_role: int) -> list[Any]:
     return [r for r in all_roles if r.role_id != owner_role]
 
 
-def _invite_roles(conn: Connection, ctx: ConsoleContext) -> tuple[list[Any], int, int]:
+def _invite_roles(conn: Connection, ctx: ConsoleContext) -> tuple[list[Any], int, int | None]:
     actor = ctx.actor
     return (roles.list_roles_sync(conn, actor, asc=True),
             roles.builtin_role_id_sync(conn, actor, builtin="owner"),
-            roles.builtin_role_id_sync(conn, actor, builtin="member"))
+            roles.responder_role_id_sync(conn, actor))
 
 
 async def _invite_form_context(ctx: ConsoleContext) -> dict[str, Any]:
-    all_roles, owner_role, member_role = await ctx.runtime.db.run_sync(
+    all_roles, owner_role, default_role = await ctx.runtime.db.run_sync(
         lambda conn: _invite_roles(conn, ctx), write=False)
-    return {"roles": _assignable(all_roles, owner_role), "default_role": member_role,
+    return {"roles": _assignable(all_roles, owner_role),
+            "default_role": NEW_RESPONDER if default_role is None else str(default_role),
+            "responder_missing": default_role is None,
             "mails_sent": ctx.runtime.reach_gap("email") is None}
 
 
@@ -102,10 +112,24 @@ async def invite_form(ctx: ConsoleContext) -> Response:
 async def invite(ctx: ConsoleContext) -> Response:
     ctx.kept.update(await _invite_form_context(ctx))
     form = await ctx.form_lists()
-    new = forms.decode(form, members.NewMember, names=_INVITE_NAMES)
+    make_responder = form.get("role_id") == [NEW_RESPONDER]
+    new = forms.decode({k: v for k, v in form.items() if k != "role_id" or not make_responder},
+                       members.NewMember, names=_INVITE_NAMES)
+    if make_responder:
+        # Its own unit of work, so the audit log has the role's making as such; the role
+        # stays, should the invitation be refused, as the account's default from now on.
+        try:
+            async with ctx.write() as conn:
+                responder = await roles.responder_role(conn, ctx.actor)
+        except errors.AccessDenied as exc:  # what the inviter lacks, in words
+            raise role_pages.in_words(ctx, exc) from None
+        ctx.kept.update(await _invite_form_context(ctx))
+        new = msgspec.structs.replace(new, role_ids=[responder])
     async with ctx.write() as conn:
         try:
             [added] = await members.invite_members(conn, ctx.actor, members=[new])
+        except errors.AccessDenied as exc:
+            raise role_pages.in_words(ctx, exc) from None
         except errors.InvalidParameter as exc:
             raise forms.on_form(exc, form=form, names=_INVITE_NAMES, prefix=_BATCH) from None
         except errors.ResourceNotFound:  # a role id not of this account
@@ -183,7 +207,8 @@ async def change_roles(ctx: ConsoleContext) -> Response:
                 wanted.append(owner_role)
             await members.update_roles(conn, ctx.actor, member_id=member_id, role_ids=wanted)
     except errors.ApiError as exc:
-        return ctx.form_failed("members/member.html", forms.on_form(exc, form=form), **context)
+        return ctx.form_failed("members/member.html",
+                               role_pages.in_words(ctx, forms.on_form(exc, form=form)), **context)
     ctx.flash("The roles are saved.")
     return ctx.redirect(f"{MEMBERS}/{member_id}")
 

@@ -1,0 +1,1 @@
+"""Granting and revoking one role to several members (/role/member/grant|revoke)."""
