@@ -16,16 +16,13 @@ from starlette.responses import Response
 from dutyline.api import errors
 from dutyline.api.permissions import (
     CHANNEL_MANAGE,
-    CHANNEL_VIEW,
-    INCIDENT_MANAGE,
     INTEGRATION_MANAGE,
     INTEGRATION_VIEW,
 )
 from dutyline.channel import service as channels
 from dutyline.channel.integration import service as integrations
-from dutyline.channel.schemas import ListChannelsRequest
 from dutyline.dispatch import service as escalation
-from dutyline.incident.query import service as incidents
+from dutyline.incident.service import query as incidents
 from dutyline.platform.team import service as teams
 from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
@@ -99,7 +96,7 @@ def _require_manage(ctx: ConsoleContext) -> None:
 
 @pages.get(CHANNELS)
 async def channel_list(ctx: ConsoleContext) -> Response:
-    query, number, sort = search_text(ctx, ListChannelsRequest), page_number(ctx), _sort(ctx)
+    query, number, sort = search_text(ctx, channels.ChannelSearch), page_number(ctx), _sort(ctx)
     _, orderby, asc = SORTS[sort]
     actor = ctx.actor
 
@@ -110,7 +107,7 @@ async def channel_list(ctx: ConsoleContext) -> Response:
             offset=(number - 1) * PAGE_SIZE, limit=PAGE_SIZE)
         counts = (incidents.open_counts_by_channel_sync(
             conn, actor, channel_ids=[c.channel_id for c in items])
-            if items and actor.has(CHANNEL_VIEW) else {})
+            if items else {})
         managing = teams.team_names_sync(
             conn, actor, (t for c in items for t in c.managing_team_ids or ()))
         rows = [Row(c, counts.get(c.channel_id, 0),
@@ -229,7 +226,6 @@ async def channel_page(ctx: ConsoleContext) -> Response:
     return ctx.render(
         "channels/channel.html", channel=channel, live=live, can_manage=manage,
         can_add_integration=live and actor.has(INTEGRATION_MANAGE),
-        can_work_incidents=actor.has(INCIDENT_MANAGE),
         timeout_words=dict(AUTO_RESOLVE).get(channel.auto_resolve_timeout or 0, ""),
         **found)
 
@@ -255,8 +251,9 @@ async def _set_status(ctx: ConsoleContext, enable: bool) -> Response:
             await channels.enable_channel(conn, ctx.actor, channel_id=channel.channel_id)
         else:
             await channels.disable_channel(conn, ctx.actor, channel_id=channel.channel_id)
-    ctx.flash(f"The channel {channel.channel_name} is "
-              f"{'enabled' if enable else 'archived: its integrations refuse alerts until it is enabled again'}.")
+    ctx.flash(f"The channel {channel.channel_name} is enabled." if enable else
+              f"The channel {channel.channel_name} is archived: its integrations refuse alerts "
+              "until it is enabled again.")
     return ctx.redirect(f"{CHANNELS}/{channel.channel_id}")
 
 
