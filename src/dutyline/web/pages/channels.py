@@ -181,27 +181,31 @@ async def create(ctx: ConsoleContext) -> Response:
     return await _save(ctx, None)
 
 
-async def _channel(ctx: ConsoleContext, *, live: bool = True) -> Any:
-    """The channel of the path as /channel/info reads it; a deleted one is not found unless
-    `live` is False (its page still explains it)."""
+async def _channel(ctx: ConsoleContext) -> Any:
+    """The live channel of the path as /channel/info reads it (a deleted one is not found:
+    only its page still explains it)."""
     channel_id = path_id(ctx, "channel_id", "channel")
     async with ctx.read() as conn:
         found = await conn.run_sync(lambda sync: channels.channel_info_sync(
             sync, ctx.actor, channel_id=channel_id))
-    if live and found.status == "deleted":
+    if found.status == "deleted":
         raise errors.not_found("channel", channel_id)
     return found
 
 
 @pages.get(CHANNELS + "/{channel_id}")
 async def channel_page(ctx: ConsoleContext) -> Response:
-    channel = await _channel(ctx, live=False)
+    channel_id = path_id(ctx, "channel_id", "channel")
     actor, deps = ctx.actor, ctx.runtime.deps
-    live = channel.status != "deleted"
     now = actor.now_s
 
     def read(conn: Connection) -> dict[str, Any]:
-        found: dict[str, Any] = {"integrations": None, "rules": None}
+        """Everything the page shows, in one read: the channel as /channel/info reads it
+        (a deleted one too, which its page explains), then what belongs to it."""
+        channel = channels.channel_info_sync(conn, actor, channel_id=channel_id)
+        live = channel.status != "deleted"
+        found: dict[str, Any] = {"channel": channel, "live": live, "integrations": None,
+                                 "rules": None}
         ids = [channel.team_id or 0, *(channel.managing_team_ids or ())]
         names = teams.team_names_sync(conn, actor, ids)
         found["owner_team"] = names.get(channel.team_id or 0, "")
@@ -209,25 +213,23 @@ async def channel_page(ctx: ConsoleContext) -> Response:
                                    if t in names]
         if live and actor.has(INTEGRATION_VIEW):
             found["integrations"] = integrations.list_integrations_sync(
-                conn, actor, channel_id=channel.channel_id, offset=0, limit=SERVICE_PAGE)
+                conn, actor, channel_id=channel_id, offset=0, limit=SERVICE_PAGE)
         if live:
-            found["rules"] = escalation.list_rules_sync(conn, actor,
-                                                        channel_id=channel.channel_id)
+            found["rules"] = escalation.list_rules_sync(conn, actor, channel_id=channel_id)
         found["recent"] = incidents.list_incidents_sync(
             conn, actor, start_time=now + 60 - RECENT_WINDOW_S, end_time=now + 60, deps=deps,
-            channel_ids=[channel.channel_id], limit=RECENT_INCIDENTS, count=False).items
+            channel_ids=[channel_id], limit=RECENT_INCIDENTS, count=False).items
         found["open_incidents"] = incidents.open_counts_by_channel_sync(
-            conn, actor, channel_ids=[channel.channel_id]).get(channel.channel_id, 0)
+            conn, actor, channel_ids=[channel_id]).get(channel_id, 0)
         return found
 
     async with ctx.read() as conn:
         found = await conn.run_sync(read)
-    manage = _can_manage(ctx) and live
+    live, timeout = found["live"], found["channel"].auto_resolve_timeout or 0
     return ctx.render(
-        "channels/channel.html", channel=channel, live=live, can_manage=manage,
+        "channels/channel.html", can_manage=live and _can_manage(ctx),
         can_add_integration=live and actor.has(INTEGRATION_MANAGE),
-        timeout_words=dict(AUTO_RESOLVE).get(channel.auto_resolve_timeout or 0, ""),
-        **found)
+        timeout_words=dict(AUTO_RESOLVE).get(timeout, ""), **found)
 
 
 @pages.get(CHANNELS + "/{channel_id}/edit")
