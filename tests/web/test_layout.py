@@ -118,9 +118,9 @@ async def test_the_owner_sees_every_group(console: Browser) -> None:
     header = _nav(page)
     assert re.findall(r"<summary[^>]*>([^<]+)</summary>", header) == ["Configuration",
                                                                      "Account"]
-    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/members",
-                            "/console/teams", "/console/roles", "/console/templates",
-                            "/console/me", "/console/app-keys"]
+    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/channels",
+                            "/console/members", "/console/teams", "/console/roles",
+                            "/console/templates", "/console/me", "/console/app-keys"]
     # The page's own link, and its group, are marked; a prefix ("/console/me") is not.
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', header) == ["/console/members"]
     assert '<summary class="current">Configuration</summary>' in header
@@ -130,13 +130,14 @@ async def test_the_owner_sees_every_group(console: Browser) -> None:
 
 
 @anyio
-async def test_a_read_only_member_sees_only_the_setup_it_may_read(api: Api, owner: Person) -> None:
+async def test_a_read_only_member_sees_only_what_they_may_read(api: Api,
+                                                             owner: Person) -> None:
     reader = await new_member(api, owner, name="Reader", builtin="member")
     b = await signed_in(api, reader)
     page = (await b.get("/console/incidents")).text
-    # Of the configuration, only what the role may read: the templates (template_view).
-    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/templates",
-                            "/console/me", "/console/app-keys"]
+    # Of the configuration, only what the built-in Member may read: channels and templates.
+    assert _links(page) == ["/console/incidents", "/console/on-call", "/console/channels",
+                            "/console/templates", "/console/me", "/console/app-keys"]
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', _nav(page)) == [
         "/console/incidents"]
     # The lists stay open to every member (as /member/list is), without their controls.

@@ -137,6 +137,16 @@ class ChannelInfosResponse(msgspec.Struct, kw_only=True):
     items: list[ChannelShort]
 
 
+ChannelSearchText = Annotated[str, msgspec.Meta(max_length=255)]
+
+
+class ChannelSearch(msgspec.Struct, kw_only=True):
+    """The free text a channel list is searched by, as the list reads it (the console's
+    search box decodes into it; ListChannelsRequest names it with the same type)."""
+
+    query: ChannelSearchText = ""
+
+
 class ListChannelsRequest(msgspec.Struct, kw_only=True):
     p: PageNumber = 1
     limit: PageSize = 100  # the reference's default for this list
@@ -148,7 +158,7 @@ class ListChannelsRequest(msgspec.Struct, kw_only=True):
     is_brief: bool = False
     is_my_team: bool = False
     team_ids: Annotated[list[Id], msgspec.Meta(max_length=100)] = []
-    query: Annotated[str, msgspec.Meta(max_length=255)] = ""
+    query: ChannelSearchText = ""
     channel_ids: Annotated[list[Id], msgspec.Meta(max_length=1000)] = []
     channel_name: Annotated[str, msgspec.Meta(max_length=59)] = ""
 

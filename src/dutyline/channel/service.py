@@ -30,6 +30,7 @@ from dutyline.channel.schemas import (
     ChannelShort,
     Group,
 )
+from dutyline.channel.schemas import ChannelSearch as ChannelSearch  # for the console
 from dutyline.channel.settings import (
     ChannelSettings,
     FlappingSettings,

@@ -130,8 +130,9 @@ _PLAIN = (
     (re.compile(r"^Expected `array` of length <= (\d+)$"), "choose at most {0}"),
     (re.compile(r"^Expected `(?:int|float)` >= (-?[\d.]+)$"), "must be at least {0}"),
     (re.compile(r"^Expected `(?:int|float)` <= (-?[\d.]+)$"), "must be at most {0}"),
-    (re.compile(r"^Expected `int`, got `.*`$"), "must be a whole number"),
-    (re.compile(r"^Expected `float`, got `.*`$"), "must be a number"),
+    # An optional field's type reads `int | null`.
+    (re.compile(r"^Expected `int(?: \| null)?`, got `.*`$"), "must be a whole number"),
+    (re.compile(r"^Expected `float(?: \| null)?`, got `.*`$"), "must be a number"),
     (re.compile(r"^Expected `str` matching regex .*$"), "is invalid"),
     (re.compile(r"^Invalid enum value .*$"), "is not one of the choices"),
 )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dutyline.api.actor import Actor
-from dutyline.api.permissions import ACCOUNT_MANAGE, TEMPLATE_VIEW
+from dutyline.api.permissions import ACCOUNT_MANAGE, CHANNEL_VIEW, TEMPLATE_VIEW
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,9 @@ NAVIGATION: tuple[Group, ...] = (
     Group("On call", (Link("Who is on call", "/console/on-call"),)),
     # Every member may read the lists of members and teams (as /member/list): the links
     # are offered to those who set them up; the pages stay open to everyone by address.
+    # Channels are offered to whoever may read them (the built-in Member may).
     Group("Configuration", (
+        Link("Channels", "/console/channels", needs=(CHANNEL_VIEW,)),
         Link("Members", "/console/members", needs=(ACCOUNT_MANAGE,)),
         Link("Teams", "/console/teams", needs=(ACCOUNT_MANAGE,)),
         Link("Roles", "/console/roles", needs=(ACCOUNT_MANAGE,)),

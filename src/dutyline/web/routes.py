@@ -16,6 +16,7 @@ from dutyline.web.page import HOME, SECOND_FACTOR, SIGN_IN, Console, Page, Pages
 from dutyline.web.pages import (
     app_keys,
     auth,
+    channels,
     home,
     incident,
     incidents,
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 # above and named here (tests/web/test_layout.py finds any module of web/pages left out).
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
-    oncall, members, teams, roles, app_keys, notify_templates,
+    oncall, members, teams, roles, app_keys, notify_templates, channels,
 )
 
 

@@ -46,7 +46,7 @@ from dutyline.incident import visibility
 from dutyline.incident.query.title_search import title_contains
 from dutyline.incident.repository import responders_include
 from dutyline.incident.visibility import Scope
-from dutyline.kit.vocabulary import CLOSED
+from dutyline.kit.vocabulary import CLOSED, OPEN
 
 
 @dataclass
@@ -149,6 +149,19 @@ def progress_counts_sync(conn: Connection, scope: Scope, f: ListFilter) -> dict[
             .group_by(incident.c.progress))
     with custom_plans(conn, f.query):
         return {progress: int(n) for progress, n in conn.execute(stmt).all()}
+
+
+def open_counts_by_channel_sync(conn: Connection, scope: Scope,
+                                channel_ids: list[int]) -> dict[int, int]:
+    """{channel_id: its open incidents (triggered or processing)} of these channels, whenever
+    they started (a channel with none is left out)."""
+    if not channel_ids:
+        return {}
+    stmt = (select(incident.c.channel_id, func.count())
+            .where(*visibility.incidents(scope), incident.c.channel_id.in_(channel_ids),
+                   incident.c.progress.in_(OPEN))
+            .group_by(incident.c.channel_id))
+    return {int(channel_id): int(n) for channel_id, n in conn.execute(stmt).all()}
 
 
 # The names an incident record shows, read with the page (a primary-key lookup per row)

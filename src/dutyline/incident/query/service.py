@@ -220,6 +220,17 @@ def progress_counts_sync(
     return counts
 
 
+@reads_sync(*VIEW_PERMISSIONS)
+def open_counts_by_channel_sync(conn: Connection, actor: Actor, *,
+                                channel_ids: Sequence[int]) -> dict[int, int]:
+    """How many open incidents (triggered or processing, whenever they started) each of these
+    channels holds among those the actor sees, for a page of channels (0 left out)."""
+    ids = list(dict.fromkeys(channel_ids))
+    if len(ids) > 100:
+        raise errors.invalid("channel_ids", "has more than 100 ids")
+    return repo.open_counts_by_channel_sync(conn, visibility.scope_sync(conn, actor), ids)
+
+
 def _list_filter(
     conn: Connection, actor: Actor, *, start_time: int, end_time: int, progress: str = "",
     incident_severity: str = "", channel_ids: Sequence[int] = (),
