@@ -15,6 +15,7 @@ from dutyline.web.context import ConsoleContext
 from dutyline.web.page import HOME, SECOND_FACTOR, SIGN_IN, Console, Page, Pages
 from dutyline.web.pages import (
     auth,
+    escalation_rules,
     home,
     incident,
     incidents,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 # above and named here (tests/web/test_layout.py finds any module of web/pages left out).
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
-    oncall, members, teams,
+    oncall, members, teams, escalation_rules,
 )
 
 
