@@ -101,6 +101,7 @@ async def rule_page(ctx: ConsoleContext) -> Response:
                         [str(h.get("type", "")) for h in layer["target"].get("webhooks") or ()])
               for i, layer in enumerate(rule.layers)]
     return ctx.render("escalation/rule.html", rule=rule, layers=layers, names=names,
+                      weekdays=rule_form.WEEKDAYS,
                       base=rules_path(channel_id), can_manage=actor.has(CHANNEL_MANAGE))
 
 
@@ -321,7 +322,10 @@ async def _rule(ctx: ConsoleContext) -> Any:
 async def edit_form(ctx: ConsoleContext) -> Response:
     _require_manage(ctx)
     rule = await _rule(ctx)
-    return await _show_form(ctx, rule.channel_id, rule, rule_form.from_rule(rule))
+    form = rule_form.from_rule(rule)
+    if rule.template_id == templates.default_template_id(ctx.actor):
+        form["template_id"] = [""]  # the default, chosen as such
+    return await _show_form(ctx, rule.channel_id, rule, form)
 
 
 @pages.post(RULES + "/{rule_id}/edit")
