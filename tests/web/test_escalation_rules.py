@@ -154,7 +154,8 @@ async def test_editing_keeps_what_the_form_does_not_show_and_changes_the_rest(
         layer(person_ids=[owner.person_id], max_times=1, notify_step=0.5),
         layer(emails=["x@example.com"], by={"info": ["email"]},
               webhooks=[{"type": "slack", "settings": {
-                  "url": "https://hooks.example.com/services/T/B", "secret": "s3cret"}}])],
+                  "url": "https://hooks.example.com/services/T0/B0/XXXXSECRET",
+                  "secret": "s3cret"}}])],
         time_filters=[{"start": "22:00", "end": "06:00", "repeat": [0, 6]}]))
     before = await _stored(api, rule_id)
     base = _base(channel_id)
@@ -178,7 +179,24 @@ async def test_editing_keeps_what_the_form_does_not_show_and_changes_the_rest(
     assert after["rule_name"] == "Renamed"
     assert '"emails":["x@example.com"]' in after["layers"]
     assert "person_ids" not in after["layers"]
-    assert "s3cret" not in after["layers"]
+    # The webhook's layer moved up: its sealed secret and its URL's token went with it.
+    assert "s3cret" not in after["layers"] and '"secret":' in after["layers"]
+    assert "XXXXSECRET" in after["layers"]
+    # The audit log's copy of the form keeps the webhook's token out of its URL.
+    async with api.runtime.db.transaction(write=False) as conn:
+        bodies = [r.body for r in await conn.execute(select(audit_log).where(
+            audit_log.c.account_id == owner.account_id, audit_log.c.credential == "session"))]
+    assert bodies and all("XXXXSECRET" not in str(b) for b in bodies)
+    # Typed anew, the address is kept out of the audit log's copy too.
+    posted = _fields((await console.get(f"{base}/{rule_id}/edit")).text)
+    posted["layers[0].target.webhooks[0].settings.url"] = [
+        "https://hooks.example.com/services/T1/B1/YYYYSECRET"]
+    assert (await console.post(f"{base}/{rule_id}/edit", posted)).status_code == 303
+    async with api.runtime.db.transaction(write=False) as conn:
+        bodies = [r.body for r in await conn.execute(select(audit_log).where(
+            audit_log.c.account_id == owner.account_id, audit_log.c.credential == "session"))]
+    assert "YYYYSECRET" in (await _stored(api, rule_id))["layers"]
+    assert all("YYYYSECRET" not in str(b) for b in bodies)
 
 
 async def test_add_a_layer_without_javascript_keeps_what_was_typed(
@@ -365,3 +383,54 @@ def _fields(page: str) -> dict[str, Any]:
             chosen = picked or first
             out.setdefault(a["name"], []).append(html.unescape(chosen[1]) if chosen else "")
     return out
+
+
+async def test_schedules_and_their_roles_are_chosen_by_box(api: Api, owner: Person,
+                                                           console: Browser) -> None:
+    ada = await new_member(api, owner, name="Ada")
+    bob = await new_member(api, owner, name="Bob")
+    now = int(api.runtime.clock.now())
+    made = await api.call("/schedule/create", {
+        "schedule_name": "Primary", "layers": [{
+            "layer_name": "L1", "mode": 0, "layer_start": now - 3600,
+            "rotation_unit": "day", "rotation_value": 1,
+            "groups": [{"group_name": "g", "members": [
+                {"role_id": 3, "person_ids": [ada.person_id]},
+                {"role_id": 4, "person_ids": [bob.person_id]}]}]}]}, key=owner.key)
+    assert made.status == 200, made.body
+    sid = int(made.data["schedule_id"])
+    channel_id = await make_channel(api, owner)
+    base = _base(channel_id)
+    form = await console.get(base + "/new")
+    name = f"layers[0].target.schedule_to_role_ids[{sid}]"
+    assert f'name="{name}" value=""' in form.text and f'name="{name}" value="3"' in form.text
+    done = await console.post(base + "/new", {
+        "rule_name": "By role", name: ["3"],
+        f"layers[1].target.schedule_to_role_ids[{sid}]": [""]})
+    assert done.status_code == 303, done.text
+    rule_id = done.headers["location"].rsplit("/", 1)[1]
+    stored = await _stored(api, rule_id)
+    assert f'"schedule_to_role_ids":{{"{sid}":[3]}}' in stored["layers"]
+    assert f'"schedule_to_role_ids":{{"{sid}":[]}}' in stored["layers"]
+    page = (await console.get(done.headers["location"])).text
+    first, second = page.split('id="layer-2"')
+    assert "on call now: Ada<" in first and "Bob" not in first
+    assert "on call now: Ada, Bob" in second
+    edit = await console.get(f"{base}/{rule_id}/edit")
+    assert f'name="{name}" value="3" checked' in edit.text
+
+
+def test_a_form_names_keys_of_id_maps_and_settings_objects() -> None:
+    """forms.decode reads `x[12]` as the key 12 of a mapping keyed by ids, and a settings
+    object whose type carries marks of its own (the webhook's) as the mapping it is."""
+    from dutyline.dispatch.schemas import EscalateTarget
+    from dutyline.web import forms
+
+    target = forms.decode({"schedule_to_role_ids[8159772200778293]": ["", "3"],
+                           "schedule_to_role_ids[13]": [""],
+                           "webhooks[0].type": ["slack"],
+                           "webhooks[0].settings.url": ["https://hooks.example.com/x"]},
+                          EscalateTarget)
+    assert target.schedule_to_role_ids == {8159772200778293: [3], 13: []}
+    assert target.webhooks is not None
+    assert target.webhooks[0].settings == {"url": "https://hooks.example.com/x"}

@@ -193,11 +193,15 @@ def target_warnings(settings: Settings, t: EscalateTarget, path: str) -> list[Sa
 
 
 def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
-                   previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as stored: see sealed_target."""
+                   previous: list[dict[str, Any]],
+                   continues: list[int | None] | None = None) -> list[dict[str, Any]]:
+    """Layers as stored: see sealed_target. Layer i's secrets are kept from the stored
+    layer `continues[i]` (None: a new layer), by default from the one at its own place."""
     out: list[dict[str, Any]] = msgspec.to_builtins(layers)
     for i, layer in enumerate(out):
-        before = (previous[i].get("target") or {}) if i < len(previous) else {}
+        was = continues[i] if continues is not None and i < len(continues) else i
+        before = ((previous[was].get("target") or {})
+                  if was is not None and 0 <= was < len(previous) else {})
         seal_target(layer["target"], before, box, f"layers[{i}].target")
     return out
 
@@ -278,7 +282,11 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
                       template_id: str = "", rule_name: str, description: str, priority: int,
                       aggr_window: int, layers: list[EscalateLayer],
                       time_filters: list[dict[str, Any]],
-                      filters: list[list[dict[str, Any]]]) -> SaveWarnings:
+                      filters: list[list[dict[str, Any]]],
+                      continues: list[int | None] | None = None) -> SaveWarnings:
+    """`continues`: for each layer, the stored layer it is (its webhooks' secrets and
+    masked URLs are kept from that one; None: a new layer); by default each layer is the
+    stored one at its place (a form that removes or moves layers says so)."""
     row = await _require_rule(conn, actor, channel_id, rule_id)
     actor.note_audit_targets(row.rule_id)
     name = rule_name.strip()
@@ -290,7 +298,8 @@ async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, r
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "rule_name": name, "description": description, "priority": priority,
         "aggr_window": aggr_window, "template_id": template_id,
-        "layers": _dump(_sealed_layers(layers, deps.box, _json.decode(row.layers))),
+        "layers": _dump(_sealed_layers(layers, deps.box, _json.decode(row.layers),
+                                       continues)),
         "time_filters": _dump(time_filters), "filters": _dump(filters),
         "updated_by": actor.person_id, "updated_at": actor.now_s,
     })

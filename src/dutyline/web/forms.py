@@ -42,7 +42,8 @@ S = TypeVar("S", bound=msgspec.Struct)
 Form = Mapping[str, list[str]]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_STEP = re.compile(r"\[(\d{1,6})\]|\.([A-Za-z_][A-Za-z0-9_]*)")
+# An index, or an id of a mapping keyed by ids (up to 19 digits).
+_STEP = re.compile(r"\[(\d{1,19})\]|\.([A-Za-z_][A-Za-z0-9_]*)")
 _TRUE = frozenset({"on", "true", "1", "yes"})
 _UNUSABLE = "must not contain NUL characters or unpaired surrogates"
 _INDEX = re.compile(r"\[\d+\]$")

@@ -60,6 +60,7 @@ def from_rule(rule: Any) -> dict[str, list[str]]:
         "template_id": [rule.template_id]}
     for i, layer in enumerate(rule.layers):
         at = f"layers[{i}]"
+        out[f"{at}.was"] = [str(i)]  # the stored layer it is, wherever it moves
         for key in ("max_times", "notify_step", "escalate_window"):
             out[f"{at}.{key}"] = [_text(layer.get(key, LAYER_DEFAULTS[key]))]
         if layer.get("force_escalate"):
@@ -145,12 +146,6 @@ def chosen(form: Form, name: str, option: Any) -> bool:
     return str(option) in (form.get(name) or ())
 
 
-def schedules_named(form: Form, layer: int) -> set[int]:
-    prefix = f"layers[{layer}].target.schedule_to_role_ids["
-    return {int(n[len(prefix):-1]) for n in form
-            if n.startswith(prefix) and n.endswith("]") and n[len(prefix):-1].isdigit()}
-
-
 # --- adding and removing a layer -------------------------------------------------------------
 
 
@@ -184,6 +179,15 @@ def _split(text: str, pattern: re.Pattern[str] = _SPLIT) -> list[str]:
     return [p for p in (s.strip() for s in pattern.split(text)) if p]
 
 
+def continues(form: Form) -> list[int | None]:
+    """For each layer of the form, the stored layer it is (None: a layer added)."""
+    out: list[int | None] = []
+    for i in range(layer_count(form)):
+        was = value(form, f"layers[{i}].was")
+        out.append(int(was) if was.isdigit() and len(was) <= 3 else None)
+    return out
+
+
 def to_record(form: Form) -> tuple[dict[str, list[str]], dict[str, Any], dict[str, str]]:
     """(the form as `forms.decode` reads it into `RuleSpec`, the values it cannot carry
     itself: `time_filters` and `filters`, for its `given`, and where each of their rows was
@@ -194,7 +198,7 @@ def to_record(form: Form) -> tuple[dict[str, list[str]], dict[str, Any], dict[st
             continue
         m = _LAYER.match(name)
         rest = m[2] if m else ""
-        if rest == ".how" or rest.startswith(".target.by."):
+        if rest in (".how", ".was") or rest.startswith(".target.by."):
             continue
         if rest == ".emails":
             out[f"layers[{m[1]}].target.emails" if m else name] = [

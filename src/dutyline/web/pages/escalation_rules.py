@@ -264,9 +264,12 @@ async def _save(ctx: ConsoleContext, channel_id: int, rule: Any) -> Response:
         except errors.InvalidParameter as exc:
             # forms.decode names the record's path; ours carry the typed rows' numbers.
             raise _worded(exc, typed_at, typed) from None
+        # The apps' group chats of each layer, which the form does not edit, stay with it.
         kept = rule_form.app_webhooks(rule) if rule is not None else []
-        layers = [_with_apps(layer, kept[i] if i < len(kept) else [])
-                  for i, layer in enumerate(spec.layers)]
+        was = rule_form.continues(typed)
+        layers = [_with_apps(layer, kept[w] if w is not None and w < len(kept) else [])
+                  for layer, w in zip(spec.layers, [*was, *[None] * len(spec.layers)],
+                                      strict=False)]
         async with ctx.write() as conn:
             arguments: dict[str, Any] = {
                 "deps": ctx.runtime.deps, "channel_id": channel_id,
@@ -279,8 +282,9 @@ async def _save(ctx: ConsoleContext, channel_id: int, rule: Any) -> Response:
                     created = await rules.create_rule(conn, ctx.actor, **arguments)
                     rule_id, warnings = created.rule_id, created.warnings
                 else:
-                    saved = await rules.update_rule(conn, ctx.actor, rule_id=rule.rule_id,
-                                                    **arguments)
+                    saved = await rules.update_rule(
+                        conn, ctx.actor, rule_id=rule.rule_id,
+                        continues=rule_form.continues(typed), **arguments)
                     rule_id, warnings = rule.rule_id, saved.warnings
             except errors.InvalidParameter as exc:
                 raise _worded(exc, typed_at, typed) from None
