@@ -152,17 +152,18 @@ async def test_a_member_without_schedule_view_sees_the_list_and_their_own_shifts
             "Wednesday 15 April 18:00 to 24:00: Primary") in section(page.text, "h-mine")
 
 
-async def test_rules_show_whom_their_first_step_pages_now(
+async def test_rules_show_whom_each_step_pages_now(
         api: Api, console: Browser, owner: Person, team: dict[str, Any]) -> None:
     checkout = await make_channel(api, owner, "Checkout")
-    await create_rule(api, owner, rule_body(checkout, [
+    rule_id = await create_rule(api, owner, rule_body(checkout, [
         layer(schedule_to_role_ids={str(team["schedule_id"]): []},
               person_ids=[team["bob"].person_id], emails=["sre@example.com"]),
         layer(person_ids=[owner.person_id])], rule_name="Business hours"))
-    rules = section((await console.get(PAGE)).text, "h-rules")
-    assert ("Business hours Channel: Checkout Person: Bob Schedule: Primary: Alice "
-            "E-mail: sre@example.com") in rules
-    assert "Acme Owner" not in rules  # the second step is not paged now
+    page = (await console.get(PAGE)).text
+    rules = section(page, "h-rules")
+    assert ("Business hours Channel: Checkout Step 1 Person: Bob Schedule: Primary: Alice "
+            "E-mail: sre@example.com Step 2 Person: Acme Owner (you)") in rules
+    assert f'href="/console/channels/{checkout}/escalation-rules/{rule_id}"' in page
 
 
 async def test_a_member_sees_rules_of_the_channels_they_see_only(

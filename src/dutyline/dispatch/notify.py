@@ -6,6 +6,7 @@ into the incident feed: `i_assign` when a layer begins, `i_notify` per delivery 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -94,21 +95,41 @@ class PageOutbox(delivery.Outbox):
         await super().flush(conn, handoff)
 
 
+@dataclass(frozen=True)
+class Reach:
+    """Whom a target reaches at one moment, target by target: each team's members, and who
+    each schedule has on call for its roles (a schedule that no longer exists is absent)."""
+
+    person_ids: list[int]
+    by_team: dict[int, list[int]]
+    by_schedule: dict[int, list[int]]
+
+    @property
+    def everyone(self) -> list[int]:
+        """Its persons, its teams' members, its schedules' on-call (each once, in order)."""
+        ids = list(self.person_ids)
+        for persons in [*self.by_team.values(), *self.by_schedule.values()]:
+            ids += persons
+        return list(dict.fromkeys(ids))
+
+
+async def target_reach(conn: AsyncConnection, actor: Actor, target: dict[str, Any],
+                       at_s: int) -> Reach:
+    """Whom a layer's target reaches at `at_s`, part by part (what paging reads)."""
+    team_ids = [int(t) for t in target.get("team_ids") or []]
+    by_team = await teams.person_ids_of_teams(conn, actor, team_ids)
+    schedules = {int(k): list(v) for k, v in (target.get("schedule_to_role_ids") or {}).items()}
+    oncall = await peers.oncall(conn, actor, schedules, at_s) if schedules else {}
+    return Reach([int(p) for p in target.get("person_ids") or []],
+                 {tid: list(by_team.get(tid, [])) for tid in team_ids},
+                 {sid: list(oncall[sid]) for sid in schedules if sid in oncall})
+
+
 async def target_person_ids(conn: AsyncConnection, actor: Actor,
                             target: dict[str, Any]) -> list[int]:
     """Who a target reaches now: its persons, its teams' members, whoever its schedules
     have on call (each once, in that order)."""
-    ids: list[int] = list(target.get("person_ids") or [])
-    by_team = await teams.person_ids_of_teams(conn, actor,
-                                              list(target.get("team_ids") or []))
-    for team_id in target.get("team_ids") or []:
-        ids += by_team.get(team_id, [])
-    schedules = {int(k): list(v) for k, v in (target.get("schedule_to_role_ids") or {}).items()}
-    if schedules:
-        oncall = await peers.oncall(conn, actor, schedules, actor.now_s)
-        for sid in schedules:
-            ids += oncall.get(sid, [])
-    return list(dict.fromkeys(ids))
+    return (await target_reach(conn, actor, target, actor.now_s)).everyone
 
 
 def app_chat_ids(settings: dict[str, Any]) -> list[str]:

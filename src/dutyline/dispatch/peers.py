@@ -92,6 +92,11 @@ async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str)
     return await templates.template_exists(conn, actor, template_id)
 
 
+def default_template_id(actor: Actor) -> str:
+    """The template of a rule that names none: the account's default (the preset)."""
+    return templates.default_template_id(actor)
+
+
 async def render(conn: AsyncConnection, actor: Actor, *, template_id: str, channel: str,
                  incident_id: str, deps: Deps) -> str | None:
     """The rule's template rendered for this channel, or None: use the built-in text.

@@ -13,6 +13,8 @@ from dutyline.api.secret import secret_keys
 from dutyline.api.types import Id, NonNegInt64, SaveWarning
 
 HexId = Annotated[str, msgspec.Meta(pattern="^[0-9a-fA-F]{24}$")]
+# A rule's template as the service takes it: an id, or "" for the account's default template.
+TemplateRef = Annotated[str, msgspec.Meta(pattern="^([0-9a-fA-F]{24})?$")]
 Priority = Annotated[int, msgspec.Meta(ge=0, le=200)]
 AggrWindow = Annotated[int, msgspec.Meta(ge=0, le=3600)]
 MaxTimes = Annotated[int, msgspec.Meta(ge=0, le=6)]
@@ -62,10 +64,12 @@ class EscalateLayer(msgspec.Struct, kw_only=True):
 
 class RuleSpec(msgspec.Struct, kw_only=True):
     """An escalation rule as the dispatch service's create and update take it (their keyword
-    arguments, checked on entry with these limits)."""
+    arguments, checked on entry with these limits). No template (`""`): the account's
+    default one (the built-in preset); the API's requests name one, as the reference
+    requires."""
 
     channel_id: Id
-    template_id: HexId
+    template_id: TemplateRef = ""
     rule_name: RuleName
     layers: list[EscalateLayer]
     priority: Priority = 0
@@ -76,7 +80,7 @@ class RuleSpec(msgspec.Struct, kw_only=True):
 
 
 class CreateEscalationRuleRequest(RuleSpec, kw_only=True):
-    pass
+    template_id: HexId  # required on the wire (the reference's request)
 
 
 class UpdateEscalationRuleRequest(CreateEscalationRuleRequest, kw_only=True):

@@ -9,6 +9,7 @@ back, and dropped when the webhook's URL moves to another origin (api/outbound_s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,7 +17,7 @@ import msgspec
 from sqlalchemy import Connection
 
 from dutyline.api import errors, outbound_urls
-from dutyline.api.access import reads_sync, writes
+from dutyline.api.access import reads, reads_sync, writes
 from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.outbound_secrets import secret_to_store, url_to_store
@@ -25,7 +26,7 @@ from dutyline.api.types import SaveWarning, SaveWarnings
 from dutyline.channel import service as channels
 from dutyline.config import Settings
 from dutyline.dispatch import links as links  # the signed links, for the pages they land on
-from dutyline.dispatch import peers
+from dutyline.dispatch import notify, peers
 from dutyline.dispatch import repository as repo
 from dutyline.dispatch.schemas import (
     SECRET_SETTINGS,
@@ -36,6 +37,7 @@ from dutyline.dispatch.schemas import (
     rule_item,
 )
 from dutyline.dispatch.schemas import RuleSpec as RuleSpec  # the record its writes take
+from dutyline.dispatch.schemas import WebhookTarget as WebhookTarget
 from dutyline.kit.channels import APP_TYPES, group_refusal, personal_refusal
 from dutyline.kit.ids import hex_id
 from dutyline.kit.origin import same_origin
@@ -191,11 +193,15 @@ def target_warnings(settings: Settings, t: EscalateTarget, path: str) -> list[Sa
 
 
 def _sealed_layers(layers: list[EscalateLayer], box: SecretBox,
-                   previous: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Layers as stored: see sealed_target."""
+                   previous: list[dict[str, Any]],
+                   continues: list[int | None] | None = None) -> list[dict[str, Any]]:
+    """Layers as stored: see sealed_target. Layer i's secrets are kept from the stored
+    layer `continues[i]` (None: a new layer), by default from the one at its own place."""
     out: list[dict[str, Any]] = msgspec.to_builtins(layers)
     for i, layer in enumerate(out):
-        before = (previous[i].get("target") or {}) if i < len(previous) else {}
+        was = continues[i] if continues is not None and i < len(continues) else i
+        before = ((previous[was].get("target") or {})
+                  if was is not None and 0 <= was < len(previous) else {})
         seal_target(layer["target"], before, box, f"layers[{i}].target")
     return out
 
@@ -232,19 +238,22 @@ def seal_target(target: dict[str, Any], previous: dict[str, Any], box: SecretBox
     return target
 
 
-async def _check_template(conn: Any, actor: Actor, template_id: str, stored: str = "") -> None:
-    """The rule's template is the account's own or a preset (others: not found). The id a
-    rule already holds is kept even if that template was deleted since: a record sent back
-    as it was read saves, and sends fall back to the default text."""
-    template_id = template_id.lower()
+async def _checked_template(conn: Any, actor: Actor, template_id: str,
+                            stored: str = "") -> str:
+    """The rule's template: the account's own or a preset (others: not found); none given,
+    the account's default. The id a rule already holds is kept even if that template was
+    deleted since: a record sent back as it was read saves, and sends fall back to the
+    default text."""
+    template_id = template_id.lower() or peers.default_template_id(actor)
     if template_id != stored and not await peers.template_exists(conn, actor, template_id):
         raise errors.not_found("template", template_id)
+    return template_id
 
 
 @writes("/channel/escalate/rule/create", CHANNEL_MANAGE, inputs=RuleSpec,
         targets=lambda created: [created.rule_id])
 async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
-                      template_id: str, rule_name: str, description: str, priority: int,
+                      template_id: str = "", rule_name: str, description: str, priority: int,
                       aggr_window: int, layers: list[EscalateLayer],
                       time_filters: list[dict[str, Any]],
                       filters: list[list[dict[str, Any]]]) -> RuleCreateResponse:
@@ -253,13 +262,13 @@ async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
     if not name:
         raise errors.invalid("rule_name", "is required")
     await peers.check_filters(conn, actor, filters, time_filters)
-    await _check_template(conn, actor, template_id)
+    template_id = await _checked_template(conn, actor, template_id)
     await _checked_layers(conn, actor, layers, deps)
     rule_id, now = hex_id(), actor.now_s
     await repo.insert_rule(conn, {
         "rule_id": rule_id, "account_id": actor.account_id, "channel_id": channel_id,
         "rule_name": name, "description": description, "priority": priority,
-        "aggr_window": aggr_window, "template_id": template_id.lower(),
+        "aggr_window": aggr_window, "template_id": template_id,
         "layers": _dump(_sealed_layers(layers, deps.box, [])),
         "time_filters": _dump(time_filters), "filters": _dump(filters), "status": "enabled",
         "updated_by": actor.person_id, "created_at": now, "updated_at": now,
@@ -270,22 +279,27 @@ async def create_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int,
 
 @writes("/channel/escalate/rule/update", CHANNEL_MANAGE, inputs=RuleSpec)
 async def update_rule(conn: Any, actor: Actor, *, deps: Deps, channel_id: int, rule_id: str,
-                      template_id: str, rule_name: str, description: str, priority: int,
+                      template_id: str = "", rule_name: str, description: str, priority: int,
                       aggr_window: int, layers: list[EscalateLayer],
                       time_filters: list[dict[str, Any]],
-                      filters: list[list[dict[str, Any]]]) -> SaveWarnings:
+                      filters: list[list[dict[str, Any]]],
+                      continues: list[int | None] | None = None) -> SaveWarnings:
+    """`continues`: for each layer, the stored layer it is (its webhooks' secrets and
+    masked URLs are kept from that one; None: a new layer); by default each layer is the
+    stored one at its place (a form that removes or moves layers says so)."""
     row = await _require_rule(conn, actor, channel_id, rule_id)
     actor.note_audit_targets(row.rule_id)
     name = rule_name.strip()
     if not name:
         raise errors.invalid("rule_name", "is required")
     await peers.check_filters(conn, actor, filters, time_filters)
-    await _check_template(conn, actor, template_id, stored=row.template_id)
+    template_id = await _checked_template(conn, actor, template_id, stored=row.template_id)
     await _checked_layers(conn, actor, layers, deps)
     await repo.update_rule(conn, actor.account_id, row.rule_id, {
         "rule_name": name, "description": description, "priority": priority,
-        "aggr_window": aggr_window, "template_id": template_id.lower(),
-        "layers": _dump(_sealed_layers(layers, deps.box, _json.decode(row.layers))),
+        "aggr_window": aggr_window, "template_id": template_id,
+        "layers": _dump(_sealed_layers(layers, deps.box, _json.decode(row.layers),
+                                       continues)),
         "time_filters": _dump(time_filters), "filters": _dump(filters),
         "updated_by": actor.person_id, "updated_at": actor.now_s,
     })
@@ -356,6 +370,34 @@ def rules_of_channels_sync(conn: Connection, actor: Actor, *,
     names = {c.channel_id: c.channel_name for c in seen}
     rows = repo.rules_of_channels_sync(conn, actor.account_id, list(names))
     return [rule_item(r, names[r.channel_id]) for r in rows]
+
+
+@dataclass(frozen=True)
+class LayerReach:
+    """Whom a rule's layer would page now, as the engine pages it (dispatch/notify.py):
+    `person_ids` are the live members it reaches, each once; `by_team` and `by_schedule`
+    the members of each team and who each schedule has on call for its roles (a schedule
+    that no longer exists is absent), removed members left out."""
+
+    person_ids: list[int]
+    by_team: dict[int, list[int]]
+    by_schedule: dict[int, list[int]]
+
+
+@reads(CHANNEL_VIEW)
+async def paged_now(conn: Any, actor: Actor, *, channel_id: int,
+                    rule_id: str) -> list[LayerReach]:
+    """Each layer of the rule resolved now (who would be paged if it began now)."""
+    row = await _require_rule(conn, actor, channel_id, rule_id)
+    out: list[LayerReach] = []
+    for layer in _json.decode(row.layers):
+        reach = await notify.target_reach(conn, actor, layer.get("target") or {}, actor.now_s)
+        live = await members.contacts(conn, actor, reach.everyone)
+        out.append(LayerReach(
+            [p for p in reach.everyone if p in live],
+            {t: [p for p in ids if p in live] for t, ids in reach.by_team.items()},
+            {s: [p for p in ids if p in live] for s, ids in reach.by_schedule.items()}))
+    return out
 
 
 async def enabled_rules(conn: Any, actor: Actor, *, channel_id: int) -> list[Any]:

@@ -38,6 +38,7 @@ from dutyline.api.actor import Actor
 from dutyline.api.i18n import negotiate
 from dutyline.api.unit import Call, caller_actor, unit
 from dutyline.kit.ids import request_id as new_request_id
+from dutyline.kit.url_secrets import mask_url
 from dutyline.web import devices, security
 from dutyline.web import service as signin
 from dutyline.web.service import Session
@@ -192,7 +193,10 @@ class ConsoleContext:
             return ""
         form: dict[str, str] = {}
         for key, value in pairs:
-            form.setdefault(key, "***" if _secret_field(key) else value)
+            # A web address typed (a webhook's) keeps its credentials out, as the API's
+            # audited bodies do.
+            kept = mask_url(value) if value.startswith(("http://", "https://")) else value
+            form.setdefault(key, "***" if _secret_field(key) else kept)
         text = json.dumps(form, ensure_ascii=False, separators=(",", ":"))
         return text[:MAX_AUDIT_BODY_CHARS]
 

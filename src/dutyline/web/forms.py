@@ -11,7 +11,8 @@ The console declares no limit of its own: the record (`teams.TeamChanges`,
     await teams.upsert_team(conn, ctx.actor, team=team)
 
 Field names follow the record, nested ones with dots and indices as the API names them:
-`layers[0].target.person_ids`, `im.slack`. A name posted several times (checkboxes, a
+`layers[0].target.person_ids`, `im.slack`; a mapping keyed by ids takes them as indices
+(`layers[0].target.schedule_to_role_ids[12]`). A name posted several times (checkboxes, a
 multiple select) fills a list, blank values left out; a scalar takes the last value
 posted. Text keeps what was typed (the service trims), with a textarea's CRLF line breaks
 read as LF. An empty number is left out (the record's default, or "is required"); an
@@ -41,7 +42,8 @@ S = TypeVar("S", bound=msgspec.Struct)
 Form = Mapping[str, list[str]]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_STEP = re.compile(r"\[(\d{1,6})\]|\.([A-Za-z_][A-Za-z0-9_]*)")
+# An index, or an id of a mapping keyed by ids (up to 19 digits).
+_STEP = re.compile(r"\[(\d{1,19})\]|\.([A-Za-z_][A-Za-z0-9_]*)")
 _TRUE = frozenset({"on", "true", "1", "yes"})
 _UNUSABLE = "must not contain NUL characters or unpaired surrogates"
 _INDEX = re.compile(r"\[\d+\]$")
@@ -199,6 +201,9 @@ def _nothing_posted(kind: mi.Type) -> Any:
 
 
 def _without_none(kind: mi.Type) -> mi.Type:
+    # A type with metadata of its own (Annotated with an `extra` mark) is read as its type.
+    while isinstance(kind, mi.Metadata):
+        kind = kind.type
     if isinstance(kind, mi.UnionType):
         rest = [t for t in kind.types if not isinstance(t, mi.NoneType)]
         if len(rest) == 1:
@@ -207,6 +212,8 @@ def _without_none(kind: mi.Type) -> mi.Type:
 
 
 def _value(node: Any, kind: mi.Type) -> Any:
+    while isinstance(kind, mi.Metadata):
+        kind = kind.type
     optional = isinstance(kind, mi.UnionType) and any(
         isinstance(t, mi.NoneType) for t in kind.types)
     kind = _without_none(kind)
@@ -223,7 +230,8 @@ def _value(node: Any, kind: mi.Type) -> Any:
     if isinstance(kind, mi.DictType):
         if not isinstance(node, dict):
             return _ABSENT
-        return {k: v for k, sub in node.items() if isinstance(k, str)
+        # `ids[12]` names the key 12 of a mapping keyed by ids (as JSON's text keys do).
+        return {str(k): v for k, sub in node.items() if isinstance(k, str | int)
                 and (v := _value(sub, kind.value_type)) is not _ABSENT}
     if not isinstance(node, _Leaf) or not node:
         return _ABSENT

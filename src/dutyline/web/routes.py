@@ -17,6 +17,7 @@ from dutyline.web.pages import (
     app_keys,
     auth,
     channels,
+    escalation_rules,
     home,
     incident,
     incidents,
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 # above and named here (tests/web/test_layout.py finds any module of web/pages left out).
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
-    oncall, members, teams, roles, app_keys, notify_templates, channels,
+    oncall, members, teams, roles, app_keys, notify_templates, channels, escalation_rules,
 )
 
 

@@ -146,6 +146,12 @@ def template_info_sync(conn: Connection, actor: Actor, *, template_id: str) -> T
     return item_from_row(row)
 
 
+def default_template_id(actor: Actor) -> str:
+    """The template a record that names none uses: the account's default, which is the
+    built-in preset (an account has no default of its own to choose)."""
+    return PRESET_TEMPLATE_ID
+
+
 async def template_exists(conn: AsyncConnection, actor: Actor, template_id: str) -> bool:
     """Whether another record may name this template: one of the account's live templates,
     or a built-in preset (every account's)."""

@@ -1,5 +1,5 @@
-"""The "On call" page: who holds each schedule now and next, whom each escalation rule's
-first layer pages now, the signed-in person's shifts for the coming four weeks, and their
+"""The "On call" page: who holds each schedule now and next, whom each layer of each
+escalation rule pages now, the signed-in person's shifts for the coming four weeks, and their
 calendar link.
 
 Everything comes from the services behind the API's /schedule/* and
@@ -92,7 +92,8 @@ def gather(conn: Connection, actor: Actor,
         mine = None
     # Without the person's own view, the list's timelines of the same four weeks hold them.
     listed = _all_schedules(conn, actor, window=(now, horizon) if mine is None else (0, 0))
-    targets = [view.first_target(r.layers) for _, r in found_rules or []]
+    per_rule = [view.layer_targets(r.layers) for _, r in found_rules or []]
+    targets = [target for layers in per_rule for target in layers]
     team_ids = sorted({int(t) for target in targets for t in target.get("team_ids") or ()})
     named_teams = teams.team_infos_sync(conn, actor, team_ids=team_ids)
     team_names = {t.team_id: t.team_name for t in named_teams}
@@ -112,8 +113,9 @@ def gather(conn: Connection, actor: Actor,
         removed=frozenset(i.person_id for i in infos if i.status == "deleted"))
     rule_rows = None if found_rules is None else [
         view.RuleRow(rule.rule_name, channel_name, rule.status == "enabled",
-                     view.targets(target, resolved))
-        for (channel_name, rule), target in zip(found_rules, targets, strict=True)]
+                     [view.targets(target, resolved) for target in layers],
+                     f"/console/channels/{rule.channel_id}/escalation-rules/{rule.rule_id}")
+        for (channel_name, rule), layers in zip(found_rules, per_rule, strict=True)]
     since = schedules.feed_created_at_sync(conn, actor)
     return OnCall(
         zone_name=zone_name,

@@ -1,6 +1,6 @@
 """What the "On call" page shows, made from what the services answered: times in the
-person's zone, turns of schedules, the person's shifts cut into days, and whom a rule's first
-layer pages. Pure functions: no I/O, so the page's rules are tested without a database."""
+person's zone, turns of schedules, the person's shifts cut into days, and whom each layer of
+a rule pages. Pure functions: no I/O, so the page's rules are tested without a database."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def my_days(items: Sequence[ScheduleItem], person_id: int, tz: zoneinfo.ZoneInfo
     return [days[d] for d in sorted(days)]
 
 
-# --- whom a rule's first layer pages -------------------------------------------------------
+# --- whom each layer of a rule pages ----------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -167,11 +167,12 @@ class RuleRow:
     rule_name: str
     channel_name: str
     enabled: bool
-    targets: list[Target]
+    steps: list[list[Target]]  # whom each layer would page now, in order
+    path: str = ""  # the rule's page
 
 
-def first_target(layers: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return dict(layers[0].get("target") or {}) if layers else {}
+def layer_targets(layers: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [dict(layer.get("target") or {}) for layer in layers]
 
 
 def schedule_roles(target: Mapping[str, Any]) -> dict[int, tuple[int, ...]]:
