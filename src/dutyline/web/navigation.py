@@ -48,6 +48,7 @@ NAVIGATION: tuple[Group, ...] = (
     Group("Configuration", (
         Link("Members", "/console/members", needs=(ACCOUNT_MANAGE,)),
         Link("Teams", "/console/teams", needs=(ACCOUNT_MANAGE,)),
+        Link("Settings", "/console/settings", needs=(ACCOUNT_MANAGE,)),
     )),
     Group("Account", (Link("Your profile", "/console/me"),), personal=True),
 )
