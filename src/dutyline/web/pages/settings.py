@@ -99,14 +99,15 @@ async def settings(ctx: ConsoleContext) -> Response:
 
 @pages.post(PATH)
 async def save(ctx: ConsoleContext) -> Response:
-    context = await _context(ctx)
+    """The service refuses, and the audit log records, a change by anyone who may not
+    manage the account ("Not allowed"); a refused value shows by its field."""
     form = await ctx.form_lists()
     try:
         changes = forms.decode(form, AccountChanges)
         async with ctx.write() as conn:
             await accounts.update_account(conn, ctx.actor, changes=changes)
-    except errors.ApiError as exc:
+    except errors.InvalidParameter as exc:
         return ctx.form_failed("settings/settings.html", forms.on_form(exc, form=form),
-                               **context)
+                               **await _context(ctx))
     ctx.flash("The account's settings are saved.")
     return ctx.redirect(PATH)
