@@ -152,8 +152,8 @@ async def test_the_enrolment_shows_a_qr_code_of_the_key_s_link(console: Browser)
     assert uri and secret
     link = html.unescape(uri[1])
     assert link.startswith("otpauth://totp/") and f"secret={secret[1]}" in link
-    figure = re.search(r'<div class="qr-code" role="img" aria-label="([^"]+)">(<svg .*?</svg>)'
-                       r"</div>", page, re.S)
+    figure = re.search(r'<div class="qr-code" id="qr-code" role="img" aria-label="([^"]+)">'
+                       r"(<svg .*?</svg>)</div>", page, re.S)
     assert figure, page
     assert "QR code of this key" in html.unescape(figure[1])
     svg = figure[2]

@@ -15,7 +15,8 @@ from dutyline.api.actor import Actor
 from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.account import repository
-from dutyline.platform.account.schemas import AccountChanges, AccountItem
+from dutyline.platform.account.schemas import AccountChanges as AccountChanges  # it takes
+from dutyline.platform.account.schemas import AccountItem
 from dutyline.platform.app_key import keys
 from dutyline.platform.member import service as members
 

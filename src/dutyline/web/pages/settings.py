@@ -18,7 +18,6 @@ from starlette.responses import Response
 from dutyline.api import errors
 from dutyline.notify.delivery import service as delivery
 from dutyline.platform.account import service as accounts
-from dutyline.platform.account.schemas import AccountChanges
 from dutyline.web import forms
 from dutyline.web.context import ConsoleContext
 from dutyline.web.listing import require_manager
@@ -103,7 +102,7 @@ async def save(ctx: ConsoleContext) -> Response:
     manage the account ("Not allowed"); a refused value shows by its field."""
     form = await ctx.form_lists()
     try:
-        changes = forms.decode(form, AccountChanges)
+        changes = forms.decode(form, accounts.AccountChanges)
         async with ctx.write() as conn:
             await accounts.update_account(conn, ctx.actor, changes=changes)
     except errors.InvalidParameter as exc:
