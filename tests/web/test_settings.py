@@ -188,3 +188,14 @@ class TestALocalServer:
         page = (await console.get(PAGE)).text
         assert 'id="base-url-local"' in page and "base-url-plain" not in page
         assert "Not set up on this server" in _means(page, "email")
+
+
+async def test_a_new_account_zone_shows_on_the_next_page(api: Api, owner: Person,
+                                                         console: Browser) -> None:
+    """Members without a zone of their own read times in the account's, from the next
+    page on (the session's entry is read again when the account's row changes)."""
+    assert "2023-11-14 22:13 UTC" in (await console.get("/console/me")).text
+    await console.get(PAGE)
+    await console.post(PAGE, {"account_name": "Acme", "time_zone": "Asia/Tokyo",
+                              "locale": "en-US"})
+    assert "2023-11-15 07:13 JST" in (await console.get("/console/me")).text
