@@ -110,9 +110,9 @@ async def test_saving_the_account_s_settings(api: Api, owner: Person,
      "2", False),
     ({"account_name": "  A ", "time_zone": "UTC", "locale": "en-US"}, "account_name",
      "must be 2 to 255 characters", True),
-    ({"account_name": "Acme", "time_zone": "Mars/Base", "locale": "en-US"}, "time_zone",
+    ({"account_name": "Acme Ops", "time_zone": "Mars/Base", "locale": "en-US"}, "time_zone",
      "is not a known time zone", True),
-    ({"account_name": "Acme", "time_zone": "UTC", "locale": "fr-FR"}, "locale",
+    ({"account_name": "Acme Ops", "time_zone": "Asia/Tokyo", "locale": "fr-FR"}, "locale",
      "is not one of the choices", False),
 ])
 async def test_errors_are_shown_by_their_field_with_the_input_kept(
@@ -124,8 +124,10 @@ async def test_errors_are_shown_by_their_field_with_the_input_kept(
     error = re.search(rf'<p class="field-error" id="e-{field}">([^<]+)</p>', refused.text)
     assert error and words in html.unescape(error[1]), refused.text
     assert f'aria-describedby="e-{field} h-{field}"' in refused.text
-    if field != "account_name":
-        assert f'value="{form["account_name"]}"' in refused.text  # what was typed is kept
+    if field != "account_name":  # what was typed is kept
+        assert f'value="{form["account_name"]}"' in refused.text
+    if field == "locale":
+        assert '<option value="Asia/Tokyo" selected>' in refused.text
     row = await _account(api, owner.account_id)
     assert (row.account_name, row.time_zone, row.locale) == ("Acme", "UTC", "en-US")
     assert await _outcomes(api, owner.account_id) == (

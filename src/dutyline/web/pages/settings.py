@@ -100,6 +100,7 @@ async def settings(ctx: ConsoleContext) -> Response:
 async def save(ctx: ConsoleContext) -> Response:
     """The service refuses, and the audit log records, a change by anyone who may not
     manage the account ("Not allowed"); a refused value shows by its field."""
+    await ctx.form()  # what was typed, shown again with an error
     form = await ctx.form_lists()
     try:
         changes = forms.decode(form, accounts.AccountChanges)
