@@ -149,11 +149,17 @@ async def test_a_contact_this_server_cannot_use_is_saved_with_the_apis_warning(
 
     page = (await console.get(ME)).text
     phone = re.search(r'<p class="field-warning" id="w-phone">(.*?)</p>', page)
-    assert phone and escape(phone_warning["message"]) in phone[1]
+    # The API's warning names the server's setting; the page says it in a person's words.
+    assert "DUTYLINE_TWILIO" in phone_warning["message"]
+    assert phone and ("SMS is not set up on this server; ask your administrator."
+                      in phone[1])
     assert "w-phone" in _field(page, "phone")
     telegram = re.search(r'id="w-im.telegram">(.*?)</p>', page)
-    assert telegram and "DUTYLINE_TELEGRAM_BOT_TOKEN" in telegram[1]
+    assert telegram and ("Telegram is not set up on this server; ask your administrator."
+                         in telegram[1])
     assert telegram_warning["field"] == "im.telegram"
+    assert "E-mail is not set up on this server; ask your administrator." in page
+    assert "DUTYLINE_" not in page
     assert 'id="w-email"' in page  # no SMTP either
     assert 'id="w-im.slack"' not in page  # no handle, nothing to warn about
 
@@ -184,7 +190,10 @@ async def test_preferences_saved_on_the_page_are_what_the_api_answers(
                        "info": ["email"]}
     # The severity's warning (no Twilio here) is tied to its fieldset.
     assert re.search(r'<fieldset class="channels" aria-describedby="w-critical">', shown)
-    assert "DUTYLINE_TWILIO_ACCOUNT_SID" in shown
+    warned = re.search(r'id="w-critical">(.*?)</p>', shown, re.S)
+    assert warned and ("Not set up on this server: SMS, Voice call, Slack (app). Ask your "
+                       "administrator.") in warned[1]
+    assert "DUTYLINE_" not in shown
 
 
 async def test_a_channel_no_person_can_be_paged_by_is_refused_by_its_severity(

@@ -75,7 +75,9 @@ async def test_a_channel_that_cannot_be_used_says_why(
         api: Api, owner: Person, console: Browser, receiver: Receiver) -> None:  # noqa: F811
     no_phone = await _test(console, "sms")
     assert "test-skipped" in no_phone
-    assert "not sent: SMS and voice calls is not configured" in no_phone
+    assert ("Test by SMS: not sent: SMS is not set up on this server; ask your "
+            "administrator.") in no_phone
+    assert "DUTYLINE_" not in no_phone
     no_handle = await _test(console, "telegram", in_place=False)
     assert ('<p class="flash flash-error" role="status">Test by Telegram: not sent: the '
             "member has no telegram handle") in no_handle

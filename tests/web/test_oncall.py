@@ -75,7 +75,7 @@ async def test_now_and_next_in_the_person_s_time_zone(console: Browser,
                                                      team: dict[str, Any]) -> None:
     page = await console.get(PAGE)
     assert page.status_code == 200
-    assert "Times are in Asia/Tokyo." in text(page.text)
+    assert "Times are in Asia/Tokyo (JST)." in text(page.text)
     # Alice holds Monday (Shanghai), until Tuesday 00:00 there: 01:00 in Tokyo.
     assert ("Primary Now Alice until Tue 14 Apr, 01:00 "
             "Next Acme Owner (you) from Tue 14 Apr, 01:00") in section(page.text, "h-schedules")
@@ -144,7 +144,7 @@ async def test_a_member_without_schedule_view_sees_the_list_and_their_own_shifts
                            .values(time_zone="Europe/Berlin"))
     page = await alice_browser.get(PAGE)
     assert page.status_code == 200
-    assert "Times are in Europe/Berlin." in text(page.text)
+    assert "Times are in Europe/Berlin (CEST)." in text(page.text)
     # Tuesday 00:00 in Shanghai is Monday 18:00 in Berlin (summer time).
     assert "Now Alice (you) until Mon 13 Apr, 18:00" in section(page.text, "h-schedules")
     assert days(page.text)[:3] == ["2026-04-13", "2026-04-15", "2026-04-16"]

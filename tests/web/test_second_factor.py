@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import html
 import re
+import xml.etree.ElementTree as ET
 
 import pyotp
 import pytest
+import segno
 
+from dutyline.web import qr
 from tests.fixtures.accounts import Person
 from tests.fixtures.api import Api
 from tests.fixtures.clock import FakeClock
@@ -114,3 +118,47 @@ async def test_disabling_needs_the_password(api: Api, owner: Person, console: Br
     answer = await b.post("/console/sign-in", {"email": EMAIL, "password": PASSWORD})
     assert answer.headers["location"] == "/console/incidents"
     await b.aclose()
+
+
+def _dark_modules(svg: str) -> set[tuple[int, int]]:
+    """The dark modules of segno's SVG path (moves and horizontal runs, at half a module's
+    height), as (row, column) of the code without its quiet zone."""
+    root = ET.fromstring(svg)
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    [path] = root.iter("{http://www.w3.org/2000/svg}path")
+    assert path.get("transform") == f"scale({qr.SCALE})"
+    dark: set[tuple[int, int]] = set()
+    x = y = 0.0
+    for op, args in re.findall(r"([MmHhVv])([-0-9. ]+)", str(path.get("d"))):
+        numbers = [float(n) for n in re.findall(r"-?[0-9.]+", args)]
+        if op == "M":
+            x, y = numbers
+        elif op == "m":
+            x, y = x + numbers[0], y + numbers[1]
+        elif op == "h":
+            run = int(numbers[0])
+            row = int(y - .5) - qr.QUIET_ZONE
+            dark |= {(row, int(x) + i - qr.QUIET_ZONE) for i in range(run)}
+            x += run
+        else:
+            raise AssertionError(f"unexpected path command {op}")
+    return dark
+
+
+async def test_the_enrolment_shows_a_qr_code_of_the_key_s_link(console: Browser) -> None:
+    page = (await console.get("/console/me/two-factor")).text
+    uri = re.search(r'<p class="secret" id="otpauth">([^<]+)</p>', page)
+    secret = re.search(r'<p class="secret" id="secret">([A-Z2-7]+)</p>', page)
+    assert uri and secret
+    link = html.unescape(uri[1])
+    assert link.startswith("otpauth://totp/") and f"secret={secret[1]}" in link
+    figure = re.search(r'<div class="qr-code" id="qr-code" role="img" aria-label="([^"]+)">'
+                       r"(<svg .*?</svg>)</div>", page, re.S)
+    assert figure, page
+    assert "QR code of this key" in html.unescape(figure[1])
+    svg = figure[2]
+    assert 'aria-hidden="true"' in svg and "<script" not in svg
+    # Read back, the drawing is the code segno makes of the link shown beside it.
+    matrix = segno.make(link, error="m", micro=False).matrix
+    expected = {(r, c) for r, row in enumerate(matrix) for c, bit in enumerate(row) if bit}
+    assert _dark_modules(svg) == expected

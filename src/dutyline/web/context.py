@@ -6,6 +6,7 @@
             lambda conn: team_service.list_teams_sync(conn, ctx.actor, ...), write=False)
         return ctx.render("teams/list.html", teams=items)
 
+- `ctx.zone`: (name, zone) of the reader's time zone, which every time shown is in.
 - `ctx.actor`: the signed-in person as services see them (credential "session"), with the
   roles and permissions an app key of theirs would have.
 - `ctx.read()` / `ctx.write()`: one unit of work (api/unit.py), the door the API's calls go
@@ -24,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import tzinfo
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl
 
@@ -39,7 +41,7 @@ from dutyline.api.i18n import negotiate
 from dutyline.api.unit import Call, caller_actor, unit
 from dutyline.kit.ids import request_id as new_request_id
 from dutyline.kit.url_secrets import mask_url
-from dutyline.web import devices, security
+from dutyline.web import devices, security, times
 from dutyline.web import service as signin
 from dutyline.web.service import Session
 from dutyline.web.session_cache import SessionCache
@@ -81,6 +83,8 @@ class ConsoleContext:
         self.session: Session | None = None
         self._session_token = ""
         self._actor: Actor | None = None
+        # The reader's own time zone and their account's ("" unset): see `zone`.
+        self.time_zones: tuple[str, str] = ("", "")
         self._conn: AsyncConnection | None = None
         self._limited = False  # the request's rate limit counted (its first write)
         self._visitor = self._cookie(security.VISITOR_COOKIE)
@@ -125,6 +129,7 @@ class ConsoleContext:
             return
         self.session = found.session
         self._session_token = token
+        self.time_zones = found.time_zones
         caller = found.caller
         authenticator = self.runtime.authenticator
 
@@ -136,6 +141,12 @@ class ConsoleContext:
 
         self._actor = caller_actor(caller, clock, "session", team_ids=team_ids,
                                    team_ids_sync=team_ids_sync)
+
+    @property
+    def zone(self) -> tuple[str, tzinfo]:
+        """(name, zone) of the reader's time zone: every time a page shows is in it (the
+        `when` filter, web/times.py): their own, else their account's, else UTC."""
+        return times.reader_zone(*self.time_zones)
 
     async def still_signed_in(self) -> bool:
         """Whether the session this request came with is still live and its person still a

@@ -1,13 +1,13 @@
 """What the incident page shows, read through the same services as the API's reads
 (/incident/info, /incident/feed, /incident/alert/list, /incident/past/list, /field/list):
 the page never queries tables itself. The values are turned into plain text here (times in
-the account's zone, feed entries as sentences), so the templates only lay them out and
+the reader's zone, feed entries as sentences), so the templates only lay them out and
 Jinja's autoescape is the one place markup is made safe."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import tzinfo
 from typing import Any
 
 import msgspec
@@ -18,9 +18,9 @@ from dutyline.api.actor import Actor
 from dutyline.api.deps import Deps
 from dutyline.api.permissions import INCIDENT_MANAGE
 from dutyline.incident.service import AlertInfo, IncidentInfo, fields, query, similar
-from dutyline.kit.localtime import zone
 from dutyline.kit.vocabulary import CLOSED, SEVERITIES
 from dutyline.platform.member import service as members
+from dutyline.web import times
 
 FEED_LIMIT = 100
 ALERT_LIMIT = 50
@@ -127,14 +127,14 @@ class IncidentView:
         return self.info.snoozed_before > 0
 
 
-def _clock(time_zone: str) -> Any:
-    tz = zone(time_zone) or UTC
-    name = time_zone if zone(time_zone) else "UTC"
+def _clock(tz: tzinfo) -> Any:
+    """Times in the reader's zone, to the second, with its abbreviation (web/times.py); each
+    also carries its instant for `<time datetime>`."""
 
     def fmt(t: int) -> str:
         if not t:
             return ""
-        return f"{datetime.fromtimestamp(t, tz):%Y-%m-%d %H:%M:%S} ({name})"
+        return times.Stamp(t, tz, seconds=True)
 
     return fmt
 
@@ -153,13 +153,14 @@ def labels_of(raw: dict[str, Any]) -> list[Label]:
 
 
 def load_sync(conn: Connection, actor: Actor, *, incident_id: str, deps: Deps,
-              read_only: bool = False) -> IncidentView:
+              read_only: bool = False, tz: tzinfo | None = None) -> IncidentView:
     """The page of one incident the actor sees (ResourceNotFound otherwise), read as one
     unit of database work (`runtime.db.run_sync`). `read_only`: what a signed link shows,
-    without the parts that lead to actions."""
+    without the parts that lead to actions. Times are in `tz`, the reader's zone (else the
+    account's)."""
     info = query.incident_info_sync(conn, actor, incident_id=incident_id, deps=deps,
                                     with_changes=True)
-    fmt = _clock(info.account_time_zone)
+    fmt = _clock(tz or times.reader_zone(info.account_time_zone)[1])
     feed = query.incident_feed_sync(conn, actor, incident_id=info.incident_id,
                                     limit=FEED_LIMIT)
     alerts = query.incident_alerts_sync(conn, actor, incident_id=info.incident_id,
@@ -195,10 +196,10 @@ def load_sync(conn: Connection, actor: Actor, *, incident_id: str, deps: Deps,
 
 
 async def load(conn: AsyncConnection, actor: Actor, *, incident_id: str, deps: Deps,
-               read_only: bool = False) -> IncidentView:
+               read_only: bool = False, tz: tzinfo | None = None) -> IncidentView:
     """`load_sync` on an async connection."""
     return await conn.run_sync(lambda sync: load_sync(
-        sync, actor, incident_id=incident_id, deps=deps, read_only=read_only))
+        sync, actor, incident_id=incident_id, deps=deps, read_only=read_only, tz=tz))
 
 
 def _people_in(info: IncidentInfo, items: list[Any]) -> set[int]:

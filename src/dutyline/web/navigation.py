@@ -52,6 +52,7 @@ NAVIGATION: tuple[Group, ...] = (
         Link("Teams", "/console/teams", needs=(ACCOUNT_MANAGE,)),
         Link("Roles", "/console/roles", needs=(ACCOUNT_MANAGE,)),
         Link("Templates", "/console/templates", needs=(TEMPLATE_VIEW,)),
+        Link("Settings", "/console/settings", needs=(ACCOUNT_MANAGE,)),
     )),
     # Every member manages their own app keys.
     Group("Account", (Link("Your profile", "/console/me"),

@@ -30,6 +30,7 @@ from dutyline.web.pages import (
     oncall,
     recovery,
     roles,
+    settings,
     teams,
 )
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
     oncall, members, teams, roles, app_keys, notify_templates, channels, escalation_rules,
+    settings,
 )
 
 

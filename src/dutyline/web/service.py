@@ -133,6 +133,12 @@ async def caller_of(conn: AsyncConnection, *, account_id: int, person_id: int) -
     return await members.signed_in_caller(conn, account_id=account_id, person_id=person_id)
 
 
+async def time_zones_of(conn: AsyncConnection, *, account_id: int,
+                        person_id: int) -> tuple[str, str]:
+    """(the person's own time zone, their account's): the zones their pages show times in."""
+    return await members.reader_time_zones(conn, account_id=account_id, person_id=person_id)
+
+
 async def email_of(conn: AsyncConnection, actor: Actor) -> str:
     """The e-mail address the actor's person signs in with ("" when none)."""
     found = await members.contacts(conn, system_actor(actor.account_id, actor.clock),

@@ -29,6 +29,9 @@ MAX_KNOWN_SESSIONS = 10_000
 class SignedIn:
     session: Session
     caller: Caller
+    # The zones the person's pages show times in: their own, their account's ("" unset);
+    # a change to either row moves the "auth" signal, which reads the entry again.
+    time_zones: tuple[str, str] = ("", "")
 
 
 class SessionCache:
@@ -68,6 +71,9 @@ class SessionCache:
             session = await signin.live_session(conn, token, now_s)
             caller = None if session is None else await signin.caller_of(
                 conn, account_id=session.account_id, person_id=session.person_id)
+            zones = ("", "") if caller is None or session is None else (
+                await signin.time_zones_of(conn, account_id=session.account_id,
+                                           person_id=session.person_id))
         if session is None or caller is None:
             self._known.pop(key, None)
             if session is not None:
@@ -77,7 +83,7 @@ class SessionCache:
         if touch and signin.needs_touch(session, now_s):
             async with db.transaction(write=True) as conn:
                 session = await signin.touch_session(conn, session, now_s)
-        entry = SignedIn(session, caller)
+        entry = SignedIn(session, caller, zones)
         self._known.pop(key, None)  # re-inserted last: the oldest go first
         if versions is not None:
             self._known[key] = (versions, entry)

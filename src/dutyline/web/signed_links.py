@@ -22,6 +22,7 @@ from dutyline.api import errors
 from dutyline.api.unit import unit
 from dutyline.dispatch.service import links
 from dutyline.web import incident_view
+from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import SIGN_IN
 
@@ -61,9 +62,12 @@ def routes(console: Console) -> list[BaseRoute]:
         try:
             async with unit(runtime, None, write=False, call=ctx.unit_call(False)) as work:
                 actor = links.person_actor(runtime, link)
+                # The times in the link's person's zone, as their own pages show them.
+                ctx.time_zones = await signin.time_zones_of(
+                    work.conn, account_id=link.account_id, person_id=link.person_id)
                 view = await incident_view.load(work.conn, actor, incident_id=link.incident_id,
-                                                deps=runtime.deps,
-                                                read_only=True)
+                                                deps=runtime.deps, read_only=True,
+                                                tz=ctx.zone[1])
         except errors.ResourceNotFound:
             return ctx.render("layout/error.html", status=404, title="Incident not found",
                               message="The incident of this link no longer exists.")

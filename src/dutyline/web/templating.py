@@ -8,11 +8,12 @@ helpers every template may call, and the filters.
   with `fields` after translating (a field is never itself translated), and anything the
   catalog lacks stays English.
 - `lang_attr()`: ` lang="zh-CN"` on an element whose text `t` translated, when the reader's
-  language is not the page's English (so a screen reader reads it in the right voice)."""
+  language is not the page's English (so a screen reader reads it in the right voice).
+- `when` (filter): a time in the reader's time zone with its abbreviation (web/times.py);
+  `isotime`: the same instant for `<time datetime="...">`."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import jinja2
 from markupsafe import Markup
 
 from dutyline.api.i18n import DEFAULT_LOCALE
-from dutyline.web import navigation
+from dutyline.web import navigation, times
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -64,8 +65,15 @@ def lang_attr(context: jinja2.runtime.Context) -> Markup:
 
 
 def iso_time(unix_s: int) -> str:
-    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return times.iso(unix_s)
 
 
-def when(unix_s: int) -> str:
-    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
+@jinja2.pass_context
+def when(context: jinja2.runtime.Context, unix_s: int) -> str:
+    """`unix_s` in the reader's time zone (`ctx.zone`: theirs, else their account's, else
+    UTC), with its abbreviation: 2026-04-14 09:30 JST. Beside it, `<time datetime=
+    "{{ value|isotime }}">` keeps the instant for machines."""
+    ctx = context.get("ctx")
+    zone = getattr(ctx, "zone", None)
+    tz = zone[1] if zone is not None else times.UTC_ZONE
+    return times.label(unix_s, tz)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -58,6 +58,37 @@ def personal_gap(settings: Settings, channel: str) -> str | None:
 def group_gap(settings: Settings, channel: str) -> str | None:
     """Why a group target of this kind (an app's group chat, e-mail) cannot be reached."""
     return needs.gap(settings, channel, personal=False)
+
+
+@dataclass(frozen=True)
+class Means:
+    """One means of delivery as this server's settings have it (for the operator's page):
+    `key` names it (email, twilio, telegram, slack, feishu, dingtalk, wecom, zoom, teams),
+    `how` says how it sends when ready (credentials masked, never a secret), `settings` are
+    the names of what to set for it, `unsupported` why no setting helps."""
+
+    key: str
+    label: str
+    ready: bool
+    how: str
+    settings: tuple[str, ...]
+    unsupported: str
+
+
+_MEANS_KEYS = {needs.EMAIL: "email", needs.TWILIO: "twilio", needs.TELEGRAM_BOT: "telegram",
+               needs.SLACK_APP: "slack", needs.FEISHU_APP: "feishu",
+               needs.DINGTALK_APP: "dingtalk", needs.WECOM_APP: "wecom",
+               needs.ZOOM_APP: "zoom", needs.TEAMS_APP: "teams"}
+
+
+def means_of(settings: Settings) -> list[Means]:
+    """Every means of delivery, whether these settings let it send, and how."""
+    out = []
+    for need, key in _MEANS_KEYS.items():
+        ready = not need.unsupported and need.ready(settings)
+        out.append(Means(key, need.label, ready, need.how(settings) if ready else "",
+                         need.variables, need.unsupported))
+    return out
 
 
 def send_env(runtime: Runtime) -> SendEnv:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.db.tables.platform import account, member, member_role, role, role_permission
@@ -46,3 +46,8 @@ async def insert_owner(conn: AsyncConnection, values: dict[str, Any], owner_role
     await conn.execute(insert(member).values(**values))
     await conn.execute(insert(member_role).values(
         member_id=values["member_id"], role_id=owner_role_id, account_id=values["account_id"]))
+
+
+async def update_account(conn: AsyncConnection, account_id: int, values: dict[str, Any]) -> None:
+    await conn.execute(update(account).where(account.c.account_id == account_id)
+                       .values(**values))

@@ -4,6 +4,8 @@ neighbouring records, the account fields an incident record carries (`account_id
 
 from __future__ import annotations
 
+from typing import Annotated, Literal
+
 import msgspec
 
 
@@ -21,3 +23,12 @@ class AccountItem(msgspec.Struct, kw_only=True):
     time_zone: str
     created_at: int  # Unix seconds
     updated_at: int
+
+
+class AccountChanges(msgspec.Struct, kw_only=True, frozen=True):
+    """The account's own settings, as its managers change them (the console's Settings
+    page): its name, the time zone its members' times default to, and its language."""
+
+    account_name: Annotated[str, msgspec.Meta(min_length=2, max_length=255)]
+    time_zone: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    locale: Literal["en-US", "zh-CN"]

@@ -1,20 +1,27 @@
-"""Creating an account (the account row, its built-in roles, its Owner and a first key), and
-reading its own record."""
+"""Creating an account (the account row, its built-in roles, its Owner and a first key),
+reading its own record, and its managers changing its settings (name, time zone, language)."""
 
 from __future__ import annotations
 
+import zoneinfo
 from dataclasses import dataclass
 
 from sqlalchemy import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors, permissions
+from dutyline.api.access import writes
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import ACCOUNT_MANAGE
 from dutyline.kit.ids import numeric_id
 from dutyline.platform.account import repository
+from dutyline.platform.account.schemas import AccountChanges as AccountChanges  # it takes
 from dutyline.platform.account.schemas import AccountItem
 from dutyline.platform.app_key import keys
 from dutyline.platform.member import service as members
+
+# Read once: checking a zone name must not touch the file system inside a request.
+TIME_ZONES = frozenset(zoneinfo.available_timezones())
 
 
 @dataclass(frozen=True)
@@ -89,3 +96,20 @@ async def account_time_zone(conn: AsyncConnection, actor: Actor) -> str:
 def account_time_zone_sync(conn: Connection, actor: Actor) -> str:
     """`account_time_zone` inside a sync unit of database work."""
     return repository.time_zone_sync(conn, actor.account_id) or "UTC"
+
+
+@writes("/console/account/settings", ACCOUNT_MANAGE, inputs=AccountChanges)
+async def update_account(conn: AsyncConnection, actor: Actor, *,
+                         changes: AccountChanges) -> int:
+    """The account's name, time zone and language, as its managers set them; returns the
+    account's id (for the audit log). Its members' pages follow the new zone at once where
+    they set none of their own."""
+    name = changes.account_name.strip()
+    if len(name) < 2:
+        raise errors.invalid("account_name", "must be 2 to 255 characters")
+    if changes.time_zone not in TIME_ZONES:
+        raise errors.invalid("time_zone", "is not a known time zone")
+    await repository.update_account(conn, actor.account_id, {
+        "account_name": name, "time_zone": changes.time_zone, "locale": changes.locale,
+        "updated_at": actor.now_s})
+    return actor.account_id

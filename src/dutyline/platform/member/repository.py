@@ -43,6 +43,21 @@ async def get(conn: AsyncConnection, account_id: int, member_id: int) -> Row[Any
     return await conn.run_sync(get_sync, account_id, member_id)
 
 
+_TIME_ZONES_OF = (
+    select(member.c.time_zone, account.c.time_zone.label("account_time_zone"))
+    .select_from(member.join(account, account.c.account_id == member.c.account_id))
+    .where(member.c.account_id == bindparam("account_id"),
+           member.c.member_id == bindparam("member_id")))
+
+
+async def time_zones(conn: AsyncConnection, account_id: int,
+                     member_id: int) -> tuple[str, str]:
+    """(the member's own time zone, their account's), "" for one not set."""
+    row = (await conn.execute(_TIME_ZONES_OF, {"account_id": account_id,
+                                               "member_id": member_id})).first()
+    return ("", "") if row is None else (row.time_zone or "", row.account_time_zone or "")
+
+
 # --- hot sync reads: one unit of database work per request (api/operation.py) ----------
 # Statements are built once, with bound parameters, so SQLAlchemy reuses their compiled form.
 

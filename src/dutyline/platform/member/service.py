@@ -486,6 +486,14 @@ async def operator_find_by_email(conn: AsyncConnection, *, email: str) -> list[t
             for r in await repo.live_by_email(conn, email)]
 
 
+async def reader_time_zones(conn: AsyncConnection, *, account_id: int,
+                            person_id: int) -> tuple[str, str]:
+    """The zones a signed-in person's pages show times in, first found first: their own,
+    their account's ("" for one not set). Read with their session (web/session_cache.py),
+    which holds no more than their own record does."""
+    return await repo.time_zones(conn, account_id, person_id)
+
+
 async def signed_in_caller(conn: AsyncConnection, *, account_id: int,
                            person_id: int) -> Caller | None:
     """Who a person signed in to the console is: the same roles and permissions an app key

@@ -49,10 +49,10 @@ def _is_htmx(ctx: ConsoleContext) -> bool:
 async def _view(ctx: ConsoleContext, incident_id: str) -> incident_view.IncidentView:
     # The API's reads of an incident need one of these (incident/query/endpoints.py).
     require(ctx.actor, CHANNEL_VIEW, INCIDENT_MANAGE)
-    actor, deps = ctx.actor, ctx.runtime.deps
+    actor, deps, tz = ctx.actor, ctx.runtime.deps, ctx.zone[1]
     # The page's reads, as one unit on the database (api/operation.py).
     return await ctx.runtime.db.run_sync(lambda conn: incident_view.load_sync(
-        conn, actor, incident_id=incident_id, deps=deps), write=False)
+        conn, actor, incident_id=incident_id, deps=deps, tz=tz), write=False)
 
 
 def _not_found(ctx: ConsoleContext) -> Response:

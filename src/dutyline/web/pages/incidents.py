@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
 
@@ -23,7 +22,7 @@ from dutyline.incident.service import IncidentInfo, IncidentListResponse, lifecy
 from dutyline.incident.service import query as incidents
 from dutyline.kit.vocabulary import PROGRESSES, SEVERITIES
 from dutyline.platform.team import service as teams
-from dutyline.web import forms
+from dutyline.web import forms, times
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import HOME, Pages
 
@@ -123,7 +122,7 @@ def age(start_time: int, now_s: int) -> str:
 
 
 def stamp(unix_s: int) -> str:
-    return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return times.iso(unix_s)
 
 
 def row_context(ctx: ConsoleContext, view: ListView) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from dutyline.api import errors
 from dutyline.platform.member import service as members
-from dutyline.web import forms, passwords, second_factor
+from dutyline.web import forms, passwords, qr, second_factor
 from dutyline.web import service as signin
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
@@ -107,8 +107,9 @@ def _new_enrolment(ctx: ConsoleContext, nonce: str | None = None) -> dict[str, A
         ctx.console.keys.enrolment, session_hash=ctx.session.session_hash, nonce=nonce)
     if secret is None:  # a nonce no page of ours made: a fresh enrolment instead
         return _new_enrolment(ctx)
-    return {"enrolled": False, "secret": secret, "nonce": nonce,
-            "uri": second_factor.provisioning_uri(secret, name=ctx.actor.person_name)}
+    uri = second_factor.provisioning_uri(secret, name=ctx.actor.person_name)
+    return {"enrolled": False, "secret": secret, "nonce": nonce, "uri": uri,
+            "qr": qr.qr_svg(uri)}
 
 
 @pages.post(ME + "/two-factor", template="me/two_factor.html")

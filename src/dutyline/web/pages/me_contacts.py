@@ -73,13 +73,17 @@ class _Outcome(Protocol):
     address: str
 
 
-def _outcome(result: _Outcome) -> str:
+def _outcome(ctx: ConsoleContext, result: _Outcome) -> str:
     what = me_view.channel_label(result.channel) if result.channel in BY_NAME \
         else result.channel
     if result.status == "sent":
         return f"Test by {what}: sent to {result.address}."
     if result.status == "failed":
         return f"Test by {what}: failed: {result.reason}."
+    if ctx.runtime.reach_gap(result.channel):
+        # The reason names the server's settings: the operator's business, not the reader's.
+        return (f"Test by {what}: not sent: {what} is not set up on this server; ask your "
+                "administrator.")
     return f"Test by {what}: not sent: {result.reason}."
 
 
@@ -102,8 +106,8 @@ async def send_test(ctx: ConsoleContext) -> Response:
     [result] = answer.results
     if in_place:
         return ctx.render("me/_test_result.html", status_kind=result.status,
-                          text=_outcome(result))
-    ctx.flash(_outcome(result), "info" if result.status == "sent" else "error")
+                          text=_outcome(ctx, result))
+    ctx.flash(_outcome(ctx, result), "info" if result.status == "sent" else "error")
     return ctx.redirect(ME + "#contacts")
 
 

@@ -26,6 +26,8 @@ _PLATFORMS = {"dingtalk": "DingTalk", "wecom": "WeCom", "feishu": "Feishu", "sla
               "telegram": "Telegram", "zoom": "Zoom"}
 _CHANNELS = {"email": "E-mail", "sms": "SMS", "voice": "Voice call"}
 SEVERITY_LABELS = {key: f"{s} incidents" for s, key in SEVERITY_KEY.items()}
+# What a contact's warning is about: the means its test sends by.
+CONTACT_LABELS = {"email": "E-mail", "phone": "SMS"}
 
 
 def platform_label(platform: str) -> str:
@@ -87,12 +89,23 @@ def _contact_fields(person: members.Contact, pref: preferences.Preference,
     return fields
 
 
-def _by_field(warnings: list[SaveWarning]) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _by_field(warnings: list[SaveWarning], chosen: dict[str, list[str] | None] | None = None
+              ) -> dict[str, str]:
+    """What each field's warnings are about, in a person's words: the contact or chat app
+    ("E-mail", "Telegram"), or the channels of a severity ("SMS, Voice call"); the template
+    says it is not set up on this server. The services' messages name the server's settings
+    (DUTYLINE_...), which are the operator's business, not the responder's."""
+    out: dict[str, list[str]] = {}
     for w in warnings:
-        key = w.field.split("[")[0]  # critical[1] -> critical
-        out[key] = f"{out[key]}; {w.message}" if key in out else w.message
-    return out
+        key, _, index = w.field.partition("[")  # critical[1] -> critical, 1
+        if chosen is not None and index.rstrip("]").isdigit():
+            channel = (chosen.get(key) or [])[int(index.rstrip("]"))]
+            what = channel_label(channel) if channel in BY_NAME else channel
+        else:
+            what = CONTACT_LABELS.get(key) or platform_label(key.removeprefix("im."))
+        if what not in out.setdefault(key, []):
+            out[key].append(what)
+    return {key: ", ".join(whats) for key, whats in out.items()}
 
 
 async def load(ctx: ConsoleContext) -> dict[str, Any]:
@@ -124,7 +137,7 @@ def _load(ctx: ConsoleContext, conn: Connection) -> dict[str, Any]:
         "channels": [(c, channel_label(c)) for c in PERSONAL_CHANNELS],
         "chosen": chosen,
         "preference_warnings": _by_field(preferences.delivery_warnings(
-            settings, im=None, by_severity=chosen)),
+            settings, im=None, by_severity=chosen), chosen),
         "time_zones": members.TIME_ZONE_NAMES,
         "enrolled": second_factor.enrolled_sync(conn, actor.person_id),
         "sessions": [{"id": signin.public_id(s), "current": s.session_hash == current,

@@ -23,6 +23,7 @@ from dutyline.dispatch import service as rules
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 from dutyline.schedule import service as schedules
+from dutyline.web import times
 from dutyline.web.context import ConsoleContext
 from dutyline.web.page import Pages
 from dutyline.web.pages import oncall_view as view
@@ -37,6 +38,7 @@ _PAGE = 100
 @dataclass(frozen=True)
 class OnCall:
     zone_name: str
+    zone_abbreviation: str  # now: CET in winter, CEST in summer
     schedules: list[view.ScheduleRow]
     rules: list[view.RuleRow] | None  # None: the person may not read escalation rules
     days: list[view.Day]
@@ -82,7 +84,7 @@ def gather(conn: Connection, actor: Actor,
            found_rules: list[tuple[str, Any]] | None) -> OnCall:
     """The page from the services' sync forms; `found_rules`: what `_rules` found."""
     me = members.member_info_sync(conn, actor)
-    zone_name, tz = view.zone_of(me.time_zone, me.account_time_zone)
+    zone_name, tz = times.reader_zone(me.time_zone, me.account_time_zone)
     now = actor.now_s
     horizon = now + MY_SHIFTS_S
     try:
@@ -119,6 +121,7 @@ def gather(conn: Connection, actor: Actor,
     since = schedules.feed_created_at_sync(conn, actor)
     return OnCall(
         zone_name=zone_name,
+        zone_abbreviation=times.abbreviation(times.local(now, tz)),
         schedules=view.schedule_rows(listed, names, tz),
         rules=rule_rows,
         days=view.my_days(listed if mine is None else mine, actor.person_id, tz,

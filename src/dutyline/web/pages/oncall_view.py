@@ -12,21 +12,6 @@ from typing import Any
 
 from dutyline.schedule.service import ScheduleGroup, ScheduleItem, ScheduleOncallGroup
 
-UTC = zoneinfo.ZoneInfo("UTC")
-
-
-def zone_of(*names: str) -> tuple[str, zoneinfo.ZoneInfo]:
-    """The first of `names` that is a known zone (the person's, then the account's), else
-    UTC: a stored name the server's zone database lacks must not break the page."""
-    for name in names:
-        if not name:
-            continue
-        try:
-            return name, zoneinfo.ZoneInfo(name)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            continue
-    return "UTC", UTC
-
 
 @dataclass(frozen=True)
 class Moment:
