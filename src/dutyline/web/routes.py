@@ -19,6 +19,7 @@ from dutyline.web.pages import (
     incident,
     incidents,
     incidents_live,
+    integrations,
     invite,
     me,
     me_contacts,
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 # above and named here (tests/web/test_layout.py finds any module of web/pages left out).
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
-    oncall, members, teams,
+    oncall, members, teams, integrations,
 )
 
 
