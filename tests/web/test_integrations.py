@@ -129,6 +129,8 @@ async def test_rotating_the_key_refuses_the_old_one_at_once(
     [new] = set(KEY.findall(html.unescape(shown.text)))
     assert new != old and "webhook_configs:" in shown.text
     assert (await _push(api, old)).status_code == 401
+    # Even a push with nothing to store: the old key is refused, not remembered.
+    assert (await _push(api, old, body={"alerts": []})).status_code == 401
     assert (await _push(api, new)).status_code == 200
     after = await console.get(page)
     assert new not in after.text and new[-6:] in after.text
@@ -293,3 +295,29 @@ async def test_the_alertmanager_snippet_passes_amtool_check_config(
         timeout=60, check=False))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "Found:" in checked.stdout and "1 receivers" in checked.stdout
+
+
+async def test_the_api_operations_beside_the_pages(api: Api, owner: Person) -> None:
+    """/integration/rotate-key and /integration/test-alert, the extensions the pages use,
+    with the permissions of /integration/create."""
+    channel_id = await _channel(api, owner)
+    made = await ok(api, "/integration/create", {"channel_id": channel_id,
+                                                 "integration_name": "std"}, owner)
+    sent = await ok(api, "/integration/test-alert",
+                    {"integration_id": made["integration_id"]}, owner)
+    assert sent["outcome"] == "opened" and sent["alert_key"].startswith("dutyline-test-")
+    assert sent["incident_id"] in await incident_ids(api, owner)
+    reader = await new_member(api, owner, name="Reader", builtin="member")
+    for path in ("/integration/rotate-key", "/integration/test-alert"):
+        refused = await api.call(path, {"integration_id": made["integration_id"]},
+                                 key=reader.key)
+        assert refused.body["error"]["code"] == "AccessDenied", path
+    change = await ok(api, "/integration/create", {
+        "channel_id": channel_id, "integration_name": "changes",
+        "integration_type": "change"}, owner)
+    not_alerts = await api.call("/integration/test-alert",
+                                {"integration_id": change["integration_id"]}, key=owner.key)
+    assert not_alerts.body["error"]["code"] == "InvalidParameter"
+    rotated = await ok(api, "/integration/rotate-key",
+                       {"integration_id": change["integration_id"]}, owner)
+    assert rotated["integration_key"].startswith("ik_")

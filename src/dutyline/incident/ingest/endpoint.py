@@ -12,7 +12,9 @@ together share one write transaction (batch.py). The body size, content type and
 and the rate-limit step and its headers are the operations' own functions.
 
 Order: body size -> integration key (401, nothing stored) -> rate limit per integration
-(429) -> channel state (400) -> body schema (400) -> one write transaction -> 200.
+(429) -> channel state (400) -> body schema (400) -> one write transaction -> 200. What
+became of each event is recorded in that transaction for the integration's page
+(outcomes.py); a push refused after the rate limit (400) is recorded apart with its reason.
 
 A key seen recently skips its lookup before the rate limit: which integration a key names
 never changes, so the process remembers it (KnownKeys). Whether the key is still live and its

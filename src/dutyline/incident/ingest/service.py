@@ -99,6 +99,11 @@ def ingest_all(conn: Connection, key_hash: str, reqs: list[PushRequest], *,
     """Several events of one push (Alertmanager sends a group of alerts), in one transaction.
     `answers`: the mapping API answers the endpoint fetched after a LookupsNeeded. `source`:
     the push path's name (outcomes.SOURCES), recorded with each event's outcome."""
+    if not reqs:
+        # Nothing to store (an empty Alertmanager group, a paused Grafana rule), but a key
+        # revoked or rotated a moment ago is refused all the same.
+        check_integration(conn, key_hash)
+        return []
     return [ingest(conn, key_hash, req, now_s=now_s, answers=answers, source=source)
             for req in reqs]
 
