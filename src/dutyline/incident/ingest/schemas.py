@@ -49,7 +49,8 @@ class TestAlertRequest(msgspec.Struct, kw_only=True):
 
 
 class TestAlertResponse(msgspec.Struct, kw_only=True):
-    alert_key: str
+    alert_key: Annotated[str, msgspec.Meta(
+        description="The test alert's own key (`dutyline-test-...`), new for each test.")]
     # What became of it (incident/ingest/outcomes.py): opened, grouped, held, dropped...
     outcome: str
     incident_id: str = ""
