@@ -340,6 +340,8 @@ WALK: dict[str, Callable[[], Any]] = {
     "/channel/disable": lambda: {"channel_id": C},
     "/integration/create": lambda: {"channel_id": C, "integration_name": name("i")},
     "/integration/delete": lambda: {"integration_id": Ref("integration")},
+    "/integration/rotate-key": lambda: {"integration_id": Ref("integration")},
+    "/integration/test-alert": lambda: {"integration_id": Ref("integration")},
     "/channel/silence/rule/create": lambda: {
         "channel_id": C, "rule_name": "s", "filters": _SEVERITY, "from_incident_id": INC,
         "time_filter": {"start_time": 1, "end_time": 4_000_000_000}},

@@ -14,7 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api.runtime import Runtime
 from dutyline.db.tables.dispatch import channel_notify_sent
-from dutyline.db.tables.incident import alert, alert_event, incident, incident_event
+from dutyline.db.tables.incident import (
+    alert,
+    alert_event,
+    incident,
+    incident_event,
+    intake_outcome,
+)
 from dutyline.db.tables.notify import notify_attempt, notify_delivery
 from dutyline.db.tables.platform import account, audit_log, member
 from dutyline.db.tables.scheduler import work_schedule
@@ -108,6 +114,9 @@ async def _seed(runtime: Runtime, now_s: int) -> None:
             await _add(conn, alert_event, event_id=name, alert_id=alert_id, account_id=1,
                        channel_id=1, integration_id=1, event_status="Critical",
                        event_severity="Critical", event_time=at, created_at=at)
+        for n, at in ((1, old["alert"]), (2, recent)):
+            await _add(conn, intake_outcome, id=n, account_id=1, integration_id=1,
+                       received_at=at, source="standard", outcome="opened")
         for name, progress in (("open", "Triggered"), ("closed", "Closed")):
             await _add(conn, incident, incident_id=name, account_id=1, num=name, title=name,
                        incident_severity="Critical", incident_status="Critical",
@@ -132,8 +141,8 @@ async def test_each_table_is_pruned_past_its_retention_and_keeps_what_is_needed(
                                    batch=1)
     assert pruned == {"channel_notify_sent": 1, "console_session": 1, "console_link": 1,
                       "console_sign_in_failure": 1, "notify_attempt": 1,
-                      "notify_delivery": 1, "alert_event": 1, "incident_event": 2,
-                      "audit_log": 1}
+                      "notify_delivery": 1, "alert_event": 1, "intake_outcome": 1,
+                      "incident_event": 2, "audit_log": 1}
     assert {name for name, _ in await _keys(runtime, channel_notify_sent)} == {"new"}
     assert await _keys(runtime, console_session) == {"new", "live"}
     assert await _keys(runtime, console_link) == {"new", "live"}
@@ -141,6 +150,7 @@ async def test_each_table_is_pruned_past_its_retention_and_keeps_what_is_needed(
     assert await _keys(runtime, notify_attempt) == {2}
     assert await _keys(runtime, notify_delivery) == {"new", "kept"}
     assert await _keys(runtime, alert_event) == {"new", "kept"}
+    assert await _keys(runtime, intake_outcome) == {2}
     assert await _keys(runtime, incident_event) == {3, 4}
     assert await _keys(runtime, audit_log) == {2}
     # Nothing else is touched: the alerts and incidents themselves stay.

@@ -22,6 +22,7 @@ from dutyline.web.pages import (
     incident,
     incidents,
     incidents_live,
+    integrations,
     invite,
     me,
     me_contacts,
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
     oncall, members, teams, roles, app_keys, notify_templates, channels, escalation_rules,
-    settings,
+    settings, integrations,
 )
 
 

@@ -32,7 +32,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from dutyline.config import Settings
 from dutyline.db.engine import Database
 from dutyline.db.tables.dispatch import channel_notify_sent
-from dutyline.db.tables.incident import alert, alert_event, incident, incident_event
+from dutyline.db.tables.incident import (
+    alert,
+    alert_event,
+    incident,
+    incident_event,
+    intake_outcome,
+)
 from dutyline.db.tables.notify import notify_attempt, notify_delivery
 from dutyline.db.tables.platform import audit_log
 from dutyline.db.tables.scheduler import work_schedule
@@ -106,6 +112,9 @@ RULES: tuple[Rule, ...] = (
          lambda s: s.delivery_retention_days, _delivery_finished),
     Rule(alert_event, alert_event.c.created_at, SECONDS,
          lambda s: s.alert_event_retention_days, _alert_ended),
+    # What became of an integration's last events: kept no longer than the events.
+    Rule(intake_outcome, intake_outcome.c.received_at, SECONDS,
+         lambda s: s.alert_event_retention_days),
     Rule(incident_event, incident_event.c.created_at, SECONDS,
          lambda s: s.incident_event_retention_days, _incident_not_open, keep_newest=True),
     Rule(audit_log, audit_log.c.created_at, MILLISECONDS,

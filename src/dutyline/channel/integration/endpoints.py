@@ -13,6 +13,7 @@ from dutyline.channel.integration.schemas import (
     IntegrationItem,
     ListIntegrationsRequest,
     ListIntegrationsResponse,
+    RotateKeyResponse,
 )
 
 router = Router("Integrations")
@@ -53,3 +54,13 @@ def integration_list(conn: Connection, ctx: Context,
 async def integration_delete(ctx: Context, req: IntegrationIDRequest) -> None:
     """Delete an integration: its key stops accepting alerts at once."""
     await service.delete_integration(ctx.conn, ctx.actor, integration_id=req.integration_id)
+
+
+@router.post("/integration/rotate-key", service=service.rotate_key, write=True)
+async def integration_rotate_key(ctx: Context, req: IntegrationIDRequest) -> RotateKeyResponse:
+    """Give a standard or change integration a new key (shown in this response only): the
+    old key stops working at once. A dutyline extension (the reference has no integration
+    operations)."""
+    rotated = await service.rotate_key(ctx.conn, ctx.actor, integration_id=req.integration_id)
+    return RotateKeyResponse(integration_id=rotated.integration_id,
+                             integration_key=rotated.integration_key)

@@ -122,6 +122,15 @@ async def mark_deleted(conn: AsyncConnection, account_id: int, integration_id: i
     )
 
 
+async def set_key(conn: AsyncConnection, account_id: int, integration_id: int, *,
+                  key_hash: str, key_suffix: str, now_s: int) -> None:
+    await conn.execute(
+        update(integration)
+        .where(integration.c.account_id == account_id,
+               integration.c.integration_id == integration_id)
+        .values(key_hash=key_hash, key_suffix=key_suffix, updated_at=now_s))
+
+
 async def live_channel_exists(conn: AsyncConnection, account_id: int, channel_id: int) -> bool:
     stmt = select(channel.c.channel_id).where(
         channel.c.account_id == account_id, channel.c.channel_id == channel_id,

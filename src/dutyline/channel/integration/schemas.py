@@ -43,6 +43,12 @@ class CreateIntegrationResponse(msgspec.Struct, kw_only=True, omit_defaults=True
     signing_secret: str = ""
 
 
+class RotateKeyResponse(msgspec.Struct, kw_only=True):
+    integration_id: int
+    # The new plaintext key: shown in this response only; the old key stopped working.
+    integration_key: str
+
+
 class IntegrationIDRequest(msgspec.Struct, kw_only=True):
     integration_id: Id
 

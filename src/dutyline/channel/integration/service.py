@@ -20,9 +20,12 @@ from dutyline.api.outbound_secrets import mask_url, url_to_store
 from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel import service as channels
 from dutyline.channel.integration import repository as repo
-from dutyline.channel.integration.schemas import IntegrationItem
+from dutyline.channel.integration.schemas import CreateIntegrationRequest, IntegrationItem
 from dutyline.channel.settings import ChannelSettings, settings_from_row
 from dutyline.kit.ids import numeric_id
+
+# The limits of an integration's input, for callers that decode a form into it (the console).
+IntegrationInput = CreateIntegrationRequest
 
 KEY_PREFIX = "ik_"
 SUFFIX_LENGTH = 6
@@ -258,6 +261,38 @@ async def delete_integration(conn: AsyncConnection, actor: Actor, *,
     row = await _require(conn, actor, integration_id)
     await repo.mark_deleted(conn, actor.account_id, row.integration_id, actor.now_s)
     return int(row.integration_id)
+
+
+@dataclass(frozen=True, slots=True)
+class RotatedKey:
+    integration_id: int
+    integration_key: str  # the new plaintext key: shown in the rotate answer only
+
+
+@writes("/integration/rotate-key", INTEGRATION_MANAGE, dangerous=True,
+        targets=lambda rotated: [rotated.integration_id])
+async def rotate_key(conn: AsyncConnection, actor: Actor, *,
+                     integration_id: int) -> RotatedKey:
+    """A new key for a standard or change integration: the old one stops working at once
+    (its hash no longer resolves, in the very transaction that stores a push). A custom
+    action has no key to rotate."""
+    row = await _require(conn, actor, integration_id)
+    if row.integration_type not in (STANDARD, CHANGE):
+        raise errors.invalid("integration_id", "has no key to rotate")
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
+    await repo.set_key(conn, actor.account_id, int(row.integration_id),
+                       key_hash=hash_key(plaintext), key_suffix=plaintext[-SUFFIX_LENGTH:],
+                       now_s=actor.now_s)
+    return RotatedKey(int(row.integration_id), plaintext)
+
+
+def alert_key_hash_sync(conn: Connection, actor: Actor, *, integration_id: int) -> str:
+    """The key hash of a live standard integration the actor sees, for an alert the server
+    pushes in its name (the console's test alert); not found otherwise."""
+    row = _require_sync(conn, actor, integration_id)
+    if row.integration_type != STANDARD:
+        raise errors.invalid("integration_id", "does not take alerts")
+    return str(row.key_hash)
 
 
 def require_live_sync(conn: Connection, actor: Actor, *, integration_id: int) -> int:

@@ -212,3 +212,25 @@ incident_event = Table(
     # Retention prunes by this column (work/retention.py).
     Index("ix_incident_event_created", "created_at"),
 )
+
+# The last events each integration received and what became of them (opened an incident,
+# joined one, dropped by a rule, refused and why), for the integration's console page. A
+# bounded record: ingestion keeps about the last INTAKE_KEPT rows of an integration (pruned
+# now and then as it writes), and retention removes what is older than the alert events.
+intake_outcome = Table(
+    "intake_outcome",
+    metadata,
+    Column("id", AutoBigInt, primary_key=True, autoincrement=True),
+    Column("account_id", BigInteger, nullable=False),
+    Column("integration_id", BigInteger, nullable=False),
+    Column("received_at", BigInteger, nullable=False),
+    Column("source", String(16), nullable=False),  # standard|prometheus|grafana|webhook|test
+    Column("outcome", String(16), nullable=False),  # opened|grouped|recovered|held|dropped|...
+    Column("title", String(512), nullable=False, server_default=""),
+    Column("alert_key", String(255), nullable=False, server_default=""),
+    Column("incident_id", String(24), nullable=False, server_default=""),
+    Column("reason", String(512), nullable=False, server_default=""),
+    Index("ix_intake_outcome_integration", "integration_id", "id"),
+    # Retention prunes by this column (work/retention.py).
+    Index("ix_intake_outcome_received", "received_at"),
+)

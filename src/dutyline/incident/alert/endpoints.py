@@ -27,6 +27,8 @@ from dutyline.incident.alert.schemas import (
     AlertLookup,
     AlertMergeRequest,
 )
+from dutyline.incident.ingest import service as ingestion
+from dutyline.incident.ingest.schemas import TestAlertRequest, TestAlertResponse
 from dutyline.incident.lifecycle import alert_merge
 
 router = Router("Alerts")
@@ -102,3 +104,13 @@ def route_preview_alerts(conn: Connection, ctx: Context,
     return RoutePreviewResponse(items=route_preview.preview_sync(
         conn, ctx.actor, alert_ids=req.alert_ids, cases=req.route.cases,
         default=req.route.default))
+
+
+@router.post("/integration/test-alert", service=ingestion.send_test_alert, write=True)
+async def integration_test_alert(ctx: Context, req: TestAlertRequest) -> TestAlertResponse:
+    """Send a test alert through a standard integration, as if its source had pushed it: it
+    goes through the integration's pipeline, routes, noise rules and grouping, opens or
+    joins an incident and pages like any other; the answer says what became of it. A
+    dutyline extension."""
+    return await ingestion.send_test_alert(ctx.conn, ctx.actor, integration_id=req.integration_id,
+                                           event_status=req.event_status)

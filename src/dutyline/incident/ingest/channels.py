@@ -14,6 +14,7 @@ from dutyline.channel import service as channel_service
 from dutyline.channel.integration.service import CHANGE as CHANGE_INTEGRATION
 from dutyline.channel.integration.service import (
     ResolvedIntegration,
+    alert_key_hash_sync,
     hash_key,
     integration_ids_of_types_sync,
     integration_names_sync,
@@ -23,7 +24,7 @@ from dutyline.channel.integration.service import (
 from dutyline.channel.service import channel_names_sync
 
 __all__ = ["CHANGE_INTEGRATION", "IngestSettings", "Lookup", "Names", "ResolvedIntegration",
-           "hash_key", "is_well_formed", "load_settings", "lookup"]
+           "alert_key_hash_sync", "hash_key", "is_well_formed", "load_settings", "lookup"]
 
 
 @dataclass(frozen=True, slots=True)

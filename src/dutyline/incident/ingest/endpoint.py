@@ -12,7 +12,9 @@ together share one write transaction (batch.py). The body size, content type and
 and the rate-limit step and its headers are the operations' own functions.
 
 Order: body size -> integration key (401, nothing stored) -> rate limit per integration
-(429) -> channel state (400) -> body schema (400) -> one write transaction -> 200.
+(429) -> channel state (400) -> body schema (400) -> one write transaction -> 200. What
+became of each event is recorded in that transaction for the integration's page
+(outcomes.py); a push refused after the rate limit (400) is recorded apart with its reason.
 
 A key seen recently skips its lookup before the rate limit: which integration a key names
 never changes, so the process remembers it (KnownKeys). Whether the key is still live and its
@@ -28,11 +30,13 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+import structlog
 from starlette.requests import Request
 from starlette.routing import Route
 
 from dutyline.api import errors
 from dutyline.api.handler import Call, Pipeline, decode_json_body, rate_limit, read_body
+from dutyline.api.i18n import DEFAULT_LOCALE
 from dutyline.api.runtime import Runtime
 from dutyline.enrichment import service as enrichment
 from dutyline.incident.ingest import service, sources
@@ -45,7 +49,11 @@ PUSH_PATH = "/event/push/alert/standard"
 PROMETHEUS_PATH = "/event/push/alert/prometheus"  # Alertmanager's webhook (sources.py)
 GRAFANA_PATH = "/event/push/alert/grafana"
 WEBHOOK_PATH = "/event/push/alert/webhook"  # any JSON, fields mapped in the query string
+# The name each path's events are recorded under (outcomes.py).
+SOURCE_OF_PATH = {PUSH_PATH: "standard", PROMETHEUS_PATH: "prometheus",
+                  GRAFANA_PATH: "grafana", WEBHOOK_PATH: "webhook"}
 KNOWN_KEYS = 10_000
+log = structlog.get_logger("dutyline.ingest")
 # Runs of a push whose enrichment calls mapping APIs: the answers of one round may feed the
 # labels of the next API's call (chained mappings); the answers given to the last are final.
 _LOOKUP_ROUNDS = 3
@@ -99,7 +107,8 @@ class Ingestion:
                        found.integration.account_id)
         return found
 
-    async def ingest(self, key_hash: str, reqs: list[PushRequest], now_s: int) -> list[str]:
+    async def ingest(self, key_hash: str, reqs: list[PushRequest], now_s: int,
+                     source: str = "") -> list[str]:
         """Ingest the push; when its enrichment needs mapping API answers it does not have
         (enrichment.LookupsNeeded, raised before anything is written, its transaction or
         savepoint rolled back), make those calls here, outside any transaction, and run it
@@ -110,7 +119,7 @@ class Ingestion:
             try:
                 return await self.batcher.run(functools.partial(
                     service.ingest_all, key_hash=key_hash, reqs=reqs, now_s=now_s,
-                    answers=answers))
+                    answers=answers, source=source))
             except enrichment.LookupsNeeded as needed:
                 answers = await enrichment.fetch_lookups(
                     needed, before=answers, final=round_ == _LOOKUP_ROUNDS - 2,
@@ -161,6 +170,23 @@ class IngestEndpoint(Pipeline):
         integration_id, account_id, fresh = await self.authenticate(key_hash)
         call.who = {"account_id": account_id}
         await rate_limit(runtime, f"i:{integration_id}", headers)
+        try:
+            alert_keys = await self._ingest(request, body, key_hash, fresh)
+        except errors.Unauthorized:
+            ingestion.known.forget(key_hash)
+            raise
+        except errors.ApiError as exc:
+            # Past the rate limit, so a flood of bad pushes costs at most its limit in
+            # writes: recorded for the integration's page with its reason.
+            await self._record_refusal(integration_id, account_id, exc)
+            raise
+        if self.path == PUSH_PATH:
+            return PushResponse(alert_key=alert_keys[0])
+        return PushManyResponse(alert_keys=alert_keys)
+
+    async def _ingest(self, request: Request, body: bytes, key_hash: str,
+                      fresh: Lookup | None) -> list[str]:
+        ingestion = self.ingestion
         if fresh is not None:
             refuse_if_off(fresh)
         try:
@@ -172,15 +198,21 @@ class IngestEndpoint(Pipeline):
         # One write transaction per push, or on SQLite one per batch of pushes that arrive
         # together, each in its own savepoint (incident/ingest/batch.py). The key and channel
         # are checked again in it.
-        now_s = int(runtime.clock.now())
+        now_s = int(self.runtime.clock.now())
+        return await ingestion.ingest(key_hash, reqs, now_s, SOURCE_OF_PATH[self.path])
+
+    async def _record_refusal(self, integration_id: int, account_id: int,
+                              exc: errors.ApiError) -> None:
+        runtime = self.runtime
+        reason = runtime.translator.render(DEFAULT_LOCALE, exc.message, exc.fields)
         try:
-            alert_keys = await ingestion.ingest(key_hash, reqs, now_s)
-        except errors.Unauthorized:
-            ingestion.known.forget(key_hash)
-            raise
-        if self.path == PUSH_PATH:
-            return PushResponse(alert_key=alert_keys[0])
-        return PushManyResponse(alert_keys=alert_keys)
+            await self.ingestion.batcher.run(functools.partial(
+                service.record_refusal, account_id=account_id, integration_id=integration_id,
+                source=SOURCE_OF_PATH[self.path], reason=reason,
+                now_s=int(runtime.clock.now())))
+        except Exception:  # the refusal is what the caller must hear about, not this
+            log.warning("refused push not recorded", integration_id=integration_id,
+                        exc_info=True)
 
 
 def routes(runtime: Runtime) -> list[Route]:

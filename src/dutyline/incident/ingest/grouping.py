@@ -31,8 +31,8 @@ from dutyline.incident.ingest.channels import IngestSettings
 from dutyline.kit.vocabulary import CLOSED, OK
 from dutyline.work import queue
 
-__all__ = ["AUTO_RESOLVE_JOB", "CLOSED", "attach", "count_event", "drop_active_alert",
-           "group_key", "schedule_auto_resolve"]
+__all__ = ["AUTO_RESOLVE_JOB", "CLOSED", "attach", "attach_telling", "count_event",
+           "drop_active_alert", "group_key", "schedule_auto_resolve"]
 
 AUTO_RESOLVE_JOB = "incident.auto_resolve"
 DEFAULT_EQUALS: tuple[tuple[str, ...], ...] = (("title_rule",),)
@@ -80,6 +80,19 @@ def attach(
     labels: dict[str, str], fields: dict[str, str], now_s: int,
 ) -> str:
     """Put a new alert into an incident (joining one or opening one); returns its id."""
+    return attach_telling(
+        conn, settings, account_id=account_id, channel_id=channel_id,
+        integration_id=integration_id, alert_id=alert_id, title=title,
+        description=description, severity=severity, labels=labels, fields=fields,
+        now_s=now_s)[0]
+
+
+def attach_telling(
+    conn: Connection, settings: IngestSettings, *, account_id: int, channel_id: int,
+    integration_id: int, alert_id: str, title: str, description: str, severity: str,
+    labels: dict[str, str], fields: dict[str, str], now_s: int,
+) -> tuple[str, bool]:
+    """`attach`, telling whether the alert opened the incident (True) or joined one."""
     key = group_key(settings, fields=fields, labels=labels)
     if key is not None:
         repo.lock_group(conn, channel_id, key)
@@ -93,7 +106,7 @@ def attach(
                 now_s=now_s, payload={"alert_id": alert_id, "severity": severity},
             )
             schedule_auto_resolve(conn, settings, found, severity, now_s=now_s)
-            return found
+            return found, False
     incident_id = open_incident_sync(
         conn,
         NewIncident(
@@ -104,7 +117,7 @@ def attach(
         now_s=now_s,
     )
     schedule_auto_resolve(conn, settings, incident_id, severity, now_s=now_s)
-    return incident_id
+    return incident_id, True
 
 
 def count_event(

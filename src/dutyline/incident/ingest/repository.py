@@ -29,7 +29,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from dutyline.db.tables.incident import alert, alert_event, incident
+from dutyline.db.tables.incident import alert, alert_event, incident, intake_outcome
 from dutyline.db.tables.incident_noise import inhibit_source
 from dutyline.db.upsert import insert_for
 from dutyline.incident.state import raised_severity
@@ -368,3 +368,35 @@ def last_trigger_time(conn: Connection, incident_id: str) -> int | None:
     )
     value = conn.execute(stmt).scalar_one_or_none()
     return None if value is None else int(value)
+
+
+# --- what became of the events an integration received (its console page) ---------------
+
+_INSERT_OUTCOME = intake_outcome.insert()
+_PRUNE_OUTCOMES = delete(intake_outcome).where(
+    intake_outcome.c.integration_id == bindparam("integration_id"),
+    intake_outcome.c.id.not_in(
+        select(intake_outcome.c.id)
+        .where(intake_outcome.c.integration_id == bindparam("integration_id"))
+        .order_by(intake_outcome.c.id.desc())
+        .limit(bindparam("keep"))
+        .scalar_subquery()))
+
+
+def insert_outcome(conn: Connection, values: dict[str, Any]) -> None:
+    conn.execute(_INSERT_OUTCOME, values)
+
+
+def prune_outcomes(conn: Connection, integration_id: int, keep: int) -> None:
+    """All but the newest `keep` outcomes of the integration go."""
+    conn.execute(_PRUNE_OUTCOMES, {"integration_id": integration_id, "keep": keep})
+
+
+def recent_outcomes(conn: Connection, account_id: int, integration_id: int,
+                    limit: int) -> list[Any]:
+    return list(conn.execute(
+        select(intake_outcome)
+        .where(intake_outcome.c.account_id == account_id,
+               intake_outcome.c.integration_id == integration_id)
+        .order_by(intake_outcome.c.id.desc())
+        .limit(limit)))

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import msgspec
 
+from dutyline.kit.vocabulary import CRITICAL
 from dutyline.kit.vocabulary import Status as EventStatus
 
 MAX_LABELS = 50
@@ -40,3 +41,29 @@ class PushManyResponse(msgspec.Struct, kw_only=True):
     """The answer of the pushes that carry several alerts (Alertmanager, Grafana, webhook)."""
 
     alert_keys: list[str]
+
+
+class TestAlertRequest(msgspec.Struct, kw_only=True):
+    integration_id: Annotated[int, msgspec.Meta(ge=1)]
+    event_status: EventStatus = CRITICAL
+
+
+class TestAlertResponse(msgspec.Struct, kw_only=True):
+    alert_key: Annotated[str, msgspec.Meta(
+        description="The test alert's own key (`dutyline-test-...`), new for each test.")]
+    # What became of it (incident/ingest/outcomes.py): opened, grouped, held, dropped...
+    outcome: str
+    incident_id: str = ""
+    reason: str = ""
+
+
+class IntakeOutcome(msgspec.Struct, kw_only=True):
+    """One event an integration received and what became of it."""
+
+    received_at: int
+    source: str
+    outcome: str
+    title: str
+    alert_key: str
+    incident_id: str
+    reason: str

@@ -10,28 +10,37 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 from sqlalchemy import Connection
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from dutyline.api import errors
+from dutyline.api.access import reads_sync, writes
+from dutyline.api.actor import Actor
+from dutyline.api.permissions import INTEGRATION_MANAGE, INTEGRATION_VIEW
 from dutyline.channel.noise import service as noise_rules
 from dutyline.channel.pipeline import service as pipeline
 from dutyline.channel.route import service as routes
 from dutyline.enrichment import service as enrichment
-from dutyline.incident.ingest import alerts, grouping, noise
+from dutyline.incident.ingest import alerts, grouping, noise, outcomes
+from dutyline.incident.ingest import repository as repo
 from dutyline.incident.ingest.alerts import OK
 from dutyline.incident.ingest.channels import (
     CHANGE_INTEGRATION,
     IngestSettings,
     Lookup,
     ResolvedIntegration,
+    alert_key_hash_sync,
     lookup,
     routed_settings_sync,
 )
+from dutyline.incident.ingest.schemas import IntakeOutcome, TestAlertResponse
 from dutyline.incident.ingest.schemas import PushRequest as PushRequest  # for other domains
+from dutyline.kit.vocabulary import CRITICAL
 
 BAD_KEY = "Missing or invalid integration_key"
 CHANNEL_OFF = "Channel {channel_id} is {status} and does not accept alerts"
@@ -85,19 +94,99 @@ def check_integration(conn: Connection, key_hash: str) -> tuple[ResolvedIntegrat
 
 
 def ingest_all(conn: Connection, key_hash: str, reqs: list[PushRequest], *,
-               now_s: int, answers: enrichment.Answers | None = None) -> list[str]:
+               now_s: int, answers: enrichment.Answers | None = None,
+               source: str = "") -> list[str]:
     """Several events of one push (Alertmanager sends a group of alerts), in one transaction.
-    `answers`: the mapping API answers the endpoint fetched after a LookupsNeeded."""
-    return [ingest(conn, key_hash, req, now_s=now_s, answers=answers) for req in reqs]
+    `answers`: the mapping API answers the endpoint fetched after a LookupsNeeded. `source`:
+    the push path's name (outcomes.SOURCES), recorded with each event's outcome."""
+    if not reqs:
+        # Nothing to store (an empty Alertmanager group, a paused Grafana rule), but a key
+        # revoked or rotated a moment ago is refused all the same.
+        check_integration(conn, key_hash)
+        return []
+    return [ingest(conn, key_hash, req, now_s=now_s, answers=answers, source=source)
+            for req in reqs]
 
 
 def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int,
-           answers: enrichment.Answers | None = None) -> str:
+           answers: enrichment.Answers | None = None, source: str = "") -> str:
     """Store one event pushed with the key of `key_hash`; returns its alert_key. The key and
     channel are checked here, in the transaction that stores the event, so a key revoked a
     moment ago stores nothing. The channel's noise rules (incident/ingest/noise.py) may drop
-    a new alert or hold it back from an incident."""
+    a new alert or hold it back from an incident. With a `source`, what became of the event
+    is recorded for the integration's page (outcomes.py)."""
+    return ingest_with_outcome(conn, key_hash, req, now_s=now_s, answers=answers,
+                               source=source)[0]
+
+
+def ingest_with_outcome(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int,
+                        answers: enrichment.Answers | None = None,
+                        source: str = "") -> tuple[str, outcomes.Outcome]:
+    """`ingest`, with what became of the event."""
     integration, settings = check_integration(conn, key_hash)
+    alert_key, outcome, title = _ingest(conn, integration, settings, req, now_s=now_s,
+                                        answers=answers)
+    if source:
+        outcomes.record(conn, account_id=integration.account_id,
+                        integration_id=integration.integration_id, source=source,
+                        outcome=outcome, title=title, alert_key=alert_key, now_s=now_s)
+    return alert_key, outcome
+
+
+TEST_TITLE = "Test alert from dutyline"
+RECENT_OUTCOMES = 20
+
+
+@writes("/integration/test-alert", INTEGRATION_MANAGE)
+async def send_test_alert(conn: AsyncConnection, actor: Actor, *, integration_id: int,
+                          event_status: str = CRITICAL) -> TestAlertResponse:
+    """A real alert through the ingestion a push takes (pipeline, enrichment from cached
+    answers, routes, noise rules, grouping), in the name of a standard integration the
+    actor sees: it opens or joins an incident and pages like any other."""
+    if event_status == OK:
+        raise errors.invalid("event_status", "must be Critical, Warning or Info")
+    actor.note_audit_targets(integration_id)
+    now_s = actor.now_s
+    req = PushRequest(
+        title_rule=TEST_TITLE, event_status=event_status,  # type: ignore[arg-type]
+        alert_key=f"dutyline-test-{secrets.token_hex(6)}",
+        description="Sent from the integration's page to check the path from this "
+                    "integration to the people it pages.",
+        labels={"dutyline_test": "true"})
+
+    def run(sync: Connection) -> tuple[str, outcomes.Outcome]:
+        key_hash = alert_key_hash_sync(sync, actor, integration_id=integration_id)
+        return ingest_with_outcome(sync, key_hash, req, now_s=now_s, source="test")
+
+    alert_key, outcome = await conn.run_sync(run)
+    return TestAlertResponse(alert_key=alert_key, outcome=outcome.kind,
+                             incident_id=outcome.incident_id, reason=outcome.reason)
+
+
+@reads_sync(INTEGRATION_VIEW)
+def recent_outcomes_sync(conn: Connection, actor: Actor, *, integration_id: int,
+                         limit: int = RECENT_OUTCOMES) -> list[IntakeOutcome]:
+    """The last events an integration the actor sees received, newest first, with what
+    became of each (outcomes.py)."""
+    alert_key_hash_sync(conn, actor, integration_id=integration_id)  # visible, or not found
+    return [IntakeOutcome(received_at=r.received_at, source=r.source, outcome=r.outcome,
+                          title=r.title, alert_key=r.alert_key, incident_id=r.incident_id,
+                          reason=r.reason)
+            for r in repo.recent_outcomes(conn, actor.account_id, integration_id, limit)]
+
+
+def record_refusal(conn: Connection, *, account_id: int, integration_id: int, source: str,
+                   reason: str, now_s: int) -> None:
+    """A push refused after its key was known (a disabled channel, a body that does not
+    read): recorded apart, its own transaction having rolled back."""
+    outcomes.record(conn, account_id=account_id, integration_id=integration_id,
+                    source=source, outcome=outcomes.Outcome(outcomes.REFUSED, reason=reason),
+                    title="", alert_key="", now_s=now_s)
+
+
+def _ingest(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
+            req: PushRequest, *, now_s: int, answers: enrichment.Answers | None,
+            ) -> tuple[str, outcomes.Outcome, str]:
     if not req.title_rule.strip():
         raise errors.invalid("title_rule", "must not be blank")
     alert_key = req.alert_key or derive_alert_key(req.title_rule, req.labels)
@@ -110,7 +199,8 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int,
         labels=req.labels)
     if processed is not None:
         if processed.drop:
-            return alert_key
+            return alert_key, outcomes.Outcome(
+                outcomes.DROPPED, reason="dropped by the integration's pipeline"), req.title_rule
         req = msgspec.structs.replace(
             req, title_rule=processed.title_rule, description=processed.description,
             event_status=processed.severity)
@@ -126,15 +216,17 @@ def ingest(conn: Connection, key_hash: str, req: PushRequest, *, now_s: int,
     title = render_title(req.title_rule, req.labels)
     targets = [(integration, settings)] if state.route is None else _route(
         conn, integration, settings, req, title, alert_key, state.route)
-    for target, target_settings in targets:
-        _deliver(conn, target, target_settings, req, title, alert_key, now_s)
-    return alert_key
+    found = [_deliver(conn, target, target_settings, req, title, alert_key, now_s)
+             for target, target_settings in targets]
+    return alert_key, found[0], title
 
 
 def _deliver(conn: Connection, integration: ResolvedIntegration, settings: IngestSettings,
-             req: PushRequest, title: str, alert_key: str, now_s: int) -> None:
+             req: PushRequest, title: str, alert_key: str,
+             now_s: int) -> outcomes.Outcome:
     """The event into one channel (`integration.channel_id`: its own, or one its route
-    chose): update or recover the key's active alert there, or start one."""
+    chose): update or recover the key's active alert there, or start one. Returns what
+    became of it."""
     rules = noise_rules.rules_for_sync(conn, integration.channel_id, settings.noise_version)
     scope = {
         "account_id": integration.account_id,
@@ -168,17 +260,21 @@ def _deliver(conn: Connection, integration: ResolvedIntegration, settings: Inges
                 )
             if req.event_status == OK:
                 _release(conn, settings, rules, integration, active.alert_id, now_s)
-            elif active.inhibit_rule_id or active.silence_rule_id or (
+                return outcomes.Outcome(outcomes.RECOVERED, active.incident_id or "")
+            if active.inhibit_rule_id or active.silence_rule_id or (
                 rules.inhibit and req.labels
                 and any(active.labels.get(k) != v for k, v in req.labels.items())
             ):
                 _revisit(conn, settings, rules, integration, active, req, title, alert_key,
                          severity, now_s)
-            return
+            if active.incident_id is not None:
+                return outcomes.Outcome(outcomes.GROUPED, active.incident_id)
+            return outcomes.Outcome(outcomes.HELD, reason="held back by a silence or an "
+                                    "inhibit rule")
         if req.event_status == OK:
             # Recovery of nothing we know: kept as an event, opens nothing.
             alerts.add_event(conn, alert_id="", req=req, title=title, now_s=now_s, **scope)
-            return
+            return outcomes.Outcome(outcomes.IGNORED, reason="a recovery of no firing alert")
         subject = noise.subject(
             title=title, title_rule=req.title_rule, severity=req.event_status,
             description=req.description, alert_key=alert_key, labels=req.labels,
@@ -186,8 +282,8 @@ def _deliver(conn: Connection, integration: ResolvedIntegration, settings: Inges
         )
         hold = noise.decide_new(conn, rules, subject, now_s,
                                 noise_rules.local_days_sync(conn, integration.account_id))
-        if hold is noise.DROP:
-            return  # counted on its rule, not stored
+        if hold is noise.DROP:  # counted on its rule, not stored
+            return outcomes.Outcome(outcomes.DROPPED, reason="dropped by a drop rule")
         alert_id = alerts.insert_new(
             conn, alert_key=alert_key, req=req, title=title, now_s=now_s,
             hold=hold.values() if hold.held else None, **scope
@@ -199,11 +295,13 @@ def _deliver(conn: Connection, integration: ResolvedIntegration, settings: Inges
         if rules.inhibit:
             noise.index_source(conn, rules, alert_id=alert_id,
                                channel_id=integration.channel_id, subject_=subject)
-        if not hold.held:
-            incident_id = _group(conn, settings, alert_id, alert_key, req, title, now_s,
-                                 integration)
-            alerts.set_incident(conn, alert_id, incident_id)
-        return
+        if hold.held:
+            return outcomes.Outcome(outcomes.HELD, reason="held back by a silence or an "
+                                    "inhibit rule")
+        incident_id, opened = _group(conn, settings, alert_id, alert_key, req, title, now_s,
+                                     integration)
+        alerts.set_incident(conn, alert_id, incident_id)
+        return outcomes.Outcome(outcomes.OPENED if opened else outcomes.GROUPED, incident_id)
     raise RuntimeError(f"alert key {alert_key!r} changed hands {_MAX_ATTEMPTS} times")
 
 
@@ -308,13 +406,13 @@ def _group_stored(conn: Connection, settings: IngestSettings, account_id: int,
 def _group(
     conn: Connection, settings: IngestSettings, alert_id: str, alert_key: str,
     req: PushRequest, title: str, now_s: int, integration: ResolvedIntegration,
-) -> str:
+) -> tuple[str, bool]:
     fields = {
         "title": title, "title_rule": req.title_rule, "severity": req.event_status,
         "alert_severity": req.event_status, "description": req.description,
         "alert_key": alert_key,
     }
-    return grouping.attach(
+    return grouping.attach_telling(
         conn, settings, account_id=integration.account_id, channel_id=integration.channel_id,
         integration_id=integration.integration_id, alert_id=alert_id, title=title,
         description=req.description, severity=req.event_status, labels=req.labels,
