@@ -119,7 +119,7 @@ async def test_the_owner_sees_every_group(console: Browser) -> None:
     assert re.findall(r"<summary[^>]*>([^<]+)</summary>", header) == ["Configuration",
                                                                      "Account"]
     assert _links(page) == ["/console/incidents", "/console/on-call", "/console/members",
-                            "/console/teams", "/console/me"]
+                            "/console/teams", "/console/schedules", "/console/me"]
     # The page's own link, and its group, are marked; a prefix ("/console/me") is not.
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', header) == ["/console/members"]
     assert '<summary class="current">Configuration</summary>' in header

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dutyline.api.actor import Actor
-from dutyline.api.permissions import ACCOUNT_MANAGE
+from dutyline.api.permissions import ACCOUNT_MANAGE, SCHEDULE_MANAGE, SCHEDULE_VIEW
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ NAVIGATION: tuple[Group, ...] = (
     Group("Configuration", (
         Link("Members", "/console/members", needs=(ACCOUNT_MANAGE,)),
         Link("Teams", "/console/teams", needs=(ACCOUNT_MANAGE,)),
+        Link("Schedules", "/console/schedules", needs=(SCHEDULE_VIEW, SCHEDULE_MANAGE)),
     )),
     Group("Account", (Link("Your profile", "/console/me"),), personal=True),
 )

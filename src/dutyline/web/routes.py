@@ -25,6 +25,8 @@ from dutyline.web.pages import (
     members,
     oncall,
     recovery,
+    schedules,
+    schedules_form,
     teams,
 )
 
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 # above and named here (tests/web/test_layout.py finds any module of web/pages left out).
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
-    oncall, members, teams,
+    oncall, members, teams, schedules_form, schedules,
 )
 
 
