@@ -489,3 +489,33 @@ async def test_an_empty_list_says_what_to_do(console: Browser) -> None:
     page = await console.get(LIST)
     assert "No schedules yet." in page.text
     assert 'href="/console/schedules/new">New schedule</a>' in page.text
+
+
+@anyio
+async def test_days_off_follow_a_service_calendar(
+        api: Api, owner: Person, console: Browser, people: dict[str, Person]) -> None:
+    from tests.platform.calendar_support import add_event, make_calendar
+    cal_id = await make_calendar(api, owner, "Holidays", timezone="Asia/Shanghai",
+                                 workdays=[0, 1, 2, 3, 4, 5, 6])
+    await add_event(api, owner, cal_id, "2026-04-14", "2026-04-15", summary="Day off")
+    form = await console.get(LIST + "/new")
+    assert f'<option value="{cal_id}">Holidays</option>' in form.text
+    path = await _create(console, people, **{"layers[0].cal_id": cal_id,
+                                             "layers[0].holiday_mode": "next"})
+    layer = (await _info(api, owner, path))["layers"][0]
+    assert (layer["cal_id"], layer["holiday_mode"]) == (cal_id, "next")
+    page = text((await console.get(path)).text)
+    assert "On days off in Holidays, the next person covers." in page
+    # Tuesday 14 April (Shanghai) is Bob's, in Alice's week.
+    info = await _info(api, owner, path, start=NOW, end=NOW + 3 * 86_400)
+    turns = [(s["start"], s["group"]["members"][0]["person_ids"])
+             for s in info["final_schedule"]["schedules"]]
+    tuesday = MONDAY_SHANGHAI + 86_400
+    assert (tuesday, [people["bob"].person_id]) in turns
+    # A calendar of another account is refused at its field.
+    await console.get(LIST + "/new")
+    refused = await console.post(LIST + "/new", _form(people, **{
+        "layers[0].cal_id": "nope", "layers[0].holiday_mode": "next"}))
+    assert refused.status_code == 400
+    assert re.search(r"id=\"e-layers-0-cal_id\">calendar &#39;nope&#39; does not exist<",
+                     refused.text), refused.text[-3000:]
