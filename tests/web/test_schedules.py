@@ -133,6 +133,19 @@ def test_a_layer_words_cannot_say_is_kept() -> None:
     assert words_of(_stored(odd), BERLIN) is None
 
 
+def test_a_layer_started_between_hand_offs_reads_from_its_first_hand_off() -> None:
+    # Made through the API: enabled Wednesday 25 March 10:00 in Berlin, handing off five days
+    # and nine hours after that Wednesday's midnight: Mondays at 09:00.
+    made = layer_in(words(), BERLIN, "")
+    made.enable_time = utc("2026-03-25T09:00:00")
+    made.handoff_time = 5 * 86_400 + 9 * 3600
+    stored = _stored(made)
+    assert words_of(stored, BERLIN) is None  # its first hand-off is still to come
+    read = words_of(stored, BERLIN, now_s=utc("2026-04-01T00:00:00"))
+    assert read is not None
+    assert (read.weekday, read.at, read.start) == ("monday", "09:00", "2026-03-30")
+
+
 def test_service_fields_are_named_as_the_form_names_them() -> None:
     assert form_field("layers[1].groups[0].members[0].person_ids") == "layers[1].people"
     assert form_field("layers[0].rotation_value") == "layers[0].every"
@@ -320,6 +333,34 @@ async def test_a_layer_words_cannot_say_is_kept_on_edit(
     assert info["schedule_name"] == "Mixed 2"
     assert info["layers"][0]["restrict_periods"] == [
         {"restrict_start": 9 * 3600, "restrict_end": 17 * 3600}]
+
+
+@anyio
+async def test_an_api_made_rotation_is_edited_in_words_with_the_same_turns_ahead(
+        api: Api, owner: Person, console: Browser, people: dict[str, Person]) -> None:
+    alice, bob = people["alice"].person_id, people["bob"].person_id
+    # Enabled on Saturday 11 April 15:00 in Shanghai, handing off daily at 09:00.
+    made = rotation([alice], [bob], enable=MONDAY_SHANGHAI - 2 * 86_400 + 15 * 3600,
+                    handoff=9 * 3600)
+    sid = (await ok(api, "/schedule/create", {"schedule_name": "Daily", "time_zone":
+                                              "Asia/Shanghai", "layers": [made]},
+                    owner.key))["schedule_id"]
+    path = f"{LIST}/{sid}"
+    window = {"start": NOW, "end": NOW + 10 * 86_400}
+    before = (await _info(api, owner, path, **window))["final_schedule"]["schedules"]
+    form = await console.get(path + "/edit")
+    assert "kept as it is" not in form.text
+    assert 'name="layers[0].start" type="date" value="2026-04-12"' in form.text
+    done = await console.post(path + "/edit", {
+        "schedule_name": "Daily", "time_zone": "Asia/Shanghai", "team_id": "0",
+        "layers[0].layer_name": "Primary", "layers[0].every": "1", "layers[0].unit": "day",
+        "layers[0].weekday": "sunday", "layers[0].at": "09:00",
+        "layers[0].people": [str(alice), str(bob)], "layers[0].start": "2026-04-12",
+        "action": "save"})
+    assert done.status_code == 303, done.text
+    after = (await _info(api, owner, path, **window))["final_schedule"]["schedules"]
+    assert [(s["start"], s["end"], s["group"]["members"]) for s in after] == [
+        (s["start"], s["end"], s["group"]["members"]) for s in before]
 
 
 @anyio

@@ -125,8 +125,25 @@ def layer_in(words: LayerWords, tz: ZoneInfo, prefix: str) -> LayerIn:
         holiday_mode=words.holiday_mode if words.cal_id else "")
 
 
-def words_of(layer: ScheduleLayer, tz: ZoneInfo) -> LayerWords | None:
-    """The words of a stored layer, or None when they would not give the same layer back."""
+def _first_hand_off(layer: ScheduleLayer, tz: ZoneInfo) -> tuple[date, int]:
+    """(its local day, the instant) of the layer's first hand-off at or after its start: the
+    start itself for a layer the words made. Hour and month rotations: the start."""
+    started = local_datetime(tz, layer.enable_time).date()
+    if layer.rotation_unit not in ("day", "week"):
+        return started, layer.enable_time
+    days = layer.rotation_value * (7 if layer.rotation_unit == "week" else 1)
+    at = wall_at(tz, started, layer.handoff_time)
+    if at < layer.enable_time:
+        started += timedelta(days=days)
+        at = wall_at(tz, started, layer.handoff_time)
+    return started + timedelta(days=layer.handoff_time // DAY), at
+
+
+def words_of(layer: ScheduleLayer, tz: ZoneInfo, now_s: int | None = None) -> LayerWords | None:
+    """The words of a stored layer, or None when they would not give the same turns back.
+
+    A layer started between two hand-offs (through the API) reads as starting at its first
+    hand-off once that is past (`now_s`): from then on its turns are the same."""
     if (layer.mode != 0 or layer.restrict_mode or layer.day_mask.repeat or layer.fair_rotation
             or layer.rotation_unit not in UNITS):
         return None
@@ -136,25 +153,26 @@ def words_of(layer: ScheduleLayer, tz: ZoneInfo) -> LayerWords | None:
                 or len(group.members[0].person_ids) != 1:
             return None
         people.append(group.members[0].person_ids[0])
-    started = local_datetime(tz, layer.enable_time)
+    first_day, first = _first_hand_off(layer, tz)
+    if first != layer.enable_time and (now_s is None or first > now_s):
+        return None
     at = layer.handoff_time % DAY if layer.rotation_unit != "hour" else layer.handoff_time
     end = ""
     if layer.expire_time:
-        ends = local_datetime(tz, layer.expire_time)
-        end = ends.date().isoformat()
+        end = local_datetime(tz, layer.expire_time).date().isoformat()
     words = LayerWords(
         layer_name=layer.layer_name, every=str(layer.rotation_value), unit=layer.rotation_unit,
-        weekday=WEEKDAYS[started.weekday()], at=f"{at // 3600:02}:{at % 3600 // 60:02}",
-        people=people, start=started.date().isoformat(), end=end, cal_id=layer.cal_id,
+        weekday=WEEKDAYS[first_day.weekday()], at=f"{at // 3600:02}:{at % 3600 // 60:02}",
+        people=people, start=first_day.isoformat(), end=end, cal_id=layer.cal_id,
         holiday_mode=layer.holiday_mode)
     try:
         again = layer_in(words, tz, "")
     except errors.InvalidParameter:
         return None
-    same = (again.enable_time, again.expire_time, again.handoff_time, again.rotation_unit,
-            again.rotation_value)
-    if same != (layer.enable_time, layer.expire_time, layer.handoff_time,
-                layer.rotation_unit, layer.rotation_value):
+    if (again.enable_time, again.expire_time, again.rotation_unit, again.rotation_value) != (
+            first, layer.expire_time, layer.rotation_unit, layer.rotation_value):
+        return None
+    if layer.rotation_unit in ("hour", "month") and again.handoff_time != layer.handoff_time:
         return None
     return words
 

@@ -27,7 +27,15 @@ from dutyline.schedule.service import (
     zone,
 )
 from dutyline.web.context import ConsoleContext
-from dutyline.web.listing import PAGE_SIZE, Paging, page_number, path_id, search_text
+from dutyline.web.listing import (
+    MAX_GATHERED_PAGES,
+    PAGE_SIZE,
+    SERVICE_PAGE,
+    Paging,
+    page_number,
+    path_id,
+    search_text,
+)
 from dutyline.web.page import Pages
 from dutyline.web.pages import oncall_view, schedules_view
 from dutyline.web.pages.schedule_words import local_instant, stored_as_input
@@ -75,6 +83,20 @@ def _names(conn: Connection, actor: Actor, ids: set[int]) -> dict[int, str]:
     return out
 
 
+def account_people(conn: Connection, actor: Actor) -> list[tuple[int, str]]:
+    """(person id, name) of the account's members by name, for pickers (bounded, as
+    listing.all_members)."""
+    people: list[tuple[int, str]] = []
+    for page in range(MAX_GATHERED_PAGES):
+        total, items = members.list_members_sync(
+            conn, actor, orderby="created_at", asc=True, offset=page * SERVICE_PAGE,
+            limit=SERVICE_PAGE)
+        people += [(m.member_id, m.member_name) for m in items]
+        if len(people) >= total or not items:
+            break
+    return sorted(people, key=lambda p: p[1].casefold())
+
+
 # --- a schedule's page -------------------------------------------------------------------------
 
 
@@ -88,7 +110,8 @@ class SchedulePage:
     now: oncall_view.Turn | None
     next: oncall_view.Turn | None
     now_open: bool  # the current turn does not end within what the service computes
-    people: list[tuple[int, str]]  # the schedule's people, for the override form
+    people: list[tuple[int, str]]  # the account's members, for the override form
+    names: dict[int, str]  # everyone the page names, "(you)" marked
     override_from: str
     override_to: str
     weeks: int
@@ -125,8 +148,8 @@ def gather(conn: Connection, actor: Actor, schedule_id: int, weeks: int) -> Sche
         now=oncall_view.turn(held, on_names, reader_tz),
         next=oncall_view.turn(item.next_oncall, on_names, reader_tz),
         now_open=held is not None and oncall_view.open_ended(held, now),
-        people=sorted(((p, n) for p, n in names.items() if p in named or p == actor.person_id),
-                      key=lambda pn: pn[1].casefold()),
+        people=account_people(conn, actor) if actor.has(SCHEDULE_MANAGE) else [],
+        names=names,
         override_from=from_value, override_to=to_value, weeks=weeks,
         feed_since=schedules.feed_created_at_sync(conn, actor))
 
@@ -189,10 +212,12 @@ def _person(form: dict[str, str], name: str) -> int | None:
 @pages.post(SCHEDULES + "/{schedule_id}/override")
 async def add_override(ctx: ConsoleContext) -> Response:
     sid = path_id(ctx, "schedule_id", "schedule")
+    if not ctx.actor.has(SCHEDULE_MANAGE):  # the form is offered to managers only
+        raise errors.AccessDenied()
     page = await _page(ctx, sid, DEFAULT_WEEKS)
     form = await ctx.form()
     tz = zone(page.item.time_zone)
-    names = {p: n.removesuffix(" (you)") for p, n in page.people}
+    names = dict(page.people)
     try:
         person = _person(form, "person_id")
         if person is None or person not in names:
@@ -228,7 +253,7 @@ async def take_shift(ctx: ConsoleContext) -> Response:
                   "is now.", "error")
         return ctx.redirect(f"{SCHEDULES}/{sid}")
     me = ctx.actor.person_id
-    names = {p: n.removesuffix(" (you)") for p, n in page.people}
+    names = {p: n.removesuffix(" (you)") for p, n in page.names.items()}
     start, end = shift.takes
     group = _cover(me, names, shift.person_ids[0] if shift.person_ids else None, start, end)
     try:

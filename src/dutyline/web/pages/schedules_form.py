@@ -38,6 +38,7 @@ from dutyline.web.pages.schedule_words import (
     stored_as_input,
     words_of,
 )
+from dutyline.web.pages.schedules import account_people
 
 pages = Pages()
 
@@ -71,14 +72,7 @@ def _require_manager(ctx: ConsoleContext) -> None:
 def _choices(conn: Connection, actor: Actor) -> tuple[list[tuple[int, str]],
                                                       list[tuple[int, str]],
                                                       list[tuple[str, str]]]:
-    people: list[tuple[int, str]] = []
-    for page in range(MAX_GATHERED_PAGES):
-        total, items = members.list_members_sync(
-            conn, actor, orderby="created_at", asc=True, offset=page * SERVICE_PAGE,
-            limit=SERVICE_PAGE)
-        people += [(m.member_id, m.member_name) for m in items]
-        if len(people) >= total or not items:
-            break
+    people = account_people(conn, actor)
     found: list[tuple[int, str]] = []
     for page in range(MAX_GATHERED_PAGES):
         total, team_items = teams.list_teams_sync(conn, actor, orderby="team_name", asc=True,
@@ -88,7 +82,7 @@ def _choices(conn: Connection, actor: Actor) -> tuple[list[tuple[int, str]],
         if len(found) >= total or not team_items:
             break
     cals = [(c.cal_id, c.cal_name) for c in calendars.list_calendars_sync(conn, actor)]
-    return sorted(people, key=lambda p: p[1].casefold()), found, cals
+    return people, found, cals
 
 
 def _new_words(conn: Connection, actor: Actor) -> ScheduleWords:
@@ -99,11 +93,11 @@ def _new_words(conn: Connection, actor: Actor) -> ScheduleWords:
         LayerWords(layer_name="Primary", start=today.isoformat())])
 
 
-def _stored_words(item: schedules.ScheduleItem) -> ScheduleWords:
+def _stored_words(item: schedules.ScheduleItem, now_s: int) -> ScheduleWords:
     tz = schedules.zone(item.time_zone)
     layers = []
     for i, layer in enumerate(item.layers):
-        words = words_of(layer, tz)
+        words = words_of(layer, tz, now_s)
         layers.append(words if words is not None else LayerWords(layer_name=layer.layer_name,
                                                                   kept=i))
     return ScheduleWords(schedule_name=item.schedule_name or "",
@@ -150,7 +144,7 @@ async def edit_form(ctx: ConsoleContext) -> Response:
 
     def read(conn: Connection) -> FormPage:
         item = _schedule(conn, actor, sid)
-        return _form_page(conn, actor, item, _stored_words(item))
+        return _form_page(conn, actor, item, _stored_words(item, actor.now_s))
 
     return _render(ctx, await ctx.runtime.db.run_sync(read, write=False))
 

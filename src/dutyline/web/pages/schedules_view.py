@@ -79,7 +79,7 @@ def layer_rows(item: ScheduleItem, names: Mapping[int, str], me: int, tz: ZoneIn
     for layer, computed in zip(item.layers, item.schedule_layers, strict=True):
         if layer.hidden:
             continue
-        words = words_of(layer, tz)
+        words = words_of(layer, tz, now)
         rows.append(LayerRow(
             layer.layer_name, layer.mode == 1, words,
             names_of(words.people, names) if words else [],
