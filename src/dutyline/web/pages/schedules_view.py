@@ -14,7 +14,7 @@ from dutyline.schedule.service import (
     ScheduleItem,
     ScheduleLayer,
 )
-from dutyline.web.pages.schedule_words import WEEKDAYS, LayerWords, local_input, words_of
+from dutyline.web.pages.schedule_words import LayerWords, local_input, words_of
 
 
 def person_ids(group: ScheduleGroup) -> list[int]:
@@ -101,5 +101,3 @@ def default_window(now: int, tz: ZoneInfo) -> tuple[str, str]:
     start = now - now % 3600 + 3600
     return local_input(start, tz), local_input(start + 86_400, tz)
 
-
-__all__ = ["WEEKDAYS", "LayerRow", "Override", "Shift", "layer_rows", "overrides", "shifts"]
