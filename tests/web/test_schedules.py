@@ -560,3 +560,25 @@ async def test_days_off_follow_a_service_calendar(
     assert refused.status_code == 400
     assert re.search(r"id=\"e-layers-0-cal_id\">calendar &#39;nope&#39; does not exist<",
                      refused.text), refused.text[-3000:]
+
+
+def test_a_weekly_hand_off_keeps_its_clock_time_across_the_dst_change() -> None:
+    from dutyline.schedule.definition import compile_layers
+    from dutyline.schedule.timeline import compute
+    stored = _stored(layer_in(words(), BERLIN, ""))
+    start = utc("2026-03-23T08:00:00")
+    turns = compute(compile_layers([stored]), BERLIN, start, start + 21 * 86_400).final
+    # 09:00 in Berlin: 08:00 UTC in winter, 07:00 UTC from 29 March.
+    assert [(t.start, t.group) for t in turns][:3] == [
+        (start, 0), (utc("2026-03-30T07:00:00"), 1), (utc("2026-04-06T07:00:00"), 0)]
+
+
+@anyio
+async def test_the_pages_in_chinese(console: Browser, people: dict[str, Person]) -> None:
+    path = await _create(console, people)
+    zh = {"Accept-Language": "zh-CN"}
+    for page in (LIST, LIST + "/new", path, path + "/edit", path + "/delete"):
+        answer = await console.get(page, headers=zh)
+        assert answer.status_code == 200, page
+    shown = text((await console.get(path, headers=zh)).text)
+    assert "每 1 周于星期一 09:00 交接，自 2026-04-13 起: Alice，然后 Bob" in shown
