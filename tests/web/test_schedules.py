@@ -581,4 +581,5 @@ async def test_the_pages_in_chinese(console: Browser, people: dict[str, Person])
         answer = await console.get(page, headers=zh)
         assert answer.status_code == 200, page
     shown = text((await console.get(path, headers=zh)).text)
-    assert "每 1 周于星期一 09:00 交接，自 2026-04-13 起: Alice，然后 Bob" in shown
+    comma = "\uff0c"  # the full-width comma of the translation
+    assert f"每 1 周于星期一 09:00 交接{comma}自 2026-04-13 起: Alice{comma}然后 Bob" in shown
