@@ -119,9 +119,9 @@ async def test_the_owner_sees_every_group(console: Browser) -> None:
     assert re.findall(r"<summary[^>]*>([^<]+)</summary>", header) == ["Configuration",
                                                                      "Account"]
     assert _links(page) == ["/console/incidents", "/console/on-call", "/console/channels",
-                            "/console/members", "/console/teams", "/console/roles",
-                            "/console/templates", "/console/settings", "/console/me",
-                            "/console/app-keys"]
+                            "/console/schedules", "/console/templates", "/console/members",
+                            "/console/teams", "/console/roles", "/console/settings",
+                            "/console/me", "/console/app-keys"]
     # The page's own link, and its group, are marked; a prefix ("/console/me") is not.
     assert re.findall(r'<a href="([^"]+)" aria-current="page"', header) == ["/console/members"]
     assert '<summary class="current">Configuration</summary>' in header

@@ -36,14 +36,18 @@ from dutyline.platform.member import service as member_service
 from dutyline.platform.team import service as team_service
 from dutyline.schedule import definition, oncall, render, repository
 from dutyline.schedule.feed import create_feed, feed_created_at_sync, revoke_feed
+from dutyline.schedule.localtime import local_datetime, to_instant, wall_at, zone
 from dutyline.schedule.schemas import (
     LayerIn,
     NotifyIn,
+    ScheduleCalculatedSchedule,
     ScheduleFixedTimeNotifyInfo,
     ScheduleGroup,
     ScheduleImNotify,
     ScheduleItem,
     ScheduleLayer,
+    ScheduleListRequest,
+    ScheduleMember,
     ScheduleNotify,
     ScheduleNotifyBy,
     ScheduleOncallGroup,
@@ -51,9 +55,14 @@ from dutyline.schedule.schemas import (
 from dutyline.schedule.schemas import ScheduleSpec as ScheduleSpec  # the record its writes take
 
 # Published for the domains that reach this one through its service (the console): the
-# member's calendar feed and the records of a schedule's timeline.
-__all__ = ["ScheduleGroup", "ScheduleItem", "ScheduleOncallGroup", "create_feed",
-           "feed_created_at_sync", "revoke_feed"]
+# member's calendar feed, the records of a schedule and its timeline, the wall-clock time
+# of a zone as rotations read it (localtime.py), and how far ahead who is on call is looked
+# for (a turn ending there has no end within it).
+__all__ = ["ONCALL_HORIZON_S", "LayerIn", "ScheduleCalculatedSchedule", "ScheduleGroup",
+           "ScheduleItem", "ScheduleLayer", "ScheduleListRequest", "ScheduleMember",
+           "ScheduleOncallGroup", "create_feed", "feed_created_at_sync", "local_datetime",
+           "revoke_feed", "to_instant", "wall_at", "zone"]
+ONCALL_HORIZON_S = render.ONCALL_HORIZON_S
 
 WINDOW_MAX_S = 45 * 86_400
 SELF_WINDOW_MAX_S = 30 * 86_400

@@ -16,7 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dutyline.api.actor import Actor
-from dutyline.api.permissions import ACCOUNT_MANAGE, CHANNEL_VIEW, TEMPLATE_VIEW
+from dutyline.api.permissions import (
+    ACCOUNT_MANAGE,
+    CHANNEL_VIEW,
+    SCHEDULE_MANAGE,
+    SCHEDULE_VIEW,
+    TEMPLATE_VIEW,
+)
 
 
 @dataclass(frozen=True)
@@ -48,10 +54,11 @@ NAVIGATION: tuple[Group, ...] = (
     # Channels are offered to whoever may read them (the built-in Member may).
     Group("Configuration", (
         Link("Channels", "/console/channels", needs=(CHANNEL_VIEW,)),
+        Link("Schedules", "/console/schedules", needs=(SCHEDULE_VIEW, SCHEDULE_MANAGE)),
+        Link("Templates", "/console/templates", needs=(TEMPLATE_VIEW,)),
         Link("Members", "/console/members", needs=(ACCOUNT_MANAGE,)),
         Link("Teams", "/console/teams", needs=(ACCOUNT_MANAGE,)),
         Link("Roles", "/console/roles", needs=(ACCOUNT_MANAGE,)),
-        Link("Templates", "/console/templates", needs=(TEMPLATE_VIEW,)),
         Link("Settings", "/console/settings", needs=(ACCOUNT_MANAGE,)),
     )),
     # Every member manages their own app keys.

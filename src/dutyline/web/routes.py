@@ -32,6 +32,8 @@ from dutyline.web.pages import (
     recovery,
     roles,
     settings,
+    schedules,
+    schedules_form,
     teams,
 )
 
@@ -45,7 +47,7 @@ if TYPE_CHECKING:
 PAGE_MODULES: tuple[ModuleType, ...] = (
     auth, home, incidents, incidents_live, recovery, me, me_contacts, invite, incident,
     oncall, members, teams, roles, app_keys, notify_templates, channels, escalation_rules,
-    settings, integrations,
+    settings, integrations, schedules_form, schedules,
 )
 
 

@@ -18,6 +18,7 @@ from starlette.responses import Response
 
 from dutyline.api import errors
 from dutyline.api.actor import Actor
+from dutyline.api.permissions import SCHEDULE_VIEW
 from dutyline.channel import service as channels
 from dutyline.dispatch import service as rules
 from dutyline.platform.member import service as members
@@ -51,7 +52,8 @@ async def on_call(ctx: ConsoleContext) -> Response:
     # As the /schedule/* reads do: one unit on the database (api/operation.py).
     page = await ctx.runtime.db.run_sync(lambda sync: gather(sync, actor, _rules(sync, actor)),
                                          write=False)
-    return ctx.render("oncall/oncall.html", title="On call", page=page)
+    return ctx.render("oncall/oncall.html", title="On call", page=page,
+                      can_open_schedules=actor.has(SCHEDULE_VIEW))
 
 
 @pages.get("/console/oncall")
@@ -122,7 +124,7 @@ def gather(conn: Connection, actor: Actor,
     return OnCall(
         zone_name=zone_name,
         zone_abbreviation=times.abbreviation(times.local(now, tz)),
-        schedules=view.schedule_rows(listed, names, tz),
+        schedules=view.schedule_rows(listed, names, tz, now),
         rules=rule_rows,
         days=view.my_days(listed if mine is None else mine, actor.person_id, tz,
                           now_s=now, end_s=horizon),

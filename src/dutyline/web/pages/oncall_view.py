@@ -10,7 +10,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from dutyline.schedule.service import ScheduleGroup, ScheduleItem, ScheduleOncallGroup
+from dutyline.schedule.service import (
+    ONCALL_HORIZON_S,
+    ScheduleGroup,
+    ScheduleItem,
+    ScheduleOncallGroup,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,13 @@ class Turn:
     names: list[str]
     start: Moment
     end: Moment
+    # The turn runs past what the service looks ahead (45 days): its end is the end of that
+    # computation, not of the turn, so it is shown as having none (and no next turn).
+    open_ended: bool = False
+
+
+def open_ended(held: ScheduleOncallGroup, now_s: int) -> bool:
+    return held.end >= now_s + ONCALL_HORIZON_S
 
 
 @dataclass(frozen=True)
@@ -59,17 +71,19 @@ class ScheduleRow:
 
 
 def turn(held: ScheduleOncallGroup | None, names: Names,
-         tz: zoneinfo.ZoneInfo) -> Turn | None:
+         tz: zoneinfo.ZoneInfo, now_s: int | None = None) -> Turn | None:
+    """`now_s`: when given, a turn running past the service's look-ahead is open-ended."""
     if held is None:
         return None
     return Turn(names.of(group_person_ids(held.group)), moment(held.start, tz),
-                moment(held.end, tz))
+                moment(held.end, tz), now_s is not None and open_ended(held, now_s))
 
 
 def schedule_rows(items: Sequence[ScheduleItem], names: Names,
-                  tz: zoneinfo.ZoneInfo) -> list[ScheduleRow]:
+                  tz: zoneinfo.ZoneInfo, now_s: int) -> list[ScheduleRow]:
     rows = [ScheduleRow(item.schedule_id, item.schedule_name or "",
-                        turn(item.cur_oncall, names, tz), turn(item.next_oncall, names, tz))
+                        turn(item.cur_oncall, names, tz, now_s),
+                        turn(item.next_oncall, names, tz, now_s))
             for item in items]
     return sorted(rows, key=lambda r: (r.name.casefold(), r.schedule_id))
 
