@@ -31,9 +31,9 @@ from dutyline.web.pages import (
     oncall,
     recovery,
     roles,
-    settings,
     schedules,
     schedules_form,
+    settings,
     teams,
 )
 

@@ -26,6 +26,7 @@ from dutyline.schedule.service import (
     ScheduleMember,
     zone,
 )
+from dutyline.web import times
 from dutyline.web.context import ConsoleContext
 from dutyline.web.listing import (
     MAX_GATHERED_PAGES,
@@ -129,7 +130,7 @@ def gather(conn: Connection, actor: Actor, schedule_id: int, weeks: int) -> Sche
     item = schedules.schedule_info_sync(conn, actor, schedule_id=schedule_id, start=now,
                                         end=now + window)
     me = members.member_info_sync(conn, actor)
-    reader_zone, reader_tz = oncall_view.zone_of(me.time_zone, me.account_time_zone)
+    reader_zone, reader_tz = times.reader_zone(me.time_zone, me.account_time_zone)
     tz = zone(item.time_zone)
     named = {p for layer in item.layers for g in layer.groups
              for p in schedules_view.person_ids(g)}

@@ -23,11 +23,11 @@ from dutyline.platform.calendar import service as calendars
 from dutyline.platform.member import service as members
 from dutyline.platform.team import service as teams
 from dutyline.schedule import service as schedules
-from dutyline.web import forms
+from dutyline.web import forms, times
 from dutyline.web.context import ConsoleContext
 from dutyline.web.listing import MAX_GATHERED_PAGES, SERVICE_PAGE, path_id
 from dutyline.web.page import Pages
-from dutyline.web.pages import oncall_view, schedules_view
+from dutyline.web.pages import schedules_view
 from dutyline.web.pages.schedule_words import (
     UNITS,
     WEEKDAYS,
@@ -87,7 +87,7 @@ def _choices(conn: Connection, actor: Actor) -> tuple[list[tuple[int, str]],
 
 def _new_words(conn: Connection, actor: Actor) -> ScheduleWords:
     me = members.member_info_sync(conn, actor)
-    zone_name, tz = oncall_view.zone_of(me.time_zone, me.account_time_zone)
+    zone_name, tz = times.reader_zone(me.time_zone, me.account_time_zone)
     today = schedules.local_datetime(tz, actor.now_s).date()
     return ScheduleWords(time_zone=zone_name, layers=[
         LayerWords(layer_name="Primary", start=today.isoformat())])
