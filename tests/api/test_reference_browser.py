@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.fixtures.browser import Chromium, axe_violations, screenshot
+from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
 from tests.web.browser_support import LiveConsole, live_console, open_page
 
 pytestmark = pytest.mark.slow
@@ -51,6 +51,32 @@ def _operation(chromium: Chromium, area: str, path: str) -> Any:
     return operation
 
 
+# The elements reaching past the screen's right edge (innermost last), to name what is too
+# wide.
+_WIDER = """
+return [...document.body.querySelectorAll('*')]
+  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1)
+  .slice(-6).map(e => e.outerHTML.slice(0, 120));
+"""
+
+
+# The elements reaching past the right edge of the box given (innermost last).
+_WIDER_IN = """
+const edge = arguments[0].getBoundingClientRect().right;
+return [arguments[0].scrollWidth, arguments[0].clientWidth,
+  ...[...arguments[0].querySelectorAll('*')]
+  .filter(e => e.getBoundingClientRect().right > edge + 1)
+  .slice(-6).map(e => e.outerHTML.slice(0, 160))];
+"""
+
+
+def _no_sideways_scroll(chromium: Chromium, width: int) -> None:
+    """The page is as wide as the screen: a wide schema or code block scrolls in its own
+    box."""
+    scroll = chromium.driver.execute_script("return document.documentElement.scrollWidth")
+    assert scroll <= width + 1, (width, scroll, chromium.driver.execute_script(_WIDER, width))
+
+
 def _no_violation(chromium: Chromium, state: str) -> None:
     found = axe_violations(chromium.driver, impacts=EVERY_IMPACT)
     if found:
@@ -75,9 +101,33 @@ def test_a_reader_finds_a_nested_enum(chromium: Chromium, live: LiveConsole) -> 
     for value in ("hour", "day", "week", "month"):
         assert f'"{value}"' in text, text
     assert "rotation_duration" in text  # its description, in our words
-    chromium.driver.execute_script("arguments[0].scrollIntoView()", unit)
-    screenshot(chromium.driver, "api-reference-schedule-create")
-    _no_violation(chromium, "/schedule/create's request schema, all open")
+    for width in WIDTHS:
+        chromium.resize(width)
+        assert chromium.width == width
+        chromium.driver.execute_script("arguments[0].scrollIntoView()", unit)
+        screenshot(chromium.driver, "api-reference-schedule-create")
+        _no_violation(chromium, f"/schedule/create's request schema, all open, at {width} px")
+        _no_sideways_scroll(chromium, width)
+        # The schema itself fits too: its descriptions are not cut at the box's edge.
+        box = body.find_element(By.CSS_SELECTOR, ".model-container")
+        assert chromium.driver.execute_script(
+            "return arguments[0].scrollWidth <= arguments[0].clientWidth + 1", box), (
+            width, chromium.driver.execute_script(_WIDER_IN, box))
+    assert chromium.console_errors() == []
+
+
+def test_the_reference_at_each_width(chromium: Chromium, live: LiveConsole) -> None:
+    """The first screen (title, key, filter, areas) and an open area, on a desktop and on a
+    phone."""
+    open_page(chromium, f"{live.url}/docs")
+    _operation(chromium, "Post-mortems", "/incident/post-mortem/list")
+    chromium.driver.execute_script("window.scrollTo(0, 0)")
+    for width in WIDTHS:
+        chromium.resize(width)
+        assert chromium.width == width
+        screenshot(chromium.driver, "api-reference")
+        _no_violation(chromium, f"/docs at {width} px")
+        _no_sideways_scroll(chromium, width)
     assert chromium.console_errors() == []
 
 

@@ -49,6 +49,36 @@ REQUESTS: dict[str, dict[str, Any]] = {
                                      "step": "day"},
     "/report/oncall/changes": {"start_time": 1712000000, "end_time": 1712604800,
                                "step": "day"},
+    "/field/create": {"field_name": "affected_service", "display_name": "Affected service",
+                      "field_type": "text", "description": "The service customers noticed."},
+    "/field/info": {"field_name": "affected_service"},
+    "/field/delete": {"field_id": "65f1c2a9e4b0a1b2c3d4e5f6"},
+    "/enrichment/mapping/data/upload": {
+        "schema_id": "665f1a2b3c4d5e6f7a8b9c01", "truncate": False,
+        "file": "host,owner,team,service\nserver03,carol,sre,billing\n"},
+    "/member/invite": {"members": [{
+        "member_name": "Charlie", "email": "charlie@example.com", "role_ids": [4021],
+        "locale": "en-US", "time_zone": "Asia/Shanghai"}]},
+    "/member/delete": {"member_id": 5068740052131},
+    "/member/role/update": {"member_id": 5068740052131, "role_ids": [4021]},
+    "/webhook/history/detail": {"event_id": "66a0c2f1e4b0a1b2c3d4e5f6-1",
+                                "integration_id": 6113996590131},
+    "/monit/datasource/update": {
+        "id": 10, "type_ident": "prometheus", "name": "Prometheus Prod",
+        "edge_cluster_name": "default", "address": "http://prometheus-v2.example.com:9090",
+        "payload": {"prometheus": {"basic_auth_enabled": False}},
+        "note": "Moved to the new Prometheus server"},
+    "/monit/datasource/query": {"ds_id": 1, "expr": "up"},
+    "/monit/query/rows": {"ds_type": "prometheus", "ds_name": "Prometheus Prod",
+                          "expr": "up{job=\"node\"}"},
+    "/monit/query/diagnose": {
+        "ds_type": "prometheus", "ds_name": "Prometheus Prod", "operation": "metric_trends",
+        "input": {"query": "rate(node_cpu_seconds_total{mode=\"user\"}[5m])"},
+        "time_range": {"start": 1712000000, "end": 1712000900}},
+    "/monit/tools/catalog": {"target_locator": "host:web-01"},
+    "/monit/tools/invoke": {"target_locator": "host:web-01", "tools": [
+        {"tool": "host.cpu", "params": {}},
+        {"tool": "promql_query", "params": {"query": "up{instance=\"web-01:9100\"}"}}]},
 }
 
 

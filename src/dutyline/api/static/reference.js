@@ -28,7 +28,7 @@
 // Swagger UI leaves some controls without a name a screen reader can match to what is
 // shown: the dialog's close cross and the copy buttons (no text), buttons whose aria-label
 // leaves out their visible text ("Authorize" labelled "Apply credentials"), and the request
-// body's text box. Name them as they show.
+// body's text box. Name them as they show, and let the keyboard reach the code blocks.
 (function () {
   "use strict";
   function nameButtons() {
@@ -45,6 +45,10 @@
     });
     document.querySelectorAll("textarea.body-param__text:not([aria-label])").forEach(
       function (box) { box.setAttribute("aria-label", "Request body (JSON)"); });
+    // An example or an answer taller or wider than its box scrolls: a keyboard reaches it
+    // too (Tab, then the arrow keys).
+    document.querySelectorAll("pre.microlight:not([tabindex])").forEach(
+      function (code) { code.setAttribute("tabindex", "0"); });
   }
   new MutationObserver(nameButtons).observe(document.body, { childList: true, subtree: true });
 })();
