@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from bench.console_list import Statements
+from bench.console_list import Statements, owner_session
 from bench.harness import scratch_database
 from bench.in_process import _p, seed_account
 
@@ -68,26 +68,6 @@ async def seed(url: str, channels: int, incidents: int, now: int) -> list[int]:
     return channel_ids
 
 
-async def _session(runtime: Any) -> str:
-    """A console session of the owner (its cookie's value), started as a sign-in starts one:
-    in a unit of work."""
-    from sqlalchemy import select
-
-    from dutyline.api.unit import Call, unit
-    from dutyline.db.tables.platform import member
-    from dutyline.web import service as signin
-
-    async with runtime.db.transaction() as conn:
-        row = (await conn.execute(select(member.c.account_id, member.c.member_id).where(
-            member.c.email == "o@bench.example"))).one()
-        caller = await signin.caller_of(conn, account_id=row.account_id, person_id=row.member_id)
-    assert caller is not None
-    actor = signin.person_actor(caller, runtime.clock)
-    async with unit(runtime, actor, write=True, call=Call("bench", "127.0.0.1", "")) as work:
-        return str(await signin.start_session(work.conn, actor, user_agent="bench",
-                                              ip="127.0.0.1"))
-
-
 async def measure(url: str, channel_id: int, requests: int) -> dict[str, Any]:
     from dutyline.app import create_app
     from dutyline.config import Settings
@@ -106,7 +86,7 @@ async def measure(url: str, channel_id: int, requests: int) -> dict[str, Any]:
     statements: dict[str, int] = {}
     async with app.router.lifespan_context(app):
         stmts = Statements(runtime.db)
-        token = await _session(runtime)
+        token = await owner_session(runtime)
         transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 5555))
         async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
             client.headers["Cookie"] = f"{security.SESSION_COOKIE}={token}"

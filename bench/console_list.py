@@ -59,22 +59,32 @@ class Statements:
         self.count, self.last = 0, []
 
 
-async def _session(runtime: Any) -> tuple[str, str]:
-    """A console session of the owner: (cookie value, CSRF token)."""
+async def owner_session(runtime: Any) -> str:
+    """A console session of the owner (its cookie's value), started as a sign-in starts one:
+    in a unit of work."""
     from sqlalchemy import select
 
+    from dutyline.api.unit import Call, unit
     from dutyline.db.tables.platform import member
-    from dutyline.web import security
     from dutyline.web import service as signin
 
     async with runtime.db.transaction() as conn:
         row = (await conn.execute(select(member.c.account_id, member.c.member_id).where(
             member.c.email == "o@bench.example"))).one()
         caller = await signin.caller_of(conn, account_id=row.account_id, person_id=row.member_id)
-        assert caller is not None
-        actor = signin.person_actor(caller, runtime.clock)
-        token = await signin.start_session(conn, actor, user_agent="bench", ip="127.0.0.1")
-        await runtime.audit.flush(conn, actor, client_ip="127.0.0.1")
+    assert caller is not None
+    actor = signin.person_actor(caller, runtime.clock)
+    async with unit(runtime, actor, write=True, call=Call("bench", "127.0.0.1", "")) as work:
+        return str(await signin.start_session(work.conn, actor, user_agent="bench",
+                                              ip="127.0.0.1"))
+
+
+async def _session(runtime: Any) -> tuple[str, str]:
+    """A console session of the owner, started as a sign-in starts one (in a unit of work):
+    (cookie value, CSRF token)."""
+    from dutyline.web import security
+
+    token = await owner_session(runtime)
     keys = security.ConsoleKeys(runtime.settings)
     await keys.load()
     return token, security.csrf_token(keys, "session", token)

@@ -72,6 +72,9 @@ SCRIPTS: dict[str, tuple[str, str]] = {
                      "public_flood --seconds 5 --writes 8"),
     "console_incident_list": ("the console's incident list against /incident/list",
                               "console_list --incidents 10000 --requests 20"),
+    "console-setup": ("the console's setup pages on 500 channels, 200 schedules and 2,000 "
+                      "members, against a static file and the Teams page",
+                      "console_setup --requests 50"),
     "list-http": ("/incident/list and the console list over HTTP, against a bare app "
                   "running their SQL", "list_http --incidents 10000 --seconds 3 --rounds 2"),
     "console_live_fanout": ("incidents pushed to the console list's open streams",

@@ -388,6 +388,23 @@ def list_schedules_sync(
     return total, _items(conn, actor, rows, window)
 
 
+def list_schedule_choices_sync(conn: Connection, actor: Actor, *, p: int,
+                               limit: int) -> tuple[int, list[tuple[int, str, tuple[int, ...]]]]:
+    """A page of the account's schedules as /schedule/list orders them, for pickers: (id,
+    name, the role ids their layers give) from the stored definitions, with no timeline
+    computed (a schedule's on-call costs milliseconds; a picker lists hundreds)."""
+    if p < 1:
+        raise errors.invalid("p", "must be 1 or more")
+    if not 1 <= limit <= 100:
+        raise errors.invalid("limit", "must be 1 to 100")
+    total, rows = repository.list_page_sync(conn, actor.account_id, query="", team_ids=None,
+                                            created_by=None, offset=(p - 1) * limit,
+                                            limit=limit)
+    return total, [(int(row.schedule_id), str(row.schedule_name or ""), tuple(sorted(
+        {m.role_id for layer in _layers(row.layers) for g in layer.groups for m in g.members
+         if m.role_id}))) for row in rows]
+
+
 @reads_sync(SCHEDULE_VIEW, SCHEDULE_MANAGE)
 def my_schedules_sync(conn: Connection, actor: Actor, *, start: int,
                       end: int) -> list[ScheduleItem]:

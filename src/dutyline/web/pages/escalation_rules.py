@@ -143,17 +143,17 @@ def _names(conn: Connection, actor: Actor, layers: list[dict[str, Any]],
             conn, actor, person_ids=ids[start:start + SERVICE_PAGE]))
     named_teams = {t.team_id: t.team_name
                    for t in teams.team_infos_sync(conn, actor, team_ids=sorted(team_ids))}
-    named = {s.schedule_id: s.schedule_name or "" for s in _all_schedules(conn, actor)
-             if s.schedule_id in schedule_ids}
+    named = {schedule_id: name for schedule_id, name, _ in _all_schedules(conn, actor)
+             if schedule_id in schedule_ids}
     return Names(people, named_teams, named, actor.person_id)
 
 
-def _all_schedules(conn: Connection, actor: Actor) -> list[Any]:
-    out: list[Any] = []
+def _all_schedules(conn: Connection, actor: Actor) -> list[tuple[int, str, tuple[int, ...]]]:
+    """(id, name, role ids) of the account's schedules, without their timelines."""
+    out: list[tuple[int, str, tuple[int, ...]]] = []
     for p in range(1, MAX_GATHERED_PAGES + 1):
-        total, items = schedules.list_schedules_sync(
-            conn, actor, query="", p=p, limit=SERVICE_PAGE, is_my_team=False,
-            is_my_manage=False, team_ids=None, start=0, end=0)
+        total, items = schedules.list_schedule_choices_sync(conn, actor, p=p,
+                                                            limit=SERVICE_PAGE)
         out += items
         if not items or len(out) >= total:
             break
@@ -180,11 +180,8 @@ def _choices(conn: Connection, actor: Actor) -> dict[str, list[Choice]]:
         found_teams += items
         if not items or len(found_teams) >= total:
             break
-    found_schedules = [
-        Choice(str(s.schedule_id), s.schedule_name or f"#{s.schedule_id}", tuple(sorted(
-            {m.role_id for layer in s.layers for g in layer.groups for m in g.members
-             if m.role_id})))
-        for s in _all_schedules(conn, actor)]
+    found_schedules = [Choice(str(schedule_id), name or f"#{schedule_id}", roles)
+                       for schedule_id, name, roles in _all_schedules(conn, actor)]
     try:
         listed = templates.list_templates_sync(
             conn, actor, p=1, limit=100, orderby="template_name", asc=True, is_my_team=False,
