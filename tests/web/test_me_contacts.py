@@ -247,7 +247,9 @@ async def test_every_field_of_the_page_has_a_label(console: Browser) -> None:
     page = (await console.get(ME)).text
     inputs = re.findall(r'<input (?![^>]*type="hidden")[^>]*>', page)
     ids = [re.search(r'id="([^"]+)"', i)[1] for i in inputs]  # type: ignore[index]
-    assert len(ids) == 3 + len(IM_PLATFORMS) + 3 * len(PERSONAL_CHANNELS)
+    # Name (the profile form), e-mail, country code, phone; the IM accounts; a box per
+    # channel and severity.
+    assert len(ids) == 4 + len(IM_PLATFORMS) + 3 * len(PERSONAL_CHANNELS)
     for id_ in ids:
         assert f'<label for="{id_}">' in page, id_
     # Each test button names its contact for a screen reader, and has its own form.

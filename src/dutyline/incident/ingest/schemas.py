@@ -6,6 +6,7 @@ from typing import Annotated
 
 import msgspec
 
+from dutyline.api.types import Id
 from dutyline.kit.vocabulary import CRITICAL
 from dutyline.kit.vocabulary import Status as EventStatus
 
@@ -44,7 +45,7 @@ class PushManyResponse(msgspec.Struct, kw_only=True):
 
 
 class TestAlertRequest(msgspec.Struct, kw_only=True):
-    integration_id: Annotated[int, msgspec.Meta(ge=1)]
+    integration_id: Id
     event_status: EventStatus = CRITICAL
 
 
