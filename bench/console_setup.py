@@ -1,7 +1,7 @@
 """The console's setup pages (signed in as the owner) on an account of 500 channels (each with
 an integration and an escalation rule), 200 schedules (a weekly layer of two people each),
-2,000 members, a few teams and templates: issue 36's size for its figure (p99 of each page
-under 50 ms).
+2,000 members, a few teams and templates: the size at which each page's p99 should stay
+under 50 ms.
 
     .venv/bin/python -m bench.console_setup [--postgres] [--channels 500] [--schedules 200] \
         [--members 2000] [--requests 100]
