@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 from selenium.webdriver.common.by import By
 
-from tests.fixtures.browser import Chromium
+from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
 from tests.fixtures.databases import fresh_sqlite
 from tests.fixtures.server import Server, free_port, running_server
 from tests.fixtures.smtp import SinkMessage, SmtpSink
@@ -140,3 +140,36 @@ def paging_integration(console: LiveConsole, name: str = "Paged") -> str:
                                "by": {"critical": ["email"]}},
                     "max_times": 0, "notify_step": 1}]})
     return str(key)
+
+
+# The elements reaching past the screen's right edge or their own box (innermost last), to
+# name what is too wide.
+WIDER = """
+return [...document.body.querySelectorAll('*')]
+  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1
+          || e.scrollWidth > e.clientWidth + 1)
+  .slice(-6).map(e => e.outerHTML.slice(0, 100));
+"""
+
+
+def look(chromium: Chromium, name: str, *, refused: int | None = None) -> None:
+    """The open page at each width: a screenshot (build/screenshots/), no axe violation, no
+    sideways scroll on a phone, no hostile string run or turned into markup, and no console
+    error. `refused`: the page answers a refused form with this status, which the browser
+    logs as an error of its own."""
+    driver = chromium.driver
+    for width in WIDTHS:
+        chromium.resize(width)
+        shot = screenshot(driver, name)
+        assert shot.stat().st_size > 5_000, shot
+        violations = axe_violations(driver)
+        assert violations == [], (name, width, violations)
+        if width == 360:
+            scroll = driver.execute_script("return document.documentElement.scrollWidth")
+            assert scroll <= width + 1, (name, scroll, driver.execute_script(WIDER, width))
+    chromium.resize(WIDTHS[0])
+    assert driver.execute_script("return typeof window.__pwned") == "undefined"
+    assert driver.find_elements(By.CSS_SELECTOR, "img[src='x'], [onerror]") == []
+    errors = [e for e in chromium.console_errors()
+              if refused is None or f"status of {refused} " not in e]
+    assert errors == [], name

@@ -15,12 +15,13 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
+from tests.fixtures.browser import Chromium
 from tests.web.browser_support import (
     PAGE_WITHIN_S,
     LiveConsole,
     incident_by_title,
     live_console,
+    look,
     open_page,
     push,
     sign_in,
@@ -28,12 +29,6 @@ from tests.web.browser_support import (
 
 pytestmark = pytest.mark.slow
 
-# The elements reaching past the screen's right edge (innermost last), to name what is wide.
-_WIDER = """
-return [...document.body.querySelectorAll('*')]
-  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1)
-  .slice(-6).map(e => e.outerHTML.slice(0, 100));
-"""
 
 
 @pytest.fixture(scope="module")
@@ -44,22 +39,7 @@ def live(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Ite
         yield console
 
 
-def _look(chromium: Chromium, name: str, status: int = 200) -> None:
-    """The open page at each width: screenshot, axe, no sideways scroll, no console error
-    (but the page's own status, when it answers a refused form)."""
-    driver = chromium.driver
-    for width in WIDTHS:
-        chromium.resize(width)
-        shot = screenshot(driver, name)
-        assert shot.stat().st_size > 5_000, shot
-        assert axe_violations(driver) == [], (name, width)
-        if width == 360:
-            scroll = driver.execute_script("return document.documentElement.scrollWidth")
-            assert scroll <= width + 1, (name, scroll, driver.execute_script(_WIDER, width))
-    chromium.resize(WIDTHS[0])
-    errors = [e for e in chromium.console_errors()
-              if status == 200 or f"status of {status} " not in e]
-    assert errors == [], name
+
 
 
 def _body(driver: Any) -> str:
@@ -83,13 +63,13 @@ def test_the_channels_pages(live: LiveConsole, chromium: Chromium) -> None:
     driver = chromium.driver
     sign_in(chromium, live.url, live.owner.email, then="/console/channels")
     assert "Create your first channel" in _body(driver)
-    _look(chromium, "channels-empty")
+    look(chromium, "channels-empty")
 
     # The first channel, made with the keyboard alone: Tab to each field, type, Enter.
     driver.find_element(By.LINK_TEXT, "Create your first channel").click()
     chromium.wait_for(lambda d: d.current_url.endswith("/console/channels/new"),
                       PAGE_WITHIN_S, "the empty state's button did not open the form")
-    _look(chromium, "channel-new")
+    look(chromium, "channel-new")
     _tab_to(driver, "f-channel_name")
     _focused(driver).send_keys("Payments API")
     _tab_to(driver, "f-description")
@@ -130,7 +110,7 @@ def test_the_channels_pages(live: LiveConsole, chromium: Chromium) -> None:
         assert text in body, text
     assert driver.find_element(
         By.CSS_SELECTOR, f"a[href='/console/incidents/{incident_id}']").is_displayed()
-    _look(chromium, "channel")
+    look(chromium, "channel")
 
     for i in range(3):
         live.call("/channel/create", {"channel_name": f"Search {i}",
@@ -138,7 +118,7 @@ def test_the_channels_pages(live: LiveConsole, chromium: Chromium) -> None:
                                                      "description that wraps on a phone"})
     open_page(chromium, f"{live.url}/console/channels")
     assert "4 channels" in _body(driver)
-    _look(chromium, "channels")
+    look(chromium, "channels")
 
     # The edit form with an error at its field.
     open_page(chromium, f"{channel_url}/edit")
@@ -150,11 +130,11 @@ def test_the_channels_pages(live: LiveConsole, chromium: Chromium) -> None:
                       "the taken name was not refused at its field")
     assert "already exists" in driver.find_element(By.ID, "e-channel_name").text
     assert driver.find_element(By.ID, "f-channel_name").get_attribute("aria-invalid") == "true"
-    _look(chromium, "channel-edit-error", status=400)
+    look(chromium, "channel-edit-error", refused=400)
 
     open_page(chromium, f"{channel_url}/delete")
     assert "Delete the channel Payments API?" in _body(driver)
-    _look(chromium, "channel-delete")
+    look(chromium, "channel-delete")
 
 
 def test_a_reader_sees_channels_without_controls(live: LiveConsole,
@@ -164,8 +144,8 @@ def test_a_reader_sees_channels_without_controls(live: LiveConsole,
     sign_in(chromium, live.url, live.reader.email, then="/console/channels")
     assert "Read only" in _body(driver)
     assert driver.find_elements(By.CSS_SELECTOR, "a[href='/console/channels/new']") == []
-    _look(chromium, "channels-reader")
+    look(chromium, "channels-reader")
     open_page(chromium, f"{live.url}/console/channels/{channel_id}")
     assert driver.find_elements(By.CSS_SELECTOR, "a[href$='/edit'], form[action$='/disable']"
                                 ) == []
-    _look(chromium, "channel-reader")
+    look(chromium, "channel-reader")

@@ -17,6 +17,7 @@ from selenium.webdriver.common.by import By
 from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
 from tests.web.browser_support import (
     PAGE_WITHIN_S,
+    WIDER,
     LiveConsole,
     incident_by_title,
     links_of,
@@ -76,14 +77,6 @@ def _unharmed(driver: Any) -> None:
     assert driver.find_elements(By.CSS_SELECTOR, "a[href^='javascript:' i]") == []
 
 
-# The elements reaching past the screen's right edge or their own box (innermost last), to
-# name what is too wide.
-_WIDER = """
-return [...document.body.querySelectorAll('*')]
-  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1
-          || e.scrollWidth > e.clientWidth + 1)
-  .slice(-6).map(e => e.outerHTML.slice(0, 100));
-"""
 
 
 def _look(chromium: Chromium, name: str) -> None:
@@ -98,7 +91,7 @@ def _look(chromium: Chromium, name: str) -> None:
         assert violations == [], (name, width, violations)
         if width == 360:
             scroll = driver.execute_script("return document.documentElement.scrollWidth")
-            assert scroll <= width + 1, (name, scroll, driver.execute_script(_WIDER, width))
+            assert scroll <= width + 1, (name, scroll, driver.execute_script(WIDER, width))
     chromium.resize(WIDTHS[0])
     _unharmed(driver)
     assert chromium.console_errors() == [], name
@@ -182,7 +175,7 @@ def test_the_grouped_navigation_works_on_a_phone_without_javascript(
         screenshot(driver, "nav-open")
         assert axe_violations(driver) == [], width
         scroll = driver.execute_script("return document.documentElement.scrollWidth")
-        assert scroll <= width + 1, (width, scroll, driver.execute_script(_WIDER, width))
+        assert scroll <= width + 1, (width, scroll, driver.execute_script(WIDER, width))
         account = _menu(driver, "Account")
         account.find_element(By.TAG_NAME, "summary").click()
         assert menu.get_attribute("open") is None  # the other menu closed
@@ -190,7 +183,7 @@ def test_the_grouped_navigation_works_on_a_phone_without_javascript(
         screenshot(driver, "nav-account")
         assert axe_violations(driver) == [], width
         scroll = driver.execute_script("return document.documentElement.scrollWidth")
-        assert scroll <= width + 1, (width, scroll, driver.execute_script(_WIDER, width))
+        assert scroll <= width + 1, (width, scroll, driver.execute_script(WIDER, width))
     chromium.resize(WIDTHS[0])
     assert chromium.console_errors() == []
 

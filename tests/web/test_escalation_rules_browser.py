@@ -15,8 +15,15 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
-from tests.web.browser_support import PAGE_WITHIN_S, LiveConsole, live_console, open_page, sign_in
+from tests.fixtures.browser import WIDTHS, Chromium, screenshot
+from tests.web.browser_support import (
+    PAGE_WITHIN_S,
+    LiveConsole,
+    live_console,
+    look,
+    open_page,
+    sign_in,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -56,28 +63,9 @@ def rules(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         yield Rules(live, channel_id, str(rule_id))
 
 
-_WIDER = """
-return [...document.body.querySelectorAll('*')]
-  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1
-          || e.scrollWidth > e.clientWidth + 1)
-  .slice(-6).map(e => e.outerHTML.slice(0, 100));
-"""
 
 
-def _look(chromium: Chromium, name: str) -> None:
-    """The open page at each width: screenshot, axe, console, no sideways scroll."""
-    driver = chromium.driver
-    for width in WIDTHS:
-        chromium.resize(width)
-        shot = screenshot(driver, name)
-        assert shot.stat().st_size > 5_000, shot
-        violations = axe_violations(driver)
-        assert violations == [], (name, width, violations)
-        if width == 360:
-            scroll = driver.execute_script("return document.documentElement.scrollWidth")
-            assert scroll <= width + 1, (name, scroll, driver.execute_script(_WIDER, width))
-    chromium.resize(WIDTHS[0])
-    assert chromium.console_errors() == [], name
+
 
 
 def _body(driver: Any) -> str:
@@ -95,7 +83,7 @@ def test_the_pages_at_both_widths(rules: Rules, chromium: Chromium) -> None:
             ("escalation-rule-edit", f"/{rules.rule_id}/edit", "Layer 2")):
         open_page(chromium, rules.base + path)
         assert text in _body(driver), name
-        _look(chromium, name)
+        look(chromium, name)
     # The layers of the form, seen where they are.
     for width in WIDTHS:
         chromium.resize(width)

@@ -17,11 +17,12 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
+from tests.fixtures.browser import Chromium
 from tests.web.browser_support import (
     PAGE_WITHIN_S,
     LiveConsole,
     live_console,
+    look,
     open_page,
     sign_in,
 )
@@ -39,19 +40,7 @@ def live(sqlite_template: Path,
         yield console, int(channel_id)
 
 
-def _look(chromium: Chromium, name: str) -> None:
-    driver = chromium.driver
-    for width in WIDTHS:
-        chromium.resize(width)
-        shot = screenshot(driver, name)
-        assert shot.stat().st_size > 5_000, shot
-        violations = axe_violations(driver)
-        assert violations == [], (name, width, violations)
-        if width == 360:
-            scroll = driver.execute_script("return document.documentElement.scrollWidth")
-            assert scroll <= width + 1, (name, scroll)
-    chromium.resize(WIDTHS[0])
-    assert chromium.console_errors() == [], name
+
 
 
 def _body(driver: Any) -> str:
@@ -74,12 +63,12 @@ def test_adding_reading_rotating_and_deleting_by_keyboard_and_at_both_widths(
     sign_in(chromium, console.url, console.owner.email, then=f"/console/channels/{channel_id}"
             "/integrations")
     assert "No integration yet" in _body(driver)
-    _look(chromium, "integrations-empty")
+    look(chromium, "integrations-empty")
 
     # The form with the keyboard alone: Tab to the source, an arrow picks Grafana and back
     # to Alertmanager, Tab to the name, type, Enter.
     open_page(chromium, base + "/new")
-    _look(chromium, "integration-new")
+    look(chromium, "integration-new")
     driver.find_element(By.TAG_NAME, "body").click()
     _tab_to(driver, lambda e: e.get_attribute("name") == "source")
     ActionChains(driver).send_keys(Keys.ARROW_DOWN).perform()
@@ -97,7 +86,7 @@ def test_adding_reading_rotating_and_deleting_by_keyboard_and_at_both_widths(
     # The copy buttons show with JavaScript (the text is selectable without it).
     copy = driver.find_element(By.CSS_SELECTOR, "button[data-copy=snippet-alertmanager]")
     assert copy.is_displayed()
-    _look(chromium, "integration-key-shown-once")
+    look(chromium, "integration-key-shown-once")
 
     # A real push, then a test alert from the page: both listed with their outcome.
     pushed = httpx.post(url, trust_env=False, timeout=10, json={"alerts": [{
@@ -116,10 +105,10 @@ def test_adding_reading_rotating_and_deleting_by_keyboard_and_at_both_widths(
     body = _body(driver)
     assert "Queue stuck on orders" in body and "Test alert from dutyline" in body
     assert body.count("Opened an incident") == 2
-    _look(chromium, "integration-page")
+    look(chromium, "integration-page")
 
     open_page(chromium, page + "/rotate")
-    _look(chromium, "integration-rotate")
+    look(chromium, "integration-rotate")
     driver.find_element(By.CSS_SELECTOR, "form button.danger").click()
     chromium.wait_for(lambda d: d.find_elements(By.ID, "snippet-curl"), PAGE_WITHIN_S,
                       "rotating did not show the new key")
@@ -128,7 +117,7 @@ def test_adding_reading_rotating_and_deleting_by_keyboard_and_at_both_widths(
                       json={"alerts": []}).status_code == 401
 
     open_page(chromium, page + "/delete")
-    _look(chromium, "integration-delete")
+    look(chromium, "integration-delete")
 
 
 def test_a_read_only_member_reads_without_controls(live: tuple[LiveConsole, int],
@@ -142,4 +131,4 @@ def test_a_read_only_member_reads_without_controls(live: tuple[LiveConsole, int]
     body = _body(driver)
     assert "Read me" in body and "No event received yet" in body
     assert "Rotate the key" not in body and "Send a test alert" not in body
-    _look(chromium, "integration-page-read-only")
+    look(chromium, "integration-page-read-only")

@@ -16,8 +16,15 @@ from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
-from tests.web.browser_support import PAGE_WITHIN_S, LiveConsole, live_console, open_page, sign_in
+from tests.fixtures.browser import Chromium
+from tests.web.browser_support import (
+    PAGE_WITHIN_S,
+    LiveConsole,
+    live_console,
+    look,
+    open_page,
+    sign_in,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -45,26 +52,9 @@ def setup(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         yield Setup(live, incident["incident_id"], template["template_id"])
 
 
-_WIDER = """
-return [...document.body.querySelectorAll('*')]
-  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1)
-  .slice(-6).map(e => e.outerHTML.slice(0, 100));
-"""
 
 
-def _look(chromium: Chromium, name: str) -> None:
-    driver = chromium.driver
-    for width in WIDTHS:
-        chromium.resize(width)
-        shot = screenshot(driver, name)
-        assert shot.stat().st_size > 5_000, shot
-        assert axe_violations(driver) == [], (name, width)
-        if width == 360:
-            scroll = driver.execute_script("return document.documentElement.scrollWidth")
-            assert scroll <= width + 1, (name, scroll, driver.execute_script(_WIDER, width))
-    chromium.resize(WIDTHS[0])
-    assert driver.execute_script("return typeof window.__pwned") == "undefined"
-    assert chromium.console_errors() == [], name
+
 
 
 def _wait(chromium: Chromium, css: str, what: str) -> Any:
@@ -77,7 +67,7 @@ def test_the_list_and_the_editor_with_previews(setup: Setup, chromium: Chromium)
     sign_in(chromium, live.url, live.owner.email, then="/console/templates")
     driver = chromium.driver
     assert "Prod pages" in driver.find_element(By.TAG_NAME, "main").text
-    _look(chromium, "templates")
+    look(chromium, "templates")
 
     open_page(chromium, f"{live.url}/console/templates/{setup.template_id}")
     # The newest incident is the one previews use; htmx swaps each preview in place.
@@ -98,7 +88,7 @@ def test_the_list_and_the_editor_with_previews(setup: Setup, chromium: Chromium)
         assert driver.execute_script("return typeof window.__pwned") == "undefined"
     finally:
         driver.switch_to.default_content()
-    _look(chromium, "template-preview")
+    look(chromium, "template-preview")
 
     # A body that does not parse: its line, next to it, after the preview button.
     sms = driver.find_element(By.ID, "f-sms")
@@ -107,14 +97,14 @@ def test_the_list_and_the_editor_with_previews(setup: Setup, chromium: Chromium)
     driver.find_element(By.CSS_SELECTOR, "#kind-sms button[name=preview]").click()
     error = _wait(chromium, "#pe-sms", "the error did not show")
     assert error.text == 'Line 2: function "nope" not defined'
-    _look(chromium, "template-error")
+    look(chromium, "template-error")
 
 
 def test_a_new_template_by_keyboard_only(setup: Setup, chromium: Chromium) -> None:
     live = setup.live
     sign_in(chromium, live.url, live.owner.email, then="/console/templates/new")
     driver = chromium.driver
-    _look(chromium, "template-new")
+    look(chromium, "template-new")
 
     def press(*keys: str) -> None:
         ActionChains(driver).send_keys(*keys).perform()
@@ -147,7 +137,7 @@ def test_a_reader_sees_the_list_without_its_controls(setup: Setup, chromium: Chr
     sign_in(chromium, live.url, live.reader.email, then="/console/templates")
     driver = chromium.driver
     assert driver.find_elements(By.CSS_SELECTOR, "a[href='/console/templates/new']") == []
-    _look(chromium, "templates-reader")
+    look(chromium, "templates-reader")
     open_page(chromium, f"{live.url}/console/templates/{setup.template_id}")
     assert driver.find_element(By.ID, "f-sms").get_attribute("readonly") is not None
-    _look(chromium, "template-reader")
+    look(chromium, "template-reader")

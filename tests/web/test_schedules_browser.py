@@ -16,11 +16,12 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.select import Select
 
-from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
+from tests.fixtures.browser import Chromium
 from tests.web.browser_support import (
     PAGE_WITHIN_S,
     LiveConsole,
     live_console,
+    look,
     open_page,
     sign_in,
 )
@@ -28,11 +29,6 @@ from tests.web.browser_support import (
 pytestmark = pytest.mark.slow
 
 NAME_IMG = '"><img src=x onerror=window.__pwned=1>'
-_WIDER = """
-return [...document.body.querySelectorAll('*')]
-  .filter(e => e.getBoundingClientRect().right > arguments[0] + 1)
-  .slice(-6).map(e => e.outerHTML.slice(0, 100));
-"""
 
 
 @pytest.fixture(scope="module")
@@ -42,23 +38,7 @@ def live(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory,
         yield console
 
 
-def _look(chromium: Chromium, name: str, refused: bool = False) -> None:
-    """`refused`: the page is a form the server answered 400 (the console notes the status)."""
-    driver = chromium.driver
-    for width in WIDTHS:
-        chromium.resize(width)
-        shot = screenshot(driver, name)
-        assert shot.stat().st_size > 5_000, shot
-        assert axe_violations(driver) == [], (name, width)
-        if width == 360:
-            scroll = driver.execute_script("return document.documentElement.scrollWidth")
-            assert scroll <= width + 1, (name, scroll, driver.execute_script(_WIDER, width))
-    chromium.resize(WIDTHS[0])
-    assert driver.execute_script("return typeof window.__pwned") == "undefined"
-    errors = chromium.console_errors()
-    if refused:
-        errors = [e for e in errors if "status of 400" not in e]
-    assert errors == [], name
+
 
 
 def _active(driver: Any) -> Any:
@@ -92,7 +72,7 @@ def test_the_schedule_pages(live: LiveConsole, chromium: Chromium) -> None:
     driver = chromium.driver
     sign_in(chromium, live.url, live.owner.email, then="/console/schedules")
     assert "No schedules yet." in driver.find_element(By.TAG_NAME, "body").text
-    _look(chromium, "schedules-empty")
+    look(chromium, "schedules-empty")
 
     hostile = live.call("/member/invite", {"members": [
         {"member_name": NAME_IMG, "email": "img@schedules.example"}]})["items"][0]
@@ -105,15 +85,15 @@ def test_the_schedule_pages(live: LiveConsole, chromium: Chromium) -> None:
                 {"members": [{"person_ids": [hostile["member_id"]]}]}]}]})["schedule_id"]
     open_page(chromium, f"{live.url}/console/schedules")
     assert "Primary" in driver.find_element(By.TAG_NAME, "body").text
-    _look(chromium, "schedules")
+    look(chromium, "schedules")
 
     open_page(chromium, f"{live.url}/console/schedules/{sid}")
     body = driver.find_element(By.TAG_NAME, "body").text
     assert "Acme Owner (you)" in body and NAME_IMG in body
-    _look(chromium, "schedule")
+    look(chromium, "schedule")
 
     open_page(chromium, f"{live.url}/console/schedules/{sid}/edit")
-    _look(chromium, "schedule-edit")
+    look(chromium, "schedule-edit")
 
     # An override with its end before its start: the error at its field.
     open_page(chromium, f"{live.url}/console/schedules/{sid}")
@@ -129,7 +109,7 @@ def test_the_schedule_pages(live: LiveConsole, chromium: Chromium) -> None:
     driver.find_element(By.CSS_SELECTOR, "form[action$='/override'] button.primary").click()
     chromium.wait_for(lambda d: d.find_elements(By.ID, "e-end"), PAGE_WITHIN_S,
                       "the override's error did not show")
-    _look(chromium, "schedule-override-error", refused=True)
+    look(chromium, "schedule-override-error", refused=400)
 
     # The calendar link, with its copy button.
     open_page(chromium, f"{live.url}/console/schedules/{sid}")
@@ -137,13 +117,13 @@ def test_the_schedule_pages(live: LiveConsole, chromium: Chromium) -> None:
     chromium.wait_for(lambda d: d.find_elements(By.ID, "feed-url"), PAGE_WITHIN_S,
                       "the calendar link did not show")
     assert driver.find_element(By.ID, "feed-url").get_attribute("value").startswith(live.url)
-    _look(chromium, "schedule-calendar")
+    look(chromium, "schedule-calendar")
 
 
 def test_the_create_form_by_keyboard_alone(live: LiveConsole, chromium: Chromium) -> None:
     driver = chromium.driver
     sign_in(chromium, live.url, live.owner.email, then="/console/schedules/new")
-    _look(chromium, "schedule-new")
+    look(chromium, "schedule-new")
     _tab_to(driver, _by_id("f-schedule_name"), "the name").send_keys("Keyboard rota")
     _tab_to(driver, _by_id("f-layers-0-at"), "the hand-off time").send_keys("0800")
     _tab_to(driver, _button("add_person:0"), "Add a person")
@@ -157,7 +137,7 @@ def test_the_create_form_by_keyboard_alone(live: LiveConsole, chromium: Chromium
                     "Add a person did not add a second turn")
     _tab_to(driver, _by_id("f-layers-0-people-1"), "the second turn").send_keys(
         live.reader_name)
-    _look(chromium, "schedule-new-filled")
+    look(chromium, "schedule-new-filled")
     # Enter in a text field saves (not the first Remove button of the form).
     _tab_to(driver, _by_id("f-layers-0-layer_name"), "the layer's name")
     _press_and_wait(chromium, Keys.ENTER,
@@ -176,4 +156,4 @@ def test_field_errors_on_a_phone(live: LiveConsole, chromium: Chromium) -> None:
                       PAGE_WITHIN_S, "no error shown")
     # The first field the service refuses: nobody takes turns yet.
     assert driver.find_element(By.ID, "e-layers-0-people").text == "choose at least one person"
-    _look(chromium, "schedule-new-error", refused=True)
+    look(chromium, "schedule-new-error", refused=400)

@@ -14,8 +14,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 
-from tests.fixtures.browser import WIDTHS, Chromium, axe_violations, screenshot
-from tests.web.browser_support import PAGE_WITHIN_S, LiveConsole, live_console, sign_in
+from tests.fixtures.browser import WIDTHS, Chromium, screenshot
+from tests.web.browser_support import PAGE_WITHIN_S, LiveConsole, live_console, look, sign_in
 
 pytestmark = pytest.mark.slow
 
@@ -27,19 +27,7 @@ def live(sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory
         yield console
 
 
-def _look(chromium: Chromium, name: str) -> None:
-    """The open page at each width: screenshot, axe, console, no sideways scroll."""
-    driver = chromium.driver
-    for width in WIDTHS:
-        chromium.resize(width)
-        shot = screenshot(driver, name)
-        assert shot.stat().st_size > 5_000, shot
-        assert axe_violations(driver) == [], (name, width)
-        if width == 360:
-            scroll = driver.execute_script("return document.documentElement.scrollWidth")
-            assert scroll <= width + 1, (name, scroll)
-    chromium.resize(WIDTHS[0])
-    assert chromium.console_errors() == [], name
+
 
 
 def _box(driver: Any, element_id: str) -> dict[str, float]:
@@ -71,7 +59,7 @@ def test_the_settings_page_with_the_keyboard_alone(live: LiveConsole,
     body = driver.find_element(By.TAG_NAME, "body").text
     assert "Links in e-mails, notifications and invitations start with this address" in body
     assert "Only on this machine" in body  # the test server's base URL is 127.0.0.1
-    _look(chromium, "settings")
+    look(chromium, "settings")
     driver.execute_script("document.getElementById('h-delivery').scrollIntoView()")
     screenshot(driver, "settings-delivery")
 
@@ -91,7 +79,7 @@ def test_the_settings_page_with_the_keyboard_alone(live: LiveConsole,
                       PAGE_WITHIN_S, "the settings were not saved")
     info = live.call("/account/info", {})
     assert (info["account_name"], info["time_zone"]) == ("Acme Night Shift", "Europe/Berlin")
-    _look(chromium, "settings-saved")
+    look(chromium, "settings-saved")
 
 
 def test_the_two_factor_enrolment_shows_the_qr_code_beside_the_key(
@@ -101,7 +89,7 @@ def test_the_two_factor_enrolment_shows_the_qr_code_beside_the_key(
     code = driver.find_element(By.CSS_SELECTOR, ".qr-code[role=img]")
     assert "QR code" in (code.get_attribute("aria-label") or "")
     assert driver.find_element(By.ID, "otpauth").text.startswith("otpauth://totp/")
-    _look(chromium, "two-factor")
+    look(chromium, "two-factor")
     for width in WIDTHS:
         chromium.resize(width)
         qr, key, link = (_box(driver, "qr-code"), _box(driver, "secret"),
@@ -128,4 +116,4 @@ def test_the_responder_s_me_page_names_no_server_variable(
     assert "SMS is not set up on this server; ask your administrator." in body
     assert "Telegram is not set up on this server; ask your administrator." in body
     assert "DUTYLINE_" not in chromium.driver.page_source
-    _look(chromium, "me-not-set-up")
+    look(chromium, "me-not-set-up")
